@@ -1,0 +1,514 @@
+//! The model boundary: the [`ChatModel`] trait every provider implements, the request it receives,
+//! and the [`ProviderRegistry`] that turns a configured model's `use` string into a model.
+//!
+//! The gateway knows nothing of record or replay. Other crates (the harness) register their own
+//! providers by name before the app starts, and the configuration selects them with `use`.
+
+pub mod openai;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::ModelConfig;
+use crate::messages::{Message, ToolCall};
+
+/// Who is calling the model, and how: DeerFlow derives the replay caller from these
+/// (`replay-and-fixtures.md` §4.7), so every call passes them explicitly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallMetadata {
+    /// Tags such as `middleware:title`, `nostream` or `subagent:<name>`.
+    pub tags: Vec<String>,
+    /// The run name (`title_agent`, `suggest_agent`), absent for the lead agent.
+    pub run_name: Option<String>,
+    /// The gateway run this call belongs to, when there is one.
+    pub run_id: Option<String>,
+    /// The thread this call belongs to, when there is one.
+    pub thread_id: Option<String>,
+}
+
+impl CallMetadata {
+    /// The journal caller (`gateway-contract.md` §12): the first tag that starts with
+    /// `subagent:` or `middleware:`, or equals `lead_agent`; otherwise `lead_agent`. Unlike the
+    /// replay caller it ignores the run name.
+    pub fn journal_caller(&self) -> String {
+        self.tags
+            .iter()
+            .find(|tag| {
+                tag.as_str() == "lead_agent"
+                    || tag.starts_with("subagent:")
+                    || tag.starts_with("middleware:")
+            })
+            .cloned()
+            .unwrap_or_else(|| "lead_agent".to_string())
+    }
+}
+
+/// A tool the model may call: name, description and JSON-schema parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name as the model must use it.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Per-call options derived from the run context.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallOptions {
+    /// `thinking_enabled` from the run context.
+    pub thinking_enabled: bool,
+    /// `reasoning_effort` from the run context, passed to providers that support it.
+    pub reasoning_effort: Option<String>,
+}
+
+/// Everything a model call receives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The messages the model sees, system prompt first, after every request-rewriting
+    /// middleware has run.
+    pub messages: Vec<Message>,
+    /// The bound tools (empty when none are bound).
+    pub tools: Vec<ToolSpec>,
+    /// Caller identity and tracing data.
+    pub metadata: CallMetadata,
+    /// Options such as thinking.
+    pub options: CallOptions,
+}
+
+/// One event of a streamed model answer. The variants mirror the provider-boundary recording
+/// format's event types (`recording-format.md` §2.2); `Done` carries the assembled message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// The answer has started.
+    Start,
+    /// A text block starts.
+    TextStart,
+    /// A fragment of answer text.
+    TextDelta {
+        /// The fragment.
+        delta: String,
+    },
+    /// The text block ended.
+    TextEnd,
+    /// A reasoning block starts.
+    ThinkingStart,
+    /// A fragment of reasoning text.
+    ThinkingDelta {
+        /// The fragment.
+        delta: String,
+    },
+    /// The reasoning block ended.
+    ThinkingEnd,
+    /// A tool call starts.
+    ToolcallStart {
+        /// Position of the call among parallel calls.
+        index: u32,
+        /// Provider call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolcallDelta {
+        /// Position of the call among parallel calls.
+        index: u32,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call's arguments are complete.
+    ToolcallEnd {
+        /// Position of the call among parallel calls.
+        index: u32,
+    },
+    /// The answer is complete; `message` is the assembled AI message (as a message dump).
+    Done {
+        /// The final AI message dump.
+        message: Value,
+    },
+    /// The provider failed mid-stream.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A boxed stream of model events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
+
+/// How a model failure should be treated by the LLM error-handling middleware
+/// (`gateway-contract.md` §11.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Out of quota or billing: not retried.
+    Quota,
+    /// Bad or missing credentials: not retried.
+    Auth,
+    /// Burst rate limit: retried a little.
+    BurstRate,
+    /// Timeouts, connection failures, 5xx and friends: retried.
+    Transient,
+    /// The provider says it is busy or overloaded: retried.
+    Busy,
+    /// Anything else, including replay misses: not retried.
+    Generic,
+}
+
+impl ErrorClass {
+    /// The string used in `error_reason` and `llm_retry` events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Quota => "quota",
+            ErrorClass::Auth => "auth",
+            ErrorClass::BurstRate => "burst_rate",
+            ErrorClass::Transient => "transient",
+            ErrorClass::Busy => "busy",
+            ErrorClass::Generic => "generic",
+        }
+    }
+}
+
+/// A failed model call. Providers fill in what they know; [`ModelError::class`] classifies it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    /// A type name in the manner of Python's exception names (`APIConnectionError`,
+    /// `ReplayMiss`, …); it becomes `error_type` in the fallback message.
+    pub error_type: String,
+    /// The error text. Never contains a credential.
+    pub message: String,
+    /// The HTTP status, when the provider answered with one.
+    pub status: Option<u16>,
+    /// A `Retry-After` the provider asked for.
+    pub retry_after: Option<Duration>,
+    /// A class forced by the provider; `None` means classify from status and message.
+    pub forced_class: Option<ErrorClass>,
+}
+
+impl ModelError {
+    /// An error of `error_type` with `message`, classified from its text.
+    pub fn new(error_type: impl Into<String>, message: impl Into<String>) -> ModelError {
+        ModelError {
+            error_type: error_type.into(),
+            message: message.into(),
+            status: None,
+            retry_after: None,
+            forced_class: None,
+        }
+    }
+
+    /// The same error with an HTTP status.
+    pub fn with_status(mut self, status: u16) -> ModelError {
+        self.status = Some(status);
+        self
+    }
+
+    /// The same error with a fixed class.
+    pub fn with_class(mut self, class: ErrorClass) -> ModelError {
+        self.forced_class = Some(class);
+        self
+    }
+
+    /// Classifies the failure (`gateway-contract.md` §11.2): quota and auth patterns first, then
+    /// burst and busy patterns, then transient statuses and transport errors; generic otherwise.
+    pub fn class(&self) -> ErrorClass {
+        if let Some(class) = self.forced_class {
+            return class;
+        }
+        let text = self.message.to_lowercase();
+        let has = |patterns: &[&str]| patterns.iter().any(|p| text.contains(p));
+        if has(&["insufficient_quota", "quota", "billing"]) {
+            return ErrorClass::Quota;
+        }
+        if has(&[
+            "authentication",
+            "unauthorized",
+            "invalid api key",
+            "permission",
+            "forbidden",
+        ]) || matches!(self.status, Some(401 | 403))
+        {
+            return ErrorClass::Auth;
+        }
+        if has(&["burst"]) {
+            return ErrorClass::BurstRate;
+        }
+        if has(&[
+            "server busy",
+            "overloaded",
+            "rate limit",
+            "too many requests",
+        ]) {
+            return ErrorClass::Busy;
+        }
+        if matches!(
+            self.status,
+            Some(408 | 409 | 425 | 429 | 500 | 502 | 503 | 504)
+        ) || matches!(
+            self.error_type.as_str(),
+            "APITimeoutError"
+                | "APIConnectionError"
+                | "InternalServerError"
+                | "ReadError"
+                | "RemoteProtocolError"
+                | "StreamChunkTimeoutError"
+                | "EmptyResponseError"
+        ) {
+            return ErrorClass::Transient;
+        }
+        ErrorClass::Generic
+    }
+}
+
+/// A chat model. Implementations are shared across runs and must be safe to call concurrently.
+#[async_trait]
+pub trait ChatModel: Send + Sync + fmt::Debug {
+    /// One non-streaming call: the complete AI message.
+    async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError>;
+
+    /// One streaming call. The stream ends with [`StreamEvent::Done`] or an error. The default
+    /// implementation calls [`ChatModel::invoke`] and yields the message as one chunk.
+    async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        let message = self.invoke(request).await?;
+        Ok(Box::pin(futures::stream::iter(one_chunk_events(&message))))
+    }
+}
+
+/// The events of a message delivered as a single chunk: `start`, its text, its tool calls, `done`.
+pub fn one_chunk_events(message: &Message) -> Vec<Result<StreamEvent, ModelError>> {
+    let mut events = vec![Ok(StreamEvent::Start)];
+    let text = message.text();
+    if !text.is_empty() {
+        events.push(Ok(StreamEvent::TextStart));
+        events.push(Ok(StreamEvent::TextDelta { delta: text }));
+        events.push(Ok(StreamEvent::TextEnd));
+    }
+    for (index, call) in message.tool_calls.iter().enumerate() {
+        let index = index as u32;
+        events.push(Ok(StreamEvent::ToolcallStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        }));
+        events.push(Ok(StreamEvent::ToolcallDelta {
+            index,
+            delta: call.args.to_string(),
+        }));
+        events.push(Ok(StreamEvent::ToolcallEnd { index }));
+    }
+    events.push(Ok(StreamEvent::Done {
+        message: message.to_dump(),
+    }));
+    events
+}
+
+/// Folds a stream of events into the final message: the `Done` message when one arrives, else an
+/// AI message assembled from the deltas.
+pub async fn collect_stream(mut stream: EventStream) -> Result<Message, ModelError> {
+    use futures::StreamExt;
+    let mut text = String::new();
+    let mut calls: BTreeMap<u32, (String, String, String)> = BTreeMap::new();
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::TextDelta { delta } => text.push_str(&delta),
+            StreamEvent::ToolcallStart { index, id, name } => {
+                calls.insert(index, (id, name, String::new()));
+            }
+            StreamEvent::ToolcallDelta { index, delta } => {
+                calls.entry(index).or_default().2.push_str(&delta);
+            }
+            StreamEvent::Done { message } => {
+                return Message::from_json(&message).map_err(|err| {
+                    ModelError::new("InvalidResponseError", format!("bad final message: {err}"))
+                });
+            }
+            StreamEvent::Error { message } => {
+                return Err(ModelError::new("StreamError", message));
+            }
+            _ => {}
+        }
+    }
+    let mut tool_calls = Vec::new();
+    for (id, name, args) in calls.into_values() {
+        let args = if args.trim().is_empty() {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_str(&args).map_err(|err| {
+                ModelError::new(
+                    "InvalidResponseError",
+                    format!("tool call arguments: {err}"),
+                )
+            })?
+        };
+        tool_calls.push(ToolCall { name, args, id });
+    }
+    Ok(Message::ai(text, tool_calls))
+}
+
+/// What a provider receives besides the model's own configuration block.
+#[derive(Debug, Clone)]
+pub struct ProviderContext {
+    /// The gateway home folder.
+    pub home: std::path::PathBuf,
+}
+
+/// A provider builds a [`ChatModel`] from a configured model entry.
+pub trait ModelProvider: Send + Sync {
+    /// Builds the model, or explains why the entry cannot be used.
+    fn build(
+        &self,
+        config: &ModelConfig,
+        context: &ProviderContext,
+    ) -> Result<Arc<dyn ChatModel>, ModelError>;
+}
+
+impl<F> ModelProvider for F
+where
+    F: Fn(&ModelConfig, &ProviderContext) -> Result<Arc<dyn ChatModel>, ModelError> + Send + Sync,
+{
+    fn build(
+        &self,
+        config: &ModelConfig,
+        context: &ProviderContext,
+    ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        self(config, context)
+    }
+}
+
+/// Providers by `use` string. Each [`crate::app::App`] owns one; nothing is global.
+#[derive(Clone, Default)]
+pub struct ProviderRegistry {
+    providers: BTreeMap<String, Arc<dyn ModelProvider>>,
+}
+
+impl fmt::Debug for ProviderRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderRegistry")
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The `use` string of the built-in OpenAI-compatible provider.
+pub const OPENAI_PROVIDER: &str = "openai";
+
+impl ProviderRegistry {
+    /// An empty registry.
+    pub fn empty() -> ProviderRegistry {
+        ProviderRegistry::default()
+    }
+
+    /// A registry with the built-in providers: `openai` (also reachable as
+    /// `langchain_openai:ChatOpenAI`, the DeerFlow spelling).
+    pub fn with_builtins() -> ProviderRegistry {
+        let mut registry = ProviderRegistry::empty();
+        let openai: Arc<dyn ModelProvider> = Arc::new(openai::OpenAiProvider);
+        registry.register_arc(OPENAI_PROVIDER, openai.clone());
+        registry.register_arc("langchain_openai:ChatOpenAI", openai);
+        registry
+    }
+
+    /// Registers (or replaces) the provider for `use_name`.
+    pub fn register(&mut self, use_name: &str, provider: impl ModelProvider + 'static) {
+        self.providers
+            .insert(use_name.to_string(), Arc::new(provider));
+    }
+
+    /// Registers a shared provider.
+    pub fn register_arc(&mut self, use_name: &str, provider: Arc<dyn ModelProvider>) {
+        self.providers.insert(use_name.to_string(), provider);
+    }
+
+    /// The registered `use` names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.providers.keys().cloned().collect()
+    }
+
+    /// The provider for `use_name`.
+    pub fn get(&self, use_name: &str) -> Option<Arc<dyn ModelProvider>> {
+        self.providers.get(use_name).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_errors_as_the_contract_table_says() {
+        let cases = [
+            (
+                ModelError::new("RateLimitError", "You exceeded your current quota"),
+                ErrorClass::Quota,
+            ),
+            (
+                ModelError::new("AuthenticationError", "Invalid API key").with_status(401),
+                ErrorClass::Auth,
+            ),
+            (
+                ModelError::new("APIStatusError", "upstream overloaded"),
+                ErrorClass::Busy,
+            ),
+            (
+                ModelError::new("APIStatusError", "bad gateway").with_status(502),
+                ErrorClass::Transient,
+            ),
+            (
+                ModelError::new("APIConnectionError", "connection refused"),
+                ErrorClass::Transient,
+            ),
+            (
+                ModelError::new("ReplayMiss", "replay miss: no recorded output"),
+                ErrorClass::Generic,
+            ),
+            (
+                ModelError::new("X", "anything").with_class(ErrorClass::BurstRate),
+                ErrorClass::BurstRate,
+            ),
+        ];
+        for (error, class) in cases {
+            assert_eq!(error.class(), class, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn journal_caller_uses_tags_only() {
+        let meta = CallMetadata {
+            tags: vec!["nostream".into(), "middleware:title".into()],
+            run_name: Some("title_agent".into()),
+            ..CallMetadata::default()
+        };
+        assert_eq!(meta.journal_caller(), "middleware:title");
+        let suggest = CallMetadata {
+            run_name: Some("suggest_agent".into()),
+            ..CallMetadata::default()
+        };
+        assert_eq!(suggest.journal_caller(), "lead_agent");
+    }
+
+    #[tokio::test]
+    async fn one_chunk_events_collect_back_to_the_message() {
+        let mut message = Message::ai(
+            "done",
+            vec![ToolCall {
+                name: "ls".into(),
+                args: serde_json::json!({"path": "/"}),
+                id: "c1".into(),
+            }],
+        );
+        message.id = Some("lc_run--x".into());
+        let stream: EventStream = Box::pin(futures::stream::iter(one_chunk_events(&message)));
+        assert_eq!(collect_stream(stream).await.unwrap(), message);
+    }
+}

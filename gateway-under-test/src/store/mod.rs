@@ -1,0 +1,341 @@
+//! SQLite persistence: users, thread metadata, checkpoints, runs and the run-event journal.
+//!
+//! One dedicated thread owns the `rusqlite::Connection`; async callers send it closures over a
+//! channel and await the answer (stack.md §2.6). Every [`Store`] is opened on its own folder, so
+//! gateways with different homes never share a database.
+//!
+//! API CONTRACT (implemented by the store helper; signatures are fixed, bodies are `todo!()`).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused the operation.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A unique constraint was violated (e.g. an e-mail already registered).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The folder or file could not be prepared.
+    #[error("database folder {path}: {source}")]
+    Io {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A JSON column did not hold JSON.
+    #[error("corrupt JSON in column {column}: {source}")]
+    Json {
+        /// Table and column.
+        column: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The database thread is gone (the store was closed).
+    #[error("the database thread has stopped")]
+    Closed,
+}
+
+/// A registered user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserRecord {
+    /// UUID string, or `default` for the synthetic user.
+    pub id: String,
+    /// Unique, stored lower-cased.
+    pub email: String,
+    /// The argon2 PHC string.
+    pub password_hash: String,
+    /// `user` or `admin`.
+    pub system_role: String,
+    /// Bumped to invalidate issued tokens.
+    pub token_version: i64,
+    /// Whether the user must finish setup.
+    pub needs_setup: bool,
+    /// OAuth provider name, if any.
+    pub oauth_provider: Option<String>,
+    /// ISO timestamp.
+    pub created_at: String,
+}
+
+/// Thread metadata (one row per thread).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRecord {
+    /// The thread id.
+    pub thread_id: String,
+    /// The owning user's id.
+    pub owner_id: String,
+    /// The assistant the thread was created for (`lead_agent` by default).
+    pub assistant_id: Option<String>,
+    /// `idle`, `running`, or a run's terminal status.
+    pub status: String,
+    /// Client metadata (a JSON object).
+    pub metadata: Value,
+    /// The title copied from state when a run completes.
+    pub display_name: Option<String>,
+    /// ISO timestamp.
+    pub created_at: String,
+    /// ISO timestamp.
+    pub updated_at: String,
+}
+
+/// The state of a thread after one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointRecord {
+    /// The thread.
+    pub thread_id: String,
+    /// Unique id (UUID string).
+    pub checkpoint_id: String,
+    /// The previous checkpoint of the thread, if any.
+    pub parent_checkpoint_id: Option<String>,
+    /// The step number (`-1` for the empty checkpoint written at thread creation).
+    pub step: i64,
+    /// The serialised state values (a JSON object).
+    pub values: Value,
+    /// Checkpoint metadata (a JSON object).
+    pub metadata: Value,
+    /// ISO timestamp.
+    pub created_at: String,
+}
+
+/// One run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// The run id.
+    pub run_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// Who started it.
+    pub owner_id: String,
+    /// `lead_agent` or a custom agent name.
+    pub assistant_id: String,
+    /// `pending`, `running`, `success`, `error`, `timeout`, `interrupted`.
+    pub status: String,
+    /// Client metadata (a JSON object).
+    pub metadata: Value,
+    /// `{"input", "config"}` as the run was requested (secrets redacted).
+    pub kwargs: Value,
+    /// `reject`, `rollback` or `interrupt`.
+    pub multitask_strategy: String,
+    /// The error text when `status` is `error`.
+    pub error: Option<String>,
+    /// Why the run stopped (`recursion_limit`, `cancelled`, …), if notable.
+    pub stop_reason: Option<String>,
+    /// Token and call counters: `total_input_tokens`, `total_output_tokens`, `total_tokens`,
+    /// `llm_call_count`, `lead_agent_tokens`, `subagent_tokens`, `middleware_tokens`,
+    /// `message_count` (a JSON object of integers).
+    pub counters: Value,
+    /// ISO timestamp; compared as a string when listing.
+    pub created_at: String,
+    /// ISO timestamp.
+    pub updated_at: String,
+}
+
+/// A journal row to append; `seq` is assigned by the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// The run.
+    pub run_id: String,
+    /// `run.start`, `llm.human.input`, `llm.ai.response`, `llm.tool.result`, `run.end`, …
+    pub event_type: String,
+    /// `trace`, `message`, `outputs`, `error`, `middleware`.
+    pub category: String,
+    /// A JSON value (a message dump for message rows), or `null`.
+    pub content: Value,
+    /// A JSON object.
+    pub metadata: Value,
+    /// ISO timestamp.
+    pub created_at: String,
+}
+
+/// A stored journal row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    /// The thread.
+    pub thread_id: String,
+    /// Monotonic per thread, starting at 1.
+    pub seq: i64,
+    /// The row as appended.
+    pub event: NewEvent,
+}
+
+/// Which journal rows to read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventQuery {
+    /// Only this run (all runs of the thread when `None`).
+    pub run_id: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only these event types (any when empty).
+    pub event_types: Vec<String>,
+    /// Only rows with `seq < before_seq`.
+    pub before_seq: Option<i64>,
+    /// Only rows with `seq > after_seq`.
+    pub after_seq: Option<i64>,
+    /// At most this many rows. With `after_seq` the first rows are kept; otherwise the last.
+    /// Rows are always returned in ascending `seq`.
+    pub limit: usize,
+}
+
+/// A cheap, cloneable handle to the database thread.
+#[derive(Debug, Clone)]
+pub struct Store {
+    _private: (),
+}
+
+#[allow(unused_variables)]
+impl Store {
+    /// Opens (creating) `<dir>/deerflow.db`, sets WAL, `busy_timeout=5000`, `foreign_keys=ON`,
+    /// and runs the numbered migrations in a transaction, bumping `PRAGMA user_version`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        todo!()
+    }
+
+    /// The schema version after migrations.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        todo!()
+    }
+
+    /// Inserts a user; a duplicate e-mail (case-insensitive) is [`StoreError::Conflict`].
+    pub async fn create_user(&self, user: UserRecord) -> Result<UserRecord, StoreError> {
+        todo!()
+    }
+
+    /// The user with this e-mail (case-insensitive).
+    pub async fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, StoreError> {
+        todo!()
+    }
+
+    /// The user with this id.
+    pub async fn user_by_id(&self, id: &str) -> Result<Option<UserRecord>, StoreError> {
+        todo!()
+    }
+
+    /// How many users exist.
+    pub async fn count_users(&self) -> Result<i64, StoreError> {
+        todo!()
+    }
+
+    /// Inserts the thread and its initial checkpoint in one transaction, unless a thread with
+    /// that id exists: then nothing is written and the existing record is returned. The bool is
+    /// true when the thread was created.
+    pub async fn create_thread(
+        &self,
+        thread: ThreadRecord,
+        initial: CheckpointRecord,
+    ) -> Result<(ThreadRecord, bool), StoreError> {
+        todo!()
+    }
+
+    /// The thread's metadata row.
+    pub async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Sets status (and display name when given) and bumps `updated_at`.
+    pub async fn set_thread_status(
+        &self,
+        thread_id: &str,
+        status: &str,
+        display_name: Option<String>,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        todo!()
+    }
+
+    /// Replaces the metadata object and bumps `updated_at`.
+    pub async fn set_thread_metadata(
+        &self,
+        thread_id: &str,
+        metadata: Value,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        todo!()
+    }
+
+    /// The owner's threads whose metadata contains every key/value of `metadata_filter` (a JSON
+    /// object; top-level equality) and whose status equals `status` when given; newest
+    /// `updated_at` first.
+    pub async fn search_threads(
+        &self,
+        owner_id: &str,
+        metadata_filter: Value,
+        status: Option<String>,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<ThreadRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Deletes the thread row, its checkpoints, runs and journal rows. True when a row existed.
+    pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
+        todo!()
+    }
+
+    /// Stores a checkpoint.
+    pub async fn put_checkpoint(&self, checkpoint: CheckpointRecord) -> Result<(), StoreError> {
+        todo!()
+    }
+
+    /// The newest checkpoint of the thread (by insertion order).
+    pub async fn latest_checkpoint(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<CheckpointRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Checkpoints newest first, at most `limit`, only those older than `before` (a checkpoint
+    /// id) when given.
+    pub async fn list_checkpoints(
+        &self,
+        thread_id: &str,
+        limit: usize,
+        before: Option<String>,
+    ) -> Result<Vec<CheckpointRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Inserts or replaces the run (keyed by `run_id`).
+    pub async fn put_run(&self, run: RunRecord) -> Result<(), StoreError> {
+        todo!()
+    }
+
+    /// The run with this id.
+    pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        todo!()
+    }
+
+    /// The thread's runs owned by `owner_id`, sorted by `created_at` descending **as strings**,
+    /// at most `limit`.
+    pub async fn list_runs(
+        &self,
+        thread_id: &str,
+        owner_id: &str,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Appends rows for one thread in one transaction, assigning consecutive `seq` values after
+    /// the thread's current maximum. Returns the stored rows.
+    pub async fn append_events(
+        &self,
+        thread_id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        todo!()
+    }
+
+    /// Journal rows of a thread matching `query`, ascending `seq`.
+    pub async fn query_events(
+        &self,
+        thread_id: &str,
+        query: EventQuery,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        todo!()
+    }
+}
