@@ -4,11 +4,30 @@
 //! channel and await the answer (stack.md §2.6). Every [`Store`] is opened on its own folder, so
 //! gateways with different homes never share a database.
 //!
-//! API CONTRACT (implemented by the store helper; signatures are fixed, bodies are `todo!()`).
+//! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered
+//! migrations, `sql` the shared query helpers, and one module per table holds its SQL.
+
+mod checkpoints;
+mod events;
+mod runs;
+mod schema;
+mod sql;
+mod threads;
+mod users;
+mod worker;
+
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
 
+use rusqlite::Connection;
 use serde_json::Value;
+
+use worker::DbThread;
+
+/// The database file inside the folder given to [`Store::open`].
+const DATABASE_FILE: &str = "deerflow.db";
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -176,47 +195,60 @@ pub struct EventQuery {
     /// Only rows with `seq > after_seq`.
     pub after_seq: Option<i64>,
     /// At most this many rows. With `after_seq` the first rows are kept; otherwise the last.
-    /// Rows are always returned in ascending `seq`.
+    /// Rows are always returned in ascending `seq`. `0` means no limit.
     pub limit: usize,
 }
 
 /// A cheap, cloneable handle to the database thread.
 #[derive(Debug, Clone)]
 pub struct Store {
-    _private: (),
+    db: DbThread,
 }
 
-#[allow(unused_variables)]
 impl Store {
     /// Opens (creating) `<dir>/deerflow.db`, sets WAL, `busy_timeout=5000`, `foreign_keys=ON`,
     /// and runs the numbered migrations in a transaction, bumping `PRAGMA user_version`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        todo!()
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        // Migrating before the thread starts means no query can ever see an old schema.
+        let mut conn = Connection::open(dir.join(DATABASE_FILE))?;
+        schema::configure(&conn)?;
+        schema::migrate(&mut conn)?;
+        Ok(Store {
+            db: DbThread::spawn(conn, dir)?,
+        })
     }
 
     /// The schema version after migrations.
     pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        todo!()
+        self.db.call(|conn| schema::version(conn)).await
     }
 
     /// Inserts a user; a duplicate e-mail (case-insensitive) is [`StoreError::Conflict`].
     pub async fn create_user(&self, user: UserRecord) -> Result<UserRecord, StoreError> {
-        todo!()
+        self.db.call(move |conn| users::insert(conn, user)).await
     }
 
     /// The user with this e-mail (case-insensitive).
     pub async fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, StoreError> {
-        todo!()
+        let email = email.to_owned();
+        self.db
+            .call(move |conn| users::by_email(conn, &email))
+            .await
     }
 
     /// The user with this id.
     pub async fn user_by_id(&self, id: &str) -> Result<Option<UserRecord>, StoreError> {
-        todo!()
+        let id = id.to_owned();
+        self.db.call(move |conn| users::by_id(conn, &id)).await
     }
 
     /// How many users exist.
     pub async fn count_users(&self) -> Result<i64, StoreError> {
-        todo!()
+        self.db.call(|conn| users::count(conn)).await
     }
 
     /// Inserts the thread and its initial checkpoint in one transaction, unless a thread with
@@ -227,12 +259,17 @@ impl Store {
         thread: ThreadRecord,
         initial: CheckpointRecord,
     ) -> Result<(ThreadRecord, bool), StoreError> {
-        todo!()
+        self.db
+            .call(move |conn| threads::create(conn, thread, &initial))
+            .await
     }
 
     /// The thread's metadata row.
     pub async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| threads::get(conn, &thread_id))
+            .await
     }
 
     /// Sets status (and display name when given) and bumps `updated_at`.
@@ -243,7 +280,22 @@ impl Store {
         display_name: Option<String>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        todo!()
+        let (thread_id, status, updated_at) = (
+            thread_id.to_owned(),
+            status.to_owned(),
+            updated_at.to_owned(),
+        );
+        self.db
+            .call(move |conn| {
+                threads::set_status(
+                    conn,
+                    &thread_id,
+                    &status,
+                    display_name.as_deref(),
+                    &updated_at,
+                )
+            })
+            .await
     }
 
     /// Replaces the metadata object and bumps `updated_at`.
@@ -253,7 +305,10 @@ impl Store {
         metadata: Value,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        todo!()
+        let (thread_id, updated_at) = (thread_id.to_owned(), updated_at.to_owned());
+        self.db
+            .call(move |conn| threads::set_metadata(conn, &thread_id, &metadata, &updated_at))
+            .await
     }
 
     /// The owner's threads whose metadata contains every key/value of `metadata_filter` (a JSON
@@ -267,17 +322,34 @@ impl Store {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<ThreadRecord>, StoreError> {
-        todo!()
+        let owner_id = owner_id.to_owned();
+        self.db
+            .call(move |conn| {
+                let search = threads::Search {
+                    owner_id: &owner_id,
+                    metadata: &metadata_filter,
+                    status: status.as_deref(),
+                    limit,
+                    offset,
+                };
+                threads::search(conn, &search)
+            })
+            .await
     }
 
     /// Deletes the thread row, its checkpoints, runs and journal rows. True when a row existed.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| threads::delete(conn, &thread_id))
+            .await
     }
 
     /// Stores a checkpoint.
     pub async fn put_checkpoint(&self, checkpoint: CheckpointRecord) -> Result<(), StoreError> {
-        todo!()
+        self.db
+            .call(move |conn| checkpoints::insert(conn, &checkpoint))
+            .await
     }
 
     /// The newest checkpoint of the thread (by insertion order).
@@ -285,7 +357,10 @@ impl Store {
         &self,
         thread_id: &str,
     ) -> Result<Option<CheckpointRecord>, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| checkpoints::latest(conn, &thread_id))
+            .await
     }
 
     /// Checkpoints newest first, at most `limit`, only those older than `before` (a checkpoint
@@ -296,17 +371,21 @@ impl Store {
         limit: usize,
         before: Option<String>,
     ) -> Result<Vec<CheckpointRecord>, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| checkpoints::list(conn, &thread_id, limit, before.as_deref()))
+            .await
     }
 
     /// Inserts or replaces the run (keyed by `run_id`).
     pub async fn put_run(&self, run: RunRecord) -> Result<(), StoreError> {
-        todo!()
+        self.db.call(move |conn| runs::upsert(conn, &run)).await
     }
 
     /// The run with this id.
     pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        todo!()
+        let run_id = run_id.to_owned();
+        self.db.call(move |conn| runs::get(conn, &run_id)).await
     }
 
     /// The thread's runs owned by `owner_id`, sorted by `created_at` descending **as strings**,
@@ -317,7 +396,10 @@ impl Store {
         owner_id: &str,
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError> {
-        todo!()
+        let (thread_id, owner_id) = (thread_id.to_owned(), owner_id.to_owned());
+        self.db
+            .call(move |conn| runs::list(conn, &thread_id, &owner_id, limit))
+            .await
     }
 
     /// Appends rows for one thread in one transaction, assigning consecutive `seq` values after
@@ -327,15 +409,22 @@ impl Store {
         thread_id: &str,
         events: Vec<NewEvent>,
     ) -> Result<Vec<EventRecord>, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| events::append(conn, &thread_id, events))
+            .await
     }
 
-    /// Journal rows of a thread matching `query`, ascending `seq`.
+    /// Journal rows of a thread matching `query`, ascending `seq`. A `limit` of 0 means no
+    /// limit.
     pub async fn query_events(
         &self,
         thread_id: &str,
         query: EventQuery,
     ) -> Result<Vec<EventRecord>, StoreError> {
-        todo!()
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| events::query(conn, &thread_id, &query))
+            .await
     }
 }

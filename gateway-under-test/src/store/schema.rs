@@ -1,0 +1,121 @@
+//! Connection settings and the numbered schema migrations.
+//!
+//! `PRAGMA user_version` records how many entries of [`MIGRATIONS`] have been applied, so a
+//! database written by an older gateway is brought up to date by running only the missing ones.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// Schema changes, in order; entry `i` takes the database from version `i` to `i + 1`.
+/// Append new entries; never edit one that has shipped.
+///
+/// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
+/// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
+/// route creates exactly that).
+pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL];
+
+const V1_INITIAL: &str = "
+CREATE TABLE users (
+    id             TEXT PRIMARY KEY NOT NULL,
+    email          TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    password_hash  TEXT NOT NULL,
+    system_role    TEXT NOT NULL,
+    token_version  INTEGER NOT NULL DEFAULT 0,
+    needs_setup    INTEGER NOT NULL DEFAULT 0,
+    oauth_provider TEXT,
+    created_at     TEXT NOT NULL
+);
+
+CREATE TABLE threads (
+    thread_id    TEXT PRIMARY KEY NOT NULL,
+    owner_id     TEXT NOT NULL,
+    assistant_id TEXT,
+    status       TEXT NOT NULL,
+    metadata     TEXT NOT NULL,
+    display_name TEXT,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+);
+CREATE INDEX threads_by_owner ON threads (owner_id, updated_at);
+
+-- `ordinal` aliases the rowid, so insertion order is explicit and survives VACUUM.
+CREATE TABLE checkpoints (
+    ordinal              INTEGER PRIMARY KEY,
+    thread_id            TEXT NOT NULL,
+    checkpoint_id        TEXT NOT NULL UNIQUE,
+    parent_checkpoint_id TEXT,
+    step                 INTEGER NOT NULL,
+    values_json          TEXT NOT NULL,
+    metadata_json        TEXT NOT NULL,
+    created_at           TEXT NOT NULL
+);
+CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id);
+
+CREATE TABLE runs (
+    run_id             TEXT PRIMARY KEY NOT NULL,
+    thread_id          TEXT NOT NULL,
+    owner_id           TEXT NOT NULL,
+    assistant_id       TEXT NOT NULL,
+    status             TEXT NOT NULL,
+    metadata           TEXT NOT NULL,
+    kwargs             TEXT NOT NULL,
+    multitask_strategy TEXT NOT NULL,
+    error              TEXT,
+    stop_reason        TEXT,
+    counters           TEXT NOT NULL,
+    created_at         TEXT NOT NULL,
+    updated_at         TEXT NOT NULL
+);
+CREATE INDEX runs_by_thread ON runs (thread_id);
+
+CREATE TABLE run_events (
+    thread_id  TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    run_id     TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    category   TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    metadata   TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+CREATE INDEX run_events_by_run ON run_events (thread_id, run_id, seq);
+";
+
+/// Applies the per-connection settings the store relies on.
+pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
+    // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.busy_timeout(Duration::from_millis(5000))?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+/// The number of migrations applied to this database.
+pub(super) fn version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Runs the migrations this database has not seen yet, each in its own transaction together
+/// with the `user_version` bump, so a crash never leaves a half-applied step behind.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    loop {
+        // IMMEDIATE takes the write lock before reading the version, so two processes opening
+        // the same folder cannot both apply the same step.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let applied = version(&tx)?;
+        let Some(step) = usize::try_from(applied)
+            .ok()
+            .and_then(|index| MIGRATIONS.get(index))
+        else {
+            // Up to date (or written by a newer gateway, whose extra steps we leave alone).
+            return Ok(());
+        };
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", applied + 1)?;
+        tx.commit()?;
+    }
+}

@@ -1,0 +1,867 @@
+//! Behaviour tests for the store, each on its own temporary folder.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tempfile::TempDir;
+
+use super::*;
+
+fn open_temp() -> (TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(dir.path()).expect("open store");
+    (dir, store)
+}
+
+fn user(id: &str, email: &str) -> UserRecord {
+    UserRecord {
+        id: id.to_owned(),
+        email: email.to_owned(),
+        password_hash: "$argon2id$v=19$stub".to_owned(),
+        system_role: "user".to_owned(),
+        token_version: 0,
+        needs_setup: false,
+        oauth_provider: None,
+        created_at: "2025-01-01T00:00:00Z".to_owned(),
+    }
+}
+
+fn thread(thread_id: &str, owner_id: &str, updated_at: &str) -> ThreadRecord {
+    ThreadRecord {
+        thread_id: thread_id.to_owned(),
+        owner_id: owner_id.to_owned(),
+        assistant_id: Some("lead_agent".to_owned()),
+        status: "idle".to_owned(),
+        metadata: json!({}),
+        display_name: None,
+        created_at: "2025-01-01T00:00:00Z".to_owned(),
+        updated_at: updated_at.to_owned(),
+    }
+}
+
+fn checkpoint(thread_id: &str, checkpoint_id: &str, step: i64) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: checkpoint_id.to_owned(),
+        parent_checkpoint_id: None,
+        step,
+        values: json!({"step": step}),
+        metadata: json!({"source": "loop"}),
+        created_at: "2025-01-01T00:00:00Z".to_owned(),
+    }
+}
+
+fn run(run_id: &str, thread_id: &str, owner_id: &str, created_at: &str) -> RunRecord {
+    RunRecord {
+        run_id: run_id.to_owned(),
+        thread_id: thread_id.to_owned(),
+        owner_id: owner_id.to_owned(),
+        assistant_id: "lead_agent".to_owned(),
+        status: "pending".to_owned(),
+        metadata: json!({"k": "v"}),
+        kwargs: json!({"input": {"messages": []}, "config": {}}),
+        multitask_strategy: "reject".to_owned(),
+        error: None,
+        stop_reason: None,
+        counters: json!({"total_tokens": 0}),
+        created_at: created_at.to_owned(),
+        updated_at: created_at.to_owned(),
+    }
+}
+
+fn event(run_id: &str, event_type: &str, category: &str) -> NewEvent {
+    NewEvent {
+        run_id: run_id.to_owned(),
+        event_type: event_type.to_owned(),
+        category: category.to_owned(),
+        content: json!({"type": event_type}),
+        metadata: json!({}),
+        created_at: "2025-01-01T00:00:00Z".to_owned(),
+    }
+}
+
+/// Appends `count` `message` rows of `run_id` to `thread_id`.
+async fn append_messages(store: &Store, thread_id: &str, run_id: &str, count: usize) {
+    let rows = vec![event(run_id, "llm.ai.response", "message"); count];
+    store.append_events(thread_id, rows).await.expect("append");
+}
+
+fn seqs(rows: &[EventRecord]) -> Vec<i64> {
+    rows.iter().map(|row| row.seq).collect()
+}
+
+fn checkpoint_ids(rows: &[CheckpointRecord]) -> Vec<&str> {
+    rows.iter().map(|row| row.checkpoint_id.as_str()).collect()
+}
+
+fn thread_ids(rows: &[ThreadRecord]) -> Vec<&str> {
+    rows.iter().map(|row| row.thread_id.as_str()).collect()
+}
+
+fn run_ids(rows: &[RunRecord]) -> Vec<&str> {
+    rows.iter().map(|row| row.run_id.as_str()).collect()
+}
+
+// --- opening and migrations ---------------------------------------------------------------
+
+#[tokio::test]
+async fn fresh_database_is_at_the_latest_schema_version() {
+    let (_dir, store) = open_temp();
+    let expected = i64::try_from(schema::MIGRATIONS.len()).expect("few migrations");
+    assert_eq!(store.schema_version().await.expect("version"), expected);
+}
+
+#[tokio::test]
+async fn reopening_keeps_data_and_does_not_rerun_migrations() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store = Store::open(dir.path()).expect("first open");
+        store
+            .create_user(user("u1", "a@example.com"))
+            .await
+            .expect("user");
+        store
+            .create_thread(
+                thread("t1", "u1", "2025-01-01T00:00:00Z"),
+                checkpoint("t1", "c0", -1),
+            )
+            .await
+            .expect("thread");
+        store
+            .put_run(run("r1", "t1", "u1", "2025-01-01T00:00:01Z"))
+            .await
+            .expect("run");
+        append_messages(&store, "t1", "r1", 3).await;
+    }
+
+    // Re-running version 1 would fail on `CREATE TABLE users`, so a successful open also shows
+    // that only missing migrations run.
+    let store = Store::open(dir.path()).expect("reopen");
+    let expected = i64::try_from(schema::MIGRATIONS.len()).expect("few migrations");
+    assert_eq!(store.schema_version().await.expect("version"), expected);
+    assert!(store.user_by_id("u1").await.expect("user").is_some());
+    assert!(store.get_thread("t1").await.expect("thread").is_some());
+    let latest = store.latest_checkpoint("t1").await.expect("checkpoint");
+    assert_eq!(latest.map(|c| c.checkpoint_id).as_deref(), Some("c0"));
+    assert!(store.get_run("r1").await.expect("run").is_some());
+    let rows = store
+        .query_events("t1", EventQuery::default())
+        .await
+        .expect("events");
+    assert_eq!(seqs(&rows), [1, 2, 3]);
+    append_messages(&store, "t1", "r1", 1).await;
+    let rows = store
+        .query_events("t1", EventQuery::default())
+        .await
+        .expect("events");
+    assert_eq!(seqs(&rows), [1, 2, 3, 4], "seq continues after a restart");
+}
+
+#[test]
+fn open_under_a_file_is_an_io_error_naming_the_folder() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("not-a-folder");
+    std::fs::write(&file, b"x").expect("write file");
+    let target = file.join("db");
+    match Store::open(&target) {
+        Err(StoreError::Io { path, .. }) => assert_eq!(path, target),
+        other => panic!("expected an Io error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn two_stores_do_not_share_data() {
+    let (_dir_a, a) = open_temp();
+    let (_dir_b, b) = open_temp();
+    a.create_user(user("u1", "a@example.com"))
+        .await
+        .expect("user");
+    append_messages(&a, "t1", "r1", 2).await;
+
+    assert_eq!(b.count_users().await.expect("count"), 0);
+    assert!(
+        b.user_by_email("a@example.com")
+            .await
+            .expect("lookup")
+            .is_none()
+    );
+    b.create_user(user("u1", "a@example.com"))
+        .await
+        .expect("same e-mail is free in another store");
+    append_messages(&b, "t1", "r1", 1).await;
+    let rows = b
+        .query_events("t1", EventQuery::default())
+        .await
+        .expect("events");
+    assert_eq!(seqs(&rows), [1]);
+}
+
+#[tokio::test]
+async fn a_stopped_database_thread_is_reported_as_closed() {
+    let store = Store {
+        db: DbThread::stopped(),
+    };
+    assert!(matches!(store.count_users().await, Err(StoreError::Closed)));
+    assert!(matches!(
+        store
+            .append_events("t1", vec![event("r1", "run.start", "trace")])
+            .await,
+        Err(StoreError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn the_database_thread_stops_when_the_last_handle_is_dropped() {
+    let (dir, store) = open_temp();
+    let clone = store.clone();
+    append_messages(&clone, "t1", "r1", 1).await;
+    let wal = dir.path().join(format!("{DATABASE_FILE}-wal"));
+    assert!(
+        wal.exists(),
+        "WAL mode keeps a -wal file while the database is open"
+    );
+
+    drop(store);
+    drop(clone);
+    // SQLite removes the -wal file when the last connection closes, which happens only when
+    // the thread has left its loop and dropped the connection.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while wal.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the database thread did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// --- users ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn emails_are_unique_ignoring_case_and_stored_lower_cased() {
+    let (_dir, store) = open_temp();
+    let created = store
+        .create_user(user("u1", "Alice@Example.COM"))
+        .await
+        .expect("first user");
+    assert_eq!(created.email, "alice@example.com");
+
+    let duplicate = store.create_user(user("u2", "ALICE@example.com")).await;
+    match duplicate {
+        Err(StoreError::Conflict(message)) => assert_eq!(message, "email already registered"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(store.count_users().await.expect("count"), 1);
+
+    let found = store
+        .user_by_email("aLiCe@example.com")
+        .await
+        .expect("lookup")
+        .expect("found");
+    assert_eq!(found, created);
+    assert_eq!(store.user_by_id("u1").await.expect("lookup"), Some(created));
+    assert_eq!(store.user_by_id("u2").await.expect("lookup"), None);
+}
+
+#[tokio::test]
+async fn a_reused_user_id_is_a_conflict_too() {
+    let (_dir, store) = open_temp();
+    store
+        .create_user(user("u1", "a@example.com"))
+        .await
+        .expect("user");
+    let reused = store.create_user(user("u1", "b@example.com")).await;
+    assert!(matches!(reused, Err(StoreError::Conflict(_))), "{reused:?}");
+}
+
+#[tokio::test]
+async fn user_fields_round_trip() {
+    let (_dir, store) = open_temp();
+    let mut admin = user("default", "admin@example.com");
+    admin.system_role = "admin".to_owned();
+    admin.token_version = 7;
+    admin.needs_setup = true;
+    admin.oauth_provider = Some("github".to_owned());
+    store.create_user(admin.clone()).await.expect("user");
+    assert_eq!(
+        store.user_by_id("default").await.expect("lookup"),
+        Some(admin)
+    );
+}
+
+// --- threads -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn create_thread_is_idempotent() {
+    let (_dir, store) = open_temp();
+    let first = thread("t1", "u1", "2025-01-01T00:00:00Z");
+    let (created, was_created) = store
+        .create_thread(first.clone(), checkpoint("t1", "c0", -1))
+        .await
+        .expect("create");
+    assert!(was_created);
+    assert_eq!(created, first);
+
+    let mut second = thread("t1", "someone-else", "2025-02-02T00:00:00Z");
+    second.metadata = json!({"other": true});
+    let (existing, was_created) = store
+        .create_thread(second, checkpoint("t1", "c-other", -1))
+        .await
+        .expect("create again");
+    assert!(!was_created);
+    assert_eq!(existing, first);
+    assert_eq!(store.get_thread("t1").await.expect("get"), Some(first));
+
+    let all = store.list_checkpoints("t1", 10, None).await.expect("list");
+    assert_eq!(checkpoint_ids(&all), ["c0"]);
+}
+
+#[tokio::test]
+async fn create_thread_writes_nothing_when_the_checkpoint_fails() {
+    let (_dir, store) = open_temp();
+    store
+        .put_checkpoint(checkpoint("elsewhere", "c0", 0))
+        .await
+        .expect("checkpoint");
+    let clash = store
+        .create_thread(
+            thread("t1", "u1", "2025-01-01T00:00:00Z"),
+            checkpoint("t1", "c0", -1),
+        )
+        .await;
+    assert!(matches!(clash, Err(StoreError::Conflict(_))), "{clash:?}");
+    assert_eq!(store.get_thread("t1").await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn thread_status_and_metadata_updates() {
+    let (_dir, store) = open_temp();
+    store
+        .create_thread(
+            thread("t1", "u1", "2025-01-01T00:00:00Z"),
+            checkpoint("t1", "c0", -1),
+        )
+        .await
+        .expect("create");
+
+    store
+        .set_thread_status("t1", "running", None, "2025-01-01T00:00:01Z")
+        .await
+        .expect("status");
+    store
+        .set_thread_status(
+            "t1",
+            "success",
+            Some("Title".to_owned()),
+            "2025-01-01T00:00:02Z",
+        )
+        .await
+        .expect("status");
+    store
+        .set_thread_status("t1", "idle", None, "2025-01-01T00:00:03Z")
+        .await
+        .expect("status");
+    store
+        .set_thread_metadata("t1", json!({"a": 1}), "2025-01-01T00:00:04Z")
+        .await
+        .expect("metadata");
+
+    let stored = store.get_thread("t1").await.expect("get").expect("exists");
+    assert_eq!(stored.status, "idle");
+    assert_eq!(
+        stored.display_name.as_deref(),
+        Some("Title"),
+        "no display name keeps the old one"
+    );
+    assert_eq!(stored.metadata, json!({"a": 1}));
+    assert_eq!(stored.updated_at, "2025-01-01T00:00:04Z");
+    assert_eq!(stored.created_at, "2025-01-01T00:00:00Z");
+}
+
+#[tokio::test]
+async fn search_threads_filters_orders_and_pages() {
+    let (_dir, store) = open_temp();
+    let seeds = [
+        (
+            "t1",
+            "u1",
+            "2025-01-01T00:00:01Z",
+            json!({"project": "x", "n": 1}),
+            "idle",
+        ),
+        (
+            "t2",
+            "u1",
+            "2025-01-01T00:00:03Z",
+            json!({"project": "x"}),
+            "idle",
+        ),
+        (
+            "t3",
+            "u1",
+            "2025-01-01T00:00:02Z",
+            json!({"project": "y"}),
+            "idle",
+        ),
+        (
+            "t4",
+            "u1",
+            "2025-01-01T00:00:04Z",
+            json!({"project": "x"}),
+            "running",
+        ),
+        (
+            "t5",
+            "u2",
+            "2025-01-01T00:00:05Z",
+            json!({"project": "x"}),
+            "idle",
+        ),
+    ];
+    for (id, owner, updated, metadata, status) in seeds {
+        let mut record = thread(id, owner, updated);
+        record.metadata = metadata;
+        record.status = status.to_owned();
+        store
+            .create_thread(record, checkpoint(id, &format!("{id}-c0"), -1))
+            .await
+            .expect("create");
+    }
+
+    let all = store
+        .search_threads("u1", json!({}), None, 100, 0)
+        .await
+        .expect("search");
+    assert_eq!(thread_ids(&all), ["t4", "t2", "t3", "t1"]);
+
+    let project_x = store
+        .search_threads("u1", json!({"project": "x"}), None, 100, 0)
+        .await
+        .expect("search");
+    assert_eq!(thread_ids(&project_x), ["t4", "t2", "t1"]);
+
+    let idle_x = store
+        .search_threads(
+            "u1",
+            json!({"project": "x"}),
+            Some("idle".to_owned()),
+            100,
+            0,
+        )
+        .await
+        .expect("search");
+    assert_eq!(thread_ids(&idle_x), ["t2", "t1"]);
+
+    let both_keys = store
+        .search_threads("u1", json!({"project": "x", "n": 1}), None, 100, 0)
+        .await
+        .expect("search");
+    assert_eq!(thread_ids(&both_keys), ["t1"]);
+
+    let page = store
+        .search_threads("u1", json!({"project": "x"}), None, 1, 1)
+        .await
+        .expect("search");
+    assert_eq!(
+        thread_ids(&page),
+        ["t2"],
+        "offset applies after the metadata filter"
+    );
+}
+
+#[tokio::test]
+async fn delete_thread_removes_everything_of_that_thread_only() {
+    let (_dir, store) = open_temp();
+    for id in ["t1", "t2"] {
+        store
+            .create_thread(
+                thread(id, "u1", "2025-01-01T00:00:00Z"),
+                checkpoint(id, &format!("{id}-c0"), -1),
+            )
+            .await
+            .expect("create");
+        store
+            .put_run(run(&format!("{id}-r1"), id, "u1", "2025-01-01T00:00:00Z"))
+            .await
+            .expect("run");
+        append_messages(&store, id, &format!("{id}-r1"), 2).await;
+    }
+
+    assert!(store.delete_thread("t1").await.expect("delete"));
+
+    assert_eq!(store.get_thread("t1").await.expect("get"), None);
+    assert_eq!(
+        store.latest_checkpoint("t1").await.expect("checkpoint"),
+        None
+    );
+    assert_eq!(store.get_run("t1-r1").await.expect("run"), None);
+    let t1_events = store
+        .query_events("t1", EventQuery::default())
+        .await
+        .expect("events");
+    assert!(t1_events.is_empty());
+
+    assert!(store.get_thread("t2").await.expect("get").is_some());
+    assert!(
+        store
+            .latest_checkpoint("t2")
+            .await
+            .expect("checkpoint")
+            .is_some()
+    );
+    assert!(store.get_run("t2-r1").await.expect("run").is_some());
+    let t2_events = store
+        .query_events("t2", EventQuery::default())
+        .await
+        .expect("events");
+    assert_eq!(seqs(&t2_events), [1, 2]);
+
+    assert!(!store.delete_thread("t1").await.expect("delete again"));
+}
+
+#[tokio::test]
+async fn delete_thread_without_a_metadata_row_still_clears_runs_and_events() {
+    let (_dir, store) = open_temp();
+    store
+        .put_run(run("r1", "seeded", "u1", "2025-01-01T00:00:00Z"))
+        .await
+        .expect("run");
+    append_messages(&store, "seeded", "r1", 2).await;
+
+    assert!(!store.delete_thread("seeded").await.expect("delete"));
+    assert_eq!(store.get_run("r1").await.expect("run"), None);
+    let rows = store
+        .query_events("seeded", EventQuery::default())
+        .await
+        .expect("events");
+    assert!(rows.is_empty());
+}
+
+// --- checkpoints ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn checkpoints_are_listed_newest_first_by_insertion_order() {
+    let (_dir, store) = open_temp();
+    // Steps run backwards so that ordering by step instead of insertion would show.
+    for (id, step) in [("c1", 5), ("c2", 4), ("c3", 3), ("c4", 2)] {
+        store
+            .put_checkpoint(checkpoint("t1", id, step))
+            .await
+            .expect("put");
+    }
+    store
+        .put_checkpoint(checkpoint("t2", "other", 9))
+        .await
+        .expect("put");
+
+    let latest = store
+        .latest_checkpoint("t1")
+        .await
+        .expect("latest")
+        .expect("some");
+    assert_eq!(latest, checkpoint("t1", "c4", 2));
+
+    let all = store.list_checkpoints("t1", 10, None).await.expect("list");
+    assert_eq!(checkpoint_ids(&all), ["c4", "c3", "c2", "c1"]);
+
+    let two = store.list_checkpoints("t1", 2, None).await.expect("list");
+    assert_eq!(checkpoint_ids(&two), ["c4", "c3"]);
+
+    let before = store
+        .list_checkpoints("t1", 10, Some("c3".to_owned()))
+        .await
+        .expect("list");
+    assert_eq!(checkpoint_ids(&before), ["c2", "c1"]);
+
+    let before_limited = store
+        .list_checkpoints("t1", 1, Some("c3".to_owned()))
+        .await
+        .expect("list");
+    assert_eq!(checkpoint_ids(&before_limited), ["c2"]);
+
+    for unknown in ["nope", "other"] {
+        let rows = store
+            .list_checkpoints("t1", 10, Some(unknown.to_owned()))
+            .await
+            .expect("list");
+        assert!(rows.is_empty(), "before={unknown} gave {rows:?}");
+    }
+    assert_eq!(store.latest_checkpoint("t9").await.expect("latest"), None);
+}
+
+#[tokio::test]
+async fn a_reused_checkpoint_id_is_a_conflict() {
+    let (_dir, store) = open_temp();
+    store
+        .put_checkpoint(checkpoint("t1", "c1", 0))
+        .await
+        .expect("put");
+    let reused = store.put_checkpoint(checkpoint("t1", "c1", 1)).await;
+    assert!(matches!(reused, Err(StoreError::Conflict(_))), "{reused:?}");
+}
+
+// --- runs ----------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn put_run_inserts_then_replaces() {
+    let (_dir, store) = open_temp();
+    let mut record = run("r1", "t1", "u1", "2025-01-01T00:00:00Z");
+    store.put_run(record.clone()).await.expect("insert");
+    assert_eq!(
+        store.get_run("r1").await.expect("get"),
+        Some(record.clone())
+    );
+
+    record.status = "error".to_owned();
+    record.error = Some("boom".to_owned());
+    record.stop_reason = Some("cancelled".to_owned());
+    record.counters = json!({"total_tokens": 42, "llm_call_count": 2});
+    record.updated_at = "2025-01-01T00:00:09Z".to_owned();
+    store.put_run(record.clone()).await.expect("replace");
+    assert_eq!(store.get_run("r1").await.expect("get"), Some(record));
+    assert_eq!(store.get_run("r2").await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn list_runs_sorts_by_created_at_string_and_filters_owner() {
+    let (_dir, store) = open_temp();
+    // Inserted out of order. "…T9" is the earliest hour but the greatest string, so it comes
+    // first: the contract is plain string order, not time order.
+    let seeds = [
+        ("r1", "u1", "2025-01-01T09:00:00Z"),
+        ("r2", "u1", "2025-01-01T10:00:00Z"),
+        ("r3", "u1", "2025-01-01T9"),
+        ("r4", "u2", "2025-01-01T11:00:00Z"),
+        ("r5", "u1", "2025-01-01T08:00:00Z"),
+    ];
+    for (id, owner, created_at) in seeds {
+        store
+            .put_run(run(id, "t1", owner, created_at))
+            .await
+            .expect("run");
+    }
+    store
+        .put_run(run("r6", "t2", "u1", "2025-01-01T12:00:00Z"))
+        .await
+        .expect("run");
+
+    let all = store.list_runs("t1", "u1", 100).await.expect("list");
+    assert_eq!(run_ids(&all), ["r3", "r2", "r1", "r5"]);
+
+    let limited = store.list_runs("t1", "u1", 2).await.expect("list");
+    assert_eq!(run_ids(&limited), ["r3", "r2"]);
+
+    let other_owner = store.list_runs("t1", "u2", 100).await.expect("list");
+    assert_eq!(run_ids(&other_owner), ["r4"]);
+}
+
+#[tokio::test]
+async fn corrupt_json_names_table_and_column() {
+    let (dir, store) = open_temp();
+    store
+        .put_run(run("r1", "t1", "u1", "2025-01-01T00:00:00Z"))
+        .await
+        .expect("run");
+    let raw = Connection::open(dir.path().join(DATABASE_FILE)).expect("raw connection");
+    raw.execute(
+        "UPDATE runs SET kwargs = '{not json' WHERE run_id = 'r1'",
+        [],
+    )
+    .expect("corrupt");
+
+    match store.get_run("r1").await {
+        Err(StoreError::Json { column, .. }) => assert_eq!(column, "runs.kwargs"),
+        other => panic!("expected a JSON error, got {other:?}"),
+    }
+}
+
+// --- run events ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn append_events_returns_the_rows_with_their_seq() {
+    let (_dir, store) = open_temp();
+    let first = vec![
+        event("r1", "run.start", "trace"),
+        event("r1", "llm.human.input", "message"),
+    ];
+    let stored = store
+        .append_events("t1", first.clone())
+        .await
+        .expect("append");
+    assert_eq!(seqs(&stored), [1, 2]);
+    assert!(stored.iter().all(|row| row.thread_id == "t1"));
+    let appended: Vec<NewEvent> = stored.into_iter().map(|row| row.event).collect();
+    assert_eq!(appended, first);
+
+    let none = store
+        .append_events("t1", Vec::new())
+        .await
+        .expect("append nothing");
+    assert!(none.is_empty());
+    let next = store
+        .append_events("t1", vec![event("r1", "run.end", "trace")])
+        .await
+        .expect("append");
+    assert_eq!(seqs(&next), [3]);
+
+    let read = store
+        .query_events("t1", EventQuery::default())
+        .await
+        .expect("query");
+    assert_eq!(read[0].event.content, json!({"type": "run.start"}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_keep_seq_dense_and_per_thread() {
+    const TASKS: usize = 8;
+    const APPENDS: usize = 25;
+    let (_dir, store) = open_temp();
+
+    let mut handles = Vec::new();
+    for task in 0..TASKS {
+        for thread_id in ["a", "b"] {
+            let store = store.clone();
+            handles.push(tokio::spawn(async move {
+                for _ in 0..APPENDS {
+                    let rows = vec![event(&format!("run-{task}"), "llm.ai.response", "message")];
+                    store.append_events(thread_id, rows).await.expect("append");
+                }
+            }));
+        }
+    }
+    let other = store.clone();
+    handles.push(tokio::spawn(async move {
+        for _ in 0..APPENDS {
+            let rows = vec![event("solo", "run.start", "trace"); 2];
+            other.append_events("c", rows).await.expect("append");
+        }
+    }));
+    for handle in handles {
+        handle.await.expect("task");
+    }
+
+    for (thread_id, expected) in [
+        ("a", TASKS * APPENDS),
+        ("b", TASKS * APPENDS),
+        ("c", 2 * APPENDS),
+    ] {
+        let rows = store
+            .query_events(thread_id, EventQuery::default())
+            .await
+            .expect("query");
+        let expected: Vec<i64> = (1..=i64::try_from(expected).expect("small")).collect();
+        assert_eq!(seqs(&rows), expected, "thread {thread_id}");
+    }
+    // Each task's rows are numbered in the order it appended them.
+    let rows = store
+        .query_events("a", EventQuery::default())
+        .await
+        .expect("query");
+    let mut per_run: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &rows {
+        *per_run.entry(row.event.run_id.clone()).or_default() += 1;
+    }
+    assert_eq!(per_run.len(), TASKS);
+    assert!(per_run.values().all(|&count| count == APPENDS));
+}
+
+#[tokio::test]
+async fn query_events_windows() {
+    let (_dir, store) = open_temp();
+    append_messages(&store, "t1", "r1", 10).await;
+    let window = |before_seq, after_seq, limit| EventQuery {
+        before_seq,
+        after_seq,
+        limit,
+        ..EventQuery::default()
+    };
+    let read = |query| {
+        let store = store.clone();
+        async move { seqs(&store.query_events("t1", query).await.expect("query")) }
+    };
+
+    assert_eq!(
+        read(window(None, None, 0)).await,
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        read(window(None, None, 3)).await,
+        [8, 9, 10],
+        "no cursor keeps the last rows"
+    );
+    assert_eq!(
+        read(window(Some(6), None, 3)).await,
+        [3, 4, 5],
+        "before keeps the last rows"
+    );
+    assert_eq!(read(window(Some(3), None, 5)).await, [1, 2]);
+    assert_eq!(read(window(None, Some(6), 0)).await, [7, 8, 9, 10]);
+    assert_eq!(
+        read(window(None, Some(2), 3)).await,
+        [3, 4, 5],
+        "after keeps the first rows"
+    );
+    assert_eq!(read(window(Some(9), Some(2), 3)).await, [3, 4, 5]);
+    assert_eq!(read(window(Some(6), Some(2), 0)).await, [3, 4, 5]);
+    assert!(read(window(None, Some(10), 5)).await.is_empty());
+    let other_thread = store
+        .query_events("t2", EventQuery::default())
+        .await
+        .expect("query");
+    assert!(other_thread.is_empty());
+}
+
+#[tokio::test]
+async fn query_events_filters_by_run_category_and_type() {
+    let (_dir, store) = open_temp();
+    let rows = vec![
+        event("r1", "run.start", "trace"),         // 1
+        event("r1", "llm.human.input", "message"), // 2
+        event("r1", "llm.ai.response", "message"), // 3
+        event("r1", "run.end", "trace"),           // 4
+        event("r2", "run.start", "trace"),         // 5
+        event("r2", "llm.human.input", "message"), // 6
+        event("r2", "llm.tool.result", "message"), // 7
+        event("r2", "run.end", "trace"),           // 8
+    ];
+    store.append_events("t1", rows).await.expect("append");
+    let read = |query: EventQuery| {
+        let store = store.clone();
+        async move { seqs(&store.query_events("t1", query).await.expect("query")) }
+    };
+
+    let run_two = EventQuery {
+        run_id: Some("r2".to_owned()),
+        ..EventQuery::default()
+    };
+    assert_eq!(read(run_two).await, [5, 6, 7, 8]);
+
+    let messages = EventQuery {
+        category: Some("message".to_owned()),
+        ..EventQuery::default()
+    };
+    assert_eq!(read(messages).await, [2, 3, 6, 7]);
+
+    let last_message_of_r1 = EventQuery {
+        run_id: Some("r1".to_owned()),
+        category: Some("message".to_owned()),
+        limit: 1,
+        ..EventQuery::default()
+    };
+    assert_eq!(read(last_message_of_r1).await, [3]);
+
+    let starts_and_ends = EventQuery {
+        event_types: vec!["run.start".to_owned(), "run.end".to_owned()],
+        ..EventQuery::default()
+    };
+    assert_eq!(read(starts_and_ends).await, [1, 4, 5, 8]);
+
+    let messages_after_three = EventQuery {
+        category: Some("message".to_owned()),
+        after_seq: Some(3),
+        limit: 1,
+        ..EventQuery::default()
+    };
+    assert_eq!(read(messages_after_three).await, [6]);
+}
