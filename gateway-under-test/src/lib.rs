@@ -4,6 +4,7 @@
 //! It knows nothing of record or replay: models come from a [`models::ProviderRegistry`] that
 //! embedding crates fill by name before the app starts.
 
+pub mod auth;
 pub mod config;
 pub mod messages;
 pub mod models;
