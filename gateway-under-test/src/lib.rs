@@ -2,11 +2,18 @@
 //! contract (`../shared/spec/gateway-contract.md`).
 //!
 //! It knows nothing of record or replay: models come from a [`models::ProviderRegistry`] that
-//! embedding crates fill by name before the app starts.
+//! embedding crates fill by name before the app starts ([`app::AppBuilder::provider`]).
 
+pub mod app;
 pub mod auth;
+pub mod clock;
 pub mod config;
+pub mod http;
 pub mod messages;
 pub mod models;
+pub mod runtime;
 pub mod store;
 pub mod tools;
+
+pub use app::{App, AppBuilder, AppError, RunningGateway};
+pub use config::Config;

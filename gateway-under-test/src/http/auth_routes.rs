@@ -1,0 +1,257 @@
+//! `/api/v1/auth`: register, local login, logout, me, setup status and first-admin
+//! initialisation (`gateway-contract.md` §2).
+
+use std::net::SocketAddr;
+
+use axum::extract::rejection::FormRejection;
+use axum::extract::{ConnectInfo, State};
+use axum::http::header::SET_COOKIE;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::auth::{
+    CookieJarPolicy, clear_session_cookies, client_ip, new_csrf_token, session_cookies,
+    validate_email, validate_password,
+};
+use crate::http::guard::{CurrentUser, header, is_https};
+use crate::http::{ApiError, ApiJson};
+use crate::store::{StoreError, UserRecord};
+
+pub(super) fn routes() -> Router<App> {
+    Router::new()
+        .route("/api/v1/auth/register", post(register))
+        .route("/api/v1/auth/login/local", post(login))
+        .route("/api/v1/auth/logout", post(logout))
+        .route("/api/v1/auth/me", get(me))
+        .route("/api/v1/auth/setup-status", get(setup_status))
+        .route("/api/v1/auth/initialize", post(initialize))
+        .route("/api/v1/auth/providers", get(providers))
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+struct RegisterBody {
+    email: String,
+    password: String,
+    #[serde(default = "default_true")]
+    remember_me: bool,
+}
+
+fn cookie_policy(app: &App, headers: &HeaderMap) -> CookieJarPolicy {
+    CookieJarPolicy::from_request(
+        header(headers, "host"),
+        is_https(headers).then_some("https"),
+        app.config().auth.allow_insecure_persistent_cookie,
+        app.config().auth.token_expiry_days,
+    )
+}
+
+/// Issues the session and CSRF cookies for `user` on `response`.
+fn with_session(
+    app: &App,
+    headers: &HeaderMap,
+    user: &UserRecord,
+    remember_me: bool,
+    mut response: Response,
+) -> Response {
+    let policy = cookie_policy(app, headers);
+    let jwt = app.jwt().issue(
+        &user.id,
+        user.token_version,
+        crate::clock::epoch_seconds(),
+        app.config().auth.token_expiry_days,
+    );
+    for cookie in session_cookies(&policy, &jwt, &new_csrf_token(), remember_me) {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+fn check_credentials_shape(email: &str, password: &str) -> Result<(), ApiError> {
+    validate_email(email).map_err(|msg| ApiError::validation("email", msg))?;
+    validate_password(password).map_err(|msg| ApiError::validation("password", msg))
+}
+
+async fn hash_password(app: &App, password: String) -> Result<String, ApiError> {
+    let app = app.clone();
+    tokio::task::spawn_blocking(move || app.passwords().hash(&password))
+        .await
+        .map_err(|err| ApiError::internal("password hashing task", err))?
+        .map_err(|err| ApiError::internal("password hashing", err))
+}
+
+async fn create_user(
+    app: &App,
+    email: &str,
+    password: String,
+    role: &str,
+) -> Result<UserRecord, ApiError> {
+    let password_hash = hash_password(app, password).await?;
+    let user = UserRecord {
+        id: uuid::Uuid::new_v4().to_string(),
+        email: email.trim().to_lowercase(),
+        password_hash,
+        system_role: role.into(),
+        token_version: 0,
+        needs_setup: false,
+        oauth_provider: None,
+        created_at: crate::clock::now_iso(),
+    };
+    match app.store().create_user(user).await {
+        Ok(user) => Ok(user),
+        Err(StoreError::Conflict(_)) => Err(ApiError::coded(
+            StatusCode::BAD_REQUEST,
+            "email_already_exists",
+            "Email already registered",
+        )),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn register(
+    State(app): State<App>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> Result<Response, ApiError> {
+    if !app.config().auth.registration_enabled {
+        return Err(ApiError::coded(
+            StatusCode::FORBIDDEN,
+            "registration_disabled",
+            "Registration is disabled",
+        ));
+    }
+    check_credentials_shape(&body.email, &body.password)?;
+    let user = create_user(&app, &body.email, body.password, "user").await?;
+    let response = (
+        StatusCode::CREATED,
+        Json(CurrentUser::from(&user).to_json()),
+    )
+        .into_response();
+    Ok(with_session(&app, &headers, &user, body.remember_me, response))
+}
+
+#[derive(Debug, Deserialize)]
+struct LoginForm {
+    username: String,
+    password: String,
+    remember_me: Option<String>,
+}
+
+fn form_flag(value: Option<&str>) -> bool {
+    value.is_none_or(|text| {
+        !matches!(
+            text.trim().to_lowercase().as_str(),
+            "false" | "0" | "no" | "off"
+        )
+    })
+}
+
+async fn login(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Result<Response, ApiError> {
+    let Form(form) = form.map_err(|err| ApiError::validation("form", err.body_text()))?;
+    let client = client_ip(
+        peer.ip(),
+        header(&headers, "x-real-ip"),
+        &app.config().auth.trusted_proxies,
+    );
+    let now = std::time::Instant::now();
+    if app.lockout().is_locked(&client, now) {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many login attempts. Try again later.",
+        ));
+    }
+    let user = app.store().user_by_email(form.username.trim()).await?;
+    let verified = match &user {
+        Some(user) => {
+            let (app2, password, hash) = (app.clone(), form.password.clone(), user.password_hash.clone());
+            tokio::task::spawn_blocking(move || app2.passwords().verify(&password, &hash))
+                .await
+                .unwrap_or(false)
+        }
+        None => false,
+    };
+    let Some(user) = user.filter(|_| verified) else {
+        app.lockout().record_failure(&client, now);
+        return Err(ApiError::coded(
+            StatusCode::UNAUTHORIZED,
+            "invalid_credentials",
+            "Incorrect email or password",
+        ));
+    };
+    app.lockout().record_success(&client);
+    let body = json!({
+        "expires_in": i64::from(app.config().auth.token_expiry_days) * 86_400,
+        "needs_setup": user.needs_setup,
+    });
+    let remember_me = form_flag(form.remember_me.as_deref());
+    Ok(with_session(&app, &headers, &user, remember_me, Json(body).into_response()))
+}
+
+async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
+    let mut response = Json(json!({"message": "Successfully logged out"})).into_response();
+    for cookie in clear_session_cookies(&cookie_policy(&app, &headers)) {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+async fn me(user: CurrentUser) -> Json<Value> {
+    Json(user.to_json())
+}
+
+async fn setup_status(State(app): State<App>) -> Result<Json<Value>, ApiError> {
+    let users = app.store().count_users().await?;
+    Ok(Json(json!({
+        "needs_setup": users == 0,
+        "registration_enabled": app.config().auth.registration_enabled,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+struct InitializeBody {
+    email: String,
+    password: String,
+}
+
+async fn initialize(
+    State(app): State<App>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<InitializeBody>,
+) -> Result<Response, ApiError> {
+    if app.store().count_users().await? > 0 {
+        return Err(ApiError::coded(
+            StatusCode::CONFLICT,
+            "system_already_initialized",
+            "The system is already initialized",
+        ));
+    }
+    check_credentials_shape(&body.email, &body.password)?;
+    let user = create_user(&app, &body.email, body.password, "admin").await?;
+    let response = (
+        StatusCode::CREATED,
+        Json(CurrentUser::from(&user).to_json()),
+    )
+        .into_response();
+    Ok(with_session(&app, &headers, &user, true, response))
+}
+
+async fn providers() -> Json<Value> {
+    Json(json!({"providers": [{"id": "local", "type": "password"}]}))
+}

@@ -1,0 +1,188 @@
+//! The HTTP API: routes, the error envelope, and the request layers in DeerFlow's order
+//! (`Trace -> CORS -> CSRF -> Auth -> handler`, `gateway-contract.md` §1.1).
+
+mod auth_routes;
+mod cors;
+mod guard;
+mod runs;
+#[cfg(feature = "test-seed")]
+mod seed;
+mod sse;
+mod suggestions;
+mod threads;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router, middleware};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::store::{StoreError, ThreadRecord};
+
+pub use guard::CurrentUser;
+
+/// Builds the router with every route and layer.
+pub fn router(app: App) -> Router {
+    let mut api = Router::new()
+        .route("/health", get(health))
+        .merge(auth_routes::routes())
+        .merge(threads::routes())
+        .merge(runs::routes())
+        .merge(suggestions::routes());
+    #[cfg(feature = "test-seed")]
+    if app.test_seed_route() {
+        api = api.merge(seed::routes());
+    }
+    api = api.fallback(not_found);
+    api.layer(middleware::from_fn_with_state(app.clone(), guard::authenticate))
+        .layer(middleware::from_fn_with_state(app.clone(), guard::csrf))
+        .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
+        .layer(middleware::from_fn(trace))
+        .with_state(app)
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "healthy", "service": "deer-flow-gateway"}))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "Not Found")
+}
+
+async fn trace(request: Request, next: middleware::Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    tracing::debug!(%method, %path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+    response
+}
+
+/// An error response: `{"detail": <string or object>}` with a status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The status code.
+    pub status: StatusCode,
+    /// The `detail` value.
+    pub detail: Value,
+}
+
+impl ApiError {
+    /// An error whose detail is a message.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            detail: Value::String(detail.into()),
+        }
+    }
+
+    /// An error whose detail is `{"code", "message"}`.
+    pub fn coded(status: StatusCode, code: &str, message: &str) -> ApiError {
+        ApiError {
+            status,
+            detail: json!({"code": code, "message": message}),
+        }
+    }
+
+    /// `404 Thread <id> not found`.
+    pub fn thread_not_found(thread_id: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, format!("Thread {thread_id} not found"))
+    }
+
+    /// A 422 in the manner of FastAPI's validation errors.
+    pub fn validation(location: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            detail: json!([{"loc": ["body", location], "msg": message.into(), "type": "value_error"}]),
+        }
+    }
+
+    /// A 500 that hides internals from the client and logs them.
+    pub fn internal(context: &str, error: impl std::fmt::Display) -> ApiError {
+        tracing::error!("{context}: {error}");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError::internal("database", error)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"detail": self.detail}))).into_response()
+    }
+}
+
+/// A JSON body whose every rejection (syntax, type, unknown field, content type) is a 422 with
+/// FastAPI's envelope, as DeerFlow answers.
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    ApiError::validation("json", rejection.body_text())
+}
+
+/// `^[A-Za-z0-9_-]{1,64}$`.
+pub fn valid_thread_id(thread_id: &str) -> bool {
+    (1..=64).contains(&thread_id.len())
+        && thread_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The detail for a bad thread id on the run-start path.
+pub const INVALID_THREAD_ID: &str =
+    "Invalid thread_id: expected 1-64 ASCII letters, digits, hyphens, or underscores";
+
+/// The thread, when it exists and belongs to `user`; otherwise the contract's 404.
+pub async fn owned_thread(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+) -> Result<ThreadRecord, ApiError> {
+    if !valid_thread_id(thread_id) {
+        return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
+    }
+    match app.store().get_thread(thread_id).await? {
+        Some(thread) if thread.owner_id == user.id => Ok(thread),
+        _ => Err(ApiError::thread_not_found(thread_id)),
+    }
+}
+
+/// Passes when the thread belongs to `user` **or has no metadata row** (seeded runs,
+/// `gateway-contract.md` §2.11); another user's thread is a 404.
+pub async fn readable_thread(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+) -> Result<Option<ThreadRecord>, ApiError> {
+    if !valid_thread_id(thread_id) {
+        return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
+    }
+    match app.store().get_thread(thread_id).await? {
+        Some(thread) if thread.owner_id != user.id => Err(ApiError::thread_not_found(thread_id)),
+        other => Ok(other),
+    }
+}

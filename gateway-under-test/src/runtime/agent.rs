@@ -1,0 +1,264 @@
+//! The lead-agent loop: apply the input, run the before-agent hooks, then alternate model calls
+//! (with their after-model hooks) and tool steps until the model answers without tool calls or
+//! the recursion limit is hit, then run the after-agent hooks.
+//!
+//! Every step that writes state is checkpointed and published as one `values` frame
+//! (`gateway-contract.md` §7.2–7.3).
+
+use serde_json::{Value, json};
+
+use crate::messages::{Message, MessageType};
+use crate::models::{ModelRequest, ToolSpec};
+use crate::runtime::RunContext;
+use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
+use crate::runtime::prompt::{PromptInputs, system_prompt};
+use crate::runtime::state::{AgentState, StateUpdate};
+use crate::store::CheckpointRecord;
+use crate::tools::ToolContext;
+
+/// How the loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOutcome {
+    /// The final state.
+    pub state: AgentState,
+    /// An error that escaped the graph (sent as an SSE `error` event).
+    pub error: Option<GraphError>,
+    /// `error_detail` of a fallback message produced by the LLM error middleware in this run.
+    pub fallback_error: Option<String>,
+    /// Why the loop stopped, when it was not a final answer.
+    pub stop_reason: Option<String>,
+}
+
+/// Drives one run over the thread's state.
+pub struct AgentLoop<'a> {
+    run: &'a RunContext,
+    chain: Vec<std::sync::Arc<dyn Middleware>>,
+    state: AgentState,
+    steps: u32,
+    parent_checkpoint: Option<String>,
+    fallback_error: Option<String>,
+}
+
+impl<'a> AgentLoop<'a> {
+    /// A loop starting from `state`, whose latest checkpoint is `parent_checkpoint`.
+    pub fn new(run: &'a RunContext, state: AgentState, parent_checkpoint: Option<String>) -> Self {
+        AgentLoop {
+            run,
+            chain: run.app.middlewares(),
+            state,
+            steps: 0,
+            parent_checkpoint,
+            fallback_error: None,
+        }
+    }
+
+    /// Runs the loop with the run's input messages.
+    pub async fn run(mut self, input: Vec<Message>) -> AgentOutcome {
+        let result = self.drive(input).await;
+        let (error, stop_reason) = match result {
+            Ok(stop_reason) => (None, stop_reason),
+            Err(error) => {
+                let reason = (error.name == "GraphRecursionError").then(|| "recursion_limit".into());
+                (Some(error), reason)
+            }
+        };
+        AgentOutcome {
+            state: self.state,
+            error,
+            fallback_error: self.fallback_error,
+            stop_reason,
+        }
+    }
+
+    async fn drive(&mut self, input: Vec<Message>) -> Result<Option<String>, GraphError> {
+        if !input.is_empty() {
+            self.commit("__input__", StateUpdate::messages(input)).await?;
+        }
+        for middleware in self.chain.clone() {
+            self.enter_step()?;
+            let update = middleware.before_agent(&self.state, self.run).await?;
+            self.commit_hook(middleware.name(), "before_agent", update).await?;
+        }
+        loop {
+            self.enter_step()?;
+            let answer = self.call_model().await?;
+            let calls_tools = !answer.tool_calls.is_empty();
+            self.commit("model", StateUpdate::messages(vec![answer])).await?;
+            for middleware in self.chain.clone() {
+                self.enter_step()?;
+                let update = middleware.after_model(&self.state, self.run).await?;
+                self.commit_hook(middleware.name(), "after_model", update).await?;
+            }
+            if !calls_tools {
+                break;
+            }
+            self.enter_step()?;
+            self.tool_step().await?;
+        }
+        for middleware in self.chain.clone() {
+            self.enter_step()?;
+            let update = middleware.after_agent(&self.state, self.run).await?;
+            self.commit_hook(middleware.name(), "after_agent", update).await?;
+        }
+        Ok(None)
+    }
+
+    fn enter_step(&mut self) -> Result<(), GraphError> {
+        self.steps += 1;
+        if self.steps > self.run.recursion_limit {
+            return Err(GraphError::new(
+                "GraphRecursionError",
+                format!(
+                    "Recursion limit of {} reached without hitting a stop condition. You can increase the limit by setting the `recursion_limit` config key.",
+                    self.run.recursion_limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn bound_tools(&self) -> Vec<ToolSpec> {
+        self.run
+            .app
+            .bound_tools()
+            .iter()
+            .map(|tool| tool.spec())
+            .collect()
+    }
+
+    async fn call_model(&mut self) -> Result<Message, GraphError> {
+        let tools = self.bound_tools();
+        let config = self.run.app.config();
+        let skills = self.run.app.skill_names();
+        let prompt = system_prompt(&PromptInputs {
+            tools: &tools,
+            flags: &self.run.flags,
+            skills: &skills,
+            skills_container_path: &config.skills.container_path,
+        });
+        let mut messages = vec![Message::system(prompt)];
+        messages.extend(self.state.messages.iter().cloned());
+        let request = ModelRequest {
+            messages,
+            tools,
+            metadata: self.run.call_metadata(&[], None),
+            options: self.run.call_options(),
+        };
+        let chain = self.chain.clone();
+        let mut answer = ModelCall::new(&chain, self.run.model.as_ref(), self.run)
+            .call(request)
+            .await
+            .map_err(|err| GraphError::new(err.error_type.clone(), err.message.clone()))?;
+        if answer.kind != MessageType::Ai {
+            return Err(GraphError::new("InvalidResponseError", "the model did not answer with an AI message"));
+        }
+        if answer.id.is_none() {
+            answer.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
+        }
+        if let Some(detail) = answer
+            .additional_kwargs
+            .get("deerflow_error_fallback")
+            .filter(|flag| crate::messages::is_truthy(flag))
+            .and(answer.additional_kwargs.get("error_detail"))
+        {
+            self.fallback_error = Some(detail.as_str().unwrap_or_default().to_string());
+        }
+        Ok(answer)
+    }
+
+    async fn tool_step(&mut self) -> Result<(), GraphError> {
+        let calls = self
+            .state
+            .last_ai()
+            .map(|message| message.tool_calls.clone())
+            .unwrap_or_default();
+        let mut update = StateUpdate::default();
+        for middleware in self.chain.clone() {
+            if let Some(extra) = middleware.tool_step(&self.state, self.run).await? {
+                update.merge(extra);
+            }
+        }
+        let config = self.run.app.config();
+        let context = ToolContext {
+            paths: &self.run.paths,
+            limits: &config.tool_limits,
+            reads: self.run.app.read_tracker(),
+        };
+        let mut journal = Vec::new();
+        for call in calls {
+            let tool = self
+                .run
+                .app
+                .bound_tools()
+                .iter()
+                .find(|tool| tool.spec().name == call.name)
+                .cloned();
+            let (text, status) = match tool {
+                Some(tool) => (tool.call(&call.args, context).await, "success"),
+                None => (
+                    format!("Error: {} is not a valid tool, try one of the available tools.", call.name),
+                    "error",
+                ),
+            };
+            let message = Message::tool(text, &call.name, &call.id, status);
+            journal.push(("llm.tool.result", "message", message.to_dump(), json!({})));
+            update.messages.push(message);
+        }
+        self.run.journal(journal).await;
+        self.commit("tools", update).await
+    }
+
+    async fn commit_hook(
+        &mut self,
+        middleware: &str,
+        hook: &str,
+        update: Option<StateUpdate>,
+    ) -> Result<(), GraphError> {
+        match update {
+            Some(update) if !update.is_empty() => {
+                self.commit(&format!("{middleware}.{hook}"), update).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies one step's writes, checkpoints the state and publishes its frames.
+    async fn commit(&mut self, node: &str, update: StateUpdate) -> Result<(), GraphError> {
+        let writes = update.to_json();
+        self.state.apply(update);
+        let values = self.state.to_values();
+        let checkpoint_id = uuid::Uuid::new_v4().to_string();
+        let checkpoint = CheckpointRecord {
+            thread_id: self.run.thread_id.clone(),
+            checkpoint_id: checkpoint_id.clone(),
+            parent_checkpoint_id: self.parent_checkpoint.clone(),
+            step: i64::from(self.steps),
+            values: values.clone(),
+            metadata: json!({
+                "source": if node == "__input__" { "input" } else { "loop" },
+                "step": self.steps,
+                "writes": { node: writes.clone() },
+                "parents": {},
+                "run_id": self.run.run_id,
+                "thread_id": self.run.thread_id,
+            }),
+            created_at: crate::clock::now_iso(),
+        };
+        self.run
+            .app
+            .store()
+            .put_checkpoint(checkpoint)
+            .await
+            .map_err(|err| GraphError::new("CheckpointError", err.to_string()))?;
+        self.parent_checkpoint = Some(checkpoint_id);
+        if self.run.modes.values {
+            self.run.stream.publish("values", &values);
+        }
+        if self.run.modes.updates {
+            let mut frame = serde_json::Map::new();
+            frame.insert(node.to_string(), writes);
+            self.run.stream.publish("updates", &Value::Object(frame));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,432 @@
+//! What one run carries through the agent loop and its middlewares: ids, the run-context flags,
+//! the sandbox folders, the event stream, and journaling of model calls.
+
+use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Instant;
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use crate::app::App;
+use crate::messages::Message;
+use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
+use crate::runtime::stream::RunStream;
+use crate::store::NewEvent;
+use crate::tools::SandboxPaths;
+
+/// The run `context` keys that reach the runtime (`gateway-contract.md` §4.3); every other key is
+/// ignored.
+pub const CONTEXT_KEYS: [&str; 10] = [
+    "model_name",
+    "mode",
+    "thinking_enabled",
+    "reasoning_effort",
+    "is_plan_mode",
+    "subagent_enabled",
+    "max_concurrent_subagents",
+    "max_total_subagents",
+    "agent_name",
+    "is_bootstrap",
+];
+
+/// The run-context flags, as copied into `config.configurable` and `config.context`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFlags {
+    /// The kept context keys, in request order.
+    pub values: Map<String, Value>,
+}
+
+impl RunFlags {
+    /// Keeps only [`CONTEXT_KEYS`] from a request's `context`, then fills the mode's flags
+    /// (§4.3's table) for any that the request left out.
+    pub fn from_context(context: Option<&Value>) -> RunFlags {
+        let mut values = Map::new();
+        if let Some(Value::Object(object)) = context {
+            for (key, value) in object {
+                if CONTEXT_KEYS.contains(&key.as_str()) {
+                    values.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let mode_flags = match values.get("mode").and_then(Value::as_str) {
+            Some("flash") => Some((false, false, false)),
+            Some("thinking") => Some((true, false, false)),
+            Some("pro") => Some((true, true, false)),
+            Some("ultra") => Some((true, true, true)),
+            _ => None,
+        };
+        if let Some((thinking, plan, subagent)) = mode_flags {
+            for (key, flag) in [
+                ("thinking_enabled", thinking),
+                ("is_plan_mode", plan),
+                ("subagent_enabled", subagent),
+            ] {
+                values.entry(key).or_insert(Value::Bool(flag));
+            }
+        }
+        RunFlags { values }
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        self.values.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// `thinking_enabled`.
+    pub fn thinking_enabled(&self) -> bool {
+        self.flag("thinking_enabled")
+    }
+
+    /// `is_plan_mode`.
+    pub fn is_plan_mode(&self) -> bool {
+        self.flag("is_plan_mode")
+    }
+
+    /// `subagent_enabled`.
+    pub fn subagent_enabled(&self) -> bool {
+        self.flag("subagent_enabled")
+    }
+
+    /// `model_name`, when the request chose a model.
+    pub fn model_name(&self) -> Option<&str> {
+        self.values.get("model_name").and_then(Value::as_str)
+    }
+
+    /// `reasoning_effort`, when given.
+    pub fn reasoning_effort(&self) -> Option<String> {
+        self.values
+            .get("reasoning_effort")
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
+}
+
+/// Which stream modes the client asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamModes {
+    /// `values`: the full state after each write step.
+    pub values: bool,
+    /// `updates`: each step's writes, by node.
+    pub updates: bool,
+    /// `messages-tuple`: streamed message chunks (sent as event `messages`).
+    pub messages: bool,
+    /// `custom`: custom payloads such as `llm_retry`.
+    pub custom: bool,
+}
+
+impl StreamModes {
+    /// From validated mode names.
+    pub fn from_names(names: &[String]) -> StreamModes {
+        let has = |name: &str| names.iter().any(|n| n == name);
+        StreamModes {
+            values: has("values"),
+            updates: has("updates"),
+            messages: has("messages-tuple") || has("messages"),
+            custom: has("custom"),
+        }
+    }
+}
+
+/// One run's context.
+pub struct RunContext {
+    /// The app the run belongs to.
+    pub app: App,
+    /// The run id.
+    pub run_id: String,
+    /// The thread id.
+    pub thread_id: String,
+    /// The user the run belongs to.
+    pub user_id: String,
+    /// The run-context flags.
+    pub flags: RunFlags,
+    /// The thread's sandbox folders.
+    pub paths: SandboxPaths,
+    /// The lead agent's model and its configured name.
+    pub model: Arc<dyn ChatModel>,
+    /// The configured name of [`RunContext::model`].
+    pub model_name: String,
+    /// Where frames go.
+    pub stream: Arc<RunStream>,
+    /// The stream modes requested.
+    pub modes: StreamModes,
+    /// The recursion limit (graph steps).
+    pub recursion_limit: u32,
+    llm_calls: AtomicU32,
+    human_input_journaled: AtomicBool,
+    usage: Mutex<UsageTotals>,
+}
+
+/// Token totals of one run, by caller kind (the run record's counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageTotals {
+    /// Prompt tokens.
+    pub input_tokens: i64,
+    /// Completion tokens.
+    pub output_tokens: i64,
+    /// All tokens.
+    pub total_tokens: i64,
+    /// Tokens of lead-agent calls.
+    pub lead_agent_tokens: i64,
+    /// Tokens of subagent calls.
+    pub subagent_tokens: i64,
+    /// Tokens of middleware calls (titles).
+    pub middleware_tokens: i64,
+}
+
+impl UsageTotals {
+    fn add(&mut self, caller: &str, usage: Option<&Value>) {
+        let Some(usage) = usage else { return };
+        let field = |name: &str| usage.get(name).and_then(Value::as_i64).unwrap_or(0);
+        let total = field("total_tokens");
+        self.input_tokens += field("input_tokens");
+        self.output_tokens += field("output_tokens");
+        self.total_tokens += total;
+        if caller.starts_with("middleware:") {
+            self.middleware_tokens += total;
+        } else if caller.starts_with("subagent:") {
+            self.subagent_tokens += total;
+        } else {
+            self.lead_agent_tokens += total;
+        }
+    }
+}
+
+impl std::fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("run_id", &self.run_id)
+            .field("thread_id", &self.thread_id)
+            .field("user_id", &self.user_id)
+            .field("model_name", &self.model_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The fields of a [`RunContext`] that the caller chooses.
+#[derive(Debug)]
+pub struct RunContextParts {
+    /// The run id.
+    pub run_id: String,
+    /// The thread id.
+    pub thread_id: String,
+    /// The user the run belongs to.
+    pub user_id: String,
+    /// The run-context flags.
+    pub flags: RunFlags,
+    /// The lead model's configured name.
+    pub model_name: String,
+    /// The requested stream modes.
+    pub modes: StreamModes,
+    /// The recursion limit.
+    pub recursion_limit: u32,
+}
+
+impl RunContext {
+    /// Builds the context; the model must be configured in `app`.
+    pub fn new(
+        app: App,
+        parts: RunContextParts,
+        model: Arc<dyn ChatModel>,
+        stream: Arc<RunStream>,
+    ) -> RunContext {
+        let paths = SandboxPaths::for_thread(
+            &app.config().home,
+            Some(&parts.user_id),
+            &parts.thread_id,
+        );
+        RunContext {
+            app,
+            run_id: parts.run_id,
+            thread_id: parts.thread_id,
+            user_id: parts.user_id,
+            flags: parts.flags,
+            paths,
+            model,
+            model_name: parts.model_name,
+            stream,
+            modes: parts.modes,
+            recursion_limit: parts.recursion_limit,
+            llm_calls: AtomicU32::new(0),
+            human_input_journaled: AtomicBool::new(false),
+            usage: Mutex::new(UsageTotals::default()),
+        }
+    }
+
+    /// Call options for the lead agent from the flags and the model's capabilities.
+    pub fn call_options(&self) -> CallOptions {
+        let supports_thinking = self
+            .app
+            .config()
+            .model(&self.model_name)
+            .is_some_and(|model| model.supports_thinking);
+        CallOptions {
+            thinking_enabled: self.flags.thinking_enabled() && supports_thinking,
+            reasoning_effort: self.flags.reasoning_effort(),
+        }
+    }
+
+    /// Metadata for a call made on behalf of this run.
+    pub fn call_metadata(&self, tags: &[&str], run_name: Option<&str>) -> CallMetadata {
+        CallMetadata {
+            tags: tags.iter().map(|tag| tag.to_string()).collect(),
+            run_name: run_name.map(String::from),
+            run_id: Some(self.run_id.clone()),
+            thread_id: Some(self.thread_id.clone()),
+        }
+    }
+
+    /// Emits a `custom` frame when the client asked for that mode.
+    pub fn emit_custom(&self, payload: Value) {
+        if self.modes.custom {
+            self.stream.publish("custom", &payload);
+        }
+    }
+
+    /// Appends journal rows for this run.
+    pub async fn journal(&self, rows: Vec<(&str, &str, Value, Value)>) {
+        let now = crate::clock::now_iso();
+        let events = rows
+            .into_iter()
+            .map(|(event_type, category, content, metadata)| NewEvent {
+                run_id: self.run_id.clone(),
+                event_type: event_type.into(),
+                category: category.into(),
+                content,
+                metadata,
+                created_at: now.clone(),
+            })
+            .collect();
+        if let Err(err) = self.app.store().append_events(&self.thread_id, events).await {
+            tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
+        }
+    }
+
+    /// Calls `model` without wrappers: streaming when the client asked for message chunks,
+    /// otherwise a plain call. Journals `llm.human.input` (first lead-agent call) and
+    /// `llm.ai.response` rows.
+    pub async fn call_model_raw(
+        &self,
+        model: &dyn ChatModel,
+        request: &ModelRequest,
+    ) -> Result<Message, ModelError> {
+        let caller = request.metadata.journal_caller();
+        if caller == "lead_agent" && !self.human_input_journaled.swap(true, Ordering::SeqCst) {
+            if let Some(human) = request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.kind == crate::messages::MessageType::Human && !m.is_hidden())
+            {
+                let mut restored = human.clone();
+                if let Some(original) = restored.additional_kwargs.remove("original_user_content") {
+                    restored.content = original;
+                }
+                self.journal(vec![(
+                    "llm.human.input",
+                    "message",
+                    restored.to_dump(),
+                    json!({"caller": "lead_agent"}),
+                )])
+                .await;
+            }
+        }
+        let started = Instant::now();
+        let message = if self.modes.messages {
+            self.stream_model(model, request).await?
+        } else {
+            model.invoke(request).await?
+        };
+        let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
+        self.usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .add(&caller, message.usage_metadata.as_ref());
+        self.journal(vec![(
+            "llm.ai.response",
+            "message",
+            message.to_dump(),
+            json!({
+                "caller": caller,
+                "usage": message.usage_metadata.clone().unwrap_or(Value::Null),
+                "latency_ms": started.elapsed().as_millis() as u64,
+                "llm_call_index": index,
+            }),
+        )])
+        .await;
+        Ok(message)
+    }
+
+    /// Token totals so far.
+    pub fn usage(&self) -> UsageTotals {
+        *self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many model calls completed in this run.
+    pub fn llm_call_count(&self) -> u32 {
+        self.llm_calls.load(Ordering::SeqCst)
+    }
+
+    async fn stream_model(
+        &self,
+        model: &dyn ChatModel,
+        request: &ModelRequest,
+    ) -> Result<Message, ModelError> {
+        let mut events = model.stream(request).await?;
+        let chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
+        let metadata = json!({
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "langgraph_node": "model",
+            "tags": request.metadata.tags,
+        });
+        let mut collected = Vec::new();
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if let StreamEvent::TextDelta { delta } = &event {
+                let chunk = json!({
+                    "content": delta, "additional_kwargs": {}, "response_metadata": {},
+                    "type": "AIMessageChunk", "name": null, "id": chunk_id,
+                    "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": null,
+                    "tool_call_chunks": [],
+                });
+                self.stream.publish("messages", &json!([chunk, metadata]));
+            }
+            collected.push(Ok(event));
+        }
+        crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_keeps_only_the_listed_keys_and_fills_mode_flags() {
+        let flags = RunFlags::from_context(Some(&json!({
+            "mode": "pro", "is_bootstrap": false, "secret_sauce": 1, "thinking_enabled": false
+        })));
+        assert!(!flags.values.contains_key("secret_sauce"));
+        assert!(!flags.thinking_enabled(), "an explicit flag wins over the mode table");
+        assert!(flags.is_plan_mode());
+        assert!(!flags.subagent_enabled());
+    }
+
+    #[test]
+    fn each_ui_mode_maps_to_the_contract_table() {
+        let table = [
+            ("flash", (false, false, false)),
+            ("thinking", (true, false, false)),
+            ("pro", (true, true, false)),
+            ("ultra", (true, true, true)),
+        ];
+        for (mode, (thinking, plan, subagent)) in table {
+            let flags = RunFlags::from_context(Some(&json!({ "mode": mode })));
+            assert_eq!(
+                (flags.thinking_enabled(), flags.is_plan_mode(), flags.subagent_enabled()),
+                (thinking, plan, subagent),
+                "{mode}"
+            );
+        }
+    }
+}

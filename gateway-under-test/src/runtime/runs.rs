@@ -1,0 +1,372 @@
+//! Runs: the per-app registry of active runs, the multitask strategy, and the worker that takes a
+//! run from `metadata` to `end` in the order of `gateway-contract.md` §11.1.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::messages::Message;
+use crate::runtime::agent::AgentLoop;
+use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
+use crate::runtime::state::AgentState;
+use crate::runtime::stream::{RunStream, Subscription};
+use crate::store::{RunRecord, StoreError};
+
+/// A validated request to start a run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The thread (must exist and be owned by `user_id`; the HTTP layer checks).
+    pub thread_id: String,
+    /// The caller.
+    pub user_id: String,
+    /// `lead_agent` or a custom agent name.
+    pub assistant_id: String,
+    /// The new input messages.
+    pub input: Vec<Message>,
+    /// Run-context flags.
+    pub flags: RunFlags,
+    /// The configured model to use.
+    pub model_name: String,
+    /// Requested stream modes.
+    pub modes: StreamModes,
+    /// Clamped recursion limit.
+    pub recursion_limit: u32,
+    /// `reject`, `rollback` or `interrupt`.
+    pub multitask_strategy: String,
+    /// Keep running when the client disconnects.
+    pub continue_on_disconnect: bool,
+    /// Client metadata.
+    pub metadata: Value,
+    /// `{"input", "config"}` as requested (secrets redacted).
+    pub kwargs: Value,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Another run is active on the thread and the strategy is `reject`.
+    #[error("Thread {0} already has an active run")]
+    Busy(String),
+    /// The requested model is not configured.
+    #[error("Model '{0}' is not in the configured model allowlist")]
+    UnknownModel(String),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A run that is executing, or finished less than the buffer TTL ago.
+#[derive(Debug)]
+pub struct ActiveRun {
+    record: Mutex<RunRecord>,
+    /// The run's frames.
+    pub stream: Arc<RunStream>,
+    /// Cancels the run.
+    pub cancel: CancellationToken,
+    /// Whether a client disconnect leaves the run running.
+    pub continue_on_disconnect: bool,
+    done: watch::Sender<bool>,
+    final_values: Mutex<Option<Value>>,
+}
+
+fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here is a plain field update, so a poisoned lock holds
+    // consistent data and is safe to keep using.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl ActiveRun {
+    /// A snapshot of the run record.
+    pub fn record(&self) -> RunRecord {
+        relock(&self.record).clone()
+    }
+
+    /// True once the worker has finished.
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Waits until the worker has finished.
+    pub async fn wait(&self) {
+        let mut done = self.done.subscribe();
+        // An error means the sender is gone, which only happens once the run is finished.
+        let _ = done.wait_for(|finished| *finished).await;
+    }
+
+    /// The state values after the run, once finished.
+    pub fn final_values(&self) -> Option<Value> {
+        relock(&self.final_values).clone()
+    }
+}
+
+/// The app's active runs, and which thread each one holds.
+#[derive(Debug, Default)]
+pub struct RunManager {
+    runs: Mutex<HashMap<String, Arc<ActiveRun>>>,
+    active_by_thread: Mutex<HashMap<String, String>>,
+}
+
+impl RunManager {
+    /// A run still held in memory.
+    pub fn get(&self, run_id: &str) -> Option<Arc<ActiveRun>> {
+        relock(&self.runs).get(run_id).cloned()
+    }
+
+    /// The in-memory runs of a thread.
+    pub fn runs_of_thread(&self, thread_id: &str) -> Vec<RunRecord> {
+        relock(&self.runs)
+            .values()
+            .map(|run| run.record())
+            .filter(|record| record.thread_id == thread_id)
+            .collect()
+    }
+
+    /// The run currently holding `thread_id`, if any.
+    pub fn active_on(&self, thread_id: &str) -> Option<Arc<ActiveRun>> {
+        let run_id = relock(&self.active_by_thread).get(thread_id).cloned()?;
+        self.get(&run_id)
+    }
+
+    /// Cancels every active run (server shutdown).
+    pub fn cancel_all(&self) {
+        for run in relock(&self.runs).values() {
+            run.cancel.cancel();
+        }
+    }
+}
+
+/// Starts a run: claims the thread (applying the multitask strategy), records the run as
+/// `pending`, subscribes the caller to its stream, and spawns the worker.
+pub async fn start_run(
+    app: &App,
+    spec: RunSpec,
+) -> Result<(Arc<ActiveRun>, Subscription), StartError> {
+    let model = app
+        .model(&spec.model_name)
+        .ok_or_else(|| StartError::UnknownModel(spec.model_name.clone()))?;
+    loop {
+        let previous = app.runs().active_on(&spec.thread_id);
+        match previous {
+            Some(previous) if !previous.is_done() => {
+                if spec.multitask_strategy == "reject" {
+                    return Err(StartError::Busy(spec.thread_id.clone()));
+                }
+                previous.cancel.cancel();
+                previous.wait().await;
+            }
+            _ => break,
+        }
+    }
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let now = crate::clock::now_iso();
+    let record = RunRecord {
+        run_id: run_id.clone(),
+        thread_id: spec.thread_id.clone(),
+        owner_id: spec.user_id.clone(),
+        assistant_id: spec.assistant_id.clone(),
+        status: "pending".into(),
+        metadata: spec.metadata.clone(),
+        kwargs: spec.kwargs.clone(),
+        multitask_strategy: spec.multitask_strategy.clone(),
+        error: None,
+        stop_reason: None,
+        counters: zero_counters(),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let stream = Arc::new(RunStream::new(app.config().runs.stream_buffer_events));
+    let (done, _) = watch::channel(false);
+    let run = Arc::new(ActiveRun {
+        record: Mutex::new(record.clone()),
+        stream: stream.clone(),
+        cancel: app.shutdown_token().child_token(),
+        continue_on_disconnect: spec.continue_on_disconnect,
+        done,
+        final_values: Mutex::new(None),
+    });
+    {
+        let mut claims = relock(&app.runs().active_by_thread);
+        if let Some(holder) = claims.get(&spec.thread_id)
+            && app.runs().get(holder).is_some_and(|r| !r.is_done())
+        {
+            return Err(StartError::Busy(spec.thread_id.clone()));
+        }
+        claims.insert(spec.thread_id.clone(), run_id.clone());
+        relock(&app.runs().runs).insert(run_id.clone(), run.clone());
+    }
+    if let Err(err) = app.store().put_run(record).await {
+        release(app, &spec.thread_id, &run_id);
+        relock(&app.runs().runs).remove(&run_id);
+        return Err(err.into());
+    }
+    let subscription = stream
+        .subscribe(None)
+        .unwrap_or_else(|_| unreachable_subscription());
+    let parts = RunContextParts {
+        run_id,
+        thread_id: spec.thread_id.clone(),
+        user_id: spec.user_id.clone(),
+        flags: spec.flags.clone(),
+        model_name: spec.model_name.clone(),
+        modes: spec.modes.clone(),
+        recursion_limit: spec.recursion_limit,
+    };
+    let context = RunContext::new(app.clone(), parts, model, stream);
+    tokio::spawn(execute(app.clone(), run.clone(), context, spec.input));
+    Ok((run, subscription))
+}
+
+/// A fresh stream always accepts a subscription from its start; this only satisfies the types.
+fn unreachable_subscription() -> Subscription {
+    let (_tx, live) = tokio::sync::mpsc::unbounded_channel();
+    Subscription {
+        backlog: Vec::new(),
+        live,
+    }
+}
+
+fn zero_counters() -> Value {
+    json!({
+        "total_input_tokens": 0, "total_output_tokens": 0, "total_tokens": 0,
+        "llm_call_count": 0, "lead_agent_tokens": 0, "subagent_tokens": 0,
+        "middleware_tokens": 0, "message_count": 0,
+    })
+}
+
+fn release(app: &App, thread_id: &str, run_id: &str) {
+    let mut claims = relock(&app.runs().active_by_thread);
+    if claims.get(thread_id).map(String::as_str) == Some(run_id) {
+        claims.remove(thread_id);
+    }
+}
+
+async fn set_status(app: &App, run: &ActiveRun, status: &str) {
+    let record = {
+        let mut record = relock(&run.record);
+        record.status = status.into();
+        record.updated_at = crate::clock::now_iso();
+        record.clone()
+    };
+    if let Err(err) = app.store().put_run(record).await {
+        tracing::warn!("run record write failed: {err}");
+    }
+}
+
+/// The worker: `gateway-contract.md` §11.1, steps 3 to 13.
+async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<Message>) {
+    let store = app.store();
+    let thread_id = context.thread_id.clone();
+    let run_id = context.run_id.clone();
+    let _ = store
+        .set_thread_status(&thread_id, "running", None, &crate::clock::now_iso())
+        .await;
+    set_status(&app, &run, "running").await;
+    context
+        .stream
+        .publish("metadata", &json!({"run_id": run_id, "thread_id": thread_id}));
+    context
+        .journal(vec![(
+            "run.start",
+            "trace",
+            json!({"chain": "lead_agent"}),
+            json!({"caller": "lead_agent"}),
+        )])
+        .await;
+
+    let latest = store.latest_checkpoint(&thread_id).await;
+    let (state, parent) = match latest {
+        Ok(Some(checkpoint)) => (
+            AgentState::from_values(&checkpoint.values).unwrap_or_else(|err| {
+                tracing::warn!(%thread_id, "stored state unreadable, starting fresh: {err}");
+                AgentState::default()
+            }),
+            Some(checkpoint.checkpoint_id),
+        ),
+        _ => (AgentState::default(), None),
+    };
+    let outcome = tokio::select! {
+        outcome = AgentLoop::new(&context, state, parent).run(input) => Some(outcome),
+        _ = run.cancel.cancelled() => None,
+    };
+
+    let (status, error) = match &outcome {
+        None => ("interrupted", None),
+        Some(outcome) => match (&outcome.error, &outcome.fallback_error) {
+            (Some(error), _) => {
+                context.stream.publish(
+                    "error",
+                    &json!({"message": error.message, "name": error.name}),
+                );
+                ("error", Some(error.message.clone()))
+            }
+            (None, Some(detail)) => ("error", Some(detail.clone())),
+            (None, None) => ("success", None),
+        },
+    };
+    let mut journal = vec![(
+        "run.end",
+        "outputs",
+        Value::Null,
+        json!({"status": status}),
+    )];
+    if let Some(error) = &error {
+        journal.push(("run.error", "error", json!({"error": error}), json!({})));
+    }
+    context.journal(journal).await;
+
+    let final_state = outcome.as_ref().map(|o| o.state.clone());
+    let title = final_state
+        .as_ref()
+        .and_then(|state| state.channel("title"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    let usage = context.usage();
+    let record = {
+        let mut record = relock(&run.record);
+        record.status = status.into();
+        record.error = error;
+        record.stop_reason = match &outcome {
+            None => Some("cancelled".into()),
+            Some(outcome) => outcome.stop_reason.clone(),
+        };
+        record.counters = json!({
+            "total_input_tokens": usage.input_tokens,
+            "total_output_tokens": usage.output_tokens,
+            "total_tokens": usage.total_tokens,
+            "llm_call_count": context.llm_call_count(),
+            "lead_agent_tokens": usage.lead_agent_tokens,
+            "subagent_tokens": usage.subagent_tokens,
+            "middleware_tokens": usage.middleware_tokens,
+            "message_count": final_state.as_ref().map_or(0, |s| s.messages.len()),
+        });
+        record.updated_at = crate::clock::now_iso();
+        record.clone()
+    };
+    if let Err(err) = store.put_run(record).await {
+        tracing::warn!(%run_id, "run record write failed: {err}");
+    }
+    *relock(&run.final_values) = final_state.map(|state| state.to_values());
+    let thread_status = if status == "success" { "idle" } else { status };
+    let _ = store
+        .set_thread_status(&thread_id, thread_status, title, &crate::clock::now_iso())
+        .await;
+    release(&app, &thread_id, &run_id);
+    run.stream.finish();
+    run.done.send_replace(true);
+    drop(context);
+
+    let ttl = Duration::from_secs(app.config().runs.stream_buffer_ttl_seconds);
+    let runs = app.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(ttl) => {}
+            _ = runs.shutdown_token().cancelled() => {}
+        }
+        relock(&runs.runs().runs).remove(&run_id);
+    });
+}

@@ -1,0 +1,10 @@
+//! API tests for `gateway-under-test`: every route over real HTTP on 127.0.0.1, with a scripted
+//! model. One binary, one module per topic.
+
+mod helpers;
+
+mod auth;
+mod concurrency;
+mod runs;
+mod scenario;
+mod threads;
