@@ -1,0 +1,451 @@
+//! The built-in OpenAI-compatible Chat Completions provider (`use = "openai"`, also reachable as
+//! `langchain_openai:ChatOpenAI`).
+//!
+//! One [`OpenAiChatModel`] per `[[models]]` entry, each with its own `reqwest::Client`. Calls go
+//! to `POST {base_url}/chat/completions`: [`ChatModel::invoke`] without streaming,
+//! [`ChatModel::stream`] with `"stream": true` and `stream_options.include_usage`, parsed as SSE
+//! (see `stream.rs`). Both paths build the same AI message (see `wire.rs`): LangChain's shape,
+//! with `response_metadata.model_provider = "openai"` and an `lc_run--<uuid>` id.
+//!
+//! Failures become [`ModelError`]s named like the Python `openai` client's exceptions
+//! (`AuthenticationError`, `RateLimitError`, `APIConnectionError`, …) so that the LLM
+//! error-handling middleware classifies them as DeerFlow does.
+//!
+//! **The API key never leaves this module** except in the `Authorization` header: the model's
+//! `Debug` redacts it, and every error is scrubbed of it (`[secret removed]`) at the
+//! [`ChatModel`] boundary, in case a provider echoes the key back in an error body.
+
+mod stream;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::{StatusCode, Url};
+use serde_json::{Map, Value};
+
+use crate::config::ModelConfig;
+use crate::messages::Message;
+use crate::models::{
+    ChatModel, ErrorClass, EventStream, ModelError, ModelProvider, ModelRequest, ProviderContext,
+    one_chunk_events,
+};
+
+/// The endpoint root used when a model entry has no `base_url`.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What replaces the API key wherever it would otherwise appear in error text.
+pub const SECRET_REMOVED: &str = "[secret removed]";
+
+/// The longest provider error detail kept in an error message, in characters.
+const ERROR_DETAIL_LIMIT: usize = 500;
+
+/// Builds [`OpenAiChatModel`]s from `[[models]]` entries with `use = "openai"`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiProvider;
+
+impl ModelProvider for OpenAiProvider {
+    fn build(
+        &self,
+        config: &ModelConfig,
+        _context: &ProviderContext,
+    ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        Ok(Arc::new(OpenAiChatModel::new(config)?))
+    }
+}
+
+/// Removes the API key from text. Its `Debug` never shows the key.
+#[derive(Clone, Default)]
+struct Redactor {
+    secret: Option<Arc<str>>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Redactor")
+    }
+}
+
+impl Redactor {
+    /// `text` with every occurrence of the key replaced by [`SECRET_REMOVED`]. Every non-empty
+    /// key is scrubbed, however short: a garbled error text is better than a leaked key.
+    fn scrub(&self, text: &str) -> String {
+        match &self.secret {
+            Some(secret) if !secret.is_empty() && text.contains(&**secret) => {
+                text.replace(&**secret, SECRET_REMOVED)
+            }
+            _ => text.to_string(),
+        }
+    }
+
+    /// The error with its message scrubbed.
+    fn error(&self, mut error: ModelError) -> ModelError {
+        error.message = self.scrub(&error.message);
+        error.error_type = self.scrub(&error.error_type);
+        error
+    }
+}
+
+/// A chat model behind an OpenAI-compatible Chat Completions endpoint.
+///
+/// Cheap to share: calls take `&self` and the client pools connections.
+#[derive(Clone)]
+pub struct OpenAiChatModel {
+    /// The configured model name (`models[].name`), used in messages.
+    name: String,
+    /// The provider's model id sent as `model`.
+    model: String,
+    /// `{base}/chat/completions`.
+    endpoint: Url,
+    /// The key, absent when none is configured (calls then fail without a network call).
+    api_key: Option<Arc<str>>,
+    redactor: Redactor,
+    client: reqwest::Client,
+    timeout: Option<Duration>,
+    /// The entry's free-form settings (pass-through request keys, `extra_body`, …).
+    settings: Map<String, Value>,
+}
+
+impl fmt::Debug for OpenAiChatModel {
+    // Written by hand so that the key can never show up in logs or panics.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiChatModel")
+            .field("name", &self.name)
+            .field("model", &self.model)
+            .field("endpoint", &self.endpoint.as_str())
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| "[redacted]")
+                    .unwrap_or("None"),
+            )
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiChatModel {
+    /// Builds the model for one `[[models]]` entry.
+    ///
+    /// - Base URL: `base_url` (a trailing slash is tolerated), else [`DEFAULT_BASE_URL`].
+    /// - Model id: `model`, else the entry's `name`.
+    /// - Key: `api_key` (already `$ENV`-expanded by config loading). A missing or blank key is
+    ///   **not** a build error; calls then fail with `AuthenticationError`.
+    /// - Timeout: `request_timeout_secs` bounds connecting and each read (so a long stream
+    ///   that keeps sending is not cut off, as with the Python client's timeouts); `0` means no
+    ///   timeout.
+    ///
+    /// Fails with `ConfigurationError` only when the base URL is not an http(s) URL or the HTTP
+    /// client cannot be built.
+    pub fn new(config: &ModelConfig) -> Result<OpenAiChatModel, ModelError> {
+        let api_key: Option<Arc<str>> = config
+            .api_key
+            .as_deref()
+            .filter(|key| !key.trim().is_empty())
+            .map(Arc::from);
+        let redactor = Redactor {
+            secret: api_key.clone(),
+        };
+        let configuration_error = |problem: String| {
+            redactor.error(ModelError::new(
+                "ConfigurationError",
+                format!("model '{}': {problem}", config.name),
+            ))
+        };
+
+        let base = config
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|base| !base.is_empty())
+            .unwrap_or(DEFAULT_BASE_URL)
+            .trim_end_matches('/');
+        // The base is checked on its own (`http://` + `/chat/completions` would otherwise
+        // parse with `chat` as the host). The URL itself is not quoted in the error: it may
+        // carry a token in its query.
+        let not_a_url =
+            |err: String| configuration_error(format!("base_url is not a valid URL: {err}"));
+        let parsed = Url::parse(base).map_err(|err| not_a_url(err.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https")
+            || parsed.host_str().is_none_or(str::is_empty)
+        {
+            return Err(configuration_error(
+                "base_url must be an http:// or https:// URL with a host".to_string(),
+            ));
+        }
+        let endpoint = Url::parse(&format!("{base}/chat/completions"))
+            .map_err(|err| not_a_url(err.to_string()))?;
+
+        let timeout = Some(Duration::from_secs(config.request_timeout_secs))
+            .filter(|timeout| !timeout.is_zero());
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")));
+        if let Some(timeout) = timeout {
+            builder = builder.connect_timeout(timeout).read_timeout(timeout);
+        }
+        // System proxy settings apply as usual, except to a loopback endpoint (local servers
+        // and test doubles): a proxy cannot reach our own loopback, and an `HTTP_PROXY` in the
+        // environment would otherwise break every local call.
+        if is_loopback(&endpoint) {
+            builder = builder.no_proxy();
+        }
+        let client = builder
+            .build()
+            .map_err(|err| configuration_error(format!("cannot build the HTTP client: {err}")))?;
+
+        Ok(OpenAiChatModel {
+            name: config.name.clone(),
+            model: config
+                .model
+                .clone()
+                .filter(|model| !model.is_empty())
+                .unwrap_or_else(|| config.name.clone()),
+            endpoint,
+            api_key,
+            redactor,
+            client,
+            timeout,
+            settings: config.settings.clone(),
+        })
+    }
+
+    /// The configured model name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model id sent to the provider.
+    pub fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    /// The full Chat Completions URL.
+    pub fn endpoint(&self) -> &str {
+        self.endpoint.as_str()
+    }
+
+    /// Sends the request body and returns a successful response, or the mapped error.
+    async fn post(&self, body: &Value, stream: bool) -> Result<reqwest::Response, ModelError> {
+        let Some(key) = self.api_key.as_deref() else {
+            // Forced to `auth` because the text carries none of the auth patterns.
+            return Err(ModelError::new(
+                "AuthenticationError",
+                format!("no API key configured for model '{}'", self.name),
+            )
+            .with_class(ErrorClass::Auth));
+        };
+        tracing::debug!(model = %self.name, model_id = %self.model, stream, "chat completions call");
+        let accept = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let response = self
+            .client
+            .post(self.endpoint.clone())
+            .bearer_auth(key)
+            .header(reqwest::header::ACCEPT, accept)
+            .json(body)
+            .send()
+            .await
+            .map_err(|err| transport_error(err, false))?;
+        if !response.status().is_success() {
+            return Err(status_error(response).await);
+        }
+        Ok(response)
+    }
+
+    async fn invoke_inner(&self, request: &ModelRequest) -> Result<Message, ModelError> {
+        let body = wire::request_body(&self.model, request, &self.settings, false);
+        let response = self.post(&body, false).await?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|err| transport_error(err, true))?;
+        let answer: Value = serde_json::from_slice(&bytes).map_err(|err| {
+            ModelError::new(
+                "APIResponseValidationError",
+                format!("the provider's answer is not valid JSON: {err}"),
+            )
+        })?;
+        wire::parse_completion(&answer, &self.model)
+    }
+
+    async fn stream_inner(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        let body = wire::request_body(&self.model, request, &self.settings, true);
+        let response = self.post(&body, true).await?;
+        // Some compatible servers ignore `stream` and answer with one JSON body: serve it as a
+        // single chunk rather than failing.
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if is_json {
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|err| transport_error(err, true))?;
+            let answer: Value = serde_json::from_slice(&bytes).map_err(|err| {
+                ModelError::new(
+                    "APIResponseValidationError",
+                    format!("the provider's answer is not valid JSON: {err}"),
+                )
+            })?;
+            let message = wire::parse_completion(&answer, &self.model)?;
+            return Ok(Box::pin(futures::stream::iter(one_chunk_events(&message))));
+        }
+        let bytes = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|err| transport_error(err, true)));
+        Ok(stream::sse_events(bytes, &self.model))
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiChatModel {
+    async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
+        self.invoke_inner(request)
+            .await
+            .map_err(|err| self.redactor.error(err))
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        let events = self
+            .stream_inner(request)
+            .await
+            .map_err(|err| self.redactor.error(err))?;
+        let redactor = self.redactor.clone();
+        Ok(Box::pin(
+            events.map(move |item| item.map_err(|err| redactor.error(err))),
+        ))
+    }
+}
+
+/// True when the URL's host is a loopback address or `localhost`.
+fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    // IPv6 hosts come bracketed (`[::1]`).
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let host = host.to_ascii_lowercase();
+            host == "localhost" || host.ends_with(".localhost")
+        }
+    }
+}
+
+/// The Python `openai` client's exception name for an HTTP status.
+fn status_error_type(status: u16) -> &'static str {
+    match status {
+        400 => "BadRequestError",
+        401 => "AuthenticationError",
+        403 => "PermissionDeniedError",
+        404 => "NotFoundError",
+        409 => "ConflictError",
+        422 => "UnprocessableEntityError",
+        429 => "RateLimitError",
+        500.. => "InternalServerError",
+        _ => "APIStatusError",
+    }
+}
+
+/// Maps a non-success response: `Error code: <code> - <detail>`, where the detail is the
+/// provider's `error.message` (or the raw body, or the status reason) cut to 500 characters,
+/// with the status and any `Retry-After`. The caller scrubs the key.
+async fn status_error(response: reqwest::Response) -> ModelError {
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
+    // A body that cannot be read still leaves the status to report.
+    let body = response.text().await.unwrap_or_default();
+    error_from_status(status, retry_after, &body)
+}
+
+fn error_from_status(status: StatusCode, retry_after: Option<Duration>, body: &str) -> ModelError {
+    let code = status.as_u16();
+    let detail = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|json| wire::error_body_message(&json))
+        .or_else(|| Some(body.trim().to_string()).filter(|body| !body.is_empty()))
+        .unwrap_or_else(|| {
+            status
+                .canonical_reason()
+                .unwrap_or("no error detail")
+                .to_string()
+        });
+    let mut error = ModelError::new(
+        status_error_type(code),
+        format!(
+            "Error code: {code} - {}",
+            stream::cut(&detail, ERROR_DETAIL_LIMIT)
+        ),
+    )
+    .with_status(code);
+    error.retry_after = retry_after;
+    error
+}
+
+/// `Retry-After` as the Python client reads it: `retry-after-ms` (milliseconds) first, then
+/// `retry-after` in (possibly fractional) seconds. HTTP-date values are not understood.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .filter(|value| value.is_finite() && *value >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number("retry-after"))
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+}
+
+/// Maps a reqwest failure. `in_body` says the response had started, so a broken connection is a
+/// protocol failure (`RemoteProtocolError`) rather than a failure to connect. The URL is left
+/// out of the text (it may carry a token in its query).
+fn transport_error(err: reqwest::Error, in_body: bool) -> ModelError {
+    let err = err.without_url();
+    let detail = error_chain(&err);
+    if err.is_timeout() {
+        ModelError::new("APITimeoutError", format!("Request timed out: {detail}"))
+    } else if in_body || err.is_body() || err.is_decode() {
+        ModelError::new(
+            "RemoteProtocolError",
+            format!("the response broke off: {detail}"),
+        )
+    } else if err.is_builder() {
+        ModelError::new(
+            "ConfigurationError",
+            format!("cannot build the request: {detail}"),
+        )
+    } else {
+        ModelError::new("APIConnectionError", format!("Connection error: {detail}"))
+    }
+}
+
+/// An error and its sources, joined by `: `, skipping a source that repeats its parent's text.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(next) = source {
+        let text = next.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        source = next.source();
+    }
+    parts.join(": ")
+}
