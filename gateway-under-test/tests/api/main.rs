@@ -5,6 +5,7 @@ mod helpers;
 
 mod auth;
 mod concurrency;
+mod langgraph_sdk;
 mod runs;
 mod scenario;
 mod threads;
