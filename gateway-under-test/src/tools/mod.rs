@@ -1,17 +1,53 @@
 //! The agent's tools: the sandbox's virtual-path mapping and the file tools `ls`, `read_file` and
 //! `write_file`, with the exact success and error strings of `gateway-contract.md` §8.
 //!
-//! API CONTRACT (implemented by the tools helper; signatures are fixed, bodies are `todo!()`).
+//! Layout: [`paths`] maps virtual paths onto the thread's host folders and confines them;
+//! [`read_tracker`] holds the read-before-write memory; `ls`, `read_file` and `write_file` are one
+//! submodule each; `args` and `output` hold the argument parsing and output shaping they share.
+//!
+//! Conventions shared by the three tools (the contract leaves them open, §14):
+//!
+//! - **Refusals name the virtual path.** A path outside the three roots (`workspace`, `uploads`,
+//!   `outputs`), a `..` segment, a relative path, a read-only or unmounted mount
+//!   (`/mnt/skills/…`) or a symlink leading out of the roots is refused with the tool's
+//!   permission message: `Error: Permission denied: <path>` for `ls`,
+//!   `Error: Permission denied reading file: <path>` for `read_file`,
+//!   `Error: Permission denied writing to file: <path>` for `write_file`, where `<path>` is the
+//!   path exactly as the model supplied it. Host paths never appear in tool output.
+//! - **Bad arguments** produce `Error: Missing required argument '<name>'` or
+//!   `Error: Argument '<name>' must be <kind>`; an empty `path` gives
+//!   `Error: Argument 'path' must not be empty`.
+//! - **Long errors.** Any `Error: …` text longer than 2000 characters keeps its head and tail and
+//!   replaces the middle with `\n... [<N> chars omitted] ...\n`, so that the whole text is exactly
+//!   2000 characters.
+//! - **Blocking I/O** runs on tokio's blocking pool (`spawn_blocking`), never on the runtime's
+//!   worker threads.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod args;
+mod ls;
+mod output;
+pub mod paths;
+mod read_file;
+pub mod read_tracker;
+mod write_file;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::config::ToolLimitsConfig;
 use crate::models::ToolSpec;
+
+pub use ls::LsTool;
+pub use paths::PathError;
+pub use read_file::ReadFileTool;
+pub use write_file::WriteFileTool;
 
 /// The host folders behind `/mnt/user-data/{workspace,uploads,outputs}` for one thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,31 +62,14 @@ pub struct SandboxPaths {
     pub outputs: PathBuf,
 }
 
-#[allow(unused_variables)]
-impl SandboxPaths {
-    /// `<home>/users/<user_id>/threads/<thread_id>/user-data/…`, or
-    /// `<home>/threads/<thread_id>/user-data/…` without a user.
-    pub fn for_thread(home: &Path, user_id: Option<&str>, thread_id: &str) -> SandboxPaths {
-        todo!()
-    }
-
-    /// Creates the three folders.
-    pub fn create_dirs(&self) -> std::io::Result<()> {
-        todo!()
-    }
-
-    /// `{"workspace_path", "uploads_path", "outputs_path"}` with host paths: the `thread_data`
-    /// state channel.
-    pub fn thread_data(&self) -> Value {
-        todo!()
-    }
-}
-
 /// Remembers which version of each file the agent last read, for the read-before-write gate.
-/// One per gateway instance; keyed by host path (host paths are per thread).
+/// One per gateway instance; keyed by host path (host paths are per thread). A version is the
+/// SHA-256 of the file's bytes (see [`read_tracker`]).
 #[derive(Debug, Default)]
 pub struct ReadTracker {
-    _private: (),
+    /// Canonical host path → version last read. A plain mutex: every critical section is a
+    /// single map operation, never held across I/O or an `.await`.
+    versions: Mutex<HashMap<PathBuf, String>>,
 }
 
 /// What a tool call can see.
@@ -80,11 +99,14 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
-#[allow(unused_variables)]
 impl ToolRegistry {
     /// `ls`, `read_file` and `write_file`.
     pub fn with_builtins() -> ToolRegistry {
-        todo!()
+        let mut registry = ToolRegistry::default();
+        registry.register(Arc::new(LsTool));
+        registry.register(Arc::new(ReadFileTool));
+        registry.register(Arc::new(WriteFileTool));
+        registry
     }
 
     /// Registers (or replaces) a tool under its spec's name.

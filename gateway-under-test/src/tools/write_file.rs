@@ -1,0 +1,299 @@
+//! The `write_file` tool (`gateway-contract.md` §8.4): writes or appends text to a sandbox file,
+//! creating missing parent folders, and returns exactly `OK`.
+//!
+//! Order of checks: arguments; the single-call size limit (non-append calls only, when
+//! `write_file_max_bytes > 0`; counted in bytes of the content as the model sent it); the path;
+//! a directory at the path; the read-before-write gate; the write.
+//!
+//! **Read-before-write.** When `read_before_write` is on, overwriting or appending to an existing
+//! file is refused unless the [`ReadTracker`](super::ReadTracker) holds the file's current version
+//! (the SHA-256 of its bytes now). Creating a new file is never blocked. Every write attempt then
+//! forgets the file's read, even a failed one (it may have changed the file half-way), so the
+//! agent must read again before its next modification. The check and the write are two steps on
+//! the blocking pool; two concurrent writes of one file could both pass the gate, which only an
+//! agent racing itself could cause.
+//!
+//! **Paths in content.** Virtual paths inside the content are stored as host paths, and
+//! `read_file` translates them back, so the model sees what it wrote.
+//!
+//! **Size-limit message.** After the contract's fixed head
+//! `… exceeds the <max>-byte single-call limit. Split the content into smaller pieces: ` comes
+//! our instruction: write the first piece, then append the rest, re-reading the end of the file
+//! before each append (the gate requires it).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::args::{optional_bool, required_path, required_string};
+use super::output::{describe_io_error, finish};
+use super::paths::PathError;
+use super::read_tracker::content_version;
+use super::{SandboxPaths, Tool, ToolContext};
+use crate::models::ToolSpec;
+
+/// `write_file`: writes or appends a sandbox text file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFileTool;
+
+#[async_trait]
+impl Tool for WriteFileTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write_file".to_string(),
+            description: "Write text content to a file, creating missing parent directories. By \
+                default this overwrites the file; set append=true to add to its end instead. \
+                Before overwriting or appending to an existing file, read its current version \
+                with read_file (every write invalidates earlier reads). Keep a single \
+                non-append call small (80 KB by default); write longer content in pieces with \
+                append=true. Put deliverables under /mnt/user-data/outputs."
+                .to_string(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "description": {
+                        "type": "string",
+                        "description": "Explain why you are writing to this file in short words."
+                    },
+                    "path": {
+                        "type": "string",
+                        "description": "The **absolute** path to the file to write, e.g. /mnt/user-data/outputs/report.md."
+                    },
+                    "content": {
+                        "type": "string",
+                        "description": "The text to write."
+                    },
+                    "append": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Add the content to the end of the file instead of replacing it. Defaults to false."
+                    }
+                },
+                "required": ["description", "path", "content"]
+            }),
+        }
+    }
+
+    async fn call(&self, args: &Value, context: ToolContext<'_>) -> String {
+        finish(write(args, context).await)
+    }
+}
+
+/// The whole tool; the result is the tool text before error shortening.
+async fn write(args: &Value, context: ToolContext<'_>) -> String {
+    let (path, content, append) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(text) => return text,
+    };
+    if let Some(text) = size_limit_error(&content, append, context.limits.write_file_max_bytes) {
+        return text;
+    }
+
+    let gate = context.limits.read_before_write;
+    let inspected = tokio::task::spawn_blocking({
+        let paths = context.paths.clone();
+        let path = path.clone();
+        move || inspect(&paths, &path, gate)
+    })
+    .await;
+    let target = match inspected {
+        Ok(Ok(target)) => target,
+        Ok(Err(text)) => return text,
+        Err(join_error) => return failed(&path, &format!("JoinError: {join_error}")),
+    };
+    if let Some(version) = &target.existing_version
+        && !context.reads.is_current(&target.host, version)
+    {
+        return blocked(&path);
+    }
+
+    let stored = tokio::task::spawn_blocking({
+        let paths = context.paths.clone();
+        let path = path.clone();
+        let host = target.host.clone();
+        move || store(&paths, &path, &host, &content, append)
+    })
+    .await;
+    // Forget the read whatever happened: a failed write may still have changed the file.
+    context.reads.invalidate(&target.host);
+    match stored {
+        Ok(Ok(())) => "OK".to_string(),
+        Ok(Err(text)) => text,
+        Err(join_error) => failed(&path, &format!("JoinError: {join_error}")),
+    }
+}
+
+/// `path`, `content` and `append`, owned for the blocking tasks.
+fn parse_args(args: &Value) -> Result<(String, String, bool), String> {
+    let path = required_path(args)?;
+    let content = required_string(args, "content")?;
+    let append = optional_bool(args, "append", false)?;
+    Ok((path.to_string(), content.to_string(), append))
+}
+
+/// The size-limit refusal, when a non-append `content` is over a positive `max_bytes`.
+fn size_limit_error(content: &str, append: bool, max_bytes: i64) -> Option<String> {
+    let bytes = content.len();
+    // A limit of 0 or less disables the check; a positive i64 always fits in u64.
+    let over = !append
+        && max_bytes > 0
+        && u64::try_from(bytes).unwrap_or(u64::MAX) > max_bytes.unsigned_abs();
+    over.then(|| {
+        format!(
+            "Error: write_file content ({bytes} bytes) exceeds the {max_bytes}-byte single-call \
+             limit. Split the content into smaller pieces: write the first piece now (at most \
+             {max_bytes} bytes), then add each following piece with another write_file call with \
+             append=true. Before each append, read the end of the file with read_file (e.g. its \
+             last ~30 lines), because every write invalidates earlier reads."
+        )
+    })
+}
+
+/// The read-before-write refusal.
+fn blocked(path: &str) -> String {
+    format!(
+        "Error: write_file blocked — {path} already exists and you have not read its current \
+         version. Any write invalidates earlier reads, so re-read before every modification. \
+         Call read_file on it (a ranged read of the relevant section is enough, e.g. the last \
+         ~30 lines before an append), check what is already there, then retry."
+    )
+}
+
+fn denied(path: &str) -> String {
+    format!("Error: Permission denied writing to file: {path}")
+}
+
+fn is_directory(path: &str) -> String {
+    format!("Error: Path is a directory, not a file: {path}")
+}
+
+fn failed(path: &str, detail: &str) -> String {
+    format!("Error: Failed to write file '{path}': {detail}")
+}
+
+/// An I/O error as the tool's text.
+fn from_io(path: &str, error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => denied(path),
+        io::ErrorKind::IsADirectory => is_directory(path),
+        _ => failed(path, &describe_io_error(error)),
+    }
+}
+
+/// Where a write goes, and what is there now.
+#[derive(Debug)]
+struct Target {
+    /// The confined, canonical host path.
+    host: PathBuf,
+    /// The existing file's version, when the gate is on and the file exists.
+    existing_version: Option<String>,
+}
+
+/// Resolves the path and, for the gate, hashes the existing file. Blocking; `Err` is the
+/// finished error text.
+fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, String> {
+    let resolved = match paths.resolve(path) {
+        Ok(resolved) => resolved,
+        Err(PathError::Denied) => return Err(denied(path)),
+        Err(PathError::Io(error)) => return Err(from_io(path, &error)),
+    };
+    let existing_version = match fs::metadata(&resolved.host) {
+        Ok(metadata) if metadata.is_dir() => return Err(is_directory(path)),
+        Ok(_) if gate => {
+            let bytes = fs::read(&resolved.host).map_err(|error| from_io(path, &error))?;
+            Some(content_version(&bytes))
+        }
+        Ok(_) => None,
+        // A new file (or a parent that is a file, which the write itself will report).
+        Err(error)
+            if matches!(
+                error.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            None
+        }
+        Err(error) => return Err(from_io(path, &error)),
+    };
+    Ok(Target {
+        host: resolved.host,
+        existing_version,
+    })
+}
+
+/// Creates the parent folders and writes (or appends) the content, virtual paths rewritten to
+/// host paths. Blocking; `Err` is the finished error text.
+fn store(
+    paths: &SandboxPaths,
+    path: &str,
+    host: &Path,
+    content: &str,
+    append: bool,
+) -> Result<(), String> {
+    let data = paths.virtual_to_host_text(content);
+    let result = (|| -> io::Result<()> {
+        if let Some(parent) = host.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        if append {
+            let mut file = fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(host)?;
+            file.write_all(data.as_bytes())?;
+            file.flush()
+        } else {
+            fs::write(host, data.as_bytes())
+        }
+    })();
+    result.map_err(|error| from_io(path, &error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_limit_table() {
+        let head = |n: usize, max: i64| {
+            format!(
+                "Error: write_file content ({n} bytes) exceeds the {max}-byte single-call limit. Split the content into smaller pieces: "
+            )
+        };
+        // (content bytes, append, limit, refused?)
+        let cases: &[(usize, bool, i64, bool)] = &[
+            (81_920, false, 81_920, false),
+            (81_921, false, 81_920, true),
+            (81_921, true, 81_920, false),
+            (10, false, 0, false),
+            (10, false, -1, false),
+            (11, false, 10, true),
+        ];
+        for &(bytes, append, max, refused) in cases {
+            let content = "a".repeat(bytes);
+            let got = size_limit_error(&content, append, max);
+            assert_eq!(got.is_some(), refused, "{bytes} {append} {max}");
+            if let Some(text) = got {
+                assert!(text.starts_with(&head(bytes, max)), "{text}");
+            }
+        }
+        // Bytes, not characters: 3 × `é` is 6 bytes.
+        let text = size_limit_error("ééé", false, 5).unwrap_or_default();
+        assert!(text.starts_with(&head(6, 5)), "{text}");
+    }
+
+    #[test]
+    fn blocked_message_is_exact() {
+        assert_eq!(
+            blocked("/mnt/user-data/outputs/a.txt"),
+            "Error: write_file blocked \u{2014} /mnt/user-data/outputs/a.txt already exists and \
+             you have not read its current version. Any write invalidates earlier reads, so \
+             re-read before every modification. Call read_file on it (a ranged read of the \
+             relevant section is enough, e.g. the last ~30 lines before an append), check what \
+             is already there, then retry."
+        );
+    }
+}
