@@ -121,18 +121,23 @@ impl AppBuilder {
         };
         let mut models = BTreeMap::new();
         for (index, entry) in config.models.iter().enumerate() {
-            let provider = self.providers.get(&entry.use_).ok_or_else(|| AppError::Model {
-                key: format!("models[{index}].use"),
-                problem: format!(
-                    "no provider is registered as '{}' (registered: {})",
-                    entry.use_,
-                    self.providers.names().join(", ")
-                ),
-            })?;
-            let model = provider.build(entry, &context).map_err(|err| AppError::Model {
-                key: format!("models[{index}]"),
-                problem: err.message,
-            })?;
+            let provider = self
+                .providers
+                .get(&entry.use_)
+                .ok_or_else(|| AppError::Model {
+                    key: format!("models[{index}].use"),
+                    problem: format!(
+                        "no provider is registered as '{}' (registered: {})",
+                        entry.use_,
+                        self.providers.names().join(", ")
+                    ),
+                })?;
+            let model = provider
+                .build(entry, &context)
+                .map_err(|err| AppError::Model {
+                    key: format!("models[{index}]"),
+                    problem: err.message,
+                })?;
             models.insert(entry.name.clone(), model);
         }
         let mut bound_tools = Vec::new();

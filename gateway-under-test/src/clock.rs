@@ -40,8 +40,16 @@ mod tests {
         let (day, weekday) = date.split_once(", ").expect("comma");
         assert_eq!(day.len(), 10);
         assert!(
-            ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-                .contains(&weekday)
+            [
+                "Monday",
+                "Tuesday",
+                "Wednesday",
+                "Thursday",
+                "Friday",
+                "Saturday",
+                "Sunday"
+            ]
+            .contains(&weekday)
         );
     }
 }

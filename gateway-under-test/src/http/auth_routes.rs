@@ -137,7 +137,13 @@ async fn register(
         Json(CurrentUser::from(&user).to_json()),
     )
         .into_response();
-    Ok(with_session(&app, &headers, &user, body.remember_me, response))
+    Ok(with_session(
+        &app,
+        &headers,
+        &user,
+        body.remember_me,
+        response,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -178,7 +184,11 @@ async fn login(
     let user = app.store().user_by_email(form.username.trim()).await?;
     let verified = match &user {
         Some(user) => {
-            let (app2, password, hash) = (app.clone(), form.password.clone(), user.password_hash.clone());
+            let (app2, password, hash) = (
+                app.clone(),
+                form.password.clone(),
+                user.password_hash.clone(),
+            );
             tokio::task::spawn_blocking(move || app2.passwords().verify(&password, &hash))
                 .await
                 .unwrap_or(false)
@@ -199,7 +209,13 @@ async fn login(
         "needs_setup": user.needs_setup,
     });
     let remember_me = form_flag(form.remember_me.as_deref());
-    Ok(with_session(&app, &headers, &user, remember_me, Json(body).into_response()))
+    Ok(with_session(
+        &app,
+        &headers,
+        &user,
+        remember_me,
+        Json(body).into_response(),
+    ))
 }
 
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {

@@ -31,7 +31,9 @@ pub async fn cors(State(app): State<App>, request: Request, next: Next) -> Respo
         return next.run(request).await;
     };
     let preflight = request.method() == Method::OPTIONS
-        && request.headers().contains_key("access-control-request-method");
+        && request
+            .headers()
+            .contains_key("access-control-request-method");
     let requested_headers = request
         .headers()
         .get("access-control-request-headers")
@@ -45,8 +47,14 @@ pub async fn cors(State(app): State<App>, request: Request, next: Next) -> Respo
     if let Ok(value) = HeaderValue::from_str(&origin) {
         headers.insert("access-control-allow-origin", value);
     }
-    headers.insert("access-control-allow-credentials", HeaderValue::from_static("true"));
-    headers.insert("access-control-expose-headers", HeaderValue::from_static("Content-Location"));
+    headers.insert(
+        "access-control-allow-credentials",
+        HeaderValue::from_static("true"),
+    );
+    headers.insert(
+        "access-control-expose-headers",
+        HeaderValue::from_static("Content-Location"),
+    );
     headers.append("vary", HeaderValue::from_static("Origin"));
     if preflight {
         headers.insert(

@@ -77,7 +77,11 @@ impl<S: Send + Sync> FromRequestParts<S> for CurrentUser {
 }
 
 fn not_authenticated() -> ApiError {
-    ApiError::coded(StatusCode::UNAUTHORIZED, "not_authenticated", "Authentication required")
+    ApiError::coded(
+        StatusCode::UNAUTHORIZED,
+        "not_authenticated",
+        "Authentication required",
+    )
 }
 
 const AUTH_PATHS: [&str; 4] = [
@@ -107,7 +111,10 @@ const PUBLIC_PATHS: [&str; 6] = [
 ];
 
 fn is_public(path: &str) -> bool {
-    PUBLIC_PATHS.contains(&path) || PUBLIC_PREFIXES.iter().any(|prefix| path.starts_with(prefix))
+    PUBLIC_PATHS.contains(&path)
+        || PUBLIC_PREFIXES
+            .iter()
+            .any(|prefix| path.starts_with(prefix))
 }
 
 /// The request's own origin, `scheme://host`.
@@ -158,7 +165,11 @@ pub async fn csrf(State(app): State<App>, request: Request, next: Next) -> Respo
     let headers = request.headers();
     if AUTH_PATHS.contains(&path) {
         if let Some(origin) = header(headers, "origin")
-            && !origin_allowed(origin, &request_origin(headers), &app.config().auth.cors_origins)
+            && !origin_allowed(
+                origin,
+                &request_origin(headers),
+                &app.config().auth.cors_origins,
+            )
         {
             return forbidden("Cross-site auth request denied.");
         }
@@ -187,7 +198,9 @@ pub async fn authenticate(State(app): State<App>, mut request: Request, next: Ne
             request.extensions_mut().insert(user);
         }
         Err(_) if disabled => {
-            request.extensions_mut().insert(CurrentUser::synthetic_default());
+            request
+                .extensions_mut()
+                .insert(CurrentUser::synthetic_default());
         }
         Err(_) if public => {}
         Err(error) => return error.into_response(),
@@ -200,18 +213,18 @@ async fn resolve_token(app: &App, token: &str) -> Result<CurrentUser, ApiError> 
         .jwt()
         .verify(token, crate::clock::epoch_seconds())
         .map_err(|err| match err {
-            JwtError::Expired => {
-                ApiError::coded(StatusCode::UNAUTHORIZED, "token_expired", "Token has expired")
-            }
+            JwtError::Expired => ApiError::coded(
+                StatusCode::UNAUTHORIZED,
+                "token_expired",
+                "Token has expired",
+            ),
             JwtError::Invalid => {
                 ApiError::coded(StatusCode::UNAUTHORIZED, "token_invalid", "Invalid token")
             }
         })?;
-    let user = app
-        .store()
-        .user_by_id(&claims.sub)
-        .await?
-        .ok_or_else(|| ApiError::coded(StatusCode::UNAUTHORIZED, "user_not_found", "User not found"))?;
+    let user = app.store().user_by_id(&claims.sub).await?.ok_or_else(|| {
+        ApiError::coded(StatusCode::UNAUTHORIZED, "user_not_found", "User not found")
+    })?;
     if user.token_version != claims.ver {
         return Err(ApiError::coded(
             StatusCode::UNAUTHORIZED,

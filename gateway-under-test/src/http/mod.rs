@@ -38,11 +38,14 @@ pub fn router(app: App) -> Router {
         api = api.merge(seed::routes());
     }
     api = api.fallback(not_found);
-    api.layer(middleware::from_fn_with_state(app.clone(), guard::authenticate))
-        .layer(middleware::from_fn_with_state(app.clone(), guard::csrf))
-        .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
-        .layer(middleware::from_fn(trace))
-        .with_state(app)
+    api.layer(middleware::from_fn_with_state(
+        app.clone(),
+        guard::authenticate,
+    ))
+    .layer(middleware::from_fn_with_state(app.clone(), guard::csrf))
+    .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
+    .layer(middleware::from_fn(trace))
+    .with_state(app)
 }
 
 async fn health() -> Json<Value> {
@@ -90,7 +93,10 @@ impl ApiError {
 
     /// `404 Thread <id> not found`.
     pub fn thread_not_found(thread_id: &str) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, format!("Thread {thread_id} not found"))
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("Thread {thread_id} not found"),
+        )
     }
 
     /// A 422 in the manner of FastAPI's validation errors.

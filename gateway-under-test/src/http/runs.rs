@@ -14,26 +14,40 @@ use serde_json::{Map, Value, json};
 use crate::app::App;
 use crate::http::guard::{CurrentUser, header};
 use crate::http::sse::{self, DisconnectGuard};
-use crate::http::{ApiError, ApiJson, INVALID_THREAD_ID, owned_thread, readable_thread, valid_thread_id};
+use crate::http::{
+    ApiError, ApiJson, INVALID_THREAD_ID, owned_thread, readable_thread, valid_thread_id,
+};
 use crate::messages::Message;
 use crate::runtime::context::{RunFlags, StreamModes};
-use crate::runtime::runs::{StartError, RunSpec, start_run};
+use crate::runtime::runs::{RunSpec, StartError, start_run};
 use crate::store::{EventQuery, RunRecord};
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
-        .route("/api/threads/{thread_id}/runs", post(create_background).get(list))
+        .route(
+            "/api/threads/{thread_id}/runs",
+            post(create_background).get(list),
+        )
         .route("/api/threads/{thread_id}/runs/stream", post(create_stream))
         .route("/api/threads/{thread_id}/runs/wait", post(create_wait))
         .route("/api/threads/{thread_id}/runs/{run_id}", get(get_run))
-        .route("/api/threads/{thread_id}/runs/{run_id}/cancel", post(cancel))
+        .route(
+            "/api/threads/{thread_id}/runs/{run_id}/cancel",
+            post(cancel),
+        )
         .route("/api/threads/{thread_id}/runs/{run_id}/join", get(join))
         .route(
             "/api/threads/{thread_id}/runs/{run_id}/stream",
             get(join_or_cancel).post(join_or_cancel),
         )
-        .route("/api/threads/{thread_id}/runs/{run_id}/messages", get(thread_run_messages))
-        .route("/api/threads/{thread_id}/runs/{run_id}/events", get(run_events))
+        .route(
+            "/api/threads/{thread_id}/runs/{run_id}/messages",
+            get(thread_run_messages),
+        )
+        .route(
+            "/api/threads/{thread_id}/runs/{run_id}/events",
+            get(run_events),
+        )
         .route("/api/threads/{thread_id}/messages", get(thread_messages))
         .route("/api/runs/stream", post(stateless_stream))
         .route("/api/runs/wait", post(stateless_wait))
@@ -89,7 +103,12 @@ fn parse_stream_modes(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
             .map(|item| item.as_str().map(String::from))
             .collect::<Option<_>>()
             .ok_or_else(|| ApiError::validation("stream_mode", "stream modes must be strings"))?,
-        Some(_) => return Err(ApiError::validation("stream_mode", "must be a string or a list")),
+        Some(_) => {
+            return Err(ApiError::validation(
+                "stream_mode",
+                "must be a string or a list",
+            ));
+        }
     };
     let unsupported: Vec<&str> = names
         .iter()
@@ -107,8 +126,13 @@ fn parse_stream_modes(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
 
 fn recursion_limit(app: &App, config: Option<&Value>) -> u32 {
     let limits = &app.config().runs;
-    match config.and_then(|c| c.get("recursion_limit")).and_then(Value::as_i64) {
-        Some(limit) if limit >= 1 => (limit as u64).min(u64::from(limits.max_recursion_limit)) as u32,
+    match config
+        .and_then(|c| c.get("recursion_limit"))
+        .and_then(Value::as_i64)
+    {
+        Some(limit) if limit >= 1 => {
+            (limit as u64).min(u64::from(limits.max_recursion_limit)) as u32
+        }
         _ => limits.default_recursion_limit,
     }
 }
@@ -119,7 +143,11 @@ fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
         return Ok(raw.into());
     }
     let name = raw.to_lowercase().replace('_', "-");
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
         return Err(unprocessable(format!(
             "Invalid assistant_id '{raw}': expected letters, digits, hyphens or underscores"
         )));
@@ -134,7 +162,12 @@ fn parse_input(input: Option<&Value>) -> Result<Vec<Message>, ApiError> {
     let messages = match input.get("messages") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(messages)) => messages,
-        Some(_) => return Err(ApiError::new(StatusCode::BAD_REQUEST, "Invalid input: `messages` must be a list")),
+        Some(_) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "Invalid input: `messages` must be a list",
+            ));
+        }
     };
     messages
         .iter()
@@ -162,7 +195,11 @@ fn redact_secrets(value: &Value) -> Value {
                         .iter()
                         .any(|word| lower.contains(word))
                         && !lower.contains("recursion");
-                    let value = if secret { json!("[redacted]") } else { redact_secrets(value) };
+                    let value = if secret {
+                        json!("[redacted]")
+                    } else {
+                        redact_secrets(value)
+                    };
                     (key.clone(), value)
                 })
                 .collect(),
@@ -190,17 +227,28 @@ async fn build_spec(
         ("feedback_keys", &body.feedback_keys),
     ] {
         if value.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(unprocessable(format!("Run option '{name}' is not supported by DeerFlow")));
+            return Err(unprocessable(format!(
+                "Run option '{name}' is not supported by DeerFlow"
+            )));
         }
     }
-    if !matches!(body.stream_resumable, None | Some(Value::Null) | Some(Value::Bool(false))) {
+    if !matches!(
+        body.stream_resumable,
+        None | Some(Value::Null) | Some(Value::Bool(false))
+    ) {
         return Err(unprocessable("stream_resumable must be null or false"));
     }
     let on_disconnect = body.on_disconnect.as_deref().unwrap_or("cancel");
     if !matches!(on_disconnect, "cancel" | "continue") {
-        return Err(ApiError::validation("on_disconnect", "must be 'cancel' or 'continue'"));
+        return Err(ApiError::validation(
+            "on_disconnect",
+            "must be 'cancel' or 'continue'",
+        ));
     }
-    let strategy = body.multitask_strategy.clone().unwrap_or_else(|| "reject".into());
+    let strategy = body
+        .multitask_strategy
+        .clone()
+        .unwrap_or_else(|| "reject".into());
     if !matches!(strategy.as_str(), "reject" | "rollback" | "interrupt") {
         return Err(ApiError::validation(
             "multitask_strategy",
@@ -208,7 +256,10 @@ async fn build_spec(
         ));
     }
     if body.if_not_exists.as_deref().is_some_and(|v| v != "create") {
-        return Err(ApiError::validation("if_not_exists", "only 'create' is supported"));
+        return Err(ApiError::validation(
+            "if_not_exists",
+            "only 'create' is supported",
+        ));
     }
     let modes = match &body.stream_mode {
         None => default_modes.iter().map(|m| m.to_string()).collect(),
@@ -271,12 +322,19 @@ async fn build_spec(
         recursion_limit: recursion_limit(app, body.config.as_ref()),
         multitask_strategy: strategy,
         continue_on_disconnect: on_disconnect == "continue",
-        metadata: body.metadata.filter(Value::is_object).unwrap_or_else(|| json!({})),
+        metadata: body
+            .metadata
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({})),
         kwargs: json!({"input": body.input, "config": redact_secrets(&config)}),
     })
 }
 
-async fn create_thread_for_run(app: &App, user: &CurrentUser, thread_id: &str) -> Result<(), ApiError> {
+async fn create_thread_for_run(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+) -> Result<(), ApiError> {
     let now = crate::clock::now_iso();
     let thread = crate::store::ThreadRecord {
         thread_id: thread_id.into(),
@@ -338,7 +396,12 @@ fn heartbeat(app: &App) -> Duration {
     Duration::from_secs(app.config().runs.heartbeat_seconds.max(1))
 }
 
-async fn stream_run(app: App, user: CurrentUser, thread_id: String, body: RunCreateRequest) -> Result<Response, ApiError> {
+async fn stream_run(
+    app: App,
+    user: CurrentUser,
+    thread_id: String,
+    body: RunCreateRequest,
+) -> Result<Response, ApiError> {
     let spec = build_spec(&app, &user, &thread_id, body, &["values"]).await?;
     let (run, subscription) = start_run(&app, spec).await.map_err(start_error)?;
     let location = format!("/api/threads/{thread_id}/runs/{}", run.record().run_id);
@@ -346,7 +409,12 @@ async fn stream_run(app: App, user: CurrentUser, thread_id: String, body: RunCre
     Ok(sse::response(events, heartbeat(&app), Some(location)))
 }
 
-async fn wait_run(app: App, user: CurrentUser, thread_id: String, body: RunCreateRequest) -> Result<Json<Value>, ApiError> {
+async fn wait_run(
+    app: App,
+    user: CurrentUser,
+    thread_id: String,
+    body: RunCreateRequest,
+) -> Result<Json<Value>, ApiError> {
     let spec = build_spec(&app, &user, &thread_id, body, &["values"]).await?;
     let (run, _subscription) = start_run(&app, spec).await.map_err(start_error)?;
     run.wait().await;
@@ -354,7 +422,9 @@ async fn wait_run(app: App, user: CurrentUser, thread_id: String, body: RunCreat
     if record.status == "success" {
         Ok(Json(run.final_values().unwrap_or_else(|| json!({}))))
     } else {
-        Ok(Json(json!({"status": record.status, "error": record.error})))
+        Ok(Json(
+            json!({"status": record.status, "error": record.error}),
+        ))
     }
 }
 
@@ -443,12 +513,22 @@ async fn list(
     runs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
     let offset = query.offset.unwrap_or(0);
     let limit = query.limit.unwrap_or(100).min(100);
-    let page: Vec<Value> = runs.iter().skip(offset).take(limit).map(run_response).collect();
+    let page: Vec<Value> = runs
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(run_response)
+        .collect();
     Ok(Json(Value::Array(page)))
 }
 
 /// The run, from memory or the store, when it belongs to `user` and `thread_id`.
-async fn find_run(app: &App, user: &CurrentUser, thread_id: &str, run_id: &str) -> Result<RunRecord, ApiError> {
+async fn find_run(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+    run_id: &str,
+) -> Result<RunRecord, ApiError> {
     let record = match app.runs().get(run_id) {
         Some(run) => Some(run.record()),
         None => app.store().get_run(run_id).await?,
@@ -464,7 +544,9 @@ async fn get_run(
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     readable_thread(&app, &user, &thread_id).await?;
-    Ok(Json(run_response(&find_run(&app, &user, &thread_id, &run_id).await?)))
+    Ok(Json(run_response(
+        &find_run(&app, &user, &thread_id, &run_id).await?,
+    )))
 }
 
 #[derive(Debug, Deserialize)]
@@ -483,8 +565,15 @@ async fn cancel(
     Query(query): Query<CancelQuery>,
 ) -> Result<Response, ApiError> {
     owned_thread(&app, &user, &thread_id).await?;
-    if query.action.as_deref().is_some_and(|a| a != "interrupt" && a != "rollback") {
-        return Err(ApiError::validation("action", "must be 'interrupt' or 'rollback'"));
+    if query
+        .action
+        .as_deref()
+        .is_some_and(|a| a != "interrupt" && a != "rollback")
+    {
+        return Err(ApiError::validation(
+            "action",
+            "must be 'interrupt' or 'rollback'",
+        ));
     }
     let record = find_run(&app, &user, &thread_id, &run_id).await?;
     match app.runs().get(&run_id).filter(|run| !run.is_done()) {
@@ -499,12 +588,21 @@ async fn cancel(
         }
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
-            format!("Run {run_id} is not cancellable (status: {})", record.status),
+            format!(
+                "Run {run_id} is not cancellable (status: {})",
+                record.status
+            ),
         )),
     }
 }
 
-async fn attach(app: &App, user: &CurrentUser, thread_id: &str, run_id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+async fn attach(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+    run_id: &str,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     readable_thread(app, user, thread_id).await?;
     find_run(app, user, thread_id, run_id).await?;
     let heartbeat = heartbeat(app);
@@ -512,7 +610,11 @@ async fn attach(app: &App, user: &CurrentUser, thread_id: &str, run_id: &str, he
         return Ok(sse::response(sse::end_only(), heartbeat, None));
     };
     match run.stream.subscribe(header(headers, "last-event-id")) {
-        Ok(subscription) => Ok(sse::response(sse::frames(subscription, None), heartbeat, None)),
+        Ok(subscription) => Ok(sse::response(
+            sse::frames(subscription, None),
+            heartbeat,
+            None,
+        )),
         Err(gap) => Ok(sse::response(sse::gap(run_id, &gap), heartbeat, None)),
     }
 }
@@ -565,7 +667,10 @@ fn seconds_between(start: &str, end: &str) -> Option<i64> {
 fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
     let mut metadata = row.event.metadata.as_object().cloned().unwrap_or_default();
     metadata.insert("content_is_json".into(), json!(true));
-    metadata.insert("content_is_dict".into(), json!(row.event.content.is_object()));
+    metadata.insert(
+        "content_is_dict".into(),
+        json!(row.event.content.is_object()),
+    );
     json!({
         "thread_id": thread_id,
         "run_id": row.event.run_id,
@@ -580,10 +685,17 @@ fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
 
 /// §4.7: the run's message rows in ascending `seq`, a `limit + 1` window, and the turn duration
 /// on the last non-middleware AI row.
-async fn messages_page(app: &App, record: &RunRecord, query: MessagesQuery) -> Result<Json<Value>, ApiError> {
+async fn messages_page(
+    app: &App,
+    record: &RunRecord,
+    query: MessagesQuery,
+) -> Result<Json<Value>, ApiError> {
     let limit = query.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
-        return Err(ApiError::validation("limit", "limit must be between 1 and 200"));
+        return Err(ApiError::validation(
+            "limit",
+            "limit must be between 1 and 200",
+        ));
     }
     let limit = limit as usize;
     let rows = app
@@ -607,12 +719,18 @@ async fn messages_page(app: &App, record: &RunRecord, query: MessagesQuery) -> R
         let skip = rows.len().saturating_sub(limit);
         rows.into_iter().skip(skip).collect()
     };
-    let mut data: Vec<Value> = kept.iter().map(|row| row_json(&record.thread_id, row)).collect();
+    let mut data: Vec<Value> = kept
+        .iter()
+        .map(|row| row_json(&record.thread_id, row))
+        .collect();
     let duration = seconds_between(&record.created_at, &record.updated_at);
     if let Some(duration) = duration
         && let Some(last_ai) = data.iter_mut().rev().find(|row| {
             row["event_type"] == "llm.ai.response"
-                && !row["metadata"]["caller"].as_str().unwrap_or("").starts_with("middleware:")
+                && !row["metadata"]["caller"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("middleware:")
         })
         && let Some(kwargs) = last_ai
             .pointer_mut("/content/additional_kwargs")
@@ -668,11 +786,20 @@ async fn run_events(
     find_run(&app, &user, &thread_id, &run_id).await?;
     let limit = query.limit.unwrap_or(500);
     if !(1..=2000).contains(&limit) {
-        return Err(ApiError::validation("limit", "limit must be between 1 and 2000"));
+        return Err(ApiError::validation(
+            "limit",
+            "limit must be between 1 and 2000",
+        ));
     }
     let event_types = query
         .event_types
-        .map(|types| types.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect())
+        .map(|types| {
+            types
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     let rows = app
         .store()
@@ -688,7 +815,9 @@ async fn run_events(
             },
         )
         .await?;
-    Ok(Json(Value::Array(rows.iter().map(|row| row_json(&thread_id, row)).collect())))
+    Ok(Json(Value::Array(
+        rows.iter().map(|row| row_json(&thread_id, row)).collect(),
+    )))
 }
 
 /// Message rows of the whole thread, each with a `feedback` field (§4.8).
@@ -701,7 +830,10 @@ async fn thread_messages(
     readable_thread(&app, &user, &thread_id).await?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
-        return Err(ApiError::validation("limit", "limit must be between 1 and 200"));
+        return Err(ApiError::validation(
+            "limit",
+            "limit must be between 1 and 200",
+        ));
     }
     let own_runs: Vec<String> = app
         .store()

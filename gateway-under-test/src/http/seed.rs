@@ -51,7 +51,10 @@ async fn seed_runs(
             if message.role != "human" && message.role != "ai" {
                 return Err(ApiError::validation(
                     "runs",
-                    format!("run {} message {index}: role must be 'human' or 'ai'", run.run_id),
+                    format!(
+                        "run {} message {index}: role must be 'human' or 'ai'",
+                        run.run_id
+                    ),
                 ));
             }
         }
@@ -85,7 +88,12 @@ async fn seed_runs(
                 message.id = Some(seeded.id.clone());
                 NewEvent {
                     run_id: run.run_id.clone(),
-                    event_type: if seeded.role == "human" { "llm.human.input" } else { "llm.ai.response" }.into(),
+                    event_type: if seeded.role == "human" {
+                        "llm.human.input"
+                    } else {
+                        "llm.ai.response"
+                    }
+                    .into(),
                     category: "message".into(),
                     content: message.to_dump(),
                     metadata: json!({"caller": "lead_agent"}),
@@ -96,5 +104,7 @@ async fn seed_runs(
         // One batch per run keeps `seq` monotonic across runs.
         app.store().append_events(&body.thread_id, events).await?;
     }
-    Ok(Json(json!({"ok": true, "thread_id": body.thread_id, "runs": body.runs.len()})))
+    Ok(Json(
+        json!({"ok": true, "thread_id": body.thread_id, "runs": body.runs.len()}),
+    ))
 }

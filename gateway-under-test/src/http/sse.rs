@@ -55,14 +55,11 @@ pub fn frames(
     guard: Option<DisconnectGuard>,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
     let backlog = stream::iter(subscription.backlog.into_iter().map(|f| frame_event(&f)));
-    let live = stream::unfold(
-        (subscription.live, guard),
-        |(mut live, guard)| async move {
-            live.recv()
-                .await
-                .map(|frame| (frame_event(&frame), (live, guard)))
-        },
-    );
+    let live = stream::unfold((subscription.live, guard), |(mut live, guard)| async move {
+        live.recv()
+            .await
+            .map(|frame| (frame_event(&frame), (live, guard)))
+    });
     backlog
         .chain(live)
         .chain(stream::once(async { end_event() }))
@@ -75,7 +72,10 @@ pub fn end_only() -> impl Stream<Item = Result<Event, Infallible>> + Send + use<
 }
 
 /// The `gap` frame, and nothing after it.
-pub fn gap(run_id: &str, gap: &Gap) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
+pub fn gap(
+    run_id: &str,
+    gap: &Gap,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
     let data = json!({
         "code": "stream_replay_gap",
         "run_id": run_id,

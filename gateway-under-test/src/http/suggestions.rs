@@ -123,7 +123,9 @@ async fn suggest(
         options: CallOptions::default(),
     };
     match model.invoke(&request).await {
-        Ok(answer) => Ok(Json(json!({"suggestions": parse_suggestions(&answer.text(), n as usize)}))),
+        Ok(answer) => Ok(Json(
+            json!({"suggestions": parse_suggestions(&answer.text(), n as usize)}),
+        )),
         Err(err) => {
             tracing::warn!("suggestions model call failed: {err}");
             Ok(empty)
@@ -145,7 +147,10 @@ mod tests {
         let cases: &[(&str, &[&str])] = &[
             ("[\"What next?\", \"Why?\"]", &["What next?", "Why?"]),
             ("```json\n[\"A\", \"B\"]\n```", &["A", "B"]),
-            ("<think>[\"no\"]</think>Sure: [\"Line\\nbreak\", \"\", 3, \"C\"]", &["Line break", "C"]),
+            (
+                "<think>[\"no\"]</think>Sure: [\"Line\\nbreak\", \"\", 3, \"C\"]",
+                &["Line break", "C"],
+            ),
             ("[\"1\", \"2\", \"3\", \"4\"]", &["1", "2", "3"]),
             ("no list here", &[]),
             ("[\"unterminated\"", &[]),
@@ -160,9 +165,15 @@ mod tests {
     #[test]
     fn builds_the_contract_input_text() {
         let text = suggestion_input(
-            &[("user".into(), "  hi ".into()), ("assistant".into(), "hello\n".into())],
+            &[
+                ("user".into(), "  hi ".into()),
+                ("assistant".into(), "hello\n".into()),
+            ],
             3,
         );
-        assert_eq!(text, "Conversation Context:\nUser: hi\nAssistant: hello\n\nGenerate 3 follow-up questions");
+        assert_eq!(
+            text,
+            "Conversation Context:\nUser: hi\nAssistant: hello\n\nGenerate 3 follow-up questions"
+        );
     }
 }

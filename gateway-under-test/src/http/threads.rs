@@ -23,7 +23,10 @@ pub(super) fn routes() -> Router<App> {
             "/api/threads/{thread_id}",
             get(get_thread).patch(patch).delete(delete),
         )
-        .route("/api/threads/{thread_id}/state", get(get_state).post(post_state))
+        .route(
+            "/api/threads/{thread_id}/state",
+            get(get_state).post(post_state),
+        )
         .route("/api/threads/{thread_id}/history", post(history))
 }
 
@@ -171,8 +174,15 @@ async fn post_state(
     ApiJson(body): ApiJson<StateBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned_thread(&app, &user, &thread_id).await?;
-    if app.runs().active_on(&thread_id).is_some_and(|run| !run.is_done()) {
-        return Err(ApiError::new(StatusCode::CONFLICT, format!("Thread {thread_id} has an active run")));
+    if app
+        .runs()
+        .active_on(&thread_id)
+        .is_some_and(|run| !run.is_done())
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("Thread {thread_id} has an active run"),
+        ));
     }
     let _ = (&body.checkpoint_id, &body.checkpoint);
     let latest = app
@@ -189,9 +199,11 @@ async fn post_state(
     for (channel, value) in values {
         if channel == "messages" {
             for (index, message) in value.as_array().into_iter().flatten().enumerate() {
-                update.messages.push(Message::from_json(message).map_err(|err| {
-                    ApiError::validation("values", format!("messages[{index}]: {err}"))
-                })?);
+                update
+                    .messages
+                    .push(Message::from_json(message).map_err(|err| {
+                        ApiError::validation("values", format!("messages[{index}]: {err}"))
+                    })?);
             }
         } else {
             update.channels.push((channel, value));
@@ -219,8 +231,14 @@ struct HistoryBody {
     before: Option<String>,
 }
 
-const DROPPED_HISTORY_METADATA: [&str; 6] =
-    ["created_at", "updated_at", "source", "writes", "parents", "run_durations"];
+const DROPPED_HISTORY_METADATA: [&str; 6] = [
+    "created_at",
+    "updated_at",
+    "source",
+    "writes",
+    "parents",
+    "run_durations",
+];
 
 async fn history(
     State(app): State<App>,
@@ -231,7 +249,10 @@ async fn history(
     owned_thread(&app, &user, &thread_id).await?;
     let limit = body.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
-        return Err(ApiError::validation("limit", "limit must be between 1 and 100"));
+        return Err(ApiError::validation(
+            "limit",
+            "limit must be between 1 and 100",
+        ));
     }
     let checkpoints = app
         .store()
@@ -283,7 +304,9 @@ fn stamp_runs(messages: &[Value]) -> Vec<Value> {
             }
             if let (Some(run_id), Some(kwargs)) = (
                 &current_run,
-                message.get_mut("additional_kwargs").and_then(Value::as_object_mut),
+                message
+                    .get_mut("additional_kwargs")
+                    .and_then(Value::as_object_mut),
             ) {
                 kwargs.entry("run_id").or_insert(run_id.clone());
             }
@@ -348,7 +371,11 @@ async fn patch(
         }
     }
     app.store()
-        .set_thread_metadata(&thread_id, Value::Object(metadata), &crate::clock::now_iso())
+        .set_thread_metadata(
+            &thread_id,
+            Value::Object(metadata),
+            &crate::clock::now_iso(),
+        )
         .await?;
     let thread = owned_thread(&app, &user, &thread_id).await?;
     let values = latest_values(&app, &thread_id).await?;
@@ -363,14 +390,19 @@ async fn delete(
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned_thread(&app, &user, &thread_id).await?;
-    if app.runs().active_on(&thread_id).is_some_and(|run| !run.is_done()) {
+    if app
+        .runs()
+        .active_on(&thread_id)
+        .is_some_and(|run| !run.is_done())
+    {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             format!("Thread {thread_id} has an active run"),
         ));
     }
     app.store().delete_thread(&thread_id).await?;
-    let folder = crate::tools::SandboxPaths::for_thread(&app.config().home, Some(&user.id), &thread_id);
+    let folder =
+        crate::tools::SandboxPaths::for_thread(&app.config().home, Some(&user.id), &thread_id);
     if let Some(thread_folder) = folder.user_data.parent() {
         let thread_folder = thread_folder.to_path_buf();
         let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(thread_folder)).await;

@@ -58,7 +58,8 @@ impl<'a> AgentLoop<'a> {
         let (error, stop_reason) = match result {
             Ok(stop_reason) => (None, stop_reason),
             Err(error) => {
-                let reason = (error.name == "GraphRecursionError").then(|| "recursion_limit".into());
+                let reason =
+                    (error.name == "GraphRecursionError").then(|| "recursion_limit".into());
                 (Some(error), reason)
             }
         };
@@ -72,22 +73,26 @@ impl<'a> AgentLoop<'a> {
 
     async fn drive(&mut self, input: Vec<Message>) -> Result<Option<String>, GraphError> {
         if !input.is_empty() {
-            self.commit("__input__", StateUpdate::messages(input)).await?;
+            self.commit("__input__", StateUpdate::messages(input))
+                .await?;
         }
         for middleware in self.chain.clone() {
             self.enter_step()?;
             let update = middleware.before_agent(&self.state, self.run).await?;
-            self.commit_hook(middleware.name(), "before_agent", update).await?;
+            self.commit_hook(middleware.name(), "before_agent", update)
+                .await?;
         }
         loop {
             self.enter_step()?;
             let answer = self.call_model().await?;
             let calls_tools = !answer.tool_calls.is_empty();
-            self.commit("model", StateUpdate::messages(vec![answer])).await?;
+            self.commit("model", StateUpdate::messages(vec![answer]))
+                .await?;
             for middleware in self.chain.clone() {
                 self.enter_step()?;
                 let update = middleware.after_model(&self.state, self.run).await?;
-                self.commit_hook(middleware.name(), "after_model", update).await?;
+                self.commit_hook(middleware.name(), "after_model", update)
+                    .await?;
             }
             if !calls_tools {
                 break;
@@ -98,7 +103,8 @@ impl<'a> AgentLoop<'a> {
         for middleware in self.chain.clone() {
             self.enter_step()?;
             let update = middleware.after_agent(&self.state, self.run).await?;
-            self.commit_hook(middleware.name(), "after_agent", update).await?;
+            self.commit_hook(middleware.name(), "after_agent", update)
+                .await?;
         }
         Ok(None)
     }
@@ -150,7 +156,10 @@ impl<'a> AgentLoop<'a> {
             .await
             .map_err(|err| GraphError::new(err.error_type.clone(), err.message.clone()))?;
         if answer.kind != MessageType::Ai {
-            return Err(GraphError::new("InvalidResponseError", "the model did not answer with an AI message"));
+            return Err(GraphError::new(
+                "InvalidResponseError",
+                "the model did not answer with an AI message",
+            ));
         }
         if answer.id.is_none() {
             answer.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
@@ -196,7 +205,10 @@ impl<'a> AgentLoop<'a> {
             let (text, status) = match tool {
                 Some(tool) => (tool.call(&call.args, context).await, "success"),
                 None => (
-                    format!("Error: {} is not a valid tool, try one of the available tools.", call.name),
+                    format!(
+                        "Error: {} is not a valid tool, try one of the available tools.",
+                        call.name
+                    ),
                     "error",
                 ),
             };

@@ -1,8 +1,8 @@
 //! What one run carries through the agent loop and its middlewares: ids, the run-context flags,
 //! the sandbox folders, the event stream, and journaling of model calls.
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -69,7 +69,10 @@ impl RunFlags {
     }
 
     fn flag(&self, key: &str) -> bool {
-        self.values.get(key).and_then(Value::as_bool).unwrap_or(false)
+        self.values
+            .get(key)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// `thinking_enabled`.
@@ -229,11 +232,8 @@ impl RunContext {
         model: Arc<dyn ChatModel>,
         stream: Arc<RunStream>,
     ) -> RunContext {
-        let paths = SandboxPaths::for_thread(
-            &app.config().home,
-            Some(&parts.user_id),
-            &parts.thread_id,
-        );
+        let paths =
+            SandboxPaths::for_thread(&app.config().home, Some(&parts.user_id), &parts.thread_id);
         RunContext {
             app,
             run_id: parts.run_id,
@@ -296,7 +296,12 @@ impl RunContext {
                 created_at: now.clone(),
             })
             .collect();
-        if let Err(err) = self.app.store().append_events(&self.thread_id, events).await {
+        if let Err(err) = self
+            .app
+            .store()
+            .append_events(&self.thread_id, events)
+            .await
+        {
             tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
         }
     }
@@ -310,25 +315,25 @@ impl RunContext {
         request: &ModelRequest,
     ) -> Result<Message, ModelError> {
         let caller = request.metadata.journal_caller();
-        if caller == "lead_agent" && !self.human_input_journaled.swap(true, Ordering::SeqCst) {
-            if let Some(human) = request
+        if caller == "lead_agent"
+            && !self.human_input_journaled.swap(true, Ordering::SeqCst)
+            && let Some(human) = request
                 .messages
                 .iter()
                 .rev()
                 .find(|m| m.kind == crate::messages::MessageType::Human && !m.is_hidden())
-            {
-                let mut restored = human.clone();
-                if let Some(original) = restored.additional_kwargs.remove("original_user_content") {
-                    restored.content = original;
-                }
-                self.journal(vec![(
-                    "llm.human.input",
-                    "message",
-                    restored.to_dump(),
-                    json!({"caller": "lead_agent"}),
-                )])
-                .await;
+        {
+            let mut restored = human.clone();
+            if let Some(original) = restored.additional_kwargs.remove("original_user_content") {
+                restored.content = original;
             }
+            self.journal(vec![(
+                "llm.human.input",
+                "message",
+                restored.to_dump(),
+                json!({"caller": "lead_agent"}),
+            )])
+            .await;
         }
         let started = Instant::now();
         let message = if self.modes.messages {
@@ -358,7 +363,10 @@ impl RunContext {
 
     /// Token totals so far.
     pub fn usage(&self) -> UsageTotals {
-        *self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self
+            .usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// How many model calls completed in this run.
@@ -407,7 +415,10 @@ mod tests {
             "mode": "pro", "is_bootstrap": false, "secret_sauce": 1, "thinking_enabled": false
         })));
         assert!(!flags.values.contains_key("secret_sauce"));
-        assert!(!flags.thinking_enabled(), "an explicit flag wins over the mode table");
+        assert!(
+            !flags.thinking_enabled(),
+            "an explicit flag wins over the mode table"
+        );
         assert!(flags.is_plan_mode());
         assert!(!flags.subagent_enabled());
     }
@@ -423,7 +434,11 @@ mod tests {
         for (mode, (thinking, plan, subagent)) in table {
             let flags = RunFlags::from_context(Some(&json!({ "mode": mode })));
             assert_eq!(
-                (flags.thinking_enabled(), flags.is_plan_mode(), flags.subagent_enabled()),
+                (
+                    flags.thinking_enabled(),
+                    flags.is_plan_mode(),
+                    flags.subagent_enabled()
+                ),
                 (thinking, plan, subagent),
                 "{mode}"
             );

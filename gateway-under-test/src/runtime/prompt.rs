@@ -53,7 +53,10 @@ pub fn system_prompt(inputs: &PromptInputs<'_>) -> String {
     if inputs.flags.thinking_enabled() {
         prompt.push_str("<thinking>\nThink step by step before answering.\n</thinking>\n\n");
     }
-    prompt.push_str(&format!("<skills path=\"{}\">\n", inputs.skills_container_path));
+    prompt.push_str(&format!(
+        "<skills path=\"{}\">\n",
+        inputs.skills_container_path
+    ));
     if inputs.skills.is_empty() {
         prompt.push_str("(no skills installed)\n");
     }

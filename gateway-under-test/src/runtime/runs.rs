@@ -77,7 +77,9 @@ pub struct ActiveRun {
 fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section here is a plain field update, so a poisoned lock holds
     // consistent data and is safe to keep using.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl ActiveRun {
@@ -266,9 +268,10 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
         .set_thread_status(&thread_id, "running", None, &crate::clock::now_iso())
         .await;
     set_status(&app, &run, "running").await;
-    context
-        .stream
-        .publish("metadata", &json!({"run_id": run_id, "thread_id": thread_id}));
+    context.stream.publish(
+        "metadata",
+        &json!({"run_id": run_id, "thread_id": thread_id}),
+    );
     context
         .journal(vec![(
             "run.start",
@@ -308,12 +311,7 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
             (None, None) => ("success", None),
         },
     };
-    let mut journal = vec![(
-        "run.end",
-        "outputs",
-        Value::Null,
-        json!({"status": status}),
-    )];
+    let mut journal = vec![("run.end", "outputs", Value::Null, json!({"status": status}))];
     if let Some(error) = &error {
         journal.push(("run.error", "error", json!({"error": error}), json!({})));
     }

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use crate::messages::Message;
 
 /// Channels that always appear, with their defaults.
-pub const ALWAYS_PRESENT: [&str; 4] = ["artifacts", "delegations", "skill_context", "viewed_images"];
+pub const ALWAYS_PRESENT: [&str; 4] =
+    ["artifacts", "delegations", "skill_context", "viewed_images"];
 
 const MAX_DELEGATIONS: usize = 50;
 const MAX_SKILL_CONTEXT: usize = 8;
@@ -230,7 +231,13 @@ mod tests {
     use serde_json::json;
 
     fn keys(state: &AgentState) -> Vec<String> {
-        let mut keys: Vec<String> = state.to_values().as_object().unwrap().keys().cloned().collect();
+        let mut keys: Vec<String> = state
+            .to_values()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
         keys.sort();
         keys
     }
@@ -239,7 +246,13 @@ mod tests {
     fn a_new_state_has_exactly_the_always_present_channels() {
         assert_eq!(
             keys(&AgentState::default()),
-            ["artifacts", "delegations", "messages", "skill_context", "viewed_images"]
+            [
+                "artifacts",
+                "delegations",
+                "messages",
+                "skill_context",
+                "viewed_images"
+            ]
         );
     }
 
@@ -255,7 +268,10 @@ mod tests {
         state.apply(StateUpdate::messages(vec![reminder, copy]));
         assert_eq!(state.messages.len(), 2);
         assert_eq!(state.messages[0].text(), "reminder");
-        assert_eq!(state.messages[1].id.as_deref(), Some(format!("{id}__user").as_str()));
+        assert_eq!(
+            state.messages[1].id.as_deref(),
+            Some(format!("{id}__user").as_str())
+        );
     }
 
     #[test]
@@ -271,7 +287,15 @@ mod tests {
         assert_eq!(delegations[0], json!({"id": 10}));
         state.apply(StateUpdate::channel("viewed_images", json!({"/a.png": {}})));
         state.apply(StateUpdate::channel("viewed_images", json!({"/b.png": {}})));
-        assert_eq!(state.channel("viewed_images").unwrap().as_object().unwrap().len(), 2);
+        assert_eq!(
+            state
+                .channel("viewed_images")
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len(),
+            2
+        );
         state.apply(StateUpdate::channel("title", json!("one")));
         state.apply(StateUpdate::channel("title", json!("two")));
         assert_eq!(state.channel("title"), Some(&json!("two")));
@@ -280,7 +304,9 @@ mod tests {
     #[test]
     fn values_round_trip_through_storage() {
         let mut state = AgentState::default();
-        state.apply(StateUpdate::messages(vec![Message::human("hi")]).with_channel("title", json!("t")));
+        state.apply(
+            StateUpdate::messages(vec![Message::human("hi")]).with_channel("title", json!("t")),
+        );
         let restored = AgentState::from_values(&state.to_values()).unwrap();
         assert_eq!(restored, state);
     }

@@ -74,14 +74,17 @@ impl RunStream {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave the buffer inconsistent (each update is
         // a single push), so a poisoned lock is safe to keep using.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Publishes a frame to the buffer and every live subscriber. Ignored after [`finish`].
     ///
     /// [`finish`]: RunStream::finish
     pub fn publish(&self, event: &str, data: &Value) {
-        let data: Arc<str> = Arc::from(serde_json::to_string(data).unwrap_or_else(|_| "null".into()));
+        let data: Arc<str> =
+            Arc::from(serde_json::to_string(data).unwrap_or_else(|_| "null".into()));
         let mut inner = self.lock();
         if inner.finished {
             return;
@@ -94,7 +97,9 @@ impl RunStream {
             data,
             seq,
         };
-        inner.subscribers.retain(|tx| tx.send(frame.clone()).is_ok());
+        inner
+            .subscribers
+            .retain(|tx| tx.send(frame.clone()).is_ok());
         inner.frames.push_back(frame);
         if inner.frames.len() > self.capacity {
             inner.frames.pop_front();
@@ -133,12 +138,25 @@ impl RunStream {
                 if !retained {
                     return Err(Gap {
                         requested: cursor.to_string(),
-                        earliest: inner.frames.front().map(|f| f.id.clone()).unwrap_or_default(),
-                        latest: inner.frames.back().map(|f| f.id.clone()).unwrap_or_default(),
+                        earliest: inner
+                            .frames
+                            .front()
+                            .map(|f| f.id.clone())
+                            .unwrap_or_default(),
+                        latest: inner
+                            .frames
+                            .back()
+                            .map(|f| f.id.clone())
+                            .unwrap_or_default(),
                     });
                 }
                 let seq = seq.unwrap_or(0);
-                inner.frames.iter().filter(|f| f.seq > seq).cloned().collect()
+                inner
+                    .frames
+                    .iter()
+                    .filter(|f| f.seq > seq)
+                    .cloned()
+                    .collect()
             }
         };
         let (tx, live) = mpsc::unbounded_channel();
@@ -185,8 +203,14 @@ mod tests {
             stream.publish("values", &json!({}));
         }
         let gap = stream.subscribe(Some("1-0")).unwrap_err();
-        assert!(gap.earliest.ends_with("-3") && gap.latest.ends_with("-4"), "{gap:?}");
-        assert!(stream.subscribe(Some("1-2")).is_ok(), "the frame just before the window");
+        assert!(
+            gap.earliest.ends_with("-3") && gap.latest.ends_with("-4"),
+            "{gap:?}"
+        );
+        assert!(
+            stream.subscribe(Some("1-2")).is_ok(),
+            "the frame just before the window"
+        );
         assert!(stream.subscribe(Some("garbage")).is_err());
     }
 }

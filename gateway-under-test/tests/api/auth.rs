@@ -20,17 +20,44 @@ async fn register_returns_201_the_user_and_the_three_cookies() {
         .iter()
         .map(|v| v.to_str().unwrap().to_string())
         .collect();
-    let find = |name: &str| cookies.iter().find(|c| c.starts_with(&format!("{name}="))).cloned().unwrap_or_else(|| panic!("{name} in {cookies:?}"));
+    let find = |name: &str| {
+        cookies
+            .iter()
+            .find(|c| c.starts_with(&format!("{name}=")))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {cookies:?}"))
+    };
     let access = find("access_token");
-    assert!(access.contains("HttpOnly") && access.contains("SameSite=Lax") && access.contains("Max-Age=604800"), "{access}");
+    assert!(
+        access.contains("HttpOnly")
+            && access.contains("SameSite=Lax")
+            && access.contains("Max-Age=604800"),
+        "{access}"
+    );
     let csrf = find("csrf_token");
-    assert!(!csrf.contains("HttpOnly") && csrf.contains("SameSite=Strict"), "{csrf}");
-    let token = csrf.split(';').next().unwrap().trim_start_matches("csrf_token=");
+    assert!(
+        !csrf.contains("HttpOnly") && csrf.contains("SameSite=Strict"),
+        "{csrf}"
+    );
+    let token = csrf
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("csrf_token=");
     assert_eq!(token.len(), 86);
     assert!(find("deerflow_session_persistent").starts_with("deerflow_session_persistent=1"));
     let body: serde_json::Value = response.json().await.unwrap();
     let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["id", "email", "system_role", "needs_setup", "oauth_provider"]);
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "email",
+            "system_role",
+            "needs_setup",
+            "oauth_provider"
+        ]
+    );
     assert_eq!(body["email"], "alice@example.com");
     assert_eq!(body["system_role"], "user");
     gateway.stop().await;
@@ -41,17 +68,27 @@ async fn register_rejects_duplicates_weak_passwords_and_bad_emails() {
     let gateway = spawn_gateway().await;
     let client = gateway.client();
     let body = json!({"email": "bob@example.com", "password": "very-strong-password-123"});
-    assert_eq!(client.post("/api/v1/auth/register", body.clone()).await.0, 201);
+    assert_eq!(
+        client.post("/api/v1/auth/register", body.clone()).await.0,
+        201
+    );
     let (status, detail) = client.post("/api/v1/auth/register", body).await;
     assert_eq!(status, 400);
-    assert_eq!(detail, json!({"detail": {"code": "email_already_exists", "message": "Email already registered"}}));
+    assert_eq!(
+        detail,
+        json!({"detail": {"code": "email_already_exists", "message": "Email already registered"}})
+    );
     for bad in [
         json!({"email": "carol@example.com", "password": "short"}),
         json!({"email": "carol@example.com", "password": "Password123"}),
         json!({"email": "not-an-email", "password": "very-strong-password-123"}),
         json!({"email": "carol@example.com"}),
     ] {
-        assert_eq!(client.post("/api/v1/auth/register", bad.clone()).await.0, 422, "{bad}");
+        assert_eq!(
+            client.post("/api/v1/auth/register", bad.clone()).await.0,
+            422,
+            "{bad}"
+        );
     }
     gateway.stop().await;
 }
@@ -65,14 +102,22 @@ async fn registration_can_be_disabled() {
     .await;
     let (status, body) = gateway
         .client()
-        .post("/api/v1/auth/register", json!({"email": "d@example.com", "password": "very-strong-password-123"}))
+        .post(
+            "/api/v1/auth/register",
+            json!({"email": "d@example.com", "password": "very-strong-password-123"}),
+        )
         .await;
     assert_eq!(status, 403);
     assert_eq!(body["detail"]["code"], "registration_disabled");
     gateway.stop().await;
 }
 
-async fn login(client: &reqwest::Client, url: &str, email: &str, password: &str) -> reqwest::Response {
+async fn login(
+    client: &reqwest::Client,
+    url: &str,
+    email: &str,
+    password: &str,
+) -> reqwest::Response {
     client
         .post(format!("{url}/api/v1/auth/login/local"))
         .form(&[("username", email), ("password", password)])
@@ -88,23 +133,50 @@ async fn login_me_and_logout_round_trip() {
     let registered = first.register().await;
     let email = registered["email"].as_str().unwrap();
 
-    let client = reqwest::Client::builder().cookie_store(true).build().unwrap();
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
     let response = login(&client, &gateway.url(), email, "very-strong-password-123").await;
     assert_eq!(response.status(), 200);
     assert!(response.cookies().any(|c| c.name() == "csrf_token"));
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"expires_in": 604800, "needs_setup": false}));
-    let me: serde_json::Value = client.get(format!("{}/api/v1/auth/me", gateway.url())).send().await.unwrap().json().await.unwrap();
+    let me: serde_json::Value = client
+        .get(format!("{}/api/v1/auth/me", gateway.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me, registered);
 
-    let response = client.post(format!("{}/api/v1/auth/logout", gateway.url())).send().await.unwrap();
+    let response = client
+        .post(format!("{}/api/v1/auth/logout", gateway.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
-    let deleted: Vec<String> = response.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let deleted: Vec<String> = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
     assert_eq!(deleted.len(), 3, "{deleted:?}");
-    assert!(deleted.iter().all(|c| c.contains("Max-Age=0")), "{deleted:?}");
+    assert!(
+        deleted.iter().all(|c| c.contains("Max-Age=0")),
+        "{deleted:?}"
+    );
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"message": "Successfully logged out"}));
-    let status = client.get(format!("{}/api/v1/auth/me", gateway.url())).send().await.unwrap().status();
+    let status = client
+        .get(format!("{}/api/v1/auth/me", gateway.url()))
+        .send()
+        .await
+        .unwrap()
+        .status();
     assert_eq!(status, 401);
     gateway.stop().await;
 }
@@ -113,7 +185,10 @@ async fn login_me_and_logout_round_trip() {
 async fn repeated_login_failures_lock_the_client_out() {
     let gateway = spawn_gateway().await;
     let mut first = gateway.client();
-    let email = first.register().await["email"].as_str().unwrap().to_string();
+    let email = first.register().await["email"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let client = reqwest::Client::new();
     for _ in 0..5 {
         let response = login(&client, &gateway.url(), &email, "wrong-password-123").await;
@@ -122,9 +197,16 @@ async fn repeated_login_failures_lock_the_client_out() {
         assert_eq!(body["detail"]["code"], "invalid_credentials");
     }
     let response = login(&client, &gateway.url(), &email, "very-strong-password-123").await;
-    assert_eq!(response.status(), 429, "even the right password is refused while locked out");
+    assert_eq!(
+        response.status(),
+        429,
+        "even the right password is refused while locked out"
+    );
     let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body, json!({"detail": "Too many login attempts. Try again later."}));
+    assert_eq!(
+        body,
+        json!({"detail": "Too many login attempts. Try again later."})
+    );
     gateway.stop().await;
 }
 
@@ -142,19 +224,60 @@ async fn protected_routes_need_a_session_and_name_the_reason() {
     let response = me(None).await.unwrap();
     assert_eq!(response.status(), 401);
     let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body, json!({"detail": {"code": "not_authenticated", "message": "Authentication required"}}));
-    let body: serde_json::Value = me(Some("access_token=garbage")).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"detail": {"code": "not_authenticated", "message": "Authentication required"}})
+    );
+    let body: serde_json::Value = me(Some("access_token=garbage"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["detail"]["code"], "token_invalid");
     let other = gateway_under_test::auth::JwtKeys::new(b"test-secret");
     let expired = other.issue("someone", 0, 1_000, 1);
-    let body: serde_json::Value = me(Some(&format!("access_token={expired}"))).await.unwrap().json().await.unwrap();
+    let body: serde_json::Value = me(Some(&format!("access_token={expired}")))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["detail"]["code"], "token_expired");
-    let ghost = other.issue("no-such-user", 0, gateway_under_test::clock::epoch_seconds(), 1);
-    let body: serde_json::Value = me(Some(&format!("access_token={ghost}"))).await.unwrap().json().await.unwrap();
+    let ghost = other.issue(
+        "no-such-user",
+        0,
+        gateway_under_test::clock::epoch_seconds(),
+        1,
+    );
+    let body: serde_json::Value = me(Some(&format!("access_token={ghost}")))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(body["detail"]["code"], "user_not_found");
-    assert_eq!(client.get(format!("{}/health", gateway.url())).send().await.unwrap().status(), 200);
-    let body: serde_json::Value = client.get(format!("{}/api/v1/auth/setup-status", gateway.url())).send().await.unwrap().json().await.unwrap();
-    assert_eq!(body, json!({"needs_setup": true, "registration_enabled": true}));
+    assert_eq!(
+        client
+            .get(format!("{}/health", gateway.url()))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let body: serde_json::Value = client
+        .get(format!("{}/api/v1/auth/setup-status", gateway.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body,
+        json!({"needs_setup": true, "registration_enabled": true})
+    );
     gateway.stop().await;
 }
 
@@ -170,7 +293,10 @@ async fn csrf_is_checked_before_auth_and_needs_matching_cookie_and_header() {
         .unwrap();
     assert_eq!(response.status(), 403, "CSRF runs before the auth gate");
     let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body, json!({"detail": "CSRF token missing. Include X-CSRF-Token header."}));
+    assert_eq!(
+        body,
+        json!({"detail": "CSRF token missing. Include X-CSRF-Token header."})
+    );
 
     let mut client = gateway.client();
     client.register().await;
@@ -185,14 +311,19 @@ async fn csrf_is_checked_before_auth_and_needs_matching_cookie_and_header() {
     assert_eq!(response.status(), 403);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"detail": "CSRF token mismatch."}));
-    assert_eq!(client.post("/api/threads", json!({"metadata": {}})).await.0, 200);
+    assert_eq!(
+        client.post("/api/threads", json!({"metadata": {}})).await.0,
+        200
+    );
     gateway.stop().await;
 }
 
 #[tokio::test]
 async fn auth_routes_check_the_origin_instead_of_the_token() {
     let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.auth.cors_origins = vec!["http://localhost:3000".into()]),
+        configure: Box::new(|config| {
+            config.auth.cors_origins = vec!["http://localhost:3000".into()]
+        }),
         ..Default::default()
     })
     .await;
@@ -204,14 +335,24 @@ async fn auth_routes_check_the_origin_instead_of_the_token() {
             .json(&json!({"email": email, "password": "very-strong-password-123"}))
             .send()
     };
-    let response = register("http://evil.example", "e1@example.com").await.unwrap();
+    let response = register("http://evil.example", "e1@example.com")
+        .await
+        .unwrap();
     assert_eq!(response.status(), 403);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"detail": "Cross-site auth request denied."}));
-    let response = register("http://localhost:3000", "e2@example.com").await.unwrap();
+    let response = register("http://localhost:3000", "e2@example.com")
+        .await
+        .unwrap();
     assert_eq!(response.status(), 201);
-    assert_eq!(response.headers()["access-control-allow-origin"], "http://localhost:3000");
-    assert_eq!(response.headers()["access-control-expose-headers"], "Content-Location");
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "http://localhost:3000"
+    );
+    assert_eq!(
+        response.headers()["access-control-expose-headers"],
+        "Content-Location"
+    );
     gateway.stop().await;
 }
 
@@ -223,8 +364,18 @@ async fn auth_disabled_mode_runs_as_the_synthetic_admin_without_csrf() {
     })
     .await;
     let client = reqwest::Client::new();
-    let text = client.get(format!("{}/api/v1/auth/me", gateway.url())).send().await.unwrap().text().await.unwrap();
-    assert_eq!(text, r#"{"id":"default","email":"default@test.local","system_role":"admin","needs_setup":false,"oauth_provider":null}"#);
+    let text = client
+        .get(format!("{}/api/v1/auth/me", gateway.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        text,
+        r#"{"id":"default","email":"default@test.local","system_role":"admin","needs_setup":false,"oauth_provider":null}"#
+    );
     let response = client
         .post(format!("{}/api/threads", gateway.url()))
         .header("cookie", "access_token=invalid")
@@ -232,7 +383,11 @@ async fn auth_disabled_mode_runs_as_the_synthetic_admin_without_csrf() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200, "no CSRF, and an invalid cookie falls back to the synthetic user");
+    assert_eq!(
+        response.status(),
+        200,
+        "no CSRF, and an invalid cookie falls back to the synthetic user"
+    );
     gateway.stop().await;
 }
 
@@ -246,7 +401,10 @@ async fn auth_disabled_is_refused_in_production() {
         ..Default::default()
     })
     .await;
-    let status = reqwest::get(format!("{}/api/v1/auth/me", gateway.url())).await.unwrap().status();
+    let status = reqwest::get(format!("{}/api/v1/auth/me", gateway.url()))
+        .await
+        .unwrap()
+        .status();
     assert_eq!(status, 401);
     gateway.stop().await;
 }

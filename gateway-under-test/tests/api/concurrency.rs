@@ -17,10 +17,28 @@ async fn busy_user(url: String, threads: usize) -> Vec<(String, String)> {
         let client = client.clone();
         tasks.push(tokio::spawn(async move {
             let thread_id = client.create_thread().await;
-            let transcript = client.run_stream(&thread_id, &format!("question {index}"), json!({})).await;
-            assert_eq!(transcript.events().first(), Some(&"metadata"), "{}", transcript.raw);
-            assert_eq!(transcript.events().last(), Some(&"end"), "{}", transcript.raw);
-            (thread_id, transcript.frames[0].data["run_id"].as_str().unwrap().to_string())
+            let transcript = client
+                .run_stream(&thread_id, &format!("question {index}"), json!({}))
+                .await;
+            assert_eq!(
+                transcript.events().first(),
+                Some(&"metadata"),
+                "{}",
+                transcript.raw
+            );
+            assert_eq!(
+                transcript.events().last(),
+                Some(&"end"),
+                "{}",
+                transcript.raw
+            );
+            (
+                thread_id,
+                transcript.frames[0].data["run_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
         }));
     }
     let mut done = Vec::new();
@@ -56,7 +74,11 @@ async fn parallel_runs_on_two_gateways_keep_complete_journals_and_stay_apart() {
                 .await
                 .expect("journal");
             let types: Vec<&str> = rows.iter().map(|r| r.event.event_type.as_str()).collect();
-            assert_eq!(types, ["run.start", "llm.human.input", "llm.ai.response", "run.end"], "{thread_id}");
+            assert_eq!(
+                types,
+                ["run.start", "llm.human.input", "llm.ai.response", "run.end"],
+                "{thread_id}"
+            );
             assert!(rows.iter().all(|r| &r.event.run_id == run_id));
             let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
             assert_eq!(seqs, [1, 2, 3, 4], "seq is per thread and gap-free");
@@ -64,10 +86,26 @@ async fn parallel_runs_on_two_gateways_keep_complete_journals_and_stay_apart() {
         }
     }
     let foreign = &c[0].0;
-    assert!(first.gateway.app().store().get_thread(foreign).await.unwrap().is_none(), "instances share nothing");
+    assert!(
+        first
+            .gateway
+            .app()
+            .store()
+            .get_thread(foreign)
+            .await
+            .unwrap()
+            .is_none(),
+        "instances share nothing"
+    );
     let mut stranger = TestClient::new(first.url());
     stranger.register().await;
-    assert_eq!(stranger.get(&format!("/api/threads/{}/runs", a[0].0)).await.0, 404);
+    assert_eq!(
+        stranger
+            .get(&format!("/api/threads/{}/runs", a[0].0))
+            .await
+            .0,
+        404
+    );
     first.stop().await;
     second.stop().await;
 }
@@ -80,21 +118,38 @@ async fn a_restarted_gateway_on_the_same_home_serves_what_the_first_one_wrote() 
     let mut client = gateway.client();
     client.register().await;
     let thread_id = client.create_thread().await;
-    let transcript = client.run_stream(&thread_id, SCENARIO_PROMPT, ultra_context()).await;
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap().to_string();
+    let transcript = client
+        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
+        .await;
+    let run_id = transcript.frames[0].data["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     gateway.stop().await;
 
-    let restarted = spawn_gateway_with(GatewayOptions { home: Some(home), ..Default::default() }).await;
-    let mut client = TestClient { url: restarted.url(), ..client };
+    let restarted = spawn_gateway_with(GatewayOptions {
+        home: Some(home),
+        ..Default::default()
+    })
+    .await;
+    let mut client = TestClient {
+        url: restarted.url(),
+        ..client
+    };
     client.url = restarted.url();
     let (status, _) = client.get("/api/v1/auth/me").await;
-    assert_eq!(status, 200, "the session cookie stays valid: the user and JWT secret persisted");
+    assert_eq!(
+        status, 200,
+        "the session cookie stays valid: the user and JWT secret persisted"
+    );
     let (_, thread) = client.get(&format!("/api/threads/{thread_id}")).await;
     assert_eq!(&thread["values"], transcript.last_values());
     let (_, runs) = client.get(&format!("/api/threads/{thread_id}/runs")).await;
     assert_eq!(runs[0]["run_id"], run_id.as_str());
     assert_eq!(runs[0]["status"], "success");
-    let (_, messages) = client.get(&format!("/api/threads/{thread_id}/runs/{run_id}/messages")).await;
+    let (_, messages) = client
+        .get(&format!("/api/threads/{thread_id}/runs/{run_id}/messages"))
+        .await;
     assert_eq!(messages["data"].as_array().unwrap().len(), 6);
     let (_, found) = client.post("/api/threads/search", json!({})).await;
     assert_eq!(found[0]["thread_id"], thread_id.as_str());

@@ -62,7 +62,10 @@ impl ChatModel for ScriptedModel {
             Some(answer) => answer,
             None => match self.fallback_text.lock().unwrap().clone() {
                 Some(text) => Ok(Message::ai(text, Vec::new())),
-                None => Err(ModelError::new("ScriptExhausted", "the scripted model has no answer left")),
+                None => Err(ModelError::new(
+                    "ScriptExhausted",
+                    "the scripted model has no answer left",
+                )),
             },
         }
     }
@@ -70,7 +73,14 @@ impl ChatModel for ScriptedModel {
 
 /// An AI message calling one tool.
 pub fn tool_call(name: &str, args: Value, id: &str) -> Result<Message, ModelError> {
-    Ok(Message::ai("", vec![ToolCall { name: name.into(), args, id: id.into() }]))
+    Ok(Message::ai(
+        "",
+        vec![ToolCall {
+            name: name.into(),
+            args,
+            id: id.into(),
+        }],
+    ))
 }
 
 /// An AI message with text only.
@@ -139,14 +149,19 @@ impl TestGateway {
 
     /// Stops the server.
     pub async fn stop(self) {
-        self.gateway.shutdown().await.expect("gateway shuts down cleanly");
+        self.gateway
+            .shutdown()
+            .await
+            .expect("gateway shuts down cleanly");
     }
 }
 
 /// The test configuration: fresh home, cheap hashing, the scripted model, fast retries.
 pub fn test_config(home: &std::path::Path) -> Config {
-    let mut config = Config::default();
-    config.home = home.to_path_buf();
+    let mut config = Config {
+        home: home.to_path_buf(),
+        ..Config::default()
+    };
     config.auth.password_hash = PasswordHashConfig::cheap();
     config.auth.jwt_secret = Some("test-secret".into());
     let mut model = ModelConfig::new("scripted-model", "scripted");
@@ -174,12 +189,18 @@ pub async fn spawn_gateway_with(options: GatewayOptions) -> TestGateway {
     let builder = AppBuilder::new(config).provider("scripted", move |_: &ModelConfig, _: &_| {
         Ok(provider_model.clone() as Arc<dyn ChatModel>)
     });
-    let app = (options.extend)(builder).build().expect("Failed to build the app");
+    let app = (options.extend)(builder)
+        .build()
+        .expect("Failed to build the app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("Failed to bind 127.0.0.1:0");
     let gateway = app.serve(listener).expect("Failed to serve");
-    TestGateway { gateway, model, home }
+    TestGateway {
+        gateway,
+        model,
+        home,
+    }
 }
 
 /// One SSE frame as the test saw it.
@@ -247,13 +268,26 @@ pub fn parse_sse(raw: &str) -> Vec<Frame> {
             continue;
         }
         let lines: Vec<&str> = block.lines().collect();
-        let event = lines[0].strip_prefix("event: ").unwrap_or_else(|| panic!("frame must start with event:\n{block}"));
-        let data = lines.get(1).and_then(|l| l.strip_prefix("data: ")).unwrap_or_else(|| panic!("second line must be data:\n{block}"));
-        let id = lines.get(2).map(|l| l.strip_prefix("id: ").unwrap_or_else(|| panic!("third line must be id:\n{block}")).to_string());
-        assert!(lines.len() <= 3, "a frame has at most event, data and id lines:\n{block}");
+        let event = lines[0]
+            .strip_prefix("event: ")
+            .unwrap_or_else(|| panic!("frame must start with event:\n{block}"));
+        let data = lines
+            .get(1)
+            .and_then(|l| l.strip_prefix("data: "))
+            .unwrap_or_else(|| panic!("second line must be data:\n{block}"));
+        let id = lines.get(2).map(|l| {
+            l.strip_prefix("id: ")
+                .unwrap_or_else(|| panic!("third line must be id:\n{block}"))
+                .to_string()
+        });
+        assert!(
+            lines.len() <= 3,
+            "a frame has at most event, data and id lines:\n{block}"
+        );
         frames.push(Frame {
             event: event.to_string(),
-            data: serde_json::from_str(data).unwrap_or_else(|e| panic!("data is not JSON ({e}):\n{block}")),
+            data: serde_json::from_str(data)
+                .unwrap_or_else(|e| panic!("data is not JSON ({e}):\n{block}")),
             id,
         });
     }
@@ -278,12 +312,19 @@ impl TestClient {
             .no_proxy()
             .build()
             .expect("Failed to build the HTTP client");
-        TestClient { url, http, csrf: None }
+        TestClient {
+            url,
+            http,
+            csrf: None,
+        }
     }
 
     /// `POST /api/v1/auth/register` with a random e-mail; keeps the CSRF token.
     pub async fn register(&mut self) -> Value {
-        let email = format!("e2e-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let email = format!(
+            "e2e-{}@example.com",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
         let response = self
             .http
             .post(format!("{}/api/v1/auth/register", self.url))
@@ -291,7 +332,12 @@ impl TestClient {
             .send()
             .await
             .expect("register request");
-        assert_eq!(response.status(), 201, "register failed: {:?}", response.text().await);
+        assert_eq!(
+            response.status(),
+            201,
+            "register failed: {:?}",
+            response.text().await
+        );
         self.csrf = Some(
             response
                 .cookies()
@@ -314,13 +360,22 @@ impl TestClient {
 
     /// POST JSON; returns status and body.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self.request(reqwest::Method::POST, path).json(&body).send().await.expect("POST");
+        let response = self
+            .request(reqwest::Method::POST, path)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
         status_and_json(response).await
     }
 
     /// GET; returns status and body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self.request(reqwest::Method::GET, path).send().await.expect("GET");
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("GET");
         status_and_json(response).await
     }
 
@@ -328,7 +383,10 @@ impl TestClient {
     pub async fn create_thread(&self) -> String {
         let thread_id = uuid::Uuid::new_v4().to_string();
         let (status, body) = self
-            .post("/api/threads", json!({"thread_id": thread_id, "metadata": {}}))
+            .post(
+                "/api/threads",
+                json!({"thread_id": thread_id, "metadata": {}}),
+            )
             .await;
         assert_eq!(status, 200, "create thread: {body}");
         thread_id
@@ -345,8 +403,17 @@ impl TestClient {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let raw = response.text().await.expect("stream body");
-        let frames = if status == 200 { parse_sse(&raw) } else { Vec::new() };
-        Transcript { status, headers, raw, frames }
+        let frames = if status == 200 {
+            parse_sse(&raw)
+        } else {
+            Vec::new()
+        };
+        Transcript {
+            status,
+            headers,
+            raw,
+            frames,
+        }
     }
 
     /// Streams the scenario-shaped run request with `prompt` and `context`.

@@ -13,29 +13,42 @@ use crate::helpers::*;
 async fn the_official_langgraph_sdk_streams_lists_and_reads_state() {
     let python = match std::env::var("LANGGRAPH_SDK_PYTHON") {
         Ok(python) => python,
-        Err(_) if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") => {
-            panic!("CI must set LANGGRAPH_SDK_PYTHON to a Python with langgraph-sdk installed (see .ci/run)")
+        Err(_)
+            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
+        {
+            panic!(
+                "CI must set LANGGRAPH_SDK_PYTHON to a Python with langgraph-sdk installed (see .ci/run)"
+            )
         }
         Err(_) => {
-            eprintln!("skipped: set LANGGRAPH_SDK_PYTHON to run the LangGraph SDK check (.ci/run does)");
+            eprintln!(
+                "skipped: set LANGGRAPH_SDK_PYTHON to run the LangGraph SDK check (.ci/run does)"
+            );
             return;
         }
     };
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("Hello, SDK!");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_langgraph_sdk.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/check_langgraph_sdk.py"
+    );
     let url = gateway.url();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python).arg(script).arg(url).output()
-    })
-    .await
-    .expect("join")
-    .expect("Failed to start the SDK check's Python");
+    let output =
+        tokio::task::spawn_blocking(move || Command::new(python).arg(script).arg(url).output())
+            .await
+            .expect("join")
+            .expect("Failed to start the SDK check's Python");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
     println!("{stdout}");
-    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON summary line");
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.trim()).expect("one JSON summary line");
     assert_eq!(summary["runs"], serde_json::json!(["success"]));
     gateway.stop().await;
 }

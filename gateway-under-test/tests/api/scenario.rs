@@ -11,7 +11,13 @@ fn keys(list: &[&str]) -> Option<Vec<String>> {
 
 /// `gateway-contract.md` §7.4, row by row.
 fn contract_shapes() -> Vec<(String, Option<Vec<String>>)> {
-    let base = ["artifacts", "delegations", "messages", "skill_context", "viewed_images"];
+    let base = [
+        "artifacts",
+        "delegations",
+        "messages",
+        "skill_context",
+        "viewed_images",
+    ];
     let with = |extra: &[&str]| {
         let mut all: Vec<&str> = base.iter().chain(extra).copied().collect();
         all.sort();
@@ -24,10 +30,16 @@ fn contract_shapes() -> Vec<(String, Option<Vec<String>>)> {
         shapes.push(("values".into(), with(&["thread_data", "uploaded_files"])));
     }
     for _ in 6..=7 {
-        shapes.push(("values".into(), with(&["thread_data", "title", "uploaded_files"])));
+        shapes.push((
+            "values".into(),
+            with(&["thread_data", "title", "uploaded_files"]),
+        ));
     }
     for _ in 8..=13 {
-        shapes.push(("values".into(), with(&["sandbox", "thread_data", "title", "uploaded_files"])));
+        shapes.push((
+            "values".into(),
+            with(&["sandbox", "thread_data", "title", "uploaded_files"]),
+        ));
     }
     shapes.push(("end".into(), None));
     shapes
@@ -41,23 +53,34 @@ async fn the_write_read_file_scenario_streams_exactly_the_contract_sequence() {
     client.register().await;
     let thread_id = client.create_thread().await;
 
-    let transcript = client.run_stream(&thread_id, SCENARIO_PROMPT, ultra_context()).await;
+    let transcript = client
+        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
+        .await;
 
     assert_eq!(transcript.status, 200, "{}", transcript.raw);
-    assert_eq!(transcript.shapes(), contract_shapes(), "transcript:\n{}", transcript.raw);
+    assert_eq!(
+        transcript.shapes(),
+        contract_shapes(),
+        "transcript:\n{}",
+        transcript.raw
+    );
     let values = transcript.last_values();
     let messages = values["messages"].as_array().unwrap();
     let tools: Vec<&Value> = messages.iter().filter(|m| m["type"] == "tool").collect();
     assert_eq!(tools[0]["content"], "OK");
     assert_eq!(tools[0]["name"], "write_file");
     assert_eq!(tools[1]["content"], "hi from replay.");
-    assert_eq!(values["title"], "Using your own file tools directly, create the fil...");
+    assert_eq!(
+        values["title"],
+        "Using your own file tools directly, create the fil..."
+    );
     let user = client.get("/api/v1/auth/me").await.1;
     assert_eq!(
         values["sandbox"],
         json!({"sandbox_id": format!("local:{}:{}", user["id"].as_str().unwrap(), thread_id)})
     );
-    let note = std::path::Path::new(values["thread_data"]["outputs_path"].as_str().unwrap()).join("note.txt");
+    let note = std::path::Path::new(values["thread_data"]["outputs_path"].as_str().unwrap())
+        .join("note.txt");
     assert_eq!(std::fs::read_to_string(note).unwrap(), "hi from replay.");
     gateway.stop().await;
 }
@@ -69,26 +92,50 @@ async fn the_model_sees_the_sanitised_user_input_named_user_input_after_the_hidd
     let mut client = gateway.client();
     client.register().await;
     let thread_id = client.create_thread().await;
-    client.run_stream(&thread_id, SCENARIO_PROMPT, ultra_context()).await;
+    client
+        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
+        .await;
 
     let requests = gateway.model.requests();
     assert_eq!(requests.len(), 3, "three lead-agent model calls");
     let first = &requests[0];
-    assert_eq!(first.messages[0].kind.as_str(), "system", "the system prompt comes first");
+    assert_eq!(
+        first.messages[0].kind.as_str(),
+        "system",
+        "the system prompt comes first"
+    );
     let reminder = &first.messages[1];
-    assert!(reminder.is_hidden() && reminder.text().starts_with("<system-reminder>\n<current_date>"));
+    assert!(
+        reminder.is_hidden()
+            && reminder
+                .text()
+                .starts_with("<system-reminder>\n<current_date>")
+    );
     let human = &first.messages[2];
     assert_eq!(human.name.as_deref(), Some("user-input"));
     assert_eq!(
         human.text(),
         format!("--- BEGIN USER INPUT ---\n{SCENARIO_PROMPT}\n--- END USER INPUT ---")
     );
-    assert_eq!(human.additional_kwargs["original_user_content"], SCENARIO_PROMPT);
-    assert!(first.metadata.tags.is_empty() && first.metadata.run_name.is_none(), "caller lead_agent");
+    assert_eq!(
+        human.additional_kwargs["original_user_content"],
+        SCENARIO_PROMPT
+    );
+    assert!(
+        first.metadata.tags.is_empty() && first.metadata.run_name.is_none(),
+        "caller lead_agent"
+    );
     let tool_names: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tool_names, ["ls", "read_file", "write_file"]);
-    let third: Vec<&str> = requests[2].messages.iter().map(|m| m.kind.as_str()).collect();
-    assert_eq!(third, ["system", "system", "human", "ai", "tool", "ai", "tool"]);
+    let third: Vec<&str> = requests[2]
+        .messages
+        .iter()
+        .map(|m| m.kind.as_str())
+        .collect();
+    assert_eq!(
+        third,
+        ["system", "system", "human", "ai", "tool", "ai", "tool"]
+    );
     gateway.stop().await;
 }
 
@@ -99,15 +146,29 @@ async fn state_is_stored_per_step_and_readable_after_the_run() {
     let mut client = gateway.client();
     client.register().await;
     let thread_id = client.create_thread().await;
-    let transcript = client.run_stream(&thread_id, SCENARIO_PROMPT, ultra_context()).await;
+    let transcript = client
+        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
+        .await;
 
     let (status, state) = client.get(&format!("/api/threads/{thread_id}/state")).await;
     assert_eq!(status, 200);
     assert_eq!(&state["values"], transcript.last_values());
-    let (_, history) = client.post(&format!("/api/threads/{thread_id}/history"), json!({"limit": 100})).await;
+    let (_, history) = client
+        .post(
+            &format!("/api/threads/{thread_id}/history"),
+            json!({"limit": 100}),
+        )
+        .await;
     let history = history.as_array().unwrap();
-    assert_eq!(history.len(), 14, "13 write steps plus the empty checkpoint of thread creation");
-    assert!(history[0]["values"]["messages"].is_array(), "only the newest entry holds messages");
+    assert_eq!(
+        history.len(),
+        14,
+        "13 write steps plus the empty checkpoint of thread creation"
+    );
+    assert!(
+        history[0]["values"]["messages"].is_array(),
+        "only the newest entry holds messages"
+    );
     assert!(history[1]["values"].get("messages").is_none());
     let (_, thread) = client.get(&format!("/api/threads/{thread_id}")).await;
     assert_eq!(thread["status"], "idle");

@@ -22,11 +22,15 @@ pub fn date_reminder(date: &str) -> Message {
     let mut reminder = Message::system(format!(
         "<system-reminder>\n<current_date>{date}</current_date>\n</system-reminder>"
     ));
-    reminder.additional_kwargs.insert("hide_from_ui".into(), json!(true));
+    reminder
+        .additional_kwargs
+        .insert("hide_from_ui".into(), json!(true));
     reminder
         .additional_kwargs
         .insert("dynamic_context_reminder".into(), json!(true));
-    reminder.additional_kwargs.insert("reminder_date".into(), json!(date));
+    reminder
+        .additional_kwargs
+        .insert("reminder_date".into(), json!(date));
     reminder
 }
 

@@ -35,7 +35,9 @@ impl Middleware for InputSanitizationMiddleware {
             let is_user_input = message.kind == MessageType::Human
                 && !message.is_hidden()
                 && message.name.as_deref() == Some("user-input")
-                && !message.additional_kwargs.contains_key("original_user_content");
+                && !message
+                    .additional_kwargs
+                    .contains_key("original_user_content");
             if is_user_input && let Value::String(text) = &message.content {
                 let wrapped = wrap_user_input(text);
                 let original = std::mem::replace(&mut message.content, Value::String(wrapped));

@@ -28,10 +28,18 @@ pub fn fallback_message(error: &ModelError) -> Message {
         ErrorClass::Transient => "The model provider could not be reached or failed temporarily. Please try again in a moment.".to_string(),
     };
     let mut message = Message::ai(content, Vec::new());
-    message.additional_kwargs.insert("deerflow_error_fallback".into(), json!(true));
-    message.additional_kwargs.insert("error_type".into(), json!(error.error_type));
-    message.additional_kwargs.insert("error_reason".into(), json!(class.as_str()));
-    message.additional_kwargs.insert("error_detail".into(), json!(error.message));
+    message
+        .additional_kwargs
+        .insert("deerflow_error_fallback".into(), json!(true));
+    message
+        .additional_kwargs
+        .insert("error_type".into(), json!(error.error_type));
+    message
+        .additional_kwargs
+        .insert("error_reason".into(), json!(class.as_str()));
+    message
+        .additional_kwargs
+        .insert("error_detail".into(), json!(error.message));
     message
 }
 
@@ -103,8 +111,14 @@ mod tests {
     fn the_fallback_message_carries_the_marker_and_the_detail() {
         let error = ModelError::new("ReplayMiss", "replay miss: no recorded output");
         let message = fallback_message(&error);
-        assert_eq!(message.text(), "LLM request failed: replay miss: no recorded output");
-        assert_eq!(message.additional_kwargs["deerflow_error_fallback"], json!(true));
+        assert_eq!(
+            message.text(),
+            "LLM request failed: replay miss: no recorded output"
+        );
+        assert_eq!(
+            message.additional_kwargs["deerflow_error_fallback"],
+            json!(true)
+        );
         assert_eq!(message.additional_kwargs["error_type"], json!("ReplayMiss"));
         assert_eq!(message.additional_kwargs["error_reason"], json!("generic"));
         assert!(message.tool_calls.is_empty());

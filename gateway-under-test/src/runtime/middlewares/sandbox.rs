@@ -23,6 +23,9 @@ impl Middleware for SandboxMiddleware {
             return Ok(None);
         }
         let sandbox_id = format!("local:{}:{}", run.user_id, run.thread_id);
-        Ok(Some(StateUpdate::channel("sandbox", json!({ "sandbox_id": sandbox_id }))))
+        Ok(Some(StateUpdate::channel(
+            "sandbox",
+            json!({ "sandbox_id": sandbox_id }),
+        )))
     }
 }

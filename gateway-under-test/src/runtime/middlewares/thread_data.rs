@@ -25,14 +25,21 @@ impl Middleware for ThreadDataMiddleware {
         tokio::task::spawn_blocking(move || paths.create_dirs())
             .await
             .map_err(|err| GraphError::new("SandboxError", err.to_string()))?
-            .map_err(|err| GraphError::new("SandboxError", format!("cannot create thread folders: {err}")))?;
+            .map_err(|err| {
+                GraphError::new(
+                    "SandboxError",
+                    format!("cannot create thread folders: {err}"),
+                )
+            })?;
         let mut update = StateUpdate::channel("thread_data", run.paths.thread_data());
         if let Some((_, human)) = newest_human(state)
             && human.additional_kwargs.get("run_id") != Some(&Value::String(run.run_id.clone()))
         {
             let mut stamped = human.clone();
             stamped.name = Some("user-input".into());
-            stamped.additional_kwargs.insert("run_id".into(), json!(run.run_id));
+            stamped
+                .additional_kwargs
+                .insert("run_id".into(), json!(run.run_id));
             stamped
                 .additional_kwargs
                 .insert("timestamp".into(), json!(crate::clock::epoch_ms()));

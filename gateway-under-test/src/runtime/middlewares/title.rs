@@ -137,10 +137,20 @@ mod tests {
     fn local_fallback_edge_cases() {
         assert_eq!(local_title("", 60), "New Conversation");
         let fifty = "x".repeat(50);
-        assert_eq!(local_title(&fifty, 60), fifty, "50 characters are kept as they are");
-        assert_eq!(local_title(&"y".repeat(51), 60), format!("{}...", "y".repeat(50)));
+        assert_eq!(
+            local_title(&fifty, 60),
+            fifty,
+            "50 characters are kept as they are"
+        );
+        assert_eq!(
+            local_title(&"y".repeat(51), 60),
+            format!("{}...", "y".repeat(50))
+        );
         assert_eq!(local_title("abcdefghijkl", 10), "abcdefg...");
-        assert_eq!(local_title(&format!("{}   tail", "a".repeat(47)), 60), format!("{}...", "a".repeat(47)));
+        assert_eq!(
+            local_title(&format!("{}   tail", "a".repeat(47)), 60),
+            format!("{}...", "a".repeat(47))
+        );
     }
 
     #[test]

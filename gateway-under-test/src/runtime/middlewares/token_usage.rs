@@ -53,7 +53,10 @@ impl Middleware for TokenUsageMiddleware {
     }
 
     async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {
-        let Some(last) = state.messages.last().filter(|m| m.kind == crate::messages::MessageType::Ai)
+        let Some(last) = state
+            .messages
+            .last()
+            .filter(|m| m.kind == crate::messages::MessageType::Ai)
         else {
             return Ok(None);
         };

@@ -25,6 +25,9 @@ impl Middleware for UploadsMiddleware {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        Ok(Some(StateUpdate::channel("uploaded_files", Value::Array(files))))
+        Ok(Some(StateUpdate::channel(
+            "uploaded_files",
+            Value::Array(files),
+        )))
     }
 }
