@@ -107,6 +107,13 @@ impl AppBuilder {
         self
     }
 
+    /// Mounts the seed route when `DEERFLOW_ENABLE_TEST_SEED=1` in `env` (and the crate has the
+    /// `test-seed` feature).
+    pub fn test_seed_route_from_env(self, env: crate::config::EnvLookup<'_>) -> Self {
+        let requested = env("DEERFLOW_ENABLE_TEST_SEED").as_deref() == Some("1");
+        self.test_seed_route(requested)
+    }
+
     /// Validates the configuration, opens the database, builds the models and binds the tools.
     pub fn build(self) -> Result<App, AppError> {
         let config = self.config;

@@ -49,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let address = format!("{}:{}", config.server.host, config.server.port);
     let app = AppBuilder::new(config)
-        .test_seed_route(std::env::var("DEERFLOW_ENABLE_TEST_SEED").as_deref() == Ok("1"))
+        .test_seed_route_from_env(&env)
         .build()?;
     let listener = tokio::net::TcpListener::bind(&address)
         .await

@@ -8,4 +8,6 @@ mod concurrency;
 mod langgraph_sdk;
 mod runs;
 mod scenario;
+mod seed;
+mod suggestions;
 mod threads;

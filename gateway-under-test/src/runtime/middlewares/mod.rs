@@ -12,6 +12,9 @@ mod title;
 mod token_usage;
 mod uploads;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 
 pub use dynamic_context::DynamicContextMiddleware;

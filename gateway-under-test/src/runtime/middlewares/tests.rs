@@ -1,0 +1,444 @@
+//! Each built-in middleware's writes, on its own: a table of (middleware, hook, state before) →
+//! what the hook writes.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::app::{App, AppBuilder};
+use crate::config::{Config, ModelConfig, PasswordHashConfig};
+use crate::messages::{Message, ToolCall};
+use crate::models::{ChatModel, ModelError, ModelRequest};
+use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
+use crate::runtime::middleware::{Middleware, ModelCall};
+use crate::runtime::state::{AgentState, StateUpdate};
+use crate::runtime::stream::RunStream;
+
+/// Records the request it gets and answers "ok".
+#[derive(Debug, Default)]
+struct CapturingModel {
+    seen: Mutex<Vec<ModelRequest>>,
+}
+
+#[async_trait]
+impl ChatModel for CapturingModel {
+    async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
+        self.seen.lock().unwrap().push(request.clone());
+        Ok(Message::ai("ok", Vec::new()))
+    }
+}
+
+struct Harness {
+    run: RunContext,
+    model: Arc<CapturingModel>,
+    _home: tempfile::TempDir,
+}
+
+fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
+    let home = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        home: home.path().to_path_buf(),
+        ..Config::default()
+    };
+    config.auth.password_hash = PasswordHashConfig::cheap();
+    config.auth.jwt_secret = Some("s".into());
+    config.models = vec![ModelConfig::new("m", "capture")];
+    configure(&mut config);
+    let model = Arc::new(CapturingModel::default());
+    let provided = model.clone();
+    let app: App = AppBuilder::new(config)
+        .provider("capture", move |_: &ModelConfig, _: &_| {
+            Ok(provided.clone() as Arc<dyn ChatModel>)
+        })
+        .build()
+        .unwrap();
+    let parts = RunContextParts {
+        run_id: "run-1".into(),
+        thread_id: "thread-1".into(),
+        user_id: "user-1".into(),
+        flags: RunFlags::from_context(Some(&json!({"mode": "ultra"}))),
+        model_name: "m".into(),
+        modes: StreamModes::from_names(&["values".into()]),
+        recursion_limit: 100,
+    };
+    let run = RunContext::new(app, parts, model.clone(), Arc::new(RunStream::new(8)));
+    Harness {
+        run,
+        model,
+        _home: home,
+    }
+}
+
+fn human(id: &str, text: &str) -> Message {
+    let mut message = Message::human(text);
+    message.id = Some(id.into());
+    message
+}
+
+fn state_of(messages: Vec<Message>) -> AgentState {
+    AgentState {
+        messages,
+        ..AgentState::default()
+    }
+}
+
+fn channel_names(update: &StateUpdate) -> Vec<&str> {
+    update
+        .channels
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Hook {
+    BeforeAgent,
+    AfterModel,
+    ToolStep,
+}
+
+async fn run_hook(
+    middleware: &dyn Middleware,
+    hook: Hook,
+    state: &AgentState,
+    run: &RunContext,
+) -> Option<StateUpdate> {
+    match hook {
+        Hook::BeforeAgent => middleware.before_agent(state, run).await,
+        Hook::AfterModel => middleware.after_model(state, run).await,
+        Hook::ToolStep => middleware.tool_step(state, run).await,
+    }
+    .expect("hook succeeds")
+}
+
+type Check = fn(&Option<StateUpdate>, &RunContext);
+
+#[tokio::test]
+async fn each_middleware_writes_exactly_its_channels() {
+    let ai_with_call = Message::ai(
+        "",
+        vec![ToolCall {
+            name: "write_file".into(),
+            args: json!({"description": "save", "path": "/p"}),
+            id: "call_1".into(),
+        }],
+    );
+    let mut stamped = human("h1", "hi");
+    stamped
+        .additional_kwargs
+        .insert("run_id".into(), json!("run-1"));
+    let mut reminder_id_user = human("h1__user", "hi");
+    reminder_id_user.name = Some("user-input".into());
+    let with_files = {
+        let mut message = human("h1", "see file");
+        message
+            .additional_kwargs
+            .insert("files".into(), json!([{"filename": "a.txt"}]));
+        message
+    };
+    let titled = {
+        let mut state = state_of(vec![
+            human("h1", "question"),
+            Message::ai("answer", Vec::new()),
+        ]);
+        state.apply(StateUpdate::channel("title", json!("Existing")));
+        state
+    };
+    let sandboxed = {
+        let mut state = state_of(vec![]);
+        state.apply(StateUpdate::channel("sandbox", json!({"sandbox_id": "x"})));
+        state
+    };
+    let table: Vec<(&str, Arc<dyn Middleware>, Hook, AgentState, Check)> = vec![
+        (
+            "thread data stamps the input",
+            Arc::new(ThreadDataMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![human("h1", "hi")]),
+            |update, run| {
+                let update = update.as_ref().unwrap();
+                assert_eq!(channel_names(update), ["thread_data"]);
+                assert_eq!(update.channels[0].1, run.paths.thread_data());
+                let message = &update.messages[0];
+                assert_eq!(message.name.as_deref(), Some("user-input"));
+                assert_eq!(message.additional_kwargs["run_id"], "run-1");
+                assert!(message.additional_kwargs["timestamp"].is_i64());
+                assert!(run.paths.outputs.is_dir(), "the sandbox folders exist");
+            },
+        ),
+        (
+            "thread data leaves an already stamped input alone",
+            Arc::new(ThreadDataMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![stamped]),
+            |update, _| {
+                assert!(update.as_ref().unwrap().messages.is_empty());
+            },
+        ),
+        (
+            "uploads writes an empty list",
+            Arc::new(UploadsMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![human("h1", "hi")]),
+            |update, _| {
+                assert_eq!(
+                    update.as_ref().unwrap().channels,
+                    [("uploaded_files".to_string(), json!([]))]
+                );
+            },
+        ),
+        (
+            "uploads lists attached files",
+            Arc::new(UploadsMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![with_files]),
+            |update, _| {
+                assert_eq!(
+                    update.as_ref().unwrap().channels[0].1,
+                    json!([{"filename": "a.txt"}])
+                );
+            },
+        ),
+        (
+            "dynamic context swaps in the reminder and a visible copy",
+            Arc::new(DynamicContextMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![human("h1", "hi")]),
+            |update, _| {
+                let update = update.as_ref().unwrap();
+                assert!(update.channels.is_empty());
+                let (reminder, copy) = (&update.messages[0], &update.messages[1]);
+                assert_eq!(reminder.kind.as_str(), "system");
+                assert_eq!(
+                    reminder.id.as_deref(),
+                    Some("h1"),
+                    "the reminder takes the human message's id"
+                );
+                assert!(reminder.is_hidden());
+                assert_eq!(reminder.additional_kwargs["dynamic_context_reminder"], true);
+                let date = reminder.additional_kwargs["reminder_date"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                assert_eq!(
+                    reminder.text(),
+                    format!(
+                        "<system-reminder>\n<current_date>{date}</current_date>\n</system-reminder>"
+                    )
+                );
+                assert_eq!(copy.id.as_deref(), Some("h1__user"));
+                assert_eq!(copy.text(), "hi");
+            },
+        ),
+        (
+            "dynamic context runs once per input",
+            Arc::new(DynamicContextMiddleware),
+            Hook::BeforeAgent,
+            state_of(vec![reminder_id_user]),
+            |update, _| {
+                assert!(update.is_none());
+            },
+        ),
+        (
+            "title writes the local fallback",
+            Arc::new(TitleMiddleware),
+            Hook::AfterModel,
+            state_of(vec![
+                human("h1", "question"),
+                Message::ai("answer", Vec::new()),
+            ]),
+            |update, _| {
+                assert_eq!(
+                    update.as_ref().unwrap().channels,
+                    [("title".to_string(), json!("question"))]
+                );
+            },
+        ),
+        (
+            "title is written once",
+            Arc::new(TitleMiddleware),
+            Hook::AfterModel,
+            titled,
+            |update, _| {
+                assert!(update.is_none());
+            },
+        ),
+        (
+            "title waits for an AI message",
+            Arc::new(TitleMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), human("h2", "q2")]),
+            |update, _| {
+                assert!(update.is_none());
+            },
+        ),
+        (
+            "token usage attributes a tool batch",
+            Arc::new(TokenUsageMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), ai_with_call]),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                let attribution = &message.additional_kwargs["token_usage_attribution"];
+                assert_eq!(attribution["kind"], "tool_batch");
+                assert_eq!(attribution["tool_call_ids"], json!(["call_1"]));
+                assert_eq!(
+                    attribution["actions"],
+                    json!([{"kind": "tool", "tool_name": "write_file", "description": "save", "tool_call_id": "call_1"}])
+                );
+            },
+        ),
+        (
+            "token usage attributes a final answer",
+            Arc::new(TokenUsageMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), Message::ai("done", Vec::new())]),
+            |update, _| {
+                assert_eq!(
+                    update.as_ref().unwrap().messages[0].additional_kwargs["token_usage_attribution"]
+                        ["kind"],
+                    "final_answer"
+                );
+            },
+        ),
+        (
+            "token usage ignores a non-AI tail",
+            Arc::new(TokenUsageMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q")]),
+            |update, _| {
+                assert!(update.is_none());
+            },
+        ),
+        (
+            "the sandbox is acquired on the first tool step",
+            Arc::new(SandboxMiddleware),
+            Hook::ToolStep,
+            state_of(vec![]),
+            |update, _| {
+                assert_eq!(
+                    update.as_ref().unwrap().channels,
+                    [(
+                        "sandbox".to_string(),
+                        json!({"sandbox_id": "local:user-1:thread-1"})
+                    )]
+                );
+            },
+        ),
+        (
+            "the sandbox is acquired once",
+            Arc::new(SandboxMiddleware),
+            Hook::ToolStep,
+            sandboxed,
+            |update, _| {
+                assert!(update.is_none());
+            },
+        ),
+    ];
+    for (name, middleware, hook, state, check) in table {
+        let harness = harness(|_| {});
+        let update = run_hook(middleware.as_ref(), hook, &state, &harness.run).await;
+        eprintln!("case: {name}");
+        check(&update, &harness.run);
+        for other in [Hook::BeforeAgent, Hook::AfterModel, Hook::ToolStep] {
+            if std::mem::discriminant(&other) != std::mem::discriminant(&hook) {
+                let silent = run_hook(middleware.as_ref(), other, &state, &harness.run).await;
+                assert!(silent.is_none(), "{name}: {other:?} must be silent");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn title_is_off_when_disabled() {
+    let harness = harness(|config| config.title.enabled = false);
+    let state = state_of(vec![
+        human("h1", "question"),
+        Message::ai("answer", Vec::new()),
+    ]);
+    assert!(
+        TitleMiddleware
+            .after_model(&state, &harness.run)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn sanitisation_wraps_only_the_user_input_and_only_on_the_request() {
+    let harness = harness(|_| {});
+    let mut input = human("h1__user", "hello");
+    input.name = Some("user-input".into());
+    let mut hidden = human("h0", "secret context");
+    hidden
+        .additional_kwargs
+        .insert("hide_from_ui".into(), json!(true));
+    let plain = human("h2", "not from the input box");
+    let request = ModelRequest {
+        messages: vec![Message::system("prompt"), hidden, input.clone(), plain],
+        tools: Vec::new(),
+        metadata: Default::default(),
+        options: Default::default(),
+    };
+    let chain: Vec<Arc<dyn Middleware>> = vec![Arc::new(InputSanitizationMiddleware)];
+    ModelCall::new(&chain, harness.model.as_ref(), &harness.run)
+        .call(request)
+        .await
+        .unwrap();
+    let seen = harness.model.seen.lock().unwrap()[0].clone();
+    let texts: Vec<String> = seen.messages.iter().map(Message::text).collect();
+    assert_eq!(texts[1], "secret context");
+    assert_eq!(
+        texts[2],
+        "--- BEGIN USER INPUT ---\nhello\n--- END USER INPUT ---"
+    );
+    assert_eq!(
+        seen.messages[2].additional_kwargs["original_user_content"],
+        json!("hello")
+    );
+    assert_eq!(texts[3], "not from the input box");
+    assert_eq!(input.text(), "hello", "state is untouched");
+}
+
+#[tokio::test]
+async fn the_error_middleware_turns_a_generic_failure_into_the_fallback_without_retrying() {
+    #[derive(Debug, Default)]
+    struct Failing {
+        calls: Mutex<u32>,
+    }
+    #[async_trait]
+    impl ChatModel for Failing {
+        async fn invoke(&self, _: &ModelRequest) -> Result<Message, ModelError> {
+            *self.calls.lock().unwrap() += 1;
+            Err(ModelError::new(
+                "ReplayMiss",
+                "replay miss: nothing recorded",
+            ))
+        }
+    }
+    let harness = harness(|_| {});
+    let failing = Failing::default();
+    let chain: Vec<Arc<dyn Middleware>> = vec![Arc::new(LlmErrorHandlingMiddleware)];
+    let request = ModelRequest {
+        messages: vec![Message::human("hi")],
+        tools: Vec::new(),
+        metadata: Default::default(),
+        options: Default::default(),
+    };
+    let answer = ModelCall::new(&chain, &failing, &harness.run)
+        .call(request)
+        .await
+        .unwrap();
+    assert_eq!(*failing.calls.lock().unwrap(), 1);
+    assert_eq!(
+        answer.additional_kwargs["deerflow_error_fallback"],
+        Value::Bool(true)
+    );
+    assert_eq!(
+        answer.text(),
+        "LLM request failed: replay miss: nothing recorded"
+    );
+}

@@ -1,0 +1,133 @@
+//! The test-only seed route (`gateway-contract.md` §13): absent from a default build; with the
+//! `test-seed` feature, mounted only when `DEERFLOW_ENABLE_TEST_SEED=1`.
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+fn seed_body(thread_id: &str) -> Value {
+    json!({"thread_id": thread_id, "runs": [
+        {"run_id": format!("{thread_id}-r1"), "created_at": "2026-01-01T00:00:00+00:00", "messages": [
+            {"role": "human", "content": "ALPHA-FIRST-QUESTION-7f3a2c", "id": "h1"},
+            {"role": "ai", "content": "answer ALPHA-FIRST-QUESTION-7f3a2c", "id": "a1"}]},
+        {"run_id": format!("{thread_id}-r2"), "created_at": "2026-01-01T00:01:00+00:00", "messages": [
+            {"role": "human", "content": "OMEGA-SECOND-QUESTION-9b21d4", "id": "h2"},
+            {"role": "ai", "content": "answer OMEGA-SECOND-QUESTION-9b21d4", "id": "a2"}]},
+    ]})
+}
+
+async fn seed_status(gateway: &TestGateway) -> u16 {
+    let mut client = gateway.client();
+    client.register().await;
+    client
+        .post("/api/test-only/seed-runs", seed_body("e2e-multi-run-x"))
+        .await
+        .0
+}
+
+#[tokio::test]
+async fn the_seed_route_is_absent_unless_asked_for() {
+    let gateway = spawn_gateway().await;
+    assert_eq!(
+        seed_status(&gateway).await,
+        404,
+        "authenticated, CSRF passed, and still no route"
+    );
+    gateway.stop().await;
+}
+
+#[test]
+fn only_the_variable_set_to_1_asks_for_the_route() {
+    let cases = [
+        (None, false),
+        (Some("0"), false),
+        (Some("true"), false),
+        (Some("1"), true),
+    ];
+    for (value, expected) in cases {
+        let env = move |name: &str| {
+            (name == "DEERFLOW_ENABLE_TEST_SEED")
+                .then(|| value.map(String::from))
+                .flatten()
+        };
+        let home = tempfile::tempdir().unwrap();
+        let app = gateway_under_test::AppBuilder::new(test_config(home.path()))
+            .provider("scripted", |_: &_, _: &_| {
+                Ok(std::sync::Arc::new(ScriptedModel::default()) as _)
+            })
+            .test_seed_route_from_env(&env)
+            .build()
+            .unwrap();
+        assert_eq!(
+            app.test_seed_route(),
+            expected && cfg!(feature = "test-seed"),
+            "{value:?}"
+        );
+    }
+}
+
+#[cfg(feature = "test-seed")]
+#[tokio::test]
+async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoint() {
+    let gateway = spawn_gateway_with(GatewayOptions {
+        extend: Box::new(|builder| builder.test_seed_route(true)),
+        ..Default::default()
+    })
+    .await;
+    let mut client = gateway.client();
+    client.register().await;
+    let thread_id = "e2e-multi-run-1";
+    let (status, body) = client
+        .post("/api/test-only/seed-runs", seed_body(thread_id))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"ok": true, "thread_id": thread_id, "runs": 2}));
+    let (status, runs) = client.get(&format!("/api/threads/{thread_id}/runs")).await;
+    assert_eq!(
+        status, 200,
+        "no metadata row, and the run routes still answer"
+    );
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [format!("{thread_id}-r2"), format!("{thread_id}-r1")]);
+    let (_, first) = client
+        .get(&format!(
+            "/api/threads/{thread_id}/runs/{thread_id}-r1/messages"
+        ))
+        .await;
+    let first = first["data"].as_array().unwrap().clone();
+    let (_, second) = client
+        .get(&format!(
+            "/api/threads/{thread_id}/runs/{thread_id}-r2/messages"
+        ))
+        .await;
+    let second = second["data"].as_array().unwrap().clone();
+    assert_eq!(
+        first[0]["content"]["content"],
+        "ALPHA-FIRST-QUESTION-7f3a2c"
+    );
+    assert_eq!(first[1]["event_type"], "llm.ai.response");
+    assert!(
+        first.last().unwrap()["seq"].as_i64() < second[0]["seq"].as_i64(),
+        "run 1's rows come first"
+    );
+    assert_eq!(
+        client
+            .get(&format!("/api/threads/{thread_id}/state"))
+            .await
+            .0,
+        404,
+        "no checkpoint, no thread row"
+    );
+    let mut stranger = gateway.client();
+    stranger.register().await;
+    let (_, theirs) = stranger
+        .get(&format!("/api/threads/{thread_id}/runs"))
+        .await;
+    assert_eq!(theirs, json!([]), "runs keep their owner");
+    gateway.stop().await;
+}
