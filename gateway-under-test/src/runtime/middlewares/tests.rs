@@ -115,6 +115,9 @@ async fn run_hook(
 
 type Check = fn(&Option<StateUpdate>, &RunContext);
 
+/// One row: a name, the middleware, the hook to run, the state before, and the check.
+type Case = (&'static str, Arc<dyn Middleware>, Hook, AgentState, Check);
+
 #[tokio::test]
 async fn each_middleware_writes_exactly_its_channels() {
     let ai_with_call = Message::ai(
@@ -151,7 +154,7 @@ async fn each_middleware_writes_exactly_its_channels() {
         state.apply(StateUpdate::channel("sandbox", json!({"sandbox_id": "x"})));
         state
     };
-    let table: Vec<(&str, Arc<dyn Middleware>, Hook, AgentState, Check)> = vec![
+    let table: Vec<Case> = vec![
         (
             "thread data stamps the input",
             Arc::new(ThreadDataMiddleware),
