@@ -247,8 +247,8 @@ impl PasswordHashConfig {
     }
 }
 
-/// One `[[models]]` entry.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One `[[models]]` entry. Its `Debug` output hides the API key.
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 pub struct ModelConfig {
     /// `models[].name`: the name runs select with `context.model_name`.
     pub name: String,
@@ -281,6 +281,22 @@ pub struct ModelConfig {
 
 fn default_request_timeout() -> u64 {
     120
+}
+
+impl std::fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelConfig")
+            .field("name", &self.name)
+            .field("display_name", &self.display_name)
+            .field("use", &self.use_)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[secret removed]"))
+            .field("base_url", &self.base_url)
+            .field("supports_thinking", &self.supports_thinking)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("settings", &self.settings.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl ModelConfig {
@@ -817,6 +833,16 @@ mod tests {
         config.apply_env(&env).unwrap();
         assert_eq!(config.models[0].api_key.as_deref(), Some("sk-test"));
         assert_eq!(config.models[0].base_url.as_deref(), Some("http://h/v1"));
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_api_key() {
+        let mut model = ModelConfig::new("m", "openai");
+        model.api_key = Some("sk-live-abcdefghijklmnop".into());
+        let config = Config { models: vec![model], ..Config::default() };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("sk-live"), "{shown}");
+        assert!(shown.contains("[secret removed]"));
     }
 
     #[test]

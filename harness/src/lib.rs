@@ -3,3 +3,20 @@
 //! Record one real model run once; from then on every `cargo test` replays it through the real
 //! gateway in-process, reduces the gateway's Server-Sent Events to their protocol shape, and
 //! compares that shape with a committed golden snapshot.
+//!
+//! - [`core`]: the generic replay core (canonical hashing, fixtures, the replay engine, shapes,
+//!   first-difference diffs). It never names a gateway type.
+//! - [`adapter`]: binds the core to `gateway-under-test` (replay and capturing models, the
+//!   hermetic configuration, in-process boot).
+//! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
+//!   [`golden`]: goldens in `golden/`.
+//! - [`stand_in`], [`capture_run`], [`scenarios`]: building fixtures from a run.
+
+pub mod adapter;
+pub mod capture_run;
+pub mod core;
+pub mod driver;
+pub mod golden;
+pub mod layer1;
+pub mod scenarios;
+pub mod stand_in;

@@ -1,0 +1,137 @@
+//! Boots `gateway-under-test` in-process for one scenario: a fresh temporary folder holding the
+//! hermetic home and config, the replay (or capturing) provider registered by name, and the
+//! server on 127.0.0.1:0.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gateway_under_test::config::Config;
+use gateway_under_test::{AppBuilder, AppError, RunningGateway};
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::adapter::hermetic::{
+    HermeticError, ModelBlock, REPLAY_PROVIDER, hermetic_config, prepare_home, write_config_file,
+};
+use crate::adapter::replay_model::replay_provider;
+use crate::core::ReplayEngine;
+
+/// Why a gateway could not be booted.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    /// The temporary folder could not be made.
+    #[error("temporary folder: {0}")]
+    TempDir(std::io::Error),
+    /// The hermetic home or config failed.
+    #[error(transparent)]
+    Hermetic(#[from] HermeticError),
+    /// The gateway refused the configuration.
+    #[error("gateway: {0}")]
+    App(#[from] AppError),
+    /// The listener could not bind 127.0.0.1:0.
+    #[error("listen on 127.0.0.1:0: {0}")]
+    Listen(std::io::Error),
+}
+
+/// Changes a test may make through the gateway's real extension points (configuration,
+/// registered tools, middlewares, providers).
+pub struct Extensions {
+    /// Adjusts the configuration after the hermetic settings are applied.
+    pub configure: Box<dyn FnOnce(&mut Config) + Send>,
+    /// Adjusts the app builder.
+    pub extend: Box<dyn FnOnce(AppBuilder) -> AppBuilder + Send>,
+}
+
+impl Default for Extensions {
+    fn default() -> Self {
+        Extensions {
+            configure: Box::new(|_| {}),
+            extend: Box::new(|builder| builder),
+        }
+    }
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Extensions { .. }")
+    }
+}
+
+/// A gateway serving one scenario. Its temporary folder lives as long as it does.
+#[derive(Debug)]
+pub struct BootedGateway {
+    /// The running server.
+    pub gateway: RunningGateway,
+    folder: TempDir,
+}
+
+impl BootedGateway {
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        self.gateway.url()
+    }
+
+    /// The temporary folder (home and `config.toml`).
+    pub fn folder(&self) -> &Path {
+        self.folder.path()
+    }
+
+    /// Stops the server; the temporary folder is removed when this value is dropped.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        self.gateway.shutdown().await
+    }
+}
+
+/// Where a booted gateway's model calls go.
+pub enum ModelWiring {
+    /// Replay from an engine (Layer 1).
+    Replay(Arc<ReplayEngine>),
+    /// A real OpenAI-compatible endpoint, each call captured (fixture building).
+    Capture {
+        /// The model block with the endpoint and key.
+        block: ModelBlock,
+        /// Where captured turns go.
+        captured: crate::adapter::capture::CapturedTurns,
+    },
+}
+
+/// Boots a gateway with the hermetic configuration, `gateway_config` overrides from the fixture,
+/// and optional test extensions.
+pub async fn boot(
+    wiring: ModelWiring,
+    overrides: Option<&Value>,
+    extensions: Extensions,
+) -> Result<BootedGateway, BootError> {
+    let folder = tempfile::Builder::new()
+        .prefix("replay-gw-")
+        .tempdir()
+        .map_err(BootError::TempDir)?;
+    let home = prepare_home(folder.path())?;
+    let block = match &wiring {
+        ModelWiring::Replay(_) => ModelBlock::Replay,
+        ModelWiring::Capture { block, .. } => block.clone(),
+    };
+    let mut config = hermetic_config(&home, &block, overrides)?;
+    (extensions.configure)(&mut config);
+    write_config_file(folder.path(), &config)?;
+    let builder = match wiring {
+        ModelWiring::Replay(engine) => {
+            AppBuilder::new(config).provider(REPLAY_PROVIDER, replay_provider(engine))
+        }
+        ModelWiring::Capture { captured, .. } => AppBuilder::new(config).provider(
+            "openai",
+            crate::adapter::capture::capturing_openai_provider(captured),
+        ),
+    };
+    let app = (extensions.extend)(builder).build()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(BootError::Listen)?;
+    let gateway = app.serve(listener).map_err(BootError::Listen)?;
+    Ok(BootedGateway { gateway, folder })
+}
+
+/// The hermetic home inside a booted gateway's folder.
+pub fn home_of(folder: &Path) -> PathBuf {
+    folder.join("home")
+}

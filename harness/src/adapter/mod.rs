@@ -1,0 +1,11 @@
+//! The one adapter that binds the generic core to `gateway-under-test`: the replay and capturing
+//! `ChatModel`s, the hermetic configuration, and booting the gateway in-process.
+
+pub mod boot;
+pub mod capture;
+pub mod hermetic;
+pub mod replay_model;
+
+pub use boot::{BootError, BootedGateway, Extensions, ModelWiring, boot};
+pub use hermetic::{ModelBlock, SCENARIO_MODEL};
+pub use replay_model::ReplayChatModel;

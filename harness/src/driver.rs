@@ -1,0 +1,294 @@
+//! The wire driver: drives any DeerFlow-compatible gateway over HTTP the way the frontend does
+//! (register → CSRF cookie → thread → `runs/stream`), with reqwest and eventsource-stream. It
+//! knows no gateway types, only the wire contract.
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::core::{Shape, shape_of};
+
+/// A failed step of the drive, naming the route.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The request could not be sent or its body not read.
+    #[error("{route}: {source}")]
+    Http {
+        /// Method and path.
+        route: String,
+        /// What reqwest said.
+        source: reqwest::Error,
+    },
+    /// The gateway answered with an unexpected status.
+    #[error("{route}: expected {expected}, got {status}: {body}")]
+    Status {
+        /// Method and path.
+        route: String,
+        /// The expected status.
+        expected: u16,
+        /// The status received.
+        status: u16,
+        /// The response body (truncated).
+        body: String,
+    },
+    /// Registration set no `csrf_token` cookie.
+    #[error("POST /api/v1/auth/register: no csrf_token cookie was set")]
+    MissingCsrfCookie,
+    /// The SSE stream broke.
+    #[error("{route}: the event stream broke: {message}")]
+    Stream {
+        /// Method and path.
+        route: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One SSE event as the client parsed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    /// The event name.
+    pub event: String,
+    /// The data, as sent.
+    pub data: String,
+    /// The id, when the frame carried one.
+    pub id: Option<String>,
+}
+
+/// Everything one streamed run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTranscript {
+    /// The request body that started the run.
+    pub request: Value,
+    /// Parsed events, in order.
+    pub events: Vec<SseEvent>,
+    /// The raw response body, for failure reports.
+    pub raw: String,
+}
+
+impl RunTranscript {
+    /// The protocol shape: `(event name, sorted top-level keys or null)` per event.
+    pub fn shapes(&self) -> Vec<Shape> {
+        self.events
+            .iter()
+            .map(|event| shape_of(Some(&event.event), &event.data))
+            .collect()
+    }
+
+    /// The data of the last `values` event.
+    pub fn final_values(&self) -> Option<Value> {
+        self.events
+            .iter()
+            .rev()
+            .find(|event| event.event == "values")
+            .and_then(|event| serde_json::from_str(&event.data).ok())
+    }
+
+    /// The run id from the `metadata` event.
+    pub fn run_id(&self) -> Option<String> {
+        let metadata = self.events.iter().find(|event| event.event == "metadata")?;
+        let data: Value = serde_json::from_str(&metadata.data).ok()?;
+        data.get("run_id")?.as_str().map(String::from)
+    }
+}
+
+/// A browser-like session against one gateway: a cookie jar and the CSRF token.
+#[derive(Debug)]
+pub struct Driver {
+    base: String,
+    http: reqwest::Client,
+    csrf: Option<String>,
+}
+
+/// The password every driven user registers with.
+pub const DRIVER_PASSWORD: &str = "very-strong-password-123";
+
+async fn expect_status(
+    route: &str,
+    response: reqwest::Response,
+    expected: u16,
+) -> Result<reqwest::Response, DriverError> {
+    if response.status().as_u16() == expected {
+        return Ok(response);
+    }
+    let status = response.status().as_u16();
+    let body: String = response.text().await.unwrap_or_default().chars().take(2000).collect();
+    Err(DriverError::Status {
+        route: route.to_string(),
+        expected,
+        status,
+        body,
+    })
+}
+
+impl Driver {
+    /// A session for the gateway at `base` (`http://127.0.0.1:<port>`).
+    pub fn new(base: &str) -> Result<Driver, DriverError> {
+        let http = reqwest::Client::builder()
+            .cookie_store(true)
+            .no_proxy()
+            .build()
+            .map_err(|source| DriverError::Http {
+                route: "client".into(),
+                source,
+            })?;
+        Ok(Driver {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+            csrf: None,
+        })
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        let request = self.http.post(format!("{}{path}", self.base));
+        match &self.csrf {
+            Some(token) => request.header("X-CSRF-Token", token),
+            None => request,
+        }
+    }
+
+    /// Registers `e2e-<8 hex>@example.com` and keeps the `csrf_token` cookie.
+    pub async fn register(&mut self) -> Result<(), DriverError> {
+        let route = "POST /api/v1/auth/register";
+        let email = format!("e2e-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let response = self
+            .post("/api/v1/auth/register")
+            .json(&json!({"email": email, "password": DRIVER_PASSWORD}))
+            .send()
+            .await
+            .map_err(|source| DriverError::Http { route: route.into(), source })?;
+        let response = expect_status(route, response, 201).await?;
+        let token = response
+            .cookies()
+            .find(|cookie| cookie.name() == "csrf_token")
+            .map(|cookie| cookie.value().to_string())
+            .ok_or(DriverError::MissingCsrfCookie)?;
+        self.csrf = Some(token);
+        Ok(())
+    }
+
+    /// Creates a thread with a fresh UUID id.
+    pub async fn create_thread(&self) -> Result<String, DriverError> {
+        let route = "POST /api/threads";
+        let thread_id = uuid::Uuid::new_v4().to_string();
+        let response = self
+            .post("/api/threads")
+            .json(&json!({"thread_id": thread_id, "metadata": {}}))
+            .send()
+            .await
+            .map_err(|source| DriverError::Http { route: route.into(), source })?;
+        expect_status(route, response, 200).await?;
+        Ok(thread_id)
+    }
+
+    /// Streams one run with the Layer 1 body (`stream_mode: ["values"]`,
+    /// `recursion_limit: 100`) and reads the whole stream.
+    pub async fn stream_run(
+        &self,
+        thread_id: &str,
+        prompt: &str,
+        context: &Value,
+    ) -> Result<RunTranscript, DriverError> {
+        let path = format!("/api/threads/{thread_id}/runs/stream");
+        let route = format!("POST {path}");
+        let request = json!({
+            "assistant_id": "lead_agent",
+            "input": {"messages": [{"role": "user", "content": prompt}]},
+            "config": {"recursion_limit": 100},
+            "context": context,
+            "stream_mode": ["values"],
+        });
+        let response = self
+            .post(&path)
+            .json(&request)
+            .send()
+            .await
+            .map_err(|source| DriverError::Http { route: route.clone(), source })?;
+        let response = expect_status(&route, response, 200).await?;
+        let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let tee = raw.clone();
+        let bytes = response.bytes_stream().map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                tee.lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .extend_from_slice(bytes);
+            }
+            chunk
+        });
+        let mut stream = bytes.eventsource();
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|err| DriverError::Stream {
+                route: route.clone(),
+                message: err.to_string(),
+            })?;
+            events.push(SseEvent {
+                event: event.event,
+                data: event.data,
+                id: (!event.id.is_empty()).then_some(event.id),
+            });
+        }
+        let raw = String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        Ok(RunTranscript {
+            request,
+            events,
+            raw,
+        })
+    }
+
+    /// `POST /api/threads/{id}/suggestions` with the last six visible messages, as the frontend
+    /// does after a run; returns the answer body.
+    pub async fn suggestions(
+        &self,
+        thread_id: &str,
+        messages: &[(String, String)],
+        n: u32,
+    ) -> Result<Value, DriverError> {
+        let path = format!("/api/threads/{thread_id}/suggestions");
+        let route = format!("POST {path}");
+        let recent: Vec<Value> = messages
+            .iter()
+            .skip(messages.len().saturating_sub(6))
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let response = self
+            .post(&path)
+            .json(&json!({"messages": recent, "n": n}))
+            .send()
+            .await
+            .map_err(|source| DriverError::Http { route: route.clone(), source })?;
+        let response = expect_status(&route, response, 200).await?;
+        response
+            .json()
+            .await
+            .map_err(|source| DriverError::Http { route, source })
+    }
+}
+
+/// The visible human and AI messages of a `values` state as `(role, text)`, the way the frontend
+/// builds the suggestions request: hidden messages skipped, AI messages without text skipped.
+pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
+    let Some(messages) = values.get("messages").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    messages
+        .iter()
+        .filter(|message| message.pointer("/additional_kwargs/hide_from_ui") != Some(&Value::Bool(true)))
+        .filter_map(|message| {
+            let role = match message.get("type")?.as_str()? {
+                "human" => "user",
+                "ai" => "assistant",
+                _ => return None,
+            };
+            let text = match message.get("content")? {
+                Value::String(text) => text.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|block| block.get("text").and_then(Value::as_str))
+                    .collect(),
+                _ => return None,
+            };
+            (!text.trim().is_empty()).then(|| (role.to_string(), text))
+        })
+        .collect()
+}

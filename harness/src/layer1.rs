@@ -1,0 +1,185 @@
+//! Layer 1: one fixture through the real gateway, in-process and keyless. Boot with the replay
+//! model, drive register → thread → `runs/stream` (then any follow-up prompts in the same
+//! thread), reduce the SSE to shapes, and collect the misses the error middleware hid.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
+use crate::core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document};
+use crate::driver::{Driver, DriverError, RunTranscript};
+use crate::golden::stem_of;
+
+/// Why a scenario could not run at all (as opposed to running and drifting).
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The fixture is malformed.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// The gateway did not boot.
+    #[error("booting the gateway for {fixture}: {source}")]
+    Boot {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: BootError,
+    },
+    /// A request of the drive failed.
+    #[error("driving the gateway for {fixture}: {source}")]
+    Drive {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: DriverError,
+    },
+}
+
+/// The result of running one fixture.
+#[derive(Debug)]
+pub struct ScenarioRun {
+    /// The fixture file.
+    pub fixture_path: PathBuf,
+    /// The fixture.
+    pub fixture: Fixture,
+    /// One transcript per prompt (the prompt, then each follow-up).
+    pub transcripts: Vec<RunTranscript>,
+    /// Model calls with no recorded output.
+    pub misses: Vec<Miss>,
+    /// Turns nobody asked for (information, not failure).
+    pub unused_turns: Vec<usize>,
+    /// Wall time from boot to shutdown.
+    pub elapsed: Duration,
+}
+
+impl ScenarioRun {
+    /// The snapshot name: the fixture's file name without `.json`.
+    pub fn stem(&self) -> String {
+        stem_of(&self.fixture_path)
+    }
+
+    /// The shape sequence of every run, in order.
+    pub fn shapes(&self) -> Vec<Shape> {
+        self.transcripts.iter().flat_map(RunTranscript::shapes).collect()
+    }
+
+    /// DeerFlow's golden document for these shapes.
+    pub fn golden_document(&self) -> String {
+        golden_document(&self.fixture.scenario, &self.fixture.mode, &self.shapes())
+    }
+
+    /// The Layer 1 assertions before the golden comparison (`replay-and-fixtures.md` §8.3):
+    /// the first event is `metadata`, the last is `end`, and the replay model missed nothing.
+    /// The error is a full report.
+    pub fn check(&self) -> Result<(), String> {
+        let shapes = self.shapes();
+        let first = shapes.first().and_then(|s| s.event.as_deref());
+        let last = shapes.last().and_then(|s| s.event.as_deref());
+        let mut problems = Vec::new();
+        if first != Some("metadata") {
+            problems.push(format!("the first event is {first:?}, expected \"metadata\""));
+        }
+        if last != Some("end") {
+            problems.push(format!("the last event is {last:?}, expected \"end\""));
+        }
+        if !self.misses.is_empty() {
+            let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
+            problems.push(format!(
+                "replay miss ({}): the fixture is stale vs the current gateway; re-record it (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
+                self.misses.len()
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{}\n\n{}", problems.join("\n"), self.report()))
+        }
+    }
+
+    /// Everything needed to explain a failure: the fixture, each request and raw SSE transcript,
+    /// and every miss with its key, canonical input and nearest recorded turn.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "fixture: {}", self.fixture_path.display());
+        for (index, transcript) in self.transcripts.iter().enumerate() {
+            let _ = writeln!(out, "\n--- run {index} request ---\n{}", transcript.request);
+            let _ = writeln!(out, "--- run {index} SSE transcript ---\n{}", transcript.raw);
+        }
+        for miss in &self.misses {
+            let _ = writeln!(out, "--- miss ---\n{miss}");
+        }
+        if !self.unused_turns.is_empty() {
+            let _ = writeln!(out, "unused turns (information only): {:?}", self.unused_turns);
+        }
+        out
+    }
+
+    /// Turns used of recorded.
+    pub fn turns_used(&self) -> usize {
+        self.fixture.turns.len() - self.unused_turns.len()
+    }
+}
+
+/// Runs a fixture file.
+pub async fn run_fixture(path: &Path) -> Result<ScenarioRun, HarnessError> {
+    run_fixture_with(path, Extensions::default()).await
+}
+
+/// Runs a fixture file with test extensions (drift tests use the gateway's real extension
+/// points through these).
+pub async fn run_fixture_with(
+    path: &Path,
+    extensions: Extensions,
+) -> Result<ScenarioRun, HarnessError> {
+    let fixture = Fixture::load(path)?;
+    run_loaded(path, fixture, extensions).await
+}
+
+/// Runs an already loaded fixture.
+pub async fn run_loaded(
+    path: &Path,
+    fixture: Fixture,
+    extensions: Extensions,
+) -> Result<ScenarioRun, HarnessError> {
+    let started = Instant::now();
+    let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
+    let booted = boot(
+        ModelWiring::Replay(engine.clone()),
+        fixture.gateway_config.as_ref(),
+        extensions,
+    )
+    .await
+    .map_err(|source| HarnessError::Boot {
+        fixture: path.to_path_buf(),
+        source,
+    })?;
+    let drive = drive_prompts(&booted.url(), &fixture).await;
+    if let Err(err) = booted.shutdown().await {
+        tracing::warn!("gateway shutdown: {err}");
+    }
+    let transcripts = drive.map_err(|source| HarnessError::Drive {
+        fixture: path.to_path_buf(),
+        source,
+    })?;
+    Ok(ScenarioRun {
+        fixture_path: path.to_path_buf(),
+        misses: engine.take_misses(),
+        unused_turns: engine.unused_turns(),
+        fixture,
+        transcripts,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it.
+pub async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
+    let mut driver = Driver::new(url)?;
+    driver.register().await?;
+    let thread_id = driver.create_thread().await?;
+    let mut transcripts = Vec::new();
+    for prompt in std::iter::once(&fixture.prompt).chain(&fixture.followups) {
+        transcripts.push(driver.stream_run(&thread_id, prompt, &fixture.context).await?);
+    }
+    Ok(transcripts)
+}

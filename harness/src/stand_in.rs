@@ -1,0 +1,145 @@
+//! A scripted OpenAI-compatible Chat Completions server on 127.0.0.1: the stand-in for a real
+//! model when fixtures are built without a key. Each request gets the next scripted reply, in
+//! order; the gateway's real OpenAI provider talks to it over HTTP.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// One scripted reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// An assistant message with text only (`finish_reason: stop`).
+    Text(String),
+    /// An assistant message calling tools (`finish_reason: tool_calls`): `(name, args)` pairs.
+    ToolCalls(Vec<(String, Value)>),
+    /// An HTTP error with an OpenAI-style error body.
+    Error {
+        /// The HTTP status.
+        status: u16,
+        /// The error message.
+        message: String,
+    },
+}
+
+#[derive(Debug, Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    requests: Vec<Value>,
+    served: usize,
+}
+
+/// A running stand-in server. Stops when dropped.
+#[derive(Debug)]
+pub struct StandIn {
+    base_url: String,
+    script: Arc<Mutex<Script>>,
+    _stop: DropGuard,
+}
+
+/// The model name the stand-in reports, written into fixtures' `model` field so nobody mistakes
+/// a stand-in fixture for a real model's.
+pub const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
+
+fn lock(script: &Mutex<Script>) -> std::sync::MutexGuard<'_, Script> {
+    script.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl StandIn {
+    /// Starts a server that answers with `replies` in order.
+    pub async fn start(replies: Vec<Reply>) -> std::io::Result<StandIn> {
+        let script = Arc::new(Mutex::new(Script {
+            replies: replies.into(),
+            ..Script::default()
+        }));
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}/v1", listener.local_addr()?);
+        let router = axum::Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .with_state(script.clone());
+        let stop = CancellationToken::new();
+        let signal = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router).with_graceful_shutdown(signal);
+            if let Err(err) = served.await {
+                tracing::warn!("stand-in server stopped: {err}");
+            }
+        });
+        Ok(StandIn {
+            base_url,
+            script,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// The `base_url` to configure (`http://127.0.0.1:<port>/v1`).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.script).requests.clone()
+    }
+
+    /// Replies not served yet.
+    pub fn remaining(&self) -> usize {
+        lock(&self.script).replies.len()
+    }
+}
+
+async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Value>) -> Response {
+    let (reply, index) = {
+        let mut script = lock(&script);
+        script.requests.push(body.clone());
+        script.served += 1;
+        (script.replies.pop_front(), script.served)
+    };
+    let model = body.get("model").cloned().unwrap_or(json!(STAND_IN_MODEL));
+    let Some(reply) = reply else {
+        let error = json!({"error": {"message": "the stand-in script has no reply left", "type": "stand_in_exhausted"}});
+        return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
+    };
+    let (message, finish_reason) = match reply {
+        Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Reply::ToolCalls(calls) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(position, (name, args))| {
+                    json!({
+                        "id": format!("call_standin_{index}_{position}"),
+                        "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()},
+                    })
+                })
+                .collect();
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                "tool_calls",
+            )
+        }
+        Reply::Error { status, message } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            let error = json!({"error": {"message": message, "type": "invalid_request_error"}});
+            return (status, Json(error)).into_response();
+        }
+    };
+    let usage = json!({"prompt_tokens": 100 + index, "completion_tokens": 10, "total_tokens": 110 + index});
+    Json(json!({
+        "id": format!("chatcmpl-standin-{index}"),
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage,
+    }))
+    .into_response()
+}
