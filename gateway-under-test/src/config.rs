@@ -290,7 +290,10 @@ impl std::fmt::Debug for ModelConfig {
             .field("display_name", &self.display_name)
             .field("use", &self.use_)
             .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[secret removed]"))
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| "[secret removed]"),
+            )
             .field("base_url", &self.base_url)
             .field("supports_thinking", &self.supports_thinking)
             .field("request_timeout_secs", &self.request_timeout_secs)
@@ -839,7 +842,10 @@ mod tests {
     fn debug_output_never_shows_the_api_key() {
         let mut model = ModelConfig::new("m", "openai");
         model.api_key = Some("sk-live-abcdefghijklmnop".into());
-        let config = Config { models: vec![model], ..Config::default() };
+        let config = Config {
+            models: vec![model],
+            ..Config::default()
+        };
         let shown = format!("{config:?}");
         assert!(!shown.contains("sk-live"), "{shown}");
         assert!(shown.contains("[secret removed]"));

@@ -58,6 +58,7 @@ pub async fn capture_scenario(
     meta: &ScenarioMeta,
     block: ModelBlock,
     model_label: &str,
+    extensions: Extensions,
 ) -> Result<Captured, HarnessError> {
     let origin = Path::new("<capture>");
     let captured = CapturedTurns::default();
@@ -67,7 +68,7 @@ pub async fn capture_scenario(
             captured: captured.clone(),
         },
         meta.gateway_config.as_ref(),
-        Extensions::default(),
+        extensions,
     )
     .await
     .map_err(|source| HarnessError::Boot {
@@ -121,6 +122,7 @@ pub async fn capture_scenario(
 pub async fn capture_with_stand_in(
     meta: &ScenarioMeta,
     replies: Vec<Reply>,
+    extensions: Extensions,
 ) -> Result<Captured, HarnessError> {
     let stand_in = StandIn::start(replies)
         .await
@@ -133,9 +135,12 @@ pub async fn capture_with_stand_in(
         api_key: "stand-in-needs-no-key".into(),
         base_url: stand_in.base_url().to_string(),
     };
-    let captured = capture_scenario(meta, block, STAND_IN_MODEL).await?;
+    let captured = capture_scenario(meta, block, STAND_IN_MODEL, extensions).await?;
     if stand_in.remaining() > 0 {
-        tracing::warn!("the stand-in script has {} unused replies", stand_in.remaining());
+        tracing::warn!(
+            "the stand-in script has {} unused replies",
+            stand_in.remaining()
+        );
     }
     Ok(captured)
 }

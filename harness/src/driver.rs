@@ -112,7 +112,13 @@ async fn expect_status(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body: String = response.text().await.unwrap_or_default().chars().take(2000).collect();
+    let body: String = response
+        .text()
+        .await
+        .unwrap_or_default()
+        .chars()
+        .take(2000)
+        .collect();
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -150,13 +156,19 @@ impl Driver {
     /// Registers `e2e-<8 hex>@example.com` and keeps the `csrf_token` cookie.
     pub async fn register(&mut self) -> Result<(), DriverError> {
         let route = "POST /api/v1/auth/register";
-        let email = format!("e2e-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let email = format!(
+            "e2e-{}@example.com",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
         let response = self
             .post("/api/v1/auth/register")
             .json(&json!({"email": email, "password": DRIVER_PASSWORD}))
             .send()
             .await
-            .map_err(|source| DriverError::Http { route: route.into(), source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.into(),
+                source,
+            })?;
         let response = expect_status(route, response, 201).await?;
         let token = response
             .cookies()
@@ -176,7 +188,10 @@ impl Driver {
             .json(&json!({"thread_id": thread_id, "metadata": {}}))
             .send()
             .await
-            .map_err(|source| DriverError::Http { route: route.into(), source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.into(),
+                source,
+            })?;
         expect_status(route, response, 200).await?;
         Ok(thread_id)
     }
@@ -203,7 +218,10 @@ impl Driver {
             .json(&request)
             .send()
             .await
-            .map_err(|source| DriverError::Http { route: route.clone(), source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.clone(),
+                source,
+            })?;
         let response = expect_status(&route, response, 200).await?;
         let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();
@@ -228,7 +246,8 @@ impl Driver {
                 id: (!event.id.is_empty()).then_some(event.id),
             });
         }
-        let raw = String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        let raw =
+            String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
         Ok(RunTranscript {
             request,
             events,
@@ -256,7 +275,10 @@ impl Driver {
             .json(&json!({"messages": recent, "n": n}))
             .send()
             .await
-            .map_err(|source| DriverError::Http { route: route.clone(), source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.clone(),
+                source,
+            })?;
         let response = expect_status(&route, response, 200).await?;
         response
             .json()
@@ -273,7 +295,9 @@ pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
     };
     messages
         .iter()
-        .filter(|message| message.pointer("/additional_kwargs/hide_from_ui") != Some(&Value::Bool(true)))
+        .filter(|message| {
+            message.pointer("/additional_kwargs/hide_from_ui") != Some(&Value::Bool(true))
+        })
         .filter_map(|message| {
             let role = match message.get("type")?.as_str()? {
                 "human" => "user",

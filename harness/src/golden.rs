@@ -82,6 +82,9 @@ mod tests {
 
     #[test]
     fn stems_drop_only_the_json_extension() {
-        assert_eq!(stem_of(Path::new("fixtures/write_read_file.ultra.json")), "write_read_file.ultra");
+        assert_eq!(
+            stem_of(Path::new("fixtures/write_read_file.ultra.json")),
+            "write_read_file.ultra"
+        );
     }
 }

@@ -61,7 +61,10 @@ impl ScenarioRun {
 
     /// The shape sequence of every run, in order.
     pub fn shapes(&self) -> Vec<Shape> {
-        self.transcripts.iter().flat_map(RunTranscript::shapes).collect()
+        self.transcripts
+            .iter()
+            .flat_map(RunTranscript::shapes)
+            .collect()
     }
 
     /// DeerFlow's golden document for these shapes.
@@ -78,7 +81,9 @@ impl ScenarioRun {
         let last = shapes.last().and_then(|s| s.event.as_deref());
         let mut problems = Vec::new();
         if first != Some("metadata") {
-            problems.push(format!("the first event is {first:?}, expected \"metadata\""));
+            problems.push(format!(
+                "the first event is {first:?}, expected \"metadata\""
+            ));
         }
         if last != Some("end") {
             problems.push(format!("the last event is {last:?}, expected \"end\""));
@@ -102,15 +107,46 @@ impl ScenarioRun {
     pub fn report(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "fixture: {}", self.fixture_path.display());
+        let full = std::env::var_os("HARNESS_FULL_TRANSCRIPT").is_some();
         for (index, transcript) in self.transcripts.iter().enumerate() {
             let _ = writeln!(out, "\n--- run {index} request ---\n{}", transcript.request);
-            let _ = writeln!(out, "--- run {index} SSE transcript ---\n{}", transcript.raw);
+            if full {
+                let _ = writeln!(
+                    out,
+                    "--- run {index} SSE transcript ---\n{}",
+                    transcript.raw
+                );
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
+            );
+            for (position, event) in transcript.events.iter().enumerate() {
+                let shape = crate::core::shape_of(Some(&event.event), &event.data);
+                let data: String = event.data.chars().take(160).collect();
+                let cut = if event.data.chars().count() > 160 {
+                    "…"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "[{position:>2}] {:<9} keys={:?}\n     data: {data}{cut}",
+                    event.event,
+                    shape.keys.unwrap_or_default()
+                );
+            }
         }
         for miss in &self.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
         if !self.unused_turns.is_empty() {
-            let _ = writeln!(out, "unused turns (information only): {:?}", self.unused_turns);
+            let _ = writeln!(
+                out,
+                "unused turns (information only): {:?}",
+                self.unused_turns
+            );
         }
         out
     }
@@ -173,13 +209,20 @@ pub async fn run_loaded(
 }
 
 /// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it.
-pub async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
+pub async fn drive_prompts(
+    url: &str,
+    fixture: &Fixture,
+) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
     let thread_id = driver.create_thread().await?;
     let mut transcripts = Vec::new();
     for prompt in std::iter::once(&fixture.prompt).chain(&fixture.followups) {
-        transcripts.push(driver.stream_run(&thread_id, prompt, &fixture.context).await?);
+        transcripts.push(
+            driver
+                .stream_run(&thread_id, prompt, &fixture.context)
+                .await?,
+        );
     }
     Ok(transcripts)
 }

@@ -50,7 +50,9 @@ pub struct StandIn {
 pub const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
 
 fn lock(script: &Mutex<Script>) -> std::sync::MutexGuard<'_, Script> {
-    script.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    script
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl StandIn {
@@ -133,7 +135,8 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Val
             return (status, Json(error)).into_response();
         }
     };
-    let usage = json!({"prompt_tokens": 100 + index, "completion_tokens": 10, "total_tokens": 110 + index});
+    let usage =
+        json!({"prompt_tokens": 100 + index, "completion_tokens": 10, "total_tokens": 110 + index});
     Json(json!({
         "id": format!("chatcmpl-standin-{index}"),
         "object": "chat.completion",

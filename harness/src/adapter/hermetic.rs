@@ -83,11 +83,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HermeticError + '_ {
 /// extensions config, and returns the home folder.
 pub fn prepare_home(root: &Path) -> Result<PathBuf, HermeticError> {
     let home = root.join("home");
-    for folder in [home.join("skills/public"), home.join("skills/custom"), home.join("db")] {
+    for folder in [
+        home.join("skills/public"),
+        home.join("skills/custom"),
+        home.join("db"),
+    ] {
         std::fs::create_dir_all(&folder).map_err(io(&folder))?;
     }
     let extensions = home.join("extensions_config.json");
-    std::fs::write(&extensions, "{\"mcpServers\": {}, \"skills\": {}}\n").map_err(io(&extensions))?;
+    std::fs::write(&extensions, "{\"mcpServers\": {}, \"skills\": {}}\n")
+        .map_err(io(&extensions))?;
     Ok(home)
 }
 
@@ -190,9 +195,19 @@ mod tests {
     #[test]
     fn the_pinned_settings_are_the_spec_table() {
         let config = hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, None).unwrap();
-        let tools: Vec<(&str, &str)> =
-            config.tools.iter().map(|t| (t.name.as_str(), t.group.as_str())).collect();
-        assert_eq!(tools, [("ls", "file:read"), ("read_file", "file:read"), ("write_file", "file:write")]);
+        let tools: Vec<(&str, &str)> = config
+            .tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.group.as_str()))
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                ("ls", "file:read"),
+                ("read_file", "file:read"),
+                ("write_file", "file:write")
+            ]
+        );
         assert!(!config.memory.enabled && !config.summarization.enabled);
         assert!(config.title.enabled && config.title.model_name.is_none());
         assert_eq!((config.title.max_chars, config.title.max_words), (60, 6));
@@ -203,11 +218,16 @@ mod tests {
     #[test]
     fn overrides_merge_into_the_configuration_and_bad_ones_are_named() {
         let overrides = json!({"title": {"model_name": SCENARIO_MODEL}});
-        let config = hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&overrides)).unwrap();
+        let config =
+            hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&overrides)).unwrap();
         assert_eq!(config.title.model_name.as_deref(), Some(SCENARIO_MODEL));
-        assert!(config.title.enabled, "untouched keys keep their pinned values");
+        assert!(
+            config.title.enabled,
+            "untouched keys keep their pinned values"
+        );
         let bad = json!({"title": {"model_name": "ghost"}});
-        let err = hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&bad)).unwrap_err();
+        let err =
+            hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&bad)).unwrap_err();
         assert!(err.to_string().contains("title.model_name"), "{err}");
     }
 

@@ -64,8 +64,14 @@ impl ChatModel for ReplayChatModel {
 
 /// Rebuilds a recorded failure: `{"type", "message", "status"?}`.
 fn recorded_error(error: &Value) -> ModelError {
-    let kind = error.get("type").and_then(Value::as_str).unwrap_or("APIError");
-    let message = error.get("message").and_then(Value::as_str).unwrap_or("recorded error");
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("APIError");
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("recorded error");
     let mut rebuilt = ModelError::new(kind, message);
     if let Some(status) = error.get("status").and_then(Value::as_u64) {
         rebuilt = rebuilt.with_status(status as u16);

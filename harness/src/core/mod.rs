@@ -1,0 +1,35 @@
+//! The generic replay core: everything needed to replay a recorded LLM run by content, with no
+//! dependency on any gateway type.
+//!
+//! Messages are `serde_json::Value`s in LangChain's dict forms. The pieces:
+//!
+//! - [`pyjson`]: CPython-identical JSON text (the bytes that get hashed);
+//! - [`normalize`]: the eight volatile-text rules;
+//! - [`canonical`]: the replay key (canonical conversation, hashes, caller identity);
+//! - [`fixture`]: fixture files, loading, validation and byte-exact writing;
+//! - [`replay`]: the engine that serves recorded outputs and records misses;
+//! - [`shapes`]: SSE shape extraction and golden documents;
+//! - [`diff`]: the first-difference walk used to explain misses.
+//!
+//! The specification is `replay-and-fixtures.md` §2 to §5 and §8.2, and `recording-format.md` §7.3.
+
+pub mod canonical;
+pub mod diff;
+pub mod fixture;
+pub mod normalize;
+pub mod pyjson;
+pub mod replay;
+pub mod shapes;
+
+pub use canonical::{
+    DEFAULT_CALLER, ReplayKey, caller_identity, canonical_conversation, conversation_hash,
+    input_hash, normalize_caller, replay_key,
+};
+pub use diff::{Difference, first_difference};
+pub use fixture::{Fixture, FixtureError, Turn};
+pub use normalize::{is_python_whitespace, normalize, python_strip};
+pub use pyjson::{
+    python_float_repr, python_repr, python_str, to_python_json, to_python_pretty_json,
+};
+pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
+pub use shapes::{Shape, golden_document, raw_prefix, shape_of, shapes_from_sse};

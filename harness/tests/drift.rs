@@ -1,0 +1,408 @@
+//! Proof that the harness catches drift, and stays green when only volatile things change.
+//!
+//! Each test replays a shipped fixture through the real gateway with one change made through the
+//! gateway's own extension points (its configuration, a registered tool, a registered
+//! middleware), then asserts how the harness reacts: a changed golden, a replay miss, or neither.
+//! The one exception is the renamed SSE event: no extension point renames events, so that test
+//! edits the collected transcript, standing in for a gateway change to its SSE writer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use gateway_under_test::messages::{Message, MessageType};
+use gateway_under_test::models::{ModelError, ModelRequest, ToolSpec};
+use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall};
+use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
+use gateway_under_test::tools::{Tool, ToolContext};
+use harness::adapter::Extensions;
+use harness::capture_run::{ScenarioMeta, capture_with_stand_in};
+use harness::core::golden_document;
+use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
+use harness::stand_in::Reply;
+use serde_json::{Value, json};
+
+fn scenario_fixture() -> PathBuf {
+    fixtures_dir().join("write_read_file.ultra.json")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("Failed to build a runtime")
+}
+
+fn replay(path: &Path, extensions: Extensions) -> ScenarioRun {
+    runtime()
+        .block_on(run_fixture_with(path, extensions))
+        .unwrap_or_else(|err| panic!("{} did not run: {err}", path.display()))
+}
+
+fn golden_of(run: &ScenarioRun) -> GoldenStatus {
+    golden_status(&run.stem(), &run.golden_document())
+}
+
+#[track_caller]
+fn assert_green(run: &ScenarioRun) {
+    if let Err(report) = run.check() {
+        panic!("expected a clean replay:\n{report}");
+    }
+    assert_eq!(golden_of(run), GoldenStatus::Ok, "{}", run.report());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The baseline: the unchanged gateway is green, so every red below is caused by its one change.
+
+#[test]
+fn the_unchanged_gateway_replays_the_fixture_green() {
+    assert_green(&replay(&scenario_fixture(), Extensions::default()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drift that must turn the build red.
+
+#[test]
+fn a_renamed_sse_event_changes_the_golden() {
+    let mut run = replay(&scenario_fixture(), Extensions::default());
+    for transcript in &mut run.transcripts {
+        for event in &mut transcript.events {
+            if event.event == "values" {
+                event.event = "state".into();
+            }
+        }
+    }
+    assert!(run.check().is_ok(), "framing and misses are unaffected");
+    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+}
+
+/// Writes a `todos` channel before the agent runs, as a new protocol-neutral feature might.
+struct TodosMiddleware;
+
+#[async_trait]
+impl Middleware for TodosMiddleware {
+    fn name(&self) -> &'static str {
+        "TodosMiddleware"
+    }
+
+    async fn before_agent(&self, _state: &AgentState, _run: &RunContext) -> HookResult {
+        Ok(Some(StateUpdate::channel("todos", json!([]))))
+    }
+}
+
+#[test]
+fn a_state_key_added_by_a_new_middleware_changes_the_golden() {
+    let run = replay(
+        &scenario_fixture(),
+        Extensions {
+            extend: Box::new(|builder| builder.middleware(Arc::new(TodosMiddleware))),
+            ..Extensions::default()
+        },
+    );
+    assert!(
+        run.misses.is_empty(),
+        "a new channel does not change what the model sees"
+    );
+    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+    let last = run
+        .shapes()
+        .iter()
+        .rev()
+        .find(|s| s.event.as_deref() == Some("values"))
+        .cloned()
+        .unwrap();
+    assert!(last.keys.unwrap().contains(&"todos".to_string()));
+}
+
+#[test]
+fn a_state_key_removed_by_configuration_changes_the_golden() {
+    let run = replay(
+        &scenario_fixture(),
+        Extensions {
+            configure: Box::new(|config| config.title.enabled = false),
+            ..Extensions::default()
+        },
+    );
+    assert!(
+        run.misses.is_empty(),
+        "the local title never reaches the model"
+    );
+    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+    assert!(run.shapes().iter().all(|s| {
+        !s.keys
+            .clone()
+            .unwrap_or_default()
+            .contains(&"title".to_string())
+    }));
+}
+
+/// A `read_file` whose result text differs from the recorded one.
+#[derive(Debug)]
+struct DriftedReadFile;
+
+#[async_trait]
+impl Tool for DriftedReadFile {
+    fn spec(&self) -> ToolSpec {
+        gateway_under_test::tools::ToolRegistry::with_builtins()
+            .get("read_file")
+            .expect("the built-in read_file")
+            .spec()
+    }
+
+    async fn call(&self, _args: &Value, _context: ToolContext<'_>) -> String {
+        "hi from drift.".into()
+    }
+}
+
+#[test]
+fn a_changed_tool_result_is_a_replay_miss_even_though_the_shape_is_unchanged() {
+    let run = replay(
+        &scenario_fixture(),
+        Extensions {
+            extend: Box::new(|builder| builder.tool(Arc::new(DriftedReadFile))),
+            ..Extensions::default()
+        },
+    );
+    assert_eq!(
+        golden_of(&run),
+        GoldenStatus::Ok,
+        "the last model call's fallback keeps the shape"
+    );
+    assert_eq!(run.misses.len(), 1);
+    let report = run.check().expect_err("a miss fails the scenario");
+    assert!(
+        report.contains("replay miss (1): the fixture is stale"),
+        "{report}"
+    );
+    let miss = run.misses[0].to_string();
+    assert!(
+        miss.starts_with("replay miss: no recorded output for input hash "),
+        "{miss}"
+    );
+    assert!(miss.contains("Caller: 'lead_agent'"), "{miss}");
+    assert!(
+        miss.contains("hi from drift."),
+        "the normalised input is shown: {miss}"
+    );
+    let nearest = run.misses[0]
+        .nearest
+        .as_ref()
+        .expect("the nearest recorded turn");
+    assert_eq!(
+        nearest.turn_index, 2,
+        "the final-answer turn was the one expected"
+    );
+    let difference = nearest
+        .difference
+        .as_ref()
+        .expect("the first differing field");
+    assert_eq!(difference.path, "[4].content", "{miss}");
+}
+
+/// Makes one more model call after the agent finishes (a hypothetical summary feature).
+struct SummaryMiddleware;
+
+#[async_trait]
+impl Middleware for SummaryMiddleware {
+    fn name(&self) -> &'static str {
+        "SummaryMiddleware"
+    }
+
+    async fn after_agent(&self, state: &AgentState, run: &RunContext) -> HookResult {
+        let request = ModelRequest {
+            messages: vec![Message::human(format!(
+                "Summarise {} messages",
+                state.messages.len()
+            ))],
+            tools: Vec::new(),
+            metadata: run.call_metadata(&["middleware:summary"], Some("summary_agent")),
+            options: Default::default(),
+        };
+        let _ = run.call_model_raw(run.model.as_ref(), &request).await;
+        Ok(None)
+    }
+}
+
+#[test]
+fn an_extra_model_call_is_a_replay_miss_with_its_caller() {
+    let run = replay(
+        &scenario_fixture(),
+        Extensions {
+            extend: Box::new(|builder| builder.middleware(Arc::new(SummaryMiddleware))),
+            ..Extensions::default()
+        },
+    );
+    assert_eq!(run.misses.len(), 1);
+    assert_eq!(run.misses[0].caller, "middleware:summary");
+    assert!(run.check().is_err());
+}
+
+#[test]
+fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
+    let path = scenario_fixture();
+    let mut fixture = harness::core::Fixture::load(&path).unwrap();
+    fixture.prompt.push_str(" Please.");
+    let run = runtime()
+        .block_on(run_loaded(&path, fixture, Extensions::default()))
+        .unwrap();
+    let events: Vec<&str> = run.transcripts[0]
+        .events
+        .iter()
+        .map(|e| e.event.as_str())
+        .collect();
+    assert!(
+        !events.contains(&"error"),
+        "the miss never reaches the wire: {events:?}"
+    );
+    assert_eq!(events.first(), Some(&"metadata"));
+    assert_eq!(events.last(), Some(&"end"));
+    let values = run.transcripts[0].final_values().unwrap();
+    let last = values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["additional_kwargs"]["deerflow_error_fallback"], true);
+    assert_eq!(last["additional_kwargs"]["error_type"], "ReplayMiss");
+    assert_eq!(run.misses.len(), 1, "only the ledger knows");
+    assert!(run.check().unwrap_err().contains("replay miss (1)"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Volatile changes that must stay green.
+
+/// Rewrites the system prompt on every lead-agent call.
+struct PromptEditMiddleware;
+
+#[async_trait]
+impl Middleware for PromptEditMiddleware {
+    fn name(&self) -> &'static str {
+        "PromptEditMiddleware"
+    }
+
+    async fn wrap_model_call(
+        &self,
+        mut request: ModelRequest,
+        _run: &RunContext,
+        next: ModelCall<'_>,
+    ) -> Result<Message, ModelError> {
+        if let Some(system) = request
+            .messages
+            .first_mut()
+            .filter(|m| m.kind == MessageType::System)
+        {
+            system.content = json!("A completely rewritten system prompt, version 2.");
+        }
+        next.call(request).await
+    }
+}
+
+#[test]
+fn a_rewritten_system_prompt_stays_green() {
+    let run = replay(
+        &scenario_fixture(),
+        Extensions {
+            extend: Box::new(|builder| builder.middleware(Arc::new(PromptEditMiddleware))),
+            ..Extensions::default()
+        },
+    );
+    assert_green(&run);
+}
+
+/// A tool whose result holds a UUID, a timestamp, a date and a temporary path, all fresh on
+/// every call, or (as the control) a fresh 8-hex-digit job name that no rule normalises.
+#[derive(Debug)]
+struct StampTool {
+    volatile: bool,
+}
+
+#[async_trait]
+impl Tool for StampTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "stamp".into(),
+            description: "Start a job and report where it runs".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    async fn call(&self, _args: &Value, _context: ToolContext<'_>) -> String {
+        let id = uuid::Uuid::new_v4();
+        if self.volatile {
+            let now = gateway_under_test::clock::now_iso();
+            let today = &now[..10];
+            format!(
+                "job {id} started at {now} for {today}, output in /tmp/stamp-{}/out.txt",
+                id.simple()
+            )
+        } else {
+            format!("job {}", &id.simple().to_string()[..8])
+        }
+    }
+}
+
+fn stamp_extensions(volatile: bool) -> Extensions {
+    Extensions {
+        configure: Box::new(|config| {
+            config
+                .tool_groups
+                .push(gateway_under_test::config::ToolGroupConfig {
+                    name: "jobs".into(),
+                });
+            config.tools.push(gateway_under_test::config::ToolConfig {
+                name: "stamp".into(),
+                group: "jobs".into(),
+            });
+        }),
+        extend: Box::new(move |builder| builder.tool(Arc::new(StampTool { volatile }))),
+    }
+}
+
+/// Captures a stamp scenario from the stand-in, then replays it with fresh volatile values.
+fn capture_then_replay(volatile: bool) -> ScenarioRun {
+    let meta = ScenarioMeta {
+        scenario: "stamp".into(),
+        mode: "flash".into(),
+        prompt: "Start a job with the stamp tool and tell me where its output goes.".into(),
+        followups: Vec::new(),
+        gateway_config: None,
+    };
+    let replies = vec![
+        Reply::ToolCalls(vec![("stamp".into(), json!({}))]),
+        Reply::Text("Your job is running.".into()),
+        Reply::Text("[\"Stop the job\"]".into()),
+    ];
+    let runtime = runtime();
+    let captured = runtime
+        .block_on(capture_with_stand_in(
+            &meta,
+            replies,
+            stamp_extensions(volatile),
+        ))
+        .expect("capture");
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("stamp.flash.json");
+    std::fs::write(&path, captured.fixture.to_pretty_json()).unwrap();
+    runtime
+        .block_on(run_fixture_with(&path, stamp_extensions(volatile)))
+        .expect("replay")
+}
+
+#[test]
+fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
+    let run = capture_then_replay(true);
+    assert!(run.check().is_ok(), "{}", run.report());
+    let first = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
+    assert!(first.contains("\"sandbox\""), "the tool really ran");
+}
+
+#[test]
+fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
+    // The control for the test above: the same path with a fresh job name that no rule
+    // recognises misses, so the green above is the normalisation's doing.
+    let run = capture_then_replay(false);
+    assert_eq!(run.misses.len(), 1, "{}", run.report());
+}

@@ -1,0 +1,94 @@
+//! `cargo xtask fixtures`: fixture maintenance.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use harness::adapter::Extensions;
+use harness::capture_run::capture_with_stand_in;
+use harness::core::Fixture;
+use harness::golden::fixtures_dir;
+use harness::scenarios::shipped;
+
+/// Fixture maintenance verbs.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Rebuild the shipped fixtures from the scripted OpenAI-compatible stand-in (no key).
+    ///
+    /// Each scenario of `harness/src/scenarios.rs` is driven through the real gateway and its
+    /// real OpenAI provider, pointed at a local stand-in server that answers from a script; every
+    /// model call is captured into a fixture whose `model` is `scripted-openai-stand-in`. Then
+    /// run `cargo test` and `cargo insta review` to accept the goldens.
+    StandIn {
+        /// Where to write `<scenario>.<mode>.json`.
+        #[arg(long, default_value_os_t = fixtures_dir())]
+        out: PathBuf,
+        /// Only this scenario (repeatable).
+        #[arg(long = "only", value_name = "SCENARIO")]
+        only: Vec<String>,
+    },
+}
+
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::StandIn { out, only } => stand_in(out, only),
+    }
+}
+
+/// Prints one summary line per turn: caller, key prefix, tool calls (DeerFlow's builder does).
+pub fn print_turns(fixture: &Fixture) {
+    for (index, turn) in fixture.turns.iter().enumerate() {
+        let calls: Vec<String> = turn
+            .output
+            .pointer("/data/tool_calls")
+            .and_then(|calls| calls.as_array())
+            .map(|calls| {
+                calls
+                    .iter()
+                    .filter_map(|call| call.get("name").and_then(|n| n.as_str()).map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let what = match (&turn.error, calls.is_empty()) {
+            (Some(error), _) => format!(
+                "error {}",
+                error.get("type").and_then(|t| t.as_str()).unwrap_or("?")
+            ),
+            (None, true) => "text".to_string(),
+            (None, false) => format!("tool_calls {calls:?}"),
+        };
+        println!(
+            "  turn {index}: {:<18} {}…  {what}",
+            turn.caller.as_deref().unwrap_or("(legacy)"),
+            &turn.input_hash[..turn.input_hash.len().min(12)],
+        );
+    }
+}
+
+fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let runtime = crate::runtime()?;
+    for scenario in shipped() {
+        if !only.is_empty() && !only.contains(&scenario.meta.scenario) {
+            continue;
+        }
+        let name = format!("{}.{}.json", scenario.meta.scenario, scenario.meta.mode);
+        println!("{name}: driving the gateway against the stand-in…");
+        let captured = runtime
+            .block_on(capture_with_stand_in(
+                &scenario.meta,
+                scenario.replies.clone(),
+                Extensions::default(),
+            ))
+            .with_context(|| format!("capturing {name}"))?;
+        print_turns(&captured.fixture);
+        let path = out.join(&name);
+        let tmp = out.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, captured.fixture.to_pretty_json())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("  wrote {}", path.display());
+    }
+    println!("next: cargo test, then cargo insta review to accept the goldens");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,136 @@
+//! `cargo xtask replay`: the main job. Every fixture through the in-process gateway, compared
+//! with its golden, as a table or JSON lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use futures::StreamExt;
+use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::layer1::{ScenarioRun, run_fixture};
+use serde_json::json;
+
+/// Arguments of `replay`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A fixture to replay (repeatable). Default: every `*.json` in fixtures/. A named fixture
+    /// without a golden is reported as `missing` and is not a failure.
+    #[arg(long = "fixture", value_name = "FILE")]
+    fixtures: Vec<PathBuf>,
+    /// Print one JSON object per fixture instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// All fixture files in `fixtures/`, sorted.
+pub fn all_fixtures() -> anyhow::Result<Vec<PathBuf>> {
+    let dir = fixtures_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+struct Row {
+    run: ScenarioRun,
+    golden: GoldenStatus,
+    framing_ok: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let named = !args.fixtures.is_empty();
+    let files = if named {
+        args.fixtures.clone()
+    } else {
+        all_fixtures()?
+    };
+    if files.is_empty() {
+        anyhow::bail!("no fixtures found in {}", fixtures_dir().display());
+    }
+    let runtime = crate::runtime()?;
+    let results: Vec<anyhow::Result<Row>> = runtime.block_on(async {
+        futures::stream::iter(files.iter().cloned())
+            .map(|path| async move {
+                let run = run_fixture(&path)
+                    .await
+                    .with_context(|| format!("replaying {}", path.display()))?;
+                let golden = golden_status(&run.stem(), &run.golden_document());
+                let framing_ok = run.check().is_ok() || !run.misses.is_empty();
+                Ok(Row {
+                    run,
+                    golden,
+                    framing_ok,
+                })
+            })
+            .buffered(4)
+            .collect()
+            .await
+    });
+    let mut failed = false;
+    if !args.json {
+        println!(
+            "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+            "scenario", "mode", "events", "turns", "misses", "golden", "ms"
+        );
+    }
+    for result in results {
+        let row = match result {
+            Ok(row) => row,
+            Err(err) => {
+                failed = true;
+                eprintln!("error: {err:#}");
+                continue;
+            }
+        };
+        let run = &row.run;
+        let golden_fails = match row.golden {
+            GoldenStatus::Ok => false,
+            GoldenStatus::Changed => true,
+            GoldenStatus::Missing => !named,
+        };
+        if !run.misses.is_empty() || golden_fails || !row.framing_ok {
+            failed = true;
+        }
+        if args.json {
+            let line = json!({
+                "fixture": run.fixture_path.display().to_string(),
+                "scenario": run.fixture.scenario,
+                "mode": run.fixture.mode,
+                "events": run.shapes(),
+                "misses": run.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
+                "unused_turns": run.unused_turns,
+                "golden": row.golden.as_str(),
+                "elapsed_ms": run.elapsed.as_millis() as u64,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+                run.fixture.scenario,
+                run.fixture.mode,
+                run.shapes().len(),
+                format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
+                run.misses.len(),
+                row.golden.as_str(),
+                run.elapsed.as_millis(),
+            );
+        }
+        if !row.framing_ok {
+            eprintln!(
+                "{}: the stream does not start with metadata and end with end",
+                run.fixture_path.display()
+            );
+        }
+        for miss in &run.misses {
+            eprintln!("{}: {miss}\n", run.fixture_path.display());
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
