@@ -3,14 +3,24 @@
 
 use std::path::{Path, PathBuf};
 
-/// The `golden/` folder at the repository root (the `harness` package's folder).
+/// The repository root (the `harness` package's folder). At run time cargo and nextest set
+/// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
+/// otherwise the folder this crate was built in.
+pub fn workspace_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("golden").is_dir())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// The `golden/` folder at the repository root.
 pub fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("golden")
+    workspace_root().join("golden")
 }
 
 /// The `fixtures/` folder at the repository root.
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    workspace_root().join("fixtures")
 }
 
 /// The snapshot name of a fixture: its file name without `.json`
