@@ -4,6 +4,7 @@
 mod helpers;
 
 mod auth;
+mod binary;
 mod concurrency;
 mod langgraph_sdk;
 mod runs;

@@ -1,0 +1,172 @@
+//! The xtask commands as a user runs them: exit codes and output of `replay` and `hash`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .output()
+        .expect("Failed to run xtask")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+const PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
+
+#[test]
+fn hash_prints_the_spec_vector_for_the_first_lead_agent_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = dir.path().join("messages.json");
+    let list = json!([
+        {"type": "system", "content": "any system prompt"},
+        {"type": "human", "name": "user-input", "content": format!("--- BEGIN USER INPUT ---\n{PROMPT}\n--- END USER INPUT ---")},
+    ]);
+    std::fs::write(&messages, list.to_string()).unwrap();
+    let output = xtask(&["hash", "--messages", messages.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["caller"], "lead_agent");
+    assert_eq!(
+        printed["conversation_hash"],
+        "9c50eda6ab7e8593dabccbdeadc70a4a7bf778b2c0c3f275f1f96cf2c8ab58db"
+    );
+    assert_eq!(
+        printed["input_hash"],
+        "27aeb4c11bff2c3ebc182fe52a06556823c21928620a400c7f26be9733c31f3f"
+    );
+    let titled = xtask(&[
+        "hash",
+        "--caller",
+        "title_agent",
+        "--messages",
+        messages.to_str().unwrap(),
+    ]);
+    let printed: Value = serde_json::from_slice(&titled.stdout).unwrap();
+    assert_eq!(printed["caller"], "middleware:title", "the alias applies");
+}
+
+#[test]
+fn hash_names_a_bad_messages_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = dir.path().join("bad.json");
+    std::fs::write(&messages, "{\"not\": \"a list\"}").unwrap();
+    let output = xtask(&["hash", "--messages", messages.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bad.json"));
+}
+
+#[test]
+fn replay_json_reports_a_green_fixture_with_its_shape() {
+    let fixture = repo().join("fixtures/write_read_file.ultra.json");
+    let output = xtask(&["replay", "--json", "--fixture", fixture.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 1);
+    let line = &lines[0];
+    let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "fixture",
+            "scenario",
+            "mode",
+            "events",
+            "misses",
+            "unused_turns",
+            "golden",
+            "elapsed_ms"
+        ]
+    );
+    assert_eq!(line["golden"], "ok");
+    assert_eq!(line["misses"], json!([]));
+    assert_eq!(line["unused_turns"], json!([3]), "the suggestions turn");
+    assert_eq!(line["events"].as_array().unwrap().len(), 15);
+    assert_eq!(
+        line["events"][0],
+        json!({"event": "metadata", "keys": ["run_id", "thread_id"]})
+    );
+    assert_eq!(line["events"][14], json!({"event": "end", "keys": null}));
+}
+
+#[test]
+fn replay_reports_a_named_fixture_without_golden_as_missing_but_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("brand_new.flash.json");
+    std::fs::copy(repo().join("fixtures/write_read_file.flash.json"), &copy).unwrap();
+    let output = xtask(&["replay", "--json", "--fixture", copy.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(json_lines(&output)[0]["golden"], "missing");
+}
+
+#[test]
+fn replay_exits_1_on_a_stale_fixture_and_names_the_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = dir.path().join("write_read_file.ultra.json");
+    let mut fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("fixtures/write_read_file.ultra.json")).unwrap(),
+    )
+    .unwrap();
+    fixture["prompt"] = json!("A different prompt than the one recorded.");
+    std::fs::write(&stale, fixture.to_string()).unwrap();
+    let output = xtask(&["replay", "--json", "--fixture", stale.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let line = &json_lines(&output)[0];
+    assert_eq!(line["misses"][0]["caller"], "lead_agent");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("replay miss: no recorded output for input hash"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_table_lists_every_shipped_fixture() {
+    let output = xtask(&["replay"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    assert_eq!(stdout.lines().count(), fixtures + 1, "{stdout}");
+    assert!(stdout.lines().next().unwrap().starts_with("scenario"));
+    assert!(
+        stdout.lines().skip(1).all(|line| line.contains(" ok ")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn no_command_prints_help_and_exits_2() {
+    let output = xtask(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("replay"));
+}
