@@ -87,11 +87,12 @@ CREATE INDEX run_events_by_run ON run_events (thread_id, run_id, seq);
 
 /// Applies the per-connection settings the store relies on.
 pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
-    // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
-    conn.pragma_update(None, "journal_mode", "WAL")?;
     // In WAL mode NORMAL still never corrupts the database; it only lets the last commits before
     // a power loss roll back, and it spares an fsync per commit (a run commits once per step).
+    // Set first, so that switching a new database to WAL does not fsync either.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;
     Ok(())
