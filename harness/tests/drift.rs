@@ -362,7 +362,8 @@ fn stamp_extensions(volatile: bool) -> Extensions {
 }
 
 /// Captures a stamp scenario from the stand-in, then replays it with fresh volatile values.
-fn capture_then_replay(volatile: bool) -> ScenarioRun {
+/// Returns the recording's final state and the replay.
+fn capture_then_replay(volatile: bool) -> (Value, ScenarioRun) {
     let meta = ScenarioMeta {
         scenario: "stamp".into(),
         mode: "flash".into(),
@@ -386,23 +387,47 @@ fn capture_then_replay(volatile: bool) -> ScenarioRun {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("stamp.flash.json");
     std::fs::write(&path, captured.fixture.to_pretty_json()).unwrap();
-    runtime
+    let recorded = captured.transcripts[0]
+        .final_values()
+        .expect("recorded state");
+    let run = runtime
         .block_on(run_fixture_with(&path, stamp_extensions(volatile)))
-        .expect("replay")
+        .expect("replay");
+    (recorded, run)
+}
+
+fn tool_message(values: &Value) -> Value {
+    values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["type"] == "tool")
+        .cloned()
+        .expect("a tool message")
 }
 
 #[test]
 fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
-    let run = capture_then_replay(true);
+    let (recorded, run) = capture_then_replay(true);
     assert!(run.check().is_ok(), "{}", run.report());
-    let first = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
-    assert!(first.contains("\"sandbox\""), "the tool really ran");
+    let document = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
+    assert!(document.contains("\"sandbox\""), "the tool really ran");
+    let replayed = run.transcripts[0].final_values().unwrap();
+    let (before, after) = (tool_message(&recorded), tool_message(&replayed));
+    assert_ne!(
+        before["content"], after["content"],
+        "the volatile values really differ"
+    );
+    assert_ne!(
+        before["id"], after["id"],
+        "message ids differ between recording and replay"
+    );
 }
 
 #[test]
 fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
     // The control for the test above: the same path with a fresh job name that no rule
     // recognises misses, so the green above is the normalisation's doing.
-    let run = capture_then_replay(false);
+    let (_, run) = capture_then_replay(false);
     assert_eq!(run.misses.len(), 1, "{}", run.report());
 }

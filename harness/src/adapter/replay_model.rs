@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use gateway_under_test::config::ModelConfig;
 use gateway_under_test::messages::Message;
 use gateway_under_test::models::{
-    ChatModel, ErrorClass, ModelError, ModelProvider, ModelRequest, ProviderContext,
+    ChatModel, ErrorClass, EventStream, ModelError, ModelProvider, ModelRequest, ProviderContext,
+    one_chunk_events,
 };
 use serde_json::Value;
 
@@ -60,6 +61,25 @@ impl ChatModel for ReplayChatModel {
             )
         })
     }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        self.stream_one_chunk(request).await
+    }
+}
+
+impl ReplayChatModel {
+    /// Streaming: the recorded message as **one** chunk carrying content, tool calls,
+    /// `additional_kwargs` and id, without response or usage metadata (as DeerFlow's replay
+    /// model streams).
+    pub async fn stream_one_chunk(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<EventStream, ModelError> {
+        let mut message = self.invoke(request).await?;
+        message.response_metadata.clear();
+        message.usage_metadata = None;
+        Ok(Box::pin(futures::stream::iter(one_chunk_events(&message))))
+    }
 }
 
 /// Rebuilds a recorded failure: `{"type", "message", "status"?}`.
@@ -84,5 +104,102 @@ fn recorded_error(error: &Value) -> ModelError {
 pub fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'static {
     move |_: &ModelConfig, _: &ProviderContext| {
         Ok(Arc::new(ReplayChatModel::new(engine.clone())) as Arc<dyn ChatModel>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Fixture, Turn, replay_key};
+    use futures::StreamExt;
+    use gateway_under_test::models::{CallMetadata, StreamEvent};
+    use serde_json::json;
+
+    fn engine_with_answer() -> (Arc<ReplayEngine>, ModelRequest) {
+        let request = ModelRequest {
+            messages: vec![{
+                let mut human = Message::human("hello");
+                human.name = Some("user-input".into());
+                human
+            }],
+            tools: Vec::new(),
+            metadata: CallMetadata::default(),
+            options: Default::default(),
+        };
+        let key = replay_key("lead_agent", &request_messages(&request));
+        let output = json!({"type": "ai", "data": {"content": "hi", "type": "ai", "id": "lc_run--1",
+            "response_metadata": {"finish_reason": "stop"}, "usage_metadata": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+            "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "call_1", "type": "tool_call"}]}});
+        let fixture = Fixture {
+            scenario: "s".into(),
+            mode: "flash".into(),
+            model: "m".into(),
+            prompt: "hello".into(),
+            context: json!({}),
+            followups: Vec::new(),
+            gateway_config: None,
+            turns: vec![Turn {
+                caller: Some(key.caller),
+                conversation_hash: Some(key.conversation_hash),
+                input_hash: key.input_hash,
+                output,
+                error: None,
+                canonical: None,
+            }],
+        };
+        (
+            Arc::new(ReplayEngine::new(fixture, "f.json").unwrap()),
+            request,
+        )
+    }
+
+    #[tokio::test]
+    async fn invoke_returns_the_recorded_message_with_its_metadata() {
+        let (engine, request) = engine_with_answer();
+        let message = ReplayChatModel::new(engine).invoke(&request).await.unwrap();
+        assert_eq!(
+            message.id.as_deref(),
+            Some("lc_run--1"),
+            "recorded ids are reused"
+        );
+        assert_eq!(message.response_metadata["finish_reason"], "stop");
+        assert!(message.usage_metadata.is_some());
+    }
+
+    #[tokio::test]
+    async fn streaming_yields_one_chunk_without_response_or_usage_metadata() {
+        let (engine, request) = engine_with_answer();
+        let events: Vec<StreamEvent> = ReplayChatModel::new(engine)
+            .stream(&request)
+            .await
+            .unwrap()
+            .map(|event| event.unwrap())
+            .collect()
+            .await;
+        let deltas = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+            .count();
+        assert_eq!(deltas, 1, "the text arrives as one chunk");
+        let Some(StreamEvent::Done { message }) = events.last() else {
+            panic!("{events:?}")
+        };
+        assert_eq!(message["response_metadata"], json!({}));
+        assert_eq!(message["usage_metadata"], serde_json::Value::Null);
+        assert_eq!(message["tool_calls"][0]["name"], "ls");
+        assert_eq!(message["id"], "lc_run--1");
+    }
+
+    #[tokio::test]
+    async fn a_miss_is_a_generic_error_and_lands_in_the_ledger() {
+        let (engine, mut request) = engine_with_answer();
+        request.messages[0].content = json!("something else");
+        let error = ReplayChatModel::new(engine.clone())
+            .invoke(&request)
+            .await
+            .unwrap_err();
+        assert_eq!(error.error_type, "ReplayMiss");
+        assert_eq!(error.class(), ErrorClass::Generic, "never retried");
+        assert_eq!(engine.misses().len(), 1);
     }
 }
