@@ -128,6 +128,26 @@ async fn expect_status(
 }
 
 impl Driver {
+    /// POSTs `body` to `path` (with the CSRF header once known) and expects `expected`.
+    async fn post_json(
+        &self,
+        path: &str,
+        body: &Value,
+        expected: u16,
+    ) -> Result<reqwest::Response, DriverError> {
+        let route = format!("POST {path}");
+        let response =
+            self.post(path)
+                .json(body)
+                .send()
+                .await
+                .map_err(|source| DriverError::Http {
+                    route: route.clone(),
+                    source,
+                })?;
+        expect_status(&route, response, expected).await
+    }
+
     /// A session for the gateway at `base` (`http://127.0.0.1:<port>`).
     pub fn new(base: &str) -> Result<Driver, DriverError> {
         let mut builder = reqwest::Client::builder().cookie_store(true).no_proxy();
@@ -157,21 +177,12 @@ impl Driver {
 
     /// Registers `e2e-<8 hex>@example.com` and keeps the `csrf_token` cookie.
     pub async fn register(&mut self) -> Result<(), DriverError> {
-        let route = "POST /api/v1/auth/register";
         let email = format!(
             "e2e-{}@example.com",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let response = self
-            .post("/api/v1/auth/register")
-            .json(&json!({"email": email, "password": DRIVER_PASSWORD}))
-            .send()
-            .await
-            .map_err(|source| DriverError::Http {
-                route: route.into(),
-                source,
-            })?;
-        let response = expect_status(route, response, 201).await?;
+        let body = json!({"email": email, "password": DRIVER_PASSWORD});
+        let response = self.post_json("/api/v1/auth/register", &body, 201).await?;
         let token = response
             .cookies()
             .find(|cookie| cookie.name() == "csrf_token")
@@ -183,18 +194,9 @@ impl Driver {
 
     /// Creates a thread with a fresh UUID id.
     pub async fn create_thread(&self) -> Result<String, DriverError> {
-        let route = "POST /api/threads";
         let thread_id = uuid::Uuid::new_v4().to_string();
-        let response = self
-            .post("/api/threads")
-            .json(&json!({"thread_id": thread_id, "metadata": {}}))
-            .send()
-            .await
-            .map_err(|source| DriverError::Http {
-                route: route.into(),
-                source,
-            })?;
-        expect_status(route, response, 200).await?;
+        let body = json!({"thread_id": thread_id, "metadata": {}});
+        self.post_json("/api/threads", &body, 200).await?;
         Ok(thread_id)
     }
 
@@ -215,16 +217,7 @@ impl Driver {
             "context": context,
             "stream_mode": ["values"],
         });
-        let response = self
-            .post(&path)
-            .json(&request)
-            .send()
-            .await
-            .map_err(|source| DriverError::Http {
-                route: route.clone(),
-                source,
-            })?;
-        let response = expect_status(&route, response, 200).await?;
+        let response = self.post_json(&path, &request, 200).await?;
         let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();
         let bytes = response.bytes_stream().map(move |chunk| {
@@ -272,16 +265,8 @@ impl Driver {
             .skip(messages.len().saturating_sub(6))
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
-        let response = self
-            .post(&path)
-            .json(&json!({"messages": recent, "n": n}))
-            .send()
-            .await
-            .map_err(|source| DriverError::Http {
-                route: route.clone(),
-                source,
-            })?;
-        let response = expect_status(&route, response, 200).await?;
+        let body = json!({"messages": recent, "n": n});
+        let response = self.post_json(&path, &body, 200).await?;
         response
             .json()
             .await

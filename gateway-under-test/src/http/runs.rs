@@ -335,26 +335,7 @@ async fn create_thread_for_run(
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<(), ApiError> {
-    let now = crate::clock::now_iso();
-    let thread = crate::store::ThreadRecord {
-        thread_id: thread_id.into(),
-        owner_id: user.id.clone(),
-        assistant_id: None,
-        status: "idle".into(),
-        metadata: json!({}),
-        display_name: None,
-        created_at: now.clone(),
-        updated_at: now.clone(),
-    };
-    let initial = crate::store::CheckpointRecord {
-        thread_id: thread_id.into(),
-        checkpoint_id: uuid::Uuid::new_v4().to_string(),
-        parent_checkpoint_id: None,
-        step: -1,
-        values: json!({}),
-        metadata: json!({"step": -1, "source": "input", "writes": null, "parents": {}, "created_at": now}),
-        created_at: now,
-    };
+    let (thread, initial) = super::threads::new_thread(thread_id, &user.id, None, Map::new());
     app.store().create_thread(thread, initial).await?;
     Ok(())
 }

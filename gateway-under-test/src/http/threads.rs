@@ -40,6 +40,46 @@ struct CreateBody {
     // ignored: create is idempotent anyway.
 }
 
+/// The records of a new thread (§3.3): the metadata row owned by `owner_id` (without the
+/// `owner_id`/`user_id` keys a client may send) and the empty checkpoint at step -1.
+pub(super) fn new_thread(
+    thread_id: &str,
+    owner_id: &str,
+    assistant_id: Option<String>,
+    mut metadata: Map<String, Value>,
+) -> (ThreadRecord, CheckpointRecord) {
+    metadata.remove("owner_id");
+    metadata.remove("user_id");
+    let now = crate::clock::now_iso();
+    let mut checkpoint_metadata = Map::new();
+    checkpoint_metadata.insert("step".into(), json!(-1));
+    checkpoint_metadata.insert("source".into(), json!("input"));
+    checkpoint_metadata.insert("writes".into(), Value::Null);
+    checkpoint_metadata.insert("parents".into(), json!({}));
+    checkpoint_metadata.extend(metadata.clone());
+    checkpoint_metadata.insert("created_at".into(), json!(now));
+    let thread = ThreadRecord {
+        thread_id: thread_id.into(),
+        owner_id: owner_id.into(),
+        assistant_id,
+        status: "idle".into(),
+        metadata: Value::Object(metadata),
+        display_name: None,
+        created_at: now.clone(),
+        updated_at: now.clone(),
+    };
+    let initial = CheckpointRecord {
+        thread_id: thread_id.into(),
+        checkpoint_id: uuid::Uuid::new_v4().to_string(),
+        parent_checkpoint_id: None,
+        step: -1,
+        values: json!({}),
+        metadata: Value::Object(checkpoint_metadata),
+        created_at: now,
+    };
+    (thread, initial)
+}
+
 /// ThreadResponse (§3.2).
 pub(super) fn thread_response(thread: &ThreadRecord, values: Value) -> Value {
     json!({
@@ -73,36 +113,8 @@ async fn create(
     if !valid_thread_id(&thread_id) {
         return Err(ApiError::validation("thread_id", super::INVALID_THREAD_ID));
     }
-    let mut metadata = body.metadata.unwrap_or_default();
-    metadata.remove("owner_id");
-    metadata.remove("user_id");
-    let now = crate::clock::now_iso();
-    let mut checkpoint_metadata = Map::new();
-    checkpoint_metadata.insert("step".into(), json!(-1));
-    checkpoint_metadata.insert("source".into(), json!("input"));
-    checkpoint_metadata.insert("writes".into(), Value::Null);
-    checkpoint_metadata.insert("parents".into(), json!({}));
-    checkpoint_metadata.extend(metadata.clone());
-    checkpoint_metadata.insert("created_at".into(), json!(now));
-    let thread = ThreadRecord {
-        thread_id: thread_id.clone(),
-        owner_id: user.id.clone(),
-        assistant_id: body.assistant_id,
-        status: "idle".into(),
-        metadata: Value::Object(metadata),
-        display_name: None,
-        created_at: now.clone(),
-        updated_at: now.clone(),
-    };
-    let initial = CheckpointRecord {
-        thread_id: thread_id.clone(),
-        checkpoint_id: uuid::Uuid::new_v4().to_string(),
-        parent_checkpoint_id: None,
-        step: -1,
-        values: json!({}),
-        metadata: Value::Object(checkpoint_metadata),
-        created_at: now,
-    };
+    let metadata = body.metadata.unwrap_or_default();
+    let (thread, initial) = new_thread(&thread_id, &user.id, body.assistant_id, metadata);
     let (thread, created) = app.store().create_thread(thread, initial).await?;
     if thread.owner_id != user.id {
         // Someone else's id: answer as if it did not exist rather than reveal it.
