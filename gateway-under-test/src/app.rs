@@ -88,6 +88,22 @@ impl AppBuilder {
         self
     }
 
+    /// Rewrites every registered provider (a provider transform): `transform` receives each
+    /// `use` name and provider and returns its replacement. Embedding crates use it to wrap all
+    /// models at once, e.g. to record them or to block them; the gateway does not know why.
+    pub fn map_providers(
+        mut self,
+        transform: impl Fn(&str, Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider>,
+    ) -> Self {
+        for name in self.providers.names() {
+            if let Some(provider) = self.providers.get(&name) {
+                let replaced = transform(&name, provider);
+                self.providers.register_arc(&name, replaced);
+            }
+        }
+        self
+    }
+
     /// Registers a tool; the configuration binds it by name in `[[tools]]`.
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.register(tool);

@@ -27,11 +27,15 @@ pub enum Command {
         #[arg(long = "only", value_name = "SCENARIO")]
         only: Vec<String>,
     },
+    /// Check every fixture: its golden exists, it replays with no miss, and which of its turns
+    /// no replay used (information only). Exits 1 on a missing golden or a miss.
+    Check,
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::StandIn { out, only } => stand_in(out, only),
+        Command::Check => check(),
     }
 }
 
@@ -91,4 +95,43 @@ fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     println!("next: cargo test, then cargo insta review to accept the goldens");
     Ok(ExitCode::SUCCESS)
+}
+
+fn check() -> anyhow::Result<ExitCode> {
+    let files = crate::replay::all_fixtures()?;
+    let runtime = crate::runtime()?;
+    let mut failed = false;
+    for path in files {
+        let run = runtime
+            .block_on(harness::layer1::run_fixture(&path))
+            .with_context(|| format!("replaying {}", path.display()))?;
+        let stem = run.stem();
+        let golden = harness::golden::golden_path(&stem).is_file();
+        let unused: Vec<String> = run
+            .unused_turns
+            .iter()
+            .map(|&index| {
+                let caller = run.fixture.turns[index]
+                    .caller
+                    .as_deref()
+                    .unwrap_or("(legacy)");
+                format!("{index} ({caller})")
+            })
+            .collect();
+        println!(
+            "{stem}: golden {}, misses {}, unused turns [{}]",
+            if golden { "present" } else { "MISSING" },
+            run.misses.len(),
+            unused.join(", ")
+        );
+        for miss in &run.misses {
+            eprintln!("{miss}\n");
+        }
+        failed |= !golden || !run.misses.is_empty();
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

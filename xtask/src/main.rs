@@ -4,6 +4,7 @@
 mod fixtures;
 mod hash;
 mod replay;
+mod replay_gateway;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,11 @@ enum Command {
     /// Fixture maintenance.
     #[command(subcommand)]
     Fixtures(fixtures::Command),
+    /// Serve one fixture by replay on 127.0.0.1 (default port 8011) for frontend and browser work.
+    ///
+    /// Honours AUTH_JWT_SECRET (default ci-replay-secret), DEER_FLOW_AUTH_DISABLED=1 and, in a
+    /// build with the test-seed feature, DEERFLOW_ENABLE_TEST_SEED=1.
+    ReplayGateway(replay_gateway::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +51,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),
         Command::Fixtures(command) => fixtures::run(command),
+        Command::ReplayGateway(args) => replay_gateway::run(args),
     };
     match result {
         Ok(code) => code,

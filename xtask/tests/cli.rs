@@ -170,3 +170,72 @@ fn no_command_prints_help_and_exits_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stdout).contains("replay"));
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["replay-gateway", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("Failed to start the replay gateway");
+    let mut line = String::new();
+    // Keep the pipe open until the launcher exits: it prints a summary when it stops.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains(&format!("http://127.0.0.1:{port}")), "{line}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let outcome = runtime.block_on(async {
+        let base = format!("http://127.0.0.1:{port}");
+        let health: Value = reqwest_get(&format!("{base}/health")).await;
+        assert_eq!(health["status"], "healthy");
+        let fixture =
+            harness::core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
+                .unwrap();
+        let mut driver = harness::driver::Driver::new(&base).unwrap();
+        driver.register().await.unwrap();
+        let thread = driver.create_thread().await.unwrap();
+        let transcript = driver
+            .stream_run(&thread, &fixture.prompt, &fixture.context)
+            .await
+            .unwrap();
+        assert_eq!(transcript.events.len(), 15);
+        let conversation =
+            harness::driver::visible_conversation(&transcript.final_values().unwrap());
+        driver.suggestions(&thread, &conversation, 3).await.unwrap()
+    });
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(rest.contains("unused turns: []"), "every turn served, suggestions included: {rest}");
+    let first = outcome["suggestions"][0].as_str().unwrap().to_string();
+    assert_eq!(
+        first, "Can you append a second line to the note?",
+        "the recorded suggestions turn is served"
+    );
+}
+
+/// Polls `url` until the server answers (it is ready once `/health` does).
+async fn reqwest_get(url: &str) -> Value {
+    for _ in 0..100 {
+        if let Ok(response) = reqwest::get(url).await {
+            return response.json().await.expect("JSON body");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{url} never answered");
+}

@@ -28,8 +28,8 @@ pub enum BootError {
     /// The gateway refused the configuration.
     #[error("gateway: {0}")]
     App(#[from] AppError),
-    /// The listener could not bind 127.0.0.1:0.
-    #[error("listen on 127.0.0.1:0: {0}")]
+    /// The listener could not bind 127.0.0.1.
+    #[error("listen on 127.0.0.1: {0}")]
     Listen(std::io::Error),
 }
 
@@ -96,8 +96,18 @@ pub enum ModelWiring {
 }
 
 /// Boots a gateway with the hermetic configuration, `gateway_config` overrides from the fixture,
-/// and optional test extensions.
+/// and optional test extensions, on 127.0.0.1 port 0.
 pub async fn boot(
+    wiring: ModelWiring,
+    overrides: Option<&Value>,
+    extensions: Extensions,
+) -> Result<BootedGateway, BootError> {
+    boot_at(0, wiring, overrides, extensions).await
+}
+
+/// [`boot`] on 127.0.0.1:`port` (0 picks a free one).
+pub async fn boot_at(
+    port: u16,
     wiring: ModelWiring,
     overrides: Option<&Value>,
     extensions: Extensions,
@@ -124,7 +134,7 @@ pub async fn boot(
         ),
     };
     let app = (extensions.extend)(builder).build()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .map_err(BootError::Listen)?;
     let gateway = app.serve(listener).map_err(BootError::Listen)?;

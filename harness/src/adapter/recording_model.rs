@@ -1,0 +1,311 @@
+//! Provider-boundary recording and strict replay for the gateway's `ChatModel`s
+//! (`recording-format.md`): a wrapper that writes each call's request, every streamed event
+//! (before passing it on) and its `call_end` to a versioned JSONL recording; a strict replay
+//! model that serves a recording call by call, chunk by chunk; and the fail-closed model used
+//! when the record/replay configuration is invalid.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use gateway_under_test::messages::Message;
+use gateway_under_test::models::{
+    ChatModel, ErrorClass, EventStream, ModelError, ModelProvider, ModelRequest, ProviderContext,
+    StreamEvent, collect_stream,
+};
+use serde_json::{Map, Value, json};
+
+use crate::adapter::replay_model::{request_caller, request_messages};
+use crate::core::normalize;
+use crate::core::recording::{
+    CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer,
+    redact_text,
+};
+use crate::core::replay_key;
+
+/// The provider-boundary view of a request. `model` names the configured model (the same name
+/// when recording and replaying); `context` holds the caller identity, both replay hashes and the
+/// canonical conversation they hash (so a fixture built from the recording can explain misses),
+/// the messages as a provider receives them and the bound tools; `options` the call options.
+///
+/// Text in the messages is normalised (`core::normalize`: dates, UUIDs, timestamps, temporary
+/// paths) before it is stored or compared, so a strict replay survives a new day; the replay
+/// hashes are computed from the raw messages with the one hashing function of the core.
+pub fn recorded_request(model_name: &str, request: &ModelRequest) -> RecordedRequest {
+    let raw = request_messages(request);
+    let key = replay_key(&request_caller(request), &raw);
+    let messages: Vec<Value> = request.messages.iter().map(provider_message).collect();
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters}))
+        .collect();
+    RecordedRequest {
+        model: json!({"name": model_name}),
+        context: json!({
+            "caller": key.caller,
+            "conversation_hash": key.conversation_hash,
+            "input_hash": key.input_hash,
+            "canonical": key.canonical,
+            "messages": messages,
+            "tools": tools,
+        }),
+        options: json!({
+            "thinking_enabled": request.options.thinking_enabled,
+            "reasoning_effort": request.options.reasoning_effort,
+            "tags": request.metadata.tags,
+            "run_name": request.metadata.run_name,
+        }),
+    }
+}
+
+/// One message as a provider sees it: type, content, name, tool calls, tool call id; ids and
+/// framework metadata left out, volatile text normalised.
+fn provider_message(message: &Message) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), json!(message.kind.as_str()));
+    out.insert("content".into(), normalized(&message.content));
+    if let Some(name) = &message.name {
+        out.insert("name".into(), json!(name));
+    }
+    if !message.tool_calls.is_empty() {
+        let calls: Vec<Value> = message
+            .tool_calls
+            .iter()
+            .map(|call| json!({"name": call.name, "args": normalized(&call.args), "id": call.id}))
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &message.tool_call_id {
+        out.insert("tool_call_id".into(), json!(id));
+    }
+    Value::Object(out)
+}
+
+fn normalized(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(normalize(text)),
+        Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), normalized(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn recording_error(error: impl std::fmt::Display) -> ModelError {
+    ModelError::new("RecordingError", error.to_string()).with_class(ErrorClass::Generic)
+}
+
+fn event_value(event: &StreamEvent) -> Value {
+    serde_json::to_value(event).unwrap_or(Value::Null)
+}
+
+/// The error event written before `call_end` when the provider fails, so a fixture built from
+/// the recording can replay the same failure. Redacted like everything else.
+fn failure_event(error: &ModelError) -> Value {
+    json!({
+        "type": "error",
+        "message": redact_text(&error.message),
+        "error_type": error.error_type,
+        "status": error.status,
+    })
+}
+
+/// Wraps the real model and records every call to a shared sink.
+#[derive(Debug)]
+pub struct RecordingChatModel {
+    inner: Arc<dyn ChatModel>,
+    sink: Arc<RecordingSink>,
+    model_name: String,
+}
+
+impl RecordingChatModel {
+    /// Records `inner` (configured as `model_name`) into `sink`.
+    pub fn new(inner: Arc<dyn ChatModel>, sink: Arc<RecordingSink>, model_name: &str) -> Self {
+        RecordingChatModel {
+            inner,
+            sink,
+            model_name: model_name.to_string(),
+        }
+    }
+
+    /// Starts the call: the request row first, then the source stream, created inside the
+    /// guarded section so a provider that fails at start is recorded with outcome `error`.
+    async fn start(&self, request: &ModelRequest) -> Result<(CallWriter, EventStream), ModelError> {
+        let mut call = self
+            .sink
+            .begin_call(&recorded_request(&self.model_name, request))
+            .map_err(recording_error)?;
+        match self.inner.stream(request).await {
+            Ok(source) => Ok((call, source)),
+            Err(error) => {
+                call.event(&failure_event(&error)).map_err(recording_error)?;
+                call.end(Outcome::Error).map_err(recording_error)?;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Passes `source` on, writing each event before yielding it; closes the call at the first
+/// terminal event (later ones are dropped), on a provider error, or when the source ends.
+fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
+    let state = (Some(call), source);
+    Box::pin(futures::stream::unfold(state, |(call, mut source)| async move {
+        let mut call = call?;
+        match source.next().await {
+            Some(Ok(event)) => {
+                if let Err(err) = call.event(&event_value(&event)) {
+                    return Some((Err(recording_error(err)), (None, source)));
+                }
+                let terminal = matches!(event, StreamEvent::Done { .. } | StreamEvent::Error { .. });
+                if terminal {
+                    if let Err(err) = call.end(Outcome::Complete) {
+                        return Some((Err(recording_error(err)), (None, source)));
+                    }
+                    return Some((Ok(event), (None, source)));
+                }
+                Some((Ok(event), (Some(call), source)))
+            }
+            Some(Err(error)) => {
+                let _ = call.event(&failure_event(&error));
+                let _ = call.end(Outcome::Error);
+                Some((Err(error), (None, source)))
+            }
+            None => {
+                let _ = call.end(Outcome::Complete);
+                None
+            }
+        }
+    }))
+}
+
+#[async_trait]
+impl ChatModel for RecordingChatModel {
+    /// Records through the streaming path (the recording format is a stream of events) and
+    /// folds the events into the message. Dropping this future mid-call is a cancellation.
+    async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
+        let (mut call, source) = self.start(request).await?;
+        call.set_drop_outcome(Outcome::Cancelled);
+        collect_stream(recorded_stream(call, source)).await
+    }
+
+    /// Records and passes the events on; a consumer that stops early leaves `abandoned`.
+    async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        let (call, source) = self.start(request).await?;
+        Ok(recorded_stream(call, source))
+    }
+}
+
+/// Wraps every model a provider builds in a [`RecordingChatModel`] over one shared sink.
+pub fn recording_provider(
+    inner: Arc<dyn ModelProvider>,
+    sink: Arc<RecordingSink>,
+) -> Arc<dyn ModelProvider> {
+    Arc::new(
+        move |entry: &gateway_under_test::config::ModelConfig, context: &ProviderContext| {
+            let model = inner.build(entry, context)?;
+            Ok(Arc::new(RecordingChatModel::new(model, sink.clone(), &entry.name)) as Arc<dyn ChatModel>)
+        },
+    )
+}
+
+/// Serves a recording strictly, call by call, for every configured model: each request must
+/// equal the recorded one at the same index (after redaction; `timestamp` skipped), and the
+/// recorded events are replayed one by one, so a streaming client sees the recorded chunks.
+#[derive(Debug)]
+pub struct StrictReplayChatModel {
+    replayer: Arc<StrictReplayer>,
+    model_name: String,
+}
+
+impl StrictReplayChatModel {
+    /// A model named `model_name` served by `replayer`.
+    pub fn new(replayer: Arc<StrictReplayer>, model_name: &str) -> Self {
+        StrictReplayChatModel {
+            replayer,
+            model_name: model_name.to_string(),
+        }
+    }
+}
+
+/// The recorded events as model events; a recorded provider failure (an `error` event with an
+/// `error_type`) fails the call the same way.
+fn replayed_events(events: Vec<Value>) -> Vec<Result<StreamEvent, ModelError>> {
+    events
+        .into_iter()
+        .map(|event| {
+            if event.get("type").and_then(Value::as_str) == Some("error") {
+                let kind = event.get("error_type").and_then(Value::as_str).unwrap_or("APIError");
+                let message = event.get("message").and_then(Value::as_str).unwrap_or("recorded error");
+                let mut error = ModelError::new(kind, message);
+                if let Some(status) = event.get("status").and_then(Value::as_u64) {
+                    error = error.with_status(status as u16);
+                }
+                return Err(error);
+            }
+            serde_json::from_value::<StreamEvent>(event.clone()).map_err(|err| {
+                ModelError::new("RecordingError", format!("recorded event {event}: {err}"))
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl ChatModel for StrictReplayChatModel {
+    async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
+        collect_stream(self.stream(request).await?).await
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
+        let incoming = recorded_request(&self.model_name, request);
+        match self.replayer.next_call(&incoming) {
+            Ok(events) => Ok(Box::pin(futures::stream::iter(replayed_events(events)))),
+            Err(error) => {
+                let message = error.to_string();
+                let kind = match error {
+                    StrictReplayError::Mismatch(_) => "ReplayMismatch",
+                    StrictReplayError::Recording(_) => "RecordingFileError",
+                };
+                Err(ModelError::new(kind, message).with_class(ErrorClass::Generic))
+            }
+        }
+    }
+}
+
+/// A provider that serves every configured entry from one strict replayer.
+pub fn strict_replay_provider(replayer: Arc<StrictReplayer>) -> Arc<dyn ModelProvider> {
+    Arc::new(
+        move |entry: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
+            Ok(Arc::new(StrictReplayChatModel::new(replayer.clone(), &entry.name)) as Arc<dyn ChatModel>)
+        },
+    )
+}
+
+/// The fail-closed model installed when the record/replay configuration is invalid: the
+/// gateway stays up, and every model call fails with a message naming the recovery commands.
+/// It never resolves a credential and never opens a socket.
+#[derive(Debug, Clone)]
+pub struct BlockedChatModel {
+    message: String,
+}
+
+#[async_trait]
+impl ChatModel for BlockedChatModel {
+    async fn invoke(&self, _request: &ModelRequest) -> Result<Message, ModelError> {
+        Err(ModelError::new("RecordReplayBlocked", self.message.clone()).with_class(ErrorClass::Generic))
+    }
+}
+
+/// A provider building only [`BlockedChatModel`]s.
+pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
+    let model = BlockedChatModel {
+        message: message.to_string(),
+    };
+    Arc::new(move |_: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
+        Ok(Arc::new(model.clone()) as Arc<dyn ChatModel>)
+    })
+}
