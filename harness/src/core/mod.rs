@@ -9,15 +9,19 @@
 //! - [`fixture`]: fixture files, loading, validation and byte-exact writing;
 //! - [`replay`]: the engine that serves recorded outputs and records misses;
 //! - [`shapes`]: SSE shape extraction and golden documents;
-//! - [`diff`]: the first-difference walk used to explain misses.
+//! - [`diff`]: the first-difference walk used to explain misses;
+//! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
+//!   the strict reader, the locked writer and strict replay).
 //!
-//! The specification is `replay-and-fixtures.md` §2 to §5 and §8.2, and `recording-format.md` §7.3.
+//! The specification is `replay-and-fixtures.md` §2 to §5 and §8.2, and `recording-format.md` §2
+//! to §8, §11 and §13.
 
 pub mod canonical;
 pub mod diff;
 pub mod fixture;
 pub mod normalize;
 pub mod pyjson;
+pub mod recording;
 pub mod replay;
 pub mod shapes;
 
@@ -30,6 +34,11 @@ pub use fixture::{Fixture, FixtureError, Turn};
 pub use normalize::{is_python_whitespace, normalize, python_strip};
 pub use pyjson::{
     python_float_repr, python_repr, python_str, to_python_json, to_python_pretty_json,
+};
+pub use recording::{
+    Access, CallWriter, Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError,
+    RecordingSink, ReplayMismatch, StrictReplayError, StrictReplayer, parse_recording,
+    read_recording,
 };
 pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
 pub use shapes::{Shape, golden_document, raw_prefix, shape_of, shapes_from_sse};
