@@ -3,6 +3,7 @@
 
 mod fixtures;
 mod hash;
+mod recordings;
 mod replay;
 
 use std::process::ExitCode;
@@ -33,6 +34,13 @@ enum Command {
     /// Fixture maintenance.
     #[command(subcommand)]
     Fixtures(fixtures::Command),
+    /// Manage provider-boundary recordings and the record/replay mode (next start).
+    ///
+    /// status, record, replay and off edit `record_replay` in `<state>/config.json`; list, show,
+    /// delete and prune manage `<state>/recordings/`. The state directory is
+    /// `$HARNESS_STATE_DIR`, else `.harness-state/` at the repository root.
+    #[command(subcommand, arg_required_else_help = true)]
+    Recordings(recordings::Command),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +53,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),
         Command::Fixtures(command) => fixtures::run(command),
+        Command::Recordings(command) => recordings::run(command),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,7 @@ pub mod diff;
 pub mod fixture;
 pub mod normalize;
 pub mod pyjson;
+pub mod recording;
 pub mod replay;
 pub mod shapes;
 
