@@ -3,6 +3,7 @@
 
 mod fixtures;
 mod hash;
+mod recordings;
 mod replay;
 mod replay_gateway;
 
@@ -39,6 +40,13 @@ enum Command {
     /// Honours AUTH_JWT_SECRET (default ci-replay-secret), DEER_FLOW_AUTH_DISABLED=1 and, in a
     /// build with the test-seed feature, DEERFLOW_ENABLE_TEST_SEED=1.
     ReplayGateway(replay_gateway::Args),
+    /// Manage provider-boundary recordings and the record/replay mode (next start).
+    ///
+    /// status, record, replay and off edit `record_replay` in `<state>/config.json`; list, show,
+    /// delete and prune manage `<state>/recordings/`. The state directory is
+    /// `$HARNESS_STATE_DIR`, else `.harness-state/` at the repository root.
+    #[command(subcommand, arg_required_else_help = true)]
+    Recordings(recordings::Command),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +60,7 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
+        Command::Recordings(command) => recordings::run(command),
     };
     match result {
         Ok(code) => code,
