@@ -1,15 +1,17 @@
-//! Building a fixture from a run: boot the gateway with the real OpenAI-compatible provider
-//! (wrapped to capture every call), drive the scenario as the frontend would (prompt, follow-ups,
-//! then suggestions), and turn the captured calls into a fixture.
+//! Recording a scenario: boot the gateway with the real OpenAI-compatible provider wrapped by the
+//! recording model, drive the scenario as the frontend would (prompt, follow-ups, then
+//! suggestions), write the versioned recording and its scenario metadata, and build the fixture
+//! from them. The stand-in path is the same with a scripted server in place of the real model.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use crate::adapter::boot::{Extensions, ModelWiring, boot};
-use crate::adapter::capture::CapturedTurns;
 use crate::adapter::hermetic::ModelBlock;
 use crate::core::Fixture;
+use crate::core::build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
+use crate::core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
 use crate::driver::{Driver, RunTranscript, visible_conversation};
 use crate::layer1::HarnessError;
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
@@ -41,38 +43,71 @@ pub fn mode_context(mode: &str) -> Value {
            "is_plan_mode": plan, "subagent_enabled": subagent})
 }
 
-/// The result of a captured drive.
-#[derive(Debug)]
-pub struct Captured {
-    /// The fixture built from the captured calls.
-    pub fixture: Fixture,
-    /// The run transcripts, for progress output and checks.
-    pub transcripts: Vec<RunTranscript>,
-    /// The suggestions answer, when the gateway gave one.
-    pub suggestions: Option<Value>,
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Booting or driving the gateway failed.
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// The recording file could not be written or read back.
+    #[error(transparent)]
+    Recording(#[from] RecordingFileError),
+    /// The fixture could not be built from the recording.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A file beside the recording could not be written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
-/// Drives `meta` against a gateway whose model is `block` (a real endpoint or the stand-in),
-/// capturing every model call, and builds the fixture (`model` names `model_label`).
-pub async fn capture_scenario(
+/// The result of a recorded drive.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The fixture built from the recording.
+    pub fixture: Fixture,
+    /// One line per turn, for the builder's summary.
+    pub summary: Vec<TurnSummary>,
+    /// The run transcripts.
+    pub transcripts: Vec<RunTranscript>,
+    /// The suggestions answer.
+    pub suggestions: Value,
+    /// The raw recording.
+    pub recording_path: PathBuf,
+    /// The scenario metadata beside it.
+    pub meta_path: PathBuf,
+}
+
+/// The metadata file of a recording: `<recording>.meta.json`.
+pub fn meta_path_for(recording: &Path) -> PathBuf {
+    let mut name = recording.as_os_str().to_owned();
+    name.push(".meta.json");
+    PathBuf::from(name)
+}
+
+/// Drives `meta` against a gateway whose model is `block`, recording every model call to
+/// `recording_path`, then writes the metadata and builds the fixture (`model` = `model_label`).
+pub async fn record_scenario(
     meta: &ScenarioMeta,
     block: ModelBlock,
     model_label: &str,
+    recording_path: &Path,
     extensions: Extensions,
-) -> Result<Captured, HarnessError> {
-    let origin = Path::new("<capture>");
-    let captured = CapturedTurns::default();
+) -> Result<Recorded, RecordError> {
+    let origin = recording_path.to_path_buf();
+    let sink = RecordingSink::open(recording_path)?;
     let booted = boot(
-        ModelWiring::Capture {
-            block,
-            captured: captured.clone(),
-        },
+        ModelWiring::Record { block, sink },
         meta.gateway_config.as_ref(),
         extensions,
     )
     .await
     .map_err(|source| HarnessError::Boot {
-        fixture: origin.to_path_buf(),
+        fixture: origin.clone(),
         source,
     })?;
     let context = mode_context(&meta.mode);
@@ -97,10 +132,10 @@ pub async fn capture_scenario(
         tracing::warn!("gateway shutdown: {err}");
     }
     let (transcripts, suggestions) = drive.map_err(|source| HarnessError::Drive {
-        fixture: origin.to_path_buf(),
+        fixture: origin.clone(),
         source,
     })?;
-    let fixture = Fixture {
+    let metadata = ScenarioMetadata {
         scenario: meta.scenario.clone(),
         mode: meta.mode.clone(),
         model: model_label.to_string(),
@@ -108,26 +143,38 @@ pub async fn capture_scenario(
         context,
         followups: meta.followups.clone(),
         gateway_config: meta.gateway_config.clone(),
-        turns: captured.turns(),
     };
-    Ok(Captured {
+    let meta_path = meta_path_for(recording_path);
+    let text = serde_json::to_string_pretty(&metadata.to_json()).unwrap_or_default() + "\n";
+    std::fs::write(&meta_path, text).map_err(|source| RecordError::Io {
+        path: meta_path.clone(),
+        source,
+    })?;
+    let recording = read_recording(recording_path, Access::External)?;
+    let (fixture, summary) = build_fixture(&recording, &metadata)?;
+    Ok(Recorded {
         fixture,
+        summary,
         transcripts,
-        suggestions: Some(suggestions),
+        suggestions,
+        recording_path: recording_path.to_path_buf(),
+        meta_path,
     })
 }
 
-/// Builds a fixture from a scripted OpenAI-compatible stand-in instead of a real model. The
-/// fixture's `model` is [`STAND_IN_MODEL`], so it never passes for a real model's recording.
-pub async fn capture_with_stand_in(
+/// Records a scenario against a scripted OpenAI-compatible stand-in instead of a real model. The
+/// recording lives in a temporary folder that is removed when this returns (the fixture is built
+/// from it first). The fixture's `model` is [`STAND_IN_MODEL`], so it never passes for a real
+/// model's recording.
+pub async fn record_with_stand_in(
     meta: &ScenarioMeta,
     replies: Vec<Reply>,
     extensions: Extensions,
-) -> Result<Captured, HarnessError> {
+) -> Result<Recorded, RecordError> {
     let stand_in = StandIn::start(replies)
         .await
         .map_err(|err| HarnessError::Boot {
-            fixture: Path::new("<stand-in>").to_path_buf(),
+            fixture: PathBuf::from("<stand-in>"),
             source: crate::adapter::boot::BootError::Listen(err),
         })?;
     let block = ModelBlock::Record {
@@ -135,12 +182,20 @@ pub async fn capture_with_stand_in(
         api_key: "stand-in-needs-no-key".into(),
         base_url: stand_in.base_url().to_string(),
     };
-    let captured = capture_scenario(meta, block, STAND_IN_MODEL, extensions).await?;
+    let folder = tempfile::Builder::new()
+        .prefix("record-gw-")
+        .tempdir()
+        .map_err(|source| RecordError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let path = folder.path().join("recording.jsonl");
+    let recorded = record_scenario(meta, block, STAND_IN_MODEL, &path, extensions).await?;
     if stand_in.remaining() > 0 {
         tracing::warn!(
             "the stand-in script has {} unused replies",
             stand_in.remaining()
         );
     }
-    Ok(captured)
+    Ok(recorded)
 }

@@ -110,6 +110,7 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Val
         let error = json!({"error": {"message": "the stand-in script has no reply left", "type": "stand_in_exhausted"}});
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
     };
+    let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let (message, finish_reason) = match reply {
         Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
         Reply::ToolCalls(calls) => {
@@ -137,6 +138,9 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Val
     };
     let usage =
         json!({"prompt_tokens": 100 + index, "completion_tokens": 10, "total_tokens": 110 + index});
+    if streaming {
+        return sse_response(&message, finish_reason, &usage, index, &model);
+    }
     Json(json!({
         "id": format!("chatcmpl-standin-{index}"),
         "object": "chat.completion",
@@ -145,4 +149,70 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Val
         "usage": usage,
     }))
     .into_response()
+}
+
+/// Splits `text` into `parts` pieces on character boundaries.
+fn split_in(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(parts).max(1);
+    chars
+        .chunks(size)
+        .map(|chunk| chunk.iter().collect())
+        .collect()
+}
+
+/// A streamed answer as OpenAI sends it: a role chunk, the text in three pieces or each tool
+/// call as a start chunk plus argument fragments, a finish chunk, a usage chunk, `[DONE]`. So a
+/// recording sees real chunk boundaries, arguments split mid-JSON included.
+fn sse_response(
+    message: &Value,
+    finish_reason: &str,
+    usage: &Value,
+    index: usize,
+    model: &Value,
+) -> Response {
+    let id = format!("chatcmpl-standin-{index}");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if let Some(text) = message.get("content").and_then(Value::as_str) {
+        for piece in split_in(text, 3) {
+            chunks.push(chunk(json!({"content": piece}), Value::Null));
+        }
+    }
+    let calls = message.get("tool_calls").and_then(Value::as_array);
+    for (position, call) in calls.into_iter().flatten().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
+                                   "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+        for piece in split_in(arguments, 3) {
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": position, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    chunks.push(chunk(json!({}), json!(finish_reason)));
+    chunks.push(
+        json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                       "choices": [], "usage": usage}),
+    );
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
 }

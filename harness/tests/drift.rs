@@ -16,7 +16,7 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use harness::capture_run::{ScenarioMeta, capture_with_stand_in};
+use harness::capture_run::{ScenarioMeta, record_with_stand_in};
 use harness::core::golden_document;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
@@ -378,7 +378,7 @@ fn capture_then_replay(volatile: bool) -> (Value, ScenarioRun) {
     ];
     let runtime = runtime();
     let captured = runtime
-        .block_on(capture_with_stand_in(
+        .block_on(record_with_stand_in(
             &meta,
             replies,
             stamp_extensions(volatile),

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use harness::capture_run::capture_with_stand_in;
-use harness::core::Fixture;
+use harness::capture_run::record_with_stand_in;
+use harness::core::build_fixture::TurnSummary;
 use harness::golden::fixtures_dir;
 use harness::scenarios::shipped;
 
@@ -39,32 +39,15 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Prints one summary line per turn: caller, key prefix, tool calls (DeerFlow's builder does).
-pub fn print_turns(fixture: &Fixture) {
-    for (index, turn) in fixture.turns.iter().enumerate() {
-        let calls: Vec<String> = turn
-            .output
-            .pointer("/data/tool_calls")
-            .and_then(|calls| calls.as_array())
-            .map(|calls| {
-                calls
-                    .iter()
-                    .filter_map(|call| call.get("name").and_then(|n| n.as_str()).map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let what = match (&turn.error, calls.is_empty()) {
-            (Some(error), _) => format!(
-                "error {}",
-                error.get("type").and_then(|t| t.as_str()).unwrap_or("?")
-            ),
-            (None, true) => "text".to_string(),
-            (None, false) => format!("tool_calls {calls:?}"),
-        };
+/// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
+pub fn print_summary(summary: &[TurnSummary]) {
+    for line in summary {
         println!(
-            "  turn {index}: {:<18} {}…  {what}",
-            turn.caller.as_deref().unwrap_or("(legacy)"),
-            &turn.input_hash[..turn.input_hash.len().min(12)],
+            "  call {}: {:<18} {}…  {}",
+            line.call_index,
+            line.caller,
+            &line.input_hash[..line.input_hash.len().min(12)],
+            line.what
         );
     }
 }
@@ -79,13 +62,13 @@ fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
         let name = format!("{}.{}.json", scenario.meta.scenario, scenario.meta.mode);
         println!("{name}: driving the gateway against the stand-in…");
         let captured = runtime
-            .block_on(capture_with_stand_in(
+            .block_on(record_with_stand_in(
                 &scenario.meta,
                 scenario.replies.clone(),
                 Extensions::default(),
             ))
             .with_context(|| format!("capturing {name}"))?;
-        print_turns(&captured.fixture);
+        print_summary(&captured.summary);
         let path = out.join(&name);
         let tmp = out.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, captured.fixture.to_pretty_json())

@@ -221,7 +221,10 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    assert!(rest.contains("unused turns: []"), "every turn served, suggestions included: {rest}");
+    assert!(
+        rest.contains("unused turns: []"),
+        "every turn served, suggestions included: {rest}"
+    );
     let first = outcome["suggestions"][0].as_str().unwrap().to_string();
     assert_eq!(
         first, "Can you append a second line to the note?",

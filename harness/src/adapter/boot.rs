@@ -86,12 +86,12 @@ impl BootedGateway {
 pub enum ModelWiring {
     /// Replay from an engine (Layer 1).
     Replay(Arc<ReplayEngine>),
-    /// A real OpenAI-compatible endpoint, each call captured (fixture building).
-    Capture {
+    /// A real OpenAI-compatible endpoint, every call recorded at the provider boundary.
+    Record {
         /// The model block with the endpoint and key.
         block: ModelBlock,
-        /// Where captured turns go.
-        captured: crate::adapter::capture::CapturedTurns,
+        /// The recording every model writes to.
+        sink: crate::core::recording::RecordingSink,
     },
 }
 
@@ -119,7 +119,7 @@ pub async fn boot_at(
     let home = prepare_home(folder.path())?;
     let block = match &wiring {
         ModelWiring::Replay(_) => ModelBlock::Replay,
-        ModelWiring::Capture { block, .. } => block.clone(),
+        ModelWiring::Record { block, .. } => block.clone(),
     };
     let mut config = hermetic_config(&home, &block, overrides)?;
     (extensions.configure)(&mut config);
@@ -128,10 +128,12 @@ pub async fn boot_at(
         ModelWiring::Replay(engine) => {
             AppBuilder::new(config).provider(REPLAY_PROVIDER, replay_provider(engine))
         }
-        ModelWiring::Capture { captured, .. } => AppBuilder::new(config).provider(
-            "openai",
-            crate::adapter::capture::capturing_openai_provider(captured),
-        ),
+        ModelWiring::Record { sink, .. } => {
+            let sink = Arc::new(sink);
+            AppBuilder::new(config).map_providers(move |_, provider| {
+                crate::adapter::recording_model::recording_provider(provider, sink.clone())
+            })
+        }
     };
     let app = (extensions.extend)(builder).build()?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

@@ -1,9 +1,10 @@
-//! The one adapter that binds the generic core to `gateway-under-test`: the replay and capturing
-//! `ChatModel`s, the hermetic configuration, and booting the gateway in-process.
+//! The one adapter that binds the generic core to `gateway-under-test`: the replay, recording,
+//! strict-replay and blocked `ChatModel`s, the hermetic configuration, and booting the gateway
+//! in-process.
 
 pub mod boot;
-pub mod capture;
 pub mod hermetic;
+pub mod recording_model;
 pub mod replay_model;
 
 pub use boot::{BootError, BootedGateway, Extensions, ModelWiring, boot};

@@ -142,7 +142,8 @@ impl RecordingChatModel {
         match self.inner.stream(request).await {
             Ok(source) => Ok((call, source)),
             Err(error) => {
-                call.event(&failure_event(&error)).map_err(recording_error)?;
+                call.event(&failure_event(&error))
+                    .map_err(recording_error)?;
                 call.end(Outcome::Error).map_err(recording_error)?;
                 Err(error)
             }
@@ -154,33 +155,37 @@ impl RecordingChatModel {
 /// terminal event (later ones are dropped), on a provider error, or when the source ends.
 fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
     let state = (Some(call), source);
-    Box::pin(futures::stream::unfold(state, |(call, mut source)| async move {
-        let mut call = call?;
-        match source.next().await {
-            Some(Ok(event)) => {
-                if let Err(err) = call.event(&event_value(&event)) {
-                    return Some((Err(recording_error(err)), (None, source)));
-                }
-                let terminal = matches!(event, StreamEvent::Done { .. } | StreamEvent::Error { .. });
-                if terminal {
-                    if let Err(err) = call.end(Outcome::Complete) {
+    Box::pin(futures::stream::unfold(
+        state,
+        |(call, mut source)| async move {
+            let mut call = call?;
+            match source.next().await {
+                Some(Ok(event)) => {
+                    if let Err(err) = call.event(&event_value(&event)) {
                         return Some((Err(recording_error(err)), (None, source)));
                     }
-                    return Some((Ok(event), (None, source)));
+                    let terminal =
+                        matches!(event, StreamEvent::Done { .. } | StreamEvent::Error { .. });
+                    if terminal {
+                        if let Err(err) = call.end(Outcome::Complete) {
+                            return Some((Err(recording_error(err)), (None, source)));
+                        }
+                        return Some((Ok(event), (None, source)));
+                    }
+                    Some((Ok(event), (Some(call), source)))
                 }
-                Some((Ok(event), (Some(call), source)))
+                Some(Err(error)) => {
+                    let _ = call.event(&failure_event(&error));
+                    let _ = call.end(Outcome::Error);
+                    Some((Err(error), (None, source)))
+                }
+                None => {
+                    let _ = call.end(Outcome::Complete);
+                    None
+                }
             }
-            Some(Err(error)) => {
-                let _ = call.event(&failure_event(&error));
-                let _ = call.end(Outcome::Error);
-                Some((Err(error), (None, source)))
-            }
-            None => {
-                let _ = call.end(Outcome::Complete);
-                None
-            }
-        }
-    }))
+        },
+    ))
 }
 
 #[async_trait]
@@ -208,7 +213,10 @@ pub fn recording_provider(
     Arc::new(
         move |entry: &gateway_under_test::config::ModelConfig, context: &ProviderContext| {
             let model = inner.build(entry, context)?;
-            Ok(Arc::new(RecordingChatModel::new(model, sink.clone(), &entry.name)) as Arc<dyn ChatModel>)
+            Ok(
+                Arc::new(RecordingChatModel::new(model, sink.clone(), &entry.name))
+                    as Arc<dyn ChatModel>,
+            )
         },
     )
 }
@@ -239,8 +247,14 @@ fn replayed_events(events: Vec<Value>) -> Vec<Result<StreamEvent, ModelError>> {
         .into_iter()
         .map(|event| {
             if event.get("type").and_then(Value::as_str) == Some("error") {
-                let kind = event.get("error_type").and_then(Value::as_str).unwrap_or("APIError");
-                let message = event.get("message").and_then(Value::as_str).unwrap_or("recorded error");
+                let kind = event
+                    .get("error_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("APIError");
+                let message = event
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("recorded error");
                 let mut error = ModelError::new(kind, message);
                 if let Some(status) = event.get("status").and_then(Value::as_u64) {
                     error = error.with_status(status as u16);
@@ -280,7 +294,10 @@ impl ChatModel for StrictReplayChatModel {
 pub fn strict_replay_provider(replayer: Arc<StrictReplayer>) -> Arc<dyn ModelProvider> {
     Arc::new(
         move |entry: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
-            Ok(Arc::new(StrictReplayChatModel::new(replayer.clone(), &entry.name)) as Arc<dyn ChatModel>)
+            Ok(
+                Arc::new(StrictReplayChatModel::new(replayer.clone(), &entry.name))
+                    as Arc<dyn ChatModel>,
+            )
         },
     )
 }
@@ -296,7 +313,8 @@ pub struct BlockedChatModel {
 #[async_trait]
 impl ChatModel for BlockedChatModel {
     async fn invoke(&self, _request: &ModelRequest) -> Result<Message, ModelError> {
-        Err(ModelError::new("RecordReplayBlocked", self.message.clone()).with_class(ErrorClass::Generic))
+        Err(ModelError::new("RecordReplayBlocked", self.message.clone())
+            .with_class(ErrorClass::Generic))
     }
 }
 
@@ -305,7 +323,9 @@ pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
     let model = BlockedChatModel {
         message: message.to_string(),
     };
-    Arc::new(move |_: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
-        Ok(Arc::new(model.clone()) as Arc<dyn ChatModel>)
-    })
+    Arc::new(
+        move |_: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
+            Ok(Arc::new(model.clone()) as Arc<dyn ChatModel>)
+        },
+    )
 }

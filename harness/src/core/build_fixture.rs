@@ -57,7 +57,11 @@ impl ScenarioMetadata {
         })?;
         let value: Value = serde_json::from_str(&text).map_err(|err| BuildError::Meta {
             path: path.to_path_buf(),
-            problem: format!("invalid JSON at line {}, column {}: {err}", err.line(), err.column()),
+            problem: format!(
+                "invalid JSON at line {}, column {}: {err}",
+                err.line(),
+                err.column()
+            ),
         })?;
         let text_field = |key: &str| -> Result<String, BuildError> {
             value
@@ -82,9 +86,18 @@ impl ScenarioMetadata {
             followups: value
                 .get("followups")
                 .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_str).map(String::from).collect())
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default(),
-            gateway_config: value.get("gateway_config").filter(|v| !v.is_null()).cloned(),
+            gateway_config: value
+                .get("gateway_config")
+                .filter(|v| !v.is_null())
+                .cloned(),
         })
     }
 }
@@ -134,7 +147,42 @@ pub struct TurnSummary {
 }
 
 fn context_text(call: &RecordedCall, key: &str) -> Option<String> {
-    call.request.context.get(key).and_then(Value::as_str).map(String::from)
+    call.request
+        .context
+        .get(key)
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+/// The key order of LangChain's message dump (`replay-and-fixtures.md` §2.4). Recording rows have
+/// sorted keys; fixtures keep DeerFlow's order, with unknown keys after the known ones.
+const DUMP_ORDER: [&str; 12] = [
+    "content",
+    "additional_kwargs",
+    "response_metadata",
+    "type",
+    "name",
+    "id",
+    "tool_calls",
+    "invalid_tool_calls",
+    "usage_metadata",
+    "tool_call_id",
+    "artifact",
+    "status",
+];
+
+fn langchain_order(message: Value) -> Value {
+    let Value::Object(mut map) = message else {
+        return message;
+    };
+    let mut ordered = Map::new();
+    for key in DUMP_ORDER {
+        if let Some(value) = map.remove(key) {
+            ordered.insert(key.to_string(), value);
+        }
+    }
+    ordered.extend(map);
+    Value::Object(ordered)
 }
 
 /// Builds the fixture and a per-turn summary.
@@ -150,7 +198,8 @@ pub fn build_fixture(
             call_index: call.call_index,
             problem: problem.to_string(),
         };
-        let input_hash = context_text(call, "input_hash").ok_or_else(|| problem("no context.input_hash"))?;
+        let input_hash =
+            context_text(call, "input_hash").ok_or_else(|| problem("no context.input_hash"))?;
         let caller = context_text(call, "caller").ok_or_else(|| problem("no context.caller"))?;
         if matches!(call.outcome, Outcome::Cancelled | Outcome::Abandoned) {
             summary.push(TurnSummary {
@@ -171,19 +220,44 @@ pub fn build_fixture(
             .find(|e| e.get("type").and_then(Value::as_str) == Some("error"));
         let (output, error, what) = match (done, failure, call.outcome) {
             (Some(done), _, _) => {
-                let message = done.get("message").cloned().ok_or_else(|| problem("done event has no message"))?;
-                let kind = message.get("type").and_then(Value::as_str).unwrap_or("ai").to_string();
+                let message = done
+                    .get("message")
+                    .cloned()
+                    .ok_or_else(|| problem("done event has no message"))?;
+                let kind = message
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ai")
+                    .to_string();
                 let calls: Vec<String> = message
                     .get("tool_calls")
                     .and_then(Value::as_array)
-                    .map(|calls| calls.iter().filter_map(|c| c.get("name").and_then(Value::as_str)).map(String::from).collect())
+                    .map(|calls| {
+                        calls
+                            .iter()
+                            .filter_map(|c| c.get("name").and_then(Value::as_str))
+                            .map(String::from)
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let what = if calls.is_empty() { "text".to_string() } else { format!("tool_calls {calls:?}") };
-                (json!({"type": kind, "data": message}), None, what)
+                let what = if calls.is_empty() {
+                    "text".to_string()
+                } else {
+                    format!("tool_calls {calls:?}")
+                };
+                (
+                    json!({"type": kind, "data": langchain_order(message)}),
+                    None,
+                    what,
+                )
             }
             (None, failure, _) => {
                 let failure = failure.cloned().unwrap_or_else(|| json!({}));
-                let kind = failure.get("error_type").and_then(Value::as_str).unwrap_or("APIError").to_string();
+                let kind = failure
+                    .get("error_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("APIError")
+                    .to_string();
                 let message = failure
                     .get("message")
                     .and_then(Value::as_str)

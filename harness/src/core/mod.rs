@@ -16,6 +16,7 @@
 //! The specification is `replay-and-fixtures.md` §2 to §5 and §8.2, and `recording-format.md` §2
 //! to §8, §11 and §13.
 
+pub mod build_fixture;
 pub mod canonical;
 pub mod diff;
 pub mod fixture;
