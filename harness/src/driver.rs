@@ -208,8 +208,6 @@ impl Driver {
         prompt: &str,
         context: &Value,
     ) -> Result<RunTranscript, DriverError> {
-        let path = format!("/api/threads/{thread_id}/runs/stream");
-        let route = format!("POST {path}");
         let request = json!({
             "assistant_id": "lead_agent",
             "input": {"messages": [{"role": "user", "content": prompt}]},
@@ -217,6 +215,18 @@ impl Driver {
             "context": context,
             "stream_mode": ["values"],
         });
+        self.stream_request(thread_id, request).await
+    }
+
+    /// Streams a run with any request body (other stream modes, for example) and reads the
+    /// whole stream.
+    pub async fn stream_request(
+        &self,
+        thread_id: &str,
+        request: Value,
+    ) -> Result<RunTranscript, DriverError> {
+        let path = format!("/api/threads/{thread_id}/runs/stream");
+        let route = format!("POST {path}");
         let response = self.post_json(&path, &request, 200).await?;
         let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();

@@ -3,9 +3,11 @@
 
 mod fixtures;
 mod hash;
+mod record;
 mod recordings;
 mod replay;
 mod replay_gateway;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -40,6 +42,19 @@ enum Command {
     /// Honours AUTH_JWT_SECRET (default ci-replay-secret), DEER_FLOW_AUTH_DISABLED=1 and, in a
     /// build with the test-seed feature, DEERFLOW_ENABLE_TEST_SEED=1.
     ReplayGateway(replay_gateway::Args),
+    /// Record one real model run (needs OPENAI_API_KEY and OPENAI_API_BASE; never in CI).
+    ///
+    /// Boots the gateway with the recording provider around the real OpenAI-compatible model,
+    /// drives register, thread, stream (and follow-ups), then suggestions, and writes the raw
+    /// recording, its scenario metadata, and the fixture. RECORD_MODEL picks the model.
+    Record(record::RecordArgs),
+    /// Build a fixture from a recording and its scenario metadata, printing a line per turn.
+    BuildFixture(record::BuildArgs),
+    /// Serve the gateway from a configuration file with the record/replay mode applied.
+    ///
+    /// The mode comes from `cargo xtask recordings` (read once at start). An invalid
+    /// configuration keeps the gateway up and fails every model call closed.
+    Serve(serve::Args),
     /// Manage provider-boundary recordings and the record/replay mode (next start).
     ///
     /// status, record, replay and off edit `record_replay` in `<state>/config.json`; list, show,
@@ -50,6 +65,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let Some(command) = cli.command else {
         let _ = Cli::command().print_help();
@@ -60,6 +81,9 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
+        Command::Record(args) => record::record(args),
+        Command::BuildFixture(args) => record::build(args),
+        Command::Serve(args) => serve::run(args),
         Command::Recordings(command) => recordings::run(command),
     };
     match result {

@@ -2,6 +2,7 @@
 //! strict-replay and blocked `ChatModel`s, the hermetic configuration, and booting the gateway
 //! in-process.
 
+pub mod activation;
 pub mod boot;
 pub mod hermetic;
 pub mod recording_model;

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::adapter::replay_model::{request_caller, request_messages};
 use crate::core::normalize;
 use crate::core::recording::{
-    CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer,
+    CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
     redact_text,
 };
 use crate::core::replay_key;
@@ -153,6 +153,10 @@ impl RecordingChatModel {
 
 /// Passes `source` on, writing each event before yielding it; closes the call at the first
 /// terminal event (later ones are dropped), on a provider error, or when the source ends.
+///
+/// The event passed on is the redacted one, as written. Redaction can rewrite ordinary prose
+/// (`key points`); passing the written text on keeps the live run on exactly the conversation a
+/// replay of this recording will produce, so the replay keys of later calls still match.
 fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
     let state = (Some(call), source);
     Box::pin(futures::stream::unfold(
@@ -161,9 +165,11 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
             let mut call = call?;
             match source.next().await {
                 Some(Ok(event)) => {
-                    if let Err(err) = call.event(&event_value(&event)) {
+                    let written = redact(&event_value(&event));
+                    if let Err(err) = call.event(&written) {
                         return Some((Err(recording_error(err)), (None, source)));
                     }
+                    let event = serde_json::from_value::<StreamEvent>(written).unwrap_or(event);
                     let terminal =
                         matches!(event, StreamEvent::Done { .. } | StreamEvent::Error { .. });
                     if terminal {

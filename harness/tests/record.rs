@@ -1,0 +1,347 @@
+//! The recording pipeline without a key: wiremock stands in for the OpenAI-compatible endpoint
+//! and streams its answers in several chunks. Record the write/read-file scenario through the
+//! real gateway and its real OpenAI provider, build the fixture from the versioned recording,
+//! replay it through Layer 1, and get the committed golden; the same recording also replays
+//! strictly, chunk by chunk; planted secrets never reach the file.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use gateway_under_test::AppBuilder;
+use harness::adapter::Extensions;
+use harness::adapter::activation::{Installed, apply};
+use harness::adapter::hermetic::{ModelBlock, hermetic_config, prepare_home};
+use harness::capture_run::{ScenarioMeta, record_scenario};
+use harness::core::recording::{Access, Outcome, read_recording};
+use harness::golden::{GoldenStatus, golden_status};
+use harness::layer1::run_fixture;
+use harness::recordings::Activation;
+use harness::scenarios::WRITE_READ_FILE_PROMPT;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const API_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
+
+/// Answers each request with the next streamed body, in order.
+struct Scripted(Mutex<VecDeque<String>>);
+
+impl Respond for Scripted {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        match self.0.lock().unwrap().pop_front() {
+            Some(body) => ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+            None => ResponseTemplate::new(500)
+                .set_body_string("{\"error\": {\"message\": \"script exhausted\"}}"),
+        }
+    }
+}
+
+fn chunk(delta: Value, finish: Value) -> Value {
+    json!({"id": "chatcmpl-w", "object": "chat.completion.chunk", "model": "wiremock-model",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn sse(chunks: Vec<Value>) -> String {
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: {\"id\": \"chatcmpl-w\", \"choices\": [], \"usage\": {\"prompt_tokens\": 50, \"completion_tokens\": 5, \"total_tokens\": 55}}\n\n");
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A tool call streamed as a start chunk and argument fragments split mid-JSON.
+fn tool_call_stream(id: &str, name: &str, args: &Value) -> String {
+    let arguments = args.to_string();
+    let (a, rest) = arguments.split_at(arguments.len() / 3);
+    let (b, c) = rest.split_at(rest.len() / 2);
+    sse(vec![
+        chunk(
+            json!({"role": "assistant", "content": null,
+                     "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": c}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ])
+}
+
+fn text_stream(pieces: &[&str]) -> String {
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    chunks.extend(
+        pieces
+            .iter()
+            .map(|piece| chunk(json!({"content": piece}), Value::Null)),
+    );
+    chunks.push(chunk(json!({}), json!("stop")));
+    sse(chunks)
+}
+
+fn scenario_bodies() -> Vec<String> {
+    vec![
+        tool_call_stream(
+            "call_w1",
+            "write_file",
+            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
+        ),
+        tool_call_stream(
+            "call_r1",
+            "read_file",
+            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
+        ),
+        text_stream(&["hi ", "from ", "replay."]),
+        text_stream(&["[\"Append a line?\", ", "\"Delete the note?\"]"]),
+    ]
+}
+
+async fn endpoint(bodies: Vec<String>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Scripted(Mutex::new(bodies.into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn record_block(server: &MockServer) -> ModelBlock {
+    ModelBlock::Record {
+        model: "wiremock-model".into(),
+        api_key: API_KEY.into(),
+        base_url: format!("{}/v1", server.uri()),
+    }
+}
+
+fn ultra_meta(prompt: &str) -> ScenarioMeta {
+    ScenarioMeta {
+        scenario: "write_read_file".into(),
+        mode: "ultra".into(),
+        prompt: prompt.into(),
+        followups: Vec::new(),
+        gateway_config: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() {
+    let server = endpoint(scenario_bodies()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let recording = folder.path().join("recording.jsonl");
+    let recorded = record_scenario(
+        &ultra_meta(WRITE_READ_FILE_PROMPT),
+        record_block(&server),
+        "wiremock-model",
+        &recording,
+        Extensions::default(),
+    )
+    .await
+    .expect("the recording run");
+
+    let file = read_recording(&recording, Access::External).expect("the recording reads strictly");
+    assert_eq!(
+        file.calls.len(),
+        4,
+        "three lead-agent calls and the suggestions call"
+    );
+    assert!(
+        file.calls
+            .iter()
+            .all(|call| call.outcome == Outcome::Complete)
+    );
+    let deltas = file.calls[0]
+        .events
+        .iter()
+        .filter(|e| e["type"] == "toolcall_delta")
+        .count();
+    assert_eq!(
+        deltas, 3,
+        "the argument fragments are recorded as they were streamed"
+    );
+    let callers: Vec<&str> = file
+        .calls
+        .iter()
+        .map(|c| c.request.context["caller"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        callers,
+        ["lead_agent", "lead_agent", "lead_agent", "suggest_agent"]
+    );
+    assert_eq!(
+        file.calls[0].request.context["input_hash"],
+        "27aeb4c11bff2c3ebc182fe52a06556823c21928620a400c7f26be9733c31f3f",
+        "the recorder hashes with the replay key function (the spec's T0 vector)"
+    );
+    assert!(recorded.meta_path.is_file());
+    assert_eq!(recorded.suggestions["suggestions"][0], "Append a line?");
+
+    let fixture_path = folder.path().join("write_read_file.ultra.json");
+    std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).unwrap();
+    let run = run_fixture(&fixture_path).await.expect("the replay");
+    assert!(run.check().is_ok(), "{}", run.report());
+    assert_eq!(
+        golden_status("write_read_file.ultra", &run.golden_document()),
+        GoldenStatus::Ok
+    );
+    assert_eq!(
+        run.unused_turns,
+        [3],
+        "only the suggestions turn is left for Layer 2"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
+    let server = endpoint(scenario_bodies()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let recording = folder.path().join("recording.jsonl");
+    record_scenario(
+        &ultra_meta(WRITE_READ_FILE_PROMPT),
+        record_block(&server),
+        "wiremock-model",
+        &recording,
+        Extensions::default(),
+    )
+    .await
+    .expect("the recording run");
+    let requests_while_recording = server.received_requests().await.unwrap().len();
+
+    let home_root = tempfile::tempdir().unwrap();
+    let home = prepare_home(home_root.path()).unwrap();
+    // The same configuration as the recording; only the provider transform differs.
+    let config = hermetic_config(&home, &record_block(&server), None).unwrap();
+    let (builder, installed) = apply(
+        AppBuilder::new(config),
+        Activation::Replay {
+            path: recording.clone(),
+        },
+        &folder.path().join("not-managed"),
+    );
+    assert!(
+        matches!(installed, Installed::Replaying(_)),
+        "{installed:?}"
+    );
+    let app = builder.build().unwrap();
+    let gateway = app
+        .serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
+        .unwrap();
+    let mut driver = harness::driver::Driver::new(&gateway.url()).unwrap();
+    driver.register().await.unwrap();
+    let thread = driver.create_thread().await.unwrap();
+    let request = json!({
+        "assistant_id": "lead_agent",
+        "input": {"messages": [{"role": "user", "content": WRITE_READ_FILE_PROMPT}]},
+        "config": {"recursion_limit": 100},
+        "context": harness::capture_run::mode_context("ultra"),
+        "stream_mode": ["values", "messages-tuple"],
+    });
+    let transcript = driver.stream_request(&thread, request).await.unwrap();
+    let values = transcript
+        .events
+        .iter()
+        .filter(|e| e.event == "values")
+        .count();
+    assert_eq!(values, 13, "{}", transcript.raw);
+    let chunks: Vec<String> = transcript
+        .events
+        .iter()
+        .filter(|e| e.event == "messages")
+        .map(|e| {
+            serde_json::from_str::<Value>(&e.data).unwrap()[0]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        ["hi ", "from ", "replay."],
+        "a streaming client sees the recorded chunk boundaries"
+    );
+    let last = transcript.final_values().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"], "hi from replay.");
+    assert!(
+        last["additional_kwargs"]
+            .get("deerflow_error_fallback")
+            .is_none(),
+        "no mismatch: {last}"
+    );
+    gateway.shutdown().await.unwrap();
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        requests_while_recording,
+        "strict replay opens no socket to the model"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_planted_in_the_request_never_reach_the_recording() {
+    let prompt = "Use my key sk-live-abcdefghijklmnop with header Authorization: Bearer abc.def.ghi123456 \
+                  against https://alice:hunter2@example.com/x?api_key=QWERTY123456 and say done.";
+    let server = endpoint(vec![text_stream(&["done"]), text_stream(&["[]"])]).await;
+    let folder = tempfile::tempdir().unwrap();
+    let recording = folder.path().join("recording.jsonl");
+    record_scenario(
+        &ultra_meta(prompt),
+        record_block(&server),
+        "wiremock-model",
+        &recording,
+        Extensions::default(),
+    )
+    .await
+    .expect("the recording run");
+    let bytes = std::fs::read_to_string(&recording).unwrap();
+    for secret in [
+        "sk-live-abcdefghijklmnop",
+        "abc.def.ghi123456",
+        "hunter2",
+        "QWERTY123456",
+        API_KEY,
+    ] {
+        assert!(
+            !bytes.contains(secret),
+            "{secret} leaked into the recording"
+        );
+    }
+    assert!(bytes.contains("[secret removed]"));
+    assert!(
+        !std::fs::read_to_string(harness::capture_run::meta_path_for(&recording))
+            .unwrap()
+            .contains(API_KEY)
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&recording).unwrap().permissions(),
+    ) & 0o777;
+    assert_eq!(mode, 0o600);
+    let sent = server.received_requests().await.unwrap();
+    let auth = sent[0]
+        .headers
+        .get("authorization")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        auth,
+        format!("Bearer {API_KEY}"),
+        "the real key did reach the provider"
+    );
+}

@@ -1,0 +1,169 @@
+//! `cargo xtask record` and `cargo xtask build-fixture`: a real model run recorded once, on a
+//! machine with a key, and turned into a fixture.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use harness::adapter::Extensions;
+use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
+use harness::capture_run::{ScenarioMeta, record_scenario};
+use harness::core::build_fixture::{ScenarioMetadata, build_fixture};
+use harness::core::recording::{Access, read_recording};
+use harness::golden::fixtures_dir;
+
+use crate::fixtures::print_summary;
+
+/// Arguments of `record`.
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// Scenario id, e.g. `write_read_file`; the fixture is `<out>/<scenario>.<mode>.json`.
+    #[arg(long)]
+    scenario: String,
+    /// UI mode: flash, thinking, pro or ultra (sets the run context's flags).
+    #[arg(long, value_parser = ["flash", "thinking", "pro", "ultra"])]
+    mode: String,
+    /// The prompt, sent verbatim.
+    #[arg(long)]
+    prompt: String,
+    /// A later prompt in the same thread (repeatable).
+    #[arg(long = "followup", value_name = "TEXT")]
+    followups: Vec<String>,
+    /// Where to write the fixture.
+    #[arg(long, default_value_os_t = fixtures_dir())]
+    out: PathBuf,
+    /// Where to write the raw recording (default: `recording.jsonl` in a fresh temporary folder,
+    /// printed). The scenario metadata goes beside it as `<file>.meta.json`.
+    #[arg(long)]
+    recording_out: Option<PathBuf>,
+}
+
+/// Arguments of `build-fixture`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The versioned JSONL recording (mode 0600).
+    #[arg(long)]
+    recording: PathBuf,
+    /// The scenario metadata written beside it (`<recording>.meta.json`).
+    #[arg(long)]
+    meta: PathBuf,
+    /// The fixture to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// The recorded model's name, when the metadata has none.
+    #[arg(long, default_value = DEFAULT_RECORD_MODEL)]
+    model: String,
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !value.is_empty() && value != "false" && value != "0")
+}
+
+fn required(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// Writes `text` to `path` through a temporary file, so a failure leaves no half-written file.
+pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = folder.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if in_ci() {
+        eprintln!(
+            "error: cargo xtask record needs a real model and key and never runs in CI (CI is set)"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let (Some(api_key), Some(base_url)) = (required("OPENAI_API_KEY"), required("OPENAI_API_BASE"))
+    else {
+        let missing: Vec<&str> = ["OPENAI_API_KEY", "OPENAI_API_BASE"]
+            .into_iter()
+            .filter(|name| required(name).is_none())
+            .collect();
+        eprintln!(
+            "error: set {} to record (OPENAI_API_BASE is the OpenAI-compatible endpoint, e.g. https://api.openai.com/v1; RECORD_MODEL picks the model, default {DEFAULT_RECORD_MODEL})",
+            missing.join(" and ")
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let model = required("RECORD_MODEL").unwrap_or_else(|| DEFAULT_RECORD_MODEL.to_string());
+    let recording_path = match args.recording_out {
+        Some(path) => path,
+        None => tempfile::Builder::new()
+            .prefix("record-gw-")
+            .tempdir()
+            .context("cannot create a temporary folder")?
+            .keep()
+            .join("recording.jsonl"),
+    };
+    println!(
+        "recording {} ({}) with model {model}",
+        args.scenario, args.mode
+    );
+    println!("raw recording: {}", recording_path.display());
+    let meta = ScenarioMeta {
+        scenario: args.scenario.clone(),
+        mode: args.mode.clone(),
+        prompt: args.prompt,
+        followups: args.followups,
+        gateway_config: None,
+    };
+    let block = ModelBlock::Record {
+        model: model.clone(),
+        api_key,
+        base_url,
+    };
+    let runtime = crate::runtime()?;
+    let recorded = runtime.block_on(async {
+        let work = record_scenario(&meta, block, &model, &recording_path, Extensions::default());
+        tokio::pin!(work);
+        let started = Instant::now();
+        let mut ticker = tokio::time::interval(Duration::from_secs(2));
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                result = &mut work => break result,
+                _ = ticker.tick() => eprintln!("  … the model is working ({} s)", started.elapsed().as_secs()),
+            }
+        }
+    })?;
+    print_summary(&recorded.summary);
+    let fixture_path = args
+        .out
+        .join(format!("{}.{}.json", args.scenario, args.mode));
+    write_atomically(&fixture_path, &recorded.fixture.to_pretty_json())?;
+    println!("scenario metadata: {}", recorded.meta_path.display());
+    println!("fixture: {}", fixture_path.display());
+    println!(
+        "next: cargo test -p harness --test golden, then cargo insta review to accept its golden"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    let recording = read_recording(&args.recording, Access::External)?;
+    let meta = ScenarioMetadata::load(&args.meta, &args.model)?;
+    let (fixture, summary) = build_fixture(&recording, &meta)?;
+    print_summary(&summary);
+    write_atomically(&args.out, &fixture.to_pretty_json())?;
+    println!(
+        "wrote {} ({} turns)",
+        args.out.display(),
+        fixture.turns.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
