@@ -5,7 +5,7 @@
 //! strictly, chunk by chunk; planted secrets never reach the file.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
