@@ -335,3 +335,180 @@ pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::recording::{Access, read_recording};
+    use gateway_under_test::models::CallMetadata;
+
+    /// A provider whose behaviour each test picks.
+    #[derive(Debug, Clone, Copy)]
+    enum Script {
+        /// `start`, a text delta, `done`, then a second `done` that must be dropped.
+        Answer,
+        /// Fails before streaming anything.
+        FailAtStart,
+        /// Streams a delta, then fails.
+        FailMidway,
+        /// Streams a delta, then never finishes.
+        Hang,
+    }
+
+    #[derive(Debug)]
+    struct Scripted(Script);
+
+    #[async_trait]
+    impl ChatModel for Scripted {
+        async fn invoke(&self, _: &ModelRequest) -> Result<Message, ModelError> {
+            unreachable!("the recording model always streams")
+        }
+
+        async fn stream(&self, _: &ModelRequest) -> Result<EventStream, ModelError> {
+            let done = StreamEvent::Done {
+                message: Message::ai("hi", Vec::new()).to_dump(),
+            };
+            let delta = StreamEvent::TextDelta { delta: "hi".into() };
+            let broken = ModelError::new("RemoteProtocolError", "stream broke").with_status(502);
+            let events: EventStream = match self.0 {
+                Script::Answer => Box::pin(futures::stream::iter(vec![
+                    Ok(StreamEvent::Start),
+                    Ok(delta),
+                    Ok(done.clone()),
+                    Ok(done),
+                ])),
+                Script::FailAtStart => {
+                    return Err(ModelError::new(
+                        "AuthenticationError",
+                        "Invalid key Bearer sk-abcdefghijklmnop",
+                    )
+                    .with_status(401));
+                }
+                Script::FailMidway => Box::pin(futures::stream::iter(vec![Ok(delta), Err(broken)])),
+                Script::Hang => Box::pin(
+                    futures::stream::iter(vec![Ok(delta)]).chain(futures::stream::pending()),
+                ),
+            };
+            Ok(events)
+        }
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            messages: vec![Message::human("hello")],
+            tools: Vec::new(),
+            metadata: CallMetadata::default(),
+            options: Default::default(),
+        }
+    }
+
+    fn model(script: Script, folder: &std::path::Path) -> (RecordingChatModel, std::path::PathBuf) {
+        let path = folder.join("r.jsonl");
+        let sink = Arc::new(RecordingSink::open(&path).unwrap());
+        (
+            RecordingChatModel::new(Arc::new(Scripted(script)), sink, "m"),
+            path,
+        )
+    }
+
+    fn outcomes(path: &std::path::Path) -> Vec<(Outcome, Vec<String>)> {
+        read_recording(path, Access::External)
+            .unwrap()
+            .calls
+            .into_iter()
+            .map(|call| {
+                let types = call
+                    .events
+                    .iter()
+                    .map(|e| e["type"].as_str().unwrap().to_string())
+                    .collect();
+                (call.outcome, types)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_complete_call_stops_at_the_first_terminal_event() {
+        let folder = tempfile::tempdir().unwrap();
+        let (model, path) = model(Script::Answer, folder.path());
+        assert_eq!(model.invoke(&request()).await.unwrap().text(), "hi");
+        assert_eq!(
+            outcomes(&path),
+            [(
+                Outcome::Complete,
+                vec!["start".into(), "text_delta".into(), "done".into()]
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_provider_failing_at_start_is_recorded_with_outcome_error_and_no_secret() {
+        let folder = tempfile::tempdir().unwrap();
+        let (model, path) = model(Script::FailAtStart, folder.path());
+        let error = model.invoke(&request()).await.unwrap_err();
+        assert_eq!(
+            error.error_type, "AuthenticationError",
+            "the original error is passed on"
+        );
+        assert_eq!(outcomes(&path), [(Outcome::Error, vec!["error".into()])]);
+        assert!(
+            !std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("sk-abcdefghijklmnop")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_breaking_midway_is_outcome_error() {
+        let folder = tempfile::tempdir().unwrap();
+        let (model, path) = model(Script::FailMidway, folder.path());
+        assert!(model.invoke(&request()).await.is_err());
+        assert_eq!(
+            outcomes(&path),
+            [(Outcome::Error, vec!["text_delta".into(), "error".into()])]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_consumer_closing_the_stream_early_is_outcome_abandoned() {
+        let folder = tempfile::tempdir().unwrap();
+        let (model, path) = model(Script::Answer, folder.path());
+        let mut stream = model.stream(&request()).await.unwrap();
+        assert!(matches!(stream.next().await, Some(Ok(StreamEvent::Start))));
+        drop(stream);
+        assert_eq!(
+            outcomes(&path),
+            [(Outcome::Abandoned, vec!["start".into()])]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_is_outcome_cancelled() {
+        let folder = tempfile::tempdir().unwrap();
+        let (model, path) = model(Script::Hang, folder.path());
+        let request = request();
+        let cancelled =
+            tokio::time::timeout(std::time::Duration::from_millis(50), model.invoke(&request))
+                .await;
+        assert!(cancelled.is_err(), "the call never finishes on its own");
+        assert_eq!(
+            outcomes(&path),
+            [(Outcome::Cancelled, vec!["text_delta".into()])]
+        );
+    }
+
+    #[test]
+    fn the_recorded_request_normalises_volatile_text_and_keeps_the_replay_key() {
+        let mut request = request();
+        request.messages[0] =
+            Message::human("run 123e4567-e89b-12d3-a456-426614174000 on 2026-11-29");
+        let recorded = recorded_request("m", &request);
+        assert_eq!(
+            recorded.context["messages"][0]["content"],
+            "run <UUID> on <DATE>"
+        );
+        let key = replay_key("lead_agent", &request_messages(&request));
+        assert_eq!(recorded.context["input_hash"], json!(key.input_hash));
+        assert_eq!(recorded.model, json!({"name": "m"}));
+    }
+}
