@@ -10,16 +10,16 @@
 //!   hermetic configuration, in-process boot).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
 //!   [`golden`]: goldens in `golden/`.
-//! - [`stand_in`], [`capture_run`], [`scenarios`]: building fixtures from a run.
+//! - [`stand_in`], [`record_run`], [`scenarios`]: building fixtures from a run.
 //! - [`recordings`]: the managed recordings store behind `cargo xtask recordings` and the
 //!   record/replay activation decision for launchers.
 
 pub mod adapter;
-pub mod capture_run;
 pub mod core;
 pub mod driver;
 pub mod golden;
 pub mod layer1;
+pub mod record_run;
 pub mod recordings;
 pub mod scenarios;
 pub mod stand_in;

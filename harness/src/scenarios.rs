@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::capture_run::ScenarioMeta;
+use crate::record_run::ScenarioMeta;
 use crate::stand_in::Reply;
 
 /// The write/read-file prompt of `replay-and-fixtures.md` §2.2 (305 characters, one U+2014).

@@ -16,10 +16,10 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use harness::capture_run::{ScenarioMeta, record_with_stand_in};
 use harness::core::golden_document;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
+use harness::record_run::{ScenarioMeta, record_with_stand_in};
 use harness::stand_in::Reply;
 use serde_json::{Value, json};
 

@@ -11,10 +11,10 @@ use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
 use harness::adapter::hermetic::{ModelBlock, hermetic_config, prepare_home};
-use harness::capture_run::{ScenarioMeta, record_scenario};
 use harness::core::recording::{Access, Outcome, read_recording};
 use harness::golden::{GoldenStatus, golden_status};
 use harness::layer1::run_fixture;
+use harness::record_run::{ScenarioMeta, record_scenario};
 use harness::recordings::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
 use serde_json::{Value, json};
@@ -245,7 +245,7 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         "assistant_id": "lead_agent",
         "input": {"messages": [{"role": "user", "content": WRITE_READ_FILE_PROMPT}]},
         "config": {"recursion_limit": 100},
-        "context": harness::capture_run::mode_context("ultra"),
+        "context": harness::record_run::mode_context("ultra"),
         "stream_mode": ["values", "messages-tuple"],
     });
     let transcript = driver.stream_request(&thread, request).await.unwrap();
@@ -323,7 +323,7 @@ async fn secrets_planted_in_the_request_never_reach_the_recording() {
     }
     assert!(bytes.contains("[secret removed]"));
     assert!(
-        !std::fs::read_to_string(harness::capture_run::meta_path_for(&recording))
+        !std::fs::read_to_string(harness::record_run::meta_path_for(&recording))
             .unwrap()
             .contains(API_KEY)
     );

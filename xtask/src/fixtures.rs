@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use harness::capture_run::record_with_stand_in;
 use harness::core::build_fixture::TurnSummary;
 use harness::golden::fixtures_dir;
+use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
 
 /// Fixture maintenance verbs.
