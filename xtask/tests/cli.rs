@@ -242,3 +242,28 @@ async fn reqwest_get(url: &str) -> Value {
     }
     panic!("{url} never answered");
 }
+
+#[test]
+fn fixtures_check_reports_every_fixture_green_with_its_unused_turns() {
+    let output = xtask(&["fixtures", "check"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    assert_eq!(stdout.lines().count(), fixtures, "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .all(|line| line.contains("golden present, misses 0")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "write_read_file.ultra: golden present, misses 0, unused turns [3 (suggest_agent)]"
+        ),
+        "{stdout}"
+    );
+}
