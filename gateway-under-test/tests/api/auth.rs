@@ -95,11 +95,7 @@ async fn register_rejects_duplicates_weak_passwords_and_bad_emails() {
 
 #[tokio::test]
 async fn registration_can_be_disabled() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.auth.registration_enabled = false),
-        ..Default::default()
-    })
-    .await;
+    let gateway = spawn_gateway_configured(|config| config.auth.registration_enabled = false).await;
     let (status, body) = gateway
         .client()
         .post(
@@ -320,11 +316,8 @@ async fn csrf_is_checked_before_auth_and_needs_matching_cookie_and_header() {
 
 #[tokio::test]
 async fn auth_routes_check_the_origin_instead_of_the_token() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| {
-            config.auth.cors_origins = vec!["http://localhost:3000".into()]
-        }),
-        ..Default::default()
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.cors_origins = vec!["http://localhost:3000".into()]
     })
     .await;
     let client = reqwest::Client::new();
@@ -358,11 +351,7 @@ async fn auth_routes_check_the_origin_instead_of_the_token() {
 
 #[tokio::test]
 async fn auth_disabled_mode_runs_as_the_synthetic_admin_without_csrf() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.auth.disabled = true),
-        ..Default::default()
-    })
-    .await;
+    let gateway = spawn_gateway_configured(|config| config.auth.disabled = true).await;
     let client = reqwest::Client::new();
     let text = client
         .get(format!("{}/api/v1/auth/me", gateway.url()))
@@ -393,12 +382,9 @@ async fn auth_disabled_mode_runs_as_the_synthetic_admin_without_csrf() {
 
 #[tokio::test]
 async fn auth_disabled_is_refused_in_production() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| {
-            config.auth.disabled = true;
-            config.auth.environment = Some("production".into());
-        }),
-        ..Default::default()
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.disabled = true;
+        config.auth.environment = Some("production".into());
     })
     .await;
     let status = reqwest::get(format!("{}/api/v1/auth/me", gateway.url()))

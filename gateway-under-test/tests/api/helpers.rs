@@ -177,6 +177,17 @@ pub async fn spawn_gateway() -> TestGateway {
     spawn_gateway_with(GatewayOptions::default()).await
 }
 
+/// Boots a gateway after `configure` adjusted its configuration.
+pub async fn spawn_gateway_configured(
+    configure: impl FnOnce(&mut Config) + Send + 'static,
+) -> TestGateway {
+    spawn_gateway_with(GatewayOptions {
+        configure: Box::new(configure),
+        ..Default::default()
+    })
+    .await
+}
+
 /// Boots a gateway with options.
 pub async fn spawn_gateway_with(options: GatewayOptions) -> TestGateway {
     let home = options

@@ -255,11 +255,7 @@ async fn background_wait_list_get_join_and_cancel() {
 
 #[tokio::test]
 async fn reconnecting_with_last_event_id_replays_the_rest_or_reports_a_gap() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.runs.stream_buffer_events = 4),
-        ..Default::default()
-    })
-    .await;
+    let gateway = spawn_gateway_configured(|config| config.runs.stream_buffer_events = 4).await;
     gateway.model.push(write_read_script());
     let (client, thread_id) = ready_client(&gateway).await;
     let transcript = client
@@ -337,11 +333,7 @@ async fn a_disconnecting_client_cancels_the_run_unless_asked_to_continue() {
 
 #[tokio::test]
 async fn idle_streams_send_heartbeat_comments() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.runs.heartbeat_seconds = 1),
-        ..Default::default()
-    })
-    .await;
+    let gateway = spawn_gateway_configured(|config| config.runs.heartbeat_seconds = 1).await;
     gateway.model.set_delay(1_600);
     gateway.model.answer_always("eventually");
     let (client, thread_id) = ready_client(&gateway).await;

@@ -66,11 +66,9 @@ async fn suggestions_degrade_to_an_empty_list() {
 
 #[tokio::test]
 async fn a_title_model_is_called_once_with_the_title_prompt_as_middleware_title() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.title.model_name = Some("scripted-model".into())),
-        ..Default::default()
-    })
-    .await;
+    let gateway =
+        spawn_gateway_configured(|config| config.title.model_name = Some("scripted-model".into()))
+            .await;
     gateway
         .model
         .push([answer("Hello there"), answer("  \"Greeting Chat\"\n")]);
@@ -107,11 +105,9 @@ async fn a_title_model_is_called_once_with_the_title_prompt_as_middleware_title(
 
 #[tokio::test]
 async fn a_failing_title_model_falls_back_to_the_local_title() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        configure: Box::new(|config| config.title.model_name = Some("scripted-model".into())),
-        ..Default::default()
-    })
-    .await;
+    let gateway =
+        spawn_gateway_configured(|config| config.title.model_name = Some("scripted-model".into()))
+            .await;
     gateway.model.push([answer("Hello there")]);
     let mut client = gateway.client();
     client.register().await;
