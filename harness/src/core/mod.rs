@@ -4,7 +4,7 @@
 //! Messages are `serde_json::Value`s in LangChain's dict forms. The pieces:
 //!
 //! - [`pyjson`]: CPython-identical JSON text (the bytes that get hashed);
-//! - [`normalize`]: the eight volatile-text rules;
+//! - [`normalize`](mod@normalize): the eight volatile-text rules;
 //! - [`canonical`]: the replay key (canonical conversation, hashes, caller identity);
 //! - [`fixture`]: fixture files, loading, validation and byte-exact writing;
 //! - [`replay`]: the engine that serves recorded outputs and records misses;

@@ -5,7 +5,7 @@
 //! The specification is `recording-format.md` §9 (activation and the fail-closed provider), §10
 //! (configuration), §11 (folder, IDs, permissions, locking) and §12 (the CLI). The file format
 //! itself (strict reader, writer) is [`crate::core::recording`]; this module only calls
-//! [`read_recording`] and [`RecordingSink::create_managed`].
+//! [`read_recording`] and [`RecordingSink::create_managed`](crate::core::recording::RecordingSink::create_managed).
 //!
 //! # Adaptations of OpenProgram's design to this workspace
 //!
