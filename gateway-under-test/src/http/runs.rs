@@ -54,21 +54,30 @@ pub(super) fn routes() -> Router<App> {
         .route("/api/runs/{run_id}/messages", get(run_messages))
 }
 
-/// The body of every run-start route. Unknown fields are rejected (422).
+/// The body of every run-start route. Unknown fields are rejected (422). `command`,
+/// `checkpoint_id`, `checkpoint`, `interrupt_before`, `interrupt_after` and `stream_subgraphs`
+/// are part of the contract and accepted, but this gateway has no interrupts or subgraphs, so
+/// they change nothing (gateway-under-test/README.md).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunCreateRequest {
     assistant_id: Option<String>,
     input: Option<Value>,
+    #[allow(dead_code)]
     command: Option<Value>,
     metadata: Option<Value>,
     config: Option<Value>,
     context: Option<Value>,
+    #[allow(dead_code)]
     checkpoint_id: Option<String>,
+    #[allow(dead_code)]
     checkpoint: Option<Value>,
+    #[allow(dead_code)]
     interrupt_before: Option<Value>,
+    #[allow(dead_code)]
     interrupt_after: Option<Value>,
     stream_mode: Option<Value>,
+    #[allow(dead_code)]
     stream_subgraphs: Option<bool>,
     stream_resumable: Option<Value>,
     on_disconnect: Option<String>,
@@ -303,14 +312,6 @@ async fn build_spec(
             }
         }
     }
-    let _ = (
-        &body.command,
-        &body.checkpoint_id,
-        &body.checkpoint,
-        &body.interrupt_before,
-        &body.interrupt_after,
-        body.stream_subgraphs,
-    );
     Ok(RunSpec {
         thread_id: thread_id.to_string(),
         user_id: user.id.clone(),
@@ -848,6 +849,5 @@ async fn thread_messages(
             json
         })
         .collect();
-    let _ = Map::<String, Value>::new();
     Ok(Json(Value::Array(data)))
 }

@@ -168,11 +168,15 @@ async fn get_state(
     Ok(Json(state_object(&checkpoint)))
 }
 
+/// `POST …/state`. `checkpoint_id` and `checkpoint` are accepted but the update always applies
+/// to the latest checkpoint (no time travel here).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StateBody {
     values: Option<Map<String, Value>>,
+    #[allow(dead_code)]
     checkpoint_id: Option<String>,
+    #[allow(dead_code)]
     checkpoint: Option<Value>,
     as_node: Option<String>,
 }
@@ -196,7 +200,6 @@ async fn post_state(
             format!("Thread {thread_id} has an active run"),
         ));
     }
-    let _ = (&body.checkpoint_id, &body.checkpoint);
     let latest = app
         .store()
         .latest_checkpoint(&thread_id)
