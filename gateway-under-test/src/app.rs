@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{JwtKeys, LoginLockout, PasswordHasher};
 use crate::config::{Config, ConfigError};
-use crate::models::{ChatModel, ModelProvider, ProviderContext, ProviderRegistry};
+use crate::models::{ChatModel, ModelProvider, ProviderContext, ProviderRegistry, ToolSpec};
 use crate::runtime::middleware::Middleware;
 use crate::runtime::middlewares::builtin_chain;
 use crate::runtime::runs::RunManager;
@@ -171,6 +171,8 @@ impl AppBuilder {
             })?;
             bound_tools.push(tool);
         }
+        // Specs are fixed once the app is built; every model call sends them.
+        let tool_specs = bound_tools.iter().map(|tool| tool.spec()).collect();
         let skills_dir = config.home.join(&config.skills.path);
         let skill_names = list_skills(&skills_dir);
         let jwt = JwtKeys::load_or_create(&config.home, config.auth.jwt_secret.as_deref())
@@ -192,6 +194,7 @@ impl AppBuilder {
                 store,
                 models,
                 bound_tools,
+                tool_specs,
                 middlewares,
                 skill_names,
                 reads: ReadTracker::default(),
@@ -226,6 +229,7 @@ struct AppInner {
     store: Store,
     models: BTreeMap<String, Arc<dyn ChatModel>>,
     bound_tools: Vec<Arc<dyn Tool>>,
+    tool_specs: Vec<ToolSpec>,
     middlewares: Vec<Arc<dyn Middleware>>,
     skill_names: Vec<String>,
     reads: ReadTracker,
@@ -276,6 +280,20 @@ impl App {
     /// The tools bound to the lead agent, in configuration order.
     pub fn bound_tools(&self) -> &[Arc<dyn Tool>] {
         &self.inner.bound_tools
+    }
+
+    /// The bound tools' specs, in configuration order (computed once at build).
+    pub fn bound_tool_specs(&self) -> &[ToolSpec] {
+        &self.inner.tool_specs
+    }
+
+    /// The bound tool called `name`.
+    pub fn bound_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner
+            .tool_specs
+            .iter()
+            .position(|spec| spec.name == name)
+            .map(|index| self.inner.bound_tools[index].clone())
     }
 
     /// The middleware chain: built-ins, then registered ones.

@@ -260,6 +260,21 @@ impl Driver {
         })
     }
 
+    /// Creates a thread and streams each prompt in it, one run after another (the scenario path
+    /// of Layer 1 and of recording). Returns the thread id and one transcript per prompt.
+    pub async fn run_prompts(
+        &self,
+        prompts: &[&str],
+        context: &Value,
+    ) -> Result<(String, Vec<RunTranscript>), DriverError> {
+        let thread_id = self.create_thread().await?;
+        let mut transcripts = Vec::new();
+        for prompt in prompts {
+            transcripts.push(self.stream_run(&thread_id, prompt, context).await?);
+        }
+        Ok((thread_id, transcripts))
+    }
+
     /// `POST /api/threads/{id}/suggestions` with the last six visible messages, as the frontend
     /// does after a run; returns the answer body.
     pub async fn suggestions(

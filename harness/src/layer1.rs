@@ -215,14 +215,10 @@ pub async fn drive_prompts(
 ) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
-    let thread_id = driver.create_thread().await?;
-    let mut transcripts = Vec::new();
-    for prompt in std::iter::once(&fixture.prompt).chain(&fixture.followups) {
-        transcripts.push(
-            driver
-                .stream_run(&thread_id, prompt, &fixture.context)
-                .await?,
-        );
-    }
+    let prompts: Vec<&str> = std::iter::once(&fixture.prompt)
+        .chain(&fixture.followups)
+        .map(String::as_str)
+        .collect();
+    let (_, transcripts) = driver.run_prompts(&prompts, &fixture.context).await?;
     Ok(transcripts)
 }

@@ -114,11 +114,11 @@ pub async fn record_scenario(
     let drive = async {
         let mut driver = Driver::new(&booted.url())?;
         driver.register().await?;
-        let thread_id = driver.create_thread().await?;
-        let mut transcripts = Vec::new();
-        for prompt in std::iter::once(&meta.prompt).chain(&meta.followups) {
-            transcripts.push(driver.stream_run(&thread_id, prompt, &context).await?);
-        }
+        let prompts: Vec<&str> = std::iter::once(&meta.prompt)
+            .chain(&meta.followups)
+            .map(String::as_str)
+            .collect();
+        let (thread_id, transcripts) = driver.run_prompts(&prompts, &context).await?;
         let conversation = transcripts
             .last()
             .and_then(RunTranscript::final_values)

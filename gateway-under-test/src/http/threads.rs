@@ -80,6 +80,17 @@ pub(super) fn new_thread(
     (thread, initial)
 }
 
+/// 409 while a run is active on the thread: its state must not change under the run.
+fn refuse_while_running(app: &App, thread_id: &str) -> Result<(), ApiError> {
+    match app.runs().active_on(thread_id) {
+        Some(run) if !run.is_done() => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("Thread {thread_id} has an active run"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// ThreadResponse (§3.2).
 pub(super) fn thread_response(thread: &ThreadRecord, values: Value) -> Value {
     json!({
@@ -190,16 +201,7 @@ async fn post_state(
     ApiJson(body): ApiJson<StateBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned_thread(&app, &user, &thread_id).await?;
-    if app
-        .runs()
-        .active_on(&thread_id)
-        .is_some_and(|run| !run.is_done())
-    {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("Thread {thread_id} has an active run"),
-        ));
-    }
+    refuse_while_running(&app, &thread_id)?;
     let latest = app
         .store()
         .latest_checkpoint(&thread_id)
@@ -405,16 +407,7 @@ async fn delete(
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned_thread(&app, &user, &thread_id).await?;
-    if app
-        .runs()
-        .active_on(&thread_id)
-        .is_some_and(|run| !run.is_done())
-    {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("Thread {thread_id} has an active run"),
-        ));
-    }
+    refuse_while_running(&app, &thread_id)?;
     app.store().delete_thread(&thread_id).await?;
     let folder =
         crate::tools::SandboxPaths::for_thread(&app.config().home, Some(&user.id), &thread_id);

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::messages::{Message, MessageType};
-use crate::models::{ModelRequest, ToolSpec};
+use crate::models::ModelRequest;
 use crate::runtime::RunContext;
 use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
@@ -123,17 +123,8 @@ impl<'a> AgentLoop<'a> {
         Ok(())
     }
 
-    fn bound_tools(&self) -> Vec<ToolSpec> {
-        self.run
-            .app
-            .bound_tools()
-            .iter()
-            .map(|tool| tool.spec())
-            .collect()
-    }
-
     async fn call_model(&mut self) -> Result<Message, GraphError> {
-        let tools = self.bound_tools();
+        let tools = self.run.app.bound_tool_specs().to_vec();
         let config = self.run.app.config();
         let skills = self.run.app.skill_names();
         let prompt = system_prompt(&PromptInputs {
@@ -195,13 +186,7 @@ impl<'a> AgentLoop<'a> {
         };
         let mut journal = Vec::new();
         for call in calls {
-            let tool = self
-                .run
-                .app
-                .bound_tools()
-                .iter()
-                .find(|tool| tool.spec().name == call.name)
-                .cloned();
+            let tool = self.run.app.bound_tool(&call.name);
             let (text, status) = match tool {
                 Some(tool) => (tool.call(&call.args, context).await, "success"),
                 None => (

@@ -57,14 +57,7 @@ fn walk(
                     path.push('.');
                 }
                 path.push_str(key);
-                let found = match (left.get(key), right.get(key)) {
-                    (Some(l), Some(r)) => walk(l, r, skip, path),
-                    (l, r) => Some(Difference {
-                        path: path.clone(),
-                        recorded: l.cloned(),
-                        incoming: r.cloned(),
-                    }),
-                };
+                let found = compare_child(left.get(key), right.get(key), skip, path);
                 if found.is_some() {
                     return found;
                 }
@@ -78,14 +71,7 @@ fn walk(
                 path.push('[');
                 path.push_str(&index.to_string());
                 path.push(']');
-                let found = match (left.get(index), right.get(index)) {
-                    (Some(l), Some(r)) => walk(l, r, skip, path),
-                    (l, r) => Some(Difference {
-                        path: path.clone(),
-                        recorded: l.cloned(),
-                        incoming: r.cloned(),
-                    }),
-                };
+                let found = compare_child(left.get(index), right.get(index), skip, path);
                 if found.is_some() {
                     return found;
                 }
@@ -102,6 +88,24 @@ fn walk(
             },
             recorded: Some(left.clone()),
             incoming: Some(right.clone()),
+        }),
+    }
+}
+
+/// One child of a container: recurse when both sides have it, else report it as missing on
+/// one side (`path` already names the child).
+fn compare_child(
+    recorded: Option<&Value>,
+    incoming: Option<&Value>,
+    skip: &[&str],
+    path: &mut String,
+) -> Option<Difference> {
+    match (recorded, incoming) {
+        (Some(recorded), Some(incoming)) => walk(recorded, incoming, skip, path),
+        (recorded, incoming) => Some(Difference {
+            path: path.clone(),
+            recorded: recorded.cloned(),
+            incoming: incoming.cloned(),
         }),
     }
 }
