@@ -9,6 +9,7 @@ pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod http;
+mod lock;
 pub mod messages;
 pub mod models;
 pub mod runtime;

@@ -9,6 +9,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
+use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
 use crate::runtime::stream::RunStream;
@@ -342,10 +343,7 @@ impl RunContext {
             model.invoke(request).await?
         };
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        self.usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .add(&caller, message.usage_metadata.as_ref());
+        unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
             "llm.ai.response",
             "message",
@@ -363,10 +361,7 @@ impl RunContext {
 
     /// Token totals so far.
     pub fn usage(&self) -> UsageTotals {
-        *self
-            .usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *unpoisoned(&self.usage)
     }
 
     /// How many model calls completed in this run.

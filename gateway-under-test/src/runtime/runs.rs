@@ -2,7 +2,7 @@
 //! run from `metadata` to `end` in the order of `gateway-contract.md` §11.1.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
+use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::runtime::agent::AgentLoop;
 use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
@@ -74,18 +75,10 @@ pub struct ActiveRun {
     final_values: Mutex<Option<Value>>,
 }
 
-fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here is a plain field update, so a poisoned lock holds
-    // consistent data and is safe to keep using.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl ActiveRun {
     /// A snapshot of the run record.
     pub fn record(&self) -> RunRecord {
-        relock(&self.record).clone()
+        unpoisoned(&self.record).clone()
     }
 
     /// True once the worker has finished.
@@ -102,7 +95,7 @@ impl ActiveRun {
 
     /// The state values after the run, once finished.
     pub fn final_values(&self) -> Option<Value> {
-        relock(&self.final_values).clone()
+        unpoisoned(&self.final_values).clone()
     }
 }
 
@@ -116,12 +109,12 @@ pub struct RunManager {
 impl RunManager {
     /// A run still held in memory.
     pub fn get(&self, run_id: &str) -> Option<Arc<ActiveRun>> {
-        relock(&self.runs).get(run_id).cloned()
+        unpoisoned(&self.runs).get(run_id).cloned()
     }
 
     /// The in-memory runs of a thread.
     pub fn runs_of_thread(&self, thread_id: &str) -> Vec<RunRecord> {
-        relock(&self.runs)
+        unpoisoned(&self.runs)
             .values()
             .map(|run| run.record())
             .filter(|record| record.thread_id == thread_id)
@@ -130,13 +123,13 @@ impl RunManager {
 
     /// The run currently holding `thread_id`, if any.
     pub fn active_on(&self, thread_id: &str) -> Option<Arc<ActiveRun>> {
-        let run_id = relock(&self.active_by_thread).get(thread_id).cloned()?;
+        let run_id = unpoisoned(&self.active_by_thread).get(thread_id).cloned()?;
         self.get(&run_id)
     }
 
     /// Cancels every active run (server shutdown).
     pub fn cancel_all(&self) {
-        for run in relock(&self.runs).values() {
+        for run in unpoisoned(&self.runs).values() {
             run.cancel.cancel();
         }
     }
@@ -192,18 +185,18 @@ pub async fn start_run(
         final_values: Mutex::new(None),
     });
     {
-        let mut claims = relock(&app.runs().active_by_thread);
+        let mut claims = unpoisoned(&app.runs().active_by_thread);
         if let Some(holder) = claims.get(&spec.thread_id)
             && app.runs().get(holder).is_some_and(|r| !r.is_done())
         {
             return Err(StartError::Busy(spec.thread_id.clone()));
         }
         claims.insert(spec.thread_id.clone(), run_id.clone());
-        relock(&app.runs().runs).insert(run_id.clone(), run.clone());
+        unpoisoned(&app.runs().runs).insert(run_id.clone(), run.clone());
     }
     if let Err(err) = app.store().put_run(record).await {
         release(app, &spec.thread_id, &run_id);
-        relock(&app.runs().runs).remove(&run_id);
+        unpoisoned(&app.runs().runs).remove(&run_id);
         return Err(err.into());
     }
     let subscription = stream
@@ -241,7 +234,7 @@ fn zero_counters() -> Value {
 }
 
 fn release(app: &App, thread_id: &str, run_id: &str) {
-    let mut claims = relock(&app.runs().active_by_thread);
+    let mut claims = unpoisoned(&app.runs().active_by_thread);
     if claims.get(thread_id).map(String::as_str) == Some(run_id) {
         claims.remove(thread_id);
     }
@@ -249,7 +242,7 @@ fn release(app: &App, thread_id: &str, run_id: &str) {
 
 async fn set_status(app: &App, run: &ActiveRun, status: &str) {
     let record = {
-        let mut record = relock(&run.record);
+        let mut record = unpoisoned(&run.record);
         record.status = status.into();
         record.updated_at = crate::clock::now_iso();
         record.clone()
@@ -325,7 +318,7 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
         .map(String::from);
     let usage = context.usage();
     let record = {
-        let mut record = relock(&run.record);
+        let mut record = unpoisoned(&run.record);
         record.status = status.into();
         record.error = error;
         record.stop_reason = match &outcome {
@@ -348,7 +341,7 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     if let Err(err) = store.put_run(record).await {
         tracing::warn!(%run_id, "run record write failed: {err}");
     }
-    *relock(&run.final_values) = final_state.map(|state| state.to_values());
+    *unpoisoned(&run.final_values) = final_state.map(|state| state.to_values());
     let thread_status = if status == "success" { "idle" } else { status };
     let _ = store
         .set_thread_status(&thread_id, thread_status, title, &crate::clock::now_iso())
@@ -365,6 +358,6 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
             _ = tokio::time::sleep(ttl) => {}
             _ = runs.shutdown_token().cancelled() => {}
         }
-        relock(&runs.runs().runs).remove(&run_id);
+        unpoisoned(&runs.runs().runs).remove(&run_id);
     });
 }
