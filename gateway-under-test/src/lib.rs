@@ -12,6 +12,7 @@ pub mod http;
 mod lock;
 pub mod messages;
 pub mod models;
+pub mod run_status;
 pub mod runtime;
 pub mod store;
 pub mod tools;

@@ -18,6 +18,7 @@ use crate::http::{
     ApiError, ApiJson, INVALID_THREAD_ID, owned_thread, readable_thread, valid_thread_id,
 };
 use crate::messages::Message;
+use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::runtime::context::{RunFlags, StreamModes};
 use crate::runtime::runs::{RunSpec, StartError, start_run};
 use crate::store::{EventQuery, RunRecord};
@@ -254,16 +255,15 @@ async fn build_spec(
             "must be 'cancel' or 'continue'",
         ));
     }
-    let strategy = body
-        .multitask_strategy
-        .clone()
-        .unwrap_or_else(|| "reject".into());
-    if !matches!(strategy.as_str(), "reject" | "rollback" | "interrupt") {
-        return Err(ApiError::validation(
-            "multitask_strategy",
-            "must be 'reject', 'rollback' or 'interrupt'",
-        ));
-    }
+    let strategy = match body.multitask_strategy.as_deref() {
+        None => MultitaskStrategy::default(),
+        Some(name) => name.parse().map_err(|_| {
+            ApiError::validation(
+                "multitask_strategy",
+                "must be 'reject', 'rollback' or 'interrupt'",
+            )
+        })?,
+    };
     if body.if_not_exists.as_deref().is_some_and(|v| v != "create") {
         return Err(ApiError::validation(
             "if_not_exists",
@@ -401,7 +401,7 @@ async fn wait_run(
     let (run, _subscription) = start_run(&app, spec).await.map_err(start_error)?;
     run.wait().await;
     let record = run.record();
-    if record.status == "success" {
+    if record.status == RunStatus::Success {
         Ok(Json(run.final_values().unwrap_or_else(|| json!({}))))
     } else {
         Ok(Json(

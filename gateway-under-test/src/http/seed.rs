@@ -12,6 +12,7 @@ use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, ApiJson, INVALID_THREAD_ID, valid_thread_id};
 use crate::messages::Message;
+use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::store::{NewEvent, RunRecord};
 
 pub(super) fn routes() -> Router<App> {
@@ -65,10 +66,10 @@ async fn seed_runs(
             thread_id: body.thread_id.clone(),
             owner_id: user.id.clone(),
             assistant_id: "lead_agent".into(),
-            status: "success".into(),
+            status: RunStatus::Success,
             metadata: json!({}),
             kwargs: json!({}),
-            multitask_strategy: "reject".into(),
+            multitask_strategy: MultitaskStrategy::Reject,
             error: None,
             stop_reason: None,
             counters: json!({}),

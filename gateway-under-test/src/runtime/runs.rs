@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::lock::unpoisoned;
 use crate::messages::Message;
+use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::runtime::agent::AgentLoop;
 use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
 use crate::runtime::state::AgentState;
@@ -37,8 +38,8 @@ pub struct RunSpec {
     pub modes: StreamModes,
     /// Clamped recursion limit.
     pub recursion_limit: u32,
-    /// `reject`, `rollback` or `interrupt`.
-    pub multitask_strategy: String,
+    /// What to do when another run is active on the thread.
+    pub multitask_strategy: MultitaskStrategy,
     /// Keep running when the client disconnects.
     pub continue_on_disconnect: bool,
     /// Client metadata.
@@ -148,7 +149,7 @@ pub async fn start_run(
         let previous = app.runs().active_on(&spec.thread_id);
         match previous {
             Some(previous) if !previous.is_done() => {
-                if spec.multitask_strategy == "reject" {
+                if spec.multitask_strategy == MultitaskStrategy::Reject {
                     return Err(StartError::Busy(spec.thread_id.clone()));
                 }
                 previous.cancel.cancel();
@@ -164,10 +165,10 @@ pub async fn start_run(
         thread_id: spec.thread_id.clone(),
         owner_id: spec.user_id.clone(),
         assistant_id: spec.assistant_id.clone(),
-        status: "pending".into(),
+        status: RunStatus::Pending,
         metadata: spec.metadata.clone(),
         kwargs: spec.kwargs.clone(),
-        multitask_strategy: spec.multitask_strategy.clone(),
+        multitask_strategy: spec.multitask_strategy,
         error: None,
         stop_reason: None,
         counters: zero_counters(),
@@ -240,10 +241,10 @@ fn release(app: &App, thread_id: &str, run_id: &str) {
     }
 }
 
-async fn set_status(app: &App, run: &ActiveRun, status: &str) {
+async fn set_status(app: &App, run: &ActiveRun, status: RunStatus) {
     let record = {
         let mut record = unpoisoned(&run.record);
-        record.status = status.into();
+        record.status = status;
         record.updated_at = crate::clock::now_iso();
         record.clone()
     };
@@ -260,7 +261,7 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     let _ = store
         .set_thread_status(&thread_id, "running", None, &crate::clock::now_iso())
         .await;
-    set_status(&app, &run, "running").await;
+    set_status(&app, &run, RunStatus::Running).await;
     context.stream.publish(
         "metadata",
         &json!({"run_id": run_id, "thread_id": thread_id}),
@@ -291,17 +292,17 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     };
 
     let (status, error) = match &outcome {
-        None => ("interrupted", None),
+        None => (RunStatus::Interrupted, None),
         Some(outcome) => match (&outcome.error, &outcome.fallback_error) {
             (Some(error), _) => {
                 context.stream.publish(
                     "error",
                     &json!({"message": error.message, "name": error.name}),
                 );
-                ("error", Some(error.message.clone()))
+                (RunStatus::Error, Some(error.message.clone()))
             }
-            (None, Some(detail)) => ("error", Some(detail.clone())),
-            (None, None) => ("success", None),
+            (None, Some(detail)) => (RunStatus::Error, Some(detail.clone())),
+            (None, None) => (RunStatus::Success, None),
         },
     };
     let mut journal = vec![("run.end", "outputs", Value::Null, json!({"status": status}))];
@@ -319,7 +320,7 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     let usage = context.usage();
     let record = {
         let mut record = unpoisoned(&run.record);
-        record.status = status.into();
+        record.status = status;
         record.error = error;
         record.stop_reason = match &outcome {
             None => Some("cancelled".into()),
@@ -342,7 +343,10 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
         tracing::warn!(%run_id, "run record write failed: {err}");
     }
     *unpoisoned(&run.final_values) = final_state.map(|state| state.to_values());
-    let thread_status = if status == "success" { "idle" } else { status };
+    let thread_status = match status {
+        RunStatus::Success => "idle",
+        other => other.as_str(),
+    };
     let _ = store
         .set_thread_status(&thread_id, thread_status, title, &crate::clock::now_iso())
         .await;
