@@ -17,7 +17,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::app::App;
@@ -148,6 +149,18 @@ where
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation("json", rejection.body_text())
+}
+
+/// For a request field the contract defines but this gateway ignores: checks the value as an
+/// `Option<T>`, so a wrongly typed value is still rejected as DeerFlow rejects it, then drops it.
+/// Use it as `#[serde(default, deserialize_with = "accepted_as::<T, _>")]` on an [`IgnoredAny`]
+/// field; a field the contract leaves untyped needs only `IgnoredAny`.
+pub(crate) fn accepted_as<'de, T, D>(deserializer: D) -> Result<IgnoredAny, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(|_| IgnoredAny)
 }
 
 /// `^[A-Za-z0-9_-]{1,64}$`.

@@ -9,13 +9,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::http::guard::{CurrentUser, header};
 use crate::http::sse::{self, DisconnectGuard};
 use crate::http::{
-    ApiError, ApiJson, INVALID_THREAD_ID, owned_thread, readable_thread, valid_thread_id,
+    ApiError, ApiJson, INVALID_THREAD_ID, accepted_as, owned_thread, readable_thread,
+    valid_thread_id,
 };
 use crate::messages::Message;
 use crate::run_status::{MultitaskStrategy, RunStatus};
@@ -58,28 +60,37 @@ pub(super) fn routes() -> Router<App> {
 /// The body of every run-start route. Unknown fields are rejected (422). `command`,
 /// `checkpoint_id`, `checkpoint`, `interrupt_before`, `interrupt_after` and `stream_subgraphs`
 /// are part of the contract and accepted, but this gateway has no interrupts or subgraphs, so
-/// they change nothing (gateway-under-test/README.md).
+/// they change nothing (gateway-under-test/README.md): a value is type-checked where the contract
+/// gives a type, then dropped ([`IgnoredAny`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunCreateRequest {
     assistant_id: Option<String>,
     input: Option<Value>,
-    #[allow(dead_code)]
-    command: Option<Value>,
+    #[serde(default, rename = "command")]
+    _command: IgnoredAny,
     metadata: Option<Value>,
     config: Option<Value>,
     context: Option<Value>,
-    #[allow(dead_code)]
-    checkpoint_id: Option<String>,
-    #[allow(dead_code)]
-    checkpoint: Option<Value>,
-    #[allow(dead_code)]
-    interrupt_before: Option<Value>,
-    #[allow(dead_code)]
-    interrupt_after: Option<Value>,
+    #[serde(
+        default,
+        rename = "checkpoint_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _checkpoint_id: IgnoredAny,
+    #[serde(default, rename = "checkpoint")]
+    _checkpoint: IgnoredAny,
+    #[serde(default, rename = "interrupt_before")]
+    _interrupt_before: IgnoredAny,
+    #[serde(default, rename = "interrupt_after")]
+    _interrupt_after: IgnoredAny,
     stream_mode: Option<Value>,
-    #[allow(dead_code)]
-    stream_subgraphs: Option<bool>,
+    #[serde(
+        default,
+        rename = "stream_subgraphs",
+        deserialize_with = "accepted_as::<bool, _>"
+    )]
+    _stream_subgraphs: IgnoredAny,
     stream_resumable: Option<Value>,
     on_disconnect: Option<String>,
     multitask_strategy: Option<String>,
@@ -610,11 +621,13 @@ async fn join(
     attach(&app, &user, &thread_id, &run_id, &headers).await
 }
 
+/// `…/runs/{run_id}/stream`'s query. `wait` is accepted and type-checked, but the answer is a
+/// stream either way, which already waits for the run.
 #[derive(Debug, Deserialize)]
 struct StreamQuery {
     action: Option<String>,
-    #[allow(dead_code)]
-    wait: Option<bool>,
+    #[serde(default, rename = "wait", deserialize_with = "accepted_as::<bool, _>")]
+    _wait: IgnoredAny,
 }
 
 async fn join_or_cancel(

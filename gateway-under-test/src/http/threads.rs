@@ -6,11 +6,12 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::http::guard::CurrentUser;
-use crate::http::{ApiError, ApiJson, owned_thread, valid_thread_id};
+use crate::http::{ApiError, ApiJson, accepted_as, owned_thread, valid_thread_id};
 use crate::messages::Message;
 use crate::runtime::state::{AgentState, StateUpdate};
 use crate::store::{CheckpointRecord, ThreadRecord};
@@ -185,10 +186,14 @@ async fn get_state(
 #[serde(deny_unknown_fields)]
 struct StateBody {
     values: Option<Map<String, Value>>,
-    #[allow(dead_code)]
-    checkpoint_id: Option<String>,
-    #[allow(dead_code)]
-    checkpoint: Option<Value>,
+    #[serde(
+        default,
+        rename = "checkpoint_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _checkpoint_id: IgnoredAny,
+    #[serde(default, rename = "checkpoint")]
+    _checkpoint: IgnoredAny,
     as_node: Option<String>,
 }
 
