@@ -14,8 +14,10 @@ pub mod messages;
 pub mod models;
 pub mod run_status;
 pub mod runtime;
+mod server;
 pub mod store;
 pub mod tools;
 
-pub use app::{App, AppBuilder, AppError, RunningGateway};
+pub use app::{App, AppBuilder, AppError};
 pub use config::Config;
+pub use server::RunningGateway;
