@@ -1,5 +1,5 @@
 //! API tests for `gateway-under-test`: every route over real HTTP on 127.0.0.1, with a scripted
-//! model. One binary, one module per topic.
+//! model, and the check of the crate's module layers. One binary, one module per topic.
 
 mod helpers;
 
@@ -7,6 +7,7 @@ mod auth;
 mod binary;
 mod concurrency;
 mod langgraph_sdk;
+mod layers;
 mod runs;
 mod scenario;
 mod seed;
