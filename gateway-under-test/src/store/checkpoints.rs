@@ -4,9 +4,10 @@
 //! Every graph step writes a checkpoint of the whole state, and the state's `messages` list
 //! only grows, so storing each checkpoint whole made a run's database size grow with
 //! steps × conversation (five 1 MB tool calls cost 72 MB). Messages are therefore stored once
-//! per thread in `checkpoint_messages`, keyed by the SHA-256 of their JSON text, and a
-//! checkpoint row keeps its other values plus the list of message hashes (`message_refs`), so
-//! the database grows with what was said, not with the number of steps. Rows written before
+//! per thread in `checkpoint_messages` (deduplicated by the SHA-256 of their JSON text), and a
+//! checkpoint row keeps its other values plus the list of the messages' row ids
+//! (`message_refs`), so the database grows with what was said, not with the number of steps
+//! (only the id list, a few bytes a message, is written again at each step). Rows written before
 //! this layout (`message_refs IS NULL`) still hold their messages inline and read as before.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -119,17 +120,17 @@ impl StoredCheckpoint {
         let Some(refs) = message_refs else {
             return Ok(record);
         };
-        let hashes = refs.as_array().ok_or_else(|| corrupt("is not a list"))?;
+        let ids = refs.as_array().ok_or_else(|| corrupt("is not a list"))?;
         let mut statement = conn.prepare_cached(
-            "SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2",
+            "SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND id = ?2",
         )?;
-        let mut messages = Vec::with_capacity(hashes.len());
-        for hash in hashes {
-            let hash = hash.as_str().ok_or_else(|| corrupt("holds a non-string"))?;
+        let mut messages = Vec::with_capacity(ids.len());
+        for id in ids {
+            let id = id.as_i64().ok_or_else(|| corrupt("holds a non-integer"))?;
             let body: String = statement
-                .query_row(params![record.thread_id, hash], |row| row.get(0))
+                .query_row(params![record.thread_id, id], |row| row.get(0))
                 .optional()?
-                .ok_or_else(|| corrupt(&format!("names missing message {hash}")))?;
+                .ok_or_else(|| corrupt(&format!("names missing message {id}")))?;
             let message = serde_json::from_str(&body).map_err(|source| StoreError::Json {
                 column: "checkpoint_messages.body".to_owned(),
                 source,
@@ -147,8 +148,9 @@ impl StoredCheckpoint {
 }
 
 /// Stores each message of `values.messages` once per thread and returns the values with an
-/// empty placeholder list (which keeps the key's position) and the list of hashes. Values
-/// without a message list are stored whole (`None`).
+/// empty placeholder list (which keeps the key's position) and the list of the messages' row
+/// ids. Ids, not hashes, are what a checkpoint keeps: the list is written again at every step,
+/// so its entries must stay a few bytes long. Values without a message list are stored whole.
 fn split_messages(
     conn: &Connection,
     thread_id: &str,
@@ -157,21 +159,24 @@ fn split_messages(
     let Some(messages) = values.get(MESSAGES).and_then(Value::as_array) else {
         return Ok((values.clone(), None));
     };
-    let mut statement = conn.prepare_cached(
+    let mut insert = conn.prepare_cached(
         "INSERT OR IGNORE INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
     )?;
-    let mut hashes = Vec::with_capacity(messages.len());
+    let mut find = conn
+        .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
+    let mut ids = Vec::with_capacity(messages.len());
     for message in messages {
         let body = json_text(message, "checkpoint_messages", "body")?;
         let hash = hex::encode(Sha256::digest(body.as_bytes()));
-        statement.execute(params![thread_id, hash, body])?;
-        hashes.push(Value::String(hash));
+        insert.execute(params![thread_id, hash, body])?;
+        let id: i64 = find.query_row(params![thread_id, hash], |row| row.get(0))?;
+        ids.push(Value::from(id));
     }
     let mut stored = values.clone();
     if let Some(object) = stored.as_object_mut() {
         object.insert(MESSAGES.to_owned(), Value::Array(Vec::new()));
     }
-    Ok((stored, Some(Value::Array(hashes))))
+    Ok((stored, Some(Value::Array(ids))))
 }
 
 fn corrupt(what: &str) -> StoreError {

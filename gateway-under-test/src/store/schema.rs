@@ -91,11 +91,12 @@ const V2_CHECKPOINT_MESSAGES: &str = "
 ALTER TABLE checkpoints ADD COLUMN message_refs TEXT;
 
 CREATE TABLE checkpoint_messages (
+    id        INTEGER PRIMARY KEY,
     thread_id TEXT NOT NULL,
     hash      TEXT NOT NULL,
     body      TEXT NOT NULL,
-    PRIMARY KEY (thread_id, hash)
-) WITHOUT ROWID;
+    UNIQUE (thread_id, hash)
+);
 ";
 
 /// Applies the per-connection settings the store relies on.

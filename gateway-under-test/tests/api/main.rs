@@ -11,5 +11,6 @@ mod layers;
 mod runs;
 mod scenario;
 mod seed;
+mod storage;
 mod suggestions;
 mod threads;
