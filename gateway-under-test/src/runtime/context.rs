@@ -15,6 +15,7 @@ use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
 use crate::runtime::agent::Agent;
+use crate::runtime::message_limits;
 use crate::runtime::stream::RunStream;
 use crate::store::{NewEvent, Store};
 use crate::tools::SandboxPaths;
@@ -334,11 +335,13 @@ impl RunContext {
             .await;
         }
         let started = Instant::now();
+        let answer_limit = self.agent.settings().message_limits.model_answer_bytes;
         let message = if self.modes.messages {
-            self.stream_model(model, request).await?
+            self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
         };
+        message_limits::check_answer(&message, answer_limit)?;
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
@@ -375,8 +378,9 @@ impl RunContext {
         &self,
         model: &dyn ChatModel,
         request: &ModelRequest,
+        answer_limit: usize,
     ) -> Result<Message, ModelError> {
-        let mut events = model.stream(request).await?;
+        let mut events = message_limits::limit_stream(model.stream(request).await?, answer_limit);
         let chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
         let metadata = json!({
             "run_id": self.run_id,

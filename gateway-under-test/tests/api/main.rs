@@ -8,6 +8,7 @@ mod binary;
 mod concurrency;
 mod langgraph_sdk;
 mod layers;
+mod message_limits;
 mod runs;
 mod scenario;
 mod seed;
