@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{FromRef, Path, Query, State};
+use axum::extract::{FromRef, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,7 +18,7 @@ use crate::config::RunsConfig;
 use crate::http::guard::{CurrentUser, header};
 use crate::http::sse::{self, DisconnectGuard};
 use crate::http::{
-    ApiError, ApiJson, INVALID_THREAD_ID, accepted_as, owned_thread, readable_thread,
+    ApiError, ApiJson, ApiQuery, INVALID_THREAD_ID, accepted_as, owned_thread, readable_thread,
     valid_thread_id,
 };
 use crate::messages::Message;
@@ -161,9 +161,13 @@ fn recursion_limit(limits: &RunsConfig, config: Option<&Value>) -> u32 {
     }
 }
 
+/// The assistant a run asks for. A malformed name and a well-formed name of an agent this
+/// gateway does not have are both 422: running the lead agent instead would answer a question
+/// the client did not ask. (DeerFlow loads custom agents by their normalised name; this gateway
+/// has none.)
 fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
-    let raw = raw.unwrap_or("lead_agent");
-    if raw == "lead_agent" {
+    let raw = raw.unwrap_or(LEAD_AGENT);
+    if raw == LEAD_AGENT {
         return Ok(raw.into());
     }
     let name = raw.to_lowercase().replace('_', "-");
@@ -176,8 +180,13 @@ fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
             "Invalid assistant_id '{raw}': expected letters, digits, hyphens or underscores"
         )));
     }
-    Ok(name)
+    Err(unprocessable(format!(
+        "Unknown assistant_id '{raw}': this gateway has only '{LEAD_AGENT}'"
+    )))
 }
+
+/// The one assistant this gateway runs.
+const LEAD_AGENT: &str = "lead_agent";
 
 /// The input messages; a message whose text passes `message_limit` bytes is refused with 413.
 fn parse_input(input: Option<&Value>, message_limit: usize) -> Result<Vec<Message>, ApiError> {
@@ -530,7 +539,7 @@ async fn list(
     State(active): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     readable_thread(&store, &user, &thread_id).await?;
     let mut runs: Vec<RunRecord> = active
@@ -598,7 +607,7 @@ async fn cancel(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<CancelQuery>,
+    ApiQuery(query): ApiQuery<CancelQuery>,
 ) -> Result<Response, ApiError> {
     owned_thread(&store, &user, &thread_id).await?;
     if query
@@ -680,7 +689,7 @@ async fn join_or_cancel(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if query.action.is_some()
@@ -786,7 +795,7 @@ async fn thread_run_messages(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
     readable_thread(&store, &user, &thread_id).await?;
     let record = find_run(&store, &runs, &user, &thread_id, &run_id).await?;
@@ -798,7 +807,7 @@ async fn run_messages(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(run_id): Path<String>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let record = match runs.get(&run_id) {
         Some(run) => Some(run.record()),
@@ -823,7 +832,7 @@ async fn run_events(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     readable_thread(&store, &user, &thread_id).await?;
     find_run(&store, &runs, &user, &thread_id, &run_id).await?;
@@ -867,7 +876,7 @@ async fn thread_messages(
     State(store): State<Store>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
     readable_thread(&store, &user, &thread_id).await?;
     let limit = query.limit.unwrap_or(50);

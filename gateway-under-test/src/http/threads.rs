@@ -35,14 +35,31 @@ pub(super) fn routes() -> Router<App> {
         .route("/api/threads/{thread_id}/history", post(history))
 }
 
+/// The body of `POST /api/threads`. As on the run routes, unknown fields are rejected (422);
+/// the LangGraph fields clients send are accepted and ignored: create is idempotent anyway.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CreateBody {
     thread_id: Option<String>,
     assistant_id: Option<String>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
-    // Other fields clients send (LangGraph's `if_exists`, `supersteps`, `ttl`) are accepted and
-    // ignored: create is idempotent anyway.
+    #[serde(
+        default,
+        rename = "if_exists",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _if_exists: IgnoredAny,
+    #[serde(
+        default,
+        rename = "graph_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _graph_id: IgnoredAny,
+    #[serde(default, rename = "supersteps")]
+    _supersteps: IgnoredAny,
+    #[serde(default, rename = "ttl")]
+    _ttl: IgnoredAny,
 }
 
 /// The records of a new thread (§3.3): the metadata row owned by `owner_id` (without the

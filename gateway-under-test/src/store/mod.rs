@@ -222,6 +222,7 @@ impl Store {
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(dir.join(DATABASE_FILE))?;
         schema::configure(&conn)?;
+        schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,

@@ -112,6 +112,28 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Makes freed pages go back to the file system: deleting a thread frees its pages, and
+/// [`release_free_pages`] returns them. A fresh database takes the setting directly; an older
+/// one written without it is rebuilt once by `VACUUM`, which is the only way SQLite can switch.
+pub(super) fn enable_incremental_vacuum(conn: &Connection) -> Result<(), StoreError> {
+    const INCREMENTAL: i64 = 2;
+    let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?;
+    if mode != INCREMENTAL {
+        conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
+        conn.execute_batch("VACUUM")?;
+    }
+    Ok(())
+}
+
+/// Returns the database's free pages to the file system (after a delete).
+pub(super) fn release_free_pages(conn: &Connection) -> Result<(), StoreError> {
+    // `incremental_vacuum` returns a row per freed page; they must be stepped through.
+    let mut statement = conn.prepare("PRAGMA incremental_vacuum")?;
+    let mut rows = statement.query([])?;
+    while rows.next()?.is_some() {}
+    Ok(())
+}
+
 /// The number of migrations applied to this database.
 pub(super) fn version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)

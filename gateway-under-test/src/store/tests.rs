@@ -979,3 +979,30 @@ async fn a_missing_referenced_message_is_a_corrupt_database_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn deleting_a_thread_returns_its_space_to_the_file_system() {
+    let (dir, store) = open_temp();
+    let big = CheckpointRecord {
+        values: json!({"blob": "x".repeat(2 * 1024 * 1024)}),
+        ..checkpoint("t1", "c0", -1)
+    };
+    store
+        .create_thread(thread("t1", "u1", "2025-01-01T00:00:00Z"), big)
+        .await
+        .expect("thread");
+    let path = dir.path().join(DATABASE_FILE);
+    let size = || {
+        let conn = Connection::open(&path).expect("second connection");
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .expect("checkpoint the WAL");
+        std::fs::metadata(&path).expect("database file").len()
+    };
+    let full = size();
+    assert!(store.delete_thread("t1").await.expect("delete"));
+    let emptied = size();
+    assert!(
+        emptied < full / 4,
+        "the file kept {emptied} of {full} bytes after the delete"
+    );
+}

@@ -6,6 +6,7 @@ mod helpers;
 mod auth;
 mod binary;
 mod concurrency;
+mod errors;
 mod langgraph_sdk;
 mod layers;
 mod message_limits;
