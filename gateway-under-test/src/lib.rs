@@ -14,6 +14,7 @@ pub mod models;
 pub mod runtime;
 pub mod store;
 pub mod tools;
+pub mod workspace;
 
 pub use app::{App, AppBuilder, AppError, RunningGateway};
 pub use config::Config;

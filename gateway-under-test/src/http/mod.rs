@@ -2,6 +2,7 @@
 //! (`Trace -> CORS -> CSRF -> Auth -> handler`, `gateway-contract.md` §1.1).
 
 mod auth_routes;
+mod compat;
 mod cors;
 mod guard;
 mod runs;
@@ -32,7 +33,8 @@ pub fn router(app: App) -> Router {
         .merge(auth_routes::routes())
         .merge(threads::routes())
         .merge(runs::routes())
-        .merge(suggestions::routes());
+        .merge(suggestions::routes())
+        .merge(compat::routes());
     #[cfg(feature = "test-seed")]
     if app.test_seed_route() {
         api = api.merge(seed::routes());

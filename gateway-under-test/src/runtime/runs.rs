@@ -281,6 +281,9 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
         )])
         .await;
 
+    let limits = crate::workspace::WorkspaceLimits::default();
+    let workspace_before = crate::workspace::snapshot(&context.paths, limits).await;
+
     let latest = store.latest_checkpoint(&thread_id).await;
     let (state, parent) = match latest {
         Ok(Some(checkpoint)) => (
@@ -311,7 +314,18 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
             (None, None) => ("success", None),
         },
     };
-    let mut journal = vec![("run.end", "outputs", Value::Null, json!({"status": status}))];
+    let mut journal = Vec::new();
+    if let Some(changes) =
+        crate::workspace::changes_since(workspace_before, &context.paths, limits).await
+    {
+        journal.push((
+            crate::workspace::EVENT_TYPE,
+            crate::workspace::EVENT_CATEGORY,
+            json!(changes.headline()),
+            json!({ crate::workspace::METADATA_KEY: changes }),
+        ));
+    }
+    journal.push(("run.end", "outputs", Value::Null, json!({"status": status})));
     if let Some(error) = &error {
         journal.push(("run.error", "error", json!({"error": error}), json!({})));
     }
