@@ -5,8 +5,10 @@ mod helpers;
 
 mod auth;
 mod binary;
+mod compat;
 mod concurrency;
 mod langgraph_sdk;
+mod messages_page;
 mod runs;
 mod scenario;
 mod seed;
