@@ -241,7 +241,9 @@ impl Driver {
         body: Option<&Value>,
     ) -> Result<Exchange, DriverError> {
         let route = format!("{method} {path}");
-        let mut request = self.http.request(method.clone(), format!("{}{path}", self.base));
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base));
         if let Some(token) = &self.csrf {
             request = request.header("X-CSRF-Token", token);
         }

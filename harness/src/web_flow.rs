@@ -23,7 +23,9 @@ use serde_json::{Value, json};
 use crate::adapter::boot::{Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::core::{Fixture, ReplayEngine, golden_document};
-use crate::driver::{Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation};
+use crate::driver::{
+    Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
+};
 use crate::layer1::{HarnessError, ScenarioRun};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
@@ -179,10 +181,18 @@ pub async fn drive_web_client(
         .and_then(Value::as_u64)
         .unwrap_or(3) as u32;
     let search = json!({"limit": 50, "offset": 0, "sort_by": "updated_at", "sort_order": "desc"});
-    exchanges.push(driver.exchange(Method::POST, "/api/threads/search", Some(&search)).await?);
+    exchanges.push(
+        driver
+            .exchange(Method::POST, "/api/threads/search", Some(&search))
+            .await?,
+    );
     let thread_id = uuid::Uuid::new_v4().to_string();
     let create = json!({"thread_id": thread_id, "metadata": {}});
-    exchanges.push(driver.exchange(Method::POST, "/api/threads", Some(&create)).await?);
+    exchanges.push(
+        driver
+            .exchange(Method::POST, "/api/threads", Some(&create))
+            .await?,
+    );
     exchanges.extend(thread_page(&driver, &thread_id).await?);
     let upload_limits = format!("/api/threads/{thread_id}/uploads/limits");
     exchanges.push(driver.exchange(Method::GET, &upload_limits, None).await?);
@@ -202,7 +212,11 @@ pub async fn drive_web_client(
         .unwrap_or_default();
     let suggestions = suggestions_request(&conversation, max_suggestions);
     let path = format!("/api/threads/{thread_id}/suggestions");
-    exchanges.push(driver.exchange(Method::POST, &path, Some(&suggestions)).await?);
+    exchanges.push(
+        driver
+            .exchange(Method::POST, &path, Some(&suggestions))
+            .await?,
+    );
     for run_id in transcripts.iter().filter_map(RunTranscript::run_id) {
         let path = format!("/api/threads/{thread_id}/runs/{run_id}/workspace-changes");
         exchanges.push(driver.exchange(Method::GET, &path, None).await?);

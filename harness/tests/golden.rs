@@ -30,7 +30,12 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Compares `document` with `golden/<stem>.snap`; the error names the file and carries `report`.
-fn assert_golden(fixture_stem: &str, stem: &str, document: String, report: impl FnOnce() -> String) -> datatest_stable::Result<()> {
+fn assert_golden(
+    fixture_stem: &str,
+    stem: &str,
+    document: String,
+    report: impl FnOnce() -> String,
+) -> datatest_stable::Result<()> {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(golden_dir());
     settings.set_prepend_module_to_snapshot(false);
@@ -83,7 +88,9 @@ fn web_golden(path: &Path) -> datatest_stable::Result<()> {
         )
         .into());
     }
-    assert_golden(&fixture_stem, &run.stem(), run.golden_document(), || run.report())
+    assert_golden(&fixture_stem, &run.stem(), run.golden_document(), || {
+        run.report()
+    })
 }
 
 datatest_stable::harness! {

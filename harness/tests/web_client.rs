@@ -26,8 +26,15 @@ fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
             .ok_or_else(|| format!("no request to …{suffix}\n\n{}", run.report()))
     };
     let suggestions = answer("/suggestions")?;
-    if suggestions["suggestions"].as_array().is_none_or(Vec::is_empty) {
-        return Err(format!("no suggestions were shown: {suggestions}\n\n{}", run.report()).into());
+    if suggestions["suggestions"]
+        .as_array()
+        .is_none_or(Vec::is_empty)
+    {
+        return Err(format!(
+            "no suggestions were shown: {suggestions}\n\n{}",
+            run.report()
+        )
+        .into());
     }
     let page = answer("/messages/page")?;
     let humans: Vec<String> = page["data"]

@@ -342,7 +342,8 @@ impl RunContext {
         }
         let started = Instant::now();
         // A `nostream` call (the title model) is never streamed, as in LangGraph.
-        let streamed = self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
+        let streamed =
+            self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
         let message = if streamed {
             self.stream_model(model, request).await?
         } else {

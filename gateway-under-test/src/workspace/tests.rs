@@ -46,7 +46,6 @@ fn only(changes: &WorkspaceChanges) -> &FileChange {
     &changes.files[0]
 }
 
-
 #[test]
 fn comparisons_report_what_changed() {
     let defaults = WorkspaceLimits::default();
@@ -66,7 +65,10 @@ fn comparisons_report_what_changed() {
                 assert_eq!((file.size_before, file.size_after), (None, Some(15)));
                 assert_eq!(
                     file.sha256_after.as_deref(),
-                    Some(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"hi from replay.")).as_str())
+                    Some(
+                        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"hi from replay."))
+                            .as_str()
+                    )
                 );
                 assert_eq!((file.additions, file.deletions), (1, 0));
                 assert_eq!(
@@ -75,7 +77,11 @@ fn comparisons_report_what_changed() {
                 );
                 assert_eq!(
                     changes.summary,
-                    ChangeSummary { created: 1, additions: 1, ..ChangeSummary::default() }
+                    ChangeSummary {
+                        created: 1,
+                        additions: 1,
+                        ..ChangeSummary::default()
+                    }
                 );
                 assert_eq!(changes.headline(), "1 file changed +1 -0");
             },
@@ -89,7 +95,12 @@ fn comparisons_report_what_changed() {
                 let file = only(changes);
                 assert_eq!(file.status, ChangeStatus::Modified);
                 assert_eq!((file.additions, file.deletions), (1, 1));
-                assert!(file.diff.ends_with("@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three"), "{}", file.diff);
+                assert!(
+                    file.diff
+                        .ends_with("@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three"),
+                    "{}",
+                    file.diff
+                );
             },
         },
         Case {
@@ -99,14 +110,23 @@ fn comparisons_report_what_changed() {
             limits: defaults,
             check: |changes| {
                 let file = only(changes);
-                assert_eq!((file.root, file.status), (RootName::Uploads, ChangeStatus::Deleted));
-                assert_eq!((file.additions, file.deletions, file.size_after), (0, 2, None));
+                assert_eq!(
+                    (file.root, file.status),
+                    (RootName::Uploads, ChangeStatus::Deleted)
+                );
+                assert_eq!(
+                    (file.additions, file.deletions, file.size_after),
+                    (0, 2, None)
+                );
             },
         },
         Case {
             name: "unchanged files and excluded folders are not reported",
             before: vec![("workspace/same.txt", Some(b"x"))],
-            after: vec![("workspace/node_modules/dep/index.js", Some(b"y")), ("workspace/.git/HEAD", Some(b"z"))],
+            after: vec![
+                ("workspace/node_modules/dep/index.js", Some(b"y")),
+                ("workspace/.git/HEAD", Some(b"z")),
+            ],
             limits: defaults,
             check: |changes| {
                 assert!(changes.files.is_empty(), "{changes:#?}");
@@ -116,21 +136,33 @@ fn comparisons_report_what_changed() {
         Case {
             name: "a secret-looking path is listed without hash or diff",
             before: vec![],
-            after: vec![("workspace/.env", Some(b"OPENAI_API_KEY=sk-123")), ("outputs/my_token.txt", Some(b"t"))],
+            after: vec![
+                ("workspace/.env", Some(b"OPENAI_API_KEY=sk-123")),
+                ("outputs/my_token.txt", Some(b"t")),
+            ],
             limits: defaults,
             check: |changes| {
                 assert_eq!(changes.files.len(), 2);
                 for file in &changes.files {
                     assert!(file.sensitive, "{file:?}");
-                    assert_eq!((file.sha256_after.as_deref(), file.diff.as_str()), (None, ""));
-                    assert_eq!(file.diff_unavailable_reason, Some(DiffUnavailable::Sensitive));
+                    assert_eq!(
+                        (file.sha256_after.as_deref(), file.diff.as_str()),
+                        (None, "")
+                    );
+                    assert_eq!(
+                        file.diff_unavailable_reason,
+                        Some(DiffUnavailable::Sensitive)
+                    );
                 }
             },
         },
         Case {
             name: "binary content has no diff",
             before: vec![],
-            after: vec![("outputs/blob.bin", Some(b"\x00\x01\x02")), ("outputs/bad.txt", Some(b"\xff\xfe\xfa"))],
+            after: vec![
+                ("outputs/blob.bin", Some(b"\x00\x01\x02")),
+                ("outputs/bad.txt", Some(b"\xff\xfe\xfa")),
+            ],
             limits: defaults,
             check: |changes| {
                 for file in &changes.files {
@@ -143,7 +175,10 @@ fn comparisons_report_what_changed() {
             name: "a file over the diff size limit is large and marks the summary truncated",
             before: vec![],
             after: vec![("outputs/big.txt", Some(b"0123456789abcdef"))],
-            limits: WorkspaceLimits { max_file_bytes_for_diff: 8, ..defaults },
+            limits: WorkspaceLimits {
+                max_file_bytes_for_diff: 8,
+                ..defaults
+            },
             check: |changes| {
                 let file = only(changes);
                 assert_eq!(file.diff_unavailable_reason, Some(DiffUnavailable::Large));
@@ -154,34 +189,63 @@ fn comparisons_report_what_changed() {
         Case {
             name: "the file list is capped but the summary counts every change",
             before: vec![],
-            after: vec![("outputs/1", Some(b"a")), ("outputs/2", Some(b"b")), ("outputs/3", Some(b"c"))],
-            limits: WorkspaceLimits { max_files: 2, ..defaults },
+            after: vec![
+                ("outputs/1", Some(b"a")),
+                ("outputs/2", Some(b"b")),
+                ("outputs/3", Some(b"c")),
+            ],
+            limits: WorkspaceLimits {
+                max_files: 2,
+                ..defaults
+            },
             check: |changes| {
                 assert_eq!(changes.files.len(), 2);
-                assert_eq!((changes.summary.created, changes.summary.truncated), (3, true));
+                assert_eq!(
+                    (changes.summary.created, changes.summary.truncated),
+                    (3, true)
+                );
             },
         },
         Case {
             name: "paths missing from a truncated scan are not reported as created",
             before: vec![("outputs/a", Some(b"a"))],
             after: vec![("outputs/b", Some(b"b")), ("outputs/c", Some(b"c"))],
-            limits: WorkspaceLimits { max_scanned_files: 2, ..defaults },
+            limits: WorkspaceLimits {
+                max_scanned_files: 2,
+                ..defaults
+            },
             check: |changes| {
                 let paths: Vec<&str> = changes.files.iter().map(|f| f.path.as_str()).collect();
-                assert_eq!(paths, ["/mnt/user-data/outputs/b"], "c was never scanned after");
+                assert_eq!(
+                    paths,
+                    ["/mnt/user-data/outputs/b"],
+                    "c was never scanned after"
+                );
                 assert!(changes.summary.truncated);
             },
         },
         Case {
             name: "diffs beyond the run's diff budget are dropped but still counted",
             before: vec![],
-            after: vec![("outputs/a.txt", Some(b"first\n")), ("outputs/b.txt", Some(b"second\n"))],
-            limits: WorkspaceLimits { max_total_diff_bytes: 100, ..defaults },
+            after: vec![
+                ("outputs/a.txt", Some(b"first\n")),
+                ("outputs/b.txt", Some(b"second\n")),
+            ],
+            limits: WorkspaceLimits {
+                max_total_diff_bytes: 100,
+                ..defaults
+            },
             check: |changes| {
                 let (first, second) = (&changes.files[0], &changes.files[1]);
                 assert!(!first.diff.is_empty() && !first.diff_truncated, "{first:?}");
-                assert!(second.diff.is_empty() && second.diff_truncated, "{second:?}");
-                assert_eq!(second.diff_unavailable_reason, Some(DiffUnavailable::Truncated));
+                assert!(
+                    second.diff.is_empty() && second.diff_truncated,
+                    "{second:?}"
+                );
+                assert_eq!(
+                    second.diff_unavailable_reason,
+                    Some(DiffUnavailable::Truncated)
+                );
                 assert_eq!(changes.summary.additions, 2);
                 assert!(changes.summary.truncated);
             },
@@ -211,7 +275,10 @@ fn a_symlink_is_recorded_and_never_followed() {
     let file = only(&changes);
     assert_eq!(file.status, ChangeStatus::SymlinkCreated);
     assert!(file.symlink && file.sha256_after.is_none() && file.diff.is_empty());
-    assert_eq!(file.symlink_target_after.as_deref(), Some(secret.to_string_lossy().as_ref()));
+    assert_eq!(
+        file.symlink_target_after.as_deref(),
+        Some(secret.to_string_lossy().as_ref())
+    );
     assert_eq!(changes.summary.symlink_created, 1);
 }
 

@@ -16,21 +16,36 @@ async fn thread_with_run(gateway: &TestGateway) -> (TestClient, String, String) 
     let transcript = client
         .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
         .await;
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap().to_string();
+    let run_id = transcript.frames[0].data["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     (client, thread_id, run_id)
 }
 
 /// Every thread-scoped route this issue adds or changes, as `(method, path)`.
 fn thread_routes(thread_id: &str, run_id: &str) -> Vec<(reqwest::Method, String)> {
     vec![
-        (reqwest::Method::GET, format!("/api/threads/{thread_id}/messages/page")),
-        (reqwest::Method::GET, format!("/api/threads/{thread_id}/token-usage")),
-        (reqwest::Method::GET, format!("/api/threads/{thread_id}/uploads/limits")),
+        (
+            reqwest::Method::GET,
+            format!("/api/threads/{thread_id}/messages/page"),
+        ),
+        (
+            reqwest::Method::GET,
+            format!("/api/threads/{thread_id}/token-usage"),
+        ),
+        (
+            reqwest::Method::GET,
+            format!("/api/threads/{thread_id}/uploads/limits"),
+        ),
         (
             reqwest::Method::GET,
             format!("/api/threads/{thread_id}/runs/{run_id}/workspace-changes"),
         ),
-        (reqwest::Method::POST, format!("/api/threads/{thread_id}/history")),
+        (
+            reqwest::Method::POST,
+            format!("/api/threads/{thread_id}/history"),
+        ),
     ]
 }
 
@@ -81,16 +96,25 @@ async fn bad_input_is_a_422_naming_the_parameter() {
     for (path, parameter) in cases {
         let (status, body) = client.get(&path).await;
         assert_eq!(status, 422, "{path}: {body}");
-        assert_eq!(body["detail"][0]["loc"], json!(["query", parameter]), "{path}: {body}");
+        assert_eq!(
+            body["detail"][0]["loc"],
+            json!(["query", parameter]),
+            "{path}: {body}"
+        );
     }
     for (method, path) in thread_routes("bad.id", &run_id) {
         let (status, body) = call(&client, &method, &path).await;
         assert_eq!(status, 422, "{method} {path}: {body}");
     }
     let (status, body) = client
-        .get(&format!("/api/threads/{thread_id}/runs/no-such-run/workspace-changes"))
+        .get(&format!(
+            "/api/threads/{thread_id}/runs/no-such-run/workspace-changes"
+        ))
         .await;
-    assert_eq!((status, body["detail"].as_str()), (404, Some("Run no-such-run not found")));
+    assert_eq!(
+        (status, body["detail"].as_str()),
+        (404, Some("Run no-such-run not found"))
+    );
     gateway.stop().await;
 }
 
@@ -106,8 +130,14 @@ async fn the_catalog_routes_answer_from_the_configuration() {
     .await;
     let skills = gateway.home.path().join("skills");
     for (folder, text) in [
-        ("public/pdf", "---\nname: pdf\ndescription: Read PDFs\nlicense: MIT\n---\nbody"),
-        ("custom/notes", "---\nname: notes\ndescription: \"Keep notes\"\n---"),
+        (
+            "public/pdf",
+            "---\nname: pdf\ndescription: Read PDFs\nlicense: MIT\n---\nbody",
+        ),
+        (
+            "custom/notes",
+            "---\nname: notes\ndescription: \"Keep notes\"\n---",
+        ),
         ("public/not-a-skill", ""),
     ] {
         std::fs::create_dir_all(skills.join(folder)).unwrap();
@@ -144,8 +174,14 @@ async fn the_catalog_routes_answer_from_the_configuration() {
                 {"name": "notes", "description": "Keep notes", "license": null, "category": "custom",
                  "enabled": false, "editable": true}]}),
         ),
-        ("/api/channels/providers", json!({"enabled": false, "providers": []})),
-        ("/api/suggestions/config", json!({"enabled": true, "max_suggestions": 3})),
+        (
+            "/api/channels/providers",
+            json!({"enabled": false, "providers": []}),
+        ),
+        (
+            "/api/suggestions/config",
+            json!({"enabled": true, "max_suggestions": 3}),
+        ),
     ];
     for (path, expected) in cases {
         assert_eq!(client.get(path).await, (200, expected), "{path}");
@@ -164,17 +200,18 @@ async fn upload_limits_are_the_configured_ones() {
         .await;
     assert_eq!(
         (status, limits),
-        (200, json!({"max_files": 3, "max_file_size": 52428800, "max_total_size": 104857600}))
+        (
+            200,
+            json!({"max_files": 3, "max_file_size": 52428800, "max_total_size": 104857600})
+        )
     );
     gateway.stop().await;
 }
 
 #[tokio::test]
 async fn token_usage_sums_the_threads_finished_runs() {
-    let gateway = spawn_gateway_configured(|config| {
-        config.models[0].max_context_tokens = Some(1000)
-    })
-    .await;
+    let gateway =
+        spawn_gateway_configured(|config| config.models[0].max_context_tokens = Some(1000)).await;
     let usage = json!({"input_tokens": 100, "output_tokens": 25, "total_tokens": 125,
         "input_token_details": {"audio": 0, "cache_read": 0},
         "output_token_details": {"audio": 0, "reasoning": 0}});
@@ -235,22 +272,33 @@ async fn the_message_page_holds_the_visible_rows_with_feedback_and_turn_duration
         assert_eq!(row["run_id"], run_id.as_str());
         assert_eq!(row["category"], "message");
         assert_eq!(row["feedback"], Value::Null);
-        let has_duration = row["content"]["additional_kwargs"].get("turn_duration").is_some();
+        let has_duration = row["content"]["additional_kwargs"]
+            .get("turn_duration")
+            .is_some();
         let is_last = std::ptr::eq(row, rows.last().unwrap());
         assert_eq!(has_duration, is_last, "only the run's last AI row: {row}");
     }
     assert!(rows.last().unwrap()["content"]["additional_kwargs"]["turn_duration"].is_i64());
-    assert_eq!((&page["has_more"], &page["next_before_seq"]), (&json!(false), &Value::Null));
+    assert_eq!(
+        (&page["has_more"], &page["next_before_seq"]),
+        (&json!(false), &Value::Null)
+    );
     let newest = rows.last().unwrap()["seq"].as_i64().unwrap();
     let (_, older) = client
-        .get(&format!("/api/threads/{thread_id}/messages/page?limit=2&before_seq={newest}"))
+        .get(&format!(
+            "/api/threads/{thread_id}/messages/page?limit=2&before_seq={newest}"
+        ))
         .await;
     let older_rows = older["data"].as_array().unwrap();
     assert_eq!(older_rows.len(), 2);
     assert_eq!(older["has_more"], true);
     assert_eq!(older["next_before_seq"], older_rows[0]["seq"]);
     assert!(
-        older_rows.iter().all(|row| row["content"]["additional_kwargs"].get("turn_duration").is_none()),
+        older_rows
+            .iter()
+            .all(|row| row["content"]["additional_kwargs"]
+                .get("turn_duration")
+                .is_none()),
         "the run's last AI row is on a newer page"
     );
     gateway.stop().await;
@@ -277,14 +325,33 @@ async fn a_run_records_what_it_changed_in_the_sandbox() {
     );
     let file = &changes["files"][0];
     assert_eq!(
-        (&file["path"], &file["root"], &file["status"], &file["size_after"]),
-        (&json!("/mnt/user-data/outputs/note.txt"), &json!("outputs"), &json!("created"), &json!(15))
+        (
+            &file["path"],
+            &file["root"],
+            &file["status"],
+            &file["size_after"]
+        ),
+        (
+            &json!("/mnt/user-data/outputs/note.txt"),
+            &json!("outputs"),
+            &json!("created"),
+            &json!(15)
+        )
     );
     use sha2::Digest;
     let expected_sha = hex::encode(sha2::Sha256::digest(b"hi from replay."));
     assert_eq!(file["sha256_after"], expected_sha.as_str(), "{file}");
-    assert_eq!((&file["additions"], &file["deletions"]), (&json!(1), &json!(0)));
-    assert!(file["diff"].as_str().unwrap().ends_with("\n+hi from replay."), "{file}");
+    assert_eq!(
+        (&file["additions"], &file["deletions"]),
+        (&json!(1), &json!(0))
+    );
+    assert!(
+        file["diff"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n+hi from replay."),
+        "{file}"
+    );
     let (_, without_diff) = client.get(&format!("{path}?include_diff=false")).await;
     assert_eq!(without_diff["files"][0]["diff"], "");
     assert_eq!(without_diff["files"][0]["additions"], 1);
@@ -293,10 +360,14 @@ async fn a_run_records_what_it_changed_in_the_sandbox() {
     assert_eq!(without_files["summary"], changes["summary"]);
 
     gateway.model.push([answer("nothing to do")]);
-    let quiet = client.run_stream(&thread_id, "just answer", json!({})).await;
+    let quiet = client
+        .run_stream(&thread_id, "just answer", json!({}))
+        .await;
     let quiet_run = quiet.frames[0].data["run_id"].as_str().unwrap();
     let (status, nothing) = client
-        .get(&format!("/api/threads/{thread_id}/runs/{quiet_run}/workspace-changes"))
+        .get(&format!(
+            "/api/threads/{thread_id}/runs/{quiet_run}/workspace-changes"
+        ))
         .await;
     assert_eq!(status, 200);
     assert_eq!(nothing["available"], false, "{nothing}");
@@ -321,7 +392,10 @@ async fn search_values_hold_only_the_title() {
         values,
         [
             (fresh.as_str(), &json!({})),
-            (thread_id.as_str(), &json!({"title": "Using your own file tools directly, create the fil..."})),
+            (
+                thread_id.as_str(),
+                &json!({"title": "Using your own file tools directly, create the fil..."})
+            ),
         ]
     );
     gateway.stop().await;
@@ -338,9 +412,14 @@ async fn suggestions_ask_for_at_most_max_suggestions() {
     let (status, answer) = client
         .post(&format!("/api/threads/{thread_id}/suggestions"), body)
         .await;
-    assert_eq!((status, answer), (200, json!({"suggestions": ["a", "b", "c"]})));
+    assert_eq!(
+        (status, answer),
+        (200, json!({"suggestions": ["a", "b", "c"]}))
+    );
     assert!(
-        gateway.model.requests()[0].messages[1].text().ends_with("Generate 3 follow-up questions"),
+        gateway.model.requests()[0].messages[1]
+            .text()
+            .ends_with("Generate 3 follow-up questions"),
         "n = min(5, max_suggestions = 3)"
     );
     gateway.stop().await;
@@ -378,7 +457,11 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
     assert_eq!(web.status, 200, "{}", web.raw);
 
     // `values` frames are exactly those of a values-only run.
-    let web_values: Vec<_> = web.shapes().into_iter().filter(|(e, _)| e == "values").collect();
+    let web_values: Vec<_> = web
+        .shapes()
+        .into_iter()
+        .filter(|(e, _)| e == "values")
+        .collect();
     assert_eq!(web_values, values_only);
 
     // `updates` are named after the node that wrote; the input is not a node.
@@ -386,15 +469,31 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
         .frames
         .iter()
         .filter(|f| f.event == "updates")
-        .map(|f| f.data.as_object().unwrap().keys().cloned().collect::<Vec<_>>().join(","))
+        .map(|f| {
+            f.data
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect();
     assert_eq!(
         nodes,
         [
-            "ThreadDataMiddleware.before_agent", "UploadsMiddleware.before_agent",
-            "DynamicContextMiddleware.before_agent", "model", "TitleMiddleware.after_model",
-            "TokenUsageMiddleware.after_model", "tools", "model", "TokenUsageMiddleware.after_model",
-            "tools", "model", "TokenUsageMiddleware.after_model",
+            "ThreadDataMiddleware.before_agent",
+            "UploadsMiddleware.before_agent",
+            "DynamicContextMiddleware.before_agent",
+            "model",
+            "TitleMiddleware.after_model",
+            "TokenUsageMiddleware.after_model",
+            "tools",
+            "model",
+            "TokenUsageMiddleware.after_model",
+            "tools",
+            "model",
+            "TokenUsageMiddleware.after_model",
         ]
     );
 
@@ -409,7 +508,10 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
             let detail = match chunk["type"].as_str().unwrap() {
                 "AIMessageChunk" if chunk["chunk_position"] == "last" => "last".to_string(),
                 "AIMessageChunk" if !chunk["tool_call_chunks"].as_array().unwrap().is_empty() => {
-                    format!("calls {}", chunk["tool_call_chunks"][0]["name"].as_str().unwrap())
+                    format!(
+                        "calls {}",
+                        chunk["tool_call_chunks"][0]["name"].as_str().unwrap()
+                    )
                 }
                 _ => chunk["content"].as_str().unwrap_or("<blocks>").to_string(),
             };
@@ -433,7 +535,12 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
     assert_eq!(tuples, expected, "{}", web.raw);
 
     // The chunks of the answer carry the id of the AI message the state holds.
-    let final_ai = web.last_values()["messages"].as_array().unwrap().last().unwrap().clone();
+    let final_ai = web.last_values()["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     let answer_chunk = web
         .frames
         .iter()
@@ -451,14 +558,22 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
         .find(|m| m["type"] == "human" && m["additional_kwargs"]["hide_from_ui"] != true)
         .unwrap()
         .clone();
-    let timestamp = user_copy["additional_kwargs"]["timestamp"].as_str().unwrap();
-    assert!(chrono::DateTime::parse_from_rfc3339(timestamp).is_ok(), "{timestamp}");
+    let timestamp = user_copy["additional_kwargs"]["timestamp"]
+        .as_str()
+        .unwrap();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(timestamp).is_ok(),
+        "{timestamp}"
+    );
     assert!(timestamp.ends_with("+00:00"), "{timestamp}");
     gateway.stop().await;
 }
 
 /// The `values` shapes of a fresh values-only scenario run.
-async fn values_only_shapes(client: &TestClient, gateway: &TestGateway) -> Vec<(String, Option<Vec<String>>)> {
+async fn values_only_shapes(
+    client: &TestClient,
+    gateway: &TestGateway,
+) -> Vec<(String, Option<Vec<String>>)> {
     gateway.model.push(write_read_script());
     let thread_id = client.create_thread().await;
     client

@@ -36,8 +36,10 @@ fn journal() -> impl Strategy<Value = Journal> {
             Just(Row::MiddlewareAi),
             Just(Row::Tool)
         ];
-        prop::collection::vec((0..runs, row), 0..40)
-            .prop_map(move |rows| Journal { own_runs: own_runs.clone(), rows })
+        prop::collection::vec((0..runs, row), 0..40).prop_map(move |rows| Journal {
+            own_runs: own_runs.clone(),
+            rows,
+        })
     })
 }
 
@@ -45,7 +47,11 @@ fn event(run_id: &str, row: Row) -> NewEvent {
     let (event_type, kind, caller) = match row {
         Row::Human => ("llm.human.input", "human", json!({"caller": "lead_agent"})),
         Row::Ai => ("llm.ai.response", "ai", json!({"caller": "lead_agent"})),
-        Row::MiddlewareAi => ("llm.ai.response", "ai", json!({"caller": "middleware:title"})),
+        Row::MiddlewareAi => (
+            "llm.ai.response",
+            "ai",
+            json!({"caller": "middleware:title"}),
+        ),
         Row::Tool => ("llm.tool.result", "tool", json!({})),
     };
     NewEvent {
@@ -77,7 +83,12 @@ fn run_record(run_id: &str, thread_id: &str, owner_id: &str) -> RunRecord {
 }
 
 /// Writes the journal into a fresh thread of `client`; returns the thread and the visible seqs.
-async fn seed(gateway: &TestGateway, client: &TestClient, user_id: &str, journal: &Journal) -> (String, Vec<i64>) {
+async fn seed(
+    gateway: &TestGateway,
+    client: &TestClient,
+    user_id: &str,
+    journal: &Journal,
+) -> (String, Vec<i64>) {
     let store = gateway.gateway.app().store();
     let thread_id = client.create_thread().await;
     let run_ids: Vec<String> = (0..journal.own_runs.len())
@@ -85,7 +96,10 @@ async fn seed(gateway: &TestGateway, client: &TestClient, user_id: &str, journal
         .collect();
     for (run_id, own) in run_ids.iter().zip(&journal.own_runs) {
         let owner = if *own { user_id } else { "someone-else" };
-        store.put_run(run_record(run_id, &thread_id, owner)).await.unwrap();
+        store
+            .put_run(run_record(run_id, &thread_id, owner))
+            .await
+            .unwrap();
     }
     let mut visible = Vec::new();
     for (run, row) in &journal.rows {
@@ -101,7 +115,11 @@ async fn seed(gateway: &TestGateway, client: &TestClient, user_id: &str, journal
 }
 
 /// Reads every page backwards; checks each page on the way and returns the seqs, oldest first.
-async fn read_all_pages(client: &TestClient, thread_id: &str, page_size: usize) -> Result<Vec<i64>, TestCaseError> {
+async fn read_all_pages(
+    client: &TestClient,
+    thread_id: &str,
+    page_size: usize,
+) -> Result<Vec<i64>, TestCaseError> {
     let mut pages: Vec<Vec<i64>> = Vec::new();
     let mut cursor: Option<i64> = None;
     loop {
@@ -118,9 +136,17 @@ async fn read_all_pages(client: &TestClient, thread_id: &str, page_size: usize) 
             .map(|row| row["seq"].as_i64().unwrap())
             .collect();
         prop_assert!(seqs.len() <= page_size, "{}: {:?}", path, seqs);
-        prop_assert!(seqs.windows(2).all(|w| w[0] < w[1]), "ascending: {:?}", seqs);
+        prop_assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "ascending: {:?}",
+            seqs
+        );
         if let Some(before) = cursor {
-            prop_assert!(seqs.iter().all(|seq| *seq < before), "before the cursor: {:?}", seqs);
+            prop_assert!(
+                seqs.iter().all(|seq| *seq < before),
+                "before the cursor: {:?}",
+                seqs
+            );
         }
         let has_more = page["has_more"].as_bool().unwrap();
         if has_more {

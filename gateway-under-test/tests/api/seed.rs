@@ -143,7 +143,13 @@ async fn a_seeded_thread_has_a_message_page_and_an_empty_history() {
     let mut client = gateway.client();
     client.register().await;
     let thread_id = "e2e-multi-run-page";
-    assert_eq!(client.post("/api/test-only/seed-runs", seed_body(thread_id)).await.0, 200);
+    assert_eq!(
+        client
+            .post("/api/test-only/seed-runs", seed_body(thread_id))
+            .await
+            .0,
+        200
+    );
     let (status, page) = client
         .get(&format!("/api/threads/{thread_id}/messages/page"))
         .await;
@@ -163,7 +169,10 @@ async fn a_seeded_thread_has_a_message_page_and_an_empty_history() {
             "answer OMEGA-SECOND-QUESTION-9b21d4"
         ]
     );
-    assert_eq!(page["data"][1]["content"]["additional_kwargs"]["turn_duration"], 0);
+    assert_eq!(
+        page["data"][1]["content"]["additional_kwargs"]["turn_duration"],
+        0
+    );
     assert_eq!(
         client
             .post(&format!("/api/threads/{thread_id}/history"), json!({}))

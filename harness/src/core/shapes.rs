@@ -171,15 +171,32 @@ mod tests {
                 chunk,
             ),
             ("messages", "[]", shape(Some("messages"), None)),
-            ("updates", r#"{"model": {}}"#, shape(Some("updates"), Some(&["model"]))),
-            ("values", r#"{"b": 1, "a": 2}"#, shape(Some("values"), Some(&["a", "b"]))),
+            (
+                "updates",
+                r#"{"model": {}}"#,
+                shape(Some("updates"), Some(&["model"])),
+            ),
+            (
+                "values",
+                r#"{"b": 1, "a": 2}"#,
+                shape(Some("values"), Some(&["a", "b"])),
+            ),
         ];
         for (event, data, expected) in cases {
             assert_eq!(web_shape_of(Some(event), data), expected, "{event} {data}");
         }
-        let document = golden_document("s", "flash", &[web_shape_of(Some("messages"), r#"[{"type": "tool"}, {}]"#)]);
-        assert!(document.contains("\"message_type\": \"tool\""), "{document}");
-        assert!(!golden_document("s", "flash", &[shape(Some("end"), None)]).contains("message_type"));
+        let document = golden_document(
+            "s",
+            "flash",
+            &[web_shape_of(Some("messages"), r#"[{"type": "tool"}, {}]"#)],
+        );
+        assert!(
+            document.contains("\"message_type\": \"tool\""),
+            "{document}"
+        );
+        assert!(
+            !golden_document("s", "flash", &[shape(Some("end"), None)]).contains("message_type")
+        );
     }
 
     #[test]

@@ -101,7 +101,10 @@ fn list_skills(root: &Path, extensions: &Path) -> Vec<Value> {
                 .map(String::from)
                 .unwrap_or(folder_name);
             let enabled = switches
-                .pointer(&format!("/{}/enabled", name.replace('~', "~0").replace('/', "~1")))
+                .pointer(&format!(
+                    "/{}/enabled",
+                    name.replace('~', "~0").replace('/', "~1")
+                ))
                 .and_then(Value::as_bool)
                 .unwrap_or(true);
             skills.push(json!({
@@ -159,7 +162,10 @@ mod tests {
                 json!({"name": "pdf", "description": "Read PDFs: text and tables", "license": "MIT"}),
             ),
             ("no front matter\nname: x", json!({})),
-            ("---\nname: nested\nmeta:\n  key: v\n---", json!({"name": "nested"})),
+            (
+                "---\nname: nested\nmeta:\n  key: v\n---",
+                json!({"name": "nested"}),
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(Value::Object(front_matter(text)), expected, "{text}");

@@ -67,9 +67,9 @@ async fn page(
         .map(|row| {
             let mut json = row_json(&thread_id, row);
             json["feedback"] = Value::Null;
-            let duration = runs.get(&row.event.run_id).and_then(|run| {
-                seconds_between(&run.created_at, &run.updated_at)
-            });
+            let duration = runs
+                .get(&row.event.run_id)
+                .and_then(|run| seconds_between(&run.created_at, &run.updated_at));
             if last_ai.get(&row.event.run_id) == Some(&row.seq)
                 && let Some(duration) = duration
                 && let Some(kwargs) = json
@@ -85,7 +85,9 @@ async fn page(
         (true, Some(first)) => first["seq"].clone(),
         _ => Value::Null,
     };
-    Ok(Json(json!({"data": data, "has_more": has_more, "next_before_seq": next_before_seq})))
+    Ok(Json(
+        json!({"data": data, "has_more": has_more, "next_before_seq": next_before_seq}),
+    ))
 }
 
 fn is_middleware_row(row: &EventRecord) -> bool {

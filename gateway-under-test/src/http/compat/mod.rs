@@ -39,7 +39,11 @@ pub(super) async fn thread_or_own_runs(
         .runs_of_thread(thread_id)
         .iter()
         .any(|run| run.owner_id == user.id)
-        || !app.store().list_runs(thread_id, &user.id, 1).await?.is_empty();
+        || !app
+            .store()
+            .list_runs(thread_id, &user.id, 1)
+            .await?
+            .is_empty();
     if has_runs {
         Ok(())
     } else {
@@ -70,9 +74,10 @@ impl QueryParams {
         let Some(raw) = self.0.get(name) else {
             return Ok(default);
         };
-        let value: i64 = raw.trim().parse().map_err(|_| {
-            query_error(name, format!("must be an integer, got {raw:?}"))
-        })?;
+        let value: i64 = raw
+            .trim()
+            .parse()
+            .map_err(|_| query_error(name, format!("must be an integer, got {raw:?}")))?;
         if !range.contains(&value) {
             return Err(query_error(
                 name,

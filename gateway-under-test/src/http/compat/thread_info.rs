@@ -17,7 +17,10 @@ use crate::store::{EventQuery, RunRecord};
 pub(super) fn routes() -> Router<App> {
     Router::new()
         .route("/api/threads/{thread_id}/token-usage", get(token_usage))
-        .route("/api/threads/{thread_id}/uploads/limits", get(upload_limits))
+        .route(
+            "/api/threads/{thread_id}/uploads/limits",
+            get(upload_limits),
+        )
 }
 
 /// `{"max_files", "max_file_size", "max_total_size"}` from `[uploads]`.
@@ -36,7 +39,11 @@ async fn upload_limits(
 }
 
 /// The caller's runs of the thread: in-memory records win over stored ones with the same id.
-async fn own_runs(app: &App, user: &CurrentUser, thread_id: &str) -> Result<Vec<RunRecord>, ApiError> {
+async fn own_runs(
+    app: &App,
+    user: &CurrentUser,
+    thread_id: &str,
+) -> Result<Vec<RunRecord>, ApiError> {
     let mut runs: Vec<RunRecord> = app
         .runs()
         .runs_of_thread(thread_id)
@@ -53,12 +60,15 @@ async fn own_runs(app: &App, user: &CurrentUser, thread_id: &str) -> Result<Vec<
 
 /// The model a run used: `context.model_name` as requested, else the default model.
 fn run_model(app: &App, run: &RunRecord) -> String {
-    ["/config/context/model_name", "/config/configurable/model_name"]
-        .iter()
-        .find_map(|pointer| run.kwargs.pointer(pointer).and_then(Value::as_str))
-        .map(String::from)
-        .or_else(|| app.default_model_name().map(String::from))
-        .unwrap_or_else(|| "unknown".into())
+    [
+        "/config/context/model_name",
+        "/config/configurable/model_name",
+    ]
+    .iter()
+    .find_map(|pointer| run.kwargs.pointer(pointer).and_then(Value::as_str))
+    .map(String::from)
+    .or_else(|| app.default_model_name().map(String::from))
+    .unwrap_or_else(|| "unknown".into())
 }
 
 fn counter(run: &RunRecord, name: &str) -> i64 {
@@ -131,11 +141,17 @@ async fn context_usage(
         if row.event.metadata.get("caller").and_then(Value::as_str) != Some("lead_agent") {
             return None;
         }
-        let tokens = row.event.metadata.pointer("/usage/total_tokens")?.as_i64()?;
+        let tokens = row
+            .event
+            .metadata
+            .pointer("/usage/total_tokens")?
+            .as_i64()?;
         Some((run, tokens))
     });
     let Some((run, token_count)) = latest else {
-        return Ok(json!({"token_count": 0, "max_context_tokens": Value::Null, "percentage": Value::Null}));
+        return Ok(
+            json!({"token_count": 0, "max_context_tokens": Value::Null, "percentage": Value::Null}),
+        );
     };
     let max = app
         .config()
