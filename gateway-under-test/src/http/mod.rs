@@ -1,5 +1,11 @@
 //! The HTTP API: routes, the error envelope, and the request layers in DeerFlow's order
 //! (`Trace -> CORS -> CSRF -> Auth -> handler`, `gateway-contract.md` §1.1).
+//!
+//! The router's state is the [`App`]; each handler and layer extracts only the substates it
+//! uses (`State<Store>`, `State<Arc<RunManager>>`, `State<Arc<Agent>>`, `State<Arc<AuthState>>`
+//! and so on).
+//!
+//! [`AuthState`]: crate::app::AuthState
 
 mod auth_routes;
 mod compat;
@@ -18,11 +24,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::store::{StoreError, ThreadRecord};
+use crate::store::{Store, StoreError, ThreadRecord};
 
 pub use guard::CurrentUser;
 
@@ -152,6 +159,18 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation("json", rejection.body_text())
 }
 
+/// For a request field the contract defines but this gateway ignores: checks the value as an
+/// `Option<T>`, so a wrongly typed value is still rejected as DeerFlow rejects it, then drops it.
+/// Use it as `#[serde(default, deserialize_with = "accepted_as::<T, _>")]` on an [`IgnoredAny`]
+/// field; a field the contract leaves untyped needs only `IgnoredAny`.
+pub(crate) fn accepted_as<'de, T, D>(deserializer: D) -> Result<IgnoredAny, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(|_| IgnoredAny)
+}
+
 /// `^[A-Za-z0-9_-]{1,64}$`.
 pub fn valid_thread_id(thread_id: &str) -> bool {
     (1..=64).contains(&thread_id.len())
@@ -166,14 +185,14 @@ pub const INVALID_THREAD_ID: &str =
 
 /// The thread, when it exists and belongs to `user`; otherwise the contract's 404.
 pub async fn owned_thread(
-    app: &App,
+    store: &Store,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<ThreadRecord, ApiError> {
     if !valid_thread_id(thread_id) {
         return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
     }
-    match app.store().get_thread(thread_id).await? {
+    match store.get_thread(thread_id).await? {
         Some(thread) if thread.owner_id == user.id => Ok(thread),
         _ => Err(ApiError::thread_not_found(thread_id)),
     }
@@ -182,14 +201,14 @@ pub async fn owned_thread(
 /// Passes when the thread belongs to `user` **or has no metadata row** (seeded runs,
 /// `gateway-contract.md` §2.11); another user's thread is a 404.
 pub async fn readable_thread(
-    app: &App,
+    store: &Store,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<Option<ThreadRecord>, ApiError> {
     if !valid_thread_id(thread_id) {
         return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
     }
-    match app.store().get_thread(thread_id).await? {
+    match store.get_thread(thread_id).await? {
         Some(thread) if thread.owner_id != user.id => Err(ApiError::thread_not_found(thread_id)),
         other => Ok(other),
     }

@@ -3,6 +3,8 @@
 //! does, but a failed model call is logged as a model failure, never as an empty answer (a replay
 //! miss reaches the harness through the replay model's miss ledger, not through this route).
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -11,10 +13,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::App;
+use crate::config::SuggestionsConfig;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, ApiJson, owned_thread};
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ModelRequest};
+use crate::runtime::agent::Agent;
+use crate::store::Store;
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -83,17 +88,18 @@ pub fn parse_suggestions(answer: &str, n: usize) -> Vec<String> {
 }
 
 async fn suggest(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(agent): State<Arc<Agent>>,
+    State(settings): State<Arc<SuggestionsConfig>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<SuggestBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
+    owned_thread(&store, &user, &thread_id).await?;
     let requested = body.n.unwrap_or(3);
     if !(1..=5).contains(&requested) {
         return Err(ApiError::validation("n", "n must be between 1 and 5"));
     }
-    let settings = &app.config().suggestions;
     let n = requested.min(settings.max_suggestions);
     let empty = Json(json!({"suggestions": []}));
     if !settings.enabled {
@@ -102,8 +108,8 @@ async fn suggest(
     let model_name = body
         .model_name
         .or_else(|| settings.model_name.clone())
-        .or_else(|| app.default_model_name().map(String::from));
-    let Some(model) = model_name.as_deref().and_then(|name| app.model(name)) else {
+        .or_else(|| agent.default_model_name().map(String::from));
+    let Some(model) = model_name.as_deref().and_then(|name| agent.model(name)) else {
         return Ok(empty);
     };
     let messages: Vec<(String, String)> = body
@@ -139,8 +145,7 @@ async fn suggest(
     }
 }
 
-async fn config(State(app): State<App>) -> Json<Value> {
-    let settings = &app.config().suggestions;
+async fn config(State(settings): State<Arc<SuggestionsConfig>>) -> Json<Value> {
     Json(json!({"enabled": settings.enabled, "max_suggestions": settings.max_suggestions}))
 }
 

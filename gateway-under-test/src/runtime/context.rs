@@ -1,5 +1,8 @@
 //! What one run carries through the agent loop and its middlewares: ids, the run-context flags,
 //! the sandbox folders, the event stream, and journaling of model calls.
+//!
+//! A [`RunContext`] reaches the lead [`Agent`] (models, tools, agent settings) and writes its own
+//! run's journal rows; it does not reach the rest of the app (auth keys, lockout, users).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -9,11 +12,12 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::app::App;
+use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
+use crate::runtime::agent::Agent;
 use crate::runtime::stream::RunStream;
-use crate::store::NewEvent;
+use crate::store::{NewEvent, Store};
 use crate::tools::SandboxPaths;
 
 /// The run `context` keys that reach the runtime (`gateway-contract.md` §4.3); every other key is
@@ -133,8 +137,10 @@ impl StreamModes {
 
 /// One run's context.
 pub struct RunContext {
-    /// The app the run belongs to.
-    pub app: App,
+    /// The lead agent the run executes.
+    pub agent: Arc<Agent>,
+    /// Checkpoints and journal rows go here; private so that middlewares cannot read users.
+    store: Store,
     /// The run id.
     pub run_id: String,
     /// The thread id.
@@ -229,17 +235,18 @@ pub struct RunContextParts {
 }
 
 impl RunContext {
-    /// Builds the context; the model must be configured in `app`.
+    /// Builds the context; `model` is the agent's model called `parts.model_name`.
     pub fn new(
-        app: App,
+        agent: Arc<Agent>,
+        store: Store,
         parts: RunContextParts,
         model: Arc<dyn ChatModel>,
         stream: Arc<RunStream>,
     ) -> RunContext {
-        let paths =
-            SandboxPaths::for_thread(&app.config().home, Some(&parts.user_id), &parts.thread_id);
+        let paths = agent.sandbox_paths(&parts.user_id, &parts.thread_id);
         RunContext {
-            app,
+            agent,
+            store,
             run_id: parts.run_id,
             thread_id: parts.thread_id,
             user_id: parts.user_id,
@@ -259,11 +266,7 @@ impl RunContext {
 
     /// Call options for the lead agent from the flags and the model's capabilities.
     pub fn call_options(&self) -> CallOptions {
-        let supports_thinking = self
-            .app
-            .config()
-            .model(&self.model_name)
-            .is_some_and(|model| model.supports_thinking);
+        let supports_thinking = self.agent.supports_thinking(&self.model_name);
         CallOptions {
             thinking_enabled: self.flags.thinking_enabled() && supports_thinking,
             reasoning_effort: self.flags.reasoning_effort(),
@@ -301,12 +304,7 @@ impl RunContext {
                 created_at: now.clone(),
             })
             .collect();
-        if let Err(err) = self
-            .app
-            .store()
-            .append_events(&self.thread_id, events)
-            .await
-        {
+        if let Err(err) = self.store.append_events(&self.thread_id, events).await {
             tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
         }
     }
@@ -350,10 +348,7 @@ impl RunContext {
             model.invoke(request).await?
         };
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        self.usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .add(&caller, message.usage_metadata.as_ref());
+        unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
             "llm.ai.response",
             "message",
@@ -369,12 +364,14 @@ impl RunContext {
         Ok(message)
     }
 
+    /// The store the run checkpoints into.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Token totals so far.
     pub fn usage(&self) -> UsageTotals {
-        *self
-            .usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *unpoisoned(&self.usage)
     }
 
     /// How many model calls completed in this run.

@@ -26,6 +26,8 @@ use serde_json::Value;
 
 use worker::DbThread;
 
+use crate::run_status::{MultitaskStrategy, RunStatus};
+
 /// The database file inside the folder given to [`Store::open`].
 const DATABASE_FILE: &str = "deerflow.db";
 
@@ -131,14 +133,14 @@ pub struct RunRecord {
     pub owner_id: String,
     /// `lead_agent` or a custom agent name.
     pub assistant_id: String,
-    /// `pending`, `running`, `success`, `error`, `timeout`, `interrupted`.
-    pub status: String,
+    /// Where the run is in its life.
+    pub status: RunStatus,
     /// Client metadata (a JSON object).
     pub metadata: Value,
     /// `{"input", "config"}` as the run was requested (secrets redacted).
     pub kwargs: Value,
-    /// `reject`, `rollback` or `interrupt`.
-    pub multitask_strategy: String,
+    /// What the run did to the run that was active on its thread.
+    pub multitask_strategy: MultitaskStrategy,
     /// The error text when `status` is `error`.
     pub error: Option<String>,
     /// Why the run stopped (`recursion_limit`, `cancelled`, …), if notable.

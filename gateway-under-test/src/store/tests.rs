@@ -58,10 +58,10 @@ fn run(run_id: &str, thread_id: &str, owner_id: &str, created_at: &str) -> RunRe
         thread_id: thread_id.to_owned(),
         owner_id: owner_id.to_owned(),
         assistant_id: "lead_agent".to_owned(),
-        status: "pending".to_owned(),
+        status: RunStatus::Pending,
         metadata: json!({"k": "v"}),
         kwargs: json!({"input": {"messages": []}, "config": {}}),
-        multitask_strategy: "reject".to_owned(),
+        multitask_strategy: MultitaskStrategy::Reject,
         error: None,
         stop_reason: None,
         counters: json!({"total_tokens": 0}),
@@ -613,7 +613,7 @@ async fn put_run_inserts_then_replaces() {
         Some(record.clone())
     );
 
-    record.status = "error".to_owned();
+    record.status = RunStatus::Error;
     record.error = Some("boom".to_owned());
     record.stop_reason = Some("cancelled".to_owned());
     record.counters = json!({"total_tokens": 42, "llm_call_count": 2});

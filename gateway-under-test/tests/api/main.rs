@@ -1,5 +1,5 @@
 //! API tests for `gateway-under-test`: every route over real HTTP on 127.0.0.1, with a scripted
-//! model. One binary, one module per topic.
+//! model, and the check of the crate's module layers. One binary, one module per topic.
 
 mod helpers;
 
@@ -8,6 +8,7 @@ mod binary;
 mod compat;
 mod concurrency;
 mod langgraph_sdk;
+mod layers;
 mod messages_page;
 mod runs;
 mod scenario;

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
+use gateway_under_test::run_status::{MultitaskStrategy, RunStatus};
 use gateway_under_test::store::{NewEvent, RunRecord};
 
 use crate::helpers::*;
@@ -70,10 +71,10 @@ fn run_record(run_id: &str, thread_id: &str, owner_id: &str) -> RunRecord {
         thread_id: thread_id.into(),
         owner_id: owner_id.into(),
         assistant_id: "lead_agent".into(),
-        status: "success".into(),
+        status: RunStatus::Success,
         metadata: json!({}),
         kwargs: json!({}),
-        multitask_strategy: "reject".into(),
+        multitask_strategy: MultitaskStrategy::Reject,
         error: None,
         stop_reason: None,
         counters: json!({}),

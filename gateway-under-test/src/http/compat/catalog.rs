@@ -2,13 +2,14 @@
 //! skills on disk and the channel providers.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Map, Value, json};
 
-use crate::app::App;
+use crate::app::{App, WebClientSettings};
 use crate::http::ApiError;
 use crate::http::guard::CurrentUser;
 
@@ -23,15 +24,14 @@ pub(super) fn routes() -> Router<App> {
 /// `{"models": [{"name", "model", "display_name", "description", "supports_thinking",
 /// "supports_reasoning_effort"}], "token_usage": {"enabled"}}`, in configuration order. `model`
 /// is the provider's model id, or the name when none is configured.
-async fn models(State(app): State<App>, _user: CurrentUser) -> Json<Value> {
-    let config = app.config();
-    let models: Vec<Value> = config
+async fn models(State(settings): State<Arc<WebClientSettings>>, _user: CurrentUser) -> Json<Value> {
+    let models: Vec<Value> = settings
         .models
         .iter()
         .map(|model| {
             json!({
                 "name": model.name,
-                "model": model.model.clone().unwrap_or_else(|| model.name.clone()),
+                "model": model.model,
                 "display_name": model.display_name,
                 "description": model.description,
                 "supports_thinking": model.supports_thinking,
@@ -39,7 +39,7 @@ async fn models(State(app): State<App>, _user: CurrentUser) -> Json<Value> {
             })
         })
         .collect();
-    Json(json!({"models": models, "token_usage": {"enabled": config.token_usage.enabled}}))
+    Json(json!({"models": models, "token_usage": {"enabled": settings.token_usage_enabled}}))
 }
 
 /// The feature flags. This gateway has no agents API, browser control or MCP tasks.
@@ -56,17 +56,16 @@ async fn channel_providers(_user: CurrentUser) -> Json<Value> {
     Json(json!({"enabled": false, "providers": []}))
 }
 
-/// The file that switches skills on and off: `{"skills": {"<name>": {"enabled": bool}}}`.
-const EXTENSIONS_CONFIG: &str = "extensions_config.json";
-
 /// `{"skills": [{"name", "description", "license", "category", "enabled", "editable"}]}`: every
 /// `<skills.path>/{public,custom}/<folder>/SKILL.md`, read now, sorted by category then name.
-/// `enabled` comes from `<home>/extensions_config.json` (default true); custom skills are
-/// editable, public ones are not.
-async fn skills(State(app): State<App>, _user: CurrentUser) -> Result<Json<Value>, ApiError> {
-    let config = app.config();
-    let root = config.home.join(&config.skills.path);
-    let extensions = config.home.join(EXTENSIONS_CONFIG);
+/// `enabled` comes from `<home>/extensions_config.json` (`{"skills": {"<name>": {"enabled":
+/// bool}}}`, default true); custom skills are editable, public ones are not.
+async fn skills(
+    State(settings): State<Arc<WebClientSettings>>,
+    _user: CurrentUser,
+) -> Result<Json<Value>, ApiError> {
+    let root = settings.skills_dir.clone();
+    let extensions = settings.extensions_config.clone();
     let skills = tokio::task::spawn_blocking(move || list_skills(&root, &extensions))
         .await
         .map_err(|err| ApiError::internal("listing skills", err))?;

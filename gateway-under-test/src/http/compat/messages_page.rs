@@ -3,6 +3,7 @@
 //! history for a thread whose runs have no checkpoint.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
@@ -14,7 +15,8 @@ use crate::app::App;
 use crate::http::ApiError;
 use crate::http::guard::CurrentUser;
 use crate::http::runs::{row_json, seconds_between};
-use crate::store::{EventQuery, EventRecord, RunRecord};
+use crate::runtime::runs::RunManager;
+use crate::store::{EventQuery, EventRecord, RunRecord, Store};
 
 pub(super) fn routes() -> Router<App> {
     Router::new().route("/api/threads/{thread_id}/messages/page", get(page))
@@ -32,7 +34,8 @@ const SCAN_BATCH: usize = 201;
 /// per-run messages route, `gateway-contract.md` §4.7). `after_seq` is refused with 422: the
 /// page only goes backwards.
 async fn page(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(active): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
@@ -46,22 +49,21 @@ async fn page(
     }
     let limit = params.int("limit", 1..=200, Some(50))?.unwrap_or(50) as usize;
     let before_seq = params.int("before_seq", 1..=i64::MAX, None)?;
-    thread_or_own_runs(&app, &user, &thread_id).await?;
-    let runs: BTreeMap<String, RunRecord> = app
-        .store()
+    thread_or_own_runs(&store, &active, &user, &thread_id).await?;
+    let runs: BTreeMap<String, RunRecord> = store
         .list_runs(&thread_id, &user.id, 10_000)
         .await?
         .into_iter()
         .chain(
-            app.runs()
+            active
                 .runs_of_thread(&thread_id)
                 .into_iter()
                 .filter(|run| run.owner_id == user.id),
         )
         .map(|run| (run.run_id.clone(), run))
         .collect();
-    let (rows, has_more) = scan(&app, &thread_id, &runs, limit, before_seq).await?;
-    let last_ai = last_visible_ai_seq(&app, &thread_id, &runs, &rows).await?;
+    let (rows, has_more) = scan(&store, &thread_id, &runs, limit, before_seq).await?;
+    let last_ai = last_visible_ai_seq(&store, &thread_id, &runs, &rows).await?;
     let data: Vec<Value> = rows
         .iter()
         .map(|row| {
@@ -105,7 +107,7 @@ fn visible(row: &EventRecord, runs: &BTreeMap<String, RunRecord>) -> bool {
 /// The newest `limit` visible rows before `before_seq` (ascending), and whether older visible
 /// rows exist. Reads the journal backwards in batches, so hidden rows never shorten a page.
 async fn scan(
-    app: &App,
+    store: &Store,
     thread_id: &str,
     runs: &BTreeMap<String, RunRecord>,
     limit: usize,
@@ -114,8 +116,7 @@ async fn scan(
     let mut newest_first = Vec::with_capacity(limit + 1);
     let mut cursor = before_seq;
     'batches: loop {
-        let batch = app
-            .store()
+        let batch = store
             .query_events(
                 thread_id,
                 EventQuery {
@@ -152,7 +153,7 @@ async fn scan(
 /// For each run on the page, the `seq` of its last visible AI row in the whole journal (which
 /// may lie on a newer page).
 async fn last_visible_ai_seq(
-    app: &App,
+    store: &Store,
     thread_id: &str,
     runs: &BTreeMap<String, RunRecord>,
     rows: &[EventRecord],
@@ -160,8 +161,7 @@ async fn last_visible_ai_seq(
     let run_ids: HashSet<&String> = rows.iter().map(|row| &row.event.run_id).collect();
     let mut last = HashMap::new();
     for run_id in run_ids {
-        let ai_rows = app
-            .store()
+        let ai_rows = store
             .query_events(
                 thread_id,
                 EventQuery {

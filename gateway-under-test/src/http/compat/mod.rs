@@ -14,6 +14,8 @@ use axum::Router;
 use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, readable_thread};
+use crate::runtime::runs::RunManager;
+use crate::store::Store;
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -27,23 +29,19 @@ pub(super) fn routes() -> Router<App> {
 /// has runs on it (seeded threads: runs and journal rows, no checkpoint, no row). Another
 /// user's thread, and a thread nobody knows, is the contract's 404.
 pub(super) async fn thread_or_own_runs(
-    app: &App,
+    store: &Store,
+    runs: &RunManager,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<(), ApiError> {
-    if readable_thread(app, user, thread_id).await?.is_some() {
+    if readable_thread(store, user, thread_id).await?.is_some() {
         return Ok(());
     }
-    let has_runs = app
-        .runs()
+    let has_runs = runs
         .runs_of_thread(thread_id)
         .iter()
         .any(|run| run.owner_id == user.id)
-        || !app
-            .store()
-            .list_runs(thread_id, &user.id, 1)
-            .await?
-            .is_empty();
+        || !store.list_runs(thread_id, &user.id, 1).await?.is_empty();
     if has_runs {
         Ok(())
     } else {

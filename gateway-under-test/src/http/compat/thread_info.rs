@@ -2,6 +2,7 @@
 //! limits.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::routing::get;
@@ -9,10 +10,12 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::thread_or_own_runs;
-use crate::app::App;
+use crate::app::{App, WebClientSettings};
 use crate::http::ApiError;
 use crate::http::guard::CurrentUser;
-use crate::store::{EventQuery, RunRecord};
+use crate::run_status::RunStatus;
+use crate::runtime::runs::RunManager;
+use crate::store::{EventQuery, RunRecord, Store};
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -25,12 +28,14 @@ pub(super) fn routes() -> Router<App> {
 
 /// `{"max_files", "max_file_size", "max_total_size"}` from `[uploads]`.
 async fn upload_limits(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
+    State(settings): State<Arc<WebClientSettings>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    thread_or_own_runs(&app, &user, &thread_id).await?;
-    let limits = &app.config().uploads;
+    thread_or_own_runs(&store, &runs, &user, &thread_id).await?;
+    let limits = &settings.uploads;
     Ok(Json(json!({
         "max_files": limits.max_files,
         "max_file_size": limits.max_file_size,
@@ -40,17 +45,17 @@ async fn upload_limits(
 
 /// The caller's runs of the thread: in-memory records win over stored ones with the same id.
 async fn own_runs(
-    app: &App,
+    store: &Store,
+    active: &RunManager,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<Vec<RunRecord>, ApiError> {
-    let mut runs: Vec<RunRecord> = app
-        .runs()
+    let mut runs: Vec<RunRecord> = active
         .runs_of_thread(thread_id)
         .into_iter()
         .filter(|run| run.owner_id == user.id)
         .collect();
-    for stored in app.store().list_runs(thread_id, &user.id, 10_000).await? {
+    for stored in store.list_runs(thread_id, &user.id, 10_000).await? {
         if !runs.iter().any(|run| run.run_id == stored.run_id) {
             runs.push(stored);
         }
@@ -58,8 +63,8 @@ async fn own_runs(
     Ok(runs)
 }
 
-/// The model a run used: `context.model_name` as requested, else the default model.
-fn run_model(app: &App, run: &RunRecord) -> String {
+/// The model a run used: `context.model_name` as requested, else the default (first) model.
+fn run_model(settings: &WebClientSettings, run: &RunRecord) -> String {
     [
         "/config/context/model_name",
         "/config/configurable/model_name",
@@ -67,7 +72,7 @@ fn run_model(app: &App, run: &RunRecord) -> String {
     .iter()
     .find_map(|pointer| run.kwargs.pointer(pointer).and_then(Value::as_str))
     .map(String::from)
-    .or_else(|| app.default_model_name().map(String::from))
+    .or_else(|| settings.models.first().map(|model| model.name.clone()))
     .unwrap_or_else(|| "unknown".into())
 }
 
@@ -80,20 +85,22 @@ fn counter(run: &RunRecord, name: &str) -> i64 {
 /// lead-agent model call (`token_count` = its total tokens, `max_context_tokens` from
 /// `models[].max_context_tokens`, `percentage` rounded to one decimal; `null` when unknown).
 async fn token_usage(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(active): State<Arc<RunManager>>,
+    State(settings): State<Arc<WebClientSettings>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    thread_or_own_runs(&app, &user, &thread_id).await?;
-    let runs: Vec<RunRecord> = own_runs(&app, &user, &thread_id)
+    thread_or_own_runs(&store, &active, &user, &thread_id).await?;
+    let runs: Vec<RunRecord> = own_runs(&store, &active, &user, &thread_id)
         .await?
         .into_iter()
-        .filter(|run| run.status == "success" || run.status == "error")
+        .filter(|run| matches!(run.status, RunStatus::Success | RunStatus::Error))
         .collect();
     let sum = |name: &str| runs.iter().map(|run| counter(run, name)).sum::<i64>();
     let mut by_model: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for run in &runs {
-        let entry = by_model.entry(run_model(&app, run)).or_default();
+        let entry = by_model.entry(run_model(&settings, run)).or_default();
         entry.0 += counter(run, "total_tokens");
         entry.1 += 1;
     }
@@ -113,18 +120,17 @@ async fn token_usage(
             "subagent": sum("subagent_tokens"),
             "middleware": sum("middleware_tokens"),
         },
-        "context_usage": context_usage(&app, &user, &thread_id, &runs).await?,
+        "context_usage": context_usage(&store, &settings, &thread_id, &runs).await?,
     })))
 }
 
 async fn context_usage(
-    app: &App,
-    user: &CurrentUser,
+    store: &Store,
+    settings: &WebClientSettings,
     thread_id: &str,
     runs: &[RunRecord],
 ) -> Result<Value, ApiError> {
-    let rows = app
-        .store()
+    let rows = store
         .query_events(
             thread_id,
             EventQuery {
@@ -137,7 +143,7 @@ async fn context_usage(
         .await?;
     let own = |run_id: &str| runs.iter().find(|run| run.run_id == run_id);
     let latest = rows.iter().rev().find_map(|row| {
-        let run = own(&row.event.run_id).filter(|run| run.owner_id == user.id)?;
+        let run = own(&row.event.run_id)?;
         if row.event.metadata.get("caller").and_then(Value::as_str) != Some("lead_agent") {
             return None;
         }
@@ -153,9 +159,8 @@ async fn context_usage(
             json!({"token_count": 0, "max_context_tokens": Value::Null, "percentage": Value::Null}),
         );
     };
-    let max = app
-        .config()
-        .model(&run_model(app, run))
+    let max = settings
+        .model(&run_model(settings, run))
         .and_then(|model| model.max_context_tokens);
     let percentage = max
         .filter(|max| *max > 0)

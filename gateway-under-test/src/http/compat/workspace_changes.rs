@@ -2,6 +2,7 @@
 //! sandbox, as the run worker recorded it in the journal (`crate::workspace`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
@@ -13,7 +14,8 @@ use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::runs::find_run;
 use crate::http::{ApiError, readable_thread};
-use crate::store::EventQuery;
+use crate::runtime::runs::RunManager;
+use crate::store::{EventQuery, Store};
 use crate::workspace::{EVENT_TYPE, METADATA_KEY};
 
 pub(super) fn routes() -> Router<App> {
@@ -28,7 +30,8 @@ pub(super) fn routes() -> Router<App> {
 /// (it changed nothing, or it is still running). `include_files=false` empties `files`;
 /// `include_diff=false` blanks every `diff`.
 async fn workspace_changes(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(params): Query<HashMap<String, String>>,
@@ -36,10 +39,9 @@ async fn workspace_changes(
     let params = QueryParams::new(params);
     let include_files = params.boolean("include_files", true)?;
     let include_diff = params.boolean("include_diff", true)?;
-    readable_thread(&app, &user, &thread_id).await?;
-    find_run(&app, &user, &thread_id, &run_id).await?;
-    let rows = app
-        .store()
+    readable_thread(&store, &user, &thread_id).await?;
+    find_run(&store, &runs, &user, &thread_id, &run_id).await?;
+    let rows = store
         .query_events(
             &thread_id,
             EventQuery {
