@@ -584,3 +584,35 @@ async fn values_only_shapes(
         .filter(|(event, _)| event == "values")
         .collect()
 }
+
+#[tokio::test]
+async fn a_streamed_answer_keeps_the_models_own_message_id() {
+    let gateway = spawn_gateway().await;
+    let mut recorded = gateway_under_test::messages::Message::ai("recorded answer", Vec::new());
+    recorded.id = Some("lc_run--recorded-id".into());
+    gateway.model.push([Ok(recorded)]);
+    let mut client = gateway.client();
+    client.register().await;
+    let thread_id = client.create_thread().await;
+    let web = client
+        .stream(
+            &format!("/api/threads/{thread_id}/runs/stream"),
+            web_run_body("hello", &thread_id),
+        )
+        .await;
+    let chunk_ids: Vec<&Value> = web
+        .frames
+        .iter()
+        .filter(|f| f.event == "messages" && f.data[0]["type"] == "AIMessageChunk")
+        .map(|f| &f.data[0]["id"])
+        .collect();
+    assert_eq!(chunk_ids, [&json!("lc_run--recorded-id"); 2], "{}", web.raw);
+    let last = web.last_values()["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["id"], "lc_run--recorded-id");
+    gateway.stop().await;
+}
