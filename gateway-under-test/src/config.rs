@@ -112,6 +112,9 @@ pub struct Config {
     /// `[llm_retry]`: retries of failed model calls.
     #[serde(default)]
     pub llm_retry: LlmRetryConfig,
+    /// `[message_limits]`.
+    #[serde(default)]
+    pub message_limits: MessageLimitsConfig,
 }
 
 fn default_home() -> PathBuf {
@@ -419,6 +422,33 @@ impl Default for ToolLimitsConfig {
     }
 }
 
+/// `[message_limits]`: the largest message each source may add to a thread, in bytes (0 turns
+/// a limit off). Every step checkpoints and streams the state, so one oversized message costs
+/// far more than its own size; these bounds keep a run's storage and stream proportionate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MessageLimitsConfig {
+    /// `message_limits.user_message_bytes`: the text of one input message; a larger one is
+    /// refused with 413. Default 1 MiB.
+    pub user_message_bytes: usize,
+    /// `message_limits.model_answer_bytes`: the text plus tool-call arguments of one model
+    /// answer; a larger one fails the model call (not retried). Default 1 MiB.
+    pub model_answer_bytes: usize,
+    /// `message_limits.tool_call_args_bytes`: the JSON arguments of one tool call; a larger one
+    /// is not run and the model sees a tool error. Default 256 KiB.
+    pub tool_call_args_bytes: usize,
+}
+
+impl Default for MessageLimitsConfig {
+    fn default() -> Self {
+        MessageLimitsConfig {
+            user_message_bytes: 1024 * 1024,
+            model_answer_bytes: 1024 * 1024,
+            tool_call_args_bytes: 256 * 1024,
+        }
+    }
+}
+
 /// `[skills]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -613,6 +643,7 @@ impl Default for Config {
             summarization: SummarizationConfig::default(),
             runs: RunsConfig::default(),
             llm_retry: LlmRetryConfig::default(),
+            message_limits: MessageLimitsConfig::default(),
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::messages::Message;
 use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::runtime::agent::Agent;
 use crate::runtime::context::{RunFlags, StreamModes};
+use crate::runtime::message_limits;
 use crate::runtime::runs::{RunManager, RunSpec, StartError, start_run};
 use crate::store::{EventQuery, RunRecord, Store};
 
@@ -178,7 +179,8 @@ fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
     Ok(name)
 }
 
-fn parse_input(input: Option<&Value>) -> Result<Vec<Message>, ApiError> {
+/// The input messages; a message whose text passes `message_limit` bytes is refused with 413.
+fn parse_input(input: Option<&Value>, message_limit: usize) -> Result<Vec<Message>, ApiError> {
     let Some(input) = input.filter(|v| !v.is_null()) else {
         return Ok(Vec::new());
     };
@@ -196,12 +198,19 @@ fn parse_input(input: Option<&Value>) -> Result<Vec<Message>, ApiError> {
         .iter()
         .enumerate()
         .map(|(index, raw)| {
-            Message::from_json(raw).map_err(|reason| {
+            let message = Message::from_json(raw).map_err(|reason| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     format!("Invalid message at input.messages[{index}]: {reason}"),
                 )
-            })
+            })?;
+            match message_limits::user_message_error(&message, message_limit) {
+                Some(reason) => Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("input.messages[{index}]: {reason}"),
+                )),
+                None => Ok(message),
+            }
         })
         .collect()
 }
@@ -307,7 +316,10 @@ async fn build_spec(
         Some(value) => parse_stream_modes(Some(value))?,
     };
     let assistant_id = assistant_name(body.assistant_id.as_deref())?;
-    let input = parse_input(body.input.as_ref())?;
+    let input = parse_input(
+        body.input.as_ref(),
+        starter.agent.settings().message_limits.user_message_bytes,
+    )?;
     let flags = RunFlags::from_context(body.context.as_ref());
     let model_name = match flags.model_name() {
         Some(name) if starter.agent.model(name).is_none() => {

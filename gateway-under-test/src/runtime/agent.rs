@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, LlmRetryConfig, TitleConfig, ToolLimitsConfig};
+use crate::config::{Config, LlmRetryConfig, MessageLimitsConfig, TitleConfig, ToolLimitsConfig};
 use crate::messages::{Message, MessageType};
 use crate::models::{ChatModel, ModelRequest, ToolSpec};
 use crate::runtime::RunContext;
+use crate::runtime::message_limits;
 use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
 use crate::runtime::state::{AgentState, StateUpdate};
@@ -36,6 +37,8 @@ pub struct AgentSettings {
     pub title: TitleConfig,
     /// `[llm_retry]`.
     pub llm_retry: LlmRetryConfig,
+    /// `[message_limits]`.
+    pub message_limits: MessageLimitsConfig,
 }
 
 /// What the app binds to its lead agent.
@@ -108,6 +111,7 @@ impl Agent {
                 tool_limits: config.tool_limits.clone(),
                 title: config.title.clone(),
                 llm_retry: config.llm_retry.clone(),
+                message_limits: config.message_limits.clone(),
             },
         }
     }
@@ -345,10 +349,12 @@ impl<'a> AgentLoop<'a> {
         };
         let mut journal = Vec::new();
         for call in calls {
+            let args_limit = agent.settings().message_limits.tool_call_args_bytes;
             let tool = agent.tool(&call.name);
-            let (text, status) = match tool {
-                Some(tool) => (tool.call(&call.args, context).await, "success"),
-                None => (
+            let (text, status) = match (tool, message_limits::tool_args_error(&call, args_limit)) {
+                (_, Some(refused)) => (refused, "error"),
+                (Some(tool), None) => (tool.call(&call.args, context).await, "success"),
+                (None, None) => (
                     format!(
                         "Error: {} is not a valid tool, try one of the available tools.",
                         call.name

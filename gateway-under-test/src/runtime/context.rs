@@ -16,6 +16,7 @@ use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
 use crate::runtime::agent::Agent;
+use crate::runtime::message_limits;
 use crate::runtime::stream::RunStream;
 use crate::store::{NewEvent, Store};
 use crate::tools::SandboxPaths;
@@ -339,14 +340,16 @@ impl RunContext {
             .await;
         }
         let started = Instant::now();
+        let answer_limit = self.agent.settings().message_limits.model_answer_bytes;
         // A `nostream` call (the title model) is never streamed, as in LangGraph.
         let streamed =
             self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
         let message = if streamed {
-            self.stream_model(model, request).await?
+            self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
         };
+        message_limits::check_answer(&message, answer_limit)?;
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
@@ -435,8 +438,9 @@ impl RunContext {
         &self,
         model: &dyn ChatModel,
         request: &ModelRequest,
+        answer_limit: usize,
     ) -> Result<Message, ModelError> {
-        let mut events = model.stream(request).await?;
+        let mut events = message_limits::limit_stream(model.stream(request).await?, answer_limit);
         let mut chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
         let mut chunk_sent = false;
         let metadata = self.tuple_metadata("model", &request.metadata.tags);

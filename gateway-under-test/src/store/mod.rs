@@ -24,6 +24,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde_json::Value;
 
+use sql::write_transaction;
 use worker::DbThread;
 
 use crate::run_status::{MultitaskStrategy, RunStatus};
@@ -56,6 +57,9 @@ pub enum StoreError {
         /// Why.
         source: serde_json::Error,
     },
+    /// A row refers to data that is not there (a damaged database).
+    #[error("corrupt database: {0}")]
+    Corrupt(String),
     /// The database thread is gone (the store was closed).
     #[error("the database thread has stopped")]
     Closed,
@@ -350,7 +354,11 @@ impl Store {
     /// Stores a checkpoint.
     pub async fn put_checkpoint(&self, checkpoint: CheckpointRecord) -> Result<(), StoreError> {
         self.db
-            .call(move |conn| checkpoints::insert(conn, &checkpoint))
+            .call(move |conn| {
+                let tx = write_transaction(conn)?;
+                checkpoints::insert(&tx, &checkpoint)?;
+                Ok(tx.commit()?)
+            })
             .await
     }
 

@@ -15,7 +15,7 @@ use super::StoreError;
 /// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
 /// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
 /// route creates exactly that).
-pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL];
+pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES];
 
 const V1_INITIAL: &str = "
 CREATE TABLE users (
@@ -83,6 +83,20 @@ CREATE TABLE run_events (
     PRIMARY KEY (thread_id, seq)
 );
 CREATE INDEX run_events_by_run ON run_events (thread_id, run_id, seq);
+";
+
+/// Messages stored once per thread and referenced from checkpoints (see `checkpoints.rs`):
+/// without it every step stored the whole conversation again.
+const V2_CHECKPOINT_MESSAGES: &str = "
+ALTER TABLE checkpoints ADD COLUMN message_refs TEXT;
+
+CREATE TABLE checkpoint_messages (
+    id        INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    hash      TEXT NOT NULL,
+    body      TEXT NOT NULL,
+    UNIQUE (thread_id, hash)
+);
 ";
 
 /// Applies the per-connection settings the store relies on.
