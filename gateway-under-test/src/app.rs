@@ -8,6 +8,7 @@
 //! router is assembled in `http`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use axum::extract::FromRef;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{JwtKeys, LoginLockout, PasswordHasher};
-use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig};
+use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
 use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
 use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
@@ -203,6 +204,7 @@ impl AppBuilder {
             config.runs.clone(),
             shutdown.clone(),
         );
+        let web_client = Arc::new(WebClientSettings::from_config(&config));
         Ok(App {
             auth: Arc::new(AuthState {
                 settings: config.auth,
@@ -213,6 +215,7 @@ impl AppBuilder {
             agent,
             store,
             runs: Arc::new(runs),
+            web_client,
             suggestions: Arc::new(config.suggestions),
             shutdown,
             test_seed_route: self.test_seed_route,
@@ -256,6 +259,71 @@ impl std::fmt::Debug for AuthState {
     }
 }
 
+/// What the web client's catalog routes read (`GET /api/models`, `/api/skills`, token usage,
+/// upload limits): the public part of each model entry (never a key or an endpoint), the token
+/// usage display switch, the upload limits and where the skills live.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebClientSettings {
+    /// The configured models, in configuration order.
+    pub models: Vec<ModelCatalogEntry>,
+    /// `token_usage.enabled`.
+    pub token_usage_enabled: bool,
+    /// `[uploads]`.
+    pub uploads: UploadsConfig,
+    /// The host skills folder (`<home>/<skills.path>`).
+    pub skills_dir: PathBuf,
+    /// `<home>/extensions_config.json`, which switches skills on and off.
+    pub extensions_config: PathBuf,
+}
+
+/// One model as the model picker shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCatalogEntry {
+    /// `models[].name`.
+    pub name: String,
+    /// The provider's model id, or the name when none is configured.
+    pub model: String,
+    /// `models[].display_name`.
+    pub display_name: Option<String>,
+    /// `models[].description`.
+    pub description: Option<String>,
+    /// `models[].supports_thinking`.
+    pub supports_thinking: bool,
+    /// `models[].supports_reasoning_effort`.
+    pub supports_reasoning_effort: bool,
+    /// `models[].max_context_tokens`.
+    pub max_context_tokens: Option<u64>,
+}
+
+impl WebClientSettings {
+    fn from_config(config: &Config) -> WebClientSettings {
+        WebClientSettings {
+            models: config
+                .models
+                .iter()
+                .map(|model| ModelCatalogEntry {
+                    name: model.name.clone(),
+                    model: model.model.clone().unwrap_or_else(|| model.name.clone()),
+                    display_name: model.display_name.clone(),
+                    description: model.description.clone(),
+                    supports_thinking: model.supports_thinking,
+                    supports_reasoning_effort: model.supports_reasoning_effort,
+                    max_context_tokens: model.max_context_tokens,
+                })
+                .collect(),
+            token_usage_enabled: config.token_usage.enabled,
+            uploads: config.uploads.clone(),
+            skills_dir: config.home.join(&config.skills.path),
+            extensions_config: config.home.join("extensions_config.json"),
+        }
+    }
+
+    /// The catalog entry of the model called `name`.
+    pub fn model(&self, name: &str) -> Option<&ModelCatalogEntry> {
+        self.models.iter().find(|model| model.name == name)
+    }
+}
+
 /// One gateway instance. Cheap to clone: every part is shared.
 #[derive(Clone)]
 pub struct App {
@@ -264,6 +332,7 @@ pub struct App {
     store: Store,
     runs: Arc<RunManager>,
     suggestions: Arc<SuggestionsConfig>,
+    web_client: Arc<WebClientSettings>,
     shutdown: CancellationToken,
     test_seed_route: bool,
 }
@@ -331,5 +400,11 @@ impl FromRef<App> for Arc<RunManager> {
 impl FromRef<App> for Arc<SuggestionsConfig> {
     fn from_ref(app: &App) -> Self {
         app.suggestions.clone()
+    }
+}
+
+impl FromRef<App> for Arc<WebClientSettings> {
+    fn from_ref(app: &App) -> Self {
+        app.web_client.clone()
     }
 }

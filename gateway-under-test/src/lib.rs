@@ -17,6 +17,7 @@ pub mod runtime;
 mod server;
 pub mod store;
 pub mod tools;
+pub mod workspace;
 
 pub use app::{App, AppBuilder, AppError};
 pub use config::Config;

@@ -9,6 +9,7 @@
 //! - [`adapter`]: binds the core to `gateway-under-test` (replay and capturing models, the
 //!   hermetic configuration, in-process boot).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
+//!   [`web_flow`]: one fixture through the gateway as DeerFlow's web client drives a chat page;
 //!   [`golden`]: goldens in `golden/`.
 //! - [`stand_in`], [`record_run`], [`scenarios`]: building fixtures from a run.
 //! - [`recordings`]: the managed recordings store behind `cargo xtask recordings` and the
@@ -23,3 +24,4 @@ pub mod record_run;
 pub mod recordings;
 pub mod scenarios;
 pub mod stand_in;
+pub mod web_flow;

@@ -431,3 +431,50 @@ fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
     let (_, run) = capture_then_replay(false);
     assert_eq!(run.misses.len(), 1, "{}", run.report());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The web client's flow: a suggestions prompt that drifts is caught, although the route answers
+// `200 {"suggestions": []}`.
+
+#[test]
+fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
+    let baseline = runtime()
+        .block_on(harness::web_flow::run_web_flow(
+            &scenario_fixture(),
+            Extensions::default(),
+        ))
+        .expect("the web flow runs");
+    if let Err(report) = baseline.check() {
+        panic!("expected a clean web flow:\n{report}");
+    }
+    // DeerFlow's frontend sends `n = max_suggestions`; with 5 instead of the recorded 3 the
+    // suggestions prompt says "Generate 5 follow-up questions" and no recorded turn matches.
+    let drifted = runtime()
+        .block_on(harness::web_flow::run_web_flow(
+            &scenario_fixture(),
+            Extensions {
+                configure: Box::new(|config| config.suggestions.max_suggestions = 5),
+                ..Extensions::default()
+            },
+        ))
+        .expect("the web flow runs");
+    let suggestions = drifted
+        .exchanges
+        .iter()
+        .find(|exchange| exchange.path.ends_with("/suggestions"))
+        .expect("the flow asked for suggestions");
+    assert_eq!(
+        (suggestions.status, &suggestions.body),
+        (200, &json!({"suggestions": []})),
+        "the route itself hides the failure, as DeerFlow's does"
+    );
+    let report = drifted.check().expect_err("the miss must fail the flow");
+    assert!(
+        report.contains("replay miss (1, callers [\"suggest_agent\"])"),
+        "{report}"
+    );
+    assert!(
+        report.contains("were never asked for"),
+        "the recorded suggestions turn stays unused: {report}"
+    );
+}

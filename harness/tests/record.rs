@@ -255,16 +255,16 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .filter(|e| e.event == "values")
         .count();
     assert_eq!(values, 13, "{}", transcript.raw);
-    let chunks: Vec<String> = transcript
+    let text_chunks: Vec<Value> = transcript
         .events
         .iter()
         .filter(|e| e.event == "messages")
-        .map(|e| {
-            serde_json::from_str::<Value>(&e.data).unwrap()[0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .map(|e| serde_json::from_str::<Value>(&e.data).unwrap()[0].clone())
+        .filter(|chunk| chunk["type"] == "AIMessageChunk" && chunk["content"] != "")
+        .collect();
+    let chunks: Vec<&str> = text_chunks
+        .iter()
+        .map(|chunk| chunk["content"].as_str().unwrap())
         .collect();
     assert_eq!(
         chunks,
@@ -277,6 +277,11 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .last()
         .unwrap()
         .clone();
+    assert!(
+        text_chunks.iter().all(|chunk| chunk["id"] == last["id"]),
+        "every chunk carries the id of the message the state keeps: {text_chunks:?} vs {}",
+        last["id"]
+    );
     assert_eq!(last["content"], "hi from replay.");
     assert!(
         last["additional_kwargs"]

@@ -1,4 +1,5 @@
-//! House rules checked under `cargo test`: every fixture has a golden and every golden a fixture;
+//! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
+//! web modes) and every golden a fixture;
 //! every Rust module starts with a `//!` doc; no test carries the ignore attribute.
 
 use std::collections::BTreeSet;
@@ -18,10 +19,21 @@ fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
 #[test]
 fn fixtures_and_goldens_correspond_one_to_one() {
     let fixtures = stems(&fixtures_dir(), ".json");
-    let goldens = stems(&golden_dir(), ".snap");
+    let web_suffix = format!("{}.snap", harness::web_flow::WEB_GOLDEN_SUFFIX);
+    let web_goldens = stems(&golden_dir(), &web_suffix);
+    let goldens: BTreeSet<String> = stems(&golden_dir(), ".snap")
+        .into_iter()
+        .filter(|stem| !stem.ends_with(harness::web_flow::WEB_GOLDEN_SUFFIX))
+        .collect();
     assert!(!fixtures.is_empty(), "no fixtures shipped");
-    let without_golden: Vec<_> = fixtures.difference(&goldens).collect();
-    let without_fixture: Vec<_> = goldens.difference(&fixtures).collect();
+    let without_golden: Vec<_> = fixtures
+        .difference(&goldens)
+        .chain(fixtures.difference(&web_goldens))
+        .collect();
+    let without_fixture: Vec<_> = goldens
+        .difference(&fixtures)
+        .chain(web_goldens.difference(&fixtures))
+        .collect();
     assert!(
         without_golden.is_empty() && without_fixture.is_empty(),
         "fixtures without a golden (run cargo test, then cargo insta review): {without_golden:?}\n\

@@ -8,6 +8,7 @@
 //! [`AuthState`]: crate::app::AuthState
 
 mod auth_routes;
+mod compat;
 mod cors;
 mod guard;
 mod runs;
@@ -40,7 +41,8 @@ pub fn router(app: App) -> Router {
         .merge(auth_routes::routes())
         .merge(threads::routes())
         .merge(runs::routes())
-        .merge(suggestions::routes());
+        .merge(suggestions::routes())
+        .merge(compat::routes());
     #[cfg(feature = "test-seed")]
     if app.test_seed_route() {
         api = api.merge(seed::routes());

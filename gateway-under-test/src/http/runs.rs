@@ -565,7 +565,7 @@ async fn list(
 }
 
 /// The run, from memory or the store, when it belongs to `user` and `thread_id`.
-async fn find_run(
+pub(super) async fn find_run(
     store: &Store,
     runs: &RunManager,
     user: &CurrentUser,
@@ -708,13 +708,13 @@ struct MessagesQuery {
     after_seq: Option<i64>,
 }
 
-fn seconds_between(start: &str, end: &str) -> Option<i64> {
+pub(super) fn seconds_between(start: &str, end: &str) -> Option<i64> {
     let start = chrono::DateTime::parse_from_rfc3339(start).ok()?;
     let end = chrono::DateTime::parse_from_rfc3339(end).ok()?;
     Some((end - start).num_seconds())
 }
 
-fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
+pub(super) fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
     let mut metadata = row.event.metadata.as_object().cloned().unwrap_or_default();
     metadata.insert("content_is_json".into(), json!(true));
     metadata.insert(

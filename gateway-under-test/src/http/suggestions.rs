@@ -1,5 +1,7 @@
 //! Follow-up suggestions (`gateway-contract.md` §10): one model call with caller
-//! `suggest_agent`, and a forgiving parser; any failure answers `{"suggestions": []}`.
+//! `suggest_agent`, and a forgiving parser; any failure answers `{"suggestions": []}`, as DeerFlow
+//! does, but a failed model call is logged as a model failure, never as an empty answer (a replay
+//! miss reaches the harness through the replay model's miss ledger, not through this route).
 
 use std::sync::Arc;
 
@@ -94,10 +96,11 @@ async fn suggest(
     ApiJson(body): ApiJson<SuggestBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned_thread(&store, &user, &thread_id).await?;
-    let n = body.n.unwrap_or(3);
-    if !(1..=5).contains(&n) {
+    let requested = body.n.unwrap_or(3);
+    if !(1..=5).contains(&requested) {
         return Err(ApiError::validation("n", "n must be between 1 and 5"));
     }
+    let n = requested.min(settings.max_suggestions);
     let empty = Json(json!({"suggestions": []}));
     if !settings.enabled {
         return Ok(empty);
@@ -124,7 +127,7 @@ async fn suggest(
             tags: Vec::new(),
             run_name: Some("suggest_agent".into()),
             run_id: None,
-            thread_id: Some(thread_id),
+            thread_id: Some(thread_id.clone()),
         },
         options: CallOptions::default(),
     };
@@ -133,7 +136,10 @@ async fn suggest(
             json!({"suggestions": parse_suggestions(&answer.text(), n as usize)}),
         )),
         Err(err) => {
-            tracing::warn!("suggestions model call failed: {err}");
+            tracing::warn!(
+                %thread_id, error_type = %err.error_type,
+                "suggestions: the model call failed ({err}); answering an empty list, which is a model failure, not a model answer without suggestions"
+            );
             Ok(empty)
         }
     }

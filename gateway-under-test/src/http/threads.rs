@@ -283,11 +283,13 @@ const DROPPED_HISTORY_METADATA: [&str; 6] = [
 
 async fn history(
     State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<HistoryBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&store, &user, &thread_id).await?;
+    // A thread with runs but no checkpoint (seeded) has no history: `200 []`, not 404.
+    super::compat::thread_or_own_runs(&store, &runs, &user, &thread_id).await?;
     let limit = body.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::validation(
@@ -385,7 +387,14 @@ async fn search(
         .await?;
     let mut out = Vec::with_capacity(threads.len());
     for thread in &threads {
-        let values = latest_values(&store, &thread.thread_id).await?;
+        // A thread list shows titles only: DeerFlow's search answers `values: {"title"}`, not
+        // every message of every thread.
+        let title = latest_values(&store, &thread.thread_id)
+            .await?
+            .get("title")
+            .cloned()
+            .or_else(|| thread.display_name.clone().map(Value::String));
+        let values = title.map_or_else(|| json!({}), |title| json!({"title": title}));
         out.push(thread_response(thread, values));
     }
     Ok(Json(Value::Array(out)))

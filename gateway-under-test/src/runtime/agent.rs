@@ -177,6 +177,9 @@ impl Agent {
     }
 }
 
+/// The pseudo-node that writes the run's input (the checkpoint's `writes` key).
+const INPUT_NODE: &str = "__input__";
+
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentOutcome {
@@ -234,7 +237,7 @@ impl<'a> AgentLoop<'a> {
 
     async fn drive(&mut self, input: Vec<Message>) -> Result<Option<String>, GraphError> {
         if !input.is_empty() {
-            self.commit("__input__", StateUpdate::messages(input))
+            self.commit(INPUT_NODE, StateUpdate::messages(input))
                 .await?;
         }
         for middleware in self.chain.clone() {
@@ -381,9 +384,21 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// Applies one step's writes, checkpoints the state and publishes its frames.
-    async fn commit(&mut self, node: &str, update: StateUpdate) -> Result<(), GraphError> {
+    /// Applies one step's writes, checkpoints the state and publishes its frames in LangGraph's
+    /// order: the node's new messages (`messages`), its writes (`updates`, named after the
+    /// node), then the state (`values`). The input is not a node: it gets a `values` frame only.
+    async fn commit(&mut self, node: &str, mut update: StateUpdate) -> Result<(), GraphError> {
         let writes = update.to_json();
+        let is_input = node == INPUT_NODE;
+        if self.run.modes.messages && !is_input {
+            // The reducer would give these ids anyway; giving them first lets the `messages`
+            // frame carry the id the state holds.
+            for message in update.messages.iter_mut().filter(|m| m.id.is_none()) {
+                message.id = Some(uuid::Uuid::new_v4().to_string());
+            }
+            self.run.mark_messages_sent(&self.state.messages);
+            self.run.publish_new_messages(node, &update.messages);
+        }
         self.state.apply(update);
         let values = self.state.to_values();
         let checkpoint_id = uuid::Uuid::new_v4().to_string();
@@ -394,7 +409,7 @@ impl<'a> AgentLoop<'a> {
             step: i64::from(self.steps),
             values: values.clone(),
             metadata: json!({
-                "source": if node == "__input__" { "input" } else { "loop" },
+                "source": if is_input { "input" } else { "loop" },
                 "step": self.steps,
                 "writes": { node: writes.clone() },
                 "parents": {},
@@ -409,13 +424,13 @@ impl<'a> AgentLoop<'a> {
             .await
             .map_err(|err| GraphError::new("CheckpointError", err.to_string()))?;
         self.parent_checkpoint = Some(checkpoint_id);
-        if self.run.modes.values {
-            self.run.stream.publish("values", &values);
-        }
-        if self.run.modes.updates {
+        if self.run.modes.updates && !is_input {
             let mut frame = serde_json::Map::new();
             frame.insert(node.to_string(), writes);
             self.run.stream.publish("updates", &Value::Object(frame));
+        }
+        if self.run.modes.values {
+            self.run.stream.publish("values", &values);
         }
         Ok(())
     }

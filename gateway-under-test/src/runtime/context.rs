@@ -4,6 +4,7 @@
 //! A [`RunContext`] reaches the lead [`Agent`] (models, tools, agent settings) and writes its own
 //! run's journal rows; it does not reach the rest of the app (auth keys, lockout, users).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -164,6 +165,9 @@ pub struct RunContext {
     llm_calls: AtomicU32,
     human_input_journaled: AtomicBool,
     usage: Mutex<UsageTotals>,
+    /// Ids of the messages already on the `messages` stream (streamed or a node's input), so
+    /// each message is sent once, as LangGraph deduplicates.
+    sent_messages: Mutex<HashSet<String>>,
 }
 
 /// Token totals of one run, by caller kind (the run record's counters).
@@ -257,6 +261,7 @@ impl RunContext {
             llm_calls: AtomicU32::new(0),
             human_input_journaled: AtomicBool::new(false),
             usage: Mutex::new(UsageTotals::default()),
+            sent_messages: Mutex::new(HashSet::new()),
         }
     }
 
@@ -336,7 +341,10 @@ impl RunContext {
         }
         let started = Instant::now();
         let answer_limit = self.agent.settings().message_limits.model_answer_bytes;
-        let message = if self.modes.messages {
+        // A `nostream` call (the title model) is never streamed, as in LangGraph.
+        let streamed =
+            self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
+        let message = if streamed {
             self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
@@ -374,6 +382,58 @@ impl RunContext {
         self.llm_calls.load(Ordering::SeqCst)
     }
 
+    /// The `messages` tuple metadata of a frame written by graph node `node`.
+    fn tuple_metadata(&self, node: &str, tags: &[String]) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "langgraph_node": node,
+            "tags": tags,
+        })
+    }
+
+    fn sent(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.sent_messages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Marks `messages` as already known to the client (a node's input), so they are not sent
+    /// again when a node rewrites them under the same id.
+    pub fn mark_messages_sent(&self, messages: &[Message]) {
+        if !self.modes.messages {
+            return;
+        }
+        let mut sent = self.sent();
+        sent.extend(messages.iter().filter_map(|m| m.id.clone()));
+    }
+
+    /// Publishes `[message, metadata]` on the `messages` stream for each of `messages` (a
+    /// node's output) not sent before: a tool result, the user's visible copy, an AI message
+    /// that was not streamed (the error fallback). Messages must carry their ids.
+    pub fn publish_new_messages(&self, node: &str, messages: &[Message]) {
+        if !self.modes.messages {
+            return;
+        }
+        let metadata = self.tuple_metadata(node, &[]);
+        for message in messages {
+            let fresh = match &message.id {
+                Some(id) => self.sent().insert(id.clone()),
+                None => true,
+            };
+            if fresh {
+                self.stream
+                    .publish("messages", &json!([message.to_dump(), metadata]));
+            }
+        }
+    }
+
+    /// Streams a model call as LangGraph's `messages` mode does: a chunk per text fragment,
+    /// one chunk with the `tool_call_chunks` of the calls, then a terminator chunk with
+    /// `chunk_position: "last"`. Every chunk and the final message share one id: the model's
+    /// own id when it gave one before any chunk went out (a replayed answer keeps its recorded
+    /// id), otherwise a fresh `lc_run--<uuid>`. The latest text fragment is held back until the
+    /// next one or the end, so a one-chunk answer is sent under its final id.
     async fn stream_model(
         &self,
         model: &dyn ChatModel,
@@ -381,29 +441,65 @@ impl RunContext {
         answer_limit: usize,
     ) -> Result<Message, ModelError> {
         let mut events = message_limits::limit_stream(model.stream(request).await?, answer_limit);
-        let chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
-        let metadata = json!({
-            "run_id": self.run_id,
-            "thread_id": self.thread_id,
-            "langgraph_node": "model",
-            "tags": request.metadata.tags,
-        });
+        let mut chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
+        let mut chunk_sent = false;
+        let metadata = self.tuple_metadata("model", &request.metadata.tags);
+        let publish = |chunk: Value| {
+            self.stream.publish("messages", &json!([chunk, metadata]));
+        };
+        let mut held: Option<String> = None;
         let mut collected = Vec::new();
         while let Some(event) = events.next().await {
             let event = event?;
-            if let StreamEvent::TextDelta { delta } = &event {
-                let chunk = json!({
-                    "content": delta, "additional_kwargs": {}, "response_metadata": {},
-                    "type": "AIMessageChunk", "name": null, "id": chunk_id,
-                    "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": null,
-                    "tool_call_chunks": [],
-                });
-                self.stream.publish("messages", &json!([chunk, metadata]));
+            if let StreamEvent::TextDelta { delta } = &event
+                && let Some(text) = held.replace(delta.clone())
+            {
+                publish(ai_chunk(&chunk_id, json!(text)));
+                chunk_sent = true;
             }
             collected.push(Ok(event));
         }
-        crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await
+        let mut message =
+            crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await?;
+        match &message.id {
+            Some(id) if !chunk_sent => chunk_id = id.clone(),
+            _ => message.id = Some(chunk_id.clone()),
+        }
+        if let Some(text) = held {
+            publish(ai_chunk(&chunk_id, json!(text)));
+        }
+        if !message.tool_calls.is_empty() {
+            let mut chunk = ai_chunk(&chunk_id, json!(""));
+            chunk["tool_calls"] = message.to_dump()["tool_calls"].clone();
+            chunk["tool_call_chunks"] = message
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| {
+                    json!({"name": call.name, "args": call.args.to_string(), "id": call.id,
+                           "index": index, "type": "tool_call_chunk"})
+                })
+                .collect();
+            publish(chunk);
+        }
+        let mut last = ai_chunk(&chunk_id, json!(""));
+        last["response_metadata"] = json!(message.response_metadata);
+        last["usage_metadata"] = json!(message.usage_metadata);
+        last["chunk_position"] = json!("last");
+        publish(last);
+        self.sent().insert(chunk_id);
+        Ok(message)
     }
+}
+
+/// An `AIMessageChunk` dump with `content` and nothing else.
+fn ai_chunk(id: &str, content: Value) -> Value {
+    json!({
+        "content": content, "additional_kwargs": {}, "response_metadata": {},
+        "type": "AIMessageChunk", "name": null, "id": id,
+        "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": null,
+        "tool_call_chunks": [], "chunk_position": null,
+    })
 }
 
 #[cfg(test)]

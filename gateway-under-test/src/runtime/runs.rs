@@ -317,6 +317,9 @@ async fn execute(
         )])
         .await;
 
+    let limits = crate::workspace::WorkspaceLimits::default();
+    let workspace_before = crate::workspace::snapshot(&context.paths, limits).await;
+
     let latest = store.latest_checkpoint(&thread_id).await;
     let (state, parent) = match latest {
         Ok(Some(checkpoint)) => (
@@ -347,7 +350,18 @@ async fn execute(
             (None, None) => (RunStatus::Success, None),
         },
     };
-    let mut journal = vec![("run.end", "outputs", Value::Null, json!({"status": status}))];
+    let mut journal = Vec::new();
+    if let Some(changes) =
+        crate::workspace::changes_since(workspace_before, &context.paths, limits).await
+    {
+        journal.push((
+            crate::workspace::EVENT_TYPE,
+            crate::workspace::EVENT_CATEGORY,
+            json!(changes.headline()),
+            json!({ crate::workspace::METADATA_KEY: changes }),
+        ));
+    }
+    journal.push(("run.end", "outputs", Value::Null, json!({"status": status})));
     if let Some(error) = &error {
         journal.push(("run.error", "error", json!({"error": error}), json!({})));
     }

@@ -5,11 +5,13 @@ mod helpers;
 
 mod auth;
 mod binary;
+mod compat;
 mod concurrency;
 mod errors;
 mod langgraph_sdk;
 mod layers;
 mod message_limits;
+mod messages_page;
 mod runs;
 mod scenario;
 mod seed;

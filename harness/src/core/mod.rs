@@ -42,4 +42,4 @@ pub use recording::{
     read_recording,
 };
 pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
-pub use shapes::{Shape, golden_document, raw_prefix, shape_of, shapes_from_sse};
+pub use shapes::{Shape, golden_document, raw_prefix, shape_of, shapes_from_sse, web_shape_of};

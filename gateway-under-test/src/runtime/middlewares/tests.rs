@@ -175,7 +175,13 @@ async fn each_middleware_writes_exactly_its_channels() {
                 let message = &update.messages[0];
                 assert_eq!(message.name.as_deref(), Some("user-input"));
                 assert_eq!(message.additional_kwargs["run_id"], "run-1");
-                assert!(message.additional_kwargs["timestamp"].is_i64());
+                assert!(
+                    message.additional_kwargs["timestamp"]
+                        .as_str()
+                        .is_some_and(|ts| chrono::DateTime::parse_from_rfc3339(ts).is_ok()),
+                    "DeerFlow's isoformat() timestamp: {:?}",
+                    message.additional_kwargs["timestamp"]
+                );
                 assert!(run.paths.outputs.is_dir(), "the sandbox folders exist");
             },
         ),
