@@ -5,16 +5,16 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::{QueryParams, query_error, thread_or_own_runs};
 use crate::app::App;
-use crate::http::ApiError;
 use crate::http::guard::CurrentUser;
 use crate::http::runs::{row_json, seconds_between};
+use crate::http::{ApiError, ApiQuery};
 use crate::runtime::runs::RunManager;
 use crate::store::{EventQuery, EventRecord, RunRecord, Store};
 
@@ -38,7 +38,7 @@ async fn page(
     State(active): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
+    ApiQuery(params): ApiQuery<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let params = QueryParams::new(params);
     if params.has("after_seq") {

@@ -105,8 +105,5 @@ impl QueryParams {
 
 /// A 422 in FastAPI's envelope for a query parameter.
 pub(super) fn query_error(name: &str, message: impl Into<String>) -> ApiError {
-    ApiError {
-        status: axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-        detail: serde_json::json!([{"loc": ["query", name], "msg": message.into(), "type": "value_error"}]),
-    }
+    ApiError::invalid(crate::http::RequestPart::Query, name, message)
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use super::QueryParams;
 use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::runs::find_run;
-use crate::http::{ApiError, readable_thread};
+use crate::http::{ApiError, ApiQuery, readable_thread};
 use crate::runtime::runs::RunManager;
 use crate::store::{EventQuery, Store};
 use crate::workspace::{EVENT_TYPE, METADATA_KEY};
@@ -34,7 +34,7 @@ async fn workspace_changes(
     State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(params): Query<HashMap<String, String>>,
+    ApiQuery(params): ApiQuery<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let params = QueryParams::new(params);
     let include_files = params.boolean("include_files", true)?;
