@@ -450,7 +450,22 @@ impl RunContext {
         let mut held: Option<String> = None;
         let mut collected = Vec::new();
         while let Some(event) = events.next().await {
-            let event = event?;
+            let event = match event {
+                Ok(event) => event,
+                Err(err) => {
+                    // The attempt failed midway: what it streamed must not read as the start of
+                    // the answer (a retry or the fallback message follows under another id), so
+                    // close it with a terminator that says it failed; text held back is dropped.
+                    if chunk_sent {
+                        let mut last = ai_chunk(&chunk_id, json!(""));
+                        last["response_metadata"] =
+                            json!({"finish_reason": "error", "error_type": err.error_type});
+                        last["chunk_position"] = json!("last");
+                        publish(last);
+                    }
+                    return Err(err);
+                }
+            };
             if let StreamEvent::TextDelta { delta } = &event
                 && let Some(text) = held.replace(delta.clone())
             {

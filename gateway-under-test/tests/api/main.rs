@@ -16,5 +16,6 @@ mod runs;
 mod scenario;
 mod seed;
 mod storage;
+mod stream_failure;
 mod suggestions;
 mod threads;
