@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::core::replay_key;
+use replay_core::replay_key;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::run_fixture;
 use serde_json::{Value, json};

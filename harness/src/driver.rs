@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::core::{Shape, shape_of};
+use replay_core::{Shape, shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
-use crate::core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document};
+use replay_core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document};
 use crate::driver::{Driver, DriverError, RunTranscript};
 use crate::golden::stem_of;
 
@@ -123,7 +123,7 @@ impl ScenarioRun {
                 "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             for (position, event) in transcript.events.iter().enumerate() {
-                let shape = crate::core::shape_of(Some(&event.event), &event.data);
+                let shape = replay_core::shape_of(Some(&event.event), &event.data);
                 let data: String = event.data.chars().take(160).collect();
                 let cut = if event.data.chars().count() > 160 {
                     "…"

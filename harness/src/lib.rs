@@ -4,8 +4,10 @@
 //! gateway in-process, reduces the gateway's Server-Sent Events to their protocol shape, and
 //! compares that shape with a committed golden snapshot.
 //!
-//! - [`core`]: the generic replay core (canonical hashing, fixtures, the replay engine, shapes,
-//!   first-difference diffs). It never names a gateway type.
+//! The generic replay core (canonical hashing, fixtures, the replay engine, shapes,
+//! first-difference diffs, the recording format) is its own crate, `replay_core`, which never
+//! names a gateway type; this crate holds what binds it to one gateway and drives it:
+//!
 //! - [`adapter`]: binds the core to `gateway-under-test` (replay and capturing models, the
 //!   hermetic configuration, in-process boot).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
@@ -15,7 +17,6 @@
 //!   record/replay activation decision for launchers.
 
 pub mod adapter;
-pub mod core;
 pub mod driver;
 pub mod golden;
 pub mod layer1;

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use crate::adapter::boot::{Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::ModelBlock;
-use crate::core::Fixture;
-use crate::core::build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
-use crate::core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
+use replay_core::Fixture;
+use replay_core::build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
+use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
 use crate::driver::{Driver, RunTranscript, visible_conversation};
 use crate::layer1::HarnessError;
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};

@@ -16,7 +16,7 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use harness::core::golden_document;
+use replay_core::golden_document;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
 use harness::record_run::{ScenarioMeta, record_with_stand_in};
@@ -242,7 +242,7 @@ fn an_extra_model_call_is_a_replay_miss_with_its_caller() {
 #[test]
 fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
     let path = scenario_fixture();
-    let mut fixture = harness::core::Fixture::load(&path).unwrap();
+    let mut fixture = replay_core::Fixture::load(&path).unwrap();
     fixture.prompt.push_str(" Please.");
     let run = runtime()
         .block_on(run_loaded(&path, fixture, Extensions::default()))

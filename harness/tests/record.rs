@@ -11,7 +11,7 @@ use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
 use harness::adapter::hermetic::{ModelBlock, hermetic_config, prepare_home};
-use harness::core::recording::{Access, Outcome, read_recording};
+use replay_core::recording::{Access, Outcome, read_recording};
 use harness::golden::{GoldenStatus, golden_status};
 use harness::layer1::run_fixture;
 use harness::record_run::{ScenarioMeta, record_scenario};

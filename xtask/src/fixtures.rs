@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use harness::core::build_fixture::TurnSummary;
+use replay_core::build_fixture::TurnSummary;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use harness::adapter::Extensions;
 use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
-use harness::core::build_fixture::{ScenarioMetadata, build_fixture};
-use harness::core::recording::{Access, read_recording};
+use replay_core::build_fixture::{ScenarioMetadata, build_fixture};
+use replay_core::recording::{Access, read_recording};
 use harness::golden::fixtures_dir;
 use harness::record_run::{ScenarioMeta, record_scenario};
 

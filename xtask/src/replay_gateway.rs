@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use harness::adapter::boot::{Extensions, ModelWiring, boot_at};
-use harness::core::{Fixture, ReplayEngine};
+use replay_core::{Fixture, ReplayEngine};
 use harness::golden::fixtures_dir;
 
 /// Arguments of `replay-gateway`.

@@ -200,7 +200,7 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
         let health: Value = reqwest_get(&format!("{base}/health")).await;
         assert_eq!(health["status"], "healthy");
         let fixture =
-            harness::core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
+            replay_core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
                 .unwrap();
         let mut driver = harness::driver::Driver::new(&base).unwrap();
         driver.register().await.unwrap();

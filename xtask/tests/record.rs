@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use harness::core::Fixture;
+use replay_core::Fixture;
 use harness::stand_in::{Reply, StandIn};
 use serde_json::{Value, json};
 

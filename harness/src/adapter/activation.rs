@@ -12,7 +12,7 @@ use gateway_under_test::AppBuilder;
 use crate::adapter::recording_model::{
     blocked_provider, recording_provider, strict_replay_provider,
 };
-use crate::core::recording::{Access, RecordingSink, StrictReplayer};
+use replay_core::recording::{Access, RecordingSink, StrictReplayer};
 use crate::recordings::{Activation, BLOCKED_MESSAGE};
 
 /// What was installed, for the launcher to report.

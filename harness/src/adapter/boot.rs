@@ -14,7 +14,7 @@ use crate::adapter::hermetic::{
     HermeticError, ModelBlock, REPLAY_PROVIDER, hermetic_config, prepare_home, write_config_file,
 };
 use crate::adapter::replay_model::replay_provider;
-use crate::core::ReplayEngine;
+use replay_core::ReplayEngine;
 
 /// Why a gateway could not be booted.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +91,7 @@ pub enum ModelWiring {
         /// The model block with the endpoint and key.
         block: ModelBlock,
         /// The recording every model writes to.
-        sink: crate::core::recording::RecordingSink,
+        sink: replay_core::recording::RecordingSink,
     },
 }
 

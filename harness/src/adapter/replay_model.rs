@@ -14,7 +14,7 @@ use gateway_under_test::models::{
 };
 use serde_json::Value;
 
-use crate::core::{ReplayEngine, caller_identity};
+use replay_core::{ReplayEngine, caller_identity};
 
 /// The model. Tool binding is a no-op: the recorded tool calls drive the agent loop.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ pub fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'stati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Fixture, Turn, replay_key};
+    use replay_core::{Fixture, Turn, replay_key};
     use futures::StreamExt;
     use gateway_under_test::models::{CallMetadata, StreamEvent};
     use serde_json::json;

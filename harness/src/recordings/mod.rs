@@ -4,8 +4,8 @@
 //!
 //! The specification is `recording-format.md` §9 (activation and the fail-closed provider), §10
 //! (configuration), §11 (folder, IDs, permissions, locking) and §12 (the CLI). The file format
-//! itself (strict reader, writer) is [`crate::core::recording`]; this module only calls
-//! [`read_recording`] and [`RecordingSink::create_managed`](crate::core::recording::RecordingSink::create_managed).
+//! itself (strict reader, writer) is [`replay_core::recording`]; this module only calls
+//! [`read_recording`] and [`RecordingSink::create_managed`](replay_core::recording::RecordingSink::create_managed).
 //!
 //! # Adaptations of OpenProgram's design to this workspace
 //!
@@ -54,7 +54,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-use crate::core::recording::{Access, RecordingFileError, read_recording};
+use replay_core::recording::{Access, RecordingFileError, read_recording};
 
 pub use config::{Mode, RecordReplay};
 pub use ids::{

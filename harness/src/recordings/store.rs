@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::config::{Mode, RecordReplay};
 use super::ids::{Selector, default_recording_id, normalize_recording_id, parse_selector};
 use super::{Location, RecordingsError, RecordingsHome, fsx, is_valid_recording_id};
-use crate::core::recording::{Recording, RecordingSink, read_recording};
+use replay_core::recording::{Recording, RecordingSink, read_recording};
 
 /// The info object of `list --json` and `show` (§12).
 #[derive(Debug, Clone, PartialEq)]

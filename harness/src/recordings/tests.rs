@@ -293,9 +293,9 @@ fn recordings_dotdot_and_case_variants_cannot_bypass_the_symlinked_root() {
     // The same file through the symlink is readable as an external file, so only the checks
     // above stop these paths.
     assert!(
-        crate::core::recording::read_recording(
+        replay_core::recording::read_recording(
             &state.join("RECORDINGS/x.jsonl"),
-            crate::core::recording::Access::External
+            replay_core::recording::Access::External
         )
         .is_ok(),
         "precondition: the format library reads an external 0600 file through a symlinked \

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::reader::{Access, read_recording};
 use super::redact::redact_text;
 use super::rows::{Outcome, RecordedRequest, Recording, RecordingFileError, validate_event};
-use crate::core::diff::first_difference;
+use crate::diff::first_difference;
 
 /// The non-deterministic keys skipped at every depth (§7.5); fixed, not configurable.
 pub const SKIPPED_KEYS: [&str; 1] = ["timestamp"];

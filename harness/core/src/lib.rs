@@ -1,5 +1,6 @@
-//! The generic replay core: everything needed to replay a recorded LLM run by content, with no
-//! dependency on any gateway type.
+//! `replay-core`: the generic replay core. Everything needed to replay a recorded LLM run by
+//! content, with no dependency on any gateway, async runtime or HTTP stack, so another gateway's
+//! harness can use it as it is (the `harness` package binds it to `gateway-under-test`).
 //!
 //! Messages are `serde_json::Value`s in LangChain's dict forms. The pieces:
 //!

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::core::fixture::{Fixture, Turn};
-use crate::core::recording::{Outcome, RecordedCall, Recording};
+use crate::fixture::{Fixture, Turn};
+use crate::recording::{Outcome, RecordedCall, Recording};
 
 /// The scenario metadata written beside a recording (`<recording>.meta.json`).
 #[derive(Debug, Clone, PartialEq)]

@@ -393,8 +393,8 @@ impl std::error::Error for Miss {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::canonical::{canonical_conversation, conversation_hash};
-    use crate::core::fixture::Turn;
+    use crate::canonical::{canonical_conversation, conversation_hash};
+    use crate::fixture::Turn;
     use serde_json::json;
 
     fn human(text: &str) -> Value {

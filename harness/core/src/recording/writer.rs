@@ -22,7 +22,7 @@ use super::rows::{
     FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedRequest, RecordingFileError, index_value,
     validate_event,
 };
-use crate::core::pyjson::to_python_json;
+use crate::pyjson::to_python_json;
 
 /// The managed recording ID syntax of §11.1 (after removing a trailing `.jsonl`).
 static RECORDING_ID: LazyLock<Regex> = LazyLock::new(|| {
