@@ -13,7 +13,7 @@
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
 //!   [`golden`]: goldens in `golden/`.
 //! - [`stand_in`], [`record_run`], [`scenarios`]: building fixtures from a run.
-//! - [`recordings`]: the managed recordings store behind `cargo xtask recordings` and the
+//! - [`recording_store`]: the managed recordings store behind `cargo xtask recordings` and the
 //!   record/replay activation decision for launchers.
 
 pub mod adapter;
@@ -21,6 +21,6 @@ pub mod driver;
 pub mod golden;
 pub mod layer1;
 pub mod record_run;
-pub mod recordings;
+pub mod recording_store;
 pub mod scenarios;
 pub mod stand_in;

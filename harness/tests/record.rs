@@ -15,7 +15,7 @@ use replay_core::recording::{Access, Outcome, read_recording};
 use harness::golden::{GoldenStatus, golden_status};
 use harness::layer1::run_fixture;
 use harness::record_run::{ScenarioMeta, record_scenario};
-use harness::recordings::Activation;
+use harness::recording_store::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};

@@ -13,7 +13,7 @@ use crate::adapter::recording_model::{
     blocked_provider, recording_provider, strict_replay_provider,
 };
 use replay_core::recording::{Access, RecordingSink, StrictReplayer};
-use crate::recordings::{Activation, BLOCKED_MESSAGE};
+use crate::recording_store::{Activation, BLOCKED_MESSAGE};
 
 /// What was installed, for the launcher to report.
 #[derive(Debug, Clone, PartialEq, Eq)]
