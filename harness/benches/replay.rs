@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use replay_core::replay_key;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::run_fixture;
+use replay_core::replay_key;
 use serde_json::{Value, json};
 
 fn median(mut samples: Vec<Duration>) -> Duration {

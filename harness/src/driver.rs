@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use replay_core::{Shape, shape_of};
+use replay_core::{Shape, first_chars, shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -112,13 +112,8 @@ async fn expect_status(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body: String = response
-        .text()
-        .await
-        .unwrap_or_default()
-        .chars()
-        .take(2000)
-        .collect();
+    let body = response.text().await.unwrap_or_default();
+    let body = first_chars(&body, 2000).to_owned();
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -228,13 +223,11 @@ impl Driver {
         let path = format!("/api/threads/{thread_id}/runs/stream");
         let route = format!("POST {path}");
         let response = self.post_json(&path, &request, 200).await?;
-        let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let raw = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();
         let bytes = response.bytes_stream().map(move |chunk| {
             if let Ok(bytes) = &chunk {
-                tee.lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .extend_from_slice(bytes);
+                tee.lock().extend_from_slice(bytes);
             }
             chunk
         });
@@ -251,8 +244,7 @@ impl Driver {
                 id: (!event.id.is_empty()).then_some(event.id),
             });
         }
-        let raw =
-            String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        let raw = String::from_utf8_lossy(&raw.lock()).into_owned();
         Ok(RunTranscript {
             request,
             events,

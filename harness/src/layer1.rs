@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
-use replay_core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document};
 use crate::driver::{Driver, DriverError, RunTranscript};
 use crate::golden::stem_of;
+use replay_core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document, shorten};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -124,17 +124,12 @@ impl ScenarioRun {
             );
             for (position, event) in transcript.events.iter().enumerate() {
                 let shape = replay_core::shape_of(Some(&event.event), &event.data);
-                let data: String = event.data.chars().take(160).collect();
-                let cut = if event.data.chars().count() > 160 {
-                    "…"
-                } else {
-                    ""
-                };
                 let _ = writeln!(
                     out,
-                    "[{position:>2}] {:<9} keys={:?}\n     data: {data}{cut}",
+                    "[{position:>2}] {:<9} keys={:?}\n     data: {}",
                     event.event,
-                    shape.keys.unwrap_or_default()
+                    shape.keys.unwrap_or_default(),
+                    shorten(&event.data, 160)
                 );
             }
         }

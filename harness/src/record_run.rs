@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::adapter::boot::{Extensions, ModelWiring, boot};
+use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::ModelBlock;
-use replay_core::Fixture;
-use replay_core::build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
-use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
-use crate::driver::{Driver, RunTranscript, visible_conversation};
-use crate::layer1::HarnessError;
+use crate::driver::{Driver, DriverError, RunTranscript, visible_conversation};
+#[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
+use replay_core::Fixture;
+use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
+use replay_core::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
 
 /// What to drive: the fixture's metadata.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,9 +46,22 @@ pub fn mode_context(mode: &str) -> Value {
 /// Why a recording failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// Booting or driving the gateway failed.
-    #[error(transparent)]
-    Harness(#[from] HarnessError),
+    /// The gateway did not boot.
+    #[error("booting the gateway to record {}: {source}", .recording.display())]
+    Boot {
+        /// The recording being written.
+        recording: PathBuf,
+        /// Why.
+        source: BootError,
+    },
+    /// A request of the drive failed.
+    #[error("driving the gateway to record {}: {source}", .recording.display())]
+    Drive {
+        /// The recording being written.
+        recording: PathBuf,
+        /// Why.
+        source: DriverError,
+    },
     /// The recording file could not be written or read back.
     #[error(transparent)]
     Recording(#[from] RecordingFileError),
@@ -106,8 +119,8 @@ pub async fn record_scenario(
         extensions,
     )
     .await
-    .map_err(|source| HarnessError::Boot {
-        fixture: origin.clone(),
+    .map_err(|source| RecordError::Boot {
+        recording: origin.clone(),
         source,
     })?;
     let context = mode_context(&meta.mode);
@@ -131,8 +144,8 @@ pub async fn record_scenario(
     if let Err(err) = booted.shutdown().await {
         tracing::warn!("gateway shutdown: {err}");
     }
-    let (transcripts, suggestions) = drive.map_err(|source| HarnessError::Drive {
-        fixture: origin.clone(),
+    let (transcripts, suggestions) = drive.map_err(|source| RecordError::Drive {
+        recording: origin.clone(),
         source,
     })?;
     let metadata = ScenarioMetadata {
@@ -162,6 +175,7 @@ pub async fn record_scenario(
     })
 }
 
+#[cfg(feature = "stand-in")]
 /// Records a scenario against a scripted OpenAI-compatible stand-in instead of a real model. The
 /// recording lives in a temporary folder that is removed when this returns (the fixture is built
 /// from it first). The fixture's `model` is [`STAND_IN_MODEL`], so it never passes for a real
@@ -173,9 +187,9 @@ pub async fn record_with_stand_in(
 ) -> Result<Recorded, RecordError> {
     let stand_in = StandIn::start(replies)
         .await
-        .map_err(|err| HarnessError::Boot {
-            fixture: PathBuf::from("<stand-in>"),
-            source: crate::adapter::boot::BootError::Listen(err),
+        .map_err(|err| RecordError::Boot {
+            recording: PathBuf::from("<stand-in>"),
+            source: BootError::Listen(err),
         })?;
     let block = ModelBlock::Record {
         model: STAND_IN_MODEL.into(),

@@ -12,7 +12,7 @@ pub const WRITE_READ_FILE_PROMPT: &str = "Using your own file tools directly, cr
 /// The four UI modes.
 pub const MODES: [&str; 4] = ["flash", "thinking", "pro", "ultra"];
 
-/// A scenario to capture: what to drive and what the stand-in answers, in call order.
+/// A scenario to record: what to drive and what the stand-in answers, in call order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StandInScenario {
     /// What to drive.

@@ -16,11 +16,11 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use replay_core::golden_document;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
 use harness::record_run::{ScenarioMeta, record_with_stand_in};
 use harness::stand_in::Reply;
+use replay_core::golden_document;
 use serde_json::{Value, json};
 
 fn scenario_fixture() -> PathBuf {
@@ -361,9 +361,9 @@ fn stamp_extensions(volatile: bool) -> Extensions {
     }
 }
 
-/// Captures a stamp scenario from the stand-in, then replays it with fresh volatile values.
+/// Records a stamp scenario against the stand-in, then replays it with fresh volatile values.
 /// Returns the recording's final state and the replay.
-fn capture_then_replay(volatile: bool) -> (Value, ScenarioRun) {
+fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
     let meta = ScenarioMeta {
         scenario: "stamp".into(),
         mode: "flash".into(),
@@ -377,17 +377,17 @@ fn capture_then_replay(volatile: bool) -> (Value, ScenarioRun) {
         Reply::Text("[\"Stop the job\"]".into()),
     ];
     let runtime = runtime();
-    let captured = runtime
+    let recorded_run = runtime
         .block_on(record_with_stand_in(
             &meta,
             replies,
             stamp_extensions(volatile),
         ))
-        .expect("capture");
+        .expect("the recording run");
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("stamp.flash.json");
-    std::fs::write(&path, captured.fixture.to_pretty_json()).unwrap();
-    let recorded = captured.transcripts[0]
+    std::fs::write(&path, recorded_run.fixture.to_pretty_json()).unwrap();
+    let recorded = recorded_run.transcripts[0]
         .final_values()
         .expect("recorded state");
     let run = runtime
@@ -408,7 +408,7 @@ fn tool_message(values: &Value) -> Value {
 
 #[test]
 fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
-    let (recorded, run) = capture_then_replay(true);
+    let (recorded, run) = record_then_replay(true);
     assert!(run.check().is_ok(), "{}", run.report());
     let document = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
     assert!(document.contains("\"sandbox\""), "the tool really ran");
@@ -428,6 +428,6 @@ fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
 fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
     // The control for the test above: the same path with a fresh job name that no rule
     // recognises misses, so the green above is the normalisation's doing.
-    let (_, run) = capture_then_replay(false);
+    let (_, run) = record_then_replay(false);
     assert_eq!(run.misses.len(), 1, "{}", run.report());
 }

@@ -5,10 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use replay_core::build_fixture::TurnSummary;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
+use replay_core::{TurnSummary, first_chars};
+
+use crate::record::write_fixture;
 
 /// Fixture maintenance verbs.
 #[derive(Debug, clap::Subcommand)]
@@ -17,7 +19,7 @@ pub enum Command {
     ///
     /// Each scenario of `harness/src/scenarios.rs` is driven through the real gateway and its
     /// real OpenAI provider, pointed at a local stand-in server that answers from a script; every
-    /// model call is captured into a fixture whose `model` is `scripted-openai-stand-in`. Then
+    /// model call is recorded into a fixture whose `model` is `scripted-openai-stand-in`. Then
     /// run `cargo test` and `cargo insta review` to accept the goldens.
     StandIn {
         /// Where to write `<scenario>.<mode>.json`.
@@ -46,7 +48,7 @@ pub fn print_summary(summary: &[TurnSummary]) {
             "  call {}: {:<18} {}…  {}",
             line.call_index,
             line.caller,
-            &line.input_hash[..line.input_hash.len().min(12)],
+            first_chars(&line.input_hash, 12),
             line.what
         );
     }
@@ -61,19 +63,16 @@ fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
         }
         let name = format!("{}.{}.json", scenario.meta.scenario, scenario.meta.mode);
         println!("{name}: driving the gateway against the stand-in…");
-        let captured = runtime
+        let recorded = runtime
             .block_on(record_with_stand_in(
                 &scenario.meta,
                 scenario.replies.clone(),
                 Extensions::default(),
             ))
-            .with_context(|| format!("capturing {name}"))?;
-        print_summary(&captured.summary);
+            .with_context(|| format!("recording {name}"))?;
+        print_summary(&recorded.summary);
         let path = out.join(&name);
-        let tmp = out.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, captured.fixture.to_pretty_json())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        write_fixture(&path, &recorded.fixture)?;
         println!("  wrote {}", path.display());
     }
     println!("next: cargo test, then cargo insta review to accept the goldens");

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use harness::adapter::Extensions;
 use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
-use replay_core::build_fixture::{ScenarioMetadata, build_fixture};
-use replay_core::recording::{Access, read_recording};
 use harness::golden::fixtures_dir;
 use harness::record_run::{ScenarioMeta, record_scenario};
+use replay_core::recording::{Access, read_recording};
+use replay_core::{Fixture, SHARED_FILE_MODE, ScenarioMetadata, build_fixture, write_atomically};
 
 use crate::fixtures::print_summary;
 
@@ -66,19 +66,18 @@ fn required(name: &str) -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
-/// Writes `text` to `path` through a temporary file, so a failure leaves no half-written file.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = folder.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+/// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no
+/// half-written fixture.
+pub fn write_fixture(path: &Path, fixture: &Fixture) -> anyhow::Result<()> {
+    if let Some(folder) = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("cannot create {}", folder.display()))?;
+    }
+    write_atomically(path, fixture.to_pretty_json().as_bytes(), SHARED_FILE_MODE)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
@@ -145,7 +144,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let fixture_path = args
         .out
         .join(format!("{}.{}.json", args.scenario, args.mode));
-    write_atomically(&fixture_path, &recorded.fixture.to_pretty_json())?;
+    write_fixture(&fixture_path, &recorded.fixture)?;
     println!("scenario metadata: {}", recorded.meta_path.display());
     println!("fixture: {}", fixture_path.display());
     println!(
@@ -159,7 +158,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let meta = ScenarioMetadata::load(&args.meta, &args.model)?;
     let (fixture, summary) = build_fixture(&recording, &meta)?;
     print_summary(&summary);
-    write_atomically(&args.out, &fixture.to_pretty_json())?;
+    write_fixture(&args.out, &fixture)?;
     println!(
         "wrote {} ({} turns)",
         args.out.display(),

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use harness::adapter::boot::{Extensions, ModelWiring, boot_at};
-use replay_core::{Fixture, ReplayEngine};
 use harness::golden::fixtures_dir;
+use replay_core::{Fixture, ReplayEngine};
 
 /// Arguments of `replay-gateway`.
 #[derive(Debug, clap::Args)]

@@ -4,8 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use replay_core::Fixture;
 use harness::stand_in::{Reply, StandIn};
+use replay_core::Fixture;
 use serde_json::{Value, json};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");

@@ -44,7 +44,7 @@ pub struct Fixture {
     /// This crate's extension: configuration overrides (a JSON object deep-merged into the
     /// hermetic gateway configuration), applied alike when recording and replaying.
     pub gateway_config: Option<Value>,
-    /// The recorded model calls, in capture order.
+    /// The recorded model calls, in recording order.
     pub turns: Vec<Turn>,
 }
 

@@ -339,8 +339,8 @@ pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use replay_core::recording::{Access, read_recording};
     use gateway_under_test::models::CallMetadata;
+    use replay_core::recording::{Access, read_recording};
 
     /// A provider whose behaviour each test picks.
     #[derive(Debug, Clone, Copy)]

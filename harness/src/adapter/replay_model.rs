@@ -110,9 +110,9 @@ pub fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'stati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use replay_core::{Fixture, Turn, replay_key};
     use futures::StreamExt;
     use gateway_under_test::models::{CallMetadata, StreamEvent};
+    use replay_core::{Fixture, Turn, replay_key};
     use serde_json::json;
 
     fn engine_with_answer() -> (Arc<ReplayEngine>, ModelRequest) {

@@ -55,6 +55,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 use replay_core::recording::{Access, RecordingFileError, read_recording};
+use replay_core::shorten;
 
 pub use config::{Mode, RecordReplay};
 pub use ids::{
@@ -411,13 +412,12 @@ impl RecordingsHome {
     }
 }
 
+/// At most [`MAX_REASON_CHARS`] characters, the cut marked with `…`.
 fn bounded(reason: &str) -> String {
     if reason.chars().count() <= MAX_REASON_CHARS {
         reason.to_string()
     } else {
-        let mut cut: String = reason.chars().take(MAX_REASON_CHARS - 1).collect();
-        cut.push('…');
-        cut
+        shorten(reason, MAX_REASON_CHARS - 1).into_owned()
     }
 }
 
