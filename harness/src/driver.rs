@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use replay_core::{Shape, first_chars, shape_of};
+use replay_core::{Scenario, Shape, first_chars, shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -252,17 +252,20 @@ impl Driver {
         })
     }
 
-    /// Creates a thread and streams each prompt in it, one run after another (the scenario path
-    /// of Layer 1 and of recording). Returns the thread id and one transcript per prompt.
-    pub async fn run_prompts(
+    /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
+    /// another, with the scenario's context (the scenario path of Layer 1 and of recording).
+    /// Returns the thread id and one transcript per prompt.
+    pub async fn run_scenario(
         &self,
-        prompts: &[&str],
-        context: &Value,
+        scenario: &Scenario,
     ) -> Result<(String, Vec<RunTranscript>), DriverError> {
         let thread_id = self.create_thread().await?;
         let mut transcripts = Vec::new();
-        for prompt in prompts {
-            transcripts.push(self.stream_run(&thread_id, prompt, context).await?);
+        for prompt in scenario.prompts() {
+            transcripts.push(
+                self.stream_run(&thread_id, prompt, &scenario.context)
+                    .await?,
+            );
         }
         Ok((thread_id, transcripts))
     }

@@ -69,7 +69,11 @@ impl ScenarioRun {
 
     /// DeerFlow's golden document for these shapes.
     pub fn golden_document(&self) -> String {
-        golden_document(&self.fixture.scenario, &self.fixture.mode, &self.shapes())
+        golden_document(
+            &self.fixture.scenario.id,
+            self.fixture.scenario.mode.as_str(),
+            &self.shapes(),
+        )
     }
 
     /// The Layer 1 assertions before the golden comparison (`replay-and-fixtures.md` §8.3):
@@ -177,7 +181,7 @@ pub async fn run_loaded(
     let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
     let booted = boot(
         ModelWiring::Replay(engine.clone()),
-        fixture.gateway_config.as_ref(),
+        fixture.scenario.gateway_config.as_ref(),
         extensions,
     )
     .await
@@ -210,10 +214,6 @@ pub async fn drive_prompts(
 ) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
-    let prompts: Vec<&str> = std::iter::once(&fixture.prompt)
-        .chain(&fixture.followups)
-        .map(String::as_str)
-        .collect();
-    let (_, transcripts) = driver.run_prompts(&prompts, &fixture.context).await?;
+    let (_, transcripts) = driver.run_scenario(&fixture.scenario).await?;
     Ok(transcripts)
 }

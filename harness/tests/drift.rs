@@ -18,9 +18,9 @@ use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
 use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
-use harness::record_run::{ScenarioMeta, record_with_stand_in};
+use harness::record_run::record_with_stand_in;
 use harness::stand_in::Reply;
-use replay_core::golden_document;
+use replay_core::{Scenario, UiMode, golden_document};
 use serde_json::{Value, json};
 
 fn scenario_fixture() -> PathBuf {
@@ -243,7 +243,7 @@ fn an_extra_model_call_is_a_replay_miss_with_its_caller() {
 fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
     let path = scenario_fixture();
     let mut fixture = replay_core::Fixture::load(&path).unwrap();
-    fixture.prompt.push_str(" Please.");
+    fixture.scenario.prompt.push_str(" Please.");
     let run = runtime()
         .block_on(run_loaded(&path, fixture, Extensions::default()))
         .unwrap();
@@ -364,13 +364,11 @@ fn stamp_extensions(volatile: bool) -> Extensions {
 /// Records a stamp scenario against the stand-in, then replays it with fresh volatile values.
 /// Returns the recording's final state and the replay.
 fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
-    let meta = ScenarioMeta {
-        scenario: "stamp".into(),
-        mode: "flash".into(),
-        prompt: "Start a job with the stamp tool and tell me where its output goes.".into(),
-        followups: Vec::new(),
-        gateway_config: None,
-    };
+    let scenario = Scenario::new(
+        "stamp",
+        UiMode::Flash,
+        "Start a job with the stamp tool and tell me where its output goes.",
+    );
     let replies = vec![
         Reply::ToolCalls(vec![("stamp".into(), json!({}))]),
         Reply::Text("Your job is running.".into()),
@@ -379,7 +377,7 @@ fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
     let runtime = runtime();
     let recorded_run = runtime
         .block_on(record_with_stand_in(
-            &meta,
+            &scenario,
             replies,
             stamp_extensions(volatile),
         ))
@@ -410,7 +408,8 @@ fn tool_message(values: &Value) -> Value {
 fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
     let (recorded, run) = record_then_replay(true);
     assert!(run.check().is_ok(), "{}", run.report());
-    let document = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
+    let scenario = &run.fixture.scenario;
+    let document = golden_document(&scenario.id, scenario.mode.as_str(), &run.shapes());
     assert!(document.contains("\"sandbox\""), "the tool really ran");
     let replayed = run.transcripts[0].final_values().unwrap();
     let (before, after) = (tool_message(&recorded), tool_message(&replayed));

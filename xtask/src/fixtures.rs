@@ -57,16 +57,16 @@ pub fn print_summary(summary: &[TurnSummary]) {
 fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let runtime = crate::runtime()?;
-    for scenario in shipped() {
-        if !only.is_empty() && !only.contains(&scenario.meta.scenario) {
+    for stand_in in shipped() {
+        if !only.is_empty() && !only.contains(&stand_in.scenario.id) {
             continue;
         }
-        let name = format!("{}.{}.json", scenario.meta.scenario, scenario.meta.mode);
+        let name = format!("{}.json", stand_in.scenario.stem());
         println!("{name}: driving the gateway against the stand-in…");
         let recorded = runtime
             .block_on(record_with_stand_in(
-                &scenario.meta,
-                scenario.replies.clone(),
+                &stand_in.scenario,
+                stand_in.replies.clone(),
                 Extensions::default(),
             ))
             .with_context(|| format!("recording {name}"))?;

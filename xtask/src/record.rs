@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use harness::adapter::Extensions;
 use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
 use harness::golden::fixtures_dir;
-use harness::record_run::{ScenarioMeta, record_scenario};
+use harness::record_run::record_scenario;
 use replay_core::recording::{Access, read_recording};
-use replay_core::{Fixture, SHARED_FILE_MODE, ScenarioMetadata, build_fixture, write_atomically};
+use replay_core::{Fixture, SHARED_FILE_MODE, Scenario, UiMode, build_fixture, write_atomically};
 
 use crate::fixtures::print_summary;
 
@@ -22,8 +23,8 @@ pub struct RecordArgs {
     #[arg(long)]
     scenario: String,
     /// UI mode: flash, thinking, pro or ultra (sets the run context's flags).
-    #[arg(long, value_parser = ["flash", "thinking", "pro", "ultra"])]
-    mode: String,
+    #[arg(long, value_parser = ui_mode_parser())]
+    mode: UiMode,
     /// The prompt, sent verbatim.
     #[arg(long)]
     prompt: String,
@@ -54,6 +55,12 @@ pub struct BuildArgs {
     /// The recorded model's name, when the metadata has none.
     #[arg(long, default_value = DEFAULT_RECORD_MODEL)]
     model: String,
+}
+
+/// The `--mode` parser: the names of [`UiMode::ALL`], so the list exists once.
+fn ui_mode_parser() -> impl TypedValueParser<Value = UiMode> {
+    PossibleValuesParser::new(UiMode::ALL.map(UiMode::as_str))
+        .try_map(|name| name.parse::<UiMode>())
 }
 
 fn in_ci() -> bool {
@@ -114,12 +121,10 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         args.scenario, args.mode
     );
     println!("raw recording: {}", recording_path.display());
-    let meta = ScenarioMeta {
-        scenario: args.scenario.clone(),
-        mode: args.mode.clone(),
-        prompt: args.prompt,
+    let scenario = Scenario {
+        model: model.clone(),
         followups: args.followups,
-        gateway_config: None,
+        ..Scenario::new(args.scenario, args.mode, args.prompt)
     };
     let block = ModelBlock::Record {
         model: model.clone(),
@@ -128,7 +133,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let runtime = crate::runtime()?;
     let recorded = runtime.block_on(async {
-        let work = record_scenario(&meta, block, &model, &recording_path, Extensions::default());
+        let work = record_scenario(&scenario, block, &recording_path, Extensions::default());
         tokio::pin!(work);
         let started = Instant::now();
         let mut ticker = tokio::time::interval(Duration::from_secs(2));
@@ -141,9 +146,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     print_summary(&recorded.summary);
-    let fixture_path = args
-        .out
-        .join(format!("{}.{}.json", args.scenario, args.mode));
+    let fixture_path = args.out.join(format!("{}.json", scenario.stem()));
     write_fixture(&fixture_path, &recorded.fixture)?;
     println!("scenario metadata: {}", recorded.meta_path.display());
     println!("fixture: {}", fixture_path.display());
@@ -155,8 +158,8 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
 
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let recording = read_recording(&args.recording, Access::External)?;
-    let meta = ScenarioMetadata::load(&args.meta, &args.model)?;
-    let (fixture, summary) = build_fixture(&recording, &meta)?;
+    let scenario = Scenario::load(&args.meta, &args.model)?;
+    let (fixture, summary) = build_fixture(&recording, &scenario)?;
     print_summary(&summary);
     write_fixture(&args.out, &fixture)?;
     println!(

@@ -97,8 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.json {
             let line = json!({
                 "fixture": run.fixture_path.display().to_string(),
-                "scenario": run.fixture.scenario,
-                "mode": run.fixture.mode,
+                "scenario": run.fixture.scenario.id,
+                "mode": run.fixture.scenario.mode.as_str(),
                 "events": run.shapes(),
                 "misses": run.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
                 "unused_turns": run.unused_turns,
@@ -109,8 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             println!(
                 "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-                run.fixture.scenario,
-                run.fixture.mode,
+                run.fixture.scenario.id,
+                run.fixture.scenario.mode.as_str(),
                 run.shapes().len(),
                 format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
                 run.misses.len(),

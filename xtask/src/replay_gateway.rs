@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let booted = boot_at(
             args.port,
             ModelWiring::Replay(engine.clone()),
-            fixture.gateway_config.as_ref(),
+            fixture.scenario.gateway_config.as_ref(),
             extensions,
         )
         .await

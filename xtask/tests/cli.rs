@@ -206,7 +206,7 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
         driver.register().await.unwrap();
         let thread = driver.create_thread().await.unwrap();
         let transcript = driver
-            .stream_run(&thread, &fixture.prompt, &fixture.context)
+            .stream_run(&thread, &fixture.scenario.prompt, &fixture.scenario.context)
             .await
             .unwrap();
         assert_eq!(transcript.events.len(), 15);

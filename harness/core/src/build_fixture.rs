@@ -1,126 +1,21 @@
 //! The fixture builder (DeerFlow's `build_fixture_from_jsonl.py`): turns a versioned recording
-//! plus its scenario metadata into a hash-keyed fixture. Each completed call becomes one turn
+//! plus its [`Scenario`] into a hash-keyed fixture. Each completed call becomes one turn
 //! `{caller, conversation_hash, input_hash, output, canonical}` with the keys the recorder
 //! computed (the same hashing function replay uses); a call whose provider failed becomes an
 //! `error` turn; cancelled or abandoned calls are skipped and reported.
 
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::fixture::{Fixture, Turn};
+use crate::fixture::{Answer, Fixture, RecordedError, Turn};
 use crate::recording::{Outcome, RecordedCall, Recording};
-
-/// The scenario metadata written beside a recording (`<recording>.meta.json`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioMetadata {
-    /// Scenario id.
-    pub scenario: String,
-    /// UI mode.
-    pub mode: String,
-    /// The model that was recorded (informational).
-    pub model: String,
-    /// The first prompt.
-    pub prompt: String,
-    /// The run context sent with each prompt.
-    pub context: Value,
-    /// Later prompts in the same thread.
-    pub followups: Vec<String>,
-    /// Configuration overrides used when recording.
-    pub gateway_config: Option<Value>,
-}
-
-impl ScenarioMetadata {
-    /// The JSON document written beside the recording.
-    pub fn to_json(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("scenario".into(), json!(self.scenario));
-        out.insert("mode".into(), json!(self.mode));
-        out.insert("model".into(), json!(self.model));
-        out.insert("prompt".into(), json!(self.prompt));
-        out.insert("context".into(), self.context.clone());
-        if !self.followups.is_empty() {
-            out.insert("followups".into(), json!(self.followups));
-        }
-        if let Some(config) = &self.gateway_config {
-            out.insert("gateway_config".into(), config.clone());
-        }
-        Value::Object(out)
-    }
-
-    /// Reads a metadata file; `context` defaults to `{}` (as DeerFlow's builder does) and the
-    /// model to `model_default`.
-    pub fn load(path: &Path, model_default: &str) -> Result<ScenarioMetadata, BuildError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BuildError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|err| BuildError::Meta {
-            path: path.to_path_buf(),
-            problem: format!(
-                "invalid JSON at line {}, column {}: {err}",
-                err.line(),
-                err.column()
-            ),
-        })?;
-        let text_field = |key: &str| -> Result<String, BuildError> {
-            value
-                .get(key)
-                .and_then(Value::as_str)
-                .map(String::from)
-                .ok_or_else(|| BuildError::Meta {
-                    path: path.to_path_buf(),
-                    problem: format!("missing string \"{key}\""),
-                })
-        };
-        Ok(ScenarioMetadata {
-            scenario: text_field("scenario")?,
-            mode: text_field("mode")?,
-            prompt: text_field("prompt")?,
-            model: value
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(model_default)
-                .to_string(),
-            context: value.get("context").cloned().unwrap_or_else(|| json!({})),
-            followups: value
-                .get("followups")
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            gateway_config: value
-                .get("gateway_config")
-                .filter(|v| !v.is_null())
-                .cloned(),
-        })
-    }
-}
+use crate::scenario::Scenario;
 
 /// Why a fixture could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// A file could not be read.
-    #[error("{}: {source}", .path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The metadata file is malformed.
-    #[error("scenario metadata {}: {problem}", .path.display())]
-    Meta {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        problem: String,
-    },
     /// A recorded call lacks what a turn needs.
     #[error("recording {}: call {call_index}: {problem}", .path.display())]
     Call {
@@ -138,12 +33,37 @@ pub enum BuildError {
 pub struct TurnSummary {
     /// The call it came from.
     pub call_index: usize,
-    /// The caller, or why the call was skipped.
+    /// The caller.
     pub caller: String,
     /// The input hash.
     pub input_hash: String,
-    /// `tool_calls [..]`, `text`, `error <type>` or `skipped (<outcome>)`.
-    pub what: String,
+    /// What became of the call.
+    pub what: CallSummary,
+}
+
+/// What a recorded call became in the fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallSummary {
+    /// A turn answering with tool calls (their names).
+    ToolCalls(Vec<String>),
+    /// A turn answering with text.
+    Text,
+    /// A turn that fails with the recorded error type.
+    Error(String),
+    /// No turn: the call was cancelled or abandoned.
+    Skipped(Outcome),
+}
+
+impl fmt::Display for CallSummary {
+    /// `tool_calls ["name", …]`, `text`, `error <type>` or `skipped (<outcome>)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallSummary::ToolCalls(names) => write!(f, "tool_calls {names:?}"),
+            CallSummary::Text => f.write_str("text"),
+            CallSummary::Error(error_type) => write!(f, "error {error_type}"),
+            CallSummary::Skipped(outcome) => write!(f, "skipped ({})", outcome.as_str()),
+        }
+    }
 }
 
 fn context_text(call: &RecordedCall, key: &str) -> Option<String> {
@@ -185,10 +105,10 @@ fn langchain_order(message: Value) -> Value {
     Value::Object(ordered)
 }
 
-/// Builds the fixture and a per-turn summary.
+/// Builds the fixture of `scenario` from its recording, and a per-call summary.
 pub fn build_fixture(
     recording: &Recording,
-    meta: &ScenarioMetadata,
+    scenario: &Scenario,
 ) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
     let mut turns = Vec::new();
     let mut summary = Vec::new();
@@ -206,7 +126,7 @@ pub fn build_fixture(
                 call_index: call.call_index,
                 caller,
                 input_hash,
-                what: format!("skipped ({})", call.outcome.as_str()),
+                what: CallSummary::Skipped(call.outcome),
             });
             continue;
         }
@@ -218,8 +138,8 @@ pub fn build_fixture(
             .events
             .iter()
             .find(|e| e.get("type").and_then(Value::as_str) == Some("error"));
-        let (output, error, what) = match (done, failure, call.outcome) {
-            (Some(done), _, _) => {
+        let (answer, what) = match done {
+            Some(done) => {
                 let message = done
                     .get("message")
                     .cloned()
@@ -241,30 +161,27 @@ pub fn build_fixture(
                     })
                     .unwrap_or_default();
                 let what = if calls.is_empty() {
-                    "text".to_string()
+                    CallSummary::Text
                 } else {
-                    format!("tool_calls {calls:?}")
+                    CallSummary::ToolCalls(calls)
                 };
-                (
-                    json!({"type": kind, "data": langchain_order(message)}),
-                    None,
-                    what,
-                )
+                let output = json!({"type": kind, "data": langchain_order(message)});
+                (Answer::Output(output), what)
             }
-            (None, failure, _) => {
-                let failure = failure.cloned().unwrap_or_else(|| json!({}));
-                let kind = failure
-                    .get("error_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("APIError")
-                    .to_string();
-                let message = failure
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("recorded call ended with error")
-                    .to_string();
-                let error = json!({"type": kind, "message": message, "status": failure.get("status").cloned().unwrap_or(Value::Null)});
-                (Value::Null, Some(error), format!("error {kind}"))
+            None => {
+                let text = |key: &str| failure.and_then(|f| f.get(key)).and_then(Value::as_str);
+                let error = RecordedError {
+                    error_type: text("error_type").unwrap_or("APIError").to_string(),
+                    message: text("message")
+                        .unwrap_or("recorded call ended with error")
+                        .to_string(),
+                    status: failure
+                        .and_then(|f| f.get("status"))
+                        .and_then(Value::as_u64)
+                        .and_then(|status| u16::try_from(status).ok()),
+                };
+                let what = CallSummary::Error(error.error_type.clone());
+                (Answer::Error(error), what)
             }
         };
         summary.push(TurnSummary {
@@ -277,19 +194,12 @@ pub fn build_fixture(
             caller: Some(caller),
             conversation_hash: context_text(call, "conversation_hash"),
             input_hash,
-            output,
-            error,
+            answer,
             canonical: context_text(call, "canonical"),
         });
     }
     let fixture = Fixture {
-        scenario: meta.scenario.clone(),
-        mode: meta.mode.clone(),
-        model: meta.model.clone(),
-        prompt: meta.prompt.clone(),
-        context: meta.context.clone(),
-        followups: meta.followups.clone(),
-        gateway_config: meta.gateway_config.clone(),
+        scenario: scenario.clone(),
         turns,
     };
     Ok((fixture, summary))

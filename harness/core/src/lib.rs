@@ -9,6 +9,8 @@
 //! - `normalize`: the eight volatile-text rules ([`normalize()`]);
 //! - `canonical`: the replay key: canonical conversation, hashes, caller identity
 //!   ([`replay_key`]);
+//! - `scenario`: one scenario model, the same before recording, beside a recording and at the
+//!   head of a fixture ([`Scenario`], [`UiMode`]);
 //! - `fixture`: fixture files, loading, validation and byte-exact writing ([`Fixture`]);
 //! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]);
 //! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
@@ -30,19 +32,21 @@ mod normalize;
 mod pyjson;
 pub mod recording;
 mod replay;
+mod scenario;
 mod shapes;
 mod text;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
-pub use build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
+pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
 pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, canonical_conversation, conversation_hash,
     input_hash, normalize_caller, replay_key,
 };
 pub use diff::{Difference, first_difference};
-pub use fixture::{Fixture, FixtureError, Turn};
+pub use fixture::{Answer, Fixture, FixtureError, RecordedError, Turn};
 pub use normalize::normalize;
 pub use pyjson::{to_python_json, to_python_pretty_json};
 pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
+pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of};
 pub use text::{first_chars, shorten};

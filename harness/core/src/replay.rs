@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::canonical::{ReplayKey, replay_key};
 use super::diff::{Difference, first_difference};
-use super::fixture::{Fixture, FixtureError};
+use super::fixture::{Answer, Fixture, FixtureError};
 use super::pyjson::{python_repr, to_python_json};
 use super::text::{first_chars, shorten};
 
@@ -31,10 +31,8 @@ const DIAGNOSTIC_VALUE_CHARS: usize = 120;
 pub struct Served {
     /// Index of the served turn in the fixture's `turns`.
     pub turn_index: usize,
-    /// The recorded AI message, `{"type": "ai", "data": {...}}` (`null` for an error turn).
-    pub output: Value,
-    /// The recorded failure, when the call failed while recording.
-    pub error: Option<Value>,
+    /// What the call answered when it was recorded: an AI message or a failure.
+    pub answer: Answer,
     /// The key the call was computed to have.
     pub key: ReplayKey,
 }
@@ -157,8 +155,7 @@ impl ReplayEngine {
             let turn = &self.fixture.turns[turn_index];
             return Ok(Served {
                 turn_index,
-                output: turn.output.clone(),
-                error: turn.error.clone(),
+                answer: turn.answer.clone(),
                 key,
             });
         }
@@ -368,6 +365,7 @@ mod tests {
     use super::*;
     use crate::canonical::{canonical_conversation, conversation_hash};
     use crate::fixture::Turn;
+    use crate::scenario::{Scenario, UiMode};
     use serde_json::json;
 
     fn human(text: &str) -> Value {
@@ -385,21 +383,14 @@ mod tests {
             caller: Some(key.caller),
             conversation_hash: Some(key.conversation_hash),
             input_hash: key.input_hash,
-            output: ai_output(answer),
-            error: None,
+            answer: Answer::Output(ai_output(answer)),
             canonical: with_canonical.then_some(key.canonical),
         }
     }
 
     fn fixture(turns: Vec<Turn>) -> Fixture {
         Fixture {
-            scenario: "s".to_owned(),
-            mode: "flash".to_owned(),
-            model: "m".to_owned(),
-            prompt: "p".to_owned(),
-            context: json!({}),
-            followups: Vec::new(),
-            gateway_config: None,
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
         }
     }
@@ -409,9 +400,10 @@ mod tests {
     }
 
     fn answer(served: &Served) -> &str {
-        served.output["data"]["content"]
-            .as_str()
-            .unwrap_or_default()
+        match &served.answer {
+            Answer::Output(output) => output["data"]["content"].as_str().unwrap_or_default(),
+            Answer::Error(error) => &error.message,
+        }
     }
 
     #[test]
@@ -445,8 +437,7 @@ mod tests {
             caller: None,
             conversation_hash: None,
             input_hash: conversation_hash(&canonical),
-            output: ai_output("legacy"),
-            error: None,
+            answer: Answer::Output(ai_output("legacy")),
             canonical: None,
         };
         let engine = engine(vec![legacy]);
@@ -620,8 +611,7 @@ mod tests {
             caller: None,
             conversation_hash: None,
             input_hash: "deadbeef".to_owned(),
-            output: ai_output("x"),
-            error: None,
+            answer: Answer::Output(ai_output("x")),
             canonical: None,
         };
         let engine = engine(vec![legacy]);
@@ -639,7 +629,7 @@ mod tests {
     #[test]
     fn construction_validates_outputs() {
         let mut bad = turn("lead_agent", &[human("q")], "x", false);
-        bad.output = json!({"type": "human", "data": {"content": "x"}});
+        bad.answer = Answer::Output(json!({"type": "human", "data": {"content": "x"}}));
         let err = ReplayEngine::new(fixture(vec![bad]), "f.json").expect_err("invalid");
         assert_eq!(
             err.to_string(),
