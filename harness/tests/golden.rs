@@ -3,8 +3,9 @@
 //! Each replays its fixture through the real gateway in-process and asserts, in order: the first
 //! event is `metadata` and the last `end`; the replay model missed nothing (the error middleware
 //! hides misses from the stream, so the ledger is the gate); and the shape sequence equals the
-//! insta snapshot `golden/<stem>.snap`. Review changed goldens with `cargo insta review`; under
-//! `CI=true` insta never writes, so a changed shape fails.
+//! insta snapshot `golden/<stem>.snap`. The first two come from the run's verdict; the golden is
+//! asserted with insta itself, so a new or changed shape is written as `golden/<stem>.snap.new`
+//! for `cargo insta review`. Under `CI=true` insta never writes, so a changed shape fails.
 
 use std::path::Path;
 
@@ -17,7 +18,10 @@ fn golden(path: &Path) -> datatest_stable::Result<()> {
         .enable_all()
         .build()?;
     let run = runtime.block_on(run_fixture(path))?;
-    run.check()?;
+    let verdict = run.verdict();
+    if !verdict.replayed_cleanly() {
+        return Err(run.report(&verdict).into());
+    }
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(golden_dir());
     settings.set_prepend_module_to_snapshot(false);
@@ -32,7 +36,7 @@ fn golden(path: &Path) -> datatest_stable::Result<()> {
         return Err(format!(
             "the SSE shape of {} differs from golden/{stem}.snap (review with `cargo insta review`)\n\n{}",
             path.display(),
-            run.report()
+            run.report(&verdict)
         )
         .into());
     }

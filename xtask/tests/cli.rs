@@ -257,12 +257,12 @@ fn fixtures_check_reports_every_fixture_green_with_its_unused_turns() {
     assert!(
         stdout
             .lines()
-            .all(|line| line.contains("golden present, misses 0")),
+            .all(|line| line.contains("golden ok, misses 0")),
         "{stdout}"
     );
     assert!(
         stdout.contains(
-            "write_read_file.ultra: golden present, misses 0, unused turns [3 (suggest_agent)]"
+            "write_read_file.ultra: golden ok, misses 0, unused turns [3 (suggest_agent)]"
         ),
         "{stdout}"
     );
