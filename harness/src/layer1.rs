@@ -206,10 +206,7 @@ pub async fn run_loaded(
 }
 
 /// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it.
-pub async fn drive_prompts(
-    url: &str,
-    fixture: &Fixture,
-) -> Result<Vec<RunTranscript>, DriverError> {
+async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
     let (_, transcripts) = driver.run_scenario(&fixture.scenario).await?;
