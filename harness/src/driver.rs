@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::core::{Shape, shape_of, web_shape_of};
+use replay_core::{Scenario, Shape, first_chars, shape_of, web_shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -169,13 +169,8 @@ async fn expect_status(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body: String = response
-        .text()
-        .await
-        .unwrap_or_default()
-        .chars()
-        .take(2000)
-        .collect();
+    let body = response.text().await.unwrap_or_default();
+    let body = first_chars(&body, 2000).to_owned();
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -332,13 +327,11 @@ impl Driver {
         let path = format!("/api/threads/{thread_id}/runs/stream");
         let route = format!("POST {path}");
         let response = self.post_json(&path, &request, 200).await?;
-        let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let raw = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();
         let bytes = response.bytes_stream().map(move |chunk| {
             if let Ok(bytes) = &chunk {
-                tee.lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .extend_from_slice(bytes);
+                tee.lock().extend_from_slice(bytes);
             }
             chunk
         });
@@ -355,8 +348,7 @@ impl Driver {
                 id: (!event.id.is_empty()).then_some(event.id),
             });
         }
-        let raw =
-            String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        let raw = String::from_utf8_lossy(&raw.lock()).into_owned();
         Ok(RunTranscript {
             request,
             events,
@@ -364,17 +356,20 @@ impl Driver {
         })
     }
 
-    /// Creates a thread and streams each prompt in it, one run after another (the scenario path
-    /// of Layer 1 and of recording). Returns the thread id and one transcript per prompt.
-    pub async fn run_prompts(
+    /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
+    /// another, with the scenario's context (the scenario path of Layer 1 and of recording).
+    /// Returns the thread id and one transcript per prompt.
+    pub async fn run_scenario(
         &self,
-        prompts: &[&str],
-        context: &Value,
+        scenario: &Scenario,
     ) -> Result<(String, Vec<RunTranscript>), DriverError> {
         let thread_id = self.create_thread().await?;
         let mut transcripts = Vec::new();
-        for prompt in prompts {
-            transcripts.push(self.stream_run(&thread_id, prompt, context).await?);
+        for prompt in scenario.prompts() {
+            transcripts.push(
+                self.stream_run(&thread_id, prompt, &scenario.context)
+                    .await?,
+            );
         }
         Ok((thread_id, transcripts))
     }

@@ -22,11 +22,11 @@ use serde_json::{Value, json};
 
 use crate::adapter::boot::{Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::SCENARIO_MODEL;
-use crate::core::{Fixture, ReplayEngine, golden_document};
 use crate::driver::{
     Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
 };
 use crate::layer1::{HarnessError, ScenarioRun};
+use replay_core::{Fixture, ReplayEngine, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
@@ -47,7 +47,7 @@ impl WebFlowRun {
     }
 
     /// The web golden document: every run's events reduced by
-    /// [`crate::core::web_shape_of`].
+    /// [`replay_core::web_shape_of`].
     pub fn golden_document(&self) -> String {
         let shapes: Vec<_> = self
             .scenario
@@ -56,7 +56,11 @@ impl WebFlowRun {
             .flat_map(RunTranscript::web_shapes)
             .collect();
         let fixture = &self.scenario.fixture;
-        golden_document(&fixture.scenario, &fixture.mode, &shapes)
+        golden_document(
+            &fixture.scenario.id,
+            fixture.scenario.mode.as_str(),
+            &shapes,
+        )
     }
 
     /// Every request 2xx, every stream from `metadata` to `end`, no miss, every turn used. The
@@ -108,7 +112,7 @@ impl WebFlowRun {
     pub fn report(&self) -> String {
         let mut out = String::from("--- web client requests ---\n");
         for exchange in &self.exchanges {
-            let body: String = exchange.body.to_string().chars().take(200).collect();
+            let body = first_chars(&exchange.body.to_string(), 200).to_owned();
             let _ = writeln!(
                 out,
                 "{} {} {} {body}",
@@ -116,7 +120,7 @@ impl WebFlowRun {
             );
         }
         out.push('\n');
-        out.push_str(&self.scenario.report());
+        out.push_str(&self.scenario.report(&self.scenario.verdict()));
         out
     }
 }
@@ -128,7 +132,7 @@ pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlow
     let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
     let booted = boot(
         ModelWiring::Replay(engine.clone()),
-        fixture.gateway_config.as_ref(),
+        fixture.scenario.gateway_config.as_ref(),
         extensions,
     )
     .await
@@ -197,10 +201,15 @@ pub async fn drive_web_client(
     let upload_limits = format!("/api/threads/{thread_id}/uploads/limits");
     exchanges.push(driver.exchange(Method::GET, &upload_limits, None).await?);
     let mut transcripts = Vec::new();
-    for prompt in std::iter::once(&fixture.prompt).chain(&fixture.followups) {
+    for prompt in std::iter::once(&fixture.scenario.prompt).chain(&fixture.scenario.followups) {
         transcripts.push(
             driver
-                .stream_web_run(&thread_id, prompt, &fixture.context, SCENARIO_MODEL)
+                .stream_web_run(
+                    &thread_id,
+                    prompt,
+                    &fixture.scenario.context,
+                    SCENARIO_MODEL,
+                )
                 .await?,
         );
     }

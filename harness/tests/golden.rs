@@ -3,7 +3,8 @@
 //! `golden` replays its fixture through the real gateway in-process with the values-only run
 //! request and asserts, in order: the first event is `metadata` and the last `end`; the replay
 //! model missed nothing (the error middleware hides misses from the stream, so the ledger is the
-//! gate); and the shape sequence equals the insta snapshot `golden/<stem>.snap`.
+//! gate); and the shape sequence equals the insta snapshot `golden/<stem>.snap`. The first two
+//! come from the run's verdict.
 //!
 //! `web_golden` drives the same fixture as DeerFlow's web client does (`harness::web_flow`: its
 //! page requests and its run request with the stream modes `messages-tuple`, `values`,
@@ -11,13 +12,14 @@
 //! those of the values-only golden (other modes must not change them); and the web reduction
 //! (message chunks by type and keys, updates by node name) equals `golden/<stem>.web.snap`.
 //!
-//! Review changed goldens with `cargo insta review`; under `CI=true` insta never writes, so a
+//! Goldens are asserted with insta itself, so a new or changed shape is written as
+//! `golden/<stem>.snap.new` for `cargo insta review`; under `CI=true` insta never writes, so a
 //! changed shape fails.
 
 use std::path::Path;
 
 use harness::adapter::boot::Extensions;
-use harness::golden::{golden_dir, golden_path, snapshot_body};
+use harness::golden::{golden_dir, read_golden};
 use harness::layer1::run_fixture;
 use harness::web_flow::run_web_flow;
 use serde_json::{Value, json};
@@ -56,19 +58,20 @@ fn assert_golden(
 
 fn golden(path: &Path) -> datatest_stable::Result<()> {
     let run = runtime()?.block_on(run_fixture(path))?;
-    run.check()?;
+    let verdict = run.verdict();
+    if !verdict.replayed_cleanly() {
+        return Err(run.report(&verdict).into());
+    }
     let stem = run.stem();
-    assert_golden(&stem, &stem, run.golden_document(), || run.report())
+    assert_golden(&stem, &stem, run.golden_document(), || run.report(&verdict))
 }
 
 fn web_golden(path: &Path) -> datatest_stable::Result<()> {
     let run = runtime()?.block_on(run_web_flow(path, Extensions::default()))?;
     run.check()?;
     let fixture_stem = run.scenario.stem();
-    let values_golden = std::fs::read_to_string(golden_path(&fixture_stem))
-        .map_err(|err| format!("golden/{fixture_stem}.snap: {err}"))?;
-    let expected: Vec<Value> = snapshot_body(&values_golden)
-        .and_then(|body| serde_json::from_str::<Value>(body).ok())
+    let expected: Vec<Value> = serde_json::from_str::<Value>(&read_golden(&fixture_stem)?)
+        .ok()
         .and_then(|document| document["events"].as_array().cloned())
         .ok_or_else(|| format!("golden/{fixture_stem}.snap: not a golden document"))?
         .into_iter()

@@ -1,9 +1,11 @@
 //! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
-//! web modes) and every golden a fixture;
-//! every Rust module starts with a `//!` doc; no test carries the ignore attribute.
+//! web modes) and every golden a fixture; every Rust module starts with a `//!` doc; no test
+//! carries the ignore attribute; the replay core depends on no gateway, async runtime or HTTP
+//! stack.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use harness::golden::{fixtures_dir, golden_dir};
 
@@ -75,4 +77,65 @@ fn every_module_says_what_it_is_for_and_nothing_is_ignored() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Packages the replay core must never reach through its normal or build dependencies: the
+/// gateway under test and this harness (the adapter's side), the async runtime and the HTTP
+/// stack. `replay-core` is what another gateway's harness reuses as it is.
+const FORBIDDEN_IN_CORE: [&str; 6] = [
+    "gateway-under-test",
+    "harness",
+    "tokio",
+    "axum",
+    "reqwest",
+    "hyper",
+];
+
+/// The names of every package `package` reaches through normal and build dependencies on this
+/// platform, as `cargo tree` lists them (offline: the lock file and the local registry suffice).
+fn shipped_dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--edges",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "--package", package, "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_replay_core_depends_on_no_gateway_runtime_or_http_stack() {
+    let reached = shipped_dependencies("replay-core");
+    assert!(
+        reached.contains("serde_json") && reached.contains("replay-core"),
+        "the tree lists the core and its own dependencies: {reached:?}"
+    );
+    let forbidden: Vec<&str> = FORBIDDEN_IN_CORE
+        .into_iter()
+        .filter(|name| reached.contains(*name))
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "harness/core (replay-core) must stay independent of any gateway, async runtime and \
+         HTTP stack, but it depends on {forbidden:?} (see `cargo tree -p replay-core -i NAME`); \
+         move that code to the harness package"
+    );
 }

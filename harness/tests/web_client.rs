@@ -45,8 +45,8 @@ fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
         .map(|row| text_of(&row["content"]["content"]))
         .collect();
     let fixture = &run.scenario.fixture;
-    let prompts: Vec<String> = std::iter::once(&fixture.prompt)
-        .chain(&fixture.followups)
+    let prompts: Vec<String> = std::iter::once(&fixture.scenario.prompt)
+        .chain(&fixture.scenario.followups)
         .cloned()
         .collect();
     if humans != prompts {

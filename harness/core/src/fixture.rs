@@ -1,11 +1,11 @@
 //! Replay fixture files (`replay-and-fixtures.md` §2): loading with precise errors, validation,
 //! and byte-exact writing.
 //!
-//! A fixture is the recorded model side of one scenario: top-level keys `scenario`, `mode`,
-//! `model`, `prompt`, `context`, `turns`, in that order. Each turn holds the key of one recorded
-//! model call and the AI message it returned. DeerFlow writes fixtures with
-//! `json.dumps(indent=2, ensure_ascii=False)` plus a newline; [`Fixture::to_pretty_json`] writes the
-//! same bytes so a rebuilt fixture produces no diff.
+//! A fixture is the recorded model side of one scenario: the [`Scenario`] header (top-level keys
+//! `scenario`, `mode`, `model`, `prompt`, `context`, in that order) and `turns`. Each turn holds
+//! the key of one recorded model call and what it answered. DeerFlow writes fixtures with
+//! `json.dumps(indent=2, ensure_ascii=False)` plus a newline; [`Fixture::to_pretty_json`] writes
+//! the same bytes so a rebuilt fixture produces no diff.
 //!
 //! Beyond DeerFlow, this crate reads and writes a few optional keys (DeerFlow's loader ignores
 //! unknown keys, and DeerFlow's fixtures load unchanged because every one is optional):
@@ -16,35 +16,24 @@
 //! - top level, after `context`: `followups` (later prompts sent in the same thread) and
 //!   `gateway_config` (configuration overrides applied alike when recording and replaying).
 //!
-//! Defaults for missing top-level keys: DeerFlow's replay loader reads only `turns`, so only
-//! `turns` is required. `scenario`, `mode`, `model` and `prompt` default to `""` and `context` to
-//! `{}` (the fixture builder's own default). A key that is present with the wrong type is an error.
+//! Defaults for missing top-level keys: DeerFlow's replay loader reads only `turns`, but the
+//! golden document names the mode, so `turns` and `mode` are required. `scenario`, `model` and
+//! `prompt` default to `""` and `context` to `{}` (the fixture builder's own default). A key that
+//! is present with the wrong type, or a mode other than the four, is an error.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::pyjson::to_python_pretty_json;
+use super::scenario::{Scenario, json_type};
 
 /// One replay fixture file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fixture {
-    /// The scenario id, e.g. `write_read_file`.
-    pub scenario: String,
-    /// The UI mode: `flash`, `thinking`, `pro` or `ultra`.
-    pub mode: String,
-    /// The model used when recording; informational only.
-    pub model: String,
-    /// The exact user prompt the driver sends.
-    pub prompt: String,
-    /// The run `context` posted with the prompt, sent back verbatim on replay.
-    pub context: Value,
-    /// This crate's extension: prompts sent after `prompt`, in the same thread, one run each.
-    pub followups: Vec<String>,
-    /// This crate's extension: configuration overrides (a JSON object deep-merged into the
-    /// hermetic gateway configuration), applied alike when recording and replaying.
-    pub gateway_config: Option<Value>,
-    /// The recorded model calls, in capture order.
+    /// What was recorded: the header of the file.
+    pub scenario: Scenario,
+    /// The recorded model calls, in recording order.
     pub turns: Vec<Turn>,
 }
 
@@ -57,14 +46,46 @@ pub struct Turn {
     pub conversation_hash: Option<String>,
     /// The lookup key: caller-aware (§4.8), or the bare conversation hash in legacy fixtures.
     pub input_hash: String,
-    /// The recorded AI message, `{"type": "ai", "data": {...}}`; `null` for an error turn.
-    pub output: Value,
-    /// This crate's extension: the call failed while recording (`{"type", "message",
-    /// "status"}`), and replay fails it the same way.
-    pub error: Option<Value>,
+    /// What the call answered.
+    pub answer: Answer,
     /// This crate's optional extension: the normalised canonical conversation of the recorded
     /// input, used for nearest-miss diagnostics. Ignored by DeerFlow.
     pub canonical: Option<String>,
+}
+
+/// What a recorded model call answered: a message, or a failure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The recorded AI message, `{"type": "ai", "data": {...}}` (the file's `output`).
+    Output(Value),
+    /// This crate's extension: the call failed while recording (the file's `error`), and replay
+    /// fails it the same way.
+    Error(RecordedError),
+}
+
+/// A model call's failure as recorded: `{"type", "message", "status"}` in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedError {
+    /// The provider's error class name, e.g. `BadRequestError` (the file's `type`).
+    pub error_type: String,
+    /// The (redacted) error message.
+    pub message: String,
+    /// The HTTP status, when the provider answered with one.
+    pub status: Option<u16>,
+}
+
+impl RecordedError {
+    /// The file form, `{"type", "message", "status"}` (`status` may be `null`).
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("type".to_owned(), Value::String(self.error_type.clone()));
+        map.insert("message".to_owned(), Value::String(self.message.clone()));
+        map.insert(
+            "status".to_owned(),
+            self.status.map_or(Value::Null, Value::from),
+        );
+        Value::Object(map)
+    }
 }
 
 /// Why a fixture could not be loaded. Every variant names the file.
@@ -91,7 +112,7 @@ pub enum FixtureError {
         /// serde_json's description.
         message: String,
     },
-    /// A top-level problem: not an object, `turns` missing, a key of the wrong type.
+    /// A top-level problem: not an object, `turns` or `mode` missing, a key of the wrong type.
     #[error("fixture {}: {message}", .path.display())]
     Invalid {
         /// The fixture file.
@@ -120,18 +141,6 @@ pub enum FixtureError {
         /// `SystemMessage`), or the raw type string.
         type_name: String,
     },
-}
-
-/// Names of the JSON types, for error messages.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl Fixture {
@@ -167,60 +176,6 @@ impl Fixture {
                 json_type(&value)
             )));
         };
-        let mut text_field = |key: &str| -> Result<String, FixtureError> {
-            match top.remove(key) {
-                None => Ok(String::new()),
-                Some(Value::String(s)) => Ok(s),
-                Some(other) => Err(invalid(format!(
-                    "\"{key}\" must be a string, got {}",
-                    json_type(&other)
-                ))),
-            }
-        };
-        let scenario = text_field("scenario")?;
-        let mode = text_field("mode")?;
-        let model = text_field("model")?;
-        let prompt = text_field("prompt")?;
-        let context = match top.remove("context") {
-            None => Value::Object(Map::new()),
-            Some(context @ Value::Object(_)) => context,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "\"context\" must be an object, got {}",
-                    json_type(&other)
-                )));
-            }
-        };
-        let followups = match top.remove("followups") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .into_iter()
-                .enumerate()
-                .map(|(index, item)| match item {
-                    Value::String(text) => Ok(text),
-                    other => Err(invalid(format!(
-                        "\"followups\"[{index}] must be a string, got {}",
-                        json_type(&other)
-                    ))),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "\"followups\" must be an array of strings, got {}",
-                    json_type(&other)
-                )));
-            }
-        };
-        let gateway_config = match top.remove("gateway_config") {
-            None | Some(Value::Null) => None,
-            Some(config @ Value::Object(_)) => Some(config),
-            Some(other) => {
-                return Err(invalid(format!(
-                    "\"gateway_config\" must be an object, got {}",
-                    json_type(&other)
-                )));
-            }
-        };
         let turns = match top.remove("turns") {
             None => return Err(invalid("missing \"turns\"".to_owned())),
             Some(Value::Array(turns)) => turns,
@@ -231,21 +186,13 @@ impl Fixture {
                 )));
             }
         };
+        let scenario = Scenario::take_from(&mut top, &["mode"], "").map_err(invalid)?;
         let turns = turns
             .into_iter()
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, index, origin))
             .collect::<Result<Vec<_>, _>>()?;
-        let fixture = Fixture {
-            scenario,
-            mode,
-            model,
-            prompt,
-            context,
-            followups,
-            gateway_config,
-            turns,
-        };
+        let fixture = Fixture { scenario, turns };
         fixture.validate(origin)?;
         Ok(fixture)
     }
@@ -254,31 +201,20 @@ impl Fixture {
     /// message. `origin` names the file in the error.
     pub fn validate(&self, origin: &Path) -> Result<(), FixtureError> {
         for (index, turn) in self.turns.iter().enumerate() {
-            if turn.error.is_none() {
-                check_output(&turn.output, index, origin)?;
+            if let Answer::Output(output) = &turn.answer {
+                check_output(output, index, origin)?;
             }
         }
         Ok(())
     }
 
-    /// The fixture as DeerFlow writes it: 2-space indent, keys in the order `scenario`, `mode`,
-    /// `model`, `prompt`, `context`, `turns` (turn keys `caller`, `conversation_hash`,
-    /// `input_hash`, `output`, then `canonical`; `None` fields omitted), non-ASCII raw, floats in
-    /// Python's repr, and a trailing newline.
+    /// The fixture as DeerFlow writes it: 2-space indent, the scenario's keys in order, then
+    /// `turns` (turn keys `caller`, `conversation_hash`, `input_hash`, `output` or `error`, then
+    /// `canonical`; `None` fields omitted), non-ASCII raw, floats in Python's repr, and a trailing
+    /// newline.
     pub fn to_pretty_json(&self) -> String {
         let mut top = Map::new();
-        top.insert("scenario".to_owned(), Value::String(self.scenario.clone()));
-        top.insert("mode".to_owned(), Value::String(self.mode.clone()));
-        top.insert("model".to_owned(), Value::String(self.model.clone()));
-        top.insert("prompt".to_owned(), Value::String(self.prompt.clone()));
-        top.insert("context".to_owned(), self.context.clone());
-        if !self.followups.is_empty() {
-            let followups = self.followups.iter().cloned().map(Value::String).collect();
-            top.insert("followups".to_owned(), Value::Array(followups));
-        }
-        if let Some(config) = &self.gateway_config {
-            top.insert("gateway_config".to_owned(), config.clone());
-        }
+        self.scenario.write_into(&mut top);
         let turns = self.turns.iter().map(Turn::to_value).collect();
         top.insert("turns".to_owned(), Value::Array(turns));
         // `preserve_order` is on in this workspace, so the map keeps insertion order.
@@ -302,14 +238,10 @@ impl Turn {
             "input_hash".to_owned(),
             Value::String(self.input_hash.clone()),
         );
-        match &self.error {
-            Some(error) => {
-                map.insert("error".to_owned(), error.clone());
-            }
-            None => {
-                map.insert("output".to_owned(), self.output.clone());
-            }
-        }
+        match &self.answer {
+            Answer::Output(output) => map.insert("output".to_owned(), output.clone()),
+            Answer::Error(error) => map.insert("error".to_owned(), error.to_value()),
+        };
         if let Some(canonical) = &self.canonical {
             map.insert("canonical".to_owned(), Value::String(canonical.clone()));
         }
@@ -353,28 +285,66 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
             )));
         }
     };
-    let recorded_error = match map.remove("error") {
-        None | Some(Value::Null) => None,
-        Some(failure @ Value::Object(_)) => Some(failure),
-        Some(other) => {
-            return Err(error(format!(
-                "\"error\" must be an object, got {}",
-                json_type(&other)
-            )));
+    let answer = match (map.remove("output"), map.remove("error")) {
+        (Some(_), Some(failure)) if !failure.is_null() => {
+            return Err(error(
+                "has both \"output\" and \"error\"; a call answers one or the other".to_owned(),
+            ));
         }
-    };
-    let output = match (map.remove("output"), &recorded_error) {
-        (Some(output), _) => output,
-        (None, Some(_)) => Value::Null,
-        (None, None) => return Err(error("missing \"output\"".to_owned())),
+        (Some(output), _) => Answer::Output(output),
+        (None, None | Some(Value::Null)) => {
+            return Err(error("missing \"output\"".to_owned()));
+        }
+        (None, Some(failure)) => Answer::Error(parse_recorded_error(failure).map_err(error)?),
     };
     Ok(Turn {
         caller,
         conversation_hash,
         input_hash,
-        output,
-        error: recorded_error,
+        answer,
         canonical,
+    })
+}
+
+/// `{"type": str, "message": str, "status": int | null}`; `status` may be absent.
+fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
+    let Value::Object(mut map) = failure else {
+        return Err(format!(
+            "\"error\" must be an object, got {}",
+            json_type(&failure)
+        ));
+    };
+    let mut text = |key: &str| match map.remove(key) {
+        Some(Value::String(text)) => Ok(text),
+        None => Err(format!("missing \"error.{key}\"")),
+        Some(other) => Err(format!(
+            "\"error.{key}\" must be a string, got {}",
+            json_type(&other)
+        )),
+    };
+    let error_type = text("type")?;
+    let message = text("message")?;
+    let status = match map.remove("status") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(number)) => match number.as_u64().and_then(|n| u16::try_from(n).ok()) {
+            Some(status) => Some(status),
+            None => {
+                return Err(format!(
+                    "\"error.status\" must be an HTTP status, got {number}"
+                ));
+            }
+        },
+        Some(other) => {
+            return Err(format!(
+                "\"error.status\" must be a number, got {}",
+                json_type(&other)
+            ));
+        }
+    };
+    Ok(RecordedError {
+        error_type,
+        message,
+        status,
     })
 }
 
@@ -424,6 +394,7 @@ fn check_output(output: &Value, index: usize, origin: &Path) -> Result<(), Fixtu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::UiMode;
     use serde_json::json;
 
     const ORIGIN: &str = "fixtures/x.json";
@@ -509,7 +480,8 @@ mod tests {
     fn round_trip_is_byte_exact() {
         let fixture = Fixture::from_json_str(DEERFLOW_TEXT, origin()).expect("loads");
         assert_eq!(fixture.turns.len(), 2);
-        assert_eq!(fixture.prompt, "Do it — now, café");
+        assert_eq!(fixture.scenario.prompt, "Do it — now, café");
+        assert_eq!(fixture.scenario.mode, UiMode::Ultra);
         assert_eq!(fixture.turns[0].caller.as_deref(), Some("lead_agent"));
         assert!(fixture.turns[0].canonical.is_some());
         assert_eq!(fixture.turns[1].canonical, None);
@@ -524,7 +496,7 @@ mod tests {
         let path = dir.path().join("s.flash.json");
         std::fs::write(&path, DEERFLOW_TEXT).expect("write");
         let fixture = Fixture::load(&path).expect("loads");
-        assert_eq!(fixture.scenario, "write_read_file");
+        assert_eq!(fixture.scenario.id, "write_read_file");
         let missing = dir.path().join("missing.json");
         let err = Fixture::load(&missing).expect_err("missing file");
         assert!(matches!(err, FixtureError::Io { .. }));
@@ -533,6 +505,54 @@ mod tests {
                 .starts_with(&format!("fixture {}: cannot read", missing.display())),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_error_turn_is_typed_and_written_back_as_it_was_read() {
+        let text = r#"{
+  "scenario": "model_error",
+  "mode": "thinking",
+  "model": "m",
+  "prompt": "p",
+  "context": {},
+  "turns": [
+    {
+      "input_hash": "a",
+      "error": {
+        "type": "BadRequestError",
+        "message": "too long",
+        "status": 400
+      }
+    },
+    {
+      "input_hash": "b",
+      "error": {
+        "type": "APIConnectionError",
+        "message": "reset",
+        "status": null
+      }
+    }
+  ]
+}
+"#;
+        let fixture = Fixture::from_json_str(text, origin()).expect("loads");
+        let answers: Vec<&Answer> = fixture.turns.iter().map(|turn| &turn.answer).collect();
+        assert_eq!(
+            answers,
+            [
+                &Answer::Error(RecordedError {
+                    error_type: "BadRequestError".into(),
+                    message: "too long".into(),
+                    status: Some(400),
+                }),
+                &Answer::Error(RecordedError {
+                    error_type: "APIConnectionError".into(),
+                    message: "reset".into(),
+                    status: None,
+                }),
+            ]
+        );
+        assert_eq!(fixture.to_pretty_json(), text);
     }
 
     #[test]
@@ -549,10 +569,12 @@ mod tests {
     }
 
     #[test]
-    fn missing_top_level_keys_default_except_turns() {
-        let fixture = Fixture::from_json_str(r#"{"turns": []}"#, origin()).expect("loads");
-        assert_eq!(fixture.scenario, "");
-        assert_eq!(fixture.context, json!({}));
+    fn missing_top_level_keys_default_except_turns_and_mode() {
+        let fixture =
+            Fixture::from_json_str(r#"{"mode": "flash", "turns": []}"#, origin()).expect("loads");
+        assert_eq!(fixture.scenario.id, "");
+        assert_eq!(fixture.scenario.model, "");
+        assert_eq!(fixture.scenario.context, json!({}));
         assert!(fixture.turns.is_empty());
     }
 
@@ -571,65 +593,90 @@ mod tests {
                 "fixture fixtures/x.json: the document must be an object, got an array",
             ),
             (
+                "mode missing",
+                r#"{"turns": []}"#.to_owned(),
+                "fixture fixtures/x.json: missing \"mode\"",
+            ),
+            (
+                "mode unknown",
+                r#"{"mode": "turbo", "turns": []}"#.to_owned(),
+                "fixture fixtures/x.json: \"mode\": unknown UI mode \"turbo\": expected flash, thinking, pro or ultra",
+            ),
+            (
+                "output and error",
+                format!(r#"{{"mode": "flash", "turns": [{{"input_hash": "a", "output": {ai}, "error": {{"type": "E", "message": "m"}}}}]}}"#),
+                "fixture fixtures/x.json: turn 0: has both \"output\" and \"error\"",
+            ),
+            (
+                "error without message",
+                r#"{"mode": "flash", "turns": [{"input_hash": "a", "error": {"type": "E"}}]}"#.to_owned(),
+                "fixture fixtures/x.json: turn 0: missing \"error.message\"",
+            ),
+            (
+                "error status not a status",
+                r#"{"mode": "flash", "turns": [{"input_hash": "a", "error": {"type": "E", "message": "m", "status": -1}}]}"#.to_owned(),
+                "fixture fixtures/x.json: turn 0: \"error.status\" must be an HTTP status, got -1",
+            ),
+            (
                 "turns missing",
                 "{}".to_owned(),
                 "fixture fixtures/x.json: missing \"turns\"",
             ),
             (
                 "turns wrong type",
-                r#"{"turns": {}}"#.to_owned(),
+                r#"{"mode": "flash", "turns": {}}"#.to_owned(),
                 "fixture fixtures/x.json: \"turns\" must be an array, got an object",
             ),
             (
                 "prompt wrong type",
-                r#"{"prompt": 1, "turns": []}"#.to_owned(),
+                r#"{"mode": "flash", "prompt": 1, "turns": []}"#.to_owned(),
                 "fixture fixtures/x.json: \"prompt\" must be a string, got a number",
             ),
             (
                 "context wrong type",
-                r#"{"context": [], "turns": []}"#.to_owned(),
+                r#"{"mode": "flash", "context": [], "turns": []}"#.to_owned(),
                 "fixture fixtures/x.json: \"context\" must be an object, got an array",
             ),
             (
                 "turn not an object",
-                r#"{"turns": ["x"]}"#.to_owned(),
+                r#"{"mode": "flash", "turns": ["x"]}"#.to_owned(),
                 "fixture fixtures/x.json: turn 0: must be an object, got a string",
             ),
             (
                 "output missing",
                 format!(
-                    r#"{{"turns": [{{"input_hash": "a", "output": {ai}}}, {{"input_hash": "a", "output": {ai}}}, {{"input_hash": "a", "output": {ai}}}, {{"input_hash": "b"}}]}}"#
+                    r#"{{"mode": "flash", "turns": [{{"input_hash": "a", "output": {ai}}}, {{"input_hash": "a", "output": {ai}}}, {{"input_hash": "a", "output": {ai}}}, {{"input_hash": "b"}}]}}"#
                 ),
                 "fixture fixtures/x.json: turn 3: missing \"output\"",
             ),
             (
                 "input_hash missing",
-                format!(r#"{{"turns": [{{"output": {ai}}}]}}"#),
+                format!(r#"{{"mode": "flash", "turns": [{{"output": {ai}}}]}}"#),
                 "fixture fixtures/x.json: turn 0: missing \"input_hash\"",
             ),
             (
                 "input_hash wrong type",
-                format!(r#"{{"turns": [{{"input_hash": 5, "output": {ai}}}]}}"#),
+                format!(r#"{{"mode": "flash", "turns": [{{"input_hash": 5, "output": {ai}}}]}}"#),
                 "fixture fixtures/x.json: turn 0: \"input_hash\" must be a string, got a number",
             ),
             (
                 "caller wrong type",
-                format!(r#"{{"turns": [{{"caller": [], "input_hash": "a", "output": {ai}}}]}}"#),
+                format!(r#"{{"mode": "flash", "turns": [{{"caller": [], "input_hash": "a", "output": {ai}}}]}}"#),
                 "fixture fixtures/x.json: turn 0: \"caller\" must be a string, got an array",
             ),
             (
                 "output not an object",
-                r#"{"turns": [{"input_hash": "a", "output": "hi"}]}"#.to_owned(),
+                r#"{"mode": "flash", "turns": [{"input_hash": "a", "output": "hi"}]}"#.to_owned(),
                 "fixture fixtures/x.json: turn 0: \"output\" must be an object, got a string",
             ),
             (
                 "output without type",
-                r#"{"turns": [{"input_hash": "a", "output": {"data": {}}}]}"#.to_owned(),
+                r#"{"mode": "flash", "turns": [{"input_hash": "a", "output": {"data": {}}}]}"#.to_owned(),
                 "fixture fixtures/x.json: turn 0: missing \"output.type\"",
             ),
             (
                 "output without data",
-                r#"{"turns": [{"input_hash": "a", "output": {"type": "ai"}}]}"#.to_owned(),
+                r#"{"mode": "flash", "turns": [{"input_hash": "a", "output": {"type": "ai"}}]}"#.to_owned(),
                 "fixture fixtures/x.json: turn 0: \"output.data\" must be an object",
             ),
         ];
@@ -650,7 +697,7 @@ mod tests {
         ];
         for (kind, type_name) in cases {
             let text = format!(
-                r#"{{"turns": [{{"input_hash": "a", "output": {{"type": "ai", "data": {{}}}}}}, {{"input_hash": "b", "output": {{"type": "{kind}", "data": {{"content": "x"}}}}}}]}}"#
+                r#"{{"mode": "flash", "turns": [{{"input_hash": "a", "output": {{"type": "ai", "data": {{}}}}}}, {{"input_hash": "b", "output": {{"type": "{kind}", "data": {{"content": "x"}}}}}}]}}"#
             );
             let err = Fixture::from_json_str(&text, origin()).expect_err(kind);
             assert_eq!(

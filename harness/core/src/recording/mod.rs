@@ -2,22 +2,24 @@
 //! JSONL record per model call, holding the redacted request and the stream of events that came
 //! back, written append-only and replayed strictly by call order.
 //!
-//! Everything here works on `serde_json::Value` payloads and knows no gateway type:
+//! Everything here works on `serde_json::Value` payloads and knows no gateway type. The private
+//! modules, whose items are re-exported here:
 //!
-//! - [`rows`]: versions, outcomes, the request, event classes, the parsed [`Recording`] and the
+//! - `rows`: versions, outcomes, the request, event classes, the parsed [`Recording`] and the
 //!   [`RecordingFileError`];
-//! - [`redact`](mod@redact): the secret redaction applied before writing and before comparing;
-//! - [`reader`]: the strict reader and the read-permission rules;
-//! - [`writer`]: the locked, append-only [`RecordingSink`] and its per-call [`CallWriter`];
-//! - [`strict_replay`]: the [`StrictReplayer`] and its value-free [`ReplayMismatch`].
+//! - `redact`: the secret redaction applied before writing and before comparing ([`redact()`]);
+//! - `reader`: the strict reader and the read-permission rules ([`read_recording`]);
+//! - `writer`: the locked, append-only [`RecordingSink`] and its per-call [`CallWriter`];
+//! - `strict_replay`: the [`StrictReplayer`] and its value-free [`ReplayMismatch`].
 //!
-//! The managed-recordings folder, configuration and CLI (§9, §10, §12) live elsewhere.
+//! The managed-recordings folder, configuration and CLI (§9, §10, §12) live in the `harness`
+//! package (`recording_store`).
 
-pub mod reader;
-pub mod redact;
-pub mod rows;
-pub mod strict_replay;
-pub mod writer;
+mod reader;
+mod redact;
+mod rows;
+mod strict_replay;
+mod writer;
 
 #[cfg(test)]
 mod tests;

@@ -7,14 +7,14 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
 
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use super::reader::{Access, read_recording};
 use super::redact::redact_text;
 use super::rows::{Outcome, RecordedRequest, Recording, RecordingFileError, validate_event};
-use crate::core::diff::first_difference;
+use crate::diff::first_difference;
 
 /// The non-deterministic keys skipped at every depth (§7.5); fixed, not configurable.
 pub const SKIPPED_KEYS: [&str; 1] = ["timestamp"];
@@ -160,10 +160,7 @@ impl StrictReplayer {
     )]
     pub fn next_call(&self, incoming: &RecordedRequest) -> Result<Vec<Value>, StrictReplayError> {
         let incoming = incoming.stored();
-        let mut call_count = self
-            .call_count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut call_count = self.call_count.lock();
         let index = *call_count;
         let Some(call) = self.recording.calls.get(index) else {
             return Err(ReplayMismatch {
@@ -217,10 +214,7 @@ impl StrictReplayer {
 
     /// How many calls have been served (matched); starts at 0.
     pub fn call_count(&self) -> usize {
-        *self
-            .call_count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.call_count.lock()
     }
 
     /// How many calls the recording holds.

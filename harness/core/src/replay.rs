@@ -10,16 +10,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::canonical::{ReplayKey, replay_key};
 use super::diff::{Difference, first_difference};
-use super::fixture::{Fixture, FixtureError};
-use super::pyjson::to_python_json;
-
-pub use super::pyjson::python_repr;
+use super::fixture::{Answer, Fixture, FixtureError};
+use super::pyjson::{python_repr, to_python_json};
+use super::text::{first_chars, shorten};
 
 /// How many characters of the canonical text DeerFlow's miss message shows.
 const MISS_CANONICAL_CHARS: usize = 800;
@@ -32,10 +31,8 @@ const DIAGNOSTIC_VALUE_CHARS: usize = 120;
 pub struct Served {
     /// Index of the served turn in the fixture's `turns`.
     pub turn_index: usize,
-    /// The recorded AI message, `{"type": "ai", "data": {...}}` (`null` for an error turn).
-    pub output: Value,
-    /// The recorded failure, when the call failed while recording.
-    pub error: Option<Value>,
+    /// What the call answered when it was recorded: an AI message or a failure.
+    pub answer: Answer,
     /// The key the call was computed to have.
     pub key: ReplayKey,
 }
@@ -101,12 +98,6 @@ pub struct ReplayEngine {
     misses: Mutex<Vec<Miss>>,
 }
 
-/// Locks a mutex, recovering from poisoning: the guarded data stays consistent because every
-/// critical section here is a few infallible operations.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl ReplayEngine {
     /// Builds an engine over `fixture`, validating (as DeerFlow does at construction) that every
     /// turn's output is an AI message. `path` names the fixture in messages.
@@ -132,12 +123,6 @@ impl ReplayEngine {
         })
     }
 
-    /// Loads the fixture at `path` and builds an engine over it.
-    pub fn load(path: &Path) -> Result<ReplayEngine, FixtureError> {
-        let fixture = Fixture::load(path)?;
-        ReplayEngine::new(fixture, path)
-    }
-
     /// Serves the next recorded output for a call by `caller` (raw; normalised here) with the
     /// model-facing `messages`.
     ///
@@ -150,7 +135,7 @@ impl ReplayEngine {
     )]
     pub fn lookup(&self, caller: &str, messages: &[Value]) -> Result<Served, Miss> {
         let key = replay_key(caller, messages);
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
 
         let mut recorded_key = &key.input_hash;
         let mut found = state
@@ -170,8 +155,7 @@ impl ReplayEngine {
             let turn = &self.fixture.turns[turn_index];
             return Ok(Served {
                 turn_index,
-                output: turn.output.clone(),
-                error: turn.error.clone(),
+                answer: turn.answer.clone(),
                 key,
             });
         }
@@ -187,23 +171,23 @@ impl ReplayEngine {
             known_hashes: self.known_hashes.clone(),
             nearest,
         };
-        lock(&self.misses).push(miss.clone());
+        self.misses.lock().push(miss.clone());
         Err(miss)
     }
 
     /// A copy of this engine's miss ledger, oldest first.
     pub fn misses(&self) -> Vec<Miss> {
-        lock(&self.misses).clone()
+        self.misses.lock().clone()
     }
 
     /// Returns this engine's misses and clears the ledger.
     pub fn take_misses(&self) -> Vec<Miss> {
-        std::mem::take(&mut *lock(&self.misses))
+        std::mem::take(&mut *self.misses.lock())
     }
 
     /// Indexes of the turns never served, in file order. Unused turns are not an error (§5.5).
     pub fn unused_turns(&self) -> Vec<usize> {
-        let state = lock(&self.state);
+        let state = self.state.lock();
         (0..state.served.len())
             .filter(|&index| !state.served[index])
             .collect()
@@ -309,26 +293,12 @@ fn canonical_difference(recorded: &str, incoming: &str) -> Option<Difference> {
     }
 }
 
-/// The first `limit` characters of `text`.
-fn char_prefix(text: &str, limit: usize) -> &str {
-    match text.char_indices().nth(limit) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
-}
-
 /// A value shown in diagnostics: compact Python-style JSON, cut to a readable length.
 fn short_value(value: Option<&Value>) -> String {
     let Some(value) = value else {
         return "<missing>".to_owned();
     };
-    let text = to_python_json(value);
-    let prefix = char_prefix(&text, DIAGNOSTIC_VALUE_CHARS);
-    if prefix.len() < text.len() {
-        format!("{prefix}…")
-    } else {
-        text
-    }
+    shorten(&to_python_json(value), DIAGNOSTIC_VALUE_CHARS).into_owned()
 }
 
 impl fmt::Display for Miss {
@@ -344,7 +314,7 @@ impl fmt::Display for Miss {
             python_repr(&self.fixture_path.display().to_string()),
             python_repr(&self.caller),
             known.join(", "),
-            python_repr(char_prefix(&self.canonical, MISS_CANONICAL_CHARS)),
+            python_repr(first_chars(&self.canonical, MISS_CANONICAL_CHARS)),
         )?;
         let Some(nearest) = &self.nearest else {
             return write!(
@@ -358,7 +328,7 @@ impl fmt::Display for Miss {
             "\nnearest recorded turn for caller {}: turn {} (input hash {}…, {}",
             python_repr(&self.caller),
             nearest.turn_index,
-            char_prefix(&nearest.input_hash, 12),
+            first_chars(&nearest.input_hash, 12),
             if nearest.served {
                 "already served"
             } else {
@@ -393,8 +363,9 @@ impl std::error::Error for Miss {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::canonical::{canonical_conversation, conversation_hash};
-    use crate::core::fixture::Turn;
+    use crate::canonical::{canonical_conversation, conversation_hash};
+    use crate::fixture::Turn;
+    use crate::scenario::{Scenario, UiMode};
     use serde_json::json;
 
     fn human(text: &str) -> Value {
@@ -412,21 +383,14 @@ mod tests {
             caller: Some(key.caller),
             conversation_hash: Some(key.conversation_hash),
             input_hash: key.input_hash,
-            output: ai_output(answer),
-            error: None,
+            answer: Answer::Output(ai_output(answer)),
             canonical: with_canonical.then_some(key.canonical),
         }
     }
 
     fn fixture(turns: Vec<Turn>) -> Fixture {
         Fixture {
-            scenario: "s".to_owned(),
-            mode: "flash".to_owned(),
-            model: "m".to_owned(),
-            prompt: "p".to_owned(),
-            context: json!({}),
-            followups: Vec::new(),
-            gateway_config: None,
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
         }
     }
@@ -436,9 +400,10 @@ mod tests {
     }
 
     fn answer(served: &Served) -> &str {
-        served.output["data"]["content"]
-            .as_str()
-            .unwrap_or_default()
+        match &served.answer {
+            Answer::Output(output) => output["data"]["content"].as_str().unwrap_or_default(),
+            Answer::Error(error) => &error.message,
+        }
     }
 
     #[test]
@@ -472,8 +437,7 @@ mod tests {
             caller: None,
             conversation_hash: None,
             input_hash: conversation_hash(&canonical),
-            output: ai_output("legacy"),
-            error: None,
+            answer: Answer::Output(ai_output("legacy")),
             canonical: None,
         };
         let engine = engine(vec![legacy]);
@@ -581,7 +545,7 @@ mod tests {
         );
         let shown = format!(
             "Normalized input (first 800 chars): '{}'\n",
-            char_prefix(&miss.canonical, 800)
+            first_chars(&miss.canonical, 800)
         );
         assert!(message.contains(&shown), "{message}");
         assert!(
@@ -647,8 +611,7 @@ mod tests {
             caller: None,
             conversation_hash: None,
             input_hash: "deadbeef".to_owned(),
-            output: ai_output("x"),
-            error: None,
+            answer: Answer::Output(ai_output("x")),
             canonical: None,
         };
         let engine = engine(vec![legacy]);
@@ -666,30 +629,11 @@ mod tests {
     #[test]
     fn construction_validates_outputs() {
         let mut bad = turn("lead_agent", &[human("q")], "x", false);
-        bad.output = json!({"type": "human", "data": {"content": "x"}});
+        bad.answer = Answer::Output(json!({"type": "human", "data": {"content": "x"}}));
         let err = ReplayEngine::new(fixture(vec![bad]), "f.json").expect_err("invalid");
         assert_eq!(
             err.to_string(),
             "replay fixture 'f.json' turn 0 output is HumanMessage, expected AIMessage"
-        );
-    }
-
-    #[test]
-    fn engine_loads_from_disk() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("s.flash.json");
-        let hi = [human("hi")];
-        std::fs::write(
-            &path,
-            fixture(vec![turn("lead_agent", &hi, "a", true)]).to_pretty_json(),
-        )
-        .expect("write");
-        let engine = ReplayEngine::load(&path).expect("loads");
-        assert_eq!(engine.path(), path.as_path());
-        assert_eq!(engine.fixture().turns.len(), 1);
-        assert_eq!(
-            engine.lookup("lead_agent", &hi).expect("served").turn_index,
-            0
         );
     }
 }

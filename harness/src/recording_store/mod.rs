@@ -4,8 +4,8 @@
 //!
 //! The specification is `recording-format.md` §9 (activation and the fail-closed provider), §10
 //! (configuration), §11 (folder, IDs, permissions, locking) and §12 (the CLI). The file format
-//! itself (strict reader, writer) is [`crate::core::recording`]; this module only calls
-//! [`read_recording`] and [`RecordingSink::create_managed`](crate::core::recording::RecordingSink::create_managed).
+//! itself (strict reader, writer) is [`replay_core::recording`]; this module only calls
+//! [`read_recording`] and [`RecordingSink::create_managed`](replay_core::recording::RecordingSink::create_managed).
 //!
 //! # Adaptations of OpenProgram's design to this workspace
 //!
@@ -54,7 +54,8 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-use crate::core::recording::{Access, RecordingFileError, read_recording};
+use replay_core::recording::{Access, RecordingFileError, read_recording};
+use replay_core::shorten;
 
 pub use config::{Mode, RecordReplay};
 pub use ids::{
@@ -411,13 +412,12 @@ impl RecordingsHome {
     }
 }
 
+/// At most [`MAX_REASON_CHARS`] characters, the cut marked with `…`.
 fn bounded(reason: &str) -> String {
     if reason.chars().count() <= MAX_REASON_CHARS {
         reason.to_string()
     } else {
-        let mut cut: String = reason.chars().take(MAX_REASON_CHARS - 1).collect();
-        cut.push('…');
-        cut
+        shorten(reason, MAX_REASON_CHARS - 1).into_owned()
     }
 }
 

@@ -9,7 +9,7 @@
 //!   for fixture writing, so keys are sorted here explicitly (by code point, which is byte order in
 //!   UTF-8, which is also what Python's `sorted()` of `str` does);
 //! - Python pads negative exponents to two digits and switches to scientific notation at a
-//!   different threshold than `serde_json`, so floats use [`python_float_repr`].
+//!   different threshold than `serde_json`, so floats are written by Python's `repr` rules here.
 //!
 //! Parsing matters as much as printing: a float read one ulp off prints differently. The harness
 //! enables `serde_json`'s `float_roundtrip` feature so that numbers are parsed exactly, as CPython
@@ -159,8 +159,10 @@ impl std::fmt::Write for StackBuf {
 /// Python's `repr(float)`: shortest round-trip digits, fixed notation for decimal exponents
 /// `-4 <= e < 16` (integral values get `.0`), scientific otherwise (`1e-05`, `1e+16`,
 /// `1.2345678901234568e+20`), and `NaN`, `Infinity`, `-Infinity` for non-finite values (the
-/// spellings `json.dumps` uses).
-pub fn python_float_repr(value: f64) -> String {
+/// spellings `json.dumps` uses). The writer appends the same text in place; this is its tested
+/// form.
+#[cfg(test)]
+fn python_float_repr(value: f64) -> String {
     let mut out = String::with_capacity(24);
     push_float(&mut out, value);
     out

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::config::{Mode, RecordReplay};
 use super::ids::{Selector, default_recording_id, normalize_recording_id, parse_selector};
 use super::{Location, RecordingsError, RecordingsHome, fsx, is_valid_recording_id};
-use crate::core::recording::{Recording, RecordingSink, read_recording};
+use replay_core::recording::{Recording, RecordingSink, lock_path_for, read_recording};
 
 /// The info object of `list --json` and `show` (§12).
 #[derive(Debug, Clone, PartialEq)]
@@ -432,7 +432,7 @@ fn regular_file(id: &str, path: &Path) -> Result<std::fs::Metadata, RecordingsEr
 /// Takes `<path>.lock` without blocking (held elsewhere: `recording is locked: <id>`), removes
 /// the recording and then the lock file, and releases the lock.
 fn remove_locked(id: &str, path: &Path) -> Result<(), RecordingsError> {
-    let lock_path = lock_path(path);
+    let lock_path = lock_path_for(path);
     let lock = fsx::try_lock_file(&lock_path)
         .map_err(|source| RecordingsError::Io {
             action: "cannot open lock file",
@@ -449,11 +449,4 @@ fn remove_locked(id: &str, path: &Path) -> Result<(), RecordingsError> {
     let _ = std::fs::remove_file(&lock_path);
     drop(lock);
     Ok(())
-}
-
-/// `<recording file>.lock`.
-pub(crate) fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".lock");
-    PathBuf::from(name)
 }

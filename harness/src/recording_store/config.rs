@@ -9,7 +9,6 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -263,35 +262,15 @@ impl RecordingsHome {
     }
 }
 
-/// Writes `document` to a fresh 0600 temporary file beside `path`, fsyncs it and renames it over
-/// `path`; the temporary file is removed when any step fails.
+/// Writes `document` (pretty JSON and a newline) over `path` atomically, mode 0600.
 fn write_atomically(path: &Path, document: &Value) -> Result<(), RecordingsError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let temp = dir.join(format!(
-        ".config.json.{}.{:08x}.tmp",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RecordingsError::Io {
-            action,
-            path,
-            source,
-        }
-    };
     let mut text = serde_json::to_string_pretty(document).expect("a JSON value serialises");
     text.push('\n');
-    let written = fsx::private_nofollow(OpenOptions::new().write(true).create_new(true))
-        .open(&temp)
-        .and_then(|mut file| {
-            file.write_all(text.as_bytes())?;
-            file.sync_all()
-        })
-        .map_err(io("cannot write config", &temp))
-        .and_then(|()| std::fs::rename(&temp, path).map_err(io("cannot replace config", path)));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    replay_core::write_atomically(path, text.as_bytes(), 0o600).map_err(|source| {
+        RecordingsError::Io {
+            action: "cannot write config",
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }

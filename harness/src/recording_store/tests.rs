@@ -293,9 +293,9 @@ fn recordings_dotdot_and_case_variants_cannot_bypass_the_symlinked_root() {
     // The same file through the symlink is readable as an external file, so only the checks
     // above stop these paths.
     assert!(
-        crate::core::recording::read_recording(
+        replay_core::recording::read_recording(
             &state.join("RECORDINGS/x.jsonl"),
-            crate::core::recording::Access::External
+            replay_core::recording::Access::External
         )
         .is_ok(),
         "precondition: the format library reads an external 0600 file through a symlinked \
@@ -805,7 +805,7 @@ fn recordings_delete_refuses_active_external_symlink_missing_and_locked() {
     assert_eq!(err.exit_code(), 2);
     assert!(victim.exists());
 
-    let lock = File::create(store::lock_path(&victim)).unwrap();
+    let lock = File::create(replay_core::recording::lock_path_for(&victim)).unwrap();
     lock.try_lock().unwrap();
     let err = home.delete("victim", &mut yes).unwrap_err();
     assert_eq!(err.to_string(), "recording is locked: victim");
@@ -822,7 +822,10 @@ fn recordings_delete_refuses_active_external_symlink_missing_and_locked() {
     assert_eq!(asked, ["victim"], "the user types the ID");
     assert_eq!(deleted.id, "victim");
     assert!(!victim.exists());
-    assert!(!store::lock_path(&victim).exists(), "lock file removed");
+    assert!(
+        !replay_core::recording::lock_path_for(&victim).exists(),
+        "lock file removed"
+    );
 }
 
 #[test]
@@ -887,7 +890,7 @@ fn recordings_prune_skips_a_locked_old_recording() {
     let path = home.ensure_root().unwrap().join("held.jsonl");
     write_file(&path, HEADER, 0o600);
     age(&path, 10 * DAY);
-    let lock = File::create(store::lock_path(&path)).unwrap();
+    let lock = File::create(replay_core::recording::lock_path_for(&path)).unwrap();
     lock.try_lock().unwrap();
     let report = home.prune(1, false, &mut yes).unwrap();
     assert_eq!((report.matched, report.deleted, report.failed), (1, 0, 1));

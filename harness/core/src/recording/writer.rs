@@ -11,8 +11,9 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock};
 
+use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Value, json};
 
@@ -22,7 +23,7 @@ use super::rows::{
     FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedRequest, RecordingFileError, index_value,
     validate_event,
 };
-use crate::core::pyjson::to_python_json;
+use crate::pyjson::to_python_json;
 
 /// The managed recording ID syntax of §11.1 (after removing a trailing `.jsonl`).
 static RECORDING_ID: LazyLock<Regex> = LazyLock::new(|| {
@@ -198,7 +199,7 @@ impl SinkInner {
         &self,
         body: impl FnOnce() -> Result<T, RecordingFileError>,
     ) -> Result<T, RecordingFileError> {
-        let _guard = self.guard.lock().unwrap_or_else(PoisonError::into_inner);
+        let _guard = self.guard.lock();
         let mut options = OpenOptions::new();
         options
             .read(true)
