@@ -17,5 +17,5 @@ export default defineConfig({
   server: { host: "127.0.0.1", proxy },
   preview: { host: "127.0.0.1", proxy },
   build: { target: "es2022", sourcemap: true },
-  test: { include: ["src/**/*.test.ts"], environment: "node" },
+  test: { include: ["src/**/*.test.ts", "tests/**/*.test.ts"], environment: "node" },
 });

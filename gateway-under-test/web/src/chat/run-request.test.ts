@@ -29,7 +29,7 @@ async function sentBySdk(inputs: RunRequestInputs): Promise<{ url: string; body:
   const fetchStub: typeof fetch = (input, init) => {
     requests.push({
       url: input instanceof Request ? input.url : String(input),
-      body: JSON.parse(String(init?.body)),
+      body: JSON.parse(typeof init?.body === "string" ? init.body : "null"),
       headers: new Headers(init?.headers),
     });
     return Promise.resolve(new Response("event: end\ndata: null\n\n", { headers: { "Content-Type": "text/event-stream" } }));

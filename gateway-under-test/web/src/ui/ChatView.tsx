@@ -9,7 +9,7 @@
 
 import type { Client } from "@langchain/langgraph-sdk";
 import { useStream } from "@langchain/langgraph-sdk/react";
-import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 import {
   messagesPage,
@@ -189,6 +189,18 @@ export function ChatView(props: ChatViewProps) {
     }
   }, [threadId, runs, streamingRunId]);
 
+  // Follow the conversation as it grows, unless the person scrolled up to read.
+  const logRef = useRef<HTMLElement>(null);
+  const followBottom = useRef(true);
+  useLayoutEffect(() => {
+    const log = logRef.current;
+    if (log !== null && followBottom.current) log.scrollTop = log.scrollHeight;
+  }, [runs, activity, runError, history.status, followUps]);
+  const onScroll = () => {
+    const log = logRef.current;
+    if (log !== null) followBottom.current = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  };
+
   const send = useCallback(
     (text: string) => {
       const id = threadId ?? newThreadId();
@@ -197,6 +209,7 @@ export function ChatView(props: ChatViewProps) {
       setActivity(IDLE_ACTIVITY);
       setRunError(null);
       setRunId(null);
+      followBottom.current = true;
       void stream.submit(input, {
         ...options,
         ...(threadId === null ? { threadId: id } : {}),
@@ -214,7 +227,7 @@ export function ChatView(props: ChatViewProps) {
       <header className="chat-header">
         <h1>{title}</h1>
       </header>
-      <section className="conversation" role="log" aria-label="Conversation" aria-busy={busy}>
+      <section ref={logRef} onScroll={onScroll} className="conversation" role="log" aria-label="Conversation" aria-busy={busy}>
         {history.status === "loading" && <p role="status">Loading the conversation…</p>}
         {history.status === "failed" && (
           <p role="alert">The conversation's history could not be loaded: {history.message}</p>
