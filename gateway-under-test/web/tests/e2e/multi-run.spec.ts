@@ -60,7 +60,8 @@ test("runs of a seeded thread render oldest first, each once", async ({ page }) 
     (alpha?.y ?? 0) < (omega?.y ?? 0),
     `the older run (${ALPHA}, y=${alpha?.y}) must render above the newer one (${OMEGA}, y=${omega?.y}). ` +
       "Either the gateway's run order broke (GET …/messages/page must answer each page in ascending seq, newest page first, " +
-      "next_before_seq pointing back) or the client's history rebuild did (src/chat/history.ts puts each older page in front)",
+      "next_before_seq pointing back) or the client's history rebuild did (src/chat/history.ts puts each older page in front; " +
+      "runsFromRows in src/chat/conversation.ts keeps the rows' order)",
   ).toBe(true);
   await log.getByText(ALPHA).scrollIntoViewIfNeeded();
   await keepScreenshot(page, "multi-run-order");

@@ -58,6 +58,6 @@ test("register, reload signed in, mutate with the CSRF header, sign out", async 
   await account.getByRole("button", { name: "Sign out" }).click();
   await expect(form).toBeVisible();
   const left = (await context.cookies(gateway.baseUrl)).map((cookie) => cookie.name);
-  expect(left, "signing out deletes the session and CSRF cookies").not.toEqual(expect.arrayContaining(["access_token"]));
-  expect(left).not.toContain("csrf_token");
+  expect(left, "signing out deletes the session cookie").not.toContain("access_token");
+  expect(left, "signing out deletes the CSRF cookie").not.toContain("csrf_token");
 });
