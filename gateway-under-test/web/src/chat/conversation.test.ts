@@ -196,6 +196,14 @@ describe("stream activity", () => {
       "The model is answering…",
     ],
     [[["custom", { type: "progress" }]], "Starting…"],
+    [[["updates", { __input__: {} }]], "Starting…"],
+    [
+      [
+        ["updates", { tools: {} }],
+        ["updates", { __interrupt__: [] }],
+      ],
+      "Running tools…",
+    ],
     [[["updates", null]], "Starting…"],
   ] as const)("%j reads %s", (events, expected) => {
     const activity = events.reduce(

@@ -198,10 +198,15 @@ export interface StreamActivity {
 /** No activity yet. */
 export const IDLE_ACTIVITY: StreamActivity = { node: null, retry: null };
 
-/** `activity` after one `updates` frame: the frame's (last) key names the node. */
+/**
+ * `activity` after one `updates` frame: the frame's (last) key names the node. LangGraph's own
+ * pseudo-nodes (`__input__`, `__interrupt__`) are not work a person would want named.
+ */
 export function afterUpdate(activity: StreamActivity, data: unknown): StreamActivity {
   if (typeof data !== "object" || data === null) return activity;
-  const node = Object.keys(data).at(-1);
+  const node = Object.keys(data)
+    .filter((key) => !key.startsWith("__"))
+    .at(-1);
   return node === undefined ? activity : { node, retry: null };
 }
 

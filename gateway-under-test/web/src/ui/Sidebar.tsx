@@ -2,22 +2,8 @@
 
 import { useMemo, useState, type MouseEvent, type ReactNode } from "react";
 
+import { visibleThreads, type ThreadSummary } from "../chat/threads";
 import { threadPath } from "./route";
-
-/** A thread as the sidebar lists it. */
-export interface ThreadSummary {
-  threadId: string;
-  title: string | null;
-  updatedAt: string;
-}
-
-/** The list the sidebar shows: titles matching `query` (case-insensitive), newest first. */
-export function visibleThreads(threads: readonly ThreadSummary[], query: string): ThreadSummary[] {
-  const needle = query.trim().toLowerCase();
-  return threads
-    .filter((thread) => needle === "" || (thread.title ?? "").toLowerCase().includes(needle))
-    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
-}
 
 export function Sidebar({
   threads,

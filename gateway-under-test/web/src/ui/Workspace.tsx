@@ -12,7 +12,8 @@ import type { GatewayUser } from "../auth/synthetic-user";
 import { loadSettings, MODE_LABELS, MODES, parseMode, saveSettings, type Settings } from "../chat/modes";
 import { ChatView } from "./ChatView";
 import { threadPath, useRoute } from "./route";
-import { Sidebar, type ThreadSummary } from "./Sidebar";
+import type { ThreadSummary } from "../chat/threads";
+import { Sidebar } from "./Sidebar";
 
 type Models = { status: "loading" } | { status: "ready"; models: ModelInfo[] } | { status: "failed"; message: string };
 
@@ -164,6 +165,7 @@ export function Workspace({
         onThreadCreated={(id) => {
           setAdopted({ threadId: id, key: chatKey });
           navigate(threadPath(id), { replace: true });
+          refreshThreads();
         }}
         onRunFinished={refreshThreads}
       />
