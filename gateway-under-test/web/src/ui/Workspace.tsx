@@ -10,9 +10,9 @@ import { createGatewayClient } from "../api/client";
 import { listModels, suggestionsConfig, type ModelInfo, type SuggestionsConfig } from "../api/gateway";
 import type { GatewayUser } from "../auth/synthetic-user";
 import { loadSettings, MODE_LABELS, MODES, parseMode, saveSettings, type Settings } from "../chat/modes";
+import type { ThreadSummary } from "../chat/threads";
 import { ChatView } from "./ChatView";
 import { threadPath, useRoute } from "./route";
-import type { ThreadSummary } from "../chat/threads";
 import { Sidebar } from "./Sidebar";
 
 type Models = { status: "loading" } | { status: "ready"; models: ModelInfo[] } | { status: "failed"; message: string };
