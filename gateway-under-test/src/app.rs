@@ -261,7 +261,8 @@ impl std::fmt::Debug for AuthState {
 
 /// What the web client's catalog routes read (`GET /api/models`, `/api/skills`, token usage,
 /// upload limits): the public part of each model entry (never a key or an endpoint), the token
-/// usage display switch, the upload limits and where the skills live.
+/// usage display switch, the upload limits and where the skills live; and where the built web
+/// client lives, which the router serves beside the API.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebClientSettings {
     /// The configured models, in configuration order.
@@ -274,6 +275,8 @@ pub struct WebClientSettings {
     pub skills_dir: PathBuf,
     /// `<home>/extensions_config.json`, which switches skills on and off.
     pub extensions_config: PathBuf,
+    /// `server.web_dir`: the built client the router serves beside the API, if any.
+    pub web_dir: Option<PathBuf>,
 }
 
 /// One model as the model picker shows it.
@@ -315,6 +318,7 @@ impl WebClientSettings {
             uploads: config.uploads.clone(),
             skills_dir: config.home.join(&config.skills.path),
             extensions_config: config.home.join("extensions_config.json"),
+            web_dir: config.server.web_dir.clone(),
         }
     }
 

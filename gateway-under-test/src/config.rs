@@ -132,6 +132,12 @@ pub struct ServerConfig {
     pub host: String,
     /// `server.port`: the port; `0` picks a free one. Default `8001`; `--port` overrides.
     pub port: u16,
+    /// `server.web_dir`: a built web client (a folder with `index.html`, such as
+    /// `gateway-under-test/web/dist`) served at `/` from the API's own origin, so the page's
+    /// cookie session and CSRF header work as in production. A path without a file answers
+    /// `index.html` (the client routes itself); `/api` and `/health` are never served from it.
+    /// Relative to the config file's folder. Unset (the default) serves no client.
+    pub web_dir: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -139,6 +145,7 @@ impl Default for ServerConfig {
         ServerConfig {
             host: "127.0.0.1".into(),
             port: 8001,
+            web_dir: None,
         }
     }
 }
@@ -669,6 +676,11 @@ impl Config {
         if config.home.is_relative() {
             config.home = base.join(&config.home);
         }
+        if let Some(web_dir) = config.server.web_dir.as_mut()
+            && web_dir.is_relative()
+        {
+            *web_dir = base.join(&*web_dir);
+        }
         config.apply_env(env)?;
         config.validate()?;
         Ok(config)
@@ -764,6 +776,17 @@ impl Config {
         }
         if self.auth.login_max_failures == 0 {
             return Err(invalid("auth.login_max_failures", "must be at least 1"));
+        }
+        if let Some(web_dir) = &self.server.web_dir
+            && !web_dir.join("index.html").is_file()
+        {
+            return Err(invalid(
+                "server.web_dir",
+                format!(
+                    "{} has no index.html; build the client first (`npm run build` in gateway-under-test/web)",
+                    web_dir.display()
+                ),
+            ));
         }
         let mut names = BTreeMap::new();
         for (index, model) in self.models.iter().enumerate() {
@@ -997,6 +1020,24 @@ mod tests {
             .apply_env(&env_of(&[("DEER_FLOW_AUTH_DISABLED", "1")]))
             .unwrap();
         assert!(config.auth.auth_disabled_effective());
+    }
+
+    #[test]
+    fn web_dir_is_taken_from_the_config_folder_and_must_hold_index_html() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gateway.toml");
+        std::fs::write(&path, "[server]\nweb_dir = \"client\"\n").unwrap();
+        let err = Config::load(&path, &env_of(&[])).unwrap_err().to_string();
+        assert!(
+            err.starts_with("config key `server.web_dir`: ")
+                && err.contains(&folder.path().join("client").display().to_string())
+                && err.contains("has no index.html"),
+            "{err}"
+        );
+        std::fs::create_dir(folder.path().join("client")).unwrap();
+        std::fs::write(folder.path().join("client/index.html"), "<!doctype html>").unwrap();
+        let config = Config::load(&path, &env_of(&[])).unwrap();
+        assert_eq!(config.server.web_dir, Some(folder.path().join("client")));
     }
 
     #[test]

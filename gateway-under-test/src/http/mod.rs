@@ -17,9 +17,14 @@ mod seed;
 mod sse;
 mod suggestions;
 mod threads;
+mod web_client;
+
+use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request};
+use axum::extract::{
+    DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Query, Request,
+};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -29,14 +34,16 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
-use crate::app::App;
+use crate::app::{App, WebClientSettings};
 use crate::store::{Store, StoreError, ThreadRecord};
 
 pub use guard::CurrentUser;
 
-/// Builds the router with every route and layer.
+/// Builds the router with every route and layer, and the built web client beside the API when
+/// `server.web_dir` names one.
 pub fn router(app: App) -> Router {
-    let mut api = Router::new()
+    let web_dir = Arc::<WebClientSettings>::from_ref(&app).web_dir.clone();
+    let api = Router::new()
         .route("/health", get(health))
         .merge(auth_routes::routes())
         .merge(threads::routes())
@@ -44,11 +51,14 @@ pub fn router(app: App) -> Router {
         .merge(suggestions::routes())
         .merge(compat::routes());
     #[cfg(feature = "test-seed")]
-    if app.test_seed_route() {
-        api = api.merge(seed::routes());
-    }
-    api = api.fallback(not_found);
-    api.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    let api = if app.test_seed_route() {
+        api.merge(seed::routes())
+    } else {
+        api
+    };
+    let api = api
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
             app.clone(),
             guard::authenticate,
@@ -57,7 +67,11 @@ pub fn router(app: App) -> Router {
         .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn(trace))
-        .with_state(app)
+        .with_state(app);
+    match web_dir {
+        Some(web_dir) => web_client::beside(api, &web_dir),
+        None => api,
+    }
 }
 
 async fn health() -> Json<Value> {

@@ -19,3 +19,4 @@ mod storage;
 mod stream_failure;
 mod suggestions;
 mod threads;
+mod web_client;
