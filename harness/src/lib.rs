@@ -14,6 +14,8 @@
 //!   verdict; [`web_flow`]: one fixture through the gateway as DeerFlow's web client drives a
 //!   chat page; [`golden`]: goldens in `golden/`.
 //! - [`record_run`]: recording a scenario and building its fixture.
+//! - [`replay_gateway`]: replay gateways for a browser (the client served beside the API, a
+//!   replay log written as calls hit or miss), behind `cargo xtask replay-gateway` and Layer 2.
 //! - [`recording_store`]: the managed recordings store behind `cargo xtask recordings` and the
 //!   record/replay activation decision for launchers.
 //! - With the `stand-in` feature (tests and `cargo xtask fixtures stand-in` only): `stand_in`,
@@ -26,6 +28,7 @@ pub mod golden;
 pub mod layer1;
 pub mod record_run;
 pub mod recording_store;
+pub mod replay_gateway;
 #[cfg(feature = "stand-in")]
 pub mod scenarios;
 #[cfg(feature = "stand-in")]

@@ -37,10 +37,14 @@ enum Command {
     /// Fixture maintenance.
     #[command(subcommand)]
     Fixtures(fixtures::Command),
-    /// Serve one fixture by replay on 127.0.0.1 (default port 8011) for frontend and browser work.
+    /// Serve fixtures by replay on 127.0.0.1 with the web client at / (one on port 8011, or the
+    /// browser suite's set with --manifest).
     ///
-    /// Honours AUTH_JWT_SECRET (default ci-replay-secret), DEER_FLOW_AUTH_DISABLED=1 and, in a
-    /// build with the test-seed feature, DEERFLOW_ENABLE_TEST_SEED=1.
+    /// Every replay hit and miss is logged as it happens, each miss on stderr with its
+    /// diagnostic; SIGINT or SIGTERM stops the gateways, lists their unused turns, and exits 1
+    /// when any call missed. Honours AUTH_JWT_SECRET (default ci-replay-secret),
+    /// DEER_FLOW_AUTH_DISABLED=1 (one gateway) and, in a build with the test-seed feature,
+    /// DEERFLOW_ENABLE_TEST_SEED=1.
     ReplayGateway(replay_gateway::Args),
     /// Record one real model run (needs OPENAI_API_KEY and OPENAI_API_BASE; never in CI).
     ///

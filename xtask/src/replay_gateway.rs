@@ -1,25 +1,47 @@
-//! `cargo xtask replay-gateway`: the gateway serving one fixture by replay on 127.0.0.1, for
-//! frontend work and browser tests (DeerFlow's `run_replay_gateway.py`).
+//! `cargo xtask replay-gateway`: the real gateway replaying fixtures on 127.0.0.1 with the built
+//! web client at `/`, for a person with a browser (one gateway, port 8011) or for the Layer 2
+//! browser suite (`--manifest`: one gateway per fixture plus the suite's named extras, each on a
+//! free port, described in a manifest). DeerFlow's `run_replay_gateway.py`, grown up.
+//!
+//! Every hit and miss is logged as it happens (a miss on stderr with its diagnostic); at SIGINT or
+//! SIGTERM the gateways stop, their unused turns are listed, and the exit status is 1 when any
+//! call missed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
-use harness::adapter::boot::{Extensions, ModelWiring, boot_at};
-use harness::golden::fixtures_dir;
-use replay_core::{Fixture, ReplayEngine};
+use harness::golden::{fixtures_dir, workspace_root};
+use harness::replay_gateway::{
+    Auth, GatewayReport, GatewaySpec, HostSettings, ReplayGateway, manifest, suite,
+};
+use replay_core::{SHARED_FILE_MODE, write_atomically};
 
 /// Arguments of `replay-gateway`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The port on 127.0.0.1.
-    #[arg(long, default_value_t = 8011)]
+    /// The port on 127.0.0.1 (one gateway; with --manifest every gateway takes a free port).
+    #[arg(long, default_value_t = 8011, conflicts_with = "manifest")]
     port: u16,
-    /// The fixture to serve.
+    /// The fixture to replay; with --manifest, the one the named extras (reload, signed-in,
+    /// multi-run, auth-disabled) replay.
     #[arg(long, default_value_os_t = fixtures_dir().join("write_read_file.ultra.json"))]
     fixture: PathBuf,
-    /// The browser origin allowed by CORS and the auth routes' Origin check.
+    /// The built web client to serve at `/` [default: gateway-under-test/web/dist when it holds
+    /// an index.html; without one, only the API is served].
+    #[arg(long, value_name = "DIR")]
+    web_dir: Option<PathBuf>,
+    /// Append every replay hit and miss to this file as JSON lines (one gateway; with
+    /// --manifest each gateway logs to gateways/<name>.replay.jsonl beside the manifest).
+    #[arg(long, value_name = "FILE", conflicts_with = "manifest")]
+    replay_log: Option<PathBuf>,
+    /// Start the Layer 2 browser suite's gateways (one per fixture in fixtures/, named by its
+    /// stem, then reload, signed-in, multi-run and auth-disabled) and write their manifest
+    /// (E2E_GATEWAYS) here once every one of them is listening.
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// A browser origin to allow besides the gateway's own (CORS and the auth routes' Origin
+    /// check), for a client served from elsewhere.
     #[arg(long, default_value = "http://localhost:3000")]
     cors: String,
 }
@@ -28,51 +50,213 @@ fn env_set(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
+/// The client folder: `--web-dir` as given (the gateway refuses one without index.html), else
+/// the client's build output when there is one.
+fn web_dir(requested: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(dir) = requested {
+        return Ok(Some(
+            std::path::absolute(dir).with_context(|| format!("--web-dir {}", dir.display()))?,
+        ));
+    }
+    let built = workspace_root().join("gateway-under-test/web/dist");
+    Ok(built.join("index.html").is_file().then_some(built))
+}
+
+fn describe_client(web_dir: Option<&Path>) -> String {
+    match web_dir {
+        Some(dir) => format!("the web client from {}", dir.display()),
+        None => "no web client (build it: cd gateway-under-test/web && npm ci && npm run build; \
+                 or pass --web-dir), the API only"
+            .to_owned(),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let fixture = Fixture::load(&args.fixture)?;
-    let engine = Arc::new(ReplayEngine::new(fixture.clone(), &args.fixture)?);
-    let jwt_secret = env_set("AUTH_JWT_SECRET").unwrap_or_else(|| "ci-replay-secret".into());
-    let auth_disabled = env_set("DEER_FLOW_AUTH_DISABLED").as_deref() == Some("1");
-    let seed = env_set("DEERFLOW_ENABLE_TEST_SEED").as_deref() == Some("1");
-    if seed && !cfg!(feature = "test-seed") {
+    let seed_requested = env_set("DEERFLOW_ENABLE_TEST_SEED").as_deref() == Some("1");
+    if seed_requested && !cfg!(feature = "test-seed") {
         eprintln!(
-            "warning: DEERFLOW_ENABLE_TEST_SEED=1, but this build has no seed route; run `cargo run -p xtask --features test-seed -- replay-gateway`"
+            "warning: DEERFLOW_ENABLE_TEST_SEED=1, but this build has no seed route; run \
+             `cargo run -p xtask --features test-seed -- replay-gateway`"
         );
     }
-    let cors = args.cors.clone();
-    let extensions = Extensions {
-        configure: Box::new(move |config| {
-            config.auth.jwt_secret = Some(jwt_secret);
-            config.auth.cors_origins = vec![cors];
-            config.auth.disabled = auth_disabled;
-        }),
-        extend: Box::new(move |builder| builder.test_seed_route(seed)),
+    let settings = HostSettings {
+        web_dir: web_dir(args.web_dir.as_deref())?,
+        jwt_secret: env_set("AUTH_JWT_SECRET").unwrap_or_else(|| "ci-replay-secret".into()),
+        cors_origins: vec![args.cors.clone()],
     };
     let runtime = crate::runtime()?;
-    runtime.block_on(async {
-        let booted = boot_at(
-            args.port,
-            ModelWiring::Replay(engine.clone()),
-            fixture.scenario.gateway_config.as_ref(),
-            extensions,
-        )
+    let reports = runtime.block_on(async {
+        let gateways = match &args.manifest {
+            Some(path) => start_suite(path, &args.fixture, seed_requested, &settings).await?,
+            None => vec![start_one(&args, seed_requested, &settings).await?],
+        };
+        let signal = stop_signal().await?;
+        println!("{signal}: stopping the replay gateways");
+        let reports =
+            futures::future::join_all(gateways.into_iter().map(ReplayGateway::shutdown)).await;
+        anyhow::Ok(reports)
+    })?;
+    Ok(report_and_exit_code(&reports))
+}
+
+async fn start_one(
+    args: &Args,
+    seed_route: bool,
+    settings: &HostSettings,
+) -> anyhow::Result<ReplayGateway> {
+    let name = args
+        .fixture
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "replay".into());
+    let auth = match env_set("DEER_FLOW_AUTH_DISABLED").as_deref() {
+        Some("1") => Auth::Disabled,
+        _ => Auth::Enabled,
+    };
+    let spec = GatewaySpec {
+        name,
+        fixture: args.fixture.clone(),
+        auth,
+        seed_route,
+        replay_log: args.replay_log.clone(),
+    };
+    let gateway = ReplayGateway::start(spec, args.port, settings)
         .await
         .with_context(|| format!("cannot start the replay gateway on port {}", args.port))?;
+    let url = gateway.url();
+    println!(
+        "replay gateway for {} on {url}, with {} (auth {}{}); ready when {url}/health answers; \
+         open {url}/ in a browser; Ctrl-C stops it",
+        args.fixture.display(),
+        describe_client(settings.web_dir.as_deref()),
+        auth.as_str(),
+        if gateway.seed_route() {
+            ", seed route mounted"
+        } else {
+            ""
+        },
+    );
+    Ok(gateway)
+}
+
+async fn start_suite(
+    manifest_path: &Path,
+    extras_fixture: &Path,
+    seed_route: bool,
+    settings: &HostSettings,
+) -> anyhow::Result<Vec<ReplayGateway>> {
+    let manifest_path = std::path::absolute(manifest_path)
+        .with_context(|| format!("--manifest {}", manifest_path.display()))?;
+    let folder = manifest_path
+        .parent()
+        .context("the manifest needs a folder")?;
+    let log_dir = folder.join("gateways");
+    std::fs::create_dir_all(&log_dir)
+        .with_context(|| format!("cannot create {}", log_dir.display()))?;
+    // A manifest left from an earlier launch would name ports nobody listens on any more.
+    match std::fs::remove_file(&manifest_path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            return Err(err).with_context(|| format!("cannot remove {}", manifest_path.display()));
+        }
+        _ => {}
+    }
+    let specs = suite(&fixtures_dir(), extras_fixture, &log_dir, seed_route)?;
+    let gateways = futures::future::try_join_all(
+        specs
+            .into_iter()
+            .map(|spec| ReplayGateway::start(spec, 0, settings)),
+    )
+    .await?;
+    println!(
+        "{} replay gateways on 127.0.0.1 with {}:",
+        gateways.len(),
+        describe_client(settings.web_dir.as_deref())
+    );
+    let width = gateways
+        .iter()
+        .map(|gateway| gateway.spec().name.len())
+        .max()
+        .unwrap_or(0);
+    for gateway in &gateways {
+        let spec = gateway.spec();
+        let mut notes = vec![format!("auth {}", spec.auth.as_str())];
+        if gateway.seed_route() {
+            notes.push("seed route".into());
+        }
         println!(
-            "replay gateway for {} on {} (ready when {}/health answers); Ctrl-C stops it",
-            args.fixture.display(),
-            booted.url(),
-            booted.url()
+            "  {:width$}  {}  {}  ({})",
+            spec.name,
+            gateway.url(),
+            spec.fixture
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            notes.join(", ")
         );
+    }
+    if seed_route && !gateways.iter().any(ReplayGateway::seed_route) {
+        eprintln!("warning: no gateway has the seed route; the multi-run spec will fail");
+    }
+    let text = serde_json::to_string_pretty(&manifest(&gateways, folder))? + "\n";
+    write_atomically(&manifest_path, text.as_bytes(), SHARED_FILE_MODE)
+        .with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    println!(
+        "manifest {} (every gateway is listening); SIGINT or SIGTERM stops them",
+        manifest_path.display()
+    );
+    Ok(gateways)
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM and names it.
+async fn stop_signal() -> anyhow::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => {
+                interrupted.context("cannot listen for SIGINT")?;
+                Ok("SIGINT")
+            }
+            _ = terminate.recv() => Ok("SIGTERM"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
         tokio::signal::ctrl_c()
             .await
-            .context("cannot wait for Ctrl-C")?;
-        booted.shutdown().await.context("shutting down")?;
-        for miss in engine.misses() {
-            eprintln!("{miss}\n");
+            .context("cannot listen for Ctrl-C")?;
+        Ok("Ctrl-C")
+    }
+}
+
+/// Prints a line per gateway (hits, misses, unused turns) and the verdict; 1 when a call missed
+/// or a gateway did not stop cleanly.
+fn report_and_exit_code(reports: &[GatewayReport]) -> ExitCode {
+    for report in reports {
+        println!("  {}", report.summary());
+        if let Some(error) = &report.shutdown_error {
+            eprintln!(
+                "error: gateway {} did not stop cleanly: {error}",
+                report.name
+            );
         }
-        println!("unused turns: {:?}", engine.unused_turns());
-        anyhow::Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
+    }
+    let missed: Vec<String> = reports
+        .iter()
+        .filter(|report| !report.misses.is_empty())
+        .map(|report| format!("{} ({})", report.name, report.misses.len()))
+        .collect();
+    if !missed.is_empty() {
+        eprintln!(
+            "error: replay missed in {}; the diagnostics are above and in the replay logs",
+            missed.join(", ")
+        );
+    }
+    let unclean = reports.iter().any(|report| report.shutdown_error.is_some());
+    if missed.is_empty() && !unclean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -22,9 +22,7 @@ mod web_client;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{
-    DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Query, Request,
-};
+use axum::extract::{DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -58,13 +58,11 @@ async fn serve(State(mut client): State<ClientFiles>, request: Request, next: Ne
     *page_request.uri_mut() = request.uri().clone();
     *page_request.headers_mut() = request.headers().clone();
     let served = match client.files.try_call(request).await {
-        Ok(response) if response.status() == StatusCode::NOT_FOUND && is_page_path(&path) => {
-            client
-                .index
-                .try_call(page_request)
-                .await
-                .map(|response| response.map(Body::new))
-        }
+        Ok(response) if response.status() == StatusCode::NOT_FOUND && is_page_path(&path) => client
+            .index
+            .try_call(page_request)
+            .await
+            .map(|response| response.map(Body::new)),
         other => other.map(|response| response.map(Body::new)),
     };
     let mut response = match served {

@@ -66,7 +66,13 @@ async fn the_client_is_served_beside_the_api_and_never_shadows_it() {
         expect(Method::GET, "/index.html", 200, "text/html", INDEX),
         // A page path the client routes itself: index.html, not a 404.
         expect(Method::GET, "/chats/5f0c2a4e-8d1b", 200, "text/html", INDEX),
-        expect(Method::GET, "/assets/index-B7c1.js", 200, "text/javascript", BUNDLE),
+        expect(
+            Method::GET,
+            "/assets/index-B7c1.js",
+            200,
+            "text/javascript",
+            BUNDLE,
+        ),
         // A missing file stays a 404 rather than HTML a script tag would choke on.
         expect(Method::GET, "/assets/index-gone.js", 404, "", ""),
         // Nothing above the folder, however the path is spelled.
@@ -76,9 +82,21 @@ async fn the_client_is_served_beside_the_api_and_never_shadows_it() {
         // The API's own answers, whatever the folder holds.
         expect(Method::GET, "/health", 200, json, "healthy"),
         expect(Method::GET, "/api/models", 401, json, "not_authenticated"),
-        expect(Method::GET, "/api/v1/auth/me", 401, json, "not_authenticated"),
+        expect(
+            Method::GET,
+            "/api/v1/auth/me",
+            401,
+            json,
+            "not_authenticated",
+        ),
         expect(Method::GET, "/api", 401, json, "not_authenticated"),
-        expect(Method::GET, "/api/no/such/route", 401, json, "not_authenticated"),
+        expect(
+            Method::GET,
+            "/api/no/such/route",
+            401,
+            json,
+            "not_authenticated",
+        ),
     ];
     let mut problems = Vec::new();
     for case in &cases {

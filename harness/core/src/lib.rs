@@ -12,7 +12,8 @@
 //! - `scenario`: one scenario model, the same before recording, beside a recording and at the
 //!   head of a fixture ([`Scenario`], [`UiMode`]);
 //! - `fixture`: fixture files, loading, validation and byte-exact writing ([`Fixture`]);
-//! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]);
+//! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]),
+//!   telling an optional [`ReplayObserver`] of each lookup as it happens;
 //! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
 //! - `diff`: the first-difference walk used to explain misses ([`first_difference`]);
 //! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
@@ -49,7 +50,7 @@ pub use diff::{Difference, first_difference};
 pub use fixture::{Answer, Fixture, FixtureError, RecordedError, Turn};
 pub use normalize::normalize;
 pub use pyjson::{to_python_json, to_python_pretty_json};
-pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
+pub use replay::{Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of, web_shape_of};
 pub use text::{first_chars, shorten};

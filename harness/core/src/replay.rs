@@ -6,10 +6,15 @@
 //! returned `output` into its own message type. Each engine owns its miss ledger (DeerFlow's is
 //! process-wide), so several gateways can replay in one test process without seeing each other's
 //! misses.
+//!
+//! A [`ReplayObserver`] hears of every lookup the moment it is decided: a replay gateway that a
+//! browser drives logs with it, so a miss shows while the page is still open instead of at the
+//! end of a run.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -87,6 +92,15 @@ struct QueueState {
     served: Vec<bool>,
 }
 
+/// Hears of each lookup of a [`ReplayEngine`] as it is decided, on the calling thread, after the
+/// engine has released its locks (an observer may take its time, or look at the engine).
+pub trait ReplayObserver: Send + Sync + fmt::Debug {
+    /// A recorded turn was served.
+    fn served(&self, served: &Served);
+    /// A call missed (the miss is in the engine's ledger as well).
+    fn missed(&self, miss: &Miss);
+}
+
 /// Serves a fixture's recorded outputs by replay key, each turn at most once.
 #[derive(Debug)]
 pub struct ReplayEngine {
@@ -96,6 +110,7 @@ pub struct ReplayEngine {
     known_hashes: Vec<String>,
     state: Mutex<QueueState>,
     misses: Mutex<Vec<Miss>>,
+    observer: Option<Arc<dyn ReplayObserver>>,
 }
 
 impl ReplayEngine {
@@ -120,7 +135,14 @@ impl ReplayEngine {
             known_hashes,
             state: Mutex::new(QueueState { queues, served }),
             misses: Mutex::new(Vec::new()),
+            observer: None,
         })
+    }
+
+    /// This engine, telling `observer` of every lookup from now on.
+    pub fn with_observer(mut self, observer: Arc<dyn ReplayObserver>) -> ReplayEngine {
+        self.observer = Some(observer);
+        self
     }
 
     /// Serves the next recorded output for a call by `caller` (raw; normalised here) with the
@@ -152,12 +174,16 @@ impl ReplayEngine {
 
         if let Some(turn_index) = found {
             state.served[turn_index] = true;
-            let turn = &self.fixture.turns[turn_index];
-            return Ok(Served {
+            drop(state);
+            let served = Served {
                 turn_index,
-                answer: turn.answer.clone(),
+                answer: self.fixture.turns[turn_index].answer.clone(),
                 key,
-            });
+            };
+            if let Some(observer) = &self.observer {
+                observer.served(&served);
+            }
+            return Ok(served);
         }
 
         let nearest = self.nearest_turn(&key, &state.served);
@@ -172,6 +198,9 @@ impl ReplayEngine {
             nearest,
         };
         self.misses.lock().push(miss.clone());
+        if let Some(observer) = &self.observer {
+            observer.missed(&miss);
+        }
         Err(miss)
     }
 
@@ -475,6 +504,43 @@ mod tests {
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].canonical, canonical_conversation(&[human("nope")]));
         assert!(a.misses().is_empty());
+    }
+
+    /// Writes down what it hears, as `served <turn> <caller>` and `missed <caller>`.
+    #[derive(Debug, Default)]
+    struct Notes(Mutex<Vec<String>>);
+
+    impl ReplayObserver for Notes {
+        fn served(&self, served: &Served) {
+            let note = format!("served {} {}", served.turn_index, served.key.caller);
+            self.0.lock().push(note);
+        }
+        fn missed(&self, miss: &Miss) {
+            self.0.lock().push(format!("missed {}", miss.caller));
+        }
+    }
+
+    #[test]
+    fn an_observer_hears_each_lookup_as_it_is_decided() {
+        let hi = [human("hi")];
+        let notes = Arc::new(Notes::default());
+        let engine = engine(vec![
+            turn("lead_agent", &hi, "a", false),
+            turn("suggest_agent", &hi, "b", false),
+        ])
+        .with_observer(notes.clone());
+        engine.lookup("suggest_agent", &hi).expect("hit");
+        assert_eq!(*notes.0.lock(), ["served 1 suggest_agent"]);
+        engine.lookup("suggest_agent", &hi).expect_err("exhausted");
+        engine.lookup("lead_agent", &hi).expect("hit");
+        assert_eq!(
+            *notes.0.lock(),
+            [
+                "served 1 suggest_agent",
+                "missed suggest_agent",
+                "served 0 lead_agent"
+            ]
+        );
     }
 
     #[test]

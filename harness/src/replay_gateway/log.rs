@@ -1,0 +1,152 @@
+//! A replay gateway's log of what replay did, written the moment it happens: one JSON object per
+//! line in the log file, appended with a single write each (so a reader polling the file never
+//! sees half a line), and every miss also on stderr with its diagnostic.
+//!
+//! - `{"event": "hit", "turn": <index in the fixture's turns>, "caller": "<caller>"}`
+//! - `{"event": "miss", "caller": "<caller>", "diagnostic": "<the miss message>"}`
+//!
+//! The browser suite reads the file after each test and at its end
+//! (`gateway-under-test/web/tests/e2e/support/replay-log.ts`).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use replay_core::{Miss, ReplayObserver, Served};
+
+/// The observer a replay gateway's engine reports to.
+#[derive(Debug)]
+pub struct ReplayLog {
+    /// The gateway's name, in stderr lines.
+    gateway: String,
+    /// The log file and its path, when the gateway keeps one.
+    file: Option<(PathBuf, Mutex<File>)>,
+}
+
+impl ReplayLog {
+    /// Misses on stderr only.
+    pub fn stderr_only(gateway: &str) -> ReplayLog {
+        ReplayLog {
+            gateway: gateway.to_owned(),
+            file: None,
+        }
+    }
+
+    /// Misses on stderr, and every event in a new (or emptied) file at `path`.
+    pub fn create(gateway: &str, path: &Path) -> std::io::Result<ReplayLog> {
+        let file = File::create(path)?;
+        Ok(ReplayLog {
+            gateway: gateway.to_owned(),
+            file: Some((path.to_path_buf(), Mutex::new(file))),
+        })
+    }
+
+    /// The log file, when there is one.
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|(path, _)| path.as_path())
+    }
+
+    fn append(&self, event: &Value) {
+        let Some((path, file)) = &self.file else {
+            return;
+        };
+        let mut line = event.to_string();
+        line.push('\n');
+        if let Err(err) = file.lock().write_all(line.as_bytes()) {
+            // The stderr line of a miss still shows; a lost hit only shortens the used turns.
+            eprintln!(
+                "replay gateway {}: cannot append to {}: {err}",
+                self.gateway,
+                path.display()
+            );
+        }
+    }
+}
+
+impl ReplayObserver for ReplayLog {
+    fn served(&self, served: &Served) {
+        self.append(
+            &json!({"event": "hit", "turn": served.turn_index, "caller": served.key.caller}),
+        );
+    }
+
+    fn missed(&self, miss: &Miss) {
+        let diagnostic = miss.to_string();
+        eprintln!(
+            "replay gateway {}: replay miss (caller {}): {diagnostic}",
+            self.gateway, miss.caller
+        );
+        self.append(&json!({"event": "miss", "caller": miss.caller, "diagnostic": diagnostic}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use replay_core::{Answer, Fixture, ReplayEngine, Scenario, Turn, UiMode, replay_key};
+    use std::sync::Arc;
+
+    fn engine_with_one_turn(log: Arc<ReplayLog>) -> (ReplayEngine, Vec<Value>) {
+        let messages = vec![json!({"type": "human", "content": "hi", "name": "user-input"})];
+        let key = replay_key("suggest_agent", &messages);
+        let fixture = Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "hi"),
+            turns: vec![Turn {
+                caller: Some(key.caller),
+                conversation_hash: Some(key.conversation_hash),
+                input_hash: key.input_hash,
+                answer: Answer::Output(
+                    json!({"type": "ai", "data": {"content": "[]", "type": "ai"}}),
+                ),
+                canonical: Some(key.canonical),
+            }],
+        };
+        let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
+            .unwrap()
+            .with_observer(log);
+        (engine, messages)
+    }
+
+    fn lines(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn hits_and_misses_are_lines_in_the_file_as_they_happen() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gw.replay.jsonl");
+        std::fs::write(&path, "stale line of an earlier run\n").unwrap();
+        let log = Arc::new(ReplayLog::create("gw", &path).unwrap());
+        let (engine, messages) = engine_with_one_turn(log.clone());
+        assert!(lines(&path).is_empty(), "an earlier run's lines are gone");
+
+        engine.lookup("suggest_agent", &messages).unwrap();
+        assert_eq!(
+            lines(&path),
+            [json!({"event": "hit", "turn": 0, "caller": "suggest_agent"})]
+        );
+        let miss = engine.lookup("suggest_agent", &messages).unwrap_err();
+        let written = lines(&path);
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert_eq!(
+            written[1],
+            json!({"event": "miss", "caller": "suggest_agent", "diagnostic": miss.to_string()})
+        );
+        assert!(
+            written[1]["diagnostic"]
+                .as_str()
+                .unwrap()
+                .contains("nearest recorded turn for caller 'suggest_agent': turn 0"),
+            "{}",
+            written[1]
+        );
+        assert_eq!(log.path(), Some(path.as_path()));
+    }
+}
