@@ -21,7 +21,12 @@ export default defineConfig({
   timeout: 60_000,
   expect: { timeout: 15_000 },
   outputDir: join(OUTPUT_DIR, "results"),
-  reporter: [["list"], ["html", { outputFolder: join(OUTPUT_DIR, "report"), open: "never" }]],
+  // `list` prints a line per test as it ends; `cargo xtask e2e` sums up from the JSON report.
+  reporter: [
+    ["list"],
+    ["html", { outputFolder: join(OUTPUT_DIR, "report"), open: "never" }],
+    ["json", { outputFile: join(OUTPUT_DIR, "results.json") }],
+  ],
   globalSetup: "./tests/e2e/support/global-setup.ts",
   globalTeardown: "./tests/e2e/support/global-teardown.ts",
   use: {

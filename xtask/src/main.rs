@@ -1,6 +1,7 @@
 //! `cargo xtask`: developer commands for this workspace, thin clap wrappers over the harness.
 //! `cargo xtask --help` lists them; each has its own `--help`.
 
+mod e2e;
 mod fixtures;
 mod hash;
 mod record;
@@ -46,6 +47,14 @@ enum Command {
     /// DEER_FLOW_AUTH_DISABLED=1 (one gateway) and, in a build with the test-seed feature,
     /// DEERFLOW_ENABLE_TEST_SEED=1.
     ReplayGateway(replay_gateway::Args),
+    /// Layer 2: render every fixture's replayed run in the web client in Chromium (Playwright).
+    ///
+    /// Runs npm ci when the client's lockfile changed and its build when its sources changed,
+    /// builds the replay gateway with the seed route into target/e2e/cargo, starts the browser
+    /// suite's gateways (DEERFLOW_ENABLE_TEST_SEED=1), then Playwright against Debian's chromium
+    /// (CHROMIUM_PATH or PATH). A line per test, then a summary; the HTML report and the
+    /// screenshots go to target/e2e/. Exits 1 when a test fails or a replay call missed.
+    E2e(e2e::Args),
     /// Record one real model run (needs OPENAI_API_KEY and OPENAI_API_BASE; never in CI).
     ///
     /// Boots the gateway with the recording provider around the real OpenAI-compatible model,
@@ -74,6 +83,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in CI logs or files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let Some(command) = cli.command else {
@@ -85,6 +96,7 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
+        Command::E2e(args) => e2e::run(args),
         Command::Record(args) => record::record(args),
         Command::BuildFixture(args) => record::build(args),
         Command::Serve(args) => serve::run(args),

@@ -1,0 +1,424 @@
+//! `cargo xtask e2e`: Layer 2 in one command. The web client's dependencies (`npm ci`, only
+//! when the lockfile changed) and production build (only when its sources changed), the replay
+//! gateway built with the seed route into its own target folder (so no other build's binary is
+//! ever swapped), the browser suite's gateways started from it with `DEERFLOW_ENABLE_TEST_SEED=1`,
+//! then Playwright against Debian's Chromium. Exit status 1 when a spec fails or a replay
+//! missed.
+//!
+//! Everything it writes is under `target/e2e/`: `cargo/` (the gateway build), `stamps/` (what
+//! the last `npm ci` and client build saw), `gateways.json` and `gateways/` (the manifest and the
+//! replay logs), `report/` (Playwright's HTML report), `results/` (traces of failures),
+//! `screenshots/` and `results.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use harness::golden::workspace_root;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Arguments of `e2e`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only the tests whose title matches this regular expression (Playwright's --grep), e.g.
+    /// `renders write_read_file` or `multi-run`.
+    #[arg(long, short = 'g', value_name = "REGEX")]
+    grep: Option<String>,
+    /// Browser workers in parallel [default: 2, or E2E_WORKERS].
+    #[arg(long, value_name = "N")]
+    workers: Option<u32>,
+}
+
+/// The browsers the suite can drive, by executable name, in order of preference.
+const CHROMIUM_NAMES: [&str; 4] = [
+    "chromium",
+    "chromium-browser",
+    "google-chrome-stable",
+    "google-chrome",
+];
+
+/// Where everything goes.
+struct Layout {
+    web: PathBuf,
+    out: PathBuf,
+}
+
+impl Layout {
+    fn new() -> Layout {
+        let root = workspace_root();
+        Layout {
+            web: root.join("gateway-under-test/web"),
+            out: root.join("target/e2e"),
+        }
+    }
+
+    fn stamp(&self, name: &str) -> PathBuf {
+        self.out.join("stamps").join(name)
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let layout = Layout::new();
+    let chromium = find_chromium()?;
+    let npm = find_npm()?;
+    std::fs::create_dir_all(layout.out.join("stamps"))
+        .with_context(|| format!("cannot create {}", layout.out.display()))?;
+    println!("e2e: browser {}", chromium.display());
+
+    install_client_dependencies(&layout, &npm)?;
+    build_client(&layout, &npm)?;
+    let gateway_binary = build_replay_gateway(&layout)?;
+    for stale in ["screenshots", "results.json", "gateways.json"] {
+        remove(&layout.out.join(stale))?;
+    }
+    let gateways = GatewayProcess::start(&gateway_binary, &layout)?;
+
+    let step = Instant::now();
+    println!("e2e: Playwright (one line per test)");
+    let mut playwright = Command::new(layout.web.join("node_modules/.bin/playwright"));
+    playwright
+        .arg("test")
+        .current_dir(&layout.web)
+        .env("E2E_GATEWAYS", &gateways.manifest)
+        .env("E2E_OUTPUT_DIR", &layout.out)
+        .env("CHROMIUM_PATH", &chromium);
+    if let Some(grep) = &args.grep {
+        playwright.args(["--grep", grep]);
+    }
+    if let Some(workers) = args.workers {
+        playwright.arg(format!("--workers={workers}"));
+    }
+    let suite = playwright
+        .status()
+        .context("cannot run Playwright (node_modules/.bin/playwright)")?;
+    let suite_seconds = step.elapsed().as_secs_f64();
+    let gateway_status = gateways.stop()?;
+
+    let results = summary(&layout.out.join("results.json"));
+    let failed = !suite.success() || !gateway_status.success();
+    println!(
+        "e2e: {}; replay gateways {}; {:.1} s in all ({suite_seconds:.1} s of browser tests)",
+        results.unwrap_or_else(|err| format!("no summary ({err:#})")),
+        if gateway_status.success() {
+            "without a miss".to_owned()
+        } else {
+            format!("exited with {gateway_status} (a replay miss, above)")
+        },
+        started.elapsed().as_secs_f64(),
+    );
+    println!(
+        "e2e: report {}, screenshots {}",
+        layout.out.join("report/index.html").display(),
+        layout.out.join("screenshots").display()
+    );
+    Ok(if failed {
+        println!("e2e: FAILED");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `$CHROMIUM_PATH`, else the first Chromium on `PATH` (the suite never downloads a browser).
+fn find_chromium() -> anyhow::Result<PathBuf> {
+    if let Some(configured) = std::env::var_os("CHROMIUM_PATH").filter(|value| !value.is_empty()) {
+        let path = PathBuf::from(configured);
+        if is_executable(&path) {
+            return Ok(path);
+        }
+        bail!("CHROMIUM_PATH={} is not an executable file", path.display());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|folder| CHROMIUM_NAMES.map(|name| folder.join(name)))
+        .find(|candidate| is_executable(candidate))
+        .context(
+            "no Chromium on PATH: install Debian's package (`apt-get install chromium`) or set \
+             CHROMIUM_PATH; the suite never downloads Playwright's own browsers",
+        )
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+fn find_npm() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|folder| folder.join("npm"))
+        .find(|candidate| is_executable(candidate))
+        .context("no npm on PATH: the web client needs Node 20.19 or newer with npm")
+}
+
+fn remove(path: &Path) -> anyhow::Result<()> {
+    let result = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match result {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(err).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Runs `command`, failing with its name when it fails.
+fn run_step(command: &mut Command, what: &str) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The SHA-256 of `files` (and every file below the folders among them), names included, in a
+/// stable order. A missing path counts as empty, so creating it changes the digest.
+fn digest(root: &Path, files: &[&str]) -> anyhow::Result<String> {
+    let mut hasher = Sha256::new();
+    for name in files {
+        let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(root.join(name))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_file())
+            .map(walkdir::DirEntry::into_path)
+            .collect();
+        paths.sort();
+        for path in paths {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            hasher.update(
+                path.strip_prefix(root)
+                    .unwrap_or(&path)
+                    .as_os_str()
+                    .as_encoded_bytes(),
+            );
+            hasher.update([0]);
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(&bytes);
+        }
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// Whether the step whose inputs digest to `current` must run: its stamp says otherwise, or its
+/// output `product` is missing.
+fn stale(stamp: &Path, current: &str, product: &Path) -> bool {
+    !product.exists() || std::fs::read_to_string(stamp).ok().as_deref() != Some(current)
+}
+
+fn install_client_dependencies(layout: &Layout, npm: &Path) -> anyhow::Result<()> {
+    let current = digest(&layout.web, &["package.json", "package-lock.json"])?;
+    let stamp = layout.stamp("npm-ci");
+    // npm writes node_modules/.package-lock.json at the end of a complete install.
+    if !stale(
+        &stamp,
+        &current,
+        &layout.web.join("node_modules/.package-lock.json"),
+    ) {
+        println!("e2e: client dependencies up to date (package-lock.json unchanged)");
+        return Ok(());
+    }
+    let step = Instant::now();
+    println!("e2e: npm ci (package-lock.json changed since the last install)");
+    remove(&stamp)?;
+    run_step(
+        Command::new(npm)
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&layout.web),
+        "npm ci in gateway-under-test/web",
+    )?;
+    write_stamp(&stamp, &current)?;
+    println!("e2e: npm ci done in {:.1} s", step.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// What the production build reads.
+const CLIENT_SOURCES: [&str; 8] = [
+    "src",
+    "public",
+    "index.html",
+    "package.json",
+    "package-lock.json",
+    "vite.config.ts",
+    "tsconfig.json",
+    "tsconfig.app.json",
+];
+
+fn build_client(layout: &Layout, npm: &Path) -> anyhow::Result<()> {
+    let current = digest(&layout.web, &CLIENT_SOURCES)?;
+    let stamp = layout.stamp("client-build");
+    if !stale(&stamp, &current, &layout.web.join("dist/index.html")) {
+        println!("e2e: client build up to date (sources unchanged)");
+        return Ok(());
+    }
+    let step = Instant::now();
+    println!("e2e: npm run build (the client's sources changed since the last build)");
+    remove(&stamp)?;
+    run_step(
+        Command::new(npm)
+            .args(["run", "build", "--silent"])
+            .current_dir(&layout.web),
+        "npm run build in gateway-under-test/web",
+    )?;
+    write_stamp(&stamp, &current)?;
+    println!("e2e: client built in {:.1} s", step.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn write_stamp(stamp: &Path, digest: &str) -> anyhow::Result<()> {
+    std::fs::write(stamp, digest).with_context(|| format!("cannot write {}", stamp.display()))
+}
+
+/// Builds xtask with the seed route into `target/e2e/cargo`: a build with other features in the
+/// usual target folder would replace the binary another command (or `cargo test`) relies on.
+fn build_replay_gateway(layout: &Layout) -> anyhow::Result<PathBuf> {
+    let step = Instant::now();
+    println!("e2e: cargo build -p xtask --features test-seed (target/e2e/cargo)");
+    let target_dir = layout.out.join("cargo");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    run_step(
+        Command::new(cargo)
+            .args(["build", "--package", "xtask", "--features", "test-seed"])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .current_dir(workspace_root()),
+        "cargo build of the replay gateway",
+    )?;
+    println!(
+        "e2e: replay gateway built in {:.1} s",
+        step.elapsed().as_secs_f64()
+    );
+    Ok(target_dir.join("debug/xtask"))
+}
+
+/// The replay gateways, a child process serving the whole suite.
+struct GatewayProcess {
+    child: Option<Child>,
+    manifest: PathBuf,
+}
+
+impl GatewayProcess {
+    /// Starts the suite's gateways and waits until their manifest exists (it is written once
+    /// every gateway listens).
+    fn start(binary: &Path, layout: &Layout) -> anyhow::Result<GatewayProcess> {
+        let manifest = layout.out.join("gateways.json");
+        let child = Command::new(binary)
+            .args(["replay-gateway", "--manifest"])
+            .arg(&manifest)
+            .arg("--web-dir")
+            .arg(layout.web.join("dist"))
+            .env("DEERFLOW_ENABLE_TEST_SEED", "1")
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let mut process = GatewayProcess {
+            child: Some(child),
+            manifest,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !process.manifest.exists() {
+            if let Some(status) = process.child_mut().try_wait()? {
+                bail!("the replay gateways exited before they were ready ({status})");
+            }
+            if Instant::now() > deadline {
+                bail!("the replay gateways wrote no manifest within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(process)
+    }
+
+    fn child_mut(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("the child is only taken by stop")
+    }
+
+    /// SIGTERM, then its exit status: a failure when a replay call missed.
+    fn stop(mut self) -> anyhow::Result<ExitStatus> {
+        let mut child = self.child.take().expect("stopped once");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        )
+        .context("cannot send SIGTERM to the replay gateways")?;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("the replay gateways did not stop within 15 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for GatewayProcess {
+    /// An early return (a failed Playwright start) must not leave the gateways running.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `N passed, N failed[, N flaky, N skipped, N suite errors]` from Playwright's JSON report, and
+/// a line per failed test (`FAILED render.spec.ts › renders …`) printed on the way.
+fn summary(results: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(results)
+        .with_context(|| format!("cannot read {}", results.display()))?;
+    let report: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", results.display()))?;
+    let mut failed = Vec::new();
+    failed_specs(&report["suites"], &mut failed);
+    for spec in &failed {
+        println!("e2e: FAILED {spec}");
+    }
+    let count = |key: &str| report["stats"][key].as_u64().unwrap_or(0);
+    let mut parts = vec![
+        format!("{} passed", count("expected")),
+        format!("{} failed", count("unexpected")),
+    ];
+    for (key, name) in [("flaky", "flaky"), ("skipped", "skipped")] {
+        if count(key) > 0 {
+            parts.push(format!("{} {name}", count(key)));
+        }
+    }
+    // Errors outside any test: the global setup or teardown (a replay miss found at the end).
+    let errors = report["errors"].as_array().map_or(0, Vec::len);
+    if errors > 0 {
+        parts.push(format!("{errors} suite error(s)"));
+    }
+    Ok(parts.join(", "))
+}
+
+/// `file › title` of every spec below `suites` that did not pass.
+fn failed_specs(suites: &Value, out: &mut Vec<String>) {
+    for suite in suites.as_array().into_iter().flatten() {
+        for spec in suite["specs"].as_array().into_iter().flatten() {
+            if spec["ok"] == Value::Bool(false) {
+                let file = spec["file"].as_str().unwrap_or_default();
+                let title = spec["title"].as_str().unwrap_or_default();
+                out.push(format!("{file} › {title}"));
+            }
+        }
+        failed_specs(&suite["suites"], out);
+    }
+}
