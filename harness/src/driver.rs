@@ -4,9 +4,9 @@
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use replay_core::{Scenario, Shape, first_chars, shape_of, web_shape_of};
+use replay_core::{Scenario, Shape, UiMode, first_chars, shape_of, web_shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -104,29 +104,54 @@ impl RunTranscript {
 pub const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "updates", "custom"];
 
 /// The run request of DeerFlow's web client, in its exact form: the prompt as a text block,
-/// `recursion_limit: 1000`, the context the client builds for `mode` (`model_name`,
-/// `reasoning_effort`, the mode's flags and the thread id), the four web stream modes,
-/// `assistant_id` and `on_disconnect: "continue"`. The mode flags come from `context` (a
-/// fixture's context), so a web run asks for the same agent behaviour as the recorded one.
-pub fn web_run_request(prompt: &str, context: &Value, model_name: &str, thread_id: &str) -> Value {
-    let flag = |key: &str| context.get(key).cloned().unwrap_or(Value::Bool(false));
+/// `recursion_limit: 1000`, the context the client builds for `mode` (the picked model when there
+/// is one, the mode, its `reasoning_effort` unless flash, its three flags, the thread id), the
+/// four web stream modes, `stream_resumable: false` (the LangGraph SDK always sends it),
+/// `assistant_id` and `on_disconnect: "continue"`.
+///
+/// The web client builds the same body (`gateway-under-test/web/src/chat/run-request.ts`), and
+/// both are held to `gateway-under-test/web/src/chat/run-requests/run-request.<mode>.json`, so
+/// a run recorded through this driver replays in the browser without a miss.
+pub fn web_run_request(
+    prompt: &str,
+    mode: UiMode,
+    model_name: Option<&str>,
+    thread_id: &str,
+) -> Value {
+    let mut context = Map::new();
+    if let Some(model_name) = model_name {
+        context.insert("model_name".into(), json!(model_name));
+    }
+    context.insert("mode".into(), json!(mode.as_str()));
+    if let Some(effort) = mode.reasoning_effort() {
+        context.insert("reasoning_effort".into(), json!(effort));
+    }
+    let flags = mode.context();
+    for flag in ["thinking_enabled", "is_plan_mode", "subagent_enabled"] {
+        context.insert(flag.into(), flags[flag].clone());
+    }
+    context.insert("thread_id".into(), json!(thread_id));
     json!({
         "input": {"messages": [{"type": "human", "content": [{"type": "text", "text": prompt}],
                                 "additional_kwargs": {}}]},
         "config": {"recursion_limit": 1000},
-        "context": {
-            "model_name": model_name,
-            "mode": context.get("mode").cloned().unwrap_or(Value::Null),
-            "reasoning_effort": "high",
-            "thinking_enabled": flag("thinking_enabled"),
-            "is_plan_mode": flag("is_plan_mode"),
-            "subagent_enabled": flag("subagent_enabled"),
-            "thread_id": thread_id,
-        },
+        "context": context,
         "stream_mode": WEB_STREAM_MODES,
+        "stream_resumable": false,
         "assistant_id": "lead_agent",
         "on_disconnect": "continue",
     })
+}
+
+/// A scenario driven the way the web client drives it ([`Driver::run_scenario_as_web_client`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebClientRuns {
+    /// The thread the runs went to.
+    pub thread_id: String,
+    /// One transcript per prompt.
+    pub transcripts: Vec<RunTranscript>,
+    /// The suggestions answer after each run (none while suggestions are off).
+    pub suggestions: Vec<Value>,
 }
 
 /// One request of a driven page and its answer.
@@ -267,10 +292,10 @@ impl Driver {
         &self,
         thread_id: &str,
         prompt: &str,
-        context: &Value,
-        model_name: &str,
+        mode: UiMode,
+        model_name: Option<&str>,
     ) -> Result<RunTranscript, DriverError> {
-        let request = web_run_request(prompt, context, model_name, thread_id);
+        let request = web_run_request(prompt, mode, model_name, thread_id);
         self.stream_request(thread_id, request).await
     }
 
@@ -357,7 +382,7 @@ impl Driver {
     }
 
     /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
-    /// another, with the scenario's context (the scenario path of Layer 1 and of recording).
+    /// another, with the scenario's context and Layer 1's values-only request.
     /// Returns the thread id and one transcript per prompt.
     pub async fn run_scenario(
         &self,
@@ -372,6 +397,61 @@ impl Driver {
             );
         }
         Ok((thread_id, transcripts))
+    }
+
+    /// Creates a thread and drives the scenario's prompt and each follow-up in it the way the
+    /// web client does (the path of recording): each run with the client's run request
+    /// ([`web_run_request`], in the scenario's mode, with `model_name`), and after each run
+    /// the follow-up suggestions the client asks for, while `GET /api/suggestions/config` says
+    /// they are on (`n = max_suggestions`, the last six visible messages).
+    pub async fn run_scenario_as_web_client(
+        &self,
+        scenario: &Scenario,
+        model_name: &str,
+    ) -> Result<WebClientRuns, DriverError> {
+        let config = self.get_json("/api/suggestions/config").await?;
+        let suggestions_on = config["enabled"] != Value::Bool(false);
+        let n = config["max_suggestions"].as_u64().unwrap_or(3) as u32;
+        let thread_id = self.create_thread().await?;
+        let mut runs = WebClientRuns {
+            thread_id,
+            transcripts: Vec::new(),
+            suggestions: Vec::new(),
+        };
+        for prompt in scenario.prompts() {
+            let transcript = self
+                .stream_web_run(&runs.thread_id, prompt, scenario.mode, Some(model_name))
+                .await?;
+            let conversation = transcript
+                .final_values()
+                .map(|values| visible_conversation(&values))
+                .unwrap_or_default();
+            runs.transcripts.push(transcript);
+            if suggestions_on && n > 0 && !conversation.is_empty() {
+                let answer = self.suggestions(&runs.thread_id, &conversation, n).await?;
+                runs.suggestions.push(answer);
+            }
+        }
+        Ok(runs)
+    }
+
+    /// `GET path`, expecting 200 and a JSON body.
+    async fn get_json(&self, path: &str) -> Result<Value, DriverError> {
+        let route = format!("GET {path}");
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .map_err(|source| DriverError::Http {
+                route: route.clone(),
+                source,
+            })?;
+        expect_status(&route, response, 200)
+            .await?
+            .json()
+            .await
+            .map_err(|source| DriverError::Http { route, source })
     }
 
     /// `POST /api/threads/{id}/suggestions` with the last six visible messages, as the frontend
@@ -432,4 +512,63 @@ pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
             (!text.trim().is_empty()).then(|| (role.to_string(), text))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The web client's expected run request bodies, one file per mode:
+    /// `{"inputs": {"prompt", "mode", "model_name", "thread_id"}, "body": …}`.
+    fn run_request_files() -> std::path::PathBuf {
+        crate::golden::workspace_root().join("gateway-under-test/web/src/chat/run-requests")
+    }
+
+    #[test]
+    fn the_web_run_request_is_the_web_clients_for_every_mode() {
+        let folder = run_request_files();
+        let mut problems = Vec::new();
+        for mode in UiMode::ALL {
+            let path = folder.join(format!("run-request.{mode}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            let file: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            let inputs = &file["inputs"];
+            assert_eq!(inputs["mode"], mode.as_str(), "{}", path.display());
+            let built = web_run_request(
+                inputs["prompt"].as_str().expect("inputs.prompt"),
+                mode,
+                inputs["model_name"].as_str(),
+                inputs["thread_id"].as_str().expect("inputs.thread_id"),
+            );
+            if built != file["body"] {
+                problems.push(format!(
+                    "{}: the client sends\n  {}\nharness::driver::web_run_request builds\n  {built}",
+                    path.display(),
+                    file["body"]
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn every_run_request_file_is_a_mode_the_driver_knows() {
+        let mut modes: Vec<String> = std::fs::read_dir(run_request_files())
+            .expect("the client's run-requests folder")
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|name| {
+                let mode = name
+                    .strip_prefix("run-request.")
+                    .and_then(|rest| rest.strip_suffix(".json"));
+                mode.unwrap_or_else(|| panic!("{name}: not run-request.<mode>.json"))
+                    .to_owned()
+            })
+            .collect();
+        modes.sort();
+        let mut known: Vec<String> = UiMode::ALL.iter().map(|mode| mode.to_string()).collect();
+        known.sort();
+        assert_eq!(modes, known);
+    }
 }

@@ -1,7 +1,8 @@
 //! Recording a scenario: boot the gateway with the real OpenAI-compatible provider wrapped by the
-//! recording model, drive the scenario as the frontend would (prompt, follow-ups, then
-//! suggestions), write the versioned recording and its scenario metadata, and build the fixture
-//! from them. The stand-in path is the same with a scripted server in place of the real model.
+//! recording model, drive the scenario as the web client does (each prompt and follow-up with
+//! its run request, then the suggestions it asks for after every run), write the versioned
+//! recording and its scenario metadata, and build the fixture from them. The stand-in path is
+//! the same with a scripted server in place of the real model.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,8 @@ use serde_json::Value;
 
 use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::ModelBlock;
-use crate::driver::{Driver, DriverError, RunTranscript, visible_conversation};
+use crate::adapter::hermetic::SCENARIO_MODEL;
+use crate::driver::{Driver, DriverError, RunTranscript};
 #[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
 use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
@@ -59,8 +61,8 @@ pub struct Recorded {
     pub summary: Vec<TurnSummary>,
     /// The run transcripts.
     pub transcripts: Vec<RunTranscript>,
-    /// The suggestions answer.
-    pub suggestions: Value,
+    /// The suggestions answer after each run.
+    pub suggestions: Vec<Value>,
     /// The raw recording.
     pub recording_path: PathBuf,
     /// The scenario metadata beside it.
@@ -98,14 +100,11 @@ pub async fn record_scenario(
     let drive = async {
         let mut driver = Driver::new(&booted.url())?;
         driver.register().await?;
-        let (thread_id, transcripts) = driver.run_scenario(scenario).await?;
-        let conversation = transcripts
-            .last()
-            .and_then(RunTranscript::final_values)
-            .map(|values| visible_conversation(&values))
-            .unwrap_or_default();
-        let suggestions = driver.suggestions(&thread_id, &conversation, 3).await?;
-        Ok((transcripts, suggestions))
+        // Exactly the web client's requests, so the fixture replays in the browser too.
+        let runs = driver
+            .run_scenario_as_web_client(scenario, SCENARIO_MODEL)
+            .await?;
+        Ok((runs.transcripts, runs.suggestions))
     }
     .await;
     if let Err(err) = booted.shutdown().await {

@@ -70,6 +70,8 @@ pub fn shipped() -> Vec<StandInScenario> {
                 "content": "milk\neggs\n",
             })),
             text("I saved your shopping list to /mnt/user-data/outputs/list.txt."),
+            // The web client asks for follow-ups after every run, not only after the last.
+            text("[\"Read the list back\", \"Add bread to the list\", \"Where is the list saved?\"]"),
             tool("ls", json!({"description": "List the output folder", "path": "/mnt/user-data/outputs"})),
             text("The outputs folder holds one file: list.txt."),
             text("[\"Add bread to the list\", \"Read the list back\", \"Delete the list\"]"),

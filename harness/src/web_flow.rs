@@ -4,8 +4,8 @@
 //! Page load: `auth/me`, `features`, `models`, `skills`, `channels/providers`,
 //! `suggestions/config`, `threads/search`; the thread: create, `GET`, `history`,
 //! `messages/page`, `token-usage`, `uploads/limits`; each prompt streamed with the web request
-//! (four stream modes); after the runs: the thread, `history`, `messages/page` and
-//! `token-usage` again, `suggestions` with `n = max_suggestions`, and each run's
+//! (four stream modes) and after each run the thread, `history`, `messages/page` and
+//! `token-usage` again and `suggestions` with `n = max_suggestions`; at the end each run's
 //! `workspace-changes`.
 //!
 //! [`WebFlowRun::check`] demands what a browser needs: every request 2xx, no replay miss, and
@@ -201,31 +201,30 @@ pub async fn drive_web_client(
     let upload_limits = format!("/api/threads/{thread_id}/uploads/limits");
     exchanges.push(driver.exchange(Method::GET, &upload_limits, None).await?);
     let mut transcripts = Vec::new();
-    for prompt in std::iter::once(&fixture.scenario.prompt).chain(&fixture.scenario.followups) {
-        transcripts.push(
+    for prompt in fixture.scenario.prompts() {
+        let transcript = driver
+            .stream_web_run(
+                &thread_id,
+                prompt,
+                fixture.scenario.mode,
+                Some(SCENARIO_MODEL),
+            )
+            .await?;
+        // After every run the page reloads the thread and asks for follow-up suggestions.
+        exchanges.extend(thread_page(&driver, &thread_id).await?);
+        let conversation = transcript
+            .final_values()
+            .map(|values| visible_conversation(&values))
+            .unwrap_or_default();
+        transcripts.push(transcript);
+        let suggestions = suggestions_request(&conversation, max_suggestions);
+        let path = format!("/api/threads/{thread_id}/suggestions");
+        exchanges.push(
             driver
-                .stream_web_run(
-                    &thread_id,
-                    prompt,
-                    &fixture.scenario.context,
-                    SCENARIO_MODEL,
-                )
+                .exchange(Method::POST, &path, Some(&suggestions))
                 .await?,
         );
     }
-    exchanges.extend(thread_page(&driver, &thread_id).await?);
-    let conversation = transcripts
-        .last()
-        .and_then(RunTranscript::final_values)
-        .map(|values| visible_conversation(&values))
-        .unwrap_or_default();
-    let suggestions = suggestions_request(&conversation, max_suggestions);
-    let path = format!("/api/threads/{thread_id}/suggestions");
-    exchanges.push(
-        driver
-            .exchange(Method::POST, &path, Some(&suggestions))
-            .await?,
-    );
     for run_id in transcripts.iter().filter_map(RunTranscript::run_id) {
         let path = format!("/api/threads/{thread_id}/runs/{run_id}/workspace-changes");
         exchanges.push(driver.exchange(Method::GET, &path, None).await?);

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
-use harness::adapter::hermetic::{ModelBlock, hermetic_config, prepare_home};
+use harness::adapter::hermetic::{ModelBlock, SCENARIO_MODEL, hermetic_config, prepare_home};
 use harness::layer1::run_fixture;
 use harness::record_run::record_scenario;
 use harness::recording_store::Activation;
@@ -182,7 +182,12 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
         "the recorder hashes with the replay key function (the spec's T0 vector)"
     );
     assert!(recorded.meta_path.is_file());
-    assert_eq!(recorded.suggestions["suggestions"][0], "Append a line?");
+    assert_eq!(
+        recorded.suggestions.len(),
+        1,
+        "one suggestions call after the one run"
+    );
+    assert_eq!(recorded.suggestions[0]["suggestions"][0], "Append a line?");
 
     let fixture_path = folder.path().join("write_read_file.ultra.json");
     std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).unwrap();
@@ -238,14 +243,17 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
     let mut driver = harness::driver::Driver::new(&gateway.url()).unwrap();
     driver.register().await.unwrap();
     let thread = driver.create_thread().await.unwrap();
-    let request = json!({
-        "assistant_id": "lead_agent",
-        "input": {"messages": [{"role": "user", "content": WRITE_READ_FILE_PROMPT}]},
-        "config": {"recursion_limit": 100},
-        "context": UiMode::Ultra.context(),
-        "stream_mode": ["values", "messages-tuple"],
-    });
-    let transcript = driver.stream_request(&thread, request).await.unwrap();
+    // The web client's request, as the recording was made with: strict replay compares the
+    // model's input field by field, content blocks included.
+    let transcript = driver
+        .stream_web_run(
+            &thread,
+            WRITE_READ_FILE_PROMPT,
+            UiMode::Ultra,
+            Some(SCENARIO_MODEL),
+        )
+        .await
+        .unwrap();
     let values = transcript
         .events
         .iter()

@@ -1,4 +1,5 @@
-//! The xtask commands as a user runs them: exit codes and output of `replay` and `hash`.
+//! The xtask commands as a user runs them: exit codes and output of `replay`, `hash`, `fixtures`
+//! and `replay-gateway` (one gateway, and the browser suite's set with its manifest).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -222,7 +223,7 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(
-        rest.contains("unused turns: []"),
+        rest.contains("write_read_file.ultra: 4 hit(s), 0 miss(es), unused turns: none"),
         "every turn served, suggestions included: {rest}"
     );
     let first = outcome["suggestions"][0].as_str().unwrap().to_string();
@@ -264,6 +265,85 @@ fn fixtures_check_reports_every_fixture_green_with_its_unused_turns() {
         stdout.contains(
             "write_read_file.ultra: golden ok, misses 0, unused turns [3 (suggest_agent)]"
         ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_suite_gateways_write_their_manifest_and_a_miss_makes_the_launcher_exit_1() {
+    let folder = tempfile::tempdir().unwrap();
+    let manifest = folder.path().join("e2e/gateways.json");
+    let web = folder.path().join("dist");
+    std::fs::create_dir_all(&web).unwrap();
+    std::fs::write(web.join("index.html"), "<div id=\"root\"></div>").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("replay-gateway")
+        .arg("--manifest")
+        .arg(&manifest)
+        .arg("--web-dir")
+        .arg(&web)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("Failed to start the replay gateways");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !manifest.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the launcher exited");
+        assert!(std::time::Instant::now() < deadline, "no manifest in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let document: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let gateways = document["gateways"].as_array().unwrap();
+    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    assert_eq!(gateways.len(), fixtures + 4, "{document}");
+    let flash = gateways
+        .iter()
+        .find(|gateway| gateway["name"] == "write_read_file.flash")
+        .unwrap();
+    assert_eq!(
+        flash["replay_log"],
+        "gateways/write_read_file.flash.replay.jsonl"
+    );
+    let base = flash["base_url"].as_str().unwrap().to_owned();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        assert_eq!(
+            reqwest_get(&format!("{base}/health")).await["status"],
+            "healthy"
+        );
+        let mut driver = harness::driver::Driver::new(&base).unwrap();
+        driver.register().await.unwrap();
+        let thread = driver.create_thread().await.unwrap();
+        // A conversation the fixture never recorded: the suggestions model call misses.
+        let unrecorded = [("user".to_owned(), "Something nobody recorded".to_owned())];
+        driver.suggestions(&thread, &unrecorded, 3).await.unwrap();
+    });
+    let log = folder
+        .path()
+        .join("e2e/gateways/write_read_file.flash.replay.jsonl");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let line: Value = serde_json::from_str(logged.trim_end()).unwrap();
+    assert_eq!(
+        (&line["event"], &line["caller"]),
+        (&json!("miss"), &json!("suggest_agent")),
+        "{logged}"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("replay gateway write_read_file.flash: replay miss (caller suggest_agent): replay miss: no recorded output")
+            && stderr.contains("error: replay missed in write_read_file.flash (1)"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("write_read_file.flash: 0 hit(s), 1 miss(es), unused turns: #0 lead_agent, #1 lead_agent, #2 lead_agent, #3 suggest_agent")
+            && stdout.contains("write_read_file.ultra: no model call"),
         "{stdout}"
     );
 }

@@ -54,6 +54,17 @@ impl UiMode {
         json!({"is_bootstrap": false, "mode": self.as_str(), "thinking_enabled": thinking,
                "is_plan_mode": plan, "subagent_enabled": subagent})
     }
+
+    /// The `reasoning_effort` DeerFlow's web client puts in the run context for this mode: none
+    /// in flash (the key is left out), then `low`, `medium` and `high`.
+    pub fn reasoning_effort(self) -> Option<&'static str> {
+        match self {
+            UiMode::Flash => None,
+            UiMode::Thinking => Some("low"),
+            UiMode::Pro => Some("medium"),
+            UiMode::Ultra => Some("high"),
+        }
+    }
 }
 
 impl fmt::Display for UiMode {

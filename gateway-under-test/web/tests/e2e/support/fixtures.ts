@@ -46,6 +46,7 @@ export interface RenderCase {
   finalAnswers: string[];
   steps: ExpectedStep[];
   title: string;
+  /** The first question of the suggestions recorded after the last run (the chips left shown). */
   firstSuggestion: string | null;
   /** The recorded model error, whose fallback the page shows as an error. */
   error: string | null;
@@ -72,8 +73,12 @@ function modelTitle(turns: Turn[]): string | null {
   return text(turn.output?.data?.content).trim().replace(/^["']|["']$/g, "").slice(0, 60);
 }
 
+/**
+ * The first question of the last recorded suggestions: the client asks after every run, and
+ * the chips after the last run are the ones left on the page.
+ */
 function firstSuggestion(turns: Turn[]): string | null {
-  const turn = turns.find((entry) => entry.caller === "suggest_agent");
+  const turn = turns.findLast((entry) => entry.caller === "suggest_agent");
   const reply = text(turn?.output?.data?.content);
   const start = reply.indexOf("[");
   const end = reply.lastIndexOf("]");
