@@ -1,9 +1,10 @@
 /**
  * Render: every fixture in `fixtures/` replayed through the page. Pick the fixture's mode, send
  * its prompt and follow-ups, and the page must show the recorded final answers, each tool step
- * with its arguments, the title and the first recorded suggestion; a recorded model error shows
- * as an error. Each run request the page sends must be `runRequestBody`'s, the body the
- * harness's recorder is held to as well. Adding a fixture adds a case.
+ * with its arguments, the title and the first of the suggestions recorded after the last run; a
+ * recorded model error shows as an error. Each run request the page sends must be
+ * `runRequestBody`'s, the body the harness's recorder is held to as well. Adding a fixture adds
+ * a case.
  */
 
 import { parseMode } from "../../src/chat/modes";
