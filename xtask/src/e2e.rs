@@ -371,21 +371,21 @@ impl GatewayProcess {
             .expect("the child is only taken by stop")
     }
 
-    /// SIGTERM, then its exit status: a failure when a replay call missed.
+    /// SIGTERM, then its exit status: a failure when a replay call missed. On any error the
+    /// drop kills it.
     fn stop(mut self) -> anyhow::Result<ExitStatus> {
-        let mut child = self.child.take().expect("stopped once");
         rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
+            rustix::process::Pid::from_child(self.child_mut()),
             rustix::process::Signal::TERM,
         )
         .context("cannot send SIGTERM to the replay gateways")?;
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            if let Some(status) = child.try_wait()? {
+            if let Some(status) = self.child_mut().try_wait()? {
+                self.child = None;
                 return Ok(status);
             }
             if Instant::now() > deadline {
-                let _ = child.kill();
                 bail!("the replay gateways did not stop within 15 s of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -394,7 +394,8 @@ impl GatewayProcess {
 }
 
 impl Drop for GatewayProcess {
-    /// An early return (a failed Playwright start) must not leave the gateways running.
+    /// An early return (a failed Playwright start, a gateway deaf to SIGTERM) must not leave the
+    /// gateways running.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

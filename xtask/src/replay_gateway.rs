@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     web_dir: Option<PathBuf>,
     /// Append every replay hit and miss to this file as JSON lines (one gateway; with
-    /// --manifest each gateway logs to gateways/<name>.replay.jsonl beside the manifest).
+    /// --manifest each gateway logs to gateways/NAME.replay.jsonl beside the manifest).
     #[arg(long, value_name = "FILE", conflicts_with = "manifest")]
     replay_log: Option<PathBuf>,
     /// Start the Layer 2 browser suite's gateways (one per fixture in fixtures/, named by its
