@@ -295,9 +295,7 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
         (None, None | Some(Value::Null)) => {
             return Err(error("missing \"output\"".to_owned()));
         }
-        (None, Some(failure)) => {
-            Answer::Error(parse_recorded_error(failure).map_err(error)?)
-        }
+        (None, Some(failure)) => Answer::Error(parse_recorded_error(failure).map_err(error)?),
     };
     Ok(Turn {
         caller,

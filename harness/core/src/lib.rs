@@ -18,9 +18,11 @@
 //! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
 //!   the strict reader, the locked writer and strict replay), a public module of its own;
 //! - `build_fixture`: a recording plus its scenario into a fixture ([`build_fixture()`]);
+//! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
+//!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
 //! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
 //!
-//! The specification is `replay-and-fixtures.md` §2 to §5 and §8.2, and `recording-format.md` §2
+//! The specification is `replay-and-fixtures.md` §2 to §5, §8.2 and §11, and `recording-format.md` §2
 //! to §8, §11 and §13.
 
 mod atomic_file;
@@ -35,6 +37,7 @@ mod replay;
 mod scenario;
 mod shapes;
 mod text;
+mod wire;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
@@ -50,3 +53,4 @@ pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of};
 pub use text::{first_chars, shorten};
+pub use wire::{WireLookupError, messages_from_chat_completions};

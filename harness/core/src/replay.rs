@@ -41,8 +41,9 @@ pub struct Served {
 ///
 /// Its `Display` is DeerFlow's exact miss message, followed by this crate's diagnostics on new
 /// lines (the nearest recorded turn and, when the fixture stores canonical texts, the first
-/// differing field).
-#[derive(Debug, Clone, PartialEq)]
+/// differing field). It serialises to JSON field by field, so a model server can hand it to a
+/// driver in another process.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Miss {
     /// The normalised caller of the call.
     pub caller: String,
@@ -62,7 +63,7 @@ pub struct Miss {
 }
 
 /// The recorded turn that most resembles a missed call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NearestTurn {
     /// Index of the turn in the fixture's `turns`.
     pub turn_index: usize,
