@@ -1,16 +1,18 @@
-//! Layer 1: one fixture through the real gateway, in-process and keyless. Boot with the replay
-//! model, drive register → thread → `runs/stream` (then any follow-up prompts in the same
-//! thread), reduce the SSE to shapes, and collect the misses the error middleware hid.
+//! Layer 1: one fixture through the real gateway, keyless. Boot with the replay model (or select
+//! the fixture on the model server of a gateway that runs elsewhere: see [`crate::target`]),
+//! drive register → thread → `runs/stream` (then any follow-up prompts in the same thread),
+//! reduce the SSE to shapes, and collect the misses the error middleware hid.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
+use crate::adapter::boot::{BootError, Extensions};
 use crate::driver::{Driver, DriverError, RunTranscript};
 use crate::golden::stem_of;
-use replay_core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document, shorten};
+use crate::model_server::ClientError;
+use crate::target::{GatewayTarget, InProcess};
+use replay_core::{Fixture, FixtureError, Miss, Shape, golden_document, shorten};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,14 @@ pub enum HarnessError {
         /// Why.
         source: DriverError,
     },
+    /// The model server of a gateway that runs elsewhere could not select the fixture or report.
+    #[error("model server for {fixture}: {source}")]
+    ModelServer {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: ClientError,
+    },
 }
 
 /// The result of running one fixture.
@@ -47,6 +57,9 @@ pub struct ScenarioRun {
     pub transcripts: Vec<RunTranscript>,
     /// Model calls with no recorded output.
     pub misses: Vec<Miss>,
+    /// Other model-side failures reported by a model server (a strict-replay mismatch, an
+    /// ambiguous caller, an unreadable request), as their messages.
+    pub model_errors: Vec<String>,
     /// Turns nobody asked for (information, not failure).
     pub unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
@@ -99,6 +112,13 @@ impl ScenarioRun {
                 self.misses.len()
             ));
         }
+        if !self.model_errors.is_empty() {
+            problems.push(format!(
+                "the model server reported {} problem(s): {:?}",
+                self.model_errors.len(),
+                self.model_errors
+            ));
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -140,6 +160,9 @@ impl ScenarioRun {
         for miss in &self.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
+        for problem in &self.model_errors {
+            let _ = writeln!(out, "--- model server ---\n{problem}");
+        }
         if !self.unused_turns.is_empty() {
             let _ = writeln!(
                 out,
@@ -171,36 +194,45 @@ pub async fn run_fixture_with(
     run_loaded(path, fixture, extensions).await
 }
 
-/// Runs an already loaded fixture.
+/// Runs an already loaded fixture through an in-process gateway.
 pub async fn run_loaded(
     path: &Path,
     fixture: Fixture,
     extensions: Extensions,
 ) -> Result<ScenarioRun, HarnessError> {
+    run_on(&mut InProcess::new(extensions), path, fixture).await
+}
+
+/// Runs a fixture file through `target`.
+pub async fn run_fixture_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+) -> Result<ScenarioRun, HarnessError> {
+    let fixture = Fixture::load(path)?;
+    run_on(target, path, fixture).await
+}
+
+/// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
+/// failed drive, so the gateway stops and the model side is read).
+pub async fn run_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    fixture: Fixture,
+) -> Result<ScenarioRun, HarnessError> {
     let started = Instant::now();
-    let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
-    let booted = boot(
-        ModelWiring::Replay(engine.clone()),
-        fixture.scenario.gateway_config.as_ref(),
-        extensions,
-    )
-    .await
-    .map_err(|source| HarnessError::Boot {
-        fixture: path.to_path_buf(),
-        source,
-    })?;
-    let drive = drive_prompts(&booted.url(), &fixture).await;
-    if let Err(err) = booted.shutdown().await {
-        tracing::warn!("gateway shutdown: {err}");
-    }
+    let url = target.start(path, &fixture).await?;
+    let drive = drive_prompts(&url, &fixture).await;
+    let ledger = target.finish().await;
     let transcripts = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
+    let ledger = ledger?;
     Ok(ScenarioRun {
         fixture_path: path.to_path_buf(),
-        misses: engine.take_misses(),
-        unused_turns: engine.unused_turns(),
+        misses: ledger.misses,
+        model_errors: ledger.other_problems,
+        unused_turns: ledger.unused_turns,
         fixture,
         transcripts,
         elapsed: started.elapsed(),

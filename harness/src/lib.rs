@@ -11,7 +11,10 @@
 //! - [`adapter`]: binds the core to `gateway-under-test` (the replay and recording models, the
 //!   hermetic configuration, in-process boot, record/replay activation).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway and its
-//!   verdict; [`golden`]: goldens in `golden/`.
+//!   verdict; [`target`]: the gateway Layer 1 drives, in-process or at a URL; [`golden`]:
+//!   goldens in `golden/`.
+//! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
+//!   wire, for a gateway that runs in its own process, in any language.
 //! - [`record_run`]: recording a scenario and building its fixture.
 //! - [`recording_store`]: the managed recordings store behind `cargo xtask recordings` and the
 //!   record/replay activation decision for launchers.
@@ -23,9 +26,11 @@ pub mod adapter;
 pub mod driver;
 pub mod golden;
 pub mod layer1;
+pub mod model_server;
 pub mod record_run;
 pub mod recording_store;
 #[cfg(feature = "stand-in")]
 pub mod scenarios;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;
+pub mod target;

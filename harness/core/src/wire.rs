@@ -148,7 +148,7 @@ fn parsed_arguments(arguments: Option<&Value>) -> Option<Value> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum WireLookupError {
     /// No recorded output for the call (see [`Miss`]); also in the engine's ledger.
-    Miss(Miss),
+    Miss(Box<Miss>),
     /// The request named no caller and its conversation is recorded for several callers, so
     /// which output it should get cannot be told.
     AmbiguousCaller {
@@ -212,17 +212,15 @@ impl ReplayEngine {
     /// used (a legacy, caller-less key serves any caller). When several are recorded the call is
     /// [`WireLookupError::AmbiguousCaller`]; when none is, the call misses under the caller of the
     /// recorded turn nearest to it, so the miss names the turn the run diverged from.
-    #[expect(
-        clippy::result_large_err,
-        reason = "a miss carries its diagnostics by value; misses are rare and end the test"
-    )]
     pub fn lookup_at_wire(
         &self,
         caller: Option<&str>,
         messages: &[Value],
     ) -> Result<Served, WireLookupError> {
         if let Some(caller) = caller {
-            return self.lookup(caller, messages).map_err(WireLookupError::Miss);
+            return self
+                .lookup(caller, messages)
+                .map_err(|miss| WireLookupError::Miss(Box::new(miss)));
         }
         let canonical = canonical_conversation(messages);
         let conversation = conversation_hash(&canonical);
@@ -245,7 +243,7 @@ impl ReplayEngine {
             }
         };
         self.lookup(&chosen, messages)
-            .map_err(WireLookupError::Miss)
+            .map_err(|miss| WireLookupError::Miss(Box::new(miss)))
     }
 
     /// The caller of the recorded turn whose canonical conversation shares the most leading
