@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, default_value_t = 8090)]
     port: u16,
     /// Fixture replay: a fixture to serve (repeatable; default: every fixture in fixtures/). The
-    /// first is active; a driver selects another with POST /_harness/reset {"fixture": "<name>"}.
+    /// first is active; a driver selects another with `POST /_harness/reset {"fixture": "<name>"}`.
     #[arg(long = "fixture", value_name = "FILE", conflicts_with_all = ["recording", "record"])]
     fixtures: Vec<PathBuf>,
     /// Strict replay of a recording made with --record: call by call, each request compared
@@ -36,7 +36,7 @@ pub struct Args {
     /// fixture when stopped (Ctrl-C). The key is read from the environment (--key-env).
     #[arg(long, requires_all = ["upstream", "scenario", "mode", "prompt"])]
     record: bool,
-    /// Record: the upstream's OpenAI base URL, e.g. https://api.openai.com/v1.
+    /// Record: the upstream's OpenAI base URL, e.g. `https://api.openai.com/v1`.
     #[arg(long, value_name = "URL", requires = "record")]
     upstream: Option<String>,
     /// Record: the variable holding the upstream's API key (never written anywhere).

@@ -187,23 +187,6 @@ impl fmt::Display for WireLookupError {
 impl std::error::Error for WireLookupError {}
 
 impl ReplayEngine {
-    /// The distinct callers of the fixture's turns, in order of first appearance (legacy turns
-    /// without a caller add none).
-    pub fn callers(&self) -> Vec<String> {
-        let mut callers: Vec<String> = Vec::new();
-        for caller in self
-            .fixture()
-            .turns
-            .iter()
-            .filter_map(|t| t.caller.as_ref())
-        {
-            if !callers.contains(caller) {
-                callers.push(caller.clone());
-            }
-        }
-        callers
-    }
-
     /// Serves a call that arrived at the wire: `messages` as [`messages_from_chat_completions`]
     /// returns them, `caller` when the request named one.
     ///
@@ -224,15 +207,14 @@ impl ReplayEngine {
         }
         let canonical = canonical_conversation(messages);
         let conversation = conversation_hash(&canonical);
-        let known = self.known_hashes();
-        let callers = self.callers();
-        let recorded: Vec<&String> = callers
+        let recorded: Vec<&String> = self
+            .callers()
             .iter()
-            .filter(|caller| known.contains(&input_hash(caller, &conversation)))
+            .filter(|caller| self.is_recorded(&input_hash(caller, &conversation)))
             .collect();
         let chosen = match recorded.as_slice() {
             [one] => (*one).clone(),
-            [] if known.contains(&conversation) => DEFAULT_CALLER.to_owned(),
+            [] if self.is_recorded(&conversation) => DEFAULT_CALLER.to_owned(),
             [] => self.nearest_caller(&canonical),
             _ => {
                 return Err(WireLookupError::AmbiguousCaller {

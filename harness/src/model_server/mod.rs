@@ -213,7 +213,7 @@ pub struct ModelServer {
     address: SocketAddr,
     shared: Arc<Shared>,
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ModelServer {
@@ -341,7 +341,7 @@ impl ModelServer {
             address,
             shared,
             stop,
-            task,
+            task: Some(task),
         })
     }
 
@@ -369,8 +369,9 @@ impl ModelServer {
     /// and builds the fixture from it.
     pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.stop.cancel();
-        let task = std::mem::replace(&mut self.task, tokio::spawn(async {}));
-        if let Err(err) = task.await {
+        if let Some(task) = self.task.take()
+            && let Err(err) = task.await
+        {
             tracing::warn!("model server task: {err}");
         }
         match &self.shared.backend {
