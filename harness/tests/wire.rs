@@ -568,3 +568,69 @@ fn a_provider_boundary_recording_is_refused_with_the_command_that_makes_a_wire_o
         "{error}"
     );
 }
+
+#[test]
+fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_message() {
+    use futures::StreamExt;
+    use gateway_under_test::config::ModelConfig;
+    use gateway_under_test::messages::Message;
+    use gateway_under_test::models::openai::OpenAiChatModel;
+    use gateway_under_test::models::{ChatModel, ModelRequest, StreamEvent, collect_stream};
+
+    let path = fixtures_dir().join("write_read_file.ultra.json");
+    let fixture = Fixture::load(&path).expect("fixture");
+    let recorded = fixture.turns[0].clone();
+    let replay_core::Answer::Output(output) = &recorded.answer else {
+        panic!("turn 0 answers a message")
+    };
+    let recorded_calls = output["data"]["tool_calls"].clone();
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![path.clone()]), quiet())
+            .await
+            .expect("model server");
+        let mut entry = ModelConfig::new("scenario-model", "openai");
+        entry.api_key = Some("any-key".into());
+        entry.base_url = Some(server.base_url());
+        entry
+            .settings
+            .insert("send_message_names".into(), Value::Bool(true));
+        let model = OpenAiChatModel::new(&entry).expect("client");
+        let mut input = Message::human(fixture.scenario.prompt.clone());
+        input.name = Some("user-input".into());
+        let request = ModelRequest {
+            messages: vec![Message::system("any system prompt"), input],
+            tools: Vec::new(),
+            metadata: Default::default(),
+            options: Default::default(),
+        };
+        for streamed in [true, false] {
+            let client = harness::model_server::ModelServerClient::new(&server.url()).unwrap();
+            client.reset(None).await.expect("a fresh replay");
+            let message = if streamed {
+                let events: Vec<_> = model
+                    .stream(&request)
+                    .await
+                    .expect("stream")
+                    .collect()
+                    .await;
+                let deltas = events
+                    .iter()
+                    .filter(|e| matches!(e, Ok(StreamEvent::ToolcallDelta { .. })))
+                    .count();
+                assert_eq!(deltas, 1, "the arguments as one delta: {events:?}");
+                collect_stream(Box::pin(futures::stream::iter(events)))
+                    .await
+                    .expect("message")
+            } else {
+                model.invoke(&request).await.expect("completion")
+            };
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|call| json!({"name": call.name, "args": call.args, "id": call.id, "type": "tool_call"}))
+                .collect();
+            assert_eq!(Value::Array(calls), recorded_calls, "streamed: {streamed}");
+            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        }
+    });
+}

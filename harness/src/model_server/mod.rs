@@ -454,7 +454,7 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             let caller = caller.as_deref().unwrap_or(DEFAULT_CALLER);
             replay_strictly(&shared, recording, &replayer, caller, &request)
         }
-        Backend::Record(_) => record::proxy(shared.clone(), caller, request).await,
+        Backend::Record(recorder) => record::proxy(&shared, recorder, caller, request).await,
     }
 }
 
@@ -484,10 +484,7 @@ fn replay_fixture(
                 "replay_miss",
             )
         }
-        Err(error @ WireLookupError::AmbiguousCaller { .. }) => {
-            let WireLookupError::AmbiguousCaller { callers, .. } = &error else {
-                unreachable!("matched above")
-            };
+        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => {
             let message = format!("{error} (send it in the {CALLER_HEADER} header)");
             shared.report(Problem::AmbiguousCaller {
                 message: message.clone(),

@@ -35,8 +35,7 @@ use super::answer::{ChunkRenderer, Rendered, WireError, error_message_of, push_d
 use super::assemble::{ChunkAssembler, events_from_completion};
 use super::request::WireRequest;
 use super::{
-    Backend, ModelServerError, Problem, Shared, error_response, failure_response, respond,
-    sse_response,
+    ModelServerError, Problem, Shared, error_response, failure_response, respond, sse_response,
 };
 
 /// What record mode needs.
@@ -197,13 +196,11 @@ fn fail(shared: &Shared, mut call: CallWriter, event: Value) -> Response {
 
 /// Forwards one call upstream and records it.
 pub(super) async fn proxy(
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
+    recorder: &Recorder,
     caller: Option<String>,
     request: WireRequest,
 ) -> Response {
-    let Backend::Record(recorder) = &shared.backend else {
-        unreachable!("proxy is only routed in record mode")
-    };
     recorder
         .first_model
         .lock()
@@ -246,7 +243,7 @@ pub(super) async fn proxy(
             let message = format!("Connection error: {err}");
             let event =
                 json!({"type": "error", "message": message, "error_type": "APIConnectionError"});
-            return fail(&shared, call, event);
+            return fail(shared, call, event);
         }
     };
     let status = upstream.status().as_u16();
@@ -259,7 +256,7 @@ pub(super) async fn proxy(
             .unwrap_or_else(|| "no error detail".to_owned());
         let event = json!({"type": "error", "message": format!("Error code: {status} - {detail}"),
                            "error_type": status_error_type(status), "status": status});
-        return fail(&shared, call, event);
+        return fail(shared, call, event);
     }
     // As OpenAI clients read it: a JSON body is one completion, anything else a stream (some
     // servers stream without `text/event-stream`).
@@ -274,16 +271,16 @@ pub(super) async fn proxy(
             Err(err) => {
                 let event = json!({"type": "error", "error_type": "APIResponseValidationError",
                                    "message": format!("the upstream's answer is not valid JSON: {err}")});
-                return fail(&shared, call, event);
+                return fail(shared, call, event);
             }
         };
         let written: Vec<Value> = events
             .iter()
-            .map(|event| write(&shared, &mut call, event))
+            .map(|event| write(shared, &mut call, event))
             .collect();
         let failed = written.iter().any(is_error);
         end(
-            &shared,
+            shared,
             call,
             if failed {
                 Outcome::Error
@@ -291,7 +288,7 @@ pub(super) async fn proxy(
                 Outcome::Complete
             },
         );
-        return respond(&shared, &request, &written);
+        return respond(shared, &request, &written);
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let target = PumpTarget {
@@ -314,7 +311,7 @@ pub(super) async fn proxy(
     // The gateway asked for one completion but the upstream streamed: record the stream
     // whole, then answer with the message it spelled.
     match pumped.await {
-        Ok(events) => respond(&shared, &request, &events),
+        Ok(events) => respond(shared, &request, &events),
         Err(err) => error_response(
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
             &format!("the recording task failed: {err}"),
