@@ -35,7 +35,7 @@ pub struct ModelLedger {
 
 impl ModelLedger {
     /// Sorts a model server's problems into misses and the rest.
-    pub fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
+    fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
         let mut ledger = ModelLedger {
             unused_turns,
             ..ModelLedger::default()

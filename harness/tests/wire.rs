@@ -393,6 +393,10 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         );
         let kinds: Vec<&str> = server.problems().iter().map(Problem::kind).collect();
         assert_eq!(kinds, ["miss"]);
+        // A driver in another process reads the same ledger.
+        let client =
+            harness::model_server::ModelServerClient::new(&server.base_url()).expect("client");
+        assert_eq!(client.problems().await.expect("misses"), server.problems());
     });
 }
 

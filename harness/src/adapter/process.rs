@@ -52,7 +52,6 @@ pub enum ProcessError {
 pub struct GatewayProcess {
     child: Child,
     url: String,
-    config: PathBuf,
     _folder: TempDir,
 }
 
@@ -139,7 +138,6 @@ impl GatewayProcess {
         Ok(GatewayProcess {
             child,
             url,
-            config: config_path,
             _folder: folder,
         })
     }
@@ -147,11 +145,6 @@ impl GatewayProcess {
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> &str {
         &self.url
-    }
-
-    /// The configuration file it was started with.
-    pub fn config_path(&self) -> &Path {
-        &self.config
     }
 }
 

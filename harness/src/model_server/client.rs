@@ -71,11 +71,6 @@ impl ModelServerClient {
         Ok(ModelServerClient { root, http })
     }
 
-    /// The server's root URL.
-    pub fn url(&self) -> &str {
-        &self.root
-    }
-
     async fn send<T: for<'de> Deserialize<'de>>(
         &self,
         request: reqwest::RequestBuilder,

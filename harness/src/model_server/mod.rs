@@ -59,12 +59,11 @@ use replay_core::{
 
 use crate::golden::stem_of;
 use answer::{AnswerId, Completion, WireError, completion, error_body, events_from_message};
-use request::WireRequest;
+use request::{WIRE_API, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ServerState};
 pub use problems::Problem;
 pub use record::{RecordConfig, RecordedFixture};
-pub use request::WIRE_API;
 
 /// The request header a gateway may send to name the caller of a model call (`lead_agent`,
 /// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
@@ -353,11 +352,6 @@ impl ModelServer {
     /// `http://127.0.0.1:<port>/v1`: the OpenAI base URL to give the gateway.
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.url())
-    }
-
-    /// The port it listens on.
-    pub fn port(&self) -> u16 {
-        self.address.port()
     }
 
     /// Every problem since the start or the last reset, oldest first.

@@ -423,3 +423,40 @@ async fn pump(
     );
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use replay_core::UiMode;
+
+    #[test]
+    fn debug_never_shows_the_key_or_a_credential_in_the_upstream() {
+        let config = RecordConfig {
+            upstream: "https://user:pass@example.com/v1?api_key=sk-in-the-query-123456".into(),
+            api_key: "sk-live-SECRET-0123456789".into(),
+            recording: PathBuf::from("/tmp/r.jsonl"),
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
+        };
+        let shown = format!("{config:?}");
+        for secret in ["SECRET", "pass@", "sk-in-the-query"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+
+    #[test]
+    fn an_upstream_that_is_not_an_http_url_is_refused_before_anything_is_written() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("r.jsonl");
+        for upstream in ["not a url", "ftp://example.com/v1"] {
+            let error = Recorder::new(RecordConfig {
+                upstream: upstream.into(),
+                api_key: "k".into(),
+                recording: recording.clone(),
+                scenario: Scenario::new("s", UiMode::Flash, "p"),
+            })
+            .expect_err(upstream);
+            assert!(error.to_string().starts_with("upstream: "), "{error}");
+            assert!(!recording.exists(), "{upstream}: nothing written");
+        }
+    }
+}
