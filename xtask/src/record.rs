@@ -108,7 +108,10 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let model = required("RECORD_MODEL").unwrap_or_else(|| DEFAULT_RECORD_MODEL.to_string());
     let recording_path = match args.recording_out {
-        Some(path) => path,
+        Some(path) => {
+            create_parent(&path)?;
+            path
+        }
         None => tempfile::Builder::new()
             .prefix("record-gw-")
             .tempdir()
@@ -128,7 +131,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let block = ModelBlock::Record {
         model: model.clone(),
-        api_key,
+        api_key: api_key.into(),
         base_url,
     };
     let runtime = crate::runtime()?;
@@ -168,4 +171,18 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         fixture.turns.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the folder a `--recording-out` file goes into when it does not exist yet, and says
+/// so (the recording writer would otherwise fail on its lock file).
+fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if !parent.exists() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create the folder {}", parent.display()))?;
+        println!("created folder {}", parent.display());
+    }
+    Ok(())
 }
