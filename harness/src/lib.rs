@@ -11,7 +11,8 @@
 //! - [`adapter`]: binds the core to `gateway-under-test` (the replay and recording models, the
 //!   hermetic configuration, in-process boot, record/replay activation).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway and its
-//!   verdict; [`target`]: the gateway Layer 1 drives, in-process or at a URL; [`golden`]:
+//!   verdict; [`target`]: the gateway Layer 1 drives, in-process or at a URL; [`web_flow`]: one
+//!   fixture through the gateway as DeerFlow's web client drives a chat page; [`golden`]:
 //!   goldens in `golden/`.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
@@ -34,3 +35,4 @@ pub mod scenarios;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;
 pub mod target;
+pub mod web_flow;

@@ -14,14 +14,16 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded};
 use harness::model_server::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
 use harness::target::AtUrl;
 use replay_core::recording::{Access, RecordedRequest, RecordingSink, read_recording};
-use replay_core::{Fixture, Scenario, UiMode, messages_from_chat_completions, replay_key};
+use replay_core::{
+    Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
+};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -78,15 +80,12 @@ async fn gateway_for(model_server: &ModelServer, fixture: &Fixture) -> GatewayPr
 
 /// The Layer 1 verdict: framing, no miss, no model-server problem, and the committed golden.
 fn assert_green(run: &ScenarioRun, how: &str) {
-    if let Err(report) = run.check() {
-        panic!("{how}: {}\n{report}", run.stem());
-    }
-    assert_eq!(
-        golden_status(&run.stem(), &run.golden_document()),
-        GoldenStatus::Ok,
-        "{how}: {} differs from its golden\n{}",
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "{how}: {}\n{}",
         run.stem(),
-        run.report()
+        run.report(&verdict)
     );
 }
 
@@ -374,7 +373,9 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let run = run_fixture_on(&mut target, &drifted)
             .await
             .expect("the run");
-        let report = run.check().expect_err("a miss fails the run");
+        let verdict = run.verdict();
+        assert!(!verdict.replayed_cleanly(), "a miss fails the run");
+        let report = run.report(&verdict);
         assert!(report.contains("replay miss (1)"), "{report}");
         assert_eq!(run.misses.len(), 1, "{report}");
         let miss = &run.misses[0];

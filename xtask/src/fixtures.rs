@@ -8,7 +8,7 @@ use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
-use replay_core::{TurnSummary, first_chars};
+use replay_core::{MissingGolden, TurnSummary, first_chars};
 
 use crate::record::write_fixture;
 
@@ -29,8 +29,9 @@ pub enum Command {
         #[arg(long = "only", value_name = "SCENARIO")]
         only: Vec<String>,
     },
-    /// Check every fixture: its golden exists, it replays with no miss, and which of its turns
-    /// no replay used (information only). Exits 1 on a missing golden or a miss.
+    /// Check every fixture: it replays framed and with no miss, its shapes equal its golden, and
+    /// which of its turns no replay used (information only). Exits 1 when any check fails, with
+    /// a report of why.
     Check,
 }
 
@@ -87,9 +88,8 @@ fn check() -> anyhow::Result<ExitCode> {
         let run = runtime
             .block_on(harness::layer1::run_fixture(&path))
             .with_context(|| format!("replaying {}", path.display()))?;
-        let stem = run.stem();
-        let golden = harness::golden::golden_path(&stem).is_file();
-        let unused: Vec<String> = run
+        let verdict = run.verdict();
+        let unused: Vec<String> = verdict
             .unused_turns
             .iter()
             .map(|&index| {
@@ -101,15 +101,16 @@ fn check() -> anyhow::Result<ExitCode> {
             })
             .collect();
         println!(
-            "{stem}: golden {}, misses {}, unused turns [{}]",
-            if golden { "present" } else { "MISSING" },
-            run.misses.len(),
+            "{}: golden {}, misses {}, unused turns [{}]",
+            run.stem(),
+            verdict.golden.as_str(),
+            verdict.misses.len(),
             unused.join(", ")
         );
-        for miss in &run.misses {
-            eprintln!("{miss}\n");
+        if !verdict.passes(MissingGolden::Fails) {
+            failed = true;
+            eprintln!("{}\n", run.report(&verdict));
         }
-        failed |= !golden || !run.misses.is_empty();
     }
     Ok(if failed {
         ExitCode::FAILURE

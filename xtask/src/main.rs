@@ -10,6 +10,7 @@ mod replay;
 mod replay_gateway;
 mod serve;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -18,6 +19,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about, long_about = None)]
 struct Cli {
+    /// Show the gateway's and the harness's log lines (`-v` info, `-vv` debug). Without it,
+    /// commands whose output is a report (replay, fixtures, hash, record) show errors only, and
+    /// servers show warnings. `RUST_LOG` overrides both.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -73,18 +79,43 @@ enum Command {
     Recordings(recordings::Command),
 }
 
+impl Command {
+    /// Whether the command's output is a report that log lines would break up (a table, JSON
+    /// lines, a per-turn listing); a server's log lines are its output.
+    fn reports(&self) -> bool {
+        !matches!(
+            self,
+            Command::ReplayGateway(_) | Command::Serve(_) | Command::ModelServer(_)
+        )
+    }
+}
+
+/// The default log filter: `-v`/`-vv` raise it; otherwise a report shows errors only and a
+/// server warnings.
+fn log_level(verbose: u8, reports: bool) -> &'static str {
+    match (verbose, reports) {
+        (0, true) => "error",
+        (0, false) => "warn",
+        (1, _) => "info",
+        _ => "debug",
+    }
+}
+
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
     let Some(command) = cli.command else {
         let _ = Cli::command().print_help();
         return ExitCode::from(2);
     };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(log_level(cli.verbose, command.reports()))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a pipe or a file.
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let result = match command {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),

@@ -59,7 +59,8 @@ pub struct Args {
     #[arg(long, default_value_os_t = fixtures_dir())]
     out: PathBuf,
     /// Record: where to write the raw recording (default: `recording.jsonl` in a fresh
-    /// temporary folder, printed). The scenario metadata goes beside it.
+    /// temporary folder, printed; a missing folder is created). The scenario metadata goes
+    /// beside it.
     #[arg(long, value_name = "FILE")]
     recording_out: Option<PathBuf>,
 }
@@ -95,7 +96,13 @@ fn mode(args: &Args) -> anyhow::Result<Option<(Mode, String)>> {
             anyhow::bail!("--record needs --upstream, --scenario, --mode and --prompt");
         };
         let recording = match &args.recording_out {
-            Some(path) => path.clone(),
+            Some(path) => {
+                // On stderr: the first stdout line is the server's address, which scripts read.
+                if let Some(created) = crate::record::create_parent(path)? {
+                    eprintln!("model-server: created folder {}", created.display());
+                }
+                path.clone()
+            }
             None => tempfile::Builder::new()
                 .prefix("model-server-")
                 .tempdir()
@@ -114,7 +121,7 @@ fn mode(args: &Args) -> anyhow::Result<Option<(Mode, String)>> {
         );
         let config = RecordConfig {
             upstream,
-            api_key,
+            api_key: api_key.into(),
             recording,
             scenario,
         };

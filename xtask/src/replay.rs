@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use futures::StreamExt;
-use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
 use harness::target::AtUrl;
+use replay_core::{Framing, MissingGolden, Verdict};
 use serde_json::json;
 
 /// Arguments of `replay`.
@@ -76,10 +77,10 @@ async fn run_one(
     }
 }
 
+/// A replayed fixture and its verdict.
 struct Row {
     run: ScenarioRun,
-    golden: GoldenStatus,
-    framing_ok: bool,
+    verdict: Verdict,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -106,18 +107,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let run = run_one(&path, external.clone())
                     .await
                     .with_context(|| format!("replaying {}", path.display()))?;
-                let golden = golden_status(&run.stem(), &run.golden_document());
-                let framing_ok = run.check().is_ok() || !run.misses.is_empty();
-                Ok(Row {
-                    run,
-                    golden,
-                    framing_ok,
-                })
+                let verdict = run.verdict();
+                Ok(Row { run, verdict })
             })
             .buffered(parallel)
             .collect()
             .await
     });
+    // A fixture named on the command line may be new: its golden is made after this run.
+    let missing_golden = if named {
+        MissingGolden::Allowed
+    } else {
+        MissingGolden::Fails
+    };
     let mut failed = false;
     if !args.json {
         println!(
@@ -134,14 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let run = &row.run;
-        let golden_fails = match row.golden {
-            GoldenStatus::Ok => false,
-            GoldenStatus::Changed => true,
-            GoldenStatus::Missing => !named,
-        };
-        if !run.misses.is_empty() || !run.model_errors.is_empty() || golden_fails || !row.framing_ok
-        {
+        let (run, verdict) = (&row.run, &row.verdict);
+        if !verdict.passes(missing_golden) {
             failed = true;
         }
         if args.json {
@@ -150,9 +146,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "scenario": run.fixture.scenario.id,
                 "mode": run.fixture.scenario.mode.as_str(),
                 "events": run.shapes(),
-                "misses": run.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
-                "unused_turns": run.unused_turns,
-                "golden": row.golden.as_str(),
+                "misses": verdict.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
+                "unused_turns": verdict.unused_turns,
+                "golden": verdict.golden.as_str(),
                 "elapsed_ms": run.elapsed.as_millis() as u64,
             });
             println!("{line}");
@@ -163,21 +159,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 run.fixture.scenario.mode.as_str(),
                 run.shapes().len(),
                 format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
-                run.misses.len(),
-                row.golden.as_str(),
+                verdict.misses.len(),
+                verdict.golden.as_str(),
                 run.elapsed.as_millis(),
             );
         }
-        if !row.framing_ok {
+        if let Framing::Broken { .. } = verdict.framing {
             eprintln!(
                 "{}: the stream does not start with metadata and end with end",
                 run.fixture_path.display()
             );
         }
-        for miss in &run.misses {
+        for miss in &verdict.misses {
             eprintln!("{}: {miss}\n", run.fixture_path.display());
         }
-        for problem in &run.model_errors {
+        for problem in &verdict.model_errors {
             eprintln!("{}: {problem}\n", run.fixture_path.display());
         }
     }

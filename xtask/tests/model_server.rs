@@ -1,7 +1,8 @@
 //! `cargo xtask model-server` and `cargo xtask replay --gateway-url` as a user runs them: the
 //! model server in its own process, the `gateway-under-test` binary in another pointed at it, and
 //! the replay command driving that gateway; misses are printed by the model server the moment
-//! they happen; record mode writes the fixture when stopped.
+//! they happen; record mode creates a missing recording folder and writes the fixture when
+//! stopped.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -194,7 +195,8 @@ fn record_mode_proxies_a_run_and_writes_the_fixture_when_stopped() {
     let fixture_path = repo().join("fixtures/write_read_file.flash.json");
     let fixture = Fixture::load(&fixture_path).unwrap();
     let folder = tempfile::tempdir().unwrap();
-    let recording = folder.path().join("recording.jsonl");
+    // In a folder that does not exist yet: the model server creates it and says so.
+    let recording = folder.path().join("new").join("recording.jsonl");
     let upstream = ServerProcess::start(&["--fixture", fixture_path.to_str().unwrap()], &[]);
     let proxy = ServerProcess::start(
         &[
@@ -214,6 +216,7 @@ fn record_mode_proxies_a_run_and_writes_the_fixture_when_stopped() {
         ],
         &[("OPENAI_API_KEY", "sk-upstream-SECRET-0123456789")],
     );
+    proxy.wait_for("created folder");
     let runtime = runtime();
     let gateway = gateway(&runtime, &format!("{}/v1", proxy.url));
     runtime

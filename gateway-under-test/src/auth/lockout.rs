@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Above this many tracked clients, `record_failure` forgets every client that is not currently
@@ -85,7 +85,7 @@ impl LoginLockout {
     /// The map, even if a panicking thread poisoned the mutex: the counters stay consistent
     /// because every update is a single assignment.
     fn lock(&self) -> MutexGuard<'_, HashMap<String, (u32, Option<Instant>)>> {
-        self.clients.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::lock::unpoisoned(&self.clients)
     }
 }
 

@@ -1,9 +1,11 @@
 //! The `runs` table.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, Row, ToSql, params};
 
 use super::sql::{json_column, json_text, limit, query_all, query_first};
 use super::{RunRecord, StoreError};
+use crate::run_status::{MultitaskStrategy, RunStatus};
 
 const TABLE: &str = "runs";
 const COLUMNS: &str = "run_id, thread_id, owner_id, assistant_id, status, metadata, kwargs, \
@@ -99,3 +101,25 @@ fn decode(row: &Row<'_>) -> Result<RunRecord, StoreError> {
         updated_at: row.get("updated_at")?,
     })
 }
+
+/// The enum columns are stored by name; a name the gateway does not know fails the row.
+macro_rules! text_column {
+    ($($name:ty),+) => {$(
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                value
+                    .as_str()?
+                    .parse()
+                    .map_err(|err| FromSqlError::Other(Box::new(err)))
+            }
+        }
+    )+};
+}
+
+text_column!(RunStatus, MultitaskStrategy);

@@ -18,6 +18,11 @@ pub struct Shape {
     pub event: Option<String>,
     /// The sorted top-level keys of the data, or `None` when the data is not a JSON object.
     pub keys: Option<Vec<String>>,
+    /// Only in the web-mode reduction ([`web_shape_of`]), for a `messages` frame: the message
+    /// chunk's `type` (`keys` are then the chunk's keys). Absent from every other shape, so
+    /// values-only goldens do not mention it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<String>,
 }
 
 /// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules
@@ -32,6 +37,39 @@ pub fn shape_of(event: Option<&str>, data: &str) -> Shape {
     Shape {
         event: event.map(|name| python_strip(name).to_owned()),
         keys: data_keys(python_strip(data)),
+        message_type: None,
+    }
+}
+
+/// The reduction of the web golden, for the web client's stream modes (`messages-tuple`,
+/// `values`, `updates`, `custom`): as [`shape_of`], except that a `messages` frame, whose data
+/// is a `[message chunk, metadata]` list, reduces to the chunk's sorted keys and its `type`.
+/// An `updates` frame needs nothing special: its keys are the names of the nodes that wrote.
+pub fn web_shape_of(event: Option<&str>, data: &str) -> Shape {
+    let shape = shape_of(event, data);
+    if shape.event.as_deref() != Some("messages") {
+        return shape;
+    }
+    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(python_strip(data)) else {
+        return shape;
+    };
+    match items.first() {
+        Some(Value::Object(chunk)) => {
+            let mut keys: Vec<String> = chunk.keys().cloned().collect();
+            keys.sort_unstable();
+            Shape {
+                event: shape.event,
+                keys: Some(keys),
+                message_type: Some(
+                    chunk
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                ),
+            }
+        }
+        _ => shape,
     }
 }
 
@@ -78,7 +116,50 @@ mod tests {
         Shape {
             event: event.map(str::to_owned),
             keys: keys.map(|k| k.iter().map(|s| (*s).to_owned()).collect()),
+            message_type: None,
         }
+    }
+
+    #[test]
+    fn the_web_reduction_looks_inside_message_tuples_only() {
+        let chunk = Shape {
+            event: Some("messages".into()),
+            keys: Some(vec!["content".into(), "id".into(), "type".into()]),
+            message_type: Some("AIMessageChunk".into()),
+        };
+        let cases = [
+            (
+                "messages",
+                r#"[{"type": "AIMessageChunk", "id": "x", "content": ""}, {"langgraph_node": "model"}]"#,
+                chunk,
+            ),
+            ("messages", "[]", shape(Some("messages"), None)),
+            (
+                "updates",
+                r#"{"model": {}}"#,
+                shape(Some("updates"), Some(&["model"])),
+            ),
+            (
+                "values",
+                r#"{"b": 1, "a": 2}"#,
+                shape(Some("values"), Some(&["a", "b"])),
+            ),
+        ];
+        for (event, data, expected) in cases {
+            assert_eq!(web_shape_of(Some(event), data), expected, "{event} {data}");
+        }
+        let document = golden_document(
+            "s",
+            "flash",
+            &[web_shape_of(Some("messages"), r#"[{"type": "tool"}, {}]"#)],
+        );
+        assert!(
+            document.contains("\"message_type\": \"tool\""),
+            "{document}"
+        );
+        assert!(
+            !golden_document("s", "flash", &[shape(Some("end"), None)]).contains("message_type")
+        );
     }
 
     #[test]

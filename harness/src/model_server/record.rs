@@ -28,6 +28,7 @@ use replay_core::recording::{
     Access, CallWriter, Outcome, RecordingSink, read_recording, redact, redact_text,
 };
 use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture};
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -42,8 +43,9 @@ use super::{
 pub struct RecordConfig {
     /// The upstream's OpenAI base URL, e.g. `https://api.openai.com/v1`.
     pub upstream: String,
-    /// The upstream's API key. Kept in memory, sent only in the `Authorization` header.
-    pub api_key: String,
+    /// The upstream's API key. Kept in memory, sent only in the `Authorization` header; its
+    /// `Debug` never shows it.
+    pub api_key: SecretString,
     /// The recording to write (created with mode 0600; an existing one is appended to).
     pub recording: PathBuf,
     /// The scenario the gateway is driven through, for the fixture built at the end. An empty
@@ -55,7 +57,7 @@ impl std::fmt::Debug for RecordConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordConfig")
             .field("upstream", &redact_text(&self.upstream))
-            .field("api_key", &"[redacted]")
+            .field("api_key", &self.api_key)
             .field("recording", &self.recording)
             .field("scenario", &self.scenario.stem())
             .finish()
@@ -76,7 +78,7 @@ pub struct RecordedFixture {
 /// The recording proxy.
 pub(super) struct Recorder {
     endpoint: String,
-    api_key: Arc<str>,
+    api_key: SecretString,
     http: reqwest::Client,
     sink: RecordingSink,
     scenario: Scenario,
@@ -130,7 +132,7 @@ impl Recorder {
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
         Ok(Recorder {
             endpoint: format!("{base}/chat/completions"),
-            api_key: Arc::from(config.api_key),
+            api_key: config.api_key,
             http,
             sink: RecordingSink::open(&config.recording)?,
             scenario: config.scenario,
@@ -232,7 +234,7 @@ pub(super) async fn proxy(
     let sent = recorder
         .http
         .post(&recorder.endpoint)
-        .bearer_auth(&*recorder.api_key)
+        .bearer_auth(recorder.api_key.expose_secret())
         .header(reqwest::header::ACCEPT, accept)
         .json(&Value::Object(request.body.clone()))
         .send()

@@ -117,7 +117,7 @@ impl RecordedRequest {
     }
 
     /// The request as it is stored and compared: `options` without the run-time-only keys
-    /// ([`RUNTIME_ONLY_OPTIONS`]), and every payload redacted (§6).
+    /// (`signal` and `on_payload`), and every payload redacted (§6).
     pub fn stored(&self) -> RecordedRequest {
         RecordedRequest {
             model: redact(&self.model),
