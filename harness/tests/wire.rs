@@ -4,9 +4,9 @@
 //! `target::AtUrl` and must get every committed golden with no miss, from the fixtures and from a
 //! strict recording of each; a recording made through the proxy against a wiremock upstream
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
-//! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, an
-//! ambiguous caller and a strict mismatch are named, and a bad request or a provider-boundary
-//! recording is refused.
+//! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
+//! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
+//! are named, and a bad request or a provider-boundary recording is refused.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -108,40 +108,44 @@ fn every_shipped_fixture_replays_over_the_wire_to_its_golden() {
     });
 }
 
+/// Records `fixture` (read from `path`) at the wire into `folder`: gateway → proxy → a model
+/// server replaying the fixture. Returns the recording and the fixture the proxy built.
+async fn record_at_the_wire(path: &Path, fixture: &Fixture, folder: &Path) -> (PathBuf, Fixture) {
+    let upstream = ModelServer::start(Mode::Fixtures(vec![path.to_path_buf()]), quiet())
+        .await
+        .expect("upstream");
+    let recording = folder.join(format!("{}.jsonl", fixture.scenario.stem()));
+    let proxy = ModelServer::start(
+        Mode::Record(Box::new(RecordConfig {
+            upstream: upstream.base_url(),
+            api_key: "sk-upstream-key-0123456789".into(),
+            recording: recording.clone(),
+            scenario: fixture.scenario.clone(),
+        })),
+        quiet(),
+    )
+    .await
+    .expect("proxy");
+    let gateway = gateway_for(&proxy, fixture).await;
+    drive_prompts(gateway.url(), fixture)
+        .await
+        .expect("recorded drive");
+    drop(gateway);
+    let built = proxy.stop().await.expect("stops").expect("a fixture");
+    assert!(upstream.problems().is_empty(), "{:?}", upstream.problems());
+    (recording, built.fixture)
+}
+
 #[test]
 fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
     let folder = tempfile::tempdir().expect("tempdir");
     bounded(async {
         for path in shipped_fixtures() {
             let fixture = Fixture::load(&path).expect("fixture");
-            // Record: gateway → proxy → a model server replaying the fixture.
-            let upstream = ModelServer::start(Mode::Fixtures(vec![path.clone()]), quiet())
-                .await
-                .expect("upstream");
-            let recording = folder
-                .path()
-                .join(format!("{}.jsonl", fixture.scenario.stem()));
-            let proxy = ModelServer::start(
-                Mode::Record(Box::new(RecordConfig {
-                    upstream: upstream.base_url(),
-                    api_key: "sk-upstream-key-0123456789".into(),
-                    recording: recording.clone(),
-                    scenario: fixture.scenario.clone(),
-                })),
-                quiet(),
-            )
-            .await
-            .expect("proxy");
-            let gateway = gateway_for(&proxy, &fixture).await;
-            drive_prompts(gateway.url(), &fixture)
-                .await
-                .expect("recorded drive");
-            drop(gateway);
-            let built = proxy.stop().await.expect("stops").expect("a fixture");
-            assert!(upstream.problems().is_empty(), "{:?}", upstream.problems());
+            let (recording, built) = record_at_the_wire(&path, &fixture, folder.path()).await;
             // Keys are computed alike on both sides of the proxy: every recorded conversation is
             // one the fixture holds (callers differ: this gateway sends no caller header).
-            for turn in &built.fixture.turns {
+            for turn in &built.turns {
                 assert!(
                     fixture
                         .turns
@@ -173,6 +177,48 @@ fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
                 path.display()
             );
         }
+    });
+}
+
+#[test]
+fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let path = fixtures_dir().join("write_read_file.flash.json");
+    bounded(async {
+        let fixture = Fixture::load(&path).expect("fixture");
+        let (recording, _) = record_at_the_wire(&path, &fixture, folder.path()).await;
+        let strict = ModelServer::start(Mode::Recording(recording), quiet())
+            .await
+            .expect("strict server");
+        // Another prompt than the one recorded: the first call differs from the recording's.
+        let mut drifted = fixture.clone();
+        drifted.scenario.prompt = drifted
+            .scenario
+            .prompt
+            .replace("hi from replay", "hi there");
+        let drifted_path = folder.path().join("write_read_file.flash.json");
+        std::fs::write(&drifted_path, drifted.to_pretty_json()).expect("write");
+        let gateway = gateway_for(&strict, &drifted).await;
+        let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target");
+        let run = run_fixture_on(&mut target, &drifted_path)
+            .await
+            .expect("the run");
+        let verdict = run.verdict();
+        let report = run.report(&verdict);
+        // Strict replay reports a mismatch, not a miss; the verdict fails on it all the same.
+        assert!(verdict.misses.is_empty(), "{report}");
+        assert!(
+            verdict
+                .model_errors
+                .first()
+                .is_some_and(|e| e.starts_with("mismatch: ")),
+            "{report}"
+        );
+        assert!(!verdict.replayed_cleanly(), "{report}");
+        assert!(
+            report.contains("the model server reported") && report.contains("--- model server ---"),
+            "{report}"
+        );
     });
 }
 
