@@ -380,7 +380,8 @@ fn default_tools() -> Vec<ToolConfig> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolLimitsConfig {
-    /// `tool_limits.write_file_max_bytes`: single-call `write_file` limit; 0 or less disables it
+    /// `tool_limits.write_file_max_bytes`: the largest file `write_file` leaves behind (the
+    /// content of one call, and the whole file after an append); 0 or less disables it
     /// (`DEERFLOW_WRITE_FILE_MAX_BYTES`). Default 81920.
     pub write_file_max_bytes: i64,
     /// `tool_limits.read_before_write`: refuse to overwrite a file the agent has not read at its

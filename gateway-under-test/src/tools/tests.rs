@@ -727,14 +727,9 @@ async fn write_file_size_limit() {
         "{refused}"
     );
     assert!(!limited.paths.outputs.join("big.txt").exists());
-    // At the limit, and appends of any size, are fine.
+    // At the limit is fine.
     assert_eq!(limited.write(path, "0123456789").await, "OK");
     assert_eq!(limited.read(path).await, "0123456789");
-    assert_eq!(limited.append(path, "ABCDEFGHIJKLMNOP").await, "OK");
-    assert_eq!(
-        limited.host_text("outputs/big.txt"),
-        "0123456789ABCDEFGHIJKLMNOP"
-    );
 
     for disabled in [0, -1] {
         let unlimited = Fixture::with_limits(ToolLimitsConfig {
@@ -749,6 +744,43 @@ async fn write_file_size_limit() {
         );
         assert_eq!(unlimited.host_text("outputs/big.txt"), content);
     }
+}
+
+/// Finding 6 of issue 10: `append: true` bypassed the limit (a 5 MB append was accepted). The
+/// limit applies to the resulting file: an append that would make the file larger is refused and
+/// leaves the file as it was; appends that stay within it pass.
+#[tokio::test]
+async fn append_bypasses_write_file_limit() {
+    let limited = Fixture::with_limits(ToolLimitsConfig {
+        write_file_max_bytes: 10,
+        read_before_write: true,
+    });
+    let path = "/mnt/user-data/outputs/log.txt";
+    let over = |total: usize| {
+        format!(
+            "Error: write_file append would make {path} {total} bytes, over the 10-byte file \
+             limit. Write the rest to another file."
+        )
+    };
+    // A new file, one call far over the limit (the finding's 5 MB, scaled down).
+    assert_eq!(limited.append(path, &"x".repeat(5_000)).await, over(5_000));
+    assert!(!limited.paths.outputs.join("log.txt").exists());
+    // Growing an existing file past the limit, one small append at a time.
+    assert_eq!(limited.append(path, "012345").await, "OK");
+    assert_eq!(limited.read(path).await, "012345");
+    assert_eq!(limited.append(path, "6789A").await, over(11));
+    assert_eq!(limited.host_text("outputs/log.txt"), "012345");
+    assert_eq!(limited.read(path).await, "012345");
+    assert_eq!(limited.append(path, "6789").await, "OK");
+    assert_eq!(limited.host_text("outputs/log.txt"), "0123456789");
+    // A file already at the limit takes no more; a disabled limit takes anything.
+    assert_eq!(limited.read(path).await, "0123456789");
+    assert_eq!(limited.append(path, "A").await, over(11));
+    let unlimited = Fixture::with_limits(ToolLimitsConfig {
+        write_file_max_bytes: 0,
+        read_before_write: false,
+    });
+    assert_eq!(unlimited.append(path, &"y".repeat(200_000)).await, "OK");
 }
 
 #[tokio::test]

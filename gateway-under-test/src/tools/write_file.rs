@@ -3,7 +3,14 @@
 //!
 //! Order of checks: arguments; the single-call size limit (non-append calls only, when
 //! `write_file_max_bytes > 0`; counted in bytes of the content as the model sent it); the path;
-//! a directory at the path; the read-before-write gate; the write.
+//! a directory at the path; the read-before-write gate; for an append, the size of the resulting
+//! file; the write.
+//!
+//! **Size limit.** `write_file_max_bytes` bounds the file `write_file` leaves behind, appends
+//! included: an append that would make the file larger than the limit is refused with
+//! `Error: write_file append would make <path> <n> bytes, over the <max>-byte file limit. …`
+//! and changes nothing. `<n>` counts the bytes as stored (after the path rewriting below). The
+//! check and the append happen on one open file, so a concurrent writer cannot slip between them.
 //!
 //! **Read-before-write.** When `read_before_write` is on, overwriting or appending to an existing
 //! file is refused unless the [`ReadTracker`](super::ReadTracker) holds the file's current version
@@ -18,8 +25,8 @@
 //!
 //! **Size-limit message.** After the contract's fixed head
 //! `… exceeds the <max>-byte single-call limit. Split the content into smaller pieces: ` comes
-//! our instruction: write the first piece, then append the rest, re-reading the end of the file
-//! before each append (the gate requires it).
+//! our instruction: since appends count towards the same limit, put the first piece in this file
+//! and the rest in further files.
 
 use std::fs;
 use std::io::{self, Write};
@@ -47,9 +54,9 @@ impl Tool for WriteFileTool {
             description: "Write text content to a file, creating missing parent directories. By \
                 default this overwrites the file; set append=true to add to its end instead. \
                 Before overwriting or appending to an existing file, read its current version \
-                with read_file (every write invalidates earlier reads). Keep a single \
-                non-append call small (80 KB by default); write longer content in pieces with \
-                append=true. Put deliverables under /mnt/user-data/outputs."
+                with read_file (every write invalidates earlier reads). A file written this way \
+                stays small (80 KB by default, appends included); split longer content across \
+                several files. Put deliverables under /mnt/user-data/outputs."
                 .to_string(),
             parameters: json!({
                 "type": "object",
@@ -114,7 +121,14 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
         let paths = context.paths.clone();
         let path = path.clone();
         let host = target.host.clone();
-        move || store(&paths, &path, &host, &content, append)
+        let mode = if append {
+            WriteMode::Append {
+                max_bytes: file_limit(context.limits.write_file_max_bytes),
+            }
+        } else {
+            WriteMode::Overwrite
+        };
+        move || store(&paths, &path, &host, &content, mode)
     })
     .await;
     // Forget the read whatever happened: a failed write may still have changed the file.
@@ -144,12 +158,37 @@ fn size_limit_error(content: &str, append: bool, max_bytes: i64) -> Option<Strin
     over.then(|| {
         format!(
             "Error: write_file content ({bytes} bytes) exceeds the {max_bytes}-byte single-call \
-             limit. Split the content into smaller pieces: write the first piece now (at most \
-             {max_bytes} bytes), then add each following piece with another write_file call with \
-             append=true. Before each append, read the end of the file with read_file (e.g. its \
-             last ~30 lines), because every write invalidates earlier reads."
+             limit. Split the content into smaller pieces: the limit applies to the whole file, \
+             appends included, so write the first piece (at most {max_bytes} bytes) to this file \
+             and the rest to further files."
         )
     })
+}
+
+/// The largest file `write_file` may leave behind, or `None` when the limit is disabled (0 or
+/// less).
+fn file_limit(max_bytes: i64) -> Option<u64> {
+    u64::try_from(max_bytes).ok().filter(|max| *max > 0)
+}
+
+/// The refusal of an append that would make the file `total` bytes, over `max_bytes`.
+fn append_over_limit(path: &str, total: u64, max_bytes: u64) -> String {
+    format!(
+        "Error: write_file append would make {path} {total} bytes, over the {max_bytes}-byte \
+         file limit. Write the rest to another file."
+    )
+}
+
+/// How [`store`] writes.
+#[derive(Debug, Clone, Copy)]
+enum WriteMode {
+    /// Replace the file's content.
+    Overwrite,
+    /// Add to the end, unless the file would then exceed `max_bytes`.
+    Append {
+        /// The file limit, `None` when disabled.
+        max_bytes: Option<u64>,
+    },
 }
 
 /// The read-before-write refusal.
@@ -231,25 +270,44 @@ fn store(
     path: &str,
     host: &Path,
     content: &str,
-    append: bool,
+    mode: WriteMode,
 ) -> Result<(), String> {
     let data = paths.virtual_to_host_text(content);
-    let result = (|| -> io::Result<()> {
+    let added = u64::try_from(data.len()).unwrap_or(u64::MAX);
+    // Refused before anything is created: appending this much is over the limit even to a new
+    // file.
+    if let WriteMode::Append {
+        max_bytes: Some(max),
+    } = mode
+        && added > max
+    {
+        return Err(append_over_limit(path, added, max));
+    }
+    let result = (|| -> io::Result<Result<(), String>> {
         if let Some(parent) = host.parent() {
             fs::create_dir_all(parent)?;
         }
-        if append {
-            let mut file = fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(host)?;
-            file.write_all(data.as_bytes())?;
-            file.flush()
-        } else {
-            fs::write(host, data.as_bytes())
+        match mode {
+            WriteMode::Overwrite => fs::write(host, data.as_bytes())?,
+            WriteMode::Append { max_bytes } => {
+                let mut file = fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(host)?;
+                // Measured on the open file, so the size checked is the size appended to.
+                let total = file.metadata()?.len().saturating_add(added);
+                if let Some(max) = max_bytes
+                    && total > max
+                {
+                    return Ok(Err(append_over_limit(path, total, max)));
+                }
+                file.write_all(data.as_bytes())?;
+                file.flush()?;
+            }
         }
+        Ok(Ok(()))
     })();
-    result.map_err(|error| from_io(path, &error))
+    result.map_err(|error| from_io(path, &error))?
 }
 
 #[cfg(test)]
