@@ -28,14 +28,13 @@
 //! our instruction: since appends count towards the same limit, put the first piece in this file
 //! and the rest in further files.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read as _, Write};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::args::{optional_bool, required_path, required_string};
+use super::beneath::{Access, Confined};
 use super::output::{describe_io_error, finish};
 use super::paths::PathError;
 use super::read_tracker::content_version;
@@ -111,8 +110,9 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
         Ok(Err(text)) => return text,
         Err(join_error) => return failed(&path, &format!("JoinError: {join_error}")),
     };
+    let host = target.confined.resolved.host.clone();
     if let Some(version) = &target.existing_version
-        && !context.reads.is_current(&target.host, version)
+        && !context.reads.is_current(&host, version)
     {
         return blocked(&path);
     }
@@ -120,7 +120,7 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
     let stored = tokio::task::spawn_blocking({
         let paths = context.paths.clone();
         let path = path.clone();
-        let host = target.host.clone();
+        let confined = target.confined;
         let mode = if append {
             WriteMode::Append {
                 max_bytes: file_limit(context.limits.write_file_max_bytes),
@@ -128,11 +128,11 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
         } else {
             WriteMode::Overwrite
         };
-        move || store(&paths, &path, &host, &content, mode)
+        move || store(&paths, &path, &confined, &content, mode)
     })
     .await;
     // Forget the read whatever happened: a failed write may still have changed the file.
-    context.reads.invalidate(&target.host);
+    context.reads.invalidate(&host);
     match stored {
         Ok(Ok(())) => "OK".to_string(),
         Ok(Err(text)) => text,
@@ -222,30 +222,37 @@ fn from_io(path: &str, error: &io::Error) -> String {
     }
 }
 
+/// A refusal or failure of the sandbox as the tool's text.
+fn refused(path: &str, error: PathError) -> String {
+    match error {
+        PathError::Denied => denied(path),
+        PathError::NotRegularFile => format!("{} (not a regular file)", denied(path)),
+        PathError::HardLinked => format!("{} (it has other hard links)", denied(path)),
+        PathError::Io(error) => from_io(path, &error),
+    }
+}
+
 /// Where a write goes, and what is there now.
 #[derive(Debug)]
 struct Target {
-    /// The confined, canonical host path.
-    host: PathBuf,
+    /// The path resolved beneath the opened `user-data` folder.
+    confined: Confined,
     /// The existing file's version, when the gate is on and the file exists.
     existing_version: Option<String>,
 }
 
-/// Resolves the path and, for the gate, hashes the existing file. Blocking; `Err` is the
-/// finished error text.
+/// Resolves the path, checks what is there and, for the gate, hashes the existing file.
+/// Blocking; `Err` is the finished error text.
 fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, String> {
-    let resolved = match paths.resolve(path) {
-        Ok(resolved) => resolved,
-        Err(PathError::Denied) => return Err(denied(path)),
-        Err(PathError::Io(error)) => return Err(from_io(path, &error)),
-    };
-    let existing_version = match fs::metadata(&resolved.host) {
+    let confined = paths
+        .confine(path, false, true)
+        .map_err(|error| refused(path, error))?;
+    let existing = match confined
+        .user_data
+        .symlink_metadata(&confined.resolved.relative)
+    {
         Ok(metadata) if metadata.is_dir() => return Err(is_directory(path)),
-        Ok(_) if gate => {
-            let bytes = fs::read(&resolved.host).map_err(|error| from_io(path, &error))?;
-            Some(content_version(&bytes))
-        }
-        Ok(_) => None,
+        Ok(_) => true,
         // A new file (or a parent that is a file, which the write itself will report).
         Err(error)
             if matches!(
@@ -253,12 +260,24 @@ fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, Strin
                 io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
             ) =>
         {
-            None
+            false
         }
         Err(error) => return Err(from_io(path, &error)),
     };
+    let existing_version = if existing && gate {
+        // Opened as for reading, so a FIFO or device is refused here without blocking.
+        let mut file = confined
+            .open_file(Access::Read)
+            .map_err(|error| refused(path, error))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|error| from_io(path, &error))?;
+        Some(content_version(&bytes))
+    } else {
+        None
+    };
     Ok(Target {
-        host: resolved.host,
+        confined,
         existing_version,
     })
 }
@@ -268,7 +287,7 @@ fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, Strin
 fn store(
     paths: &SandboxPaths,
     path: &str,
-    host: &Path,
+    confined: &Confined,
     content: &str,
     mode: WriteMode,
 ) -> Result<(), String> {
@@ -283,17 +302,18 @@ fn store(
     {
         return Err(append_over_limit(path, added, max));
     }
+    let access = match mode {
+        WriteMode::Overwrite => Access::Overwrite,
+        WriteMode::Append { .. } => Access::Append,
+    };
+    let mut file = confined
+        .open_file(access)
+        .map_err(|error| refused(path, error))?;
     let result = (|| -> io::Result<Result<(), String>> {
-        if let Some(parent) = host.parent() {
-            fs::create_dir_all(parent)?;
-        }
         match mode {
-            WriteMode::Overwrite => fs::write(host, data.as_bytes())?,
+            // Truncated only now that the open file passed the checks.
+            WriteMode::Overwrite => file.set_len(0)?,
             WriteMode::Append { max_bytes } => {
-                let mut file = fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(host)?;
                 // Measured on the open file, so the size checked is the size appended to.
                 let total = file.metadata()?.len().saturating_add(added);
                 if let Some(max) = max_bytes
@@ -301,10 +321,10 @@ fn store(
                 {
                     return Ok(Err(append_over_limit(path, total, max)));
                 }
-                file.write_all(data.as_bytes())?;
-                file.flush()?;
             }
         }
+        file.write_all(data.as_bytes())?;
+        file.flush()?;
         Ok(Ok(()))
     })();
     result.map_err(|error| from_io(path, &error))?
