@@ -9,6 +9,7 @@
 
 mod checkpoints;
 mod events;
+mod private_files;
 mod runs;
 mod schema;
 mod sql;
@@ -208,13 +209,19 @@ pub struct Store {
 impl Store {
     /// Opens (creating) `<dir>/deerflow.db`, sets WAL, `busy_timeout=5000`, `foreign_keys=ON`,
     /// and runs the numbered migrations in a transaction, bumping `PRAGMA user_version`.
+    ///
+    /// A missing `dir` is created `0700` and a missing database file `0600` (before the umask);
+    /// SQLite gives its WAL and shared-memory files the database file's mode.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+        let io_error = |source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
-        })?;
+        };
+        private_files::create_dir(dir).map_err(io_error)?;
+        let file = dir.join(DATABASE_FILE);
+        private_files::create_file(&file).map_err(io_error)?;
         // Migrating before the thread starts means no query can ever see an old schema.
-        let mut conn = Connection::open(dir.join(DATABASE_FILE))?;
+        let mut conn = Connection::open(&file)?;
         schema::configure(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {

@@ -865,3 +865,32 @@ async fn query_events_filters_by_run_category_and_type() {
     };
     assert_eq!(read(messages_after_three).await, [6]);
 }
+
+/// The permission bits of `path`.
+#[cfg(unix)]
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Finding 9 of issue 10: the database folder is created `0700` and the database file (and so
+/// its WAL and shared-memory files, which SQLite creates with the database's mode) `0600`.
+#[cfg(unix)]
+#[tokio::test]
+async fn database_files_are_created_private() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let dir = home.path().join("db");
+    let store = Store::open(&dir).expect("open store");
+    store
+        .create_user(user("u1", "a@example.com"))
+        .await
+        .expect("a write creates the WAL file");
+    assert_eq!(mode_of(&dir), 0o700, "{}", dir.display());
+    for file in ["deerflow.db", "deerflow.db-wal", "deerflow.db-shm"] {
+        assert_eq!(mode_of(&dir.join(file)), 0o600, "{file}");
+    }
+}

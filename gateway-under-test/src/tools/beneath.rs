@@ -19,13 +19,15 @@
 //!   may be outside the sandbox, and writing through it would change that file.
 //! - **The last component** of a path is opened without following symlinks: paths are resolved
 //!   first, so a symlink there can only be one swapped in since.
+//! - **Private.** Folders are created `0700` and files `0600` (before the umask): the sandbox
+//!   holds the user's files, which other local users have no business reading.
 
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_std::fs::{Dir, DirBuilder, File, OpenOptions};
 
 use super::SandboxPaths;
 use super::paths::{PathError, ResolvedPath};
@@ -63,7 +65,7 @@ impl SandboxPaths {
         else {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         };
-        std::fs::create_dir_all(thread_root)?;
+        private_dir_builder_std().create(thread_root)?;
         let thread_root = Dir::open_ambient_dir(thread_root, cap_std::ambient_authority())?;
         create_if_missing(&thread_root, Path::new(name))?;
         let user_data = thread_root.open_dir_nofollow(name)?;
@@ -148,7 +150,8 @@ impl Confined {
         if access != Access::Read
             && let Some(parent) = relative.parent().filter(|p| !p.as_os_str().is_empty())
         {
-            self.user_data.create_dir_all(parent)?;
+            self.user_data
+                .create_dir_with(parent, private_dir_builder().recursive(true))?;
         }
         let mut options = OpenOptions::new();
         match access {
@@ -157,6 +160,8 @@ impl Confined {
             Access::Append => options.append(true).create(true),
         };
         options.follow(FollowSymlinks::No).nonblock(true);
+        #[cfg(unix)]
+        cap_std::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
         let file = self
             .user_data
             .open_with(relative, &options)
@@ -186,9 +191,34 @@ impl Confined {
     }
 }
 
+/// The mode of the files the tools create.
+#[cfg(unix)]
+const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// The mode of the folders the tools create.
+#[cfg(unix)]
+const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// A builder of private folders beneath a [`Dir`] (not recursive).
+fn private_dir_builder() -> DirBuilder {
+    let mut builder = DirBuilder::new();
+    #[cfg(unix)]
+    cap_std::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    builder
+}
+
+/// A builder of private folders on the host path, creating missing parents.
+fn private_dir_builder_std() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    builder
+}
+
 /// Creates the folder `name` in `dir` unless something is there already.
 fn create_if_missing(dir: &Dir, name: &Path) -> io::Result<()> {
-    match dir.create_dir(name) {
+    match dir.create_dir_with(name, &private_dir_builder()) {
         Err(error) if error.kind() != io::ErrorKind::AlreadyExists => Err(error),
         _ => Ok(()),
     }

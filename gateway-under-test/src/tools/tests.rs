@@ -1021,6 +1021,44 @@ async fn write_file_creates_parents_and_appends() {
     );
 }
 
+/// Finding 9 of issue 10: the sandbox folders are created `0700` and the files the tools create
+/// `0600`, so other local users can read neither.
+#[cfg(unix)]
+#[tokio::test]
+async fn sandbox_files_are_created_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| {
+        fs::metadata(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let fixture = Fixture::new();
+    let thread_root = fixture.paths.user_data.parent().expect("a thread folder");
+    for dir in [
+        thread_root,
+        &fixture.paths.user_data,
+        &fixture.paths.workspace,
+        &fixture.paths.uploads,
+        &fixture.paths.outputs,
+    ] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    let path = "/mnt/user-data/outputs/new/deeper/a.txt";
+    assert_eq!(fixture.write(path, "private").await, "OK");
+    assert_eq!(
+        fixture.append("/mnt/user-data/outputs/b.txt", "x").await,
+        "OK"
+    );
+    for dir in ["new", "new/deeper"] {
+        assert_eq!(mode(&fixture.paths.outputs.join(dir)), 0o700, "{dir}");
+    }
+    for file in ["new/deeper/a.txt", "b.txt"] {
+        assert_eq!(mode(&fixture.paths.outputs.join(file)), 0o600, "{file}");
+    }
+}
+
 #[tokio::test]
 async fn write_file_argument_errors() {
     let fixture = Fixture::new();
