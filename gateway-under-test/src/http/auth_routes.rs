@@ -182,19 +182,17 @@ async fn login(
         ));
     }
     let user = app.store().user_by_email(form.username.trim()).await?;
-    let verified = match &user {
-        Some(user) => {
-            let (app2, password, hash) = (
-                app.clone(),
-                form.password.clone(),
-                user.password_hash.clone(),
-            );
-            tokio::task::spawn_blocking(move || app2.passwords().verify(&password, &hash))
-                .await
-                .unwrap_or(false)
-        }
-        None => false,
-    };
+    // An unknown e-mail costs a hash as well, so timing does not tell which accounts exist.
+    let (app2, password, hash) = (
+        app.clone(),
+        form.password.clone(),
+        user.as_ref().map(|user| user.password_hash.clone()),
+    );
+    let verified = tokio::task::spawn_blocking(move || {
+        app2.passwords().verify_or_dummy(&password, hash.as_deref())
+    })
+    .await
+    .unwrap_or(false);
     let Some(user) = user.filter(|_| verified) else {
         app.lockout().record_failure(&client, now);
         return Err(ApiError::coded(
