@@ -184,6 +184,7 @@ impl AppBuilder {
             .map_err(|err| AppError::PasswordHash(err.to_string()))?;
         let lockout = LoginLockout::new(
             config.auth.login_max_failures,
+            config.auth.login_max_failures_per_account,
             Duration::from_secs(config.auth.lockout_seconds),
         );
         let mut middlewares = builtin_chain();

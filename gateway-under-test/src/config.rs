@@ -176,9 +176,14 @@ pub struct AuthConfig {
     /// `auth.allow_insecure_persistent_cookie`: persistent cookies over plain http to
     /// non-loopback hosts (`DEER_FLOW_AUTH_ALLOW_INSECURE_PERSISTENT_COOKIE`).
     pub allow_insecure_persistent_cookie: bool,
-    /// `auth.login_max_failures`: failed logins per client IP before lockout. Default 5.
+    /// `auth.login_max_failures`: failed logins for one account from one client IP before that
+    /// pair is locked out. Default 5.
     pub login_max_failures: u32,
-    /// `auth.lockout_seconds`: lockout length. Default 300.
+    /// `auth.login_max_failures_per_account`: failed logins for one account from all clients
+    /// before the account is locked out for everyone; at least `login_max_failures`. Default 20.
+    pub login_max_failures_per_account: u32,
+    /// `auth.lockout_seconds`: how long failures are counted, and how long a lockout lasts.
+    /// Default 300.
     pub lockout_seconds: u64,
     /// `[auth.password_hash]`: argon2id cost.
     pub password_hash: PasswordHashConfig,
@@ -196,6 +201,7 @@ impl Default for AuthConfig {
             trusted_proxies: Vec::new(),
             allow_insecure_persistent_cookie: false,
             login_max_failures: 5,
+            login_max_failures_per_account: 20,
             lockout_seconds: 300,
             password_hash: PasswordHashConfig::default(),
         }
@@ -678,6 +684,15 @@ impl Config {
         if self.auth.login_max_failures == 0 {
             return Err(invalid("auth.login_max_failures", "must be at least 1"));
         }
+        if self.auth.login_max_failures_per_account < self.auth.login_max_failures {
+            return Err(invalid(
+                "auth.login_max_failures_per_account",
+                format!(
+                    "must be at least auth.login_max_failures ({})",
+                    self.auth.login_max_failures
+                ),
+            ));
+        }
         let mut names = BTreeMap::new();
         for (index, model) in self.models.iter().enumerate() {
             if model.name.trim().is_empty() {
@@ -876,6 +891,17 @@ mod tests {
             Config::from_toml_str("[auth]\ntoken_expiry_days = 40\n", Path::new("c.toml")).unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("auth.token_expiry_days"), "{err}");
+        let config = Config::from_toml_str(
+            "[auth]\nlogin_max_failures = 5\nlogin_max_failures_per_account = 4\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config key `auth.login_max_failures_per_account`: must be at least \
+             auth.login_max_failures (5)"
+        );
         let config =
             Config::from_toml_str("[title]\nmodel_name = \"ghost\"\n", Path::new("c.toml"))
                 .unwrap();

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, State};
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::auth::{
-    CookieJarPolicy, clear_session_cookies, client_ip, new_csrf_token, session_cookies,
+    CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token, session_cookies,
     validate_email, validate_password,
 };
 use crate::http::guard::{CurrentUser, header, is_https};
@@ -174,13 +174,14 @@ async fn login(
         header(&headers, "x-real-ip"),
         &app.config().auth.trusted_proxies,
     );
-    let now = std::time::Instant::now();
-    if app.lockout().is_locked(&client, now) {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many login attempts. Try again later.",
-        ));
-    }
+    // Counted before the slow hash check, so parallel attempts cannot overshoot the limit.
+    let attempt = match app
+        .lockout()
+        .begin(&form.username, &client, std::time::Instant::now())
+    {
+        Ok(attempt) => attempt,
+        Err(locked) => return Ok(too_many_attempts(locked)),
+    };
     let user = app.store().user_by_email(form.username.trim()).await?;
     // An unknown e-mail costs a hash as well, so timing does not tell which accounts exist.
     let (app2, password, hash) = (
@@ -194,14 +195,14 @@ async fn login(
     .await
     .unwrap_or(false);
     let Some(user) = user.filter(|_| verified) else {
-        app.lockout().record_failure(&client, now);
+        attempt.failed();
         return Err(ApiError::coded(
             StatusCode::UNAUTHORIZED,
             "invalid_credentials",
             "Incorrect email or password",
         ));
     };
-    app.lockout().record_success(&client);
+    attempt.succeeded();
     let body = json!({
         "expires_in": i64::from(app.config().auth.token_expiry_days) * 86_400,
         "needs_setup": user.needs_setup,
@@ -214,6 +215,19 @@ async fn login(
         remember_me,
         Json(body).into_response(),
     ))
+}
+
+/// The lockout's 429, with `Retry-After` in seconds.
+fn too_many_attempts(locked: Locked) -> Response {
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many login attempts. Try again later.",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(locked.retry_after_seconds()));
+    response
 }
 
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
