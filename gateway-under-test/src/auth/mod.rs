@@ -26,7 +26,7 @@ pub use cookies::{
     cookie_value, session_cookies,
 };
 pub use csrf::{new_csrf_token, normalize_origin, origin_allowed, tokens_match};
-pub use jwt::{Claims, JwtError, JwtKeys};
+pub use jwt::{Claims, JwtError, JwtKeys, token_id};
 pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip};
 pub use password::{PasswordError, PasswordHasher};
 

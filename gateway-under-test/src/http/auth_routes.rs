@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::auth::{
-    CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token, session_cookies,
-    validate_email, validate_password,
+    ACCESS_TOKEN_COOKIE, CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token,
+    session_cookies, token_id, validate_email, validate_password,
 };
-use crate::http::guard::{CurrentUser, header, is_https};
+use crate::http::guard::{CurrentUser, header, is_https, request_cookie};
 use crate::http::{ApiError, ApiJson};
 use crate::store::{StoreError, UserRecord};
 
@@ -230,7 +230,27 @@ fn too_many_attempts(locked: Locked) -> Response {
     response
 }
 
+/// Revokes the session token the logout was sent with, if it is a valid one; logout answers
+/// the same either way.
+async fn revoke_session(app: &App, headers: &HeaderMap) {
+    let Some(token) = request_cookie(headers, ACCESS_TOKEN_COOKIE) else {
+        return;
+    };
+    let now = crate::clock::epoch_seconds();
+    let Ok(claims) = app.jwt().verify(&token, now) else {
+        return;
+    };
+    let revoked = app
+        .store()
+        .revoke_token(&token_id(&token), &claims.sub, claims.exp, now)
+        .await;
+    if let Err(err) = revoked {
+        tracing::error!("logout could not revoke the session token: {err}");
+    }
+}
+
 async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
+    revoke_session(&app, &headers).await;
     let mut response = Json(json!({"message": "Successfully logged out"})).into_response();
     for cookie in clear_session_cookies(&cookie_policy(&app, &headers)) {
         if let Ok(value) = HeaderValue::from_str(&cookie) {

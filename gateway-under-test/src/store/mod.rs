@@ -1,4 +1,5 @@
-//! SQLite persistence: users, thread metadata, checkpoints, runs and the run-event journal.
+//! SQLite persistence: users, revoked session tokens, thread metadata, checkpoints, runs and the
+//! run-event journal.
 //!
 //! One dedicated thread owns the `rusqlite::Connection`; async callers send it closures over a
 //! channel and await the answer (stack.md §2.6). Every [`Store`] is opened on its own folder, so
@@ -12,6 +13,7 @@ mod events;
 mod private_files;
 mod runs;
 mod schema;
+mod sessions;
 mod sql;
 mod threads;
 mod users;
@@ -79,6 +81,17 @@ pub struct UserRecord {
     pub oauth_provider: Option<String>,
     /// ISO timestamp.
     pub created_at: String,
+}
+
+/// What a session token stands for, looked up on every authenticated request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Session {
+    /// The token's user.
+    Active(UserRecord),
+    /// The token was revoked by logout.
+    Revoked,
+    /// The token's user does not exist (any more).
+    UnknownUser,
 }
 
 /// Thread metadata (one row per thread).
@@ -251,6 +264,30 @@ impl Store {
     pub async fn user_by_id(&self, id: &str) -> Result<Option<UserRecord>, StoreError> {
         let id = id.to_owned();
         self.db.call(move |conn| users::by_id(conn, &id)).await
+    }
+
+    /// The user of the session token `token_id` (see [`crate::auth::token_id`]) issued to
+    /// `user_id`, unless the token was revoked. One query for both, on every request.
+    pub async fn session(&self, user_id: &str, token_id: &str) -> Result<Session, StoreError> {
+        let (user_id, token_id) = (user_id.to_owned(), token_id.to_owned());
+        self.db
+            .call(move |conn| sessions::session(conn, &user_id, &token_id))
+            .await
+    }
+
+    /// Revokes the session token `token_id` of `user_id` until `expires_at` (epoch seconds, the
+    /// token's `exp`), and forgets revocations of tokens expired before `now` (epoch seconds).
+    pub async fn revoke_token(
+        &self,
+        token_id: &str,
+        user_id: &str,
+        expires_at: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let (token_id, user_id) = (token_id.to_owned(), user_id.to_owned());
+        self.db
+            .call(move |conn| sessions::revoke(conn, &token_id, &user_id, expires_at, now))
+            .await
     }
 
     /// How many users exist.

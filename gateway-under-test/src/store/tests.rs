@@ -894,3 +894,48 @@ async fn database_files_are_created_private() {
         assert_eq!(mode_of(&dir.join(file)), 0o600, "{file}");
     }
 }
+
+// --- sessions -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn revoked_tokens_are_refused_until_they_expire() {
+    let (_dir, store) = open_temp();
+    store
+        .create_user(user("u1", "a@example.com"))
+        .await
+        .expect("user");
+    let active = |store: Store, token: &'static str| async move {
+        matches!(
+            store.session("u1", token).await.expect("session"),
+            Session::Active(_)
+        )
+    };
+    assert!(active(store.clone(), "t-old").await);
+    store
+        .revoke_token("t-old", "u1", 100, 50)
+        .await
+        .expect("revoke");
+    store
+        .revoke_token("t-old", "u1", 100, 50)
+        .await
+        .expect("twice is fine");
+    assert_eq!(
+        store.session("u1", "t-old").await.expect("session"),
+        Session::Revoked
+    );
+    assert!(active(store.clone(), "t-other").await);
+    assert_eq!(
+        store.session("ghost", "t-other").await.expect("session"),
+        Session::UnknownUser
+    );
+    // A later revocation forgets the ones whose tokens have expired by then.
+    store
+        .revoke_token("t-new", "u1", 500, 101)
+        .await
+        .expect("revoke");
+    assert!(active(store.clone(), "t-old").await);
+    assert_eq!(
+        store.session("u1", "t-new").await.expect("session"),
+        Session::Revoked
+    );
+}

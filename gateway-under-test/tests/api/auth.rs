@@ -531,3 +531,64 @@ async fn login_lockout_bypass_one_client_cannot_lock_everyone_out() {
     assert_eq!(login_as(&url, attacker, &bystander, PASSWORD).await.0, 200);
     gateway.stop().await;
 }
+
+/// The `access_token` a response set.
+fn access_token(response: &reqwest::Response) -> String {
+    response
+        .cookies()
+        .find(|cookie| cookie.name() == "access_token")
+        .expect("the response sets access_token")
+        .value()
+        .to_string()
+}
+
+/// `GET /api/v1/auth/me` with only this session token; returns the status and the detail code.
+async fn me_with(url: &str, token: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{url}/api/v1/auth/me"))
+        .header("Cookie", format!("access_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap();
+    (status, body["detail"]["code"].clone())
+}
+
+/// Finding 8 of issue 10 ("logout does not revoke the token"): a token stayed valid for its 7
+/// days after logout. Logout now revokes the token it was sent with, across restarts; the user's
+/// other sessions stay valid.
+#[tokio::test]
+async fn logout_revokes_the_token() {
+    let gateway = spawn_gateway().await;
+    let email = registered_email(&gateway).await;
+    let url = gateway.url();
+    let first = access_token(&login(&reqwest::Client::new(), &url, &email, PASSWORD).await);
+    let second = access_token(&login(&reqwest::Client::new(), &url, &email, PASSWORD).await);
+    assert_eq!(me_with(&url, &first).await.0, 200);
+
+    let response = reqwest::Client::new()
+        .post(format!("{url}/api/v1/auth/logout"))
+        .header("Cookie", format!("access_token={first}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        me_with(&url, &first).await,
+        (401, json!("token_invalid")),
+        "the logged-out token is refused"
+    );
+    assert_eq!(me_with(&url, &second).await.0, 200, "other sessions stay");
+
+    let home = gateway.home.clone();
+    gateway.stop().await;
+    let restarted = spawn_gateway_with(GatewayOptions {
+        home: Some(home),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(me_with(&restarted.url(), &first).await.0, 401);
+    assert_eq!(me_with(&restarted.url(), &second).await.0, 200);
+    restarted.stop().await;
+}
