@@ -139,6 +139,7 @@ impl AppBuilder {
             source,
         })?;
         let store = Store::open(&config.database_dir())?;
+        crate::runtime::runs::finish_orphaned_runs(&store)?;
         let context = ProviderContext {
             home: config.home.clone(),
         };

@@ -167,6 +167,19 @@ pub struct RunRecord {
     pub updated_at: String,
 }
 
+/// Which runs [`Store::finish_orphaned_runs`] finishes, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Orphaned<'a> {
+    /// Only runs created at or before this ISO timestamp (compared as strings).
+    pub before: &'a str,
+    /// The run's `error` text.
+    pub error: &'a str,
+    /// The run's `stop_reason`.
+    pub stop_reason: &'a str,
+    /// The ISO timestamp for `updated_at`.
+    pub now: &'a str,
+}
+
 /// A journal row to append; `seq` is assigned by the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -430,6 +443,33 @@ impl Store {
     pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
         let run_id = run_id.to_owned();
         self.db.call(move |conn| runs::get(conn, &run_id)).await
+    }
+
+    /// Marks the runs no worker can own any more (`pending` or `running`, created at or before
+    /// `orphan.before`) as `error`, and their threads that are still `running` as `error`, in one
+    /// transaction. Returns the runs changed as `(run_id, thread_id)`.
+    ///
+    /// **Blocking**: it waits for the database thread. Meant for start-up (a synchronous
+    /// builder), before any run exists; never call it from request handling.
+    pub fn finish_orphaned_runs(
+        &self,
+        orphan: Orphaned<'_>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let (before, error, stop_reason, now) = (
+            orphan.before.to_owned(),
+            orphan.error.to_owned(),
+            orphan.stop_reason.to_owned(),
+            orphan.now.to_owned(),
+        );
+        self.db.call_blocking(move |conn| {
+            let orphan = Orphaned {
+                before: &before,
+                error: &error,
+                stop_reason: &stop_reason,
+                now: &now,
+            };
+            runs::finish_orphans(conn, &orphan)
+        })
     }
 
     /// The thread's runs owned by `owner_id`, sorted by `created_at` descending **as strings**,

@@ -939,3 +939,90 @@ async fn revoked_tokens_are_refused_until_they_expire() {
         Session::Revoked
     );
 }
+
+// --- runs left unfinished by a crash ----------------------------------------------------------
+
+#[tokio::test]
+async fn orphaned_runs_are_finished_as_error_and_free_their_threads() {
+    let (_dir, store) = open_temp();
+    // (run, thread, status, created_at, thread status) → expected run status afterwards.
+    let cases = [
+        (
+            "pending",
+            "t1",
+            "pending",
+            "2025-01-01T00:00:01Z",
+            "idle",
+            "error",
+        ),
+        (
+            "running",
+            "t2",
+            "running",
+            "2025-01-01T00:00:02Z",
+            "running",
+            "error",
+        ),
+        (
+            "done",
+            "t3",
+            "success",
+            "2025-01-01T00:00:03Z",
+            "idle",
+            "success",
+        ),
+        (
+            "later",
+            "t4",
+            "running",
+            "2025-01-01T00:00:09Z",
+            "running",
+            "running",
+        ),
+    ];
+    for (run_id, thread_id, status, created_at, thread_status, _) in cases {
+        let mut thread = thread(thread_id, "u1", created_at);
+        thread.status = thread_status.to_owned();
+        store
+            .create_thread(thread, checkpoint(thread_id, &format!("c-{thread_id}"), -1))
+            .await
+            .expect("thread");
+        let mut run = run(run_id, thread_id, "u1", created_at);
+        run.status = status.to_owned();
+        store.put_run(run).await.expect("run");
+    }
+    let finished = store
+        .finish_orphaned_runs(Orphaned {
+            before: "2025-01-01T00:00:05Z",
+            error: "restarted",
+            stop_reason: "gateway_restart",
+            now: "2025-01-01T00:00:06Z",
+        })
+        .expect("finish");
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(run, thread)| (run.to_string(), thread.to_string()))
+            .collect()
+    };
+    assert_eq!(finished, pairs(&[("pending", "t1"), ("running", "t2")]));
+    for (run_id, thread_id, _, _, thread_status, expected) in cases {
+        let run = store.get_run(run_id).await.expect("get").expect("run");
+        assert_eq!(run.status, expected, "{run_id}");
+        let thread = store
+            .get_thread(thread_id)
+            .await
+            .expect("get")
+            .expect("thread");
+        let expected_thread = if thread_status == "running" && expected == "error" {
+            "error"
+        } else {
+            thread_status
+        };
+        assert_eq!(thread.status, expected_thread, "{thread_id}");
+        if expected == "error" {
+            assert_eq!(run.error.as_deref(), Some("restarted"));
+            assert_eq!(run.stop_reason.as_deref(), Some("gateway_restart"));
+            assert_eq!(run.updated_at, "2025-01-01T00:00:06Z");
+        }
+    }
+}
