@@ -348,22 +348,8 @@ impl App {
         let addr = listener.local_addr()?;
         let shutdown = self.inner.shutdown.clone();
         let router = crate::http::router(self.clone());
-        let signal = shutdown.clone().cancelled_owned();
-        // SSE frames are many small writes; without TCP_NODELAY, Nagle's algorithm and the
-        // peer's delayed ACK stall a stream by about 40 ms at a time.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::debug!("cannot set TCP_NODELAY: {err}");
-            }
-        });
-        let join = tokio::spawn(async move {
-            axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(signal)
-            .await
-        });
+        let limits = crate::serve::ServeLimits::from(&self.inner.config.server);
+        let join = tokio::spawn(crate::serve::serve(listener, router, limits, shutdown));
         Ok(RunningGateway {
             app: self,
             addr,

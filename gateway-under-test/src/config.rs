@@ -123,6 +123,16 @@ pub struct ServerConfig {
     pub host: String,
     /// `server.port`: the port; `0` picks a free one. Default `8001`; `--port` overrides.
     pub port: u16,
+    /// `server.header_read_timeout_secs`: how long a client may take to send a request's
+    /// headers, counted from when the server starts waiting for them (so it also closes idle
+    /// keep-alive connections). At least 1. Default 10.
+    pub header_read_timeout_secs: u64,
+    /// `server.request_body_timeout_secs`: how long a request body may go without sending
+    /// anything; the request then fails and the connection closes. At least 1. Default 30.
+    pub request_body_timeout_secs: u64,
+    /// `server.max_connections`: connections served at once; further clients wait in the
+    /// listen backlog until one closes. At least 1. Default 512.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -130,6 +140,9 @@ impl Default for ServerConfig {
         ServerConfig {
             host: "127.0.0.1".into(),
             port: 8001,
+            header_read_timeout_secs: 10,
+            request_body_timeout_secs: 30,
+            max_connections: 512,
         }
     }
 }
@@ -668,6 +681,24 @@ impl Config {
                 ),
             ));
         }
+        for (key, value) in [
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs,
+            ),
+            (
+                "server.request_body_timeout_secs",
+                self.server.request_body_timeout_secs,
+            ),
+            (
+                "server.max_connections",
+                u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
+        }
         if !(1..=30).contains(&self.auth.token_expiry_days) {
             return Err(invalid(
                 "auth.token_expiry_days",
@@ -902,6 +933,19 @@ mod tests {
             "config key `auth.login_max_failures_per_account`: must be at least \
              auth.login_max_failures (5)"
         );
+        for key in [
+            "header_read_timeout_secs",
+            "request_body_timeout_secs",
+            "max_connections",
+        ] {
+            let text = format!("[server]\n{key} = 0\n");
+            let config = Config::from_toml_str(&text, Path::new("c.toml")).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("config key `server.{key}`: must be at least 1")
+            );
+        }
         let config =
             Config::from_toml_str("[title]\nmodel_name = \"ghost\"\n", Path::new("c.toml"))
                 .unwrap();

@@ -12,6 +12,7 @@ pub mod http;
 pub mod messages;
 pub mod models;
 pub mod runtime;
+mod serve;
 pub mod store;
 pub mod tools;
 

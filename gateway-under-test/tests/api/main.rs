@@ -10,5 +10,6 @@ mod langgraph_sdk;
 mod runs;
 mod scenario;
 mod seed;
+mod slow_clients;
 mod suggestions;
 mod threads;
