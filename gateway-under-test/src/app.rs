@@ -1,27 +1,30 @@
-//! The [`App`] value: one gateway instance with its configuration, database, models, tools,
-//! middlewares, auth state and active runs. Nothing is global, so several apps with different
-//! homes run side by side in one process.
+//! The [`App`] value: one gateway instance, made of the parts its routes and its runtime need —
+//! the [`AuthState`], the lead [`Agent`], the [`Store`] and the [`RunManager`] — each an axum
+//! substate ([`FromRef`]), so a handler takes only the parts it uses. Nothing is global, so
+//! several apps with different homes run side by side in one process.
 //!
 //! Build one with [`AppBuilder`], register extra providers, tools or middlewares by name, then
-//! [`App::serve`] it on a listener.
+//! serve it ([`App::serve`], in `server.rs`). This module knows nothing of HTTP routes: the
+//! router is assembled in `http`.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+use axum::extract::FromRef;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{JwtKeys, LoginLockout, PasswordHasher};
-use crate::config::{Config, ConfigError};
-use crate::models::{ChatModel, ModelProvider, ProviderContext, ProviderRegistry, ToolSpec};
+use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
+use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
+use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
 use crate::runtime::middlewares::builtin_chain;
 use crate::runtime::runs::RunManager;
+use crate::serve::ServeLimits;
 use crate::store::{Store, StoreError};
-use crate::tools::{ReadTracker, Tool, ToolRegistry};
+use crate::tools::{Tool, ToolRegistry};
 
 /// Why an app could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -172,10 +175,19 @@ impl AppBuilder {
             })?;
             bound_tools.push(tool);
         }
-        // Specs are fixed once the app is built; every model call sends them.
-        let tool_specs = bound_tools.iter().map(|tool| tool.spec()).collect();
         let skills_dir = config.home.join(&config.skills.path);
-        let skill_names = list_skills(&skills_dir);
+        let agent = Arc::new(Agent::new(
+            &config,
+            AgentParts {
+                models,
+                tools: bound_tools,
+                middlewares: builtin_chain()
+                    .into_iter()
+                    .chain(self.extra_middlewares)
+                    .collect(),
+                skills: list_skills(&skills_dir),
+            },
+        ));
         let jwt = JwtKeys::load_or_create(&config.home, config.auth.jwt_secret.as_deref())
             .map_err(|source| AppError::Io {
                 what: "JWT secret".into(),
@@ -188,25 +200,29 @@ impl AppBuilder {
             config.auth.login_max_failures_per_account,
             Duration::from_secs(config.auth.lockout_seconds),
         );
-        let mut middlewares = builtin_chain();
-        middlewares.extend(self.extra_middlewares);
+        let shutdown = CancellationToken::new();
+        let runs = RunManager::new(
+            agent.clone(),
+            store.clone(),
+            config.runs.clone(),
+            shutdown.clone(),
+        );
+        let web_client = Arc::new(WebClientSettings::from_config(&config));
         Ok(App {
-            inner: Arc::new(AppInner {
-                config,
-                store,
-                models,
-                bound_tools,
-                tool_specs,
-                middlewares,
-                skill_names,
-                reads: ReadTracker::default(),
-                runs: RunManager::default(),
+            auth: Arc::new(AuthState {
+                settings: config.auth,
                 jwt,
                 passwords,
                 lockout,
-                shutdown: CancellationToken::new(),
-                test_seed_route: self.test_seed_route,
             }),
+            agent,
+            store,
+            runs: Arc::new(runs),
+            web_client,
+            suggestions: Arc::new(config.suggestions),
+            serve_limits: ServeLimits::from(&config.server),
+            shutdown,
+            test_seed_route: self.test_seed_route,
         })
     }
 }
@@ -226,174 +242,180 @@ fn list_skills(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
-struct AppInner {
-    config: Config,
-    store: Store,
-    models: BTreeMap<String, Arc<dyn ChatModel>>,
-    bound_tools: Vec<Arc<dyn Tool>>,
-    tool_specs: Vec<ToolSpec>,
-    middlewares: Vec<Arc<dyn Middleware>>,
-    skill_names: Vec<String>,
-    reads: ReadTracker,
-    runs: RunManager,
-    jwt: JwtKeys,
-    passwords: PasswordHasher,
-    lockout: LoginLockout,
-    shutdown: CancellationToken,
-    test_seed_route: bool,
+/// What the auth routes and the CSRF, auth and CORS layers need: the `[auth]` settings, the JWT
+/// keys, the password hasher and the login lockout. Only the HTTP layer sees it; a run (and so a
+/// registered middleware) never does.
+pub struct AuthState {
+    /// `[auth]`.
+    pub settings: AuthConfig,
+    /// Session token signing keys.
+    pub jwt: JwtKeys,
+    /// The password hasher.
+    pub passwords: PasswordHasher,
+    /// Failed-login tracking.
+    pub lockout: LoginLockout,
 }
 
-/// One gateway instance. Cheap to clone.
+impl std::fmt::Debug for AuthState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `settings` holds the JWT secret, when configured: never print it.
+        f.debug_struct("AuthState").finish_non_exhaustive()
+    }
+}
+
+/// What the web client's catalog routes read (`GET /api/models`, `/api/skills`, token usage,
+/// upload limits): the public part of each model entry (never a key or an endpoint), the token
+/// usage display switch, the upload limits and where the skills live.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebClientSettings {
+    /// The configured models, in configuration order.
+    pub models: Vec<ModelCatalogEntry>,
+    /// `token_usage.enabled`.
+    pub token_usage_enabled: bool,
+    /// `[uploads]`.
+    pub uploads: UploadsConfig,
+    /// The host skills folder (`<home>/<skills.path>`).
+    pub skills_dir: PathBuf,
+    /// `<home>/extensions_config.json`, which switches skills on and off.
+    pub extensions_config: PathBuf,
+}
+
+/// One model as the model picker shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCatalogEntry {
+    /// `models[].name`.
+    pub name: String,
+    /// The provider's model id, or the name when none is configured.
+    pub model: String,
+    /// `models[].display_name`.
+    pub display_name: Option<String>,
+    /// `models[].description`.
+    pub description: Option<String>,
+    /// `models[].supports_thinking`.
+    pub supports_thinking: bool,
+    /// `models[].supports_reasoning_effort`.
+    pub supports_reasoning_effort: bool,
+    /// `models[].max_context_tokens`.
+    pub max_context_tokens: Option<u64>,
+}
+
+impl WebClientSettings {
+    fn from_config(config: &Config) -> WebClientSettings {
+        WebClientSettings {
+            models: config
+                .models
+                .iter()
+                .map(|model| ModelCatalogEntry {
+                    name: model.name.clone(),
+                    model: model.model.clone().unwrap_or_else(|| model.name.clone()),
+                    display_name: model.display_name.clone(),
+                    description: model.description.clone(),
+                    supports_thinking: model.supports_thinking,
+                    supports_reasoning_effort: model.supports_reasoning_effort,
+                    max_context_tokens: model.max_context_tokens,
+                })
+                .collect(),
+            token_usage_enabled: config.token_usage.enabled,
+            uploads: config.uploads.clone(),
+            skills_dir: config.home.join(&config.skills.path),
+            extensions_config: config.home.join("extensions_config.json"),
+        }
+    }
+
+    /// The catalog entry of the model called `name`.
+    pub fn model(&self, name: &str) -> Option<&ModelCatalogEntry> {
+        self.models.iter().find(|model| model.name == name)
+    }
+}
+
+/// One gateway instance. Cheap to clone: every part is shared.
 #[derive(Clone)]
 pub struct App {
-    inner: Arc<AppInner>,
+    auth: Arc<AuthState>,
+    agent: Arc<Agent>,
+    store: Store,
+    runs: Arc<RunManager>,
+    suggestions: Arc<SuggestionsConfig>,
+    web_client: Arc<WebClientSettings>,
+    /// `[server]`'s timeouts and connection bound, for [`App::serve`].
+    serve_limits: ServeLimits,
+    shutdown: CancellationToken,
+    test_seed_route: bool,
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
-            .field("home", &self.inner.config.home)
-            .field("models", &self.inner.models.keys().collect::<Vec<_>>())
+            .field("home", &self.agent.settings().home)
+            .field("agent", &self.agent)
             .finish_non_exhaustive()
     }
 }
 
 impl App {
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
-    }
-
     /// The database.
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        &self.store
     }
 
-    /// The configured model called `name`.
-    pub fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
-        self.inner.models.get(name).cloned()
-    }
-
-    /// The first configured model's name (the default for runs).
-    pub fn default_model_name(&self) -> Option<&str> {
-        self.inner.config.models.first().map(|m| m.name.as_str())
-    }
-
-    /// The tools bound to the lead agent, in configuration order.
-    pub fn bound_tools(&self) -> &[Arc<dyn Tool>] {
-        &self.inner.bound_tools
-    }
-
-    /// The bound tools' specs, in configuration order (computed once at build).
-    pub fn bound_tool_specs(&self) -> &[ToolSpec] {
-        &self.inner.tool_specs
-    }
-
-    /// The bound tool called `name`.
-    pub fn bound_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.inner
-            .tool_specs
-            .iter()
-            .position(|spec| spec.name == name)
-            .map(|index| self.inner.bound_tools[index].clone())
-    }
-
-    /// The middleware chain: built-ins, then registered ones.
-    pub fn middlewares(&self) -> Vec<Arc<dyn Middleware>> {
-        self.inner.middlewares.clone()
-    }
-
-    /// Skill names found at start-up.
-    pub fn skill_names(&self) -> Vec<String> {
-        self.inner.skill_names.clone()
-    }
-
-    /// The read-before-write memory of the file tools.
-    pub fn read_tracker(&self) -> &ReadTracker {
-        &self.inner.reads
+    /// The lead agent: models, bound tools, middleware chain.
+    pub fn agent(&self) -> &Arc<Agent> {
+        &self.agent
     }
 
     /// The active runs.
-    pub fn runs(&self) -> &RunManager {
-        &self.inner.runs
-    }
-
-    /// JWT signing keys.
-    pub fn jwt(&self) -> &JwtKeys {
-        &self.inner.jwt
-    }
-
-    /// The password hasher.
-    pub fn passwords(&self) -> &PasswordHasher {
-        &self.inner.passwords
-    }
-
-    /// The login lockout tracker.
-    pub fn lockout(&self) -> &LoginLockout {
-        &self.inner.lockout
+    pub fn runs(&self) -> &Arc<RunManager> {
+        &self.runs
     }
 
     /// Cancelled when the server shuts down.
     pub fn shutdown_token(&self) -> &CancellationToken {
-        &self.inner.shutdown
+        &self.shutdown
+    }
+
+    /// The limits [`App::serve`] applies to connections (`[server]`).
+    pub(crate) fn serve_limits(&self) -> ServeLimits {
+        self.serve_limits
     }
 
     /// Whether the test-only seed route is mounted.
     pub fn test_seed_route(&self) -> bool {
-        cfg!(feature = "test-seed") && self.inner.test_seed_route
-    }
-
-    /// Serves the HTTP API on `listener` until [`RunningGateway::shutdown`].
-    pub fn serve(self, listener: TcpListener) -> std::io::Result<RunningGateway> {
-        let addr = listener.local_addr()?;
-        let shutdown = self.inner.shutdown.clone();
-        let router = crate::http::router(self.clone());
-        let limits = crate::serve::ServeLimits::from(&self.inner.config.server);
-        let join = tokio::spawn(crate::serve::serve(listener, router, limits, shutdown));
-        Ok(RunningGateway {
-            app: self,
-            addr,
-            join,
-        })
+        cfg!(feature = "test-seed") && self.test_seed_route
     }
 }
 
-/// A gateway serving on a socket.
-#[derive(Debug)]
-pub struct RunningGateway {
-    app: App,
-    addr: SocketAddr,
-    join: JoinHandle<std::io::Result<()>>,
+impl FromRef<App> for Arc<AuthState> {
+    fn from_ref(app: &App) -> Self {
+        app.auth.clone()
+    }
 }
 
-impl RunningGateway {
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+impl FromRef<App> for Arc<Agent> {
+    fn from_ref(app: &App) -> Self {
+        app.agent.clone()
     }
+}
 
-    /// `http://<addr>`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+impl FromRef<App> for Store {
+    fn from_ref(app: &App) -> Self {
+        app.store.clone()
     }
+}
 
-    /// The served app.
-    pub fn app(&self) -> &App {
-        &self.app
+impl FromRef<App> for Arc<RunManager> {
+    fn from_ref(app: &App) -> Self {
+        app.runs.clone()
     }
+}
 
-    /// Stops accepting, cancels active runs, ends open streams and waits (at most 5 s) for the
-    /// server to finish.
-    pub async fn shutdown(self) -> std::io::Result<()> {
-        self.app.runs().cancel_all();
-        self.app.shutdown_token().cancel();
-        match tokio::time::timeout(Duration::from_secs(5), self.join).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(join_error)) => Err(std::io::Error::other(join_error)),
-            Err(_) => Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "server did not stop within 5 s",
-            )),
-        }
+impl FromRef<App> for Arc<SuggestionsConfig> {
+    fn from_ref(app: &App) -> Self {
+        app.suggestions.clone()
+    }
+}
+
+impl FromRef<App> for Arc<WebClientSettings> {
+    fn from_ref(app: &App) -> Self {
+        app.web_client.clone()
     }
 }

@@ -94,6 +94,12 @@ pub struct Config {
     /// `[suggestions]`: the follow-up suggestions route.
     #[serde(default)]
     pub suggestions: SuggestionsConfig,
+    /// `[token_usage]`: whether web clients show token usage.
+    #[serde(default)]
+    pub token_usage: TokenUsageConfig,
+    /// `[uploads]`: the upload limits web clients enforce.
+    #[serde(default)]
+    pub uploads: UploadsConfig,
     /// `[memory]`: long-term memory (not implemented; must stay off).
     #[serde(default)]
     pub memory: MemoryConfig,
@@ -106,6 +112,9 @@ pub struct Config {
     /// `[llm_retry]`: retries of failed model calls.
     #[serde(default)]
     pub llm_retry: LlmRetryConfig,
+    /// `[message_limits]`.
+    #[serde(default)]
+    pub message_limits: MessageLimitsConfig,
 }
 
 fn default_home() -> PathBuf {
@@ -289,6 +298,16 @@ pub struct ModelConfig {
     /// `models[].supports_thinking`: whether thinking mode may be requested.
     #[serde(default)]
     pub supports_thinking: bool,
+    /// `models[].description`: shown in the model picker (`GET /api/models`).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `models[].supports_reasoning_effort`: whether a run's `reasoning_effort` is meaningful.
+    #[serde(default)]
+    pub supports_reasoning_effort: bool,
+    /// `models[].max_context_tokens`: the context window, for `context_usage` in
+    /// `GET /api/threads/{id}/token-usage`; unset means unknown.
+    #[serde(default)]
+    pub max_context_tokens: Option<u64>,
     /// `models[].request_timeout_secs`: per-request timeout. Default 120.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
@@ -315,6 +334,9 @@ impl std::fmt::Debug for ModelConfig {
             )
             .field("base_url", &self.base_url)
             .field("supports_thinking", &self.supports_thinking)
+            .field("description", &self.description)
+            .field("supports_reasoning_effort", &self.supports_reasoning_effort)
+            .field("max_context_tokens", &self.max_context_tokens)
             .field("request_timeout_secs", &self.request_timeout_secs)
             .field("settings", &self.settings.keys().collect::<Vec<_>>())
             .finish()
@@ -332,6 +354,9 @@ impl ModelConfig {
             api_key: None,
             base_url: None,
             supports_thinking: false,
+            description: None,
+            supports_reasoning_effort: false,
+            max_context_tokens: None,
             request_timeout_secs: default_request_timeout(),
             settings: Map::new(),
         }
@@ -417,6 +442,33 @@ impl Default for ToolLimitsConfig {
     }
 }
 
+/// `[message_limits]`: the largest message each source may add to a thread, in bytes (0 turns
+/// a limit off). Every step checkpoints and streams the state, so one oversized message costs
+/// far more than its own size; these bounds keep a run's storage and stream proportionate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MessageLimitsConfig {
+    /// `message_limits.user_message_bytes`: the text of one input message; a larger one is
+    /// refused with 413. Default 1 MiB.
+    pub user_message_bytes: usize,
+    /// `message_limits.model_answer_bytes`: the text plus tool-call arguments of one model
+    /// answer; a larger one fails the model call (not retried). Default 1 MiB.
+    pub model_answer_bytes: usize,
+    /// `message_limits.tool_call_args_bytes`: the JSON arguments of one tool call; a larger one
+    /// is not run and the model sees a tool error. Default 256 KiB.
+    pub tool_call_args_bytes: usize,
+}
+
+impl Default for MessageLimitsConfig {
+    fn default() -> Self {
+        MessageLimitsConfig {
+            user_message_bytes: 1024 * 1024,
+            model_answer_bytes: 1024 * 1024,
+            tool_call_args_bytes: 256 * 1024,
+        }
+    }
+}
+
 /// `[skills]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -468,7 +520,9 @@ impl Default for TitleConfig {
 pub struct SuggestionsConfig {
     /// `suggestions.enabled`. Default true.
     pub enabled: bool,
-    /// `suggestions.max_suggestions`: the most questions a request may ask for. Default 5.
+    /// `suggestions.max_suggestions`: the most questions a request may ask for; a request's `n`
+    /// is capped at it. Default 3, DeerFlow's `DEFAULT_MAX_SUGGESTIONS`: a web client sends
+    /// `n = max_suggestions`, so the default is part of the suggestions prompt.
     pub max_suggestions: u32,
     /// `suggestions.model_name`: the model to ask; default the first configured model.
     pub model_name: Option<String>,
@@ -478,8 +532,39 @@ impl Default for SuggestionsConfig {
     fn default() -> Self {
         SuggestionsConfig {
             enabled: true,
-            max_suggestions: 5,
+            max_suggestions: 3,
             model_name: None,
+        }
+    }
+}
+
+/// `[token_usage]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenUsageConfig {
+    /// `token_usage.enabled`: whether web clients display token usage (`GET /api/models`).
+    /// Default false, as DeerFlow ships.
+    pub enabled: bool,
+}
+
+/// `[uploads]`: the limits `GET /api/threads/{id}/uploads/limits` announces.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UploadsConfig {
+    /// `uploads.max_files`: files per upload. Default 10.
+    pub max_files: u64,
+    /// `uploads.max_file_size`: bytes per file. Default 52428800 (50 MiB).
+    pub max_file_size: u64,
+    /// `uploads.max_total_size`: bytes per upload. Default 104857600 (100 MiB).
+    pub max_total_size: u64,
+}
+
+impl Default for UploadsConfig {
+    fn default() -> Self {
+        UploadsConfig {
+            max_files: 10,
+            max_file_size: 50 * 1024 * 1024,
+            max_total_size: 100 * 1024 * 1024,
         }
     }
 }
@@ -572,10 +657,13 @@ impl Default for Config {
             skills: SkillsConfig::default(),
             title: TitleConfig::default(),
             suggestions: SuggestionsConfig::default(),
+            token_usage: TokenUsageConfig::default(),
+            uploads: UploadsConfig::default(),
             memory: MemoryConfig::default(),
             summarization: SummarizationConfig::default(),
             runs: RunsConfig::default(),
             llm_retry: LlmRetryConfig::default(),
+            message_limits: MessageLimitsConfig::default(),
         }
     }
 }
@@ -754,6 +842,12 @@ impl Config {
             {
                 return Err(invalid(key, format!("'{name}' is not a configured model")));
             }
+        }
+        if !(1..=5).contains(&self.suggestions.max_suggestions) {
+            return Err(invalid(
+                "suggestions.max_suggestions",
+                "must be between 1 and 5 (the range of a request's `n`)",
+            ));
         }
         let groups: Vec<&str> = self.tool_groups.iter().map(|g| g.name.as_str()).collect();
         for (index, tool) in self.tools.iter().enumerate() {

@@ -9,12 +9,17 @@ pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod http;
+mod lock;
 pub mod messages;
 pub mod models;
+pub mod run_status;
 pub mod runtime;
 mod serve;
+mod server;
 pub mod store;
 pub mod tools;
+pub mod workspace;
 
-pub use app::{App, AppBuilder, AppError, RunningGateway};
+pub use app::{App, AppBuilder, AppError};
 pub use config::Config;
+pub use server::RunningGateway;

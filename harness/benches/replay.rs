@@ -1,22 +1,22 @@
-//! `cargo bench -p harness`: the Layer 1 performance figures (medians on this machine, printed,
-//! never asserted — these machines are noisy).
+//! `cargo bench -p harness --bench replay`: the Layer 1 performance figures, measured with
+//! criterion, so each carries a confidence interval and a comparison with the previous run on the
+//! same machine (`target/criterion/`). Never asserted in tests: these machines are noisy.
 //!
-//! - one full scenario in-process (boot, register, thread, stream, compare with the golden);
-//! - canonicalising and hashing a 1,000-message conversation of about 1 MB;
-//! - 32 scenarios replayed concurrently in one process.
+//! - one full scenario in-process (boot, register, thread, stream, verdict with the golden);
+//! - canonicalising and hashing a 1,000-message conversation of about 1 MB (throughput);
+//! - 32 scenarios replayed concurrently in one process (scenarios per second).
+//!
+//! `cargo bench -p harness --bench replay -- --quick` gives a rough figure in seconds.
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use harness::core::replay_key;
-use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
-use harness::layer1::run_fixture;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use harness::golden::fixtures_dir;
+use harness::layer1::{ScenarioRun, run_fixture};
+use replay_core::{MissingGolden, replay_key};
 use serde_json::{Value, json};
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -26,35 +26,30 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn one_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) {
-    let run = runtime
-        .block_on(run_fixture(fixture))
-        .expect("the scenario runs");
-    assert!(run.check().is_ok(), "{}", run.report());
-    assert_eq!(
-        golden_status(&run.stem(), &run.golden_document()),
-        GoldenStatus::Ok
+/// Every measured scenario must be green: timing a broken replay would measure the wrong thing.
+fn assert_green(run: &ScenarioRun) {
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "{}",
+        run.report(&verdict)
     );
 }
 
-fn bench_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) {
-    for _ in 0..5 {
-        one_scenario(runtime, fixture);
-    }
-    let samples: Vec<Duration> = (0..40)
-        .map(|_| {
-            let started = Instant::now();
-            one_scenario(runtime, fixture);
-            started.elapsed()
-        })
-        .collect();
-    let min = *samples.iter().min().unwrap();
-    println!(
-        "scenario in-process (boot, register, thread, stream, compare): median {:.2} ms, min {:.2} ms (n={})",
-        median(samples.clone()).as_secs_f64() * 1e3,
-        min.as_secs_f64() * 1e3,
-        samples.len()
-    );
+fn one_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) -> ScenarioRun {
+    let run = runtime
+        .block_on(run_fixture(fixture))
+        .expect("the scenario runs");
+    assert_green(&run);
+    run
+}
+
+fn scenario(c: &mut Criterion) {
+    let runtime = runtime();
+    let fixture = fixtures_dir().join("write_read_file.ultra.json");
+    c.bench_function("scenario in-process (write_read_file.ultra)", |b| {
+        b.iter(|| black_box(one_scenario(&runtime, &fixture)))
+    });
 }
 
 /// A conversation of 1,000 messages, about 1 MB: tool calls with nested args, tool results with
@@ -72,36 +67,35 @@ fn big_conversation() -> Vec<Value> {
         .collect()
 }
 
-fn bench_hashing() {
+fn hashing(c: &mut Criterion) {
     let conversation = big_conversation();
     let bytes = serde_json::to_string(&conversation).unwrap().len();
-    for _ in 0..3 {
-        std::hint::black_box(replay_key("lead_agent", &conversation));
-    }
-    let samples: Vec<Duration> = (0..20)
-        .map(|_| {
-            let started = Instant::now();
-            std::hint::black_box(replay_key("lead_agent", &conversation));
-            started.elapsed()
-        })
-        .collect();
-    let median = median(samples);
-    println!(
-        "canonicalise + hash {} messages ({:.2} MB of JSON): median {:.2} ms = {:.0} MB/s",
-        conversation.len(),
-        bytes as f64 / 1e6,
-        median.as_secs_f64() * 1e3,
-        bytes as f64 / 1e6 / median.as_secs_f64()
-    );
+    let mut group = c.benchmark_group("replay key");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.sample_size(30);
+    group.bench_function("canonicalise + hash 1,000 messages", |b| {
+        b.iter(|| black_box(replay_key("lead_agent", black_box(&conversation))))
+    });
+    group.finish();
 }
 
-fn bench_concurrent(runtime: &tokio::runtime::Runtime, fixtures: &[std::path::PathBuf]) {
-    let count = 32;
-    let samples: Vec<Duration> = (0..5)
-        .map(|_| {
-            let started = Instant::now();
+fn concurrent(c: &mut Criterion) {
+    const COUNT: usize = 32;
+    let runtime = runtime();
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    fixtures.sort();
+    let mut group = c.benchmark_group("concurrent");
+    group.throughput(Throughput::Elements(COUNT as u64));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function("32 scenarios in one process", |b| {
+        b.iter(|| {
             runtime.block_on(async {
-                let tasks: Vec<_> = (0..count)
+                let tasks: Vec<_> = (0..COUNT)
                     .map(|i| {
                         let fixture = fixtures[i % fixtures.len()].clone();
                         tokio::spawn(async move { run_fixture(&fixture).await })
@@ -109,35 +103,13 @@ fn bench_concurrent(runtime: &tokio::runtime::Runtime, fixtures: &[std::path::Pa
                     .collect();
                 for task in tasks {
                     let run = task.await.expect("join").expect("the scenario runs");
-                    assert!(run.check().is_ok(), "{}", run.report());
-                    assert_eq!(
-                        golden_status(&run.stem(), &run.golden_document()),
-                        GoldenStatus::Ok
-                    );
+                    assert_green(&run);
                 }
-            });
-            started.elapsed()
+            })
         })
-        .collect();
-    let median = median(samples);
-    println!(
-        "{count} scenarios concurrently in one process: median {:.1} ms = {:.0} scenarios/s, all green",
-        median.as_secs_f64() * 1e3,
-        count as f64 / median.as_secs_f64()
-    );
+    });
+    group.finish();
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --benches` does not run this target.
-    let runtime = runtime();
-    let fixture = fixtures_dir().join("write_read_file.ultra.json");
-    let mut fixtures: Vec<_> = std::fs::read_dir(fixtures_dir())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    fixtures.sort();
-    bench_scenario(&runtime, &fixture);
-    bench_hashing();
-    bench_concurrent(&runtime, &fixtures);
-}
+criterion_group!(benches, scenario, hashing, concurrent);
+criterion_main!(benches);

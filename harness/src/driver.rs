@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::core::{Shape, shape_of};
+use replay_core::{Scenario, Shape, first_chars, shape_of, web_shape_of};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +75,14 @@ impl RunTranscript {
             .collect()
     }
 
+    /// The web golden's reduction of every event ([`web_shape_of`]).
+    pub fn web_shapes(&self) -> Vec<Shape> {
+        self.events
+            .iter()
+            .map(|event| web_shape_of(Some(&event.event), &event.data))
+            .collect()
+    }
+
     /// The data of the last `values` event.
     pub fn final_values(&self) -> Option<Value> {
         self.events
@@ -89,6 +97,55 @@ impl RunTranscript {
         let metadata = self.events.iter().find(|event| event.event == "metadata")?;
         let data: Value = serde_json::from_str(&metadata.data).ok()?;
         data.get("run_id")?.as_str().map(String::from)
+    }
+}
+
+/// The stream modes DeerFlow's web client asks for.
+pub const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "updates", "custom"];
+
+/// The run request of DeerFlow's web client, in its exact form: the prompt as a text block,
+/// `recursion_limit: 1000`, the context the client builds for `mode` (`model_name`,
+/// `reasoning_effort`, the mode's flags and the thread id), the four web stream modes,
+/// `assistant_id` and `on_disconnect: "continue"`. The mode flags come from `context` (a
+/// fixture's context), so a web run asks for the same agent behaviour as the recorded one.
+pub fn web_run_request(prompt: &str, context: &Value, model_name: &str, thread_id: &str) -> Value {
+    let flag = |key: &str| context.get(key).cloned().unwrap_or(Value::Bool(false));
+    json!({
+        "input": {"messages": [{"type": "human", "content": [{"type": "text", "text": prompt}],
+                                "additional_kwargs": {}}]},
+        "config": {"recursion_limit": 1000},
+        "context": {
+            "model_name": model_name,
+            "mode": context.get("mode").cloned().unwrap_or(Value::Null),
+            "reasoning_effort": "high",
+            "thinking_enabled": flag("thinking_enabled"),
+            "is_plan_mode": flag("is_plan_mode"),
+            "subagent_enabled": flag("subagent_enabled"),
+            "thread_id": thread_id,
+        },
+        "stream_mode": WEB_STREAM_MODES,
+        "assistant_id": "lead_agent",
+        "on_disconnect": "continue",
+    })
+}
+
+/// One request of a driven page and its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The path with its query.
+    pub path: String,
+    /// The status received.
+    pub status: u16,
+    /// The body, as JSON when it parses, else as a string.
+    pub body: Value,
+}
+
+impl Exchange {
+    /// Whether the status is 2xx.
+    pub fn succeeded(&self) -> bool {
+        (200..300).contains(&self.status)
     }
 }
 
@@ -112,13 +169,8 @@ async fn expect_status(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body: String = response
-        .text()
-        .await
-        .unwrap_or_default()
-        .chars()
-        .take(2000)
-        .collect();
+    let body = response.text().await.unwrap_or_default();
+    let body = first_chars(&body, 2000).to_owned();
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -175,6 +227,53 @@ impl Driver {
         }
     }
 
+    /// Sends a request (with the CSRF header once known) and returns whatever the gateway
+    /// answered; only a transport failure is an error.
+    pub async fn exchange(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Exchange, DriverError> {
+        let route = format!("{method} {path}");
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base));
+        if let Some(token) = &self.csrf {
+            request = request.header("X-CSRF-Token", token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|source| DriverError::Http {
+            route: route.clone(),
+            source,
+        })?;
+        let status = response.status().as_u16();
+        let text = response
+            .text()
+            .await
+            .map_err(|source| DriverError::Http { route, source })?;
+        Ok(Exchange {
+            method: method.to_string(),
+            path: path.to_string(),
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        })
+    }
+
+    /// Streams one run with the web client's request ([`web_run_request`]).
+    pub async fn stream_web_run(
+        &self,
+        thread_id: &str,
+        prompt: &str,
+        context: &Value,
+        model_name: &str,
+    ) -> Result<RunTranscript, DriverError> {
+        let request = web_run_request(prompt, context, model_name, thread_id);
+        self.stream_request(thread_id, request).await
+    }
+
     /// Registers `e2e-<8 hex>@example.com` and keeps the `csrf_token` cookie.
     pub async fn register(&mut self) -> Result<(), DriverError> {
         let email = format!(
@@ -228,13 +327,11 @@ impl Driver {
         let path = format!("/api/threads/{thread_id}/runs/stream");
         let route = format!("POST {path}");
         let response = self.post_json(&path, &request, 200).await?;
-        let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let raw = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<u8>::new()));
         let tee = raw.clone();
         let bytes = response.bytes_stream().map(move |chunk| {
             if let Ok(bytes) = &chunk {
-                tee.lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .extend_from_slice(bytes);
+                tee.lock().extend_from_slice(bytes);
             }
             chunk
         });
@@ -251,8 +348,7 @@ impl Driver {
                 id: (!event.id.is_empty()).then_some(event.id),
             });
         }
-        let raw =
-            String::from_utf8_lossy(&raw.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        let raw = String::from_utf8_lossy(&raw.lock()).into_owned();
         Ok(RunTranscript {
             request,
             events,
@@ -260,17 +356,20 @@ impl Driver {
         })
     }
 
-    /// Creates a thread and streams each prompt in it, one run after another (the scenario path
-    /// of Layer 1 and of recording). Returns the thread id and one transcript per prompt.
-    pub async fn run_prompts(
+    /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
+    /// another, with the scenario's context (the scenario path of Layer 1 and of recording).
+    /// Returns the thread id and one transcript per prompt.
+    pub async fn run_scenario(
         &self,
-        prompts: &[&str],
-        context: &Value,
+        scenario: &Scenario,
     ) -> Result<(String, Vec<RunTranscript>), DriverError> {
         let thread_id = self.create_thread().await?;
         let mut transcripts = Vec::new();
-        for prompt in prompts {
-            transcripts.push(self.stream_run(&thread_id, prompt, context).await?);
+        for prompt in scenario.prompts() {
+            transcripts.push(
+                self.stream_run(&thread_id, prompt, &scenario.context)
+                    .await?,
+            );
         }
         Ok((thread_id, transcripts))
     }
@@ -285,18 +384,24 @@ impl Driver {
     ) -> Result<Value, DriverError> {
         let path = format!("/api/threads/{thread_id}/suggestions");
         let route = format!("POST {path}");
-        let recent: Vec<Value> = messages
-            .iter()
-            .skip(messages.len().saturating_sub(6))
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
-        let body = json!({"messages": recent, "n": n});
+        let body = suggestions_request(messages, n);
         let response = self.post_json(&path, &body, 200).await?;
         response
             .json()
             .await
             .map_err(|source| DriverError::Http { route, source })
     }
+}
+
+/// The suggestions request the frontend sends after a run: the last six visible messages as
+/// `{"role", "content"}` and `n`.
+pub fn suggestions_request(messages: &[(String, String)], n: u32) -> Value {
+    let recent: Vec<Value> = messages
+        .iter()
+        .skip(messages.len().saturating_sub(6))
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    json!({"messages": recent, "n": n})
 }
 
 /// The visible human and AI messages of a `values` state as `(role, text)`, the way the frontend

@@ -1,7 +1,17 @@
 //! Goldens: insta snapshots in the top-level `golden/` folder, one per fixture with the same
 //! stem, whose body is DeerFlow's `{"scenario", "mode", "events"}` document.
+//!
+//! A golden is compared through insta's own snapshot API ([`insta::Snapshot::from_file`] and its
+//! contents' equality, the comparison `assert_snapshot!` makes), so a status computed here always
+//! agrees with the golden test and `cargo insta review`. The contents types live in
+//! `insta::internals`, which insta exposes but exempts from its semver promise; the workspace
+//! pins insta's minor version, and `tests::golden_status_follows_insta` catches a change.
 
 use std::path::{Path, PathBuf};
+
+use insta::internals::{SnapshotContents, TextSnapshotContents};
+use insta::{Snapshot, TextSnapshotKind};
+use replay_core::GoldenStatus;
 
 /// The repository root (the `harness` package's folder). At run time cargo and nextest set
 /// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
@@ -38,44 +48,41 @@ pub fn golden_path(stem: &str) -> PathBuf {
     golden_dir().join(format!("{stem}.snap"))
 }
 
-/// The body of an insta `.snap` file: everything after the `---` header block, without the
-/// trailing newline insta adds.
-pub fn snapshot_body(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("---\n")?;
-    let end = rest.find("\n---\n")?;
-    Some(rest[end + 5..].trim_end_matches('\n'))
-}
-
-/// How a run's golden document compares with the committed golden.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoldenStatus {
-    /// Identical.
-    Ok,
-    /// Different: the contract drifted, or the golden must be reviewed.
-    Changed,
-    /// No golden committed for this fixture.
-    Missing,
-}
-
-impl GoldenStatus {
-    /// `ok`, `changed` or `missing`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GoldenStatus::Ok => "ok",
-            GoldenStatus::Changed => "changed",
-            GoldenStatus::Missing => "missing",
-        }
-    }
-}
-
 /// Compares `document` with the committed golden of `stem`.
 pub fn golden_status(stem: &str, document: &str) -> GoldenStatus {
-    match std::fs::read_to_string(golden_path(stem)) {
-        Err(_) => GoldenStatus::Missing,
-        Ok(text) => match snapshot_body(&text) {
-            Some(body) if body == document.trim_end_matches('\n') => GoldenStatus::Ok,
-            _ => GoldenStatus::Changed,
-        },
+    snapshot_status(&golden_path(stem), document)
+}
+
+/// The committed golden document of `stem` (the snapshot's body, as insta reads it), or an
+/// error naming the file.
+pub fn read_golden(stem: &str) -> Result<String, String> {
+    let path = golden_path(stem);
+    let snapshot =
+        Snapshot::from_file(&path).map_err(|err| format!("golden/{stem}.snap: {err}"))?;
+    snapshot
+        .contents()
+        .as_text()
+        .map(ToString::to_string)
+        .ok_or_else(|| format!("golden/{stem}.snap: not a text snapshot"))
+}
+
+/// Compares `document` with the snapshot file at `path` as insta does. A file insta cannot read
+/// counts as changed: it must be reviewed either way.
+fn snapshot_status(path: &Path, document: &str) -> GoldenStatus {
+    if !path.is_file() {
+        return GoldenStatus::Missing;
+    }
+    let Ok(stored) = Snapshot::from_file(path) else {
+        return GoldenStatus::Changed;
+    };
+    let new = SnapshotContents::from(TextSnapshotContents::new(
+        document.to_owned(),
+        TextSnapshotKind::File,
+    ));
+    if *stored.contents() == new {
+        GoldenStatus::Ok
+    } else {
+        GoldenStatus::Changed
     }
 }
 
@@ -84,10 +91,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_body_of_an_insta_snapshot() {
-        let text = "---\nsource: harness/tests/golden.rs\n---\n{\n  \"a\": 1\n}\n";
-        assert_eq!(snapshot_body(text), Some("{\n  \"a\": 1\n}"));
-        assert_eq!(snapshot_body("no header"), None);
+    fn golden_status_follows_insta() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = dir.path().join("s.flash.snap");
+        let body = "{\n  \"scenario\": \"s\",\n  \"mode\": \"flash\",\n  \"events\": []\n}";
+        std::fs::write(
+            &snap,
+            format!("---\nsource: harness/tests/golden.rs\ndescription: \"fixture: fixtures/s.flash.json\"\n---\n{body}\n"),
+        )
+        .unwrap();
+        let cases = [
+            ("the same document", body.to_owned(), GoldenStatus::Ok),
+            // insta ignores trailing whitespace, and so does the golden test.
+            ("a trailing newline", format!("{body}\n"), GoldenStatus::Ok),
+            (
+                "another mode",
+                body.replace("flash", "ultra"),
+                GoldenStatus::Changed,
+            ),
+        ];
+        for (name, document, expected) in cases {
+            assert_eq!(snapshot_status(&snap, &document), expected, "{name}");
+        }
+        assert_eq!(
+            snapshot_status(&dir.path().join("none.snap"), body),
+            GoldenStatus::Missing
+        );
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! Layer 1: one fixture through the real gateway, in-process and keyless. Boot with the replay
 //! model, drive register → thread → `runs/stream` (then any follow-up prompts in the same
-//! thread), reduce the SSE to shapes, and collect the misses the error middleware hid.
+//! thread), reduce the SSE to shapes, collect the misses the error middleware hid, and give the
+//! run its [`Verdict`] and a report that explains it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay_core::{
+    Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, ReplayEngine, Shape, Verdict,
+    golden_document, shape_of, shorten,
+};
+
 use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
-use crate::core::{Fixture, FixtureError, Miss, ReplayEngine, Shape, golden_document};
 use crate::driver::{Driver, DriverError, RunTranscript};
-use crate::golden::stem_of;
+use crate::golden::{golden_path, golden_status, stem_of};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -69,44 +74,41 @@ impl ScenarioRun {
 
     /// DeerFlow's golden document for these shapes.
     pub fn golden_document(&self) -> String {
-        golden_document(&self.fixture.scenario, &self.fixture.mode, &self.shapes())
+        golden_document(
+            &self.fixture.scenario.id,
+            self.fixture.scenario.mode.as_str(),
+            &self.shapes(),
+        )
     }
 
-    /// The Layer 1 assertions before the golden comparison (`replay-and-fixtures.md` §8.3):
-    /// the first event is `metadata`, the last is `end`, and the replay model missed nothing.
-    /// The error is a full report.
-    pub fn check(&self) -> Result<(), String> {
-        let shapes = self.shapes();
-        let first = shapes.first().and_then(|s| s.event.as_deref());
-        let last = shapes.last().and_then(|s| s.event.as_deref());
-        let mut problems = Vec::new();
-        if first != Some("metadata") {
-            problems.push(format!(
-                "the first event is {first:?}, expected \"metadata\""
-            ));
-        }
-        if last != Some("end") {
-            problems.push(format!("the last event is {last:?}, expected \"end\""));
-        }
-        if !self.misses.is_empty() {
-            let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
-            problems.push(format!(
-                "replay miss ({}): the fixture is stale vs the current gateway; re-record it (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
-                self.misses.len()
-            ));
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{}\n\n{}", problems.join("\n"), self.report()))
-        }
+    /// The Layer 1 verdict on this run: framing, misses, the shapes against the committed
+    /// golden, unused turns.
+    pub fn verdict(&self) -> Verdict {
+        Verdict::new(
+            &self.shapes(),
+            self.misses.clone(),
+            golden_status(&self.stem(), &self.golden_document()),
+            self.unused_turns.clone(),
+        )
     }
 
-    /// Everything needed to explain a failure: the fixture, each request and raw SSE transcript,
-    /// and every miss with its key, canonical input and nearest recorded turn.
-    pub fn report(&self) -> String {
+    /// Everything needed to explain `verdict`: its failed checks, the fixture, each request and
+    /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, and
+    /// the unused turns.
+    pub fn report(&self, verdict: &Verdict) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "fixture: {}", self.fixture_path.display());
+        for problem in verdict.problems(MissingGolden::Fails) {
+            let _ = writeln!(out, "{problem}");
+        }
+        let _ = writeln!(out, "\nfixture: {}", self.fixture_path.display());
+        if verdict.golden != GoldenStatus::Ok {
+            let _ = writeln!(
+                out,
+                "golden: {} ({})",
+                golden_path(&self.stem()).display(),
+                verdict.golden.as_str()
+            );
+        }
         let full = std::env::var_os("HARNESS_FULL_TRANSCRIPT").is_some();
         for (index, transcript) in self.transcripts.iter().enumerate() {
             let _ = writeln!(out, "\n--- run {index} request ---\n{}", transcript.request);
@@ -123,29 +125,24 @@ impl ScenarioRun {
                 "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             for (position, event) in transcript.events.iter().enumerate() {
-                let shape = crate::core::shape_of(Some(&event.event), &event.data);
-                let data: String = event.data.chars().take(160).collect();
-                let cut = if event.data.chars().count() > 160 {
-                    "…"
-                } else {
-                    ""
-                };
+                let shape = shape_of(Some(&event.event), &event.data);
                 let _ = writeln!(
                     out,
-                    "[{position:>2}] {:<9} keys={:?}\n     data: {data}{cut}",
+                    "[{position:>2}] {:<9} keys={:?}\n     data: {}",
                     event.event,
-                    shape.keys.unwrap_or_default()
+                    shape.keys.unwrap_or_default(),
+                    shorten(&event.data, 160)
                 );
             }
         }
-        for miss in &self.misses {
+        for miss in &verdict.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
-        if !self.unused_turns.is_empty() {
+        if !verdict.unused_turns.is_empty() {
             let _ = writeln!(
                 out,
                 "unused turns (information only): {:?}",
-                self.unused_turns
+                verdict.unused_turns
             );
         }
         out
@@ -182,7 +179,7 @@ pub async fn run_loaded(
     let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
     let booted = boot(
         ModelWiring::Replay(engine.clone()),
-        fixture.gateway_config.as_ref(),
+        fixture.scenario.gateway_config.as_ref(),
         extensions,
     )
     .await
@@ -209,16 +206,9 @@ pub async fn run_loaded(
 }
 
 /// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it.
-pub async fn drive_prompts(
-    url: &str,
-    fixture: &Fixture,
-) -> Result<Vec<RunTranscript>, DriverError> {
+async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
-    let prompts: Vec<&str> = std::iter::once(&fixture.prompt)
-        .chain(&fixture.followups)
-        .map(String::as_str)
-        .collect();
-    let (_, transcripts) = driver.run_prompts(&prompts, &fixture.context).await?;
+    let (_, transcripts) = driver.run_scenario(&fixture.scenario).await?;
     Ok(transcripts)
 }

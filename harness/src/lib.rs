@@ -4,22 +4,30 @@
 //! gateway in-process, reduces the gateway's Server-Sent Events to their protocol shape, and
 //! compares that shape with a committed golden snapshot.
 //!
-//! - [`core`]: the generic replay core (canonical hashing, fixtures, the replay engine, shapes,
-//!   first-difference diffs). It never names a gateway type.
-//! - [`adapter`]: binds the core to `gateway-under-test` (replay and capturing models, the
-//!   hermetic configuration, in-process boot).
-//! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway;
-//!   [`golden`]: goldens in `golden/`.
-//! - [`stand_in`], [`record_run`], [`scenarios`]: building fixtures from a run.
-//! - [`recordings`]: the managed recordings store behind `cargo xtask recordings` and the
+//! The generic replay core (canonical hashing, fixtures, the replay engine, shapes,
+//! first-difference diffs, the recording format) is its own crate, `replay_core`, which never
+//! names a gateway type; this crate holds what binds it to one gateway and drives it:
+//!
+//! - [`adapter`]: binds the core to `gateway-under-test` (the replay and recording models, the
+//!   hermetic configuration, in-process boot, record/replay activation).
+//! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway and its
+//!   verdict; [`web_flow`]: one fixture through the gateway as DeerFlow's web client drives a
+//!   chat page; [`golden`]: goldens in `golden/`.
+//! - [`record_run`]: recording a scenario and building its fixture.
+//! - [`recording_store`]: the managed recordings store behind `cargo xtask recordings` and the
 //!   record/replay activation decision for launchers.
+//! - With the `stand-in` feature (tests and `cargo xtask fixtures stand-in` only): `stand_in`,
+//!   a scripted OpenAI-compatible server (a test double), and `scenarios`, the shipped scenarios
+//!   with the scripts that produced their fixtures.
 
 pub mod adapter;
-pub mod core;
 pub mod driver;
 pub mod golden;
 pub mod layer1;
 pub mod record_run;
-pub mod recordings;
+pub mod recording_store;
+#[cfg(feature = "stand-in")]
 pub mod scenarios;
+#[cfg(feature = "stand-in")]
 pub mod stand_in;
+pub mod web_flow;

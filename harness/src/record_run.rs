@@ -5,50 +5,35 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::adapter::boot::{Extensions, ModelWiring, boot};
+use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::ModelBlock;
-use crate::core::Fixture;
-use crate::core::build_fixture::{BuildError, ScenarioMetadata, TurnSummary, build_fixture};
-use crate::core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
-use crate::driver::{Driver, RunTranscript, visible_conversation};
-use crate::layer1::HarnessError;
+use crate::driver::{Driver, DriverError, RunTranscript, visible_conversation};
+#[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
-
-/// What to drive: the fixture's metadata.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioMeta {
-    /// Scenario id.
-    pub scenario: String,
-    /// UI mode (`flash`, `thinking`, `pro`, `ultra`).
-    pub mode: String,
-    /// The first prompt.
-    pub prompt: String,
-    /// Later prompts in the same thread.
-    pub followups: Vec<String>,
-    /// Configuration overrides applied to record and replay alike.
-    pub gateway_config: Option<Value>,
-}
-
-/// The run `context` of a UI mode (`replay-and-fixtures.md` §7.5), keys in the frontend's order.
-pub fn mode_context(mode: &str) -> Value {
-    let (thinking, plan, subagent) = match mode {
-        "flash" => (false, false, false),
-        "thinking" => (true, false, false),
-        "pro" => (true, true, false),
-        _ => (true, true, true),
-    };
-    json!({"is_bootstrap": false, "mode": mode, "thinking_enabled": thinking,
-           "is_plan_mode": plan, "subagent_enabled": subagent})
-}
+use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
+use replay_core::{BuildError, Fixture, Scenario, TurnSummary, build_fixture};
 
 /// Why a recording failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// Booting or driving the gateway failed.
-    #[error(transparent)]
-    Harness(#[from] HarnessError),
+    /// The gateway did not boot.
+    #[error("booting the gateway to record {}: {source}", .recording.display())]
+    Boot {
+        /// The recording being written.
+        recording: PathBuf,
+        /// Why.
+        source: BootError,
+    },
+    /// A request of the drive failed.
+    #[error("driving the gateway to record {}: {source}", .recording.display())]
+    Drive {
+        /// The recording being written.
+        recording: PathBuf,
+        /// Why.
+        source: DriverError,
+    },
     /// The recording file could not be written or read back.
     #[error(transparent)]
     Recording(#[from] RecordingFileError),
@@ -89,12 +74,12 @@ pub fn meta_path_for(recording: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Drives `meta` against a gateway whose model is `block`, recording every model call to
-/// `recording_path`, then writes the metadata and builds the fixture (`model` = `model_label`).
+/// Drives `scenario` against a gateway whose model is `block`, recording every model call to
+/// `recording_path`, then writes the scenario beside it (its metadata file) and builds the
+/// fixture.
 pub async fn record_scenario(
-    meta: &ScenarioMeta,
+    scenario: &Scenario,
     block: ModelBlock,
-    model_label: &str,
     recording_path: &Path,
     extensions: Extensions,
 ) -> Result<Recorded, RecordError> {
@@ -102,23 +87,18 @@ pub async fn record_scenario(
     let sink = RecordingSink::open(recording_path)?;
     let booted = boot(
         ModelWiring::Record { block, sink },
-        meta.gateway_config.as_ref(),
+        scenario.gateway_config.as_ref(),
         extensions,
     )
     .await
-    .map_err(|source| HarnessError::Boot {
-        fixture: origin.clone(),
+    .map_err(|source| RecordError::Boot {
+        recording: origin.clone(),
         source,
     })?;
-    let context = mode_context(&meta.mode);
     let drive = async {
         let mut driver = Driver::new(&booted.url())?;
         driver.register().await?;
-        let prompts: Vec<&str> = std::iter::once(&meta.prompt)
-            .chain(&meta.followups)
-            .map(String::as_str)
-            .collect();
-        let (thread_id, transcripts) = driver.run_prompts(&prompts, &context).await?;
+        let (thread_id, transcripts) = driver.run_scenario(scenario).await?;
         let conversation = transcripts
             .last()
             .and_then(RunTranscript::final_values)
@@ -131,27 +111,18 @@ pub async fn record_scenario(
     if let Err(err) = booted.shutdown().await {
         tracing::warn!("gateway shutdown: {err}");
     }
-    let (transcripts, suggestions) = drive.map_err(|source| HarnessError::Drive {
-        fixture: origin.clone(),
+    let (transcripts, suggestions) = drive.map_err(|source| RecordError::Drive {
+        recording: origin.clone(),
         source,
     })?;
-    let metadata = ScenarioMetadata {
-        scenario: meta.scenario.clone(),
-        mode: meta.mode.clone(),
-        model: model_label.to_string(),
-        prompt: meta.prompt.clone(),
-        context,
-        followups: meta.followups.clone(),
-        gateway_config: meta.gateway_config.clone(),
-    };
     let meta_path = meta_path_for(recording_path);
-    let text = serde_json::to_string_pretty(&metadata.to_json()).unwrap_or_default() + "\n";
+    let text = serde_json::to_string_pretty(&scenario.to_json()).unwrap_or_default() + "\n";
     std::fs::write(&meta_path, text).map_err(|source| RecordError::Io {
         path: meta_path.clone(),
         source,
     })?;
     let recording = read_recording(recording_path, Access::External)?;
-    let (fixture, summary) = build_fixture(&recording, &metadata)?;
+    let (fixture, summary) = build_fixture(&recording, scenario)?;
     Ok(Recorded {
         fixture,
         summary,
@@ -164,18 +135,19 @@ pub async fn record_scenario(
 
 /// Records a scenario against a scripted OpenAI-compatible stand-in instead of a real model. The
 /// recording lives in a temporary folder that is removed when this returns (the fixture is built
-/// from it first). The fixture's `model` is [`STAND_IN_MODEL`], so it never passes for a real
-/// model's recording.
+/// from it first). The fixture's `model` is [`STAND_IN_MODEL`], whatever the scenario says, so it
+/// never passes for a real model's recording.
+#[cfg(feature = "stand-in")]
 pub async fn record_with_stand_in(
-    meta: &ScenarioMeta,
+    scenario: &Scenario,
     replies: Vec<Reply>,
     extensions: Extensions,
 ) -> Result<Recorded, RecordError> {
     let stand_in = StandIn::start(replies)
         .await
-        .map_err(|err| HarnessError::Boot {
-            fixture: PathBuf::from("<stand-in>"),
-            source: crate::adapter::boot::BootError::Listen(err),
+        .map_err(|err| RecordError::Boot {
+            recording: PathBuf::from("<stand-in>"),
+            source: BootError::Listen(err),
         })?;
     let block = ModelBlock::Record {
         model: STAND_IN_MODEL.into(),
@@ -190,7 +162,11 @@ pub async fn record_with_stand_in(
             source,
         })?;
     let path = folder.path().join("recording.jsonl");
-    let recorded = record_scenario(meta, block, STAND_IN_MODEL, &path, extensions).await?;
+    let scenario = Scenario {
+        model: STAND_IN_MODEL.into(),
+        ..scenario.clone()
+    };
+    let recorded = record_scenario(&scenario, block, &path, extensions).await?;
     if stand_in.remaining() > 0 {
         tracing::warn!(
             "the stand-in script has {} unused replies",

@@ -1,22 +1,19 @@
 //! The scenarios whose fixtures ship in `fixtures/`, with the scripted replies of the
 //! OpenAI-compatible stand-in that produced them (`cargo xtask fixtures stand-in`).
 
+use replay_core::{Scenario, UiMode};
 use serde_json::json;
 
-use crate::record_run::ScenarioMeta;
-use crate::stand_in::Reply;
+use crate::stand_in::{Reply, STAND_IN_MODEL};
 
 /// The write/read-file prompt of `replay-and-fixtures.md` §2.2 (305 characters, one U+2014).
 pub const WRITE_READ_FILE_PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
 
-/// The four UI modes.
-pub const MODES: [&str; 4] = ["flash", "thinking", "pro", "ultra"];
-
-/// A scenario to capture: what to drive and what the stand-in answers, in call order.
+/// A scenario to record: what to drive and what the stand-in answers, in call order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StandInScenario {
     /// What to drive.
-    pub meta: ScenarioMeta,
+    pub scenario: Scenario,
     /// The stand-in's replies, one per model call (lead agent, title, suggestions, …).
     pub replies: Vec<Reply>,
 }
@@ -29,22 +26,19 @@ fn text(content: &str) -> Reply {
     Reply::Text(content.to_string())
 }
 
-fn meta(scenario: &str, mode: &str, prompt: &str) -> ScenarioMeta {
-    ScenarioMeta {
-        scenario: scenario.into(),
-        mode: mode.into(),
-        prompt: prompt.into(),
-        followups: Vec::new(),
-        gateway_config: None,
+fn scenario(id: &str, mode: UiMode, prompt: &str) -> Scenario {
+    Scenario {
+        model: STAND_IN_MODEL.into(),
+        ..Scenario::new(id, mode, prompt)
     }
 }
 
 /// Every shipped scenario.
 pub fn shipped() -> Vec<StandInScenario> {
-    let mut scenarios: Vec<StandInScenario> = MODES
-        .iter()
+    let mut scenarios: Vec<StandInScenario> = UiMode::ALL
+        .into_iter()
         .map(|mode| StandInScenario {
-            meta: meta("write_read_file", mode, WRITE_READ_FILE_PROMPT),
+            scenario: scenario("write_read_file", mode, WRITE_READ_FILE_PROMPT),
             replies: vec![
                 tool("write_file", json!({
                     "description": "Create the requested output file with exact content",
@@ -61,11 +55,11 @@ pub fn shipped() -> Vec<StandInScenario> {
         })
         .collect();
     scenarios.push(StandInScenario {
-        meta: ScenarioMeta {
+        scenario: Scenario {
             followups: vec!["Now list the files in /mnt/user-data/outputs and tell me what you see.".into()],
-            ..meta(
+            ..scenario(
                 "two_run_thread",
-                "pro",
+                UiMode::Pro,
                 "Write a shopping list with milk and eggs to /mnt/user-data/outputs/list.txt, then confirm in one sentence.",
             )
         },
@@ -82,9 +76,9 @@ pub fn shipped() -> Vec<StandInScenario> {
         ],
     });
     scenarios.push(StandInScenario {
-        meta: ScenarioMeta {
+        scenario: Scenario {
             gateway_config: Some(json!({"title": {"model_name": crate::adapter::SCENARIO_MODEL}})),
-            ..meta("model_title", "flash", "What is the capital of France? Answer in one word.")
+            ..scenario("model_title", UiMode::Flash, "What is the capital of France? Answer in one word.")
         },
         replies: vec![
             text("Paris."),
@@ -93,7 +87,7 @@ pub fn shipped() -> Vec<StandInScenario> {
         ],
     });
     scenarios.push(StandInScenario {
-        meta: meta("model_error", "thinking", "Summarise the attached report in three bullet points."),
+        scenario: scenario("model_error", UiMode::Thinking, "Summarise the attached report in three bullet points."),
         replies: vec![
             Reply::Error {
                 status: 400,

@@ -3,13 +3,14 @@
 //! order; the gateway's real OpenAI provider talks to it over HTTP.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -49,12 +50,6 @@ pub struct StandIn {
 /// a stand-in fixture for a real model's.
 pub const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
 
-fn lock(script: &Mutex<Script>) -> std::sync::MutexGuard<'_, Script> {
-    script
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl StandIn {
     /// Starts a server that answers with `replies` in order.
     pub async fn start(replies: Vec<Reply>) -> std::io::Result<StandIn> {
@@ -89,18 +84,18 @@ impl StandIn {
 
     /// The request bodies received so far.
     pub fn requests(&self) -> Vec<Value> {
-        lock(&self.script).requests.clone()
+        self.script.lock().requests.clone()
     }
 
     /// Replies not served yet.
     pub fn remaining(&self) -> usize {
-        lock(&self.script).replies.len()
+        self.script.lock().replies.len()
     }
 }
 
 async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Value>) -> Response {
     let (reply, index) = {
-        let mut script = lock(&script);
+        let mut script = script.lock();
         script.requests.push(body.clone());
         script.served += 1;
         (script.replies.pop_front(), script.served)

@@ -16,11 +16,11 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use harness::core::golden_document;
-use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
-use harness::record_run::{ScenarioMeta, record_with_stand_in};
+use harness::record_run::record_with_stand_in;
 use harness::stand_in::Reply;
+use replay_core::{Framing, GoldenStatus, MissingGolden, Scenario, UiMode, golden_document};
 use serde_json::{Value, json};
 
 fn scenario_fixture() -> PathBuf {
@@ -41,16 +41,14 @@ fn replay(path: &Path, extensions: Extensions) -> ScenarioRun {
         .unwrap_or_else(|err| panic!("{} did not run: {err}", path.display()))
 }
 
-fn golden_of(run: &ScenarioRun) -> GoldenStatus {
-    golden_status(&run.stem(), &run.golden_document())
-}
-
 #[track_caller]
 fn assert_green(run: &ScenarioRun) {
-    if let Err(report) = run.check() {
-        panic!("expected a clean replay:\n{report}");
-    }
-    assert_eq!(golden_of(run), GoldenStatus::Ok, "{}", run.report());
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "expected a clean replay:\n{}",
+        run.report(&verdict)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,8 +72,13 @@ fn a_renamed_sse_event_changes_the_golden() {
             }
         }
     }
-    assert!(run.check().is_ok(), "framing and misses are unaffected");
-    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+    let verdict = run.verdict();
+    assert!(
+        verdict.replayed_cleanly(),
+        "framing and misses are unaffected"
+    );
+    assert_eq!(verdict.golden, GoldenStatus::Changed);
+    assert!(!verdict.passes(MissingGolden::Allowed));
 }
 
 /// Writes a `todos` channel before the agent runs, as a new protocol-neutral feature might.
@@ -101,11 +104,12 @@ fn a_state_key_added_by_a_new_middleware_changes_the_golden() {
             ..Extensions::default()
         },
     );
+    let verdict = run.verdict();
     assert!(
-        run.misses.is_empty(),
+        verdict.replayed_cleanly(),
         "a new channel does not change what the model sees"
     );
-    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+    assert_eq!(verdict.golden, GoldenStatus::Changed);
     let last = run
         .shapes()
         .iter()
@@ -125,11 +129,12 @@ fn a_state_key_removed_by_configuration_changes_the_golden() {
             ..Extensions::default()
         },
     );
+    let verdict = run.verdict();
     assert!(
-        run.misses.is_empty(),
+        verdict.replayed_cleanly(),
         "the local title never reaches the model"
     );
-    assert_eq!(golden_of(&run), GoldenStatus::Changed);
+    assert_eq!(verdict.golden, GoldenStatus::Changed);
     assert!(run.shapes().iter().all(|s| {
         !s.keys
             .clone()
@@ -165,18 +170,22 @@ fn a_changed_tool_result_is_a_replay_miss_even_though_the_shape_is_unchanged() {
             ..Extensions::default()
         },
     );
+    let verdict = run.verdict();
     assert_eq!(
-        golden_of(&run),
+        verdict.golden,
         GoldenStatus::Ok,
         "the last model call's fallback keeps the shape"
     );
-    assert_eq!(run.misses.len(), 1);
-    let report = run.check().expect_err("a miss fails the scenario");
+    assert_eq!(verdict.framing, Framing::Ok);
+    assert_eq!(verdict.misses.len(), 1);
+    assert!(!verdict.passes(MissingGolden::Allowed), "a miss fails");
+    let problems = verdict.problems(MissingGolden::Fails);
+    assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
-        report.contains("replay miss (1): the fixture is stale"),
-        "{report}"
+        problems[0].starts_with("replay miss (1): the fixture is stale"),
+        "{problems:?}"
     );
-    let miss = run.misses[0].to_string();
+    let miss = verdict.misses[0].to_string();
     assert!(
         miss.starts_with("replay miss: no recorded output for input hash "),
         "{miss}"
@@ -186,7 +195,7 @@ fn a_changed_tool_result_is_a_replay_miss_even_though_the_shape_is_unchanged() {
         miss.contains("hi from drift."),
         "the normalised input is shown: {miss}"
     );
-    let nearest = run.misses[0]
+    let nearest = verdict.misses[0]
         .nearest
         .as_ref()
         .expect("the nearest recorded turn");
@@ -234,16 +243,17 @@ fn an_extra_model_call_is_a_replay_miss_with_its_caller() {
             ..Extensions::default()
         },
     );
-    assert_eq!(run.misses.len(), 1);
-    assert_eq!(run.misses[0].caller, "middleware:summary");
-    assert!(run.check().is_err());
+    let verdict = run.verdict();
+    assert_eq!(verdict.misses.len(), 1);
+    assert_eq!(verdict.misses[0].caller, "middleware:summary");
+    assert!(!verdict.replayed_cleanly());
 }
 
 #[test]
 fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
     let path = scenario_fixture();
-    let mut fixture = harness::core::Fixture::load(&path).unwrap();
-    fixture.prompt.push_str(" Please.");
+    let mut fixture = replay_core::Fixture::load(&path).unwrap();
+    fixture.scenario.prompt.push_str(" Please.");
     let run = runtime()
         .block_on(run_loaded(&path, fixture, Extensions::default()))
         .unwrap();
@@ -267,8 +277,11 @@ fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
         .clone();
     assert_eq!(last["additional_kwargs"]["deerflow_error_fallback"], true);
     assert_eq!(last["additional_kwargs"]["error_type"], "ReplayMiss");
-    assert_eq!(run.misses.len(), 1, "only the ledger knows");
-    assert!(run.check().unwrap_err().contains("replay miss (1)"));
+    let verdict = run.verdict();
+    assert_eq!(verdict.framing, Framing::Ok, "the stream looks fine");
+    assert_eq!(verdict.misses.len(), 1, "only the ledger knows");
+    assert!(!verdict.passes(MissingGolden::Allowed));
+    assert!(run.report(&verdict).contains("replay miss (1)"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,33 +374,31 @@ fn stamp_extensions(volatile: bool) -> Extensions {
     }
 }
 
-/// Captures a stamp scenario from the stand-in, then replays it with fresh volatile values.
+/// Records a stamp scenario against the stand-in, then replays it with fresh volatile values.
 /// Returns the recording's final state and the replay.
-fn capture_then_replay(volatile: bool) -> (Value, ScenarioRun) {
-    let meta = ScenarioMeta {
-        scenario: "stamp".into(),
-        mode: "flash".into(),
-        prompt: "Start a job with the stamp tool and tell me where its output goes.".into(),
-        followups: Vec::new(),
-        gateway_config: None,
-    };
+fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
+    let scenario = Scenario::new(
+        "stamp",
+        UiMode::Flash,
+        "Start a job with the stamp tool and tell me where its output goes.",
+    );
     let replies = vec![
         Reply::ToolCalls(vec![("stamp".into(), json!({}))]),
         Reply::Text("Your job is running.".into()),
         Reply::Text("[\"Stop the job\"]".into()),
     ];
     let runtime = runtime();
-    let captured = runtime
+    let recorded_run = runtime
         .block_on(record_with_stand_in(
-            &meta,
+            &scenario,
             replies,
             stamp_extensions(volatile),
         ))
-        .expect("capture");
+        .expect("the recording run");
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("stamp.flash.json");
-    std::fs::write(&path, captured.fixture.to_pretty_json()).unwrap();
-    let recorded = captured.transcripts[0]
+    std::fs::write(&path, recorded_run.fixture.to_pretty_json()).unwrap();
+    let recorded = recorded_run.transcripts[0]
         .final_values()
         .expect("recorded state");
     let run = runtime
@@ -408,9 +419,12 @@ fn tool_message(values: &Value) -> Value {
 
 #[test]
 fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
-    let (recorded, run) = capture_then_replay(true);
-    assert!(run.check().is_ok(), "{}", run.report());
-    let document = golden_document(&run.fixture.scenario, &run.fixture.mode, &run.shapes());
+    let (recorded, run) = record_then_replay(true);
+    let verdict = run.verdict();
+    // This scenario ships no golden: the framing and the misses are the checks.
+    assert!(verdict.replayed_cleanly(), "{}", run.report(&verdict));
+    let scenario = &run.fixture.scenario;
+    let document = golden_document(&scenario.id, scenario.mode.as_str(), &run.shapes());
     assert!(document.contains("\"sandbox\""), "the tool really ran");
     let replayed = run.transcripts[0].final_values().unwrap();
     let (before, after) = (tool_message(&recorded), tool_message(&replayed));
@@ -428,6 +442,54 @@ fn fresh_uuids_timestamps_dates_and_temp_paths_in_a_tool_result_stay_green() {
 fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
     // The control for the test above: the same path with a fresh job name that no rule
     // recognises misses, so the green above is the normalisation's doing.
-    let (_, run) = capture_then_replay(false);
-    assert_eq!(run.misses.len(), 1, "{}", run.report());
+    let (_, run) = record_then_replay(false);
+    let verdict = run.verdict();
+    assert_eq!(verdict.misses.len(), 1, "{}", run.report(&verdict));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The web client's flow: a suggestions prompt that drifts is caught, although the route answers
+// `200 {"suggestions": []}`.
+
+#[test]
+fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
+    let baseline = runtime()
+        .block_on(harness::web_flow::run_web_flow(
+            &scenario_fixture(),
+            Extensions::default(),
+        ))
+        .expect("the web flow runs");
+    if let Err(report) = baseline.check() {
+        panic!("expected a clean web flow:\n{report}");
+    }
+    // DeerFlow's frontend sends `n = max_suggestions`; with 5 instead of the recorded 3 the
+    // suggestions prompt says "Generate 5 follow-up questions" and no recorded turn matches.
+    let drifted = runtime()
+        .block_on(harness::web_flow::run_web_flow(
+            &scenario_fixture(),
+            Extensions {
+                configure: Box::new(|config| config.suggestions.max_suggestions = 5),
+                ..Extensions::default()
+            },
+        ))
+        .expect("the web flow runs");
+    let suggestions = drifted
+        .exchanges
+        .iter()
+        .find(|exchange| exchange.path.ends_with("/suggestions"))
+        .expect("the flow asked for suggestions");
+    assert_eq!(
+        (suggestions.status, &suggestions.body),
+        (200, &json!({"suggestions": []})),
+        "the route itself hides the failure, as DeerFlow's does"
+    );
+    let report = drifted.check().expect_err("the miss must fail the flow");
+    assert!(
+        report.contains("replay miss (1, callers [\"suggest_agent\"])"),
+        "{report}"
+    );
+    assert!(
+        report.contains("were never asked for"),
+        "the recorded suggestions turn stays unused: {report}"
+    );
 }

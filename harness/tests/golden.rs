@@ -1,44 +1,102 @@
-//! Layer 1 goldens: one test per fixture in `fixtures/` (adding a fixture file adds a test).
+//! Layer 1 goldens: two tests per fixture in `fixtures/` (adding a fixture file adds them).
 //!
-//! Each replays its fixture through the real gateway in-process and asserts, in order: the first
-//! event is `metadata` and the last `end`; the replay model missed nothing (the error middleware
-//! hides misses from the stream, so the ledger is the gate); and the shape sequence equals the
-//! insta snapshot `golden/<stem>.snap`. Review changed goldens with `cargo insta review`; under
-//! `CI=true` insta never writes, so a changed shape fails.
+//! `golden` replays its fixture through the real gateway in-process with the values-only run
+//! request and asserts, in order: the first event is `metadata` and the last `end`; the replay
+//! model missed nothing (the error middleware hides misses from the stream, so the ledger is the
+//! gate); and the shape sequence equals the insta snapshot `golden/<stem>.snap`. The first two
+//! come from the run's verdict.
+//!
+//! `web_golden` drives the same fixture as DeerFlow's web client does (`harness::web_flow`: its
+//! page requests and its run request with the stream modes `messages-tuple`, `values`,
+//! `updates`, `custom`) and asserts: the flow passes its checks; the `values` frames are exactly
+//! those of the values-only golden (other modes must not change them); and the web reduction
+//! (message chunks by type and keys, updates by node name) equals `golden/<stem>.web.snap`.
+//!
+//! Goldens are asserted with insta itself, so a new or changed shape is written as
+//! `golden/<stem>.snap.new` for `cargo insta review`; under `CI=true` insta never writes, so a
+//! changed shape fails.
 
 use std::path::Path;
 
-use harness::golden::golden_dir;
+use harness::adapter::boot::Extensions;
+use harness::golden::{golden_dir, read_golden};
 use harness::layer1::run_fixture;
+use harness::web_flow::run_web_flow;
+use serde_json::{Value, json};
 
-fn golden(path: &Path) -> datatest_stable::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
-    let run = runtime.block_on(run_fixture(path))?;
-    run.check()?;
+        .build()
+}
+
+/// Compares `document` with `golden/<stem>.snap`; the error names the file and carries `report`.
+fn assert_golden(
+    fixture_stem: &str,
+    stem: &str,
+    document: String,
+    report: impl FnOnce() -> String,
+) -> datatest_stable::Result<()> {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(golden_dir());
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(format!("fixture: fixtures/{}.json", run.stem()));
-    let stem = run.stem();
-    let document = run.golden_document();
+    settings.set_description(format!("fixture: fixtures/{fixture_stem}.json"));
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        settings.bind(|| insta::assert_snapshot!(stem.as_str(), document));
+        settings.bind(|| insta::assert_snapshot!(stem, document));
     }));
     if outcome.is_err() {
         return Err(format!(
-            "the SSE shape of {} differs from golden/{stem}.snap (review with `cargo insta review`)\n\n{}",
-            path.display(),
-            run.report()
+            "the SSE shape of fixtures/{fixture_stem}.json differs from golden/{stem}.snap (review with `cargo insta review`)\n\n{}",
+            report()
         )
         .into());
     }
     Ok(())
 }
 
+fn golden(path: &Path) -> datatest_stable::Result<()> {
+    let run = runtime()?.block_on(run_fixture(path))?;
+    let verdict = run.verdict();
+    if !verdict.replayed_cleanly() {
+        return Err(run.report(&verdict).into());
+    }
+    let stem = run.stem();
+    assert_golden(&stem, &stem, run.golden_document(), || run.report(&verdict))
+}
+
+fn web_golden(path: &Path) -> datatest_stable::Result<()> {
+    let run = runtime()?.block_on(run_web_flow(path, Extensions::default()))?;
+    run.check()?;
+    let fixture_stem = run.scenario.stem();
+    let expected: Vec<Value> = serde_json::from_str::<Value>(&read_golden(&fixture_stem)?)
+        .ok()
+        .and_then(|document| document["events"].as_array().cloned())
+        .ok_or_else(|| format!("golden/{fixture_stem}.snap: not a golden document"))?
+        .into_iter()
+        .filter(|event| event["event"] == "values")
+        .collect();
+    let actual: Vec<Value> = run
+        .scenario
+        .shapes()
+        .into_iter()
+        .filter(|shape| shape.event.as_deref() == Some("values"))
+        .map(|shape| json!({"event": shape.event, "keys": shape.keys}))
+        .collect();
+    if actual != expected {
+        return Err(format!(
+            "with the web client's stream modes, the `values` frames of fixtures/{fixture_stem}.json differ from golden/{fixture_stem}.snap: other modes must not change them\n\n{}",
+            run.report()
+        )
+        .into());
+    }
+    assert_golden(&fixture_stem, &run.stem(), run.golden_document(), || {
+        run.report()
+    })
+}
+
 datatest_stable::harness! {
     { test = golden, root = "fixtures", pattern = r"^.*\.json$" },
+    { test = web_golden, root = "fixtures", pattern = r"^.*\.json$" },
 }

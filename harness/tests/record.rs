@@ -11,12 +11,12 @@ use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
 use harness::adapter::hermetic::{ModelBlock, hermetic_config, prepare_home};
-use harness::core::recording::{Access, Outcome, read_recording};
-use harness::golden::{GoldenStatus, golden_status};
 use harness::layer1::run_fixture;
-use harness::record_run::{ScenarioMeta, record_scenario};
-use harness::recordings::Activation;
+use harness::record_run::record_scenario;
+use harness::recording_store::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
+use replay_core::recording::{Access, Outcome, read_recording};
+use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -126,13 +126,10 @@ fn record_block(server: &MockServer) -> ModelBlock {
     }
 }
 
-fn ultra_meta(prompt: &str) -> ScenarioMeta {
-    ScenarioMeta {
-        scenario: "write_read_file".into(),
-        mode: "ultra".into(),
-        prompt: prompt.into(),
-        followups: Vec::new(),
-        gateway_config: None,
+fn ultra_scenario(prompt: &str) -> Scenario {
+    Scenario {
+        model: "wiremock-model".into(),
+        ..Scenario::new("write_read_file", UiMode::Ultra, prompt)
     }
 }
 
@@ -142,9 +139,8 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
     let recorded = record_scenario(
-        &ultra_meta(WRITE_READ_FILE_PROMPT),
+        &ultra_scenario(WRITE_READ_FILE_PROMPT),
         record_block(&server),
-        "wiremock-model",
         &recording,
         Extensions::default(),
     )
@@ -191,13 +187,15 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
     let fixture_path = folder.path().join("write_read_file.ultra.json");
     std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).unwrap();
     let run = run_fixture(&fixture_path).await.expect("the replay");
-    assert!(run.check().is_ok(), "{}", run.report());
-    assert_eq!(
-        golden_status("write_read_file.ultra", &run.golden_document()),
-        GoldenStatus::Ok
+    // The stem is `write_read_file.ultra`: the verdict compares with the committed golden.
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "{}",
+        run.report(&verdict)
     );
     assert_eq!(
-        run.unused_turns,
+        verdict.unused_turns,
         [3],
         "only the suggestions turn is left for Layer 2"
     );
@@ -209,9 +207,8 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
     record_scenario(
-        &ultra_meta(WRITE_READ_FILE_PROMPT),
+        &ultra_scenario(WRITE_READ_FILE_PROMPT),
         record_block(&server),
-        "wiremock-model",
         &recording,
         Extensions::default(),
     )
@@ -245,7 +242,7 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         "assistant_id": "lead_agent",
         "input": {"messages": [{"role": "user", "content": WRITE_READ_FILE_PROMPT}]},
         "config": {"recursion_limit": 100},
-        "context": harness::record_run::mode_context("ultra"),
+        "context": UiMode::Ultra.context(),
         "stream_mode": ["values", "messages-tuple"],
     });
     let transcript = driver.stream_request(&thread, request).await.unwrap();
@@ -255,16 +252,16 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .filter(|e| e.event == "values")
         .count();
     assert_eq!(values, 13, "{}", transcript.raw);
-    let chunks: Vec<String> = transcript
+    let text_chunks: Vec<Value> = transcript
         .events
         .iter()
         .filter(|e| e.event == "messages")
-        .map(|e| {
-            serde_json::from_str::<Value>(&e.data).unwrap()[0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .map(|e| serde_json::from_str::<Value>(&e.data).unwrap()[0].clone())
+        .filter(|chunk| chunk["type"] == "AIMessageChunk" && chunk["content"] != "")
+        .collect();
+    let chunks: Vec<&str> = text_chunks
+        .iter()
+        .map(|chunk| chunk["content"].as_str().unwrap())
         .collect();
     assert_eq!(
         chunks,
@@ -277,6 +274,11 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .last()
         .unwrap()
         .clone();
+    assert!(
+        text_chunks.iter().all(|chunk| chunk["id"] == last["id"]),
+        "every chunk carries the id of the message the state keeps: {text_chunks:?} vs {}",
+        last["id"]
+    );
     assert_eq!(last["content"], "hi from replay.");
     assert!(
         last["additional_kwargs"]
@@ -300,9 +302,8 @@ async fn secrets_planted_in_the_request_never_reach_the_recording() {
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
     record_scenario(
-        &ultra_meta(prompt),
+        &ultra_scenario(prompt),
         record_block(&server),
-        "wiremock-model",
         &recording,
         Extensions::default(),
     )

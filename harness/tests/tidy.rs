@@ -1,8 +1,11 @@
-//! House rules checked under `cargo test`: every fixture has a golden and every golden a fixture;
-//! every Rust module starts with a `//!` doc; no test carries the ignore attribute.
+//! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
+//! web modes) and every golden a fixture; every Rust module starts with a `//!` doc; no test
+//! carries the ignore attribute; the replay core depends on no gateway, async runtime or HTTP
+//! stack.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use harness::golden::{fixtures_dir, golden_dir};
 
@@ -18,10 +21,21 @@ fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
 #[test]
 fn fixtures_and_goldens_correspond_one_to_one() {
     let fixtures = stems(&fixtures_dir(), ".json");
-    let goldens = stems(&golden_dir(), ".snap");
+    let web_suffix = format!("{}.snap", harness::web_flow::WEB_GOLDEN_SUFFIX);
+    let web_goldens = stems(&golden_dir(), &web_suffix);
+    let goldens: BTreeSet<String> = stems(&golden_dir(), ".snap")
+        .into_iter()
+        .filter(|stem| !stem.ends_with(harness::web_flow::WEB_GOLDEN_SUFFIX))
+        .collect();
     assert!(!fixtures.is_empty(), "no fixtures shipped");
-    let without_golden: Vec<_> = fixtures.difference(&goldens).collect();
-    let without_fixture: Vec<_> = goldens.difference(&fixtures).collect();
+    let without_golden: Vec<_> = fixtures
+        .difference(&goldens)
+        .chain(fixtures.difference(&web_goldens))
+        .collect();
+    let without_fixture: Vec<_> = goldens
+        .difference(&fixtures)
+        .chain(web_goldens.difference(&fixtures))
+        .collect();
     assert!(
         without_golden.is_empty() && without_fixture.is_empty(),
         "fixtures without a golden (run cargo test, then cargo insta review): {without_golden:?}\n\
@@ -63,4 +77,65 @@ fn every_module_says_what_it_is_for_and_nothing_is_ignored() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Packages the replay core must never reach through its normal or build dependencies: the
+/// gateway under test and this harness (the adapter's side), the async runtime and the HTTP
+/// stack. `replay-core` is what another gateway's harness reuses as it is.
+const FORBIDDEN_IN_CORE: [&str; 6] = [
+    "gateway-under-test",
+    "harness",
+    "tokio",
+    "axum",
+    "reqwest",
+    "hyper",
+];
+
+/// The names of every package `package` reaches through normal and build dependencies on this
+/// platform, as `cargo tree` lists them (offline: the lock file and the local registry suffice).
+fn shipped_dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--edges",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "--package", package, "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_replay_core_depends_on_no_gateway_runtime_or_http_stack() {
+    let reached = shipped_dependencies("replay-core");
+    assert!(
+        reached.contains("serde_json") && reached.contains("replay-core"),
+        "the tree lists the core and its own dependencies: {reached:?}"
+    );
+    let forbidden: Vec<&str> = FORBIDDEN_IN_CORE
+        .into_iter()
+        .filter(|name| reached.contains(*name))
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "harness/core (replay-core) must stay independent of any gateway, async runtime and \
+         HTTP stack, but it depends on {forbidden:?} (see `cargo tree -p replay-core -i NAME`); \
+         move that code to the harness package"
+    );
 }

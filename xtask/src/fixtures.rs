@@ -5,10 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use harness::core::build_fixture::TurnSummary;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
+use replay_core::{MissingGolden, TurnSummary, first_chars};
+
+use crate::record::write_fixture;
 
 /// Fixture maintenance verbs.
 #[derive(Debug, clap::Subcommand)]
@@ -17,7 +19,7 @@ pub enum Command {
     ///
     /// Each scenario of `harness/src/scenarios.rs` is driven through the real gateway and its
     /// real OpenAI provider, pointed at a local stand-in server that answers from a script; every
-    /// model call is captured into a fixture whose `model` is `scripted-openai-stand-in`. Then
+    /// model call is recorded into a fixture whose `model` is `scripted-openai-stand-in`. Then
     /// run `cargo test` and `cargo insta review` to accept the goldens.
     StandIn {
         /// Where to write `<scenario>.<mode>.json`.
@@ -27,8 +29,9 @@ pub enum Command {
         #[arg(long = "only", value_name = "SCENARIO")]
         only: Vec<String>,
     },
-    /// Check every fixture: its golden exists, it replays with no miss, and which of its turns
-    /// no replay used (information only). Exits 1 on a missing golden or a miss.
+    /// Check every fixture: it replays framed and with no miss, its shapes equal its golden, and
+    /// which of its turns no replay used (information only). Exits 1 when any check fails, with
+    /// a report of why.
     Check,
 }
 
@@ -46,7 +49,7 @@ pub fn print_summary(summary: &[TurnSummary]) {
             "  call {}: {:<18} {}…  {}",
             line.call_index,
             line.caller,
-            &line.input_hash[..line.input_hash.len().min(12)],
+            first_chars(&line.input_hash, 12),
             line.what
         );
     }
@@ -55,25 +58,22 @@ pub fn print_summary(summary: &[TurnSummary]) {
 fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let runtime = crate::runtime()?;
-    for scenario in shipped() {
-        if !only.is_empty() && !only.contains(&scenario.meta.scenario) {
+    for stand_in in shipped() {
+        if !only.is_empty() && !only.contains(&stand_in.scenario.id) {
             continue;
         }
-        let name = format!("{}.{}.json", scenario.meta.scenario, scenario.meta.mode);
+        let name = format!("{}.json", stand_in.scenario.stem());
         println!("{name}: driving the gateway against the stand-in…");
-        let captured = runtime
+        let recorded = runtime
             .block_on(record_with_stand_in(
-                &scenario.meta,
-                scenario.replies.clone(),
+                &stand_in.scenario,
+                stand_in.replies.clone(),
                 Extensions::default(),
             ))
-            .with_context(|| format!("capturing {name}"))?;
-        print_summary(&captured.summary);
+            .with_context(|| format!("recording {name}"))?;
+        print_summary(&recorded.summary);
         let path = out.join(&name);
-        let tmp = out.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, captured.fixture.to_pretty_json())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        write_fixture(&path, &recorded.fixture)?;
         println!("  wrote {}", path.display());
     }
     println!("next: cargo test, then cargo insta review to accept the goldens");
@@ -88,9 +88,8 @@ fn check() -> anyhow::Result<ExitCode> {
         let run = runtime
             .block_on(harness::layer1::run_fixture(&path))
             .with_context(|| format!("replaying {}", path.display()))?;
-        let stem = run.stem();
-        let golden = harness::golden::golden_path(&stem).is_file();
-        let unused: Vec<String> = run
+        let verdict = run.verdict();
+        let unused: Vec<String> = verdict
             .unused_turns
             .iter()
             .map(|&index| {
@@ -102,15 +101,16 @@ fn check() -> anyhow::Result<ExitCode> {
             })
             .collect();
         println!(
-            "{stem}: golden {}, misses {}, unused turns [{}]",
-            if golden { "present" } else { "MISSING" },
-            run.misses.len(),
+            "{}: golden {}, misses {}, unused turns [{}]",
+            run.stem(),
+            verdict.golden.as_str(),
+            verdict.misses.len(),
             unused.join(", ")
         );
-        for miss in &run.misses {
-            eprintln!("{miss}\n");
+        if !verdict.passes(MissingGolden::Fails) {
+            failed = true;
+            eprintln!("{}\n", run.report(&verdict));
         }
-        failed |= !golden || !run.misses.is_empty();
     }
     Ok(if failed {
         ExitCode::FAILURE

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use harness::core::{DEFAULT_CALLER, normalize_caller, replay_key};
+use replay_core::{DEFAULT_CALLER, normalize_caller, replay_key};
 use serde_json::{Value, json};
 
 /// Arguments of `hash`.

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use harness::adapter::Extensions;
 use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
-use harness::core::build_fixture::{ScenarioMetadata, build_fixture};
-use harness::core::recording::{Access, read_recording};
 use harness::golden::fixtures_dir;
-use harness::record_run::{ScenarioMeta, record_scenario};
+use harness::record_run::record_scenario;
+use replay_core::recording::{Access, read_recording};
+use replay_core::{Fixture, SHARED_FILE_MODE, Scenario, UiMode, build_fixture, write_atomically};
 
 use crate::fixtures::print_summary;
 
@@ -22,8 +23,8 @@ pub struct RecordArgs {
     #[arg(long)]
     scenario: String,
     /// UI mode: flash, thinking, pro or ultra (sets the run context's flags).
-    #[arg(long, value_parser = ["flash", "thinking", "pro", "ultra"])]
-    mode: String,
+    #[arg(long, value_parser = ui_mode_parser())]
+    mode: UiMode,
     /// The prompt, sent verbatim.
     #[arg(long)]
     prompt: String,
@@ -56,6 +57,12 @@ pub struct BuildArgs {
     model: String,
 }
 
+/// The `--mode` parser: the names of [`UiMode::ALL`], so the list exists once.
+fn ui_mode_parser() -> impl TypedValueParser<Value = UiMode> {
+    PossibleValuesParser::new(UiMode::ALL.map(UiMode::as_str))
+        .try_map(|name| name.parse::<UiMode>())
+}
+
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|value| !value.is_empty() && value != "false" && value != "0")
 }
@@ -66,19 +73,18 @@ fn required(name: &str) -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
-/// Writes `text` to `path` through a temporary file, so a failure leaves no half-written file.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = folder.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+/// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no
+/// half-written fixture.
+pub fn write_fixture(path: &Path, fixture: &Fixture) -> anyhow::Result<()> {
+    if let Some(folder) = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("cannot create {}", folder.display()))?;
+    }
+    write_atomically(path, fixture.to_pretty_json().as_bytes(), SHARED_FILE_MODE)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
@@ -115,12 +121,10 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         args.scenario, args.mode
     );
     println!("raw recording: {}", recording_path.display());
-    let meta = ScenarioMeta {
-        scenario: args.scenario.clone(),
-        mode: args.mode.clone(),
-        prompt: args.prompt,
+    let scenario = Scenario {
+        model: model.clone(),
         followups: args.followups,
-        gateway_config: None,
+        ..Scenario::new(args.scenario, args.mode, args.prompt)
     };
     let block = ModelBlock::Record {
         model: model.clone(),
@@ -129,7 +133,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let runtime = crate::runtime()?;
     let recorded = runtime.block_on(async {
-        let work = record_scenario(&meta, block, &model, &recording_path, Extensions::default());
+        let work = record_scenario(&scenario, block, &recording_path, Extensions::default());
         tokio::pin!(work);
         let started = Instant::now();
         let mut ticker = tokio::time::interval(Duration::from_secs(2));
@@ -142,10 +146,8 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     print_summary(&recorded.summary);
-    let fixture_path = args
-        .out
-        .join(format!("{}.{}.json", args.scenario, args.mode));
-    write_atomically(&fixture_path, &recorded.fixture.to_pretty_json())?;
+    let fixture_path = args.out.join(format!("{}.json", scenario.stem()));
+    write_fixture(&fixture_path, &recorded.fixture)?;
     println!("scenario metadata: {}", recorded.meta_path.display());
     println!("fixture: {}", fixture_path.display());
     println!(
@@ -156,10 +158,10 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
 
 pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let recording = read_recording(&args.recording, Access::External)?;
-    let meta = ScenarioMetadata::load(&args.meta, &args.model)?;
-    let (fixture, summary) = build_fixture(&recording, &meta)?;
+    let scenario = Scenario::load(&args.meta, &args.model)?;
+    let (fixture, summary) = build_fixture(&recording, &scenario)?;
     print_summary(&summary);
-    write_atomically(&args.out, &fixture.to_pretty_json())?;
+    write_fixture(&args.out, &fixture)?;
     println!(
         "wrote {} ({} turns)",
         args.out.display(),

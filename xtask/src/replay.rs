@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use futures::StreamExt;
-use harness::golden::{GoldenStatus, fixtures_dir, golden_status};
+use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture};
+use replay_core::{Framing, MissingGolden, Verdict};
 use serde_json::json;
 
 /// Arguments of `replay`.
@@ -34,10 +35,10 @@ pub fn all_fixtures() -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A replayed fixture and its verdict.
 struct Row {
     run: ScenarioRun,
-    golden: GoldenStatus,
-    framing_ok: bool,
+    verdict: Verdict,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -57,18 +58,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let run = run_fixture(&path)
                     .await
                     .with_context(|| format!("replaying {}", path.display()))?;
-                let golden = golden_status(&run.stem(), &run.golden_document());
-                let framing_ok = run.check().is_ok() || !run.misses.is_empty();
-                Ok(Row {
-                    run,
-                    golden,
-                    framing_ok,
-                })
+                let verdict = run.verdict();
+                Ok(Row { run, verdict })
             })
             .buffered(4)
             .collect()
             .await
     });
+    // A fixture named on the command line may be new: its golden is made after this run.
+    let missing_golden = if named {
+        MissingGolden::Allowed
+    } else {
+        MissingGolden::Fails
+    };
     let mut failed = false;
     if !args.json {
         println!(
@@ -85,46 +87,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let run = &row.run;
-        let golden_fails = match row.golden {
-            GoldenStatus::Ok => false,
-            GoldenStatus::Changed => true,
-            GoldenStatus::Missing => !named,
-        };
-        if !run.misses.is_empty() || golden_fails || !row.framing_ok {
+        let (run, verdict) = (&row.run, &row.verdict);
+        if !verdict.passes(missing_golden) {
             failed = true;
         }
         if args.json {
             let line = json!({
                 "fixture": run.fixture_path.display().to_string(),
-                "scenario": run.fixture.scenario,
-                "mode": run.fixture.mode,
+                "scenario": run.fixture.scenario.id,
+                "mode": run.fixture.scenario.mode.as_str(),
                 "events": run.shapes(),
-                "misses": run.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
-                "unused_turns": run.unused_turns,
-                "golden": row.golden.as_str(),
+                "misses": verdict.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
+                "unused_turns": verdict.unused_turns,
+                "golden": verdict.golden.as_str(),
                 "elapsed_ms": run.elapsed.as_millis() as u64,
             });
             println!("{line}");
         } else {
             println!(
                 "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-                run.fixture.scenario,
-                run.fixture.mode,
+                run.fixture.scenario.id,
+                run.fixture.scenario.mode.as_str(),
                 run.shapes().len(),
                 format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
-                run.misses.len(),
-                row.golden.as_str(),
+                verdict.misses.len(),
+                verdict.golden.as_str(),
                 run.elapsed.as_millis(),
             );
         }
-        if !row.framing_ok {
+        if let Framing::Broken { .. } = verdict.framing {
             eprintln!(
                 "{}: the stream does not start with metadata and end with end",
                 run.fixture_path.display()
             );
         }
-        for miss in &run.misses {
+        for miss in &verdict.misses {
             eprintln!("{}: {miss}\n", run.fixture_path.display());
         }
     }

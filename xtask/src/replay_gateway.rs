@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use harness::adapter::boot::{Extensions, ModelWiring, boot_at};
-use harness::core::{Fixture, ReplayEngine};
 use harness::golden::fixtures_dir;
+use replay_core::{Fixture, ReplayEngine};
 
 /// Arguments of `replay-gateway`.
 #[derive(Debug, clap::Args)]
@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let booted = boot_at(
             args.port,
             ModelWiring::Replay(engine.clone()),
-            fixture.gateway_config.as_ref(),
+            fixture.scenario.gateway_config.as_ref(),
             extensions,
         )
         .await

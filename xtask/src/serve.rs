@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use gateway_under_test::{AppBuilder, Config};
 use harness::adapter::activation::{Installed, apply};
-use harness::recordings::RecordingsHome;
+use harness::recording_store::RecordingsHome;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]

@@ -200,13 +200,13 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
         let health: Value = reqwest_get(&format!("{base}/health")).await;
         assert_eq!(health["status"], "healthy");
         let fixture =
-            harness::core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
+            replay_core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
                 .unwrap();
         let mut driver = harness::driver::Driver::new(&base).unwrap();
         driver.register().await.unwrap();
         let thread = driver.create_thread().await.unwrap();
         let transcript = driver
-            .stream_run(&thread, &fixture.prompt, &fixture.context)
+            .stream_run(&thread, &fixture.scenario.prompt, &fixture.scenario.context)
             .await
             .unwrap();
         assert_eq!(transcript.events.len(), 15);
@@ -257,12 +257,12 @@ fn fixtures_check_reports_every_fixture_green_with_its_unused_turns() {
     assert!(
         stdout
             .lines()
-            .all(|line| line.contains("golden present, misses 0")),
+            .all(|line| line.contains("golden ok, misses 0")),
         "{stdout}"
     );
     assert!(
         stdout.contains(
-            "write_read_file.ultra: golden present, misses 0, unused turns [3 (suggest_agent)]"
+            "write_read_file.ultra: golden ok, misses 0, unused turns [3 (suggest_agent)]"
         ),
         "{stdout}"
     );

@@ -4,8 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use harness::core::Fixture;
 use harness::stand_in::{Reply, StandIn};
+use replay_core::Fixture;
 use serde_json::{Value, json};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
@@ -98,7 +98,7 @@ fn record_writes_the_recording_its_metadata_and_the_fixture_and_build_fixture_ag
     assert!(stdout.contains("call 0: lead_agent"), "{stdout}");
     let fixture_path = work.path().join("fixtures/cli_demo.flash.json");
     let fixture = Fixture::load(&fixture_path).unwrap();
-    assert_eq!(fixture.model, "stand-in-model");
+    assert_eq!(fixture.scenario.model, "stand-in-model");
     assert_eq!(fixture.turns.len(), 2);
     let meta = work.path().join("rec/recording.jsonl.meta.json");
     let meta_json: Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use harness::recordings::{Activation, RecordingsHome};
+use harness::recording_store::{Activation, RecordingsHome};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 

@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -190,7 +190,7 @@ impl LoginLockout {
     /// The map, even if a panicking thread poisoned the mutex: the counters stay consistent
     /// because every update is a single assignment.
     fn lock(&self) -> MutexGuard<'_, HashMap<Key, Count>> {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::lock::unpoisoned(&self.counts)
     }
 }
 

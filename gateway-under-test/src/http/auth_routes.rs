@@ -2,6 +2,7 @@
 //! initialisation (`gateway-contract.md` §2).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, State};
@@ -13,14 +14,14 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::app::App;
+use crate::app::{App, AuthState};
 use crate::auth::{
     ACCESS_TOKEN_COOKIE, CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token,
     session_cookies, token_id, validate_email, validate_password,
 };
 use crate::http::guard::{CurrentUser, header, is_https, request_cookie};
 use crate::http::{ApiError, ApiJson};
-use crate::store::{StoreError, UserRecord};
+use crate::store::{Store, StoreError, UserRecord};
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -45,29 +46,29 @@ struct RegisterBody {
     remember_me: bool,
 }
 
-fn cookie_policy(app: &App, headers: &HeaderMap) -> CookieJarPolicy {
+fn cookie_policy(auth: &AuthState, headers: &HeaderMap) -> CookieJarPolicy {
     CookieJarPolicy::from_request(
         header(headers, "host"),
         is_https(headers).then_some("https"),
-        app.config().auth.allow_insecure_persistent_cookie,
-        app.config().auth.token_expiry_days,
+        auth.settings.allow_insecure_persistent_cookie,
+        auth.settings.token_expiry_days,
     )
 }
 
 /// Issues the session and CSRF cookies for `user` on `response`.
 fn with_session(
-    app: &App,
+    auth: &AuthState,
     headers: &HeaderMap,
     user: &UserRecord,
     remember_me: bool,
     mut response: Response,
 ) -> Response {
-    let policy = cookie_policy(app, headers);
-    let jwt = app.jwt().issue(
+    let policy = cookie_policy(auth, headers);
+    let jwt = auth.jwt.issue(
         &user.id,
         user.token_version,
         crate::clock::epoch_seconds(),
-        app.config().auth.token_expiry_days,
+        auth.settings.token_expiry_days,
     );
     for cookie in session_cookies(&policy, &jwt, &new_csrf_token(), remember_me) {
         if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -82,21 +83,22 @@ fn check_credentials_shape(email: &str, password: &str) -> Result<(), ApiError> 
     validate_password(password).map_err(|msg| ApiError::validation("password", msg))
 }
 
-async fn hash_password(app: &App, password: String) -> Result<String, ApiError> {
-    let app = app.clone();
-    tokio::task::spawn_blocking(move || app.passwords().hash(&password))
+async fn hash_password(auth: &Arc<AuthState>, password: String) -> Result<String, ApiError> {
+    let auth = auth.clone();
+    tokio::task::spawn_blocking(move || auth.passwords.hash(&password))
         .await
         .map_err(|err| ApiError::internal("password hashing task", err))?
         .map_err(|err| ApiError::internal("password hashing", err))
 }
 
 async fn create_user(
-    app: &App,
+    auth: &Arc<AuthState>,
+    store: &Store,
     email: &str,
     password: String,
     role: &str,
 ) -> Result<UserRecord, ApiError> {
-    let password_hash = hash_password(app, password).await?;
+    let password_hash = hash_password(auth, password).await?;
     let user = UserRecord {
         id: uuid::Uuid::new_v4().to_string(),
         email: email.trim().to_lowercase(),
@@ -107,7 +109,7 @@ async fn create_user(
         oauth_provider: None,
         created_at: crate::clock::now_iso(),
     };
-    match app.store().create_user(user).await {
+    match store.create_user(user).await {
         Ok(user) => Ok(user),
         Err(StoreError::Conflict(_)) => Err(ApiError::coded(
             StatusCode::BAD_REQUEST,
@@ -119,11 +121,12 @@ async fn create_user(
 }
 
 async fn register(
-    State(app): State<App>,
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<Response, ApiError> {
-    if !app.config().auth.registration_enabled {
+    if !auth.settings.registration_enabled {
         return Err(ApiError::coded(
             StatusCode::FORBIDDEN,
             "registration_disabled",
@@ -131,14 +134,14 @@ async fn register(
         ));
     }
     check_credentials_shape(&body.email, &body.password)?;
-    let user = create_user(&app, &body.email, body.password, "user").await?;
+    let user = create_user(&auth, &store, &body.email, body.password, "user").await?;
     let response = (
         StatusCode::CREATED,
         Json(CurrentUser::from(&user).to_json()),
     )
         .into_response();
     Ok(with_session(
-        &app,
+        &auth,
         &headers,
         &user,
         body.remember_me,
@@ -163,7 +166,8 @@ fn form_flag(value: Option<&str>) -> bool {
 }
 
 async fn login(
-    State(app): State<App>,
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     form: Result<Form<LoginForm>, FormRejection>,
@@ -172,25 +176,25 @@ async fn login(
     let client = client_ip(
         peer.ip(),
         header(&headers, "x-real-ip"),
-        &app.config().auth.trusted_proxies,
+        &auth.settings.trusted_proxies,
     );
     // Counted before the slow hash check, so parallel attempts cannot overshoot the limit.
-    let attempt = match app
-        .lockout()
+    let attempt = match auth
+        .lockout
         .begin(&form.username, &client, std::time::Instant::now())
     {
         Ok(attempt) => attempt,
         Err(locked) => return Ok(too_many_attempts(locked)),
     };
-    let user = app.store().user_by_email(form.username.trim()).await?;
+    let user = store.user_by_email(form.username.trim()).await?;
     // An unknown e-mail costs a hash as well, so timing does not tell which accounts exist.
-    let (app2, password, hash) = (
-        app.clone(),
+    let (hasher, password, hash) = (
+        auth.clone(),
         form.password.clone(),
         user.as_ref().map(|user| user.password_hash.clone()),
     );
     let verified = tokio::task::spawn_blocking(move || {
-        app2.passwords().verify_or_dummy(&password, hash.as_deref())
+        hasher.passwords.verify_or_dummy(&password, hash.as_deref())
     })
     .await
     .unwrap_or(false);
@@ -204,12 +208,12 @@ async fn login(
     };
     attempt.succeeded();
     let body = json!({
-        "expires_in": i64::from(app.config().auth.token_expiry_days) * 86_400,
+        "expires_in": i64::from(auth.settings.token_expiry_days) * 86_400,
         "needs_setup": user.needs_setup,
     });
     let remember_me = form_flag(form.remember_me.as_deref());
     Ok(with_session(
-        &app,
+        &auth,
         &headers,
         &user,
         remember_me,
@@ -232,16 +236,15 @@ fn too_many_attempts(locked: Locked) -> Response {
 
 /// Revokes the session token the logout was sent with, if it is a valid one; logout answers
 /// the same either way.
-async fn revoke_session(app: &App, headers: &HeaderMap) {
+async fn revoke_session(auth: &AuthState, store: &Store, headers: &HeaderMap) {
     let Some(token) = request_cookie(headers, ACCESS_TOKEN_COOKIE) else {
         return;
     };
     let now = crate::clock::epoch_seconds();
-    let Ok(claims) = app.jwt().verify(&token, now) else {
+    let Ok(claims) = auth.jwt.verify(&token, now) else {
         return;
     };
-    let revoked = app
-        .store()
+    let revoked = store
         .revoke_token(&token_id(&token), &claims.sub, claims.exp, now)
         .await;
     if let Err(err) = revoked {
@@ -249,10 +252,14 @@ async fn revoke_session(app: &App, headers: &HeaderMap) {
     }
 }
 
-async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
-    revoke_session(&app, &headers).await;
+async fn logout(
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
+    headers: HeaderMap,
+) -> Response {
+    revoke_session(&auth, &store, &headers).await;
     let mut response = Json(json!({"message": "Successfully logged out"})).into_response();
-    for cookie in clear_session_cookies(&cookie_policy(&app, &headers)) {
+    for cookie in clear_session_cookies(&cookie_policy(&auth, &headers)) {
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().append(SET_COOKIE, value);
         }
@@ -264,11 +271,14 @@ async fn me(user: CurrentUser) -> Json<Value> {
     Json(user.to_json())
 }
 
-async fn setup_status(State(app): State<App>) -> Result<Json<Value>, ApiError> {
-    let users = app.store().count_users().await?;
+async fn setup_status(
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
+) -> Result<Json<Value>, ApiError> {
+    let users = store.count_users().await?;
     Ok(Json(json!({
         "needs_setup": users == 0,
-        "registration_enabled": app.config().auth.registration_enabled,
+        "registration_enabled": auth.settings.registration_enabled,
     })))
 }
 
@@ -279,11 +289,12 @@ struct InitializeBody {
 }
 
 async fn initialize(
-    State(app): State<App>,
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<InitializeBody>,
 ) -> Result<Response, ApiError> {
-    if app.store().count_users().await? > 0 {
+    if store.count_users().await? > 0 {
         return Err(ApiError::coded(
             StatusCode::CONFLICT,
             "system_already_initialized",
@@ -291,13 +302,13 @@ async fn initialize(
         ));
     }
     check_credentials_shape(&body.email, &body.password)?;
-    let user = create_user(&app, &body.email, body.password, "admin").await?;
+    let user = create_user(&auth, &store, &body.email, body.password, "admin").await?;
     let response = (
         StatusCode::CREATED,
         Json(CurrentUser::from(&user).to_json()),
     )
         .into_response();
-    Ok(with_session(&app, &headers, &user, true, response))
+    Ok(with_session(&auth, &headers, &user, true, response))
 }
 
 async fn providers() -> Json<Value> {

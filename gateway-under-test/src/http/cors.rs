@@ -2,21 +2,22 @@
 //! and header allowed, and `Content-Location` exposed so browser clients can read the run id of a
 //! stream (`gateway-contract.md` §1.2).
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::app::App;
+use crate::app::AuthState;
 use crate::auth::normalize_origin;
 use crate::http::guard::header;
 
-fn allowed_origin(app: &App, origin: &str) -> bool {
+fn allowed_origin(auth: &AuthState, origin: &str) -> bool {
     let Some(origin) = normalize_origin(origin) else {
         return false;
     };
-    app.config()
-        .auth
+    auth.settings
         .cors_origins
         .iter()
         .filter(|entry| entry.trim() != "*")
@@ -25,9 +26,9 @@ fn allowed_origin(app: &App, origin: &str) -> bool {
 }
 
 /// The CORS layer.
-pub async fn cors(State(app): State<App>, request: Request, next: Next) -> Response {
+pub async fn cors(State(auth): State<Arc<AuthState>>, request: Request, next: Next) -> Response {
     let origin = header(request.headers(), "origin").map(String::from);
-    let Some(origin) = origin.filter(|origin| allowed_origin(&app, origin)) else {
+    let Some(origin) = origin.filter(|origin| allowed_origin(&auth, origin)) else {
         return next.run(request).await;
     };
     let preflight = request.method() == Method::OPTIONS

@@ -1,6 +1,8 @@
 //! The CSRF double-submit check and the auth gate (`gateway-contract.md` §2.8–2.10), and the
 //! [`CurrentUser`] they establish.
 
+use std::sync::Arc;
+
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -8,10 +10,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::app::App;
+use crate::app::AuthState;
 use crate::auth::{JwtError, cookie_value, origin_allowed, token_id, tokens_match};
 use crate::http::ApiError;
-use crate::store::{Session, UserRecord};
+use crate::store::{Session, Store, UserRecord};
 
 /// The user a request runs as.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,14 +151,14 @@ fn forbidden(detail: &str) -> Response {
 
 /// The CSRF layer. It runs before authentication, so an unauthenticated state-changing request
 /// without a token gets the CSRF 403, not the 401.
-pub async fn csrf(State(app): State<App>, request: Request, next: Next) -> Response {
+pub async fn csrf(State(auth): State<Arc<AuthState>>, request: Request, next: Next) -> Response {
     let mutating = matches!(
         *request.method(),
         Method::POST | Method::PUT | Method::DELETE | Method::PATCH
     );
     let path = request.uri().path();
     if !mutating
-        || app.config().auth.auth_disabled_effective()
+        || auth.settings.auth_disabled_effective()
         || path == "/api/v1/auth/me"
         || path.starts_with("/api/webhooks/")
     {
@@ -168,7 +170,7 @@ pub async fn csrf(State(app): State<App>, request: Request, next: Next) -> Respo
             && !origin_allowed(
                 origin,
                 &request_origin(headers),
-                &app.config().auth.cors_origins,
+                &auth.settings.cors_origins,
             )
         {
             return forbidden("Cross-site auth request denied.");
@@ -186,12 +188,17 @@ pub async fn csrf(State(app): State<App>, request: Request, next: Next) -> Respo
 
 /// The auth gate: resolves the session cookie to a [`CurrentUser`], or answers 401 on a
 /// non-public path. In auth-disabled mode a missing or invalid cookie runs as the synthetic user.
-pub async fn authenticate(State(app): State<App>, mut request: Request, next: Next) -> Response {
-    let disabled = app.config().auth.auth_disabled_effective();
+pub async fn authenticate(
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let disabled = auth.settings.auth_disabled_effective();
     let public = is_public(request.uri().path());
     let resolved = match request_cookie(request.headers(), "access_token") {
         None => Err(not_authenticated()),
-        Some(token) => resolve_token(&app, &token).await,
+        Some(token) => resolve_token(&auth, &store, &token).await,
     };
     match resolved {
         Ok(user) => {
@@ -208,9 +215,13 @@ pub async fn authenticate(State(app): State<App>, mut request: Request, next: Ne
     next.run(request).await
 }
 
-async fn resolve_token(app: &App, token: &str) -> Result<CurrentUser, ApiError> {
-    let claims = app
-        .jwt()
+async fn resolve_token(
+    auth: &AuthState,
+    store: &Store,
+    token: &str,
+) -> Result<CurrentUser, ApiError> {
+    let claims = auth
+        .jwt
         .verify(token, crate::clock::epoch_seconds())
         .map_err(|err| match err {
             JwtError::Expired => ApiError::coded(
@@ -222,7 +233,7 @@ async fn resolve_token(app: &App, token: &str) -> Result<CurrentUser, ApiError> 
                 ApiError::coded(StatusCode::UNAUTHORIZED, "token_invalid", "Invalid token")
             }
         })?;
-    let user = match app.store().session(&claims.sub, &token_id(token)).await? {
+    let user = match store.session(&claims.sub, &token_id(token)).await? {
         Session::Active(user) => user,
         Session::Revoked => return Err(revoked()),
         Session::UnknownUser => {

@@ -1,7 +1,14 @@
 //! The HTTP API: routes, the error envelope, and the request layers in DeerFlow's order
 //! (`Trace -> CORS -> CSRF -> Auth -> handler`, `gateway-contract.md` §1.1).
+//!
+//! The router's state is the [`App`]; each handler and layer extracts only the substates it
+//! uses (`State<Store>`, `State<Arc<RunManager>>`, `State<Arc<Agent>>`, `State<Arc<AuthState>>`
+//! and so on).
+//!
+//! [`AuthState`]: crate::app::AuthState
 
 mod auth_routes;
+mod compat;
 mod cors;
 mod guard;
 mod runs;
@@ -12,16 +19,18 @@ mod suggestions;
 mod threads;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::store::{StoreError, ThreadRecord};
+use crate::store::{Store, StoreError, ThreadRecord};
 
 pub use guard::CurrentUser;
 
@@ -32,20 +41,23 @@ pub fn router(app: App) -> Router {
         .merge(auth_routes::routes())
         .merge(threads::routes())
         .merge(runs::routes())
-        .merge(suggestions::routes());
+        .merge(suggestions::routes())
+        .merge(compat::routes());
     #[cfg(feature = "test-seed")]
     if app.test_seed_route() {
         api = api.merge(seed::routes());
     }
     api = api.fallback(not_found);
-    api.layer(middleware::from_fn_with_state(
-        app.clone(),
-        guard::authenticate,
-    ))
-    .layer(middleware::from_fn_with_state(app.clone(), guard::csrf))
-    .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
-    .layer(middleware::from_fn(trace))
-    .with_state(app)
+    api.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            guard::authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(app.clone(), guard::csrf))
+        .layer(middleware::from_fn_with_state(app.clone(), cors::cors))
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn(trace))
+        .with_state(app)
 }
 
 async fn health() -> Json<Value> {
@@ -99,11 +111,16 @@ impl ApiError {
         )
     }
 
-    /// A 422 in the manner of FastAPI's validation errors.
+    /// A 422 in the manner of FastAPI's validation errors, for a body field.
     pub fn validation(location: &str, message: impl Into<String>) -> ApiError {
+        ApiError::invalid(RequestPart::Body, location, message)
+    }
+
+    /// A 422 in the manner of FastAPI's validation errors, for `field` of `part`.
+    pub fn invalid(part: RequestPart, field: &str, message: impl Into<String>) -> ApiError {
         ApiError {
             status: StatusCode::UNPROCESSABLE_ENTITY,
-            detail: json!([{"loc": ["body", location], "msg": message.into(), "type": "value_error"}]),
+            detail: json!([{"loc": [part.as_str(), field], "msg": message.into(), "type": "value_error"}]),
         }
     }
 
@@ -111,6 +128,28 @@ impl ApiError {
     pub fn internal(context: &str, error: impl std::fmt::Display) -> ApiError {
         tracing::error!("{context}: {error}");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+    }
+}
+
+/// Where a request value came from: the first element of a validation error's `loc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestPart {
+    /// The JSON body.
+    Body,
+    /// A path parameter.
+    Path,
+    /// The query string.
+    Query,
+}
+
+impl RequestPart {
+    /// FastAPI's name for the part.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestPart::Body => "body",
+            RequestPart::Path => "path",
+            RequestPart::Query => "query",
+        }
     }
 }
 
@@ -147,7 +186,91 @@ where
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return body_too_large();
+    }
     ApiError::validation("json", rejection.body_text())
+}
+
+/// The largest request body the gateway reads (axum's default limit, stated here so that the
+/// 413 can name it).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+fn body_too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request body is larger than the limit of {MAX_BODY_BYTES} bytes"),
+    )
+}
+
+/// A query string whose every rejection is a 422 naming the query, as FastAPI answers (axum's
+/// own rejection is a plain-text 400).
+#[derive(Debug, Clone)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::invalid(
+                RequestPart::Query,
+                "query",
+                rejection.body_text(),
+            )),
+        }
+    }
+}
+
+/// Gives every error response a JSON body. Handlers already answer with [`ApiError`]; this
+/// catches what the framework answers by itself (405 with an empty body, a path that does not
+/// decode, a body that fails before a handler runs), so a client can always parse `detail`.
+async fn json_errors(request: Request, next: middleware::Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let detail = if text.is_empty() {
+        status.canonical_reason().unwrap_or("Error").to_owned()
+    } else {
+        text
+    };
+    let mut json = ApiError::new(status, detail).into_response();
+    // Keep what the framework said besides the body (`Allow` on a 405, for one).
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            json.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    json
+}
+
+/// For a request field the contract defines but this gateway ignores: checks the value as an
+/// `Option<T>`, so a wrongly typed value is still rejected as DeerFlow rejects it, then drops it.
+/// Use it as `#[serde(default, deserialize_with = "accepted_as::<T, _>")]` on an [`IgnoredAny`]
+/// field; a field the contract leaves untyped needs only `IgnoredAny`.
+pub(crate) fn accepted_as<'de, T, D>(deserializer: D) -> Result<IgnoredAny, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(|_| IgnoredAny)
 }
 
 /// `^[A-Za-z0-9_-]{1,64}$`.
@@ -164,14 +287,18 @@ pub const INVALID_THREAD_ID: &str =
 
 /// The thread, when it exists and belongs to `user`; otherwise the contract's 404.
 pub async fn owned_thread(
-    app: &App,
+    store: &Store,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<ThreadRecord, ApiError> {
     if !valid_thread_id(thread_id) {
-        return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
+        return Err(ApiError::invalid(
+            RequestPart::Path,
+            "thread_id",
+            INVALID_THREAD_ID,
+        ));
     }
-    match app.store().get_thread(thread_id).await? {
+    match store.get_thread(thread_id).await? {
         Some(thread) if thread.owner_id == user.id => Ok(thread),
         _ => Err(ApiError::thread_not_found(thread_id)),
     }
@@ -180,14 +307,18 @@ pub async fn owned_thread(
 /// Passes when the thread belongs to `user` **or has no metadata row** (seeded runs,
 /// `gateway-contract.md` §2.11); another user's thread is a 404.
 pub async fn readable_thread(
-    app: &App,
+    store: &Store,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<Option<ThreadRecord>, ApiError> {
     if !valid_thread_id(thread_id) {
-        return Err(ApiError::validation("thread_id", INVALID_THREAD_ID));
+        return Err(ApiError::invalid(
+            RequestPart::Path,
+            "thread_id",
+            INVALID_THREAD_ID,
+        ));
     }
-    match app.store().get_thread(thread_id).await? {
+    match store.get_thread(thread_id).await? {
         Some(thread) if thread.owner_id != user.id => Err(ApiError::thread_not_found(thread_id)),
         other => Ok(other),
     }

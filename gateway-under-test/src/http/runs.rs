@@ -1,26 +1,33 @@
 //! Run routes (`gateway-contract.md` §4): start (stream, background, wait), list, get, cancel,
 //! join, and the paginated message journal.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRef, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
+use crate::config::RunsConfig;
 use crate::http::guard::{CurrentUser, header};
 use crate::http::sse::{self, DisconnectGuard};
 use crate::http::{
-    ApiError, ApiJson, INVALID_THREAD_ID, owned_thread, readable_thread, valid_thread_id,
+    ApiError, ApiJson, ApiQuery, INVALID_THREAD_ID, accepted_as, owned_thread, readable_thread,
+    valid_thread_id,
 };
 use crate::messages::Message;
+use crate::run_status::{MultitaskStrategy, RunStatus};
+use crate::runtime::agent::Agent;
 use crate::runtime::context::{RunFlags, StreamModes};
-use crate::runtime::runs::{RunSpec, StartError, start_run};
-use crate::store::{EventQuery, RunRecord};
+use crate::runtime::message_limits;
+use crate::runtime::runs::{RunManager, RunSpec, StartError, start_run};
+use crate::store::{EventQuery, RunRecord, Store};
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -57,28 +64,37 @@ pub(super) fn routes() -> Router<App> {
 /// The body of every run-start route. Unknown fields are rejected (422). `command`,
 /// `checkpoint_id`, `checkpoint`, `interrupt_before`, `interrupt_after` and `stream_subgraphs`
 /// are part of the contract and accepted, but this gateway has no interrupts or subgraphs, so
-/// they change nothing (gateway-under-test/README.md).
+/// they change nothing (gateway-under-test/README.md): a value is type-checked where the contract
+/// gives a type, then dropped ([`IgnoredAny`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunCreateRequest {
     assistant_id: Option<String>,
     input: Option<Value>,
-    #[allow(dead_code)]
-    command: Option<Value>,
+    #[serde(default, rename = "command")]
+    _command: IgnoredAny,
     metadata: Option<Value>,
     config: Option<Value>,
     context: Option<Value>,
-    #[allow(dead_code)]
-    checkpoint_id: Option<String>,
-    #[allow(dead_code)]
-    checkpoint: Option<Value>,
-    #[allow(dead_code)]
-    interrupt_before: Option<Value>,
-    #[allow(dead_code)]
-    interrupt_after: Option<Value>,
+    #[serde(
+        default,
+        rename = "checkpoint_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _checkpoint_id: IgnoredAny,
+    #[serde(default, rename = "checkpoint")]
+    _checkpoint: IgnoredAny,
+    #[serde(default, rename = "interrupt_before")]
+    _interrupt_before: IgnoredAny,
+    #[serde(default, rename = "interrupt_after")]
+    _interrupt_after: IgnoredAny,
     stream_mode: Option<Value>,
-    #[allow(dead_code)]
-    stream_subgraphs: Option<bool>,
+    #[serde(
+        default,
+        rename = "stream_subgraphs",
+        deserialize_with = "accepted_as::<bool, _>"
+    )]
+    _stream_subgraphs: IgnoredAny,
     stream_resumable: Option<Value>,
     on_disconnect: Option<String>,
     multitask_strategy: Option<String>,
@@ -133,8 +149,7 @@ fn parse_stream_modes(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
     Ok(names)
 }
 
-fn recursion_limit(app: &App, config: Option<&Value>) -> u32 {
-    let limits = &app.config().runs;
+fn recursion_limit(limits: &RunsConfig, config: Option<&Value>) -> u32 {
     match config
         .and_then(|c| c.get("recursion_limit"))
         .and_then(Value::as_i64)
@@ -146,9 +161,13 @@ fn recursion_limit(app: &App, config: Option<&Value>) -> u32 {
     }
 }
 
+/// The assistant a run asks for. A malformed name and a well-formed name of an agent this
+/// gateway does not have are both 422: running the lead agent instead would answer a question
+/// the client did not ask. (DeerFlow loads custom agents by their normalised name; this gateway
+/// has none.)
 fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
-    let raw = raw.unwrap_or("lead_agent");
-    if raw == "lead_agent" {
+    let raw = raw.unwrap_or(LEAD_AGENT);
+    if raw == LEAD_AGENT {
         return Ok(raw.into());
     }
     let name = raw.to_lowercase().replace('_', "-");
@@ -161,10 +180,16 @@ fn assistant_name(raw: Option<&str>) -> Result<String, ApiError> {
             "Invalid assistant_id '{raw}': expected letters, digits, hyphens or underscores"
         )));
     }
-    Ok(name)
+    Err(unprocessable(format!(
+        "Unknown assistant_id '{raw}': this gateway has only '{LEAD_AGENT}'"
+    )))
 }
 
-fn parse_input(input: Option<&Value>) -> Result<Vec<Message>, ApiError> {
+/// The one assistant this gateway runs.
+const LEAD_AGENT: &str = "lead_agent";
+
+/// The input messages; a message whose text passes `message_limit` bytes is refused with 413.
+fn parse_input(input: Option<&Value>, message_limit: usize) -> Result<Vec<Message>, ApiError> {
     let Some(input) = input.filter(|v| !v.is_null()) else {
         return Ok(Vec::new());
     };
@@ -182,12 +207,19 @@ fn parse_input(input: Option<&Value>) -> Result<Vec<Message>, ApiError> {
         .iter()
         .enumerate()
         .map(|(index, raw)| {
-            Message::from_json(raw).map_err(|reason| {
+            let message = Message::from_json(raw).map_err(|reason| {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     format!("Invalid message at input.messages[{index}]: {reason}"),
                 )
-            })
+            })?;
+            match message_limits::user_message_error(&message, message_limit) {
+                Some(reason) => Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("input.messages[{index}]: {reason}"),
+                )),
+                None => Ok(message),
+            }
         })
         .collect()
 }
@@ -218,9 +250,28 @@ fn redact_secrets(value: &Value) -> Value {
     }
 }
 
+/// The parts of the app that starting a run uses: the agent (to check the model), the store
+/// (the thread) and the run manager.
+#[derive(Clone)]
+struct RunStarter {
+    agent: Arc<Agent>,
+    store: Store,
+    runs: Arc<RunManager>,
+}
+
+impl FromRef<App> for RunStarter {
+    fn from_ref(app: &App) -> RunStarter {
+        RunStarter {
+            agent: app.agent().clone(),
+            store: app.store().clone(),
+            runs: app.runs().clone(),
+        }
+    }
+}
+
 /// Validates a run request into a [`RunSpec`] (`gateway-contract.md` §4.1–4.3).
 async fn build_spec(
-    app: &App,
+    starter: &RunStarter,
     user: &CurrentUser,
     thread_id: &str,
     body: RunCreateRequest,
@@ -254,16 +305,15 @@ async fn build_spec(
             "must be 'cancel' or 'continue'",
         ));
     }
-    let strategy = body
-        .multitask_strategy
-        .clone()
-        .unwrap_or_else(|| "reject".into());
-    if !matches!(strategy.as_str(), "reject" | "rollback" | "interrupt") {
-        return Err(ApiError::validation(
-            "multitask_strategy",
-            "must be 'reject', 'rollback' or 'interrupt'",
-        ));
-    }
+    let strategy = match body.multitask_strategy.as_deref() {
+        None => MultitaskStrategy::default(),
+        Some(name) => name.parse().map_err(|_| {
+            ApiError::validation(
+                "multitask_strategy",
+                "must be 'reject', 'rollback' or 'interrupt'",
+            )
+        })?,
+    };
     if body.if_not_exists.as_deref().is_some_and(|v| v != "create") {
         return Err(ApiError::validation(
             "if_not_exists",
@@ -275,32 +325,38 @@ async fn build_spec(
         Some(value) => parse_stream_modes(Some(value))?,
     };
     let assistant_id = assistant_name(body.assistant_id.as_deref())?;
-    let input = parse_input(body.input.as_ref())?;
+    let input = parse_input(
+        body.input.as_ref(),
+        starter.agent.settings().message_limits.user_message_bytes,
+    )?;
     let flags = RunFlags::from_context(body.context.as_ref());
     let model_name = match flags.model_name() {
-        Some(name) if app.model(name).is_none() => {
+        Some(name) if starter.agent.model(name).is_none() => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 format!("Model '{name}' is not in the configured model allowlist"),
             ));
         }
         Some(name) => name.to_string(),
-        None => app
+        None => starter
+            .agent
             .default_model_name()
             .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "No model is configured"))?
             .to_string(),
     };
-    let thread_exists = readable_thread(app, user, thread_id).await?.is_some();
+    let thread_exists = readable_thread(&starter.store, user, thread_id)
+        .await?
+        .is_some();
     if !thread_exists {
         if body.if_not_exists.as_deref() == Some("create") {
-            create_thread_for_run(app, user, thread_id).await?;
+            create_thread_for_run(&starter.store, user, thread_id).await?;
         } else {
             return Err(ApiError::thread_not_found(thread_id));
         }
     }
     let mut config = body.config.clone().unwrap_or_else(|| json!({}));
     if let Value::Object(object) = &mut config {
-        let limit = recursion_limit(app, body.config.as_ref());
+        let limit = recursion_limit(starter.runs.settings(), body.config.as_ref());
         object.insert("recursion_limit".into(), json!(limit));
         for target in ["configurable", "context"] {
             let entry = object.entry(target).or_insert_with(|| json!({}));
@@ -320,7 +376,7 @@ async fn build_spec(
         flags,
         model_name,
         modes: StreamModes::from_names(&modes),
-        recursion_limit: recursion_limit(app, body.config.as_ref()),
+        recursion_limit: recursion_limit(starter.runs.settings(), body.config.as_ref()),
         multitask_strategy: strategy,
         continue_on_disconnect: on_disconnect == "continue",
         metadata: body
@@ -332,12 +388,12 @@ async fn build_spec(
 }
 
 async fn create_thread_for_run(
-    app: &App,
+    store: &Store,
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<(), ApiError> {
     let (thread, initial) = super::threads::new_thread(thread_id, &user.id, None, Map::new());
-    app.store().create_thread(thread, initial).await?;
+    store.create_thread(thread, initial).await?;
     Ok(())
 }
 
@@ -374,34 +430,38 @@ pub(super) fn run_response(record: &RunRecord) -> Value {
     })
 }
 
-fn heartbeat(app: &App) -> Duration {
-    Duration::from_secs(app.config().runs.heartbeat_seconds.max(1))
+fn heartbeat(runs: &RunManager) -> Duration {
+    Duration::from_secs(runs.settings().heartbeat_seconds.max(1))
 }
 
 async fn stream_run(
-    app: App,
+    starter: RunStarter,
     user: CurrentUser,
     thread_id: String,
     body: RunCreateRequest,
 ) -> Result<Response, ApiError> {
-    let spec = build_spec(&app, &user, &thread_id, body, &["values"]).await?;
-    let (run, subscription) = start_run(&app, spec).await.map_err(start_error)?;
+    let spec = build_spec(&starter, &user, &thread_id, body, &["values"]).await?;
+    let (run, subscription) = start_run(&starter.runs, spec).await.map_err(start_error)?;
     let location = format!("/api/threads/{thread_id}/runs/{}", run.record().run_id);
     let events = sse::frames(subscription, Some(DisconnectGuard::new(run)));
-    Ok(sse::response(events, heartbeat(&app), Some(location)))
+    Ok(sse::response(
+        events,
+        heartbeat(&starter.runs),
+        Some(location),
+    ))
 }
 
 async fn wait_run(
-    app: App,
+    starter: RunStarter,
     user: CurrentUser,
     thread_id: String,
     body: RunCreateRequest,
 ) -> Result<Json<Value>, ApiError> {
-    let spec = build_spec(&app, &user, &thread_id, body, &["values"]).await?;
-    let (run, _subscription) = start_run(&app, spec).await.map_err(start_error)?;
+    let spec = build_spec(&starter, &user, &thread_id, body, &["values"]).await?;
+    let (run, _subscription) = start_run(&starter.runs, spec).await.map_err(start_error)?;
     run.wait().await;
     let record = run.record();
-    if record.status == "success" {
+    if record.status == RunStatus::Success {
         Ok(Json(run.final_values().unwrap_or_else(|| json!({}))))
     } else {
         Ok(Json(
@@ -411,31 +471,31 @@ async fn wait_run(
 }
 
 async fn create_stream(
-    State(app): State<App>,
+    State(starter): State<RunStarter>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<RunCreateRequest>,
 ) -> Result<Response, ApiError> {
-    stream_run(app, user, thread_id, body).await
+    stream_run(starter, user, thread_id, body).await
 }
 
 async fn create_wait(
-    State(app): State<App>,
+    State(starter): State<RunStarter>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<RunCreateRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    wait_run(app, user, thread_id, body).await
+    wait_run(starter, user, thread_id, body).await
 }
 
 async fn create_background(
-    State(app): State<App>,
+    State(starter): State<RunStarter>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<RunCreateRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let spec = build_spec(&app, &user, &thread_id, body, &["values"]).await?;
-    let (run, _subscription) = start_run(&app, spec).await.map_err(start_error)?;
+    let spec = build_spec(&starter, &user, &thread_id, body, &["values"]).await?;
+    let (run, _subscription) = start_run(&starter.runs, spec).await.map_err(start_error)?;
     Ok(Json(run_response(&run.record())))
 }
 
@@ -449,21 +509,21 @@ fn stateless_thread_id(body: &RunCreateRequest) -> Result<String, ApiError> {
 }
 
 async fn stateless_stream(
-    State(app): State<App>,
+    State(starter): State<RunStarter>,
     user: CurrentUser,
     ApiJson(body): ApiJson<RunCreateRequest>,
 ) -> Result<Response, ApiError> {
     let thread_id = stateless_thread_id(&body)?;
-    stream_run(app, user, thread_id, body).await
+    stream_run(starter, user, thread_id, body).await
 }
 
 async fn stateless_wait(
-    State(app): State<App>,
+    State(starter): State<RunStarter>,
     user: CurrentUser,
     ApiJson(body): ApiJson<RunCreateRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let thread_id = stateless_thread_id(&body)?;
-    wait_run(app, user, thread_id, body).await
+    wait_run(starter, user, thread_id, body).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -475,19 +535,19 @@ struct ListQuery {
 /// Runs of the thread, newest first by `created_at` compared as strings (§4.6): in-memory
 /// records win over stored ones with the same id.
 async fn list(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(active): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    readable_thread(&app, &user, &thread_id).await?;
-    let mut runs: Vec<RunRecord> = app
-        .runs()
+    readable_thread(&store, &user, &thread_id).await?;
+    let mut runs: Vec<RunRecord> = active
         .runs_of_thread(&thread_id)
         .into_iter()
         .filter(|run| run.owner_id == user.id)
         .collect();
-    for stored in app.store().list_runs(&thread_id, &user.id, 100).await? {
+    for stored in store.list_runs(&thread_id, &user.id, 100).await? {
         if !runs.iter().any(|run| run.run_id == stored.run_id) {
             runs.push(stored);
         }
@@ -505,15 +565,16 @@ async fn list(
 }
 
 /// The run, from memory or the store, when it belongs to `user` and `thread_id`.
-async fn find_run(
-    app: &App,
+pub(super) async fn find_run(
+    store: &Store,
+    runs: &RunManager,
     user: &CurrentUser,
     thread_id: &str,
     run_id: &str,
 ) -> Result<RunRecord, ApiError> {
-    let record = match app.runs().get(run_id) {
+    let record = match runs.get(run_id) {
         Some(run) => Some(run.record()),
-        None => app.store().get_run(run_id).await?,
+        None => store.get_run(run_id).await?,
     };
     record
         .filter(|record| record.owner_id == user.id && record.thread_id == thread_id)
@@ -521,13 +582,14 @@ async fn find_run(
 }
 
 async fn get_run(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    readable_thread(&app, &user, &thread_id).await?;
+    readable_thread(&store, &user, &thread_id).await?;
     Ok(Json(run_response(
-        &find_run(&app, &user, &thread_id, &run_id).await?,
+        &find_run(&store, &runs, &user, &thread_id, &run_id).await?,
     )))
 }
 
@@ -541,12 +603,13 @@ struct CancelQuery {
 /// run is already finished. `rollback` is accepted and behaves as `interrupt` (the steps already
 /// checkpointed are kept).
 async fn cancel(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<CancelQuery>,
+    ApiQuery(query): ApiQuery<CancelQuery>,
 ) -> Result<Response, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
+    owned_thread(&store, &user, &thread_id).await?;
     if query
         .action
         .as_deref()
@@ -557,8 +620,8 @@ async fn cancel(
             "must be 'interrupt' or 'rollback'",
         ));
     }
-    let record = find_run(&app, &user, &thread_id, &run_id).await?;
-    match app.runs().get(&run_id).filter(|run| !run.is_done()) {
+    let record = find_run(&store, &runs, &user, &thread_id, &run_id).await?;
+    match runs.get(&run_id).filter(|run| !run.is_done()) {
         Some(run) => {
             run.cancel.cancel();
             if query.wait.unwrap_or(false) {
@@ -579,16 +642,17 @@ async fn cancel(
 }
 
 async fn attach(
-    app: &App,
+    store: &Store,
+    runs: &RunManager,
     user: &CurrentUser,
     thread_id: &str,
     run_id: &str,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    readable_thread(app, user, thread_id).await?;
-    find_run(app, user, thread_id, run_id).await?;
-    let heartbeat = heartbeat(app);
-    let Some(run) = app.runs().get(run_id) else {
+    readable_thread(store, user, thread_id).await?;
+    find_run(store, runs, user, thread_id, run_id).await?;
+    let heartbeat = heartbeat(runs);
+    let Some(run) = runs.get(run_id) else {
         return Ok(sse::response(sse::end_only(), heartbeat, None));
     };
     match run.stream.subscribe(header(headers, "last-event-id")) {
@@ -602,35 +666,39 @@ async fn attach(
 }
 
 async fn join(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    attach(&app, &user, &thread_id, &run_id, &headers).await
+    attach(&store, &runs, &user, &thread_id, &run_id, &headers).await
 }
 
+/// `…/runs/{run_id}/stream`'s query. `wait` is accepted and type-checked, but the answer is a
+/// stream either way, which already waits for the run.
 #[derive(Debug, Deserialize)]
 struct StreamQuery {
     action: Option<String>,
-    #[allow(dead_code)]
-    wait: Option<bool>,
+    #[serde(default, rename = "wait", deserialize_with = "accepted_as::<bool, _>")]
+    _wait: IgnoredAny,
 }
 
 async fn join_or_cancel(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if query.action.is_some()
-        && let Some(run) = app.runs().get(&run_id)
+        && let Some(run) = runs.get(&run_id)
     {
-        find_run(&app, &user, &thread_id, &run_id).await?;
+        find_run(&store, &runs, &user, &thread_id, &run_id).await?;
         run.cancel.cancel();
     }
-    attach(&app, &user, &thread_id, &run_id, &headers).await
+    attach(&store, &runs, &user, &thread_id, &run_id, &headers).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -640,13 +708,13 @@ struct MessagesQuery {
     after_seq: Option<i64>,
 }
 
-fn seconds_between(start: &str, end: &str) -> Option<i64> {
+pub(super) fn seconds_between(start: &str, end: &str) -> Option<i64> {
     let start = chrono::DateTime::parse_from_rfc3339(start).ok()?;
     let end = chrono::DateTime::parse_from_rfc3339(end).ok()?;
     Some((end - start).num_seconds())
 }
 
-fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
+pub(super) fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
     let mut metadata = row.event.metadata.as_object().cloned().unwrap_or_default();
     metadata.insert("content_is_json".into(), json!(true));
     metadata.insert(
@@ -668,7 +736,7 @@ fn row_json(thread_id: &str, row: &crate::store::EventRecord) -> Value {
 /// §4.7: the run's message rows in ascending `seq`, a `limit + 1` window, and the turn duration
 /// on the last non-middleware AI row.
 async fn messages_page(
-    app: &App,
+    store: &Store,
     record: &RunRecord,
     query: MessagesQuery,
 ) -> Result<Json<Value>, ApiError> {
@@ -680,8 +748,7 @@ async fn messages_page(
         ));
     }
     let limit = limit as usize;
-    let rows = app
-        .store()
+    let rows = store
         .query_events(
             &record.thread_id,
             EventQuery {
@@ -724,30 +791,32 @@ async fn messages_page(
 }
 
 async fn thread_run_messages(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    readable_thread(&app, &user, &thread_id).await?;
-    let record = find_run(&app, &user, &thread_id, &run_id).await?;
-    messages_page(&app, &record, query).await
+    readable_thread(&store, &user, &thread_id).await?;
+    let record = find_run(&store, &runs, &user, &thread_id, &run_id).await?;
+    messages_page(&store, &record, query).await
 }
 
 async fn run_messages(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(run_id): Path<String>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = match app.runs().get(&run_id) {
+    let record = match runs.get(&run_id) {
         Some(run) => Some(run.record()),
-        None => app.store().get_run(&run_id).await?,
+        None => store.get_run(&run_id).await?,
     }
     .filter(|record| record.owner_id == user.id)
     .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("Run {run_id} not found")))?;
-    readable_thread(&app, &user, &record.thread_id).await?;
-    messages_page(&app, &record, query).await
+    readable_thread(&store, &user, &record.thread_id).await?;
+    messages_page(&store, &record, query).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -759,13 +828,14 @@ struct EventsQuery {
 
 /// Raw journal rows of one run (§4.8).
 async fn run_events(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    readable_thread(&app, &user, &thread_id).await?;
-    find_run(&app, &user, &thread_id, &run_id).await?;
+    readable_thread(&store, &user, &thread_id).await?;
+    find_run(&store, &runs, &user, &thread_id, &run_id).await?;
     let limit = query.limit.unwrap_or(500);
     if !(1..=2000).contains(&limit) {
         return Err(ApiError::validation(
@@ -783,8 +853,7 @@ async fn run_events(
                 .collect()
         })
         .unwrap_or_default();
-    let rows = app
-        .store()
+    let rows = store
         .query_events(
             &thread_id,
             EventQuery {
@@ -804,12 +873,12 @@ async fn run_events(
 
 /// Message rows of the whole thread, each with a `feedback` field (§4.8).
 async fn thread_messages(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-    Query(query): Query<MessagesQuery>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    readable_thread(&app, &user, &thread_id).await?;
+    readable_thread(&store, &user, &thread_id).await?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
         return Err(ApiError::validation(
@@ -817,15 +886,13 @@ async fn thread_messages(
             "limit must be between 1 and 200",
         ));
     }
-    let own_runs: Vec<String> = app
-        .store()
+    let own_runs: Vec<String> = store
         .list_runs(&thread_id, &user.id, 1000)
         .await?
         .into_iter()
         .map(|run| run.run_id)
         .collect();
-    let rows = app
-        .store()
+    let rows = store
         .query_events(
             &thread_id,
             EventQuery {

@@ -12,7 +12,8 @@ use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, ApiJson, INVALID_THREAD_ID, valid_thread_id};
 use crate::messages::Message;
-use crate::store::{NewEvent, RunRecord};
+use crate::run_status::{MultitaskStrategy, RunStatus};
+use crate::store::{NewEvent, RunRecord, Store};
 
 pub(super) fn routes() -> Router<App> {
     Router::new().route("/api/test-only/seed-runs", post(seed_runs))
@@ -39,7 +40,7 @@ struct SeedBody {
 }
 
 async fn seed_runs(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     ApiJson(body): ApiJson<SeedBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -65,17 +66,17 @@ async fn seed_runs(
             thread_id: body.thread_id.clone(),
             owner_id: user.id.clone(),
             assistant_id: "lead_agent".into(),
-            status: "success".into(),
+            status: RunStatus::Success,
             metadata: json!({}),
             kwargs: json!({}),
-            multitask_strategy: "reject".into(),
+            multitask_strategy: MultitaskStrategy::Reject,
             error: None,
             stop_reason: None,
             counters: json!({}),
             created_at: run.created_at.clone(),
             updated_at: run.created_at.clone(),
         };
-        app.store().put_run(record).await?;
+        store.put_run(record).await?;
         let events = run
             .messages
             .iter()
@@ -102,7 +103,7 @@ async fn seed_runs(
             })
             .collect();
         // One batch per run keeps `seq` monotonic across runs.
-        app.store().append_events(&body.thread_id, events).await?;
+        store.append_events(&body.thread_id, events).await?;
     }
     Ok(Json(
         json!({"ok": true, "thread_id": body.thread_id, "runs": body.runs.len()}),

@@ -1,5 +1,9 @@
 //! Follow-up suggestions (`gateway-contract.md` §10): one model call with caller
-//! `suggest_agent`, and a forgiving parser; any failure answers `{"suggestions": []}`.
+//! `suggest_agent`, and a forgiving parser; any failure answers `{"suggestions": []}`, as DeerFlow
+//! does, but a failed model call is logged as a model failure, never as an empty answer (a replay
+//! miss reaches the harness through the replay model's miss ledger, not through this route).
+
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
@@ -9,10 +13,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::App;
+use crate::config::SuggestionsConfig;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, ApiJson, owned_thread};
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ModelRequest};
+use crate::runtime::agent::Agent;
+use crate::store::Store;
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -81,17 +88,19 @@ pub fn parse_suggestions(answer: &str, n: usize) -> Vec<String> {
 }
 
 async fn suggest(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(agent): State<Arc<Agent>>,
+    State(settings): State<Arc<SuggestionsConfig>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<SuggestBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
-    let n = body.n.unwrap_or(3);
-    if !(1..=5).contains(&n) {
+    owned_thread(&store, &user, &thread_id).await?;
+    let requested = body.n.unwrap_or(3);
+    if !(1..=5).contains(&requested) {
         return Err(ApiError::validation("n", "n must be between 1 and 5"));
     }
-    let settings = &app.config().suggestions;
+    let n = requested.min(settings.max_suggestions);
     let empty = Json(json!({"suggestions": []}));
     if !settings.enabled {
         return Ok(empty);
@@ -99,8 +108,8 @@ async fn suggest(
     let model_name = body
         .model_name
         .or_else(|| settings.model_name.clone())
-        .or_else(|| app.default_model_name().map(String::from));
-    let Some(model) = model_name.as_deref().and_then(|name| app.model(name)) else {
+        .or_else(|| agent.default_model_name().map(String::from));
+    let Some(model) = model_name.as_deref().and_then(|name| agent.model(name)) else {
         return Ok(empty);
     };
     let messages: Vec<(String, String)> = body
@@ -118,7 +127,7 @@ async fn suggest(
             tags: Vec::new(),
             run_name: Some("suggest_agent".into()),
             run_id: None,
-            thread_id: Some(thread_id),
+            thread_id: Some(thread_id.clone()),
         },
         options: CallOptions::default(),
     };
@@ -127,14 +136,16 @@ async fn suggest(
             json!({"suggestions": parse_suggestions(&answer.text(), n as usize)}),
         )),
         Err(err) => {
-            tracing::warn!("suggestions model call failed: {err}");
+            tracing::warn!(
+                %thread_id, error_type = %err.error_type,
+                "suggestions: the model call failed ({err}); answering an empty list, which is a model failure, not a model answer without suggestions"
+            );
             Ok(empty)
         }
     }
 }
 
-async fn config(State(app): State<App>) -> Json<Value> {
-    let settings = &app.config().suggestions;
+async fn config(State(settings): State<Arc<SuggestionsConfig>>) -> Json<Value> {
     Json(json!({"enabled": settings.enabled, "max_suggestions": settings.max_suggestions}))
 }
 

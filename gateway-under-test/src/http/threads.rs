@@ -6,14 +6,19 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
+
+use std::sync::Arc;
 
 use crate::app::App;
 use crate::http::guard::CurrentUser;
-use crate::http::{ApiError, ApiJson, owned_thread, valid_thread_id};
+use crate::http::{ApiError, ApiJson, accepted_as, owned_thread, valid_thread_id};
 use crate::messages::Message;
+use crate::runtime::agent::Agent;
+use crate::runtime::runs::RunManager;
 use crate::runtime::state::{AgentState, StateUpdate};
-use crate::store::{CheckpointRecord, ThreadRecord};
+use crate::store::{CheckpointRecord, Store, ThreadRecord};
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -30,14 +35,31 @@ pub(super) fn routes() -> Router<App> {
         .route("/api/threads/{thread_id}/history", post(history))
 }
 
+/// The body of `POST /api/threads`. As on the run routes, unknown fields are rejected (422);
+/// the LangGraph fields clients send are accepted and ignored: create is idempotent anyway.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CreateBody {
     thread_id: Option<String>,
     assistant_id: Option<String>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
-    // Other fields clients send (LangGraph's `if_exists`, `supersteps`, `ttl`) are accepted and
-    // ignored: create is idempotent anyway.
+    #[serde(
+        default,
+        rename = "if_exists",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _if_exists: IgnoredAny,
+    #[serde(
+        default,
+        rename = "graph_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _graph_id: IgnoredAny,
+    #[serde(default, rename = "supersteps")]
+    _supersteps: IgnoredAny,
+    #[serde(default, rename = "ttl")]
+    _ttl: IgnoredAny,
 }
 
 /// The records of a new thread (§3.3): the metadata row owned by `owner_id` (without the
@@ -81,8 +103,8 @@ pub(super) fn new_thread(
 }
 
 /// 409 while a run is active on the thread: its state must not change under the run.
-fn refuse_while_running(app: &App, thread_id: &str) -> Result<(), ApiError> {
-    match app.runs().active_on(thread_id) {
+fn refuse_while_running(runs: &RunManager, thread_id: &str) -> Result<(), ApiError> {
+    match runs.active_on(thread_id) {
         Some(run) if !run.is_done() => Err(ApiError::new(
             StatusCode::CONFLICT,
             format!("Thread {thread_id} has an active run"),
@@ -104,9 +126,8 @@ pub(super) fn thread_response(thread: &ThreadRecord, values: Value) -> Value {
     })
 }
 
-async fn latest_values(app: &App, thread_id: &str) -> Result<Value, ApiError> {
-    Ok(app
-        .store()
+async fn latest_values(store: &Store, thread_id: &str) -> Result<Value, ApiError> {
+    Ok(store
         .latest_checkpoint(thread_id)
         .await?
         .map(|checkpoint| checkpoint.values)
@@ -114,7 +135,7 @@ async fn latest_values(app: &App, thread_id: &str) -> Result<Value, ApiError> {
 }
 
 async fn create(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     ApiJson(body): ApiJson<CreateBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -126,7 +147,7 @@ async fn create(
     }
     let metadata = body.metadata.unwrap_or_default();
     let (thread, initial) = new_thread(&thread_id, &user.id, body.assistant_id, metadata);
-    let (thread, created) = app.store().create_thread(thread, initial).await?;
+    let (thread, created) = store.create_thread(thread, initial).await?;
     if thread.owner_id != user.id {
         // Someone else's id: answer as if it did not exist rather than reveal it.
         return Err(ApiError::new(
@@ -137,18 +158,18 @@ async fn create(
     let values = if created {
         json!({})
     } else {
-        latest_values(&app, &thread_id).await?
+        latest_values(&store, &thread_id).await?
     };
     Ok(Json(thread_response(&thread, values)))
 }
 
 async fn get_thread(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let thread = owned_thread(&app, &user, &thread_id).await?;
-    let values = latest_values(&app, &thread_id).await?;
+    let thread = owned_thread(&store, &user, &thread_id).await?;
+    let values = latest_values(&store, &thread_id).await?;
     Ok(Json(thread_response(&thread, values)))
 }
 
@@ -166,13 +187,12 @@ fn state_object(checkpoint: &CheckpointRecord) -> Value {
 }
 
 async fn get_state(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
-    let checkpoint = app
-        .store()
+    owned_thread(&store, &user, &thread_id).await?;
+    let checkpoint = store
         .latest_checkpoint(&thread_id)
         .await?
         .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
@@ -185,25 +205,29 @@ async fn get_state(
 #[serde(deny_unknown_fields)]
 struct StateBody {
     values: Option<Map<String, Value>>,
-    #[allow(dead_code)]
-    checkpoint_id: Option<String>,
-    #[allow(dead_code)]
-    checkpoint: Option<Value>,
+    #[serde(
+        default,
+        rename = "checkpoint_id",
+        deserialize_with = "accepted_as::<String, _>"
+    )]
+    _checkpoint_id: IgnoredAny,
+    #[serde(default, rename = "checkpoint")]
+    _checkpoint: IgnoredAny,
     as_node: Option<String>,
 }
 
 /// Applies `values` as an update (messages merge by id, channels through their reducers) and
 /// writes a new checkpoint; without `values` it returns the current state.
 async fn post_state(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<StateBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
-    refuse_while_running(&app, &thread_id)?;
-    let latest = app
-        .store()
+    owned_thread(&store, &user, &thread_id).await?;
+    refuse_while_running(&runs, &thread_id)?;
+    let latest = store
         .latest_checkpoint(&thread_id)
         .await?
         .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
@@ -238,7 +262,7 @@ async fn post_state(
         metadata: json!({"source": "update", "step": latest.step + 1, "writes": {node: writes}, "parents": {}}),
         created_at: crate::clock::now_iso(),
     };
-    app.store().put_checkpoint(checkpoint.clone()).await?;
+    store.put_checkpoint(checkpoint.clone()).await?;
     Ok(Json(state_object(&checkpoint)))
 }
 
@@ -258,12 +282,14 @@ const DROPPED_HISTORY_METADATA: [&str; 6] = [
 ];
 
 async fn history(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<HistoryBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
+    // A thread with runs but no checkpoint (seeded) has no history: `200 []`, not 404.
+    super::compat::thread_or_own_runs(&store, &runs, &user, &thread_id).await?;
     let limit = body.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::validation(
@@ -271,8 +297,7 @@ async fn history(
             "limit must be between 1 and 100",
         ));
     }
-    let checkpoints = app
-        .store()
+    let checkpoints = store
         .list_checkpoints(&thread_id, limit as usize, body.before)
         .await?;
     let entries = checkpoints
@@ -342,7 +367,7 @@ struct SearchBody {
 }
 
 async fn search(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -351,8 +376,7 @@ async fn search(
         return Err(ApiError::validation("limit", "limit must be at most 1000"));
     }
     let offset = body.offset.unwrap_or(0).max(0);
-    let threads = app
-        .store()
+    let threads = store
         .search_threads(
             &user.id,
             Value::Object(body.metadata.unwrap_or_default()),
@@ -363,7 +387,14 @@ async fn search(
         .await?;
     let mut out = Vec::with_capacity(threads.len());
     for thread in &threads {
-        let values = latest_values(&app, &thread.thread_id).await?;
+        // A thread list shows titles only: DeerFlow's search answers `values: {"title"}`, not
+        // every message of every thread.
+        let title = latest_values(&store, &thread.thread_id)
+            .await?
+            .get("title")
+            .cloned()
+            .or_else(|| thread.display_name.clone().map(Value::String));
+        let values = title.map_or_else(|| json!({}), |title| json!({"title": title}));
         out.push(thread_response(thread, values));
     }
     Ok(Json(Value::Array(out)))
@@ -375,42 +406,43 @@ struct PatchBody {
 }
 
 async fn patch(
-    State(app): State<App>,
+    State(store): State<Store>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
     ApiJson(body): ApiJson<PatchBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let thread = owned_thread(&app, &user, &thread_id).await?;
+    let thread = owned_thread(&store, &user, &thread_id).await?;
     let mut metadata = thread.metadata.as_object().cloned().unwrap_or_default();
     for (key, value) in body.metadata {
         if key != "owner_id" && key != "user_id" {
             metadata.insert(key, value);
         }
     }
-    app.store()
+    store
         .set_thread_metadata(
             &thread_id,
             Value::Object(metadata),
             &crate::clock::now_iso(),
         )
         .await?;
-    let thread = owned_thread(&app, &user, &thread_id).await?;
-    let values = latest_values(&app, &thread_id).await?;
+    let thread = owned_thread(&store, &user, &thread_id).await?;
+    let values = latest_values(&store, &thread_id).await?;
     Ok(Json(thread_response(&thread, values)))
 }
 
 /// Deletes the thread, its checkpoints, runs, journal and sandbox folder. A thread with an active
 /// run is refused with 409.
 async fn delete(
-    State(app): State<App>,
+    State(store): State<Store>,
+    State(runs): State<Arc<RunManager>>,
+    State(agent): State<Arc<Agent>>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    owned_thread(&app, &user, &thread_id).await?;
-    refuse_while_running(&app, &thread_id)?;
-    app.store().delete_thread(&thread_id).await?;
-    let folder =
-        crate::tools::SandboxPaths::for_thread(&app.config().home, Some(&user.id), &thread_id);
+    owned_thread(&store, &user, &thread_id).await?;
+    refuse_while_running(&runs, &thread_id)?;
+    store.delete_thread(&thread_id).await?;
+    let folder = agent.sandbox_paths(&user.id, &thread_id);
     if let Some(thread_folder) = folder.user_data.parent() {
         let thread_folder = thread_folder.to_path_buf();
         let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(thread_folder)).await;

@@ -1,20 +1,184 @@
-//! The lead-agent loop: apply the input, run the before-agent hooks, then alternate model calls
-//! (with their after-model hooks) and tool steps until the model answers without tool calls or
-//! the recursion limit is hit, then run the after-agent hooks.
+//! The lead agent: what it runs with ([`Agent`], built once per app) and its loop
+//! ([`AgentLoop`], one per run).
 //!
-//! Every step that writes state is checkpointed and published as one `values` frame
-//! (`gateway-contract.md` §7.2–7.3).
+//! The loop applies the input, runs the before-agent hooks, then alternates model calls (with
+//! their after-model hooks) and tool steps until the model answers without tool calls or the
+//! recursion limit is hit, then runs the after-agent hooks. Every step that writes state is
+//! checkpointed and published as one `values` frame (`gateway-contract.md` §7.2–7.3).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::config::{Config, LlmRetryConfig, MessageLimitsConfig, TitleConfig, ToolLimitsConfig};
 use crate::messages::{Message, MessageType};
-use crate::models::ModelRequest;
+use crate::models::{ChatModel, ModelRequest, ToolSpec};
 use crate::runtime::RunContext;
+use crate::runtime::message_limits;
 use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
 use crate::runtime::state::{AgentState, StateUpdate};
 use crate::store::CheckpointRecord;
-use crate::tools::ToolContext;
+use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext};
+
+/// The configuration the agent and its middlewares read: the sections they need, copied out
+/// of the [`Config`] so that neither sees auth settings or API keys.
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    /// The gateway's home folder (thread sandboxes live under it).
+    pub home: PathBuf,
+    /// Where the sandbox sees the skills folder.
+    pub skills_container_path: String,
+    /// `[tool_limits]`.
+    pub tool_limits: ToolLimitsConfig,
+    /// `[title]`.
+    pub title: TitleConfig,
+    /// `[llm_retry]`.
+    pub llm_retry: LlmRetryConfig,
+    /// `[message_limits]`.
+    pub message_limits: MessageLimitsConfig,
+}
+
+/// What the app binds to its lead agent.
+pub struct AgentParts {
+    /// The built models, by configured name.
+    pub models: BTreeMap<String, Arc<dyn ChatModel>>,
+    /// The bound tools, in configuration order.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The middleware chain: built-ins, then registered ones.
+    pub middlewares: Vec<Arc<dyn Middleware>>,
+    /// Skill names found at start-up.
+    pub skills: Vec<String>,
+}
+
+/// The lead agent of one gateway: its models, bound tools, middleware chain, prompt inputs and
+/// settings, fixed when the app is built and shared by every run.
+pub struct Agent {
+    models: BTreeMap<String, Arc<dyn ChatModel>>,
+    /// Configured names in configuration order, with `supports_thinking`.
+    model_names: Vec<(String, bool)>,
+    tools: Vec<Arc<dyn Tool>>,
+    tool_specs: Vec<ToolSpec>,
+    middlewares: Vec<Arc<dyn Middleware>>,
+    skills: Vec<String>,
+    reads: ReadTracker,
+    settings: AgentSettings,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("models", &self.models.keys().collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self.tool_specs.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
+            .field(
+                "middlewares",
+                &self
+                    .middlewares
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("skills", &self.skills)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// The agent for `config` with the models, tools and chain the app built from it.
+    pub fn new(config: &Config, parts: AgentParts) -> Agent {
+        // Specs are fixed once the agent is built; every model call sends them.
+        let tool_specs = parts.tools.iter().map(|tool| tool.spec()).collect();
+        Agent {
+            models: parts.models,
+            model_names: config
+                .models
+                .iter()
+                .map(|model| (model.name.clone(), model.supports_thinking))
+                .collect(),
+            tools: parts.tools,
+            tool_specs,
+            middlewares: parts.middlewares,
+            skills: parts.skills,
+            reads: ReadTracker::default(),
+            settings: AgentSettings {
+                home: config.home.clone(),
+                skills_container_path: config.skills.container_path.clone(),
+                tool_limits: config.tool_limits.clone(),
+                title: config.title.clone(),
+                llm_retry: config.llm_retry.clone(),
+                message_limits: config.message_limits.clone(),
+            },
+        }
+    }
+
+    /// The configured model called `name`.
+    pub fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+        self.models.get(name).cloned()
+    }
+
+    /// The first configured model's name (the default for runs).
+    pub fn default_model_name(&self) -> Option<&str> {
+        self.model_names.first().map(|(name, _)| name.as_str())
+    }
+
+    /// Whether the configured model `name` accepts thinking options.
+    pub fn supports_thinking(&self, name: &str) -> bool {
+        self.model_names
+            .iter()
+            .any(|(model, thinking)| model == name && *thinking)
+    }
+
+    /// The bound tools, in configuration order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// The bound tools' specs, in configuration order.
+    pub fn tool_specs(&self) -> &[ToolSpec] {
+        &self.tool_specs
+    }
+
+    /// The bound tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tool_specs
+            .iter()
+            .position(|spec| spec.name == name)
+            .map(|index| self.tools[index].clone())
+    }
+
+    /// The middleware chain: built-ins, then registered ones.
+    pub fn middlewares(&self) -> &[Arc<dyn Middleware>] {
+        &self.middlewares
+    }
+
+    /// Skill names found at start-up.
+    pub fn skills(&self) -> &[String] {
+        &self.skills
+    }
+
+    /// The read-before-write memory of the file tools.
+    pub fn read_tracker(&self) -> &ReadTracker {
+        &self.reads
+    }
+
+    /// The configuration the agent reads.
+    pub fn settings(&self) -> &AgentSettings {
+        &self.settings
+    }
+
+    /// The sandbox folders of `user_id`'s thread `thread_id`.
+    pub fn sandbox_paths(&self, user_id: &str, thread_id: &str) -> SandboxPaths {
+        SandboxPaths::for_thread(&self.settings.home, Some(user_id), thread_id)
+    }
+}
+
+/// The pseudo-node that writes the run's input (the checkpoint's `writes` key).
+const INPUT_NODE: &str = "__input__";
 
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +196,7 @@ pub struct AgentOutcome {
 /// Drives one run over the thread's state.
 pub struct AgentLoop<'a> {
     run: &'a RunContext,
-    chain: Vec<std::sync::Arc<dyn Middleware>>,
+    chain: Vec<Arc<dyn Middleware>>,
     state: AgentState,
     steps: u32,
     parent_checkpoint: Option<String>,
@@ -44,7 +208,7 @@ impl<'a> AgentLoop<'a> {
     pub fn new(run: &'a RunContext, state: AgentState, parent_checkpoint: Option<String>) -> Self {
         AgentLoop {
             run,
-            chain: run.app.middlewares(),
+            chain: run.agent.middlewares().to_vec(),
             state,
             steps: 0,
             parent_checkpoint,
@@ -73,7 +237,7 @@ impl<'a> AgentLoop<'a> {
 
     async fn drive(&mut self, input: Vec<Message>) -> Result<Option<String>, GraphError> {
         if !input.is_empty() {
-            self.commit("__input__", StateUpdate::messages(input))
+            self.commit(INPUT_NODE, StateUpdate::messages(input))
                 .await?;
         }
         for middleware in self.chain.clone() {
@@ -124,14 +288,13 @@ impl<'a> AgentLoop<'a> {
     }
 
     async fn call_model(&mut self) -> Result<Message, GraphError> {
-        let tools = self.run.app.bound_tool_specs().to_vec();
-        let config = self.run.app.config();
-        let skills = self.run.app.skill_names();
+        let agent = &self.run.agent;
+        let tools = agent.tool_specs().to_vec();
         let prompt = system_prompt(&PromptInputs {
             tools: &tools,
             flags: &self.run.flags,
-            skills: &skills,
-            skills_container_path: &config.skills.container_path,
+            skills: agent.skills(),
+            skills_container_path: &agent.settings().skills_container_path,
         });
         let mut messages = vec![Message::system(prompt)];
         messages.extend(self.state.messages.iter().cloned());
@@ -178,18 +341,20 @@ impl<'a> AgentLoop<'a> {
                 update.merge(extra);
             }
         }
-        let config = self.run.app.config();
+        let agent = &self.run.agent;
         let context = ToolContext {
             paths: &self.run.paths,
-            limits: &config.tool_limits,
-            reads: self.run.app.read_tracker(),
+            limits: &agent.settings().tool_limits,
+            reads: agent.read_tracker(),
         };
         let mut journal = Vec::new();
         for call in calls {
-            let tool = self.run.app.bound_tool(&call.name);
-            let (text, status) = match tool {
-                Some(tool) => (tool.call(&call.args, context).await, "success"),
-                None => (
+            let args_limit = agent.settings().message_limits.tool_call_args_bytes;
+            let tool = agent.tool(&call.name);
+            let (text, status) = match (tool, message_limits::tool_args_error(&call, args_limit)) {
+                (_, Some(refused)) => (refused, "error"),
+                (Some(tool), None) => (tool.call(&call.args, context).await, "success"),
+                (None, None) => (
                     format!(
                         "Error: {} is not a valid tool, try one of the available tools.",
                         call.name
@@ -219,9 +384,21 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// Applies one step's writes, checkpoints the state and publishes its frames.
-    async fn commit(&mut self, node: &str, update: StateUpdate) -> Result<(), GraphError> {
+    /// Applies one step's writes, checkpoints the state and publishes its frames in LangGraph's
+    /// order: the node's new messages (`messages`), its writes (`updates`, named after the
+    /// node), then the state (`values`). The input is not a node: it gets a `values` frame only.
+    async fn commit(&mut self, node: &str, mut update: StateUpdate) -> Result<(), GraphError> {
         let writes = update.to_json();
+        let is_input = node == INPUT_NODE;
+        if self.run.modes.messages && !is_input {
+            // The reducer would give these ids anyway; giving them first lets the `messages`
+            // frame carry the id the state holds.
+            for message in update.messages.iter_mut().filter(|m| m.id.is_none()) {
+                message.id = Some(uuid::Uuid::new_v4().to_string());
+            }
+            self.run.mark_messages_sent(&self.state.messages);
+            self.run.publish_new_messages(node, &update.messages);
+        }
         self.state.apply(update);
         let values = self.state.to_values();
         let checkpoint_id = uuid::Uuid::new_v4().to_string();
@@ -232,7 +409,7 @@ impl<'a> AgentLoop<'a> {
             step: i64::from(self.steps),
             values: values.clone(),
             metadata: json!({
-                "source": if node == "__input__" { "input" } else { "loop" },
+                "source": if is_input { "input" } else { "loop" },
                 "step": self.steps,
                 "writes": { node: writes.clone() },
                 "parents": {},
@@ -242,19 +419,18 @@ impl<'a> AgentLoop<'a> {
             created_at: crate::clock::now_iso(),
         };
         self.run
-            .app
             .store()
             .put_checkpoint(checkpoint)
             .await
             .map_err(|err| GraphError::new("CheckpointError", err.to_string()))?;
         self.parent_checkpoint = Some(checkpoint_id);
-        if self.run.modes.values {
-            self.run.stream.publish("values", &values);
-        }
-        if self.run.modes.updates {
+        if self.run.modes.updates && !is_input {
             let mut frame = serde_json::Map::new();
             frame.insert(node.to_string(), writes);
             self.run.stream.publish("updates", &Value::Object(frame));
+        }
+        if self.run.modes.values {
+            self.run.stream.publish("values", &values);
         }
         Ok(())
     }

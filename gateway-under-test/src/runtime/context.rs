@@ -1,6 +1,10 @@
 //! What one run carries through the agent loop and its middlewares: ids, the run-context flags,
 //! the sandbox folders, the event stream, and journaling of model calls.
+//!
+//! A [`RunContext`] reaches the lead [`Agent`] (models, tools, agent settings) and writes its own
+//! run's journal rows; it does not reach the rest of the app (auth keys, lockout, users).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -8,11 +12,13 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::app::App;
+use crate::lock::unpoisoned;
 use crate::messages::Message;
 use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
+use crate::runtime::agent::Agent;
+use crate::runtime::message_limits;
 use crate::runtime::stream::RunStream;
-use crate::store::NewEvent;
+use crate::store::{NewEvent, Store};
 use crate::tools::SandboxPaths;
 
 /// The run `context` keys that reach the runtime (`gateway-contract.md` §4.3); every other key is
@@ -132,8 +138,10 @@ impl StreamModes {
 
 /// One run's context.
 pub struct RunContext {
-    /// The app the run belongs to.
-    pub app: App,
+    /// The lead agent the run executes.
+    pub agent: Arc<Agent>,
+    /// Checkpoints and journal rows go here; private so that middlewares cannot read users.
+    store: Store,
     /// The run id.
     pub run_id: String,
     /// The thread id.
@@ -157,6 +165,9 @@ pub struct RunContext {
     llm_calls: AtomicU32,
     human_input_journaled: AtomicBool,
     usage: Mutex<UsageTotals>,
+    /// Ids of the messages already on the `messages` stream (streamed or a node's input), so
+    /// each message is sent once, as LangGraph deduplicates.
+    sent_messages: Mutex<HashSet<String>>,
 }
 
 /// Token totals of one run, by caller kind (the run record's counters).
@@ -225,17 +236,18 @@ pub struct RunContextParts {
 }
 
 impl RunContext {
-    /// Builds the context; the model must be configured in `app`.
+    /// Builds the context; `model` is the agent's model called `parts.model_name`.
     pub fn new(
-        app: App,
+        agent: Arc<Agent>,
+        store: Store,
         parts: RunContextParts,
         model: Arc<dyn ChatModel>,
         stream: Arc<RunStream>,
     ) -> RunContext {
-        let paths =
-            SandboxPaths::for_thread(&app.config().home, Some(&parts.user_id), &parts.thread_id);
+        let paths = agent.sandbox_paths(&parts.user_id, &parts.thread_id);
         RunContext {
-            app,
+            agent,
+            store,
             run_id: parts.run_id,
             thread_id: parts.thread_id,
             user_id: parts.user_id,
@@ -249,16 +261,13 @@ impl RunContext {
             llm_calls: AtomicU32::new(0),
             human_input_journaled: AtomicBool::new(false),
             usage: Mutex::new(UsageTotals::default()),
+            sent_messages: Mutex::new(HashSet::new()),
         }
     }
 
     /// Call options for the lead agent from the flags and the model's capabilities.
     pub fn call_options(&self) -> CallOptions {
-        let supports_thinking = self
-            .app
-            .config()
-            .model(&self.model_name)
-            .is_some_and(|model| model.supports_thinking);
+        let supports_thinking = self.agent.supports_thinking(&self.model_name);
         CallOptions {
             thinking_enabled: self.flags.thinking_enabled() && supports_thinking,
             reasoning_effort: self.flags.reasoning_effort(),
@@ -296,12 +305,7 @@ impl RunContext {
                 created_at: now.clone(),
             })
             .collect();
-        if let Err(err) = self
-            .app
-            .store()
-            .append_events(&self.thread_id, events)
-            .await
-        {
+        if let Err(err) = self.store.append_events(&self.thread_id, events).await {
             tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
         }
     }
@@ -336,16 +340,18 @@ impl RunContext {
             .await;
         }
         let started = Instant::now();
-        let message = if self.modes.messages {
-            self.stream_model(model, request).await?
+        let answer_limit = self.agent.settings().message_limits.model_answer_bytes;
+        // A `nostream` call (the title model) is never streamed, as in LangGraph.
+        let streamed =
+            self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
+        let message = if streamed {
+            self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
         };
+        message_limits::check_answer(&message, answer_limit)?;
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
-        self.usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .add(&caller, message.usage_metadata.as_ref());
+        unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
             "llm.ai.response",
             "message",
@@ -361,12 +367,14 @@ impl RunContext {
         Ok(message)
     }
 
+    /// The store the run checkpoints into.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Token totals so far.
     pub fn usage(&self) -> UsageTotals {
-        *self
-            .usage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *unpoisoned(&self.usage)
     }
 
     /// How many model calls completed in this run.
@@ -374,35 +382,139 @@ impl RunContext {
         self.llm_calls.load(Ordering::SeqCst)
     }
 
+    /// The `messages` tuple metadata of a frame written by graph node `node`.
+    fn tuple_metadata(&self, node: &str, tags: &[String]) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "langgraph_node": node,
+            "tags": tags,
+        })
+    }
+
+    fn sent(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.sent_messages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Marks `messages` as already known to the client (a node's input), so they are not sent
+    /// again when a node rewrites them under the same id.
+    pub fn mark_messages_sent(&self, messages: &[Message]) {
+        if !self.modes.messages {
+            return;
+        }
+        let mut sent = self.sent();
+        sent.extend(messages.iter().filter_map(|m| m.id.clone()));
+    }
+
+    /// Publishes `[message, metadata]` on the `messages` stream for each of `messages` (a
+    /// node's output) not sent before: a tool result, the user's visible copy, an AI message
+    /// that was not streamed (the error fallback). Messages must carry their ids.
+    pub fn publish_new_messages(&self, node: &str, messages: &[Message]) {
+        if !self.modes.messages {
+            return;
+        }
+        let metadata = self.tuple_metadata(node, &[]);
+        for message in messages {
+            let fresh = match &message.id {
+                Some(id) => self.sent().insert(id.clone()),
+                None => true,
+            };
+            if fresh {
+                self.stream
+                    .publish("messages", &json!([message.to_dump(), metadata]));
+            }
+        }
+    }
+
+    /// Streams a model call as LangGraph's `messages` mode does: a chunk per text fragment,
+    /// one chunk with the `tool_call_chunks` of the calls, then a terminator chunk with
+    /// `chunk_position: "last"`. Every chunk and the final message share one id: the model's
+    /// own id when it gave one before any chunk went out (a replayed answer keeps its recorded
+    /// id), otherwise a fresh `lc_run--<uuid>`. The latest text fragment is held back until the
+    /// next one or the end, so a one-chunk answer is sent under its final id.
     async fn stream_model(
         &self,
         model: &dyn ChatModel,
         request: &ModelRequest,
+        answer_limit: usize,
     ) -> Result<Message, ModelError> {
-        let mut events = model.stream(request).await?;
-        let chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
-        let metadata = json!({
-            "run_id": self.run_id,
-            "thread_id": self.thread_id,
-            "langgraph_node": "model",
-            "tags": request.metadata.tags,
-        });
+        let mut events = message_limits::limit_stream(model.stream(request).await?, answer_limit);
+        let mut chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
+        let mut chunk_sent = false;
+        let metadata = self.tuple_metadata("model", &request.metadata.tags);
+        let publish = |chunk: Value| {
+            self.stream.publish("messages", &json!([chunk, metadata]));
+        };
+        let mut held: Option<String> = None;
         let mut collected = Vec::new();
         while let Some(event) = events.next().await {
-            let event = event?;
-            if let StreamEvent::TextDelta { delta } = &event {
-                let chunk = json!({
-                    "content": delta, "additional_kwargs": {}, "response_metadata": {},
-                    "type": "AIMessageChunk", "name": null, "id": chunk_id,
-                    "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": null,
-                    "tool_call_chunks": [],
-                });
-                self.stream.publish("messages", &json!([chunk, metadata]));
+            let event = match event {
+                Ok(event) => event,
+                Err(err) => {
+                    // The attempt failed midway: what it streamed must not read as the start of
+                    // the answer (a retry or the fallback message follows under another id), so
+                    // close it with a terminator that says it failed; text held back is dropped.
+                    if chunk_sent {
+                        let mut last = ai_chunk(&chunk_id, json!(""));
+                        last["response_metadata"] =
+                            json!({"finish_reason": "error", "error_type": err.error_type});
+                        last["chunk_position"] = json!("last");
+                        publish(last);
+                    }
+                    return Err(err);
+                }
+            };
+            if let StreamEvent::TextDelta { delta } = &event
+                && let Some(text) = held.replace(delta.clone())
+            {
+                publish(ai_chunk(&chunk_id, json!(text)));
+                chunk_sent = true;
             }
             collected.push(Ok(event));
         }
-        crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await
+        let mut message =
+            crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await?;
+        match &message.id {
+            Some(id) if !chunk_sent => chunk_id = id.clone(),
+            _ => message.id = Some(chunk_id.clone()),
+        }
+        if let Some(text) = held {
+            publish(ai_chunk(&chunk_id, json!(text)));
+        }
+        if !message.tool_calls.is_empty() {
+            let mut chunk = ai_chunk(&chunk_id, json!(""));
+            chunk["tool_calls"] = message.to_dump()["tool_calls"].clone();
+            chunk["tool_call_chunks"] = message
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| {
+                    json!({"name": call.name, "args": call.args.to_string(), "id": call.id,
+                           "index": index, "type": "tool_call_chunk"})
+                })
+                .collect();
+            publish(chunk);
+        }
+        let mut last = ai_chunk(&chunk_id, json!(""));
+        last["response_metadata"] = json!(message.response_metadata);
+        last["usage_metadata"] = json!(message.usage_metadata);
+        last["chunk_position"] = json!("last");
+        publish(last);
+        self.sent().insert(chunk_id);
+        Ok(message)
     }
+}
+
+/// An `AIMessageChunk` dump with `content` and nothing else.
+fn ai_chunk(id: &str, content: Value) -> Value {
+    json!({
+        "content": content, "additional_kwargs": {}, "response_metadata": {},
+        "type": "AIMessageChunk", "name": null, "id": id,
+        "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": null,
+        "tool_call_chunks": [], "chunk_position": null,
+    })
 }
 
 #[cfg(test)]

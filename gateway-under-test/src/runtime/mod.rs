@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod context;
+pub mod message_limits;
 pub mod middleware;
 pub mod middlewares;
 pub mod prompt;

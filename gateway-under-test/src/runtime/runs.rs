@@ -2,20 +2,22 @@
 //! run from `metadata` to `end` in the order of `gateway-contract.md` §11.1.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::App;
+use crate::config::RunsConfig;
+use crate::lock::unpoisoned;
 use crate::messages::Message;
-use crate::runtime::agent::AgentLoop;
+use crate::run_status::{MultitaskStrategy, RunStatus};
+use crate::runtime::agent::{Agent, AgentLoop};
 use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
 use crate::runtime::state::AgentState;
 use crate::runtime::stream::{RunStream, Subscription};
-use crate::store::{RunRecord, StoreError};
+use crate::store::{RunRecord, Store, StoreError};
 
 /// A validated request to start a run.
 #[derive(Debug, Clone)]
@@ -36,8 +38,8 @@ pub struct RunSpec {
     pub modes: StreamModes,
     /// Clamped recursion limit.
     pub recursion_limit: u32,
-    /// `reject`, `rollback` or `interrupt`.
-    pub multitask_strategy: String,
+    /// What to do when another run is active on the thread.
+    pub multitask_strategy: MultitaskStrategy,
     /// Keep running when the client disconnects.
     pub continue_on_disconnect: bool,
     /// Client metadata.
@@ -74,18 +76,10 @@ pub struct ActiveRun {
     final_values: Mutex<Option<Value>>,
 }
 
-fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here is a plain field update, so a poisoned lock holds
-    // consistent data and is safe to keep using.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl ActiveRun {
     /// A snapshot of the run record.
     pub fn record(&self) -> RunRecord {
-        relock(&self.record).clone()
+        unpoisoned(&self.record).clone()
     }
 
     /// True once the worker has finished.
@@ -102,26 +96,53 @@ impl ActiveRun {
 
     /// The state values after the run, once finished.
     pub fn final_values(&self) -> Option<Value> {
-        relock(&self.final_values).clone()
+        unpoisoned(&self.final_values).clone()
     }
 }
 
-/// The app's active runs, and which thread each one holds.
-#[derive(Debug, Default)]
+/// The app's active runs, which thread each one holds, and what starting one needs: the agent
+/// it executes, the store it records into, the `[runs]` settings and the app's shutdown signal.
+#[derive(Debug)]
 pub struct RunManager {
     runs: Mutex<HashMap<String, Arc<ActiveRun>>>,
     active_by_thread: Mutex<HashMap<String, String>>,
+    agent: Arc<Agent>,
+    store: Store,
+    settings: RunsConfig,
+    shutdown: CancellationToken,
 }
 
 impl RunManager {
+    /// A manager with no runs. `shutdown` cancels every run it starts.
+    pub fn new(
+        agent: Arc<Agent>,
+        store: Store,
+        settings: RunsConfig,
+        shutdown: CancellationToken,
+    ) -> RunManager {
+        RunManager {
+            runs: Mutex::default(),
+            active_by_thread: Mutex::default(),
+            agent,
+            store,
+            settings,
+            shutdown,
+        }
+    }
+
+    /// The `[runs]` settings (recursion limits, stream buffer, heartbeat).
+    pub fn settings(&self) -> &RunsConfig {
+        &self.settings
+    }
+
     /// A run still held in memory.
     pub fn get(&self, run_id: &str) -> Option<Arc<ActiveRun>> {
-        relock(&self.runs).get(run_id).cloned()
+        unpoisoned(&self.runs).get(run_id).cloned()
     }
 
     /// The in-memory runs of a thread.
     pub fn runs_of_thread(&self, thread_id: &str) -> Vec<RunRecord> {
-        relock(&self.runs)
+        unpoisoned(&self.runs)
             .values()
             .map(|run| run.record())
             .filter(|record| record.thread_id == thread_id)
@@ -130,13 +151,13 @@ impl RunManager {
 
     /// The run currently holding `thread_id`, if any.
     pub fn active_on(&self, thread_id: &str) -> Option<Arc<ActiveRun>> {
-        let run_id = relock(&self.active_by_thread).get(thread_id).cloned()?;
+        let run_id = unpoisoned(&self.active_by_thread).get(thread_id).cloned()?;
         self.get(&run_id)
     }
 
     /// Cancels every active run (server shutdown).
     pub fn cancel_all(&self) {
-        for run in relock(&self.runs).values() {
+        for run in unpoisoned(&self.runs).values() {
             run.cancel.cancel();
         }
     }
@@ -169,17 +190,18 @@ pub fn finish_orphaned_runs(store: &crate::store::Store) -> Result<usize, StoreE
 /// Starts a run: claims the thread (applying the multitask strategy), records the run as
 /// `pending`, subscribes the caller to its stream, and spawns the worker.
 pub async fn start_run(
-    app: &App,
+    manager: &Arc<RunManager>,
     spec: RunSpec,
 ) -> Result<(Arc<ActiveRun>, Subscription), StartError> {
-    let model = app
+    let model = manager
+        .agent
         .model(&spec.model_name)
         .ok_or_else(|| StartError::UnknownModel(spec.model_name.clone()))?;
     loop {
-        let previous = app.runs().active_on(&spec.thread_id);
+        let previous = manager.active_on(&spec.thread_id);
         match previous {
             Some(previous) if !previous.is_done() => {
-                if spec.multitask_strategy == "reject" {
+                if spec.multitask_strategy == MultitaskStrategy::Reject {
                     return Err(StartError::Busy(spec.thread_id.clone()));
                 }
                 previous.cancel.cancel();
@@ -195,39 +217,39 @@ pub async fn start_run(
         thread_id: spec.thread_id.clone(),
         owner_id: spec.user_id.clone(),
         assistant_id: spec.assistant_id.clone(),
-        status: "pending".into(),
+        status: RunStatus::Pending,
         metadata: spec.metadata.clone(),
         kwargs: spec.kwargs.clone(),
-        multitask_strategy: spec.multitask_strategy.clone(),
+        multitask_strategy: spec.multitask_strategy,
         error: None,
         stop_reason: None,
         counters: zero_counters(),
         created_at: now.clone(),
         updated_at: now,
     };
-    let stream = Arc::new(RunStream::new(app.config().runs.stream_buffer_events));
+    let stream = Arc::new(RunStream::new(manager.settings.stream_buffer_events));
     let (done, _) = watch::channel(false);
     let run = Arc::new(ActiveRun {
         record: Mutex::new(record.clone()),
         stream: stream.clone(),
-        cancel: app.shutdown_token().child_token(),
+        cancel: manager.shutdown.child_token(),
         continue_on_disconnect: spec.continue_on_disconnect,
         done,
         final_values: Mutex::new(None),
     });
     {
-        let mut claims = relock(&app.runs().active_by_thread);
+        let mut claims = unpoisoned(&manager.active_by_thread);
         if let Some(holder) = claims.get(&spec.thread_id)
-            && app.runs().get(holder).is_some_and(|r| !r.is_done())
+            && manager.get(holder).is_some_and(|r| !r.is_done())
         {
             return Err(StartError::Busy(spec.thread_id.clone()));
         }
         claims.insert(spec.thread_id.clone(), run_id.clone());
-        relock(&app.runs().runs).insert(run_id.clone(), run.clone());
+        unpoisoned(&manager.runs).insert(run_id.clone(), run.clone());
     }
-    if let Err(err) = app.store().put_run(record).await {
-        release(app, &spec.thread_id, &run_id);
-        relock(&app.runs().runs).remove(&run_id);
+    if let Err(err) = manager.store.put_run(record).await {
+        manager.release(&spec.thread_id, &run_id);
+        unpoisoned(&manager.runs).remove(&run_id);
         return Err(err.into());
     }
     let subscription = stream
@@ -242,8 +264,14 @@ pub async fn start_run(
         modes: spec.modes.clone(),
         recursion_limit: spec.recursion_limit,
     };
-    let context = RunContext::new(app.clone(), parts, model, stream);
-    tokio::spawn(execute(app.clone(), run.clone(), context, spec.input));
+    let context = RunContext::new(
+        manager.agent.clone(),
+        manager.store.clone(),
+        parts,
+        model,
+        stream,
+    );
+    tokio::spawn(execute(manager.clone(), run.clone(), context, spec.input));
     Ok((run, subscription))
 }
 
@@ -264,34 +292,42 @@ fn zero_counters() -> Value {
     })
 }
 
-fn release(app: &App, thread_id: &str, run_id: &str) {
-    let mut claims = relock(&app.runs().active_by_thread);
-    if claims.get(thread_id).map(String::as_str) == Some(run_id) {
-        claims.remove(thread_id);
+impl RunManager {
+    /// Frees `thread_id` if `run_id` still holds it.
+    fn release(&self, thread_id: &str, run_id: &str) {
+        let mut claims = unpoisoned(&self.active_by_thread);
+        if claims.get(thread_id).map(String::as_str) == Some(run_id) {
+            claims.remove(thread_id);
+        }
     }
 }
 
-async fn set_status(app: &App, run: &ActiveRun, status: &str) {
+async fn set_status(store: &Store, run: &ActiveRun, status: RunStatus) {
     let record = {
-        let mut record = relock(&run.record);
-        record.status = status.into();
+        let mut record = unpoisoned(&run.record);
+        record.status = status;
         record.updated_at = crate::clock::now_iso();
         record.clone()
     };
-    if let Err(err) = app.store().put_run(record).await {
+    if let Err(err) = store.put_run(record).await {
         tracing::warn!("run record write failed: {err}");
     }
 }
 
 /// The worker: `gateway-contract.md` §11.1, steps 3 to 13.
-async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<Message>) {
-    let store = app.store();
+async fn execute(
+    manager: Arc<RunManager>,
+    run: Arc<ActiveRun>,
+    context: RunContext,
+    input: Vec<Message>,
+) {
+    let store = &manager.store;
     let thread_id = context.thread_id.clone();
     let run_id = context.run_id.clone();
     let _ = store
         .set_thread_status(&thread_id, "running", None, &crate::clock::now_iso())
         .await;
-    set_status(&app, &run, "running").await;
+    set_status(store, &run, RunStatus::Running).await;
     context.stream.publish(
         "metadata",
         &json!({"run_id": run_id, "thread_id": thread_id}),
@@ -304,6 +340,9 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
             json!({"caller": "lead_agent"}),
         )])
         .await;
+
+    let limits = crate::workspace::WorkspaceLimits::default();
+    let workspace_before = crate::workspace::snapshot(&context.paths, limits).await;
 
     let latest = store.latest_checkpoint(&thread_id).await;
     let (state, parent) = match latest {
@@ -322,20 +361,31 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     };
 
     let (status, error) = match &outcome {
-        None => ("interrupted", None),
+        None => (RunStatus::Interrupted, None),
         Some(outcome) => match (&outcome.error, &outcome.fallback_error) {
             (Some(error), _) => {
                 context.stream.publish(
                     "error",
                     &json!({"message": error.message, "name": error.name}),
                 );
-                ("error", Some(error.message.clone()))
+                (RunStatus::Error, Some(error.message.clone()))
             }
-            (None, Some(detail)) => ("error", Some(detail.clone())),
-            (None, None) => ("success", None),
+            (None, Some(detail)) => (RunStatus::Error, Some(detail.clone())),
+            (None, None) => (RunStatus::Success, None),
         },
     };
-    let mut journal = vec![("run.end", "outputs", Value::Null, json!({"status": status}))];
+    let mut journal = Vec::new();
+    if let Some(changes) =
+        crate::workspace::changes_since(workspace_before, &context.paths, limits).await
+    {
+        journal.push((
+            crate::workspace::EVENT_TYPE,
+            crate::workspace::EVENT_CATEGORY,
+            json!(changes.headline()),
+            json!({ crate::workspace::METADATA_KEY: changes }),
+        ));
+    }
+    journal.push(("run.end", "outputs", Value::Null, json!({"status": status})));
     if let Some(error) = &error {
         journal.push(("run.error", "error", json!({"error": error}), json!({})));
     }
@@ -349,8 +399,8 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
         .map(String::from);
     let usage = context.usage();
     let record = {
-        let mut record = relock(&run.record);
-        record.status = status.into();
+        let mut record = unpoisoned(&run.record);
+        record.status = status;
         record.error = error;
         record.stop_reason = match &outcome {
             None => Some("cancelled".into()),
@@ -372,23 +422,25 @@ async fn execute(app: App, run: Arc<ActiveRun>, context: RunContext, input: Vec<
     if let Err(err) = store.put_run(record).await {
         tracing::warn!(%run_id, "run record write failed: {err}");
     }
-    *relock(&run.final_values) = final_state.map(|state| state.to_values());
-    let thread_status = if status == "success" { "idle" } else { status };
+    *unpoisoned(&run.final_values) = final_state.map(|state| state.to_values());
+    let thread_status = match status {
+        RunStatus::Success => "idle",
+        other => other.as_str(),
+    };
     let _ = store
         .set_thread_status(&thread_id, thread_status, title, &crate::clock::now_iso())
         .await;
-    release(&app, &thread_id, &run_id);
+    manager.release(&thread_id, &run_id);
     run.stream.finish();
     run.done.send_replace(true);
     drop(context);
 
-    let ttl = Duration::from_secs(app.config().runs.stream_buffer_ttl_seconds);
-    let runs = app.clone();
+    let ttl = Duration::from_secs(manager.settings.stream_buffer_ttl_seconds);
     tokio::spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(ttl) => {}
-            _ = runs.shutdown_token().cancelled() => {}
+            _ = manager.shutdown.cancelled() => {}
         }
-        relock(&runs.runs().runs).remove(&run_id);
+        unpoisoned(&manager.runs).remove(&run_id);
     });
 }

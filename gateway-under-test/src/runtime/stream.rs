@@ -74,9 +74,7 @@ impl RunStream {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave the buffer inconsistent (each update is
         // a single push), so a poisoned lock is safe to keep using.
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::lock::unpoisoned(&self.inner)
     }
 
     /// Publishes a frame to the buffer and every live subscriber. Ignored after [`finish`].

@@ -1,7 +1,18 @@
 //! The `checkpoints` table. Order is insertion order (the `ordinal` rowid alias), never
 //! `created_at` or `step`, which callers may repeat.
+//!
+//! Every graph step writes a checkpoint of the whole state, and the state's `messages` list
+//! only grows, so storing each checkpoint whole made a run's database size grow with
+//! steps × conversation (five 1 MB tool calls cost 72 MB). Messages are therefore stored once
+//! per thread in `checkpoint_messages` (deduplicated by the SHA-256 of their JSON text), and a
+//! checkpoint row keeps its other values plus the list of the messages' row ids
+//! (`message_refs`), so the database grows with what was said, not with the number of steps
+//! (only the id list, a few bytes a message, is written again at each step). Rows written before
+//! this layout (`message_refs IS NULL`) still hold their messages inline and read as before.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::CheckpointRecord;
 use super::StoreError;
@@ -9,20 +20,26 @@ use super::sql::{json_column, json_text, limit, query_all, query_first, violates
 
 const TABLE: &str = "checkpoints";
 const COLUMNS: &str = "thread_id, checkpoint_id, parent_checkpoint_id, step, values_json, \
-                       metadata_json, created_at";
+                       metadata_json, created_at, message_refs";
+/// The state channel whose entries are stored once and referenced by hash.
+const MESSAGES: &str = "messages";
 
-/// Stores a checkpoint; reusing a checkpoint id is a [`StoreError::Conflict`].
+/// Stores a checkpoint; reusing a checkpoint id is a [`StoreError::Conflict`]. Call it inside a
+/// transaction: the message rows and the checkpoint row are written together.
 pub(super) fn insert(conn: &Connection, checkpoint: &CheckpointRecord) -> Result<(), StoreError> {
+    let (values, refs) = split_messages(conn, &checkpoint.thread_id, &checkpoint.values)?;
     let inserted = conn.execute(
-        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
         params![
             checkpoint.thread_id,
             checkpoint.checkpoint_id,
             checkpoint.parent_checkpoint_id,
             checkpoint.step,
-            json_text(&checkpoint.values, TABLE, "values_json")?,
+            json_text(&values, TABLE, "values_json")?,
             json_text(&checkpoint.metadata, TABLE, "metadata_json")?,
             checkpoint.created_at,
+            refs.map(|refs| json_text(&refs, TABLE, "message_refs"))
+                .transpose()?,
         ],
     );
     match inserted {
@@ -49,7 +66,9 @@ pub(super) fn latest(
         ),
         [thread_id],
         decode,
-    )
+    )?
+    .map(|stored| stored.hydrate(conn))
+    .transpose()
 }
 
 /// Up to `max` checkpoints of the thread, newest first; with `before`, only those inserted
@@ -69,23 +88,120 @@ pub(super) fn list(
          ORDER BY ordinal DESC
          LIMIT ?3"
     );
-    query_all(conn, &sql, params![thread_id, before, limit(max)], decode)
+    query_all(conn, &sql, params![thread_id, before, limit(max)], decode)?
+        .into_iter()
+        .map(|stored| stored.hydrate(conn))
+        .collect()
 }
 
-/// Deletes every checkpoint of the thread.
+/// Deletes every checkpoint of the thread and the messages they referred to.
 pub(super) fn delete_for_thread(conn: &Connection, thread_id: &str) -> Result<(), StoreError> {
     conn.execute("DELETE FROM checkpoints WHERE thread_id = ?1", [thread_id])?;
+    conn.execute(
+        "DELETE FROM checkpoint_messages WHERE thread_id = ?1",
+        [thread_id],
+    )?;
     Ok(())
 }
 
-fn decode(row: &Row<'_>) -> Result<CheckpointRecord, StoreError> {
-    Ok(CheckpointRecord {
-        thread_id: row.get("thread_id")?,
-        checkpoint_id: row.get("checkpoint_id")?,
-        parent_checkpoint_id: row.get("parent_checkpoint_id")?,
-        step: row.get("step")?,
-        values: json_column(row, TABLE, "values_json")?,
-        metadata: json_column(row, TABLE, "metadata_json")?,
-        created_at: row.get("created_at")?,
+/// A checkpoint row as stored: its messages may still be references.
+struct StoredCheckpoint {
+    record: CheckpointRecord,
+    message_refs: Option<Value>,
+}
+
+impl StoredCheckpoint {
+    /// Puts the referenced messages back into `values.messages`, at the key's original place.
+    fn hydrate(self, conn: &Connection) -> Result<CheckpointRecord, StoreError> {
+        let StoredCheckpoint {
+            mut record,
+            message_refs,
+        } = self;
+        let Some(refs) = message_refs else {
+            return Ok(record);
+        };
+        let ids = refs.as_array().ok_or_else(|| corrupt("is not a list"))?;
+        let mut statement = conn.prepare_cached(
+            "SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND id = ?2",
+        )?;
+        let mut messages = Vec::with_capacity(ids.len());
+        for id in ids {
+            let id = id.as_i64().ok_or_else(|| corrupt("holds a non-integer"))?;
+            let body: String = statement
+                .query_row(params![record.thread_id, id], |row| row.get(0))
+                .optional()?
+                .ok_or_else(|| corrupt(&format!("names missing message {id}")))?;
+            let message = serde_json::from_str(&body).map_err(|source| StoreError::Json {
+                column: "checkpoint_messages.body".to_owned(),
+                source,
+            })?;
+            messages.push(message);
+        }
+        match record.values.as_object_mut() {
+            Some(values) => {
+                values.insert(MESSAGES.to_owned(), Value::Array(messages));
+            }
+            None => return Err(corrupt("belongs to values that are not an object")),
+        }
+        Ok(record)
+    }
+}
+
+/// Stores each message of `values.messages` once per thread and returns the values with an
+/// empty placeholder list (which keeps the key's position) and the list of the messages' row
+/// ids. Ids, not hashes, are what a checkpoint keeps: the list is written again at every step,
+/// so its entries must stay a few bytes long. Values without a message list are stored whole.
+fn split_messages(
+    conn: &Connection,
+    thread_id: &str,
+    values: &Value,
+) -> Result<(Value, Option<Value>), StoreError> {
+    let Some(messages) = values.get(MESSAGES).and_then(Value::as_array) else {
+        return Ok((values.clone(), None));
+    };
+    let mut insert = conn.prepare_cached(
+        "INSERT OR IGNORE INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
+    )?;
+    let mut find = conn
+        .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
+    let mut ids = Vec::with_capacity(messages.len());
+    for message in messages {
+        let body = json_text(message, "checkpoint_messages", "body")?;
+        let hash = hex::encode(Sha256::digest(body.as_bytes()));
+        insert.execute(params![thread_id, hash, body])?;
+        let id: i64 = find.query_row(params![thread_id, hash], |row| row.get(0))?;
+        ids.push(Value::from(id));
+    }
+    let mut stored = values.clone();
+    if let Some(object) = stored.as_object_mut() {
+        object.insert(MESSAGES.to_owned(), Value::Array(Vec::new()));
+    }
+    Ok((stored, Some(Value::Array(ids))))
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("checkpoints.message_refs {what}"))
+}
+
+fn decode(row: &Row<'_>) -> Result<StoredCheckpoint, StoreError> {
+    let message_refs: Option<String> = row.get("message_refs")?;
+    Ok(StoredCheckpoint {
+        record: CheckpointRecord {
+            thread_id: row.get("thread_id")?,
+            checkpoint_id: row.get("checkpoint_id")?,
+            parent_checkpoint_id: row.get("parent_checkpoint_id")?,
+            step: row.get("step")?,
+            values: json_column(row, TABLE, "values_json")?,
+            metadata: json_column(row, TABLE, "metadata_json")?,
+            created_at: row.get("created_at")?,
+        },
+        message_refs: message_refs
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|source| StoreError::Json {
+                    column: "checkpoints.message_refs".to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
     })
 }

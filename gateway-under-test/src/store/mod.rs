@@ -27,7 +27,10 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde_json::Value;
 
+use sql::write_transaction;
 use worker::DbThread;
+
+use crate::run_status::{MultitaskStrategy, RunStatus};
 
 /// The database file inside the folder given to [`Store::open`].
 const DATABASE_FILE: &str = "deerflow.db";
@@ -57,6 +60,9 @@ pub enum StoreError {
         /// Why.
         source: serde_json::Error,
     },
+    /// A row refers to data that is not there (a damaged database).
+    #[error("corrupt database: {0}")]
+    Corrupt(String),
     /// The database thread is gone (the store was closed).
     #[error("the database thread has stopped")]
     Closed,
@@ -145,14 +151,14 @@ pub struct RunRecord {
     pub owner_id: String,
     /// `lead_agent` or a custom agent name.
     pub assistant_id: String,
-    /// `pending`, `running`, `success`, `error`, `timeout`, `interrupted`.
-    pub status: String,
+    /// Where the run is in its life.
+    pub status: RunStatus,
     /// Client metadata (a JSON object).
     pub metadata: Value,
     /// `{"input", "config"}` as the run was requested (secrets redacted).
     pub kwargs: Value,
-    /// `reject`, `rollback` or `interrupt`.
-    pub multitask_strategy: String,
+    /// What the run did to the run that was active on its thread.
+    pub multitask_strategy: MultitaskStrategy,
     /// The error text when `status` is `error`.
     pub error: Option<String>,
     /// Why the run stopped (`recursion_limit`, `cancelled`, …), if notable.
@@ -249,6 +255,7 @@ impl Store {
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(&file)?;
         schema::configure(&conn)?;
+        schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,
@@ -405,7 +412,11 @@ impl Store {
     /// Stores a checkpoint.
     pub async fn put_checkpoint(&self, checkpoint: CheckpointRecord) -> Result<(), StoreError> {
         self.db
-            .call(move |conn| checkpoints::insert(conn, &checkpoint))
+            .call(move |conn| {
+                let tx = write_transaction(conn)?;
+                checkpoints::insert(&tx, &checkpoint)?;
+                Ok(tx.commit()?)
+            })
             .await
     }
 

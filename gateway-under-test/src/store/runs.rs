@@ -1,9 +1,11 @@
 //! The `runs` table.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, Row, ToSql, params};
 
 use super::sql::{json_column, json_text, limit, query_all, query_first, write_transaction};
 use super::{RunRecord, StoreError};
+use crate::run_status::{MultitaskStrategy, RunStatus};
 
 const TABLE: &str = "runs";
 const COLUMNS: &str = "run_id, thread_id, owner_id, assistant_id, status, metadata, kwargs, \
@@ -87,17 +89,26 @@ pub(super) fn finish_orphans(
     let orphans: Vec<(String, String)> = {
         let mut statement = tx.prepare(
             "SELECT run_id, thread_id FROM runs
-             WHERE status IN ('pending', 'running') AND created_at <= ?1
+             WHERE status IN (?2, ?3) AND created_at <= ?1
              ORDER BY created_at",
         )?;
-        let rows = statement.query_map([orphan.before], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let rows = statement.query_map(
+            params![orphan.before, RunStatus::Pending, RunStatus::Running],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
         rows.collect::<Result<_, _>>()?
     };
     for (run_id, thread_id) in &orphans {
         tx.execute(
-            "UPDATE runs SET status = 'error', error = ?2, stop_reason = ?3, updated_at = ?4
+            "UPDATE runs SET status = ?5, error = ?2, stop_reason = ?3, updated_at = ?4
              WHERE run_id = ?1",
-            params![run_id, orphan.error, orphan.stop_reason, orphan.now],
+            params![
+                run_id,
+                orphan.error,
+                orphan.stop_reason,
+                orphan.now,
+                RunStatus::Error
+            ],
         )?;
         tx.execute(
             "UPDATE threads SET status = 'error', updated_at = ?2
@@ -132,3 +143,25 @@ fn decode(row: &Row<'_>) -> Result<RunRecord, StoreError> {
         updated_at: row.get("updated_at")?,
     })
 }
+
+/// The enum columns are stored by name; a name the gateway does not know fails the row.
+macro_rules! text_column {
+    ($($name:ty),+) => {$(
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                value
+                    .as_str()?
+                    .parse()
+                    .map_err(|err| FromSqlError::Other(Box::new(err)))
+            }
+        }
+    )+};
+}
+
+text_column!(RunStatus, MultitaskStrategy);

@@ -15,7 +15,7 @@ use super::StoreError;
 /// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
 /// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
 /// route creates exactly that).
-pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_REVOKED_TOKENS];
+pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES, V3_REVOKED_TOKENS];
 
 const V1_INITIAL: &str = "
 CREATE TABLE users (
@@ -85,10 +85,24 @@ CREATE TABLE run_events (
 CREATE INDEX run_events_by_run ON run_events (thread_id, run_id, seq);
 ";
 
+/// Messages stored once per thread and referenced from checkpoints (see `checkpoints.rs`):
+/// without it every step stored the whole conversation again.
+const V2_CHECKPOINT_MESSAGES: &str = "
+ALTER TABLE checkpoints ADD COLUMN message_refs TEXT;
+
+CREATE TABLE checkpoint_messages (
+    id        INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    hash      TEXT NOT NULL,
+    body      TEXT NOT NULL,
+    UNIQUE (thread_id, hash)
+);
+";
+
 /// Session tokens revoked by logout, until they would have expired anyway. `token_id` is the
 /// SHA-256 of the token (the token itself never reaches the database); `expires_at` is its `exp`
 /// in epoch seconds.
-const V2_REVOKED_TOKENS: &str = "
+const V3_REVOKED_TOKENS: &str = "
 CREATE TABLE revoked_tokens (
     token_id   TEXT PRIMARY KEY NOT NULL,
     user_id    TEXT NOT NULL,
@@ -107,6 +121,28 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+/// Makes freed pages go back to the file system: deleting a thread frees its pages, and
+/// [`release_free_pages`] returns them. A fresh database takes the setting directly; an older
+/// one written without it is rebuilt once by `VACUUM`, which is the only way SQLite can switch.
+pub(super) fn enable_incremental_vacuum(conn: &Connection) -> Result<(), StoreError> {
+    const INCREMENTAL: i64 = 2;
+    let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?;
+    if mode != INCREMENTAL {
+        conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
+        conn.execute_batch("VACUUM")?;
+    }
+    Ok(())
+}
+
+/// Returns the database's free pages to the file system (after a delete).
+pub(super) fn release_free_pages(conn: &Connection) -> Result<(), StoreError> {
+    // `incremental_vacuum` returns a row per freed page; they must be stepped through.
+    let mut statement = conn.prepare("PRAGMA incremental_vacuum")?;
+    let mut rows = statement.query([])?;
+    while rows.next()?.is_some() {}
     Ok(())
 }
 

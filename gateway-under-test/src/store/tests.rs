@@ -1,9 +1,10 @@
 //! Behaviour tests for the store, each on its own temporary folder.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::*;
@@ -58,10 +59,10 @@ fn run(run_id: &str, thread_id: &str, owner_id: &str, created_at: &str) -> RunRe
         thread_id: thread_id.to_owned(),
         owner_id: owner_id.to_owned(),
         assistant_id: "lead_agent".to_owned(),
-        status: "pending".to_owned(),
+        status: RunStatus::Pending,
         metadata: json!({"k": "v"}),
         kwargs: json!({"input": {"messages": []}, "config": {}}),
-        multitask_strategy: "reject".to_owned(),
+        multitask_strategy: MultitaskStrategy::Reject,
         error: None,
         stop_reason: None,
         counters: json!({"total_tokens": 0}),
@@ -613,7 +614,7 @@ async fn put_run_inserts_then_replaces() {
         Some(record.clone())
     );
 
-    record.status = "error".to_owned();
+    record.status = RunStatus::Error;
     record.error = Some("boom".to_owned());
     record.stop_reason = Some("cancelled".to_owned());
     record.counters = json!({"total_tokens": 42, "llm_call_count": 2});
@@ -878,7 +879,9 @@ fn mode_of(path: &std::path::Path) -> u32 {
 }
 
 /// Finding 9 of issue 10: the database folder is created `0700` and the database file (and so
-/// its WAL and shared-memory files, which SQLite creates with the database's mode) `0600`.
+/// its WAL and shared-memory files, which SQLite creates with the database's mode) `0600`. The
+/// file is created empty before SQLite opens it; SQLite still takes it as a new database, so it
+/// gets incremental vacuum directly.
 #[cfg(unix)]
 #[tokio::test]
 async fn database_files_are_created_private() {
@@ -893,6 +896,11 @@ async fn database_files_are_created_private() {
     for file in ["deerflow.db", "deerflow.db-wal", "deerflow.db-shm"] {
         assert_eq!(mode_of(&dir.join(file)), 0o600, "{file}");
     }
+    let conn = Connection::open(dir.join(DATABASE_FILE)).expect("second connection");
+    let auto_vacuum: i64 = conn
+        .pragma_query_value(None, "auto_vacuum", |row| row.get(0))
+        .expect("auto_vacuum");
+    assert_eq!(auto_vacuum, 2, "auto_vacuum should be INCREMENTAL (2)");
 }
 
 // --- sessions -------------------------------------------------------------------------------
@@ -950,34 +958,34 @@ async fn orphaned_runs_are_finished_as_error_and_free_their_threads() {
         (
             "pending",
             "t1",
-            "pending",
+            RunStatus::Pending,
             "2025-01-01T00:00:01Z",
             "idle",
-            "error",
+            RunStatus::Error,
         ),
         (
             "running",
             "t2",
-            "running",
+            RunStatus::Running,
             "2025-01-01T00:00:02Z",
             "running",
-            "error",
+            RunStatus::Error,
         ),
         (
             "done",
             "t3",
-            "success",
+            RunStatus::Success,
             "2025-01-01T00:00:03Z",
             "idle",
-            "success",
+            RunStatus::Success,
         ),
         (
             "later",
             "t4",
-            "running",
+            RunStatus::Running,
             "2025-01-01T00:00:09Z",
             "running",
-            "running",
+            RunStatus::Running,
         ),
     ];
     for (run_id, thread_id, status, created_at, thread_status, _) in cases {
@@ -988,7 +996,7 @@ async fn orphaned_runs_are_finished_as_error_and_free_their_threads() {
             .await
             .expect("thread");
         let mut run = run(run_id, thread_id, "u1", created_at);
-        run.status = status.to_owned();
+        run.status = status;
         store.put_run(run).await.expect("run");
     }
     let finished = store
@@ -1013,16 +1021,155 @@ async fn orphaned_runs_are_finished_as_error_and_free_their_threads() {
             .await
             .expect("get")
             .expect("thread");
-        let expected_thread = if thread_status == "running" && expected == "error" {
+        let expected_thread = if thread_status == "running" && expected == RunStatus::Error {
             "error"
         } else {
             thread_status
         };
         assert_eq!(thread.status, expected_thread, "{thread_id}");
-        if expected == "error" {
+        if expected == RunStatus::Error {
             assert_eq!(run.error.as_deref(), Some("restarted"));
             assert_eq!(run.stop_reason.as_deref(), Some("gateway_restart"));
             assert_eq!(run.updated_at, "2025-01-01T00:00:06Z");
         }
     }
+}
+// --- checkpoint storage: messages once per thread --------------------------------------------
+
+/// A checkpoint whose values hold `messages` between two other keys, as the agent's state does.
+fn checkpoint_with(thread_id: &str, checkpoint_id: &str, messages: &[Value]) -> CheckpointRecord {
+    CheckpointRecord {
+        values: json!({"title": "t", "messages": messages, "sandbox": {"id": "local"}}),
+        ..checkpoint(thread_id, checkpoint_id, 0)
+    }
+}
+
+/// The database's size once the write-ahead log is folded in (the WAL file is reused, not
+/// shrunk, so its length says nothing about the data).
+fn database_bytes(dir: &Path) -> u64 {
+    let path = dir.join(DATABASE_FILE);
+    let conn = Connection::open(&path).expect("second connection");
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint the WAL");
+    std::fs::metadata(&path).expect("database file").len()
+}
+
+/// One large message, then `steps` checkpoints that each add a small one: the database must
+/// grow with the messages (bounded ratio), not with steps × conversation as whole-state
+/// checkpoints did (100 steps were 100× the message bytes).
+#[tokio::test]
+async fn checkpoint_storage_grows_with_messages_not_with_steps() {
+    for steps in [1_usize, 10, 100] {
+        let (dir, store) = open_temp();
+        let mut messages = vec![json!({"type": "human", "content": "x".repeat(256 * 1024)})];
+        for step in 0..steps {
+            messages.push(json!({"type": "ai", "content": format!("step {step}")}));
+            store
+                .put_checkpoint(checkpoint_with("t1", &format!("c{step}"), &messages))
+                .await
+                .expect("checkpoint");
+        }
+        let message_bytes: usize = messages.iter().map(|m| m.to_string().len()).sum();
+        let ratio = database_bytes(dir.path()) as f64 / message_bytes as f64;
+        assert!(
+            ratio < 3.0,
+            "{steps} steps: database is {ratio:.1}× the {message_bytes} message bytes"
+        );
+    }
+}
+
+#[tokio::test]
+async fn checkpoints_read_back_exactly_with_shared_messages_and_key_order() {
+    let (_dir, store) = open_temp();
+    let first = [json!({"type": "human", "id": "m1", "content": "hi"})];
+    let both = [
+        first[0].clone(),
+        json!({"type": "ai", "id": "m2", "content": "yo"}),
+    ];
+    let written = [
+        checkpoint_with("t1", "c1", &first),
+        checkpoint_with("t1", "c2", &both),
+        checkpoint_with("t2", "c3", &first),
+        CheckpointRecord {
+            values: json!({"no_messages": true}),
+            ..checkpoint("t1", "c4", 1)
+        },
+    ];
+    for record in &written {
+        store.put_checkpoint(record.clone()).await.expect("put");
+    }
+    let listed = store.list_checkpoints("t1", 10, None).await.expect("list");
+    let text = |records: &[&CheckpointRecord]| -> Vec<String> {
+        records.iter().map(|r| r.values.to_string()).collect()
+    };
+    assert_eq!(
+        text(&listed.iter().collect::<Vec<_>>()),
+        text(&[&written[3], &written[1], &written[0]]),
+        "values (and their key order) must read back as written"
+    );
+
+    // Deleting one thread keeps the other thread's copy of the same message.
+    assert!(!store.delete_thread("t1").await.expect("delete"));
+    let other = store.latest_checkpoint("t2").await.expect("read");
+    assert_eq!(other.map(|r| r.values), Some(written[2].values.clone()));
+}
+
+#[tokio::test]
+async fn checkpoints_written_inline_before_v2_still_read() {
+    let (dir, store) = open_temp();
+    let values = json!({"messages": [{"type": "human", "content": "old"}], "title": "old"});
+    let conn = Connection::open(dir.path().join(DATABASE_FILE)).expect("second connection");
+    conn.execute(
+        "INSERT INTO checkpoints (thread_id, checkpoint_id, step, values_json, metadata_json, \
+         created_at) VALUES ('t1', 'c-old', 0, ?1, '{}', '2025-01-01T00:00:00Z')",
+        [values.to_string()],
+    )
+    .expect("legacy row");
+    let read = store.latest_checkpoint("t1").await.expect("read");
+    assert_eq!(read.map(|r| r.values.to_string()), Some(values.to_string()));
+}
+
+#[tokio::test]
+async fn a_missing_referenced_message_is_a_corrupt_database_error() {
+    let (dir, store) = open_temp();
+    let messages = [json!({"type": "human", "content": "gone"})];
+    store
+        .put_checkpoint(checkpoint_with("t1", "c1", &messages))
+        .await
+        .expect("put");
+    let conn = Connection::open(dir.path().join(DATABASE_FILE)).expect("second connection");
+    conn.execute("DELETE FROM checkpoint_messages", [])
+        .expect("damage");
+    let err = store.latest_checkpoint("t1").await.expect_err("corrupt");
+    assert!(
+        matches!(&err, StoreError::Corrupt(message) if message.contains("missing message")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_thread_returns_its_space_to_the_file_system() {
+    let (dir, store) = open_temp();
+    let big = CheckpointRecord {
+        values: json!({"blob": "x".repeat(2 * 1024 * 1024)}),
+        ..checkpoint("t1", "c0", -1)
+    };
+    store
+        .create_thread(thread("t1", "u1", "2025-01-01T00:00:00Z"), big)
+        .await
+        .expect("thread");
+    let path = dir.path().join(DATABASE_FILE);
+    let size = || {
+        let conn = Connection::open(&path).expect("second connection");
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .expect("checkpoint the WAL");
+        std::fs::metadata(&path).expect("database file").len()
+    };
+    let full = size();
+    assert!(store.delete_thread("t1").await.expect("delete"));
+    let emptied = size();
+    assert!(
+        emptied < full / 4,
+        "the file kept {emptied} of {full} bytes after the delete"
+    );
 }

@@ -5,7 +5,7 @@ use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 
 use super::sql::{json_column, json_text, query_all, query_first, write_transaction};
-use super::{CheckpointRecord, StoreError, ThreadRecord, checkpoints, events, runs};
+use super::{CheckpointRecord, StoreError, ThreadRecord, checkpoints, events, runs, schema};
 
 const TABLE: &str = "threads";
 const COLUMNS: &str =
@@ -141,6 +141,7 @@ pub(super) fn delete(conn: &mut Connection, thread_id: &str) -> Result<bool, Sto
     checkpoints::delete_for_thread(&tx, thread_id)?;
     let deleted = tx.execute("DELETE FROM threads WHERE thread_id = ?1", [thread_id])?;
     tx.commit()?;
+    schema::release_free_pages(conn)?;
     Ok(deleted > 0)
 }
 

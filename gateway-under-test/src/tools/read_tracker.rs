@@ -47,9 +47,7 @@ impl ReadTracker {
     /// The map, even after a panic elsewhere poisoned the lock: every critical section is a
     /// single map operation, so the map is never left half-updated.
     fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, String>> {
-        self.versions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::lock::unpoisoned(&self.versions)
     }
 }
 

@@ -131,3 +131,63 @@ async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoi
     assert_eq!(theirs, json!([]), "runs keep their owner");
     gateway.stop().await;
 }
+
+#[cfg(feature = "test-seed")]
+#[tokio::test]
+async fn a_seeded_thread_has_a_message_page_and_an_empty_history() {
+    let gateway = spawn_gateway_with(GatewayOptions {
+        extend: Box::new(|builder| builder.test_seed_route(true)),
+        ..Default::default()
+    })
+    .await;
+    let mut client = gateway.client();
+    client.register().await;
+    let thread_id = "e2e-multi-run-page";
+    assert_eq!(
+        client
+            .post("/api/test-only/seed-runs", seed_body(thread_id))
+            .await
+            .0,
+        200
+    );
+    let (status, page) = client
+        .get(&format!("/api/threads/{thread_id}/messages/page"))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let texts: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["content"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "ALPHA-FIRST-QUESTION-7f3a2c",
+            "answer ALPHA-FIRST-QUESTION-7f3a2c",
+            "OMEGA-SECOND-QUESTION-9b21d4",
+            "answer OMEGA-SECOND-QUESTION-9b21d4"
+        ]
+    );
+    assert_eq!(
+        page["data"][1]["content"]["additional_kwargs"]["turn_duration"],
+        0
+    );
+    assert_eq!(
+        client
+            .post(&format!("/api/threads/{thread_id}/history"), json!({}))
+            .await,
+        (200, json!([]))
+    );
+    let mut stranger = gateway.client();
+    stranger.register().await;
+    assert_eq!(
+        stranger
+            .get(&format!("/api/threads/{thread_id}/messages/page"))
+            .await
+            .0,
+        404,
+        "runs keep their owner"
+    );
+    gateway.stop().await;
+}

@@ -40,26 +40,37 @@ async fn slow_clients_are_closed_after_the_header_and_body_timeouts() {
     })
     .await;
     let login = "POST /api/v1/auth/login/local HTTP/1.1\r\nHost: test\r\n";
+    // (case, bytes sent, what the server answers before closing: nothing before a complete
+    // header; a JSON error, like every error answer, once a request had started)
     let cases = [
-        ("nothing sent", String::new()),
-        ("half a header", format!("{login}Content-Ty")),
+        ("nothing sent", String::new(), None),
+        ("half a header", format!("{login}Content-Ty"), None),
         (
             "a partial body",
             format!(
                 "{login}Content-Type: application/x-www-form-urlencoded\r\n\
                  Content-Length: 1000\r\n\r\nusername=a"
             ),
+            Some("content-type: application/json"),
         ),
     ];
     let mut streams = Vec::new();
-    for (name, sent) in &cases {
+    for (name, sent, answer) in &cases {
         let mut stream = connect(&gateway).await;
         stream.write_all(sent.as_bytes()).await.expect("send");
-        streams.push((name, stream));
+        streams.push((name, answer, stream));
     }
-    for (name, stream) in &mut streams {
-        let received = read_until_closed(stream).await;
-        assert!(received.is_some(), "{name}: still open after {BOUND:?}");
+    for (name, answer, stream) in &mut streams {
+        let received = read_until_closed(stream)
+            .await
+            .unwrap_or_else(|| panic!("{name}: still open after {BOUND:?}"));
+        match answer {
+            None => assert_eq!(received, "", "{name}"),
+            Some(expected) => assert!(
+                received.contains(expected) && received.contains("\"detail\""),
+                "{name}: {received}"
+            ),
+        }
     }
     // The server still serves well-behaved clients.
     assert_eq!(gateway.client().get("/health").await.0, 200);

@@ -60,7 +60,7 @@ async fn suggestions_degrade_to_an_empty_list() {
         422
     );
     let (_, config) = client.get("/api/suggestions/config").await;
-    assert_eq!(config, json!({"enabled": true, "max_suggestions": 5}));
+    assert_eq!(config, json!({"enabled": true, "max_suggestions": 3}));
     gateway.stop().await;
 }
 

@@ -156,13 +156,19 @@ async fn state_before_any_run_and_state_updates() {
     assert_eq!(status, 200);
     assert_eq!(updated["values"]["title"], "Renamed");
     assert_eq!(updated["parent_checkpoint_id"], state["checkpoint_id"]);
-    let (status, _) = client
-        .post(
-            &format!("/api/threads/{thread_id}/state"),
-            json!({"bogus": 1}),
-        )
-        .await;
-    assert_eq!(status, 422);
+    for (body, expected) in [
+        (json!({"bogus": 1}), 422),
+        (
+            json!({"checkpoint_id": "c-1", "checkpoint": {"any": "shape"}}),
+            200,
+        ),
+        (json!({"checkpoint_id": 7}), 422),
+    ] {
+        let (status, answer) = client
+            .post(&format!("/api/threads/{thread_id}/state"), body.clone())
+            .await;
+        assert_eq!(status, expected, "{body}\n→ {answer}");
+    }
     gateway.stop().await;
 }
 

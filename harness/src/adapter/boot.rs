@@ -1,8 +1,7 @@
 //! Boots `gateway-under-test` in-process for one scenario: a fresh temporary folder holding the
-//! hermetic home and config, the replay (or capturing) provider registered by name, and the
+//! hermetic home and config, the replay (or recording) provider registered by name, and the
 //! server on 127.0.0.1:0.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gateway_under_test::config::Config;
@@ -14,7 +13,7 @@ use crate::adapter::hermetic::{
     HermeticError, ModelBlock, REPLAY_PROVIDER, hermetic_config, prepare_home, write_config_file,
 };
 use crate::adapter::replay_model::replay_provider;
-use crate::core::ReplayEngine;
+use replay_core::ReplayEngine;
 
 /// Why a gateway could not be booted.
 #[derive(Debug, thiserror::Error)]
@@ -62,18 +61,14 @@ impl std::fmt::Debug for Extensions {
 pub struct BootedGateway {
     /// The running server.
     pub gateway: RunningGateway,
-    folder: TempDir,
+    /// The hermetic home and `config.toml`, removed when the gateway is dropped.
+    _folder: TempDir,
 }
 
 impl BootedGateway {
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         self.gateway.url()
-    }
-
-    /// The temporary folder (home and `config.toml`).
-    pub fn folder(&self) -> &Path {
-        self.folder.path()
     }
 
     /// Stops the server; the temporary folder is removed when this value is dropped.
@@ -91,7 +86,7 @@ pub enum ModelWiring {
         /// The model block with the endpoint and key.
         block: ModelBlock,
         /// The recording every model writes to.
-        sink: crate::core::recording::RecordingSink,
+        sink: replay_core::recording::RecordingSink,
     },
 }
 
@@ -140,10 +135,8 @@ pub async fn boot_at(
         .await
         .map_err(BootError::Listen)?;
     let gateway = app.serve(listener).map_err(BootError::Listen)?;
-    Ok(BootedGateway { gateway, folder })
-}
-
-/// The hermetic home inside a booted gateway's folder.
-pub fn home_of(folder: &Path) -> PathBuf {
-    folder.join("home")
+    Ok(BootedGateway {
+        gateway,
+        _folder: folder,
+    })
 }

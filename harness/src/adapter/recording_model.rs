@@ -16,12 +16,12 @@ use gateway_under_test::models::{
 use serde_json::{Map, Value, json};
 
 use crate::adapter::replay_model::{request_caller, request_messages};
-use crate::core::normalize;
-use crate::core::recording::{
+use replay_core::normalize;
+use replay_core::recording::{
     CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
     redact_text,
 };
-use crate::core::replay_key;
+use replay_core::replay_key;
 
 /// The provider-boundary view of a request. `model` names the configured model (the same name
 /// when recording and replaying); `context` holds the caller identity, both replay hashes and the
@@ -339,8 +339,8 @@ pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::recording::{Access, read_recording};
     use gateway_under_test::models::CallMetadata;
+    use replay_core::recording::{Access, read_recording};
 
     /// A provider whose behaviour each test picks.
     #[derive(Debug, Clone, Copy)]

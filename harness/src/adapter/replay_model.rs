@@ -14,7 +14,7 @@ use gateway_under_test::models::{
 };
 use serde_json::Value;
 
-use crate::core::{ReplayEngine, caller_identity};
+use replay_core::{Answer, RecordedError, ReplayEngine, caller_identity};
 
 /// The model. Tool binding is a no-op: the recorded tool calls drive the agent loop.
 #[derive(Debug, Clone)]
@@ -51,10 +51,11 @@ impl ChatModel for ReplayChatModel {
             .map_err(|miss| {
                 ModelError::new("ReplayMiss", miss.to_string()).with_class(ErrorClass::Generic)
             })?;
-        if let Some(error) = &served.error {
-            return Err(recorded_error(error));
-        }
-        Message::from_json(&served.output).map_err(|err| {
+        let output = match &served.answer {
+            Answer::Output(output) => output,
+            Answer::Error(error) => return Err(recorded_error(error)),
+        };
+        Message::from_json(output).map_err(|err| {
             ModelError::new(
                 "ReplayFixtureError",
                 format!("turn {} output is not a message: {err}", served.turn_index),
@@ -82,21 +83,13 @@ impl ReplayChatModel {
     }
 }
 
-/// Rebuilds a recorded failure: `{"type", "message", "status"?}`.
-fn recorded_error(error: &Value) -> ModelError {
-    let kind = error
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("APIError");
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("recorded error");
-    let mut rebuilt = ModelError::new(kind, message);
-    if let Some(status) = error.get("status").and_then(Value::as_u64) {
-        rebuilt = rebuilt.with_status(status as u16);
+/// Rebuilds a recorded failure as the gateway's error.
+fn recorded_error(error: &RecordedError) -> ModelError {
+    let rebuilt = ModelError::new(&error.error_type, &error.message);
+    match error.status {
+        Some(status) => rebuilt.with_status(status),
+        None => rebuilt,
     }
-    rebuilt
 }
 
 /// The provider: every configured entry that names it gets a model over the same engine, and
@@ -110,9 +103,9 @@ pub fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'stati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Fixture, Turn, replay_key};
     use futures::StreamExt;
     use gateway_under_test::models::{CallMetadata, StreamEvent};
+    use replay_core::{Fixture, Scenario, Turn, UiMode, replay_key};
     use serde_json::json;
 
     fn engine_with_answer() -> (Arc<ReplayEngine>, ModelRequest) {
@@ -131,19 +124,12 @@ mod tests {
             "response_metadata": {"finish_reason": "stop"}, "usage_metadata": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
             "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "call_1", "type": "tool_call"}]}});
         let fixture = Fixture {
-            scenario: "s".into(),
-            mode: "flash".into(),
-            model: "m".into(),
-            prompt: "hello".into(),
-            context: json!({}),
-            followups: Vec::new(),
-            gateway_config: None,
+            scenario: Scenario::new("s", UiMode::Flash, "hello"),
             turns: vec![Turn {
                 caller: Some(key.caller),
                 conversation_hash: Some(key.conversation_hash),
                 input_hash: key.input_hash,
-                output,
-                error: None,
+                answer: Answer::Output(output),
                 canonical: None,
             }],
         };

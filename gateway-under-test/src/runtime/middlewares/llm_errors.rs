@@ -44,7 +44,7 @@ pub fn fallback_message(error: &ModelError) -> Message {
 }
 
 fn max_attempts(class: ErrorClass, run: &RunContext) -> u32 {
-    let retry = &run.app.config().llm_retry;
+    let retry = &run.agent.settings().llm_retry;
     match class {
         ErrorClass::Transient | ErrorClass::Busy => retry.max_attempts,
         ErrorClass::BurstRate => retry.burst_max_attempts,
@@ -71,7 +71,7 @@ impl Middleware for LlmErrorHandlingMiddleware {
         run: &RunContext,
         next: ModelCall<'_>,
     ) -> Result<Message, ModelError> {
-        let retry = &run.app.config().llm_retry;
+        let retry = &run.agent.settings().llm_retry;
         let mut attempt = 1;
         let mut wait_ms = retry.base_delay_ms;
         loop {

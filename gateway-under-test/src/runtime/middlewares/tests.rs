@@ -7,14 +7,15 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::app::{App, AppBuilder};
-use crate::config::{Config, ModelConfig, PasswordHashConfig};
+use crate::config::{Config, ModelConfig};
 use crate::messages::{Message, ToolCall};
 use crate::models::{ChatModel, ModelError, ModelRequest};
+use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::context::{RunContext, RunContextParts, RunFlags, StreamModes};
 use crate::runtime::middleware::{Middleware, ModelCall};
 use crate::runtime::state::{AgentState, StateUpdate};
 use crate::runtime::stream::RunStream;
+use crate::store::Store;
 
 /// Records the request it gets and answers "ok".
 #[derive(Debug, Default)]
@@ -42,18 +43,19 @@ fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
         home: home.path().to_path_buf(),
         ..Config::default()
     };
-    config.auth.password_hash = PasswordHashConfig::cheap();
-    config.auth.jwt_secret = Some("s".into());
     config.models = vec![ModelConfig::new("m", "capture")];
     configure(&mut config);
     let model = Arc::new(CapturingModel::default());
-    let provided = model.clone();
-    let app: App = AppBuilder::new(config)
-        .provider("capture", move |_: &ModelConfig, _: &_| {
-            Ok(provided.clone() as Arc<dyn ChatModel>)
-        })
-        .build()
-        .unwrap();
+    let agent = Agent::new(
+        &config,
+        AgentParts {
+            models: [("m".to_string(), model.clone() as Arc<dyn ChatModel>)].into(),
+            tools: Vec::new(),
+            middlewares: builtin_chain(),
+            skills: Vec::new(),
+        },
+    );
+    let store = Store::open(&config.database_dir()).unwrap();
     let parts = RunContextParts {
         run_id: "run-1".into(),
         thread_id: "thread-1".into(),
@@ -63,7 +65,13 @@ fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
         modes: StreamModes::from_names(&["values".into()]),
         recursion_limit: 100,
     };
-    let run = RunContext::new(app, parts, model.clone(), Arc::new(RunStream::new(8)));
+    let run = RunContext::new(
+        Arc::new(agent),
+        store,
+        parts,
+        model.clone(),
+        Arc::new(RunStream::new(8)),
+    );
     Harness {
         run,
         model,
@@ -167,7 +175,13 @@ async fn each_middleware_writes_exactly_its_channels() {
                 let message = &update.messages[0];
                 assert_eq!(message.name.as_deref(), Some("user-input"));
                 assert_eq!(message.additional_kwargs["run_id"], "run-1");
-                assert!(message.additional_kwargs["timestamp"].is_i64());
+                assert!(
+                    message.additional_kwargs["timestamp"]
+                        .as_str()
+                        .is_some_and(|ts| chrono::DateTime::parse_from_rfc3339(ts).is_ok()),
+                    "DeerFlow's isoformat() timestamp: {:?}",
+                    message.additional_kwargs["timestamp"]
+                );
                 assert!(run.paths.outputs.is_dir(), "the sandbox folders exist");
             },
         ),

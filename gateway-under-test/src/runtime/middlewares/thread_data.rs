@@ -10,7 +10,7 @@ use crate::runtime::middleware::{GraphError, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Writes `thread_data` and stamps the input message with name `user-input`, `run_id` and
-/// `timestamp` (epoch milliseconds).
+/// `timestamp` (ISO-8601 UTC with microseconds, as DeerFlow writes `datetime.now(UTC).isoformat()`).
 #[derive(Debug, Default)]
 pub struct ThreadDataMiddleware;
 
@@ -42,7 +42,7 @@ impl Middleware for ThreadDataMiddleware {
                 .insert("run_id".into(), json!(run.run_id));
             stamped
                 .additional_kwargs
-                .insert("timestamp".into(), json!(crate::clock::epoch_ms()));
+                .insert("timestamp".into(), json!(crate::clock::now_iso()));
             update.messages.push(stamped);
         }
         Ok(Some(update))

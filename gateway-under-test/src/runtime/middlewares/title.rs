@@ -71,7 +71,7 @@ impl Middleware for TitleMiddleware {
     }
 
     async fn after_model(&self, state: &AgentState, run: &RunContext) -> HookResult {
-        let config = &run.app.config().title;
+        let config = &run.agent.settings().title;
         let humans = visible_humans(state);
         let has_ai = state.messages.iter().any(|m| m.kind == MessageType::Ai);
         if !config.enabled
@@ -89,7 +89,7 @@ impl Middleware for TitleMiddleware {
             Some(model_name) => {
                 let assistant_text = state.last_ai().map(Message::text).unwrap_or_default();
                 let prompt = title_prompt(config.max_words, &user_text, &assistant_text);
-                match run.app.model(model_name) {
+                match run.agent.model(model_name) {
                     Some(model) => {
                         let request = ModelRequest {
                             messages: vec![Message::human(prompt)],

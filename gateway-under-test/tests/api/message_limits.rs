@@ -1,0 +1,140 @@
+//! `[message_limits]`: an oversized user message is refused with 413 naming the field and the
+//! key, an oversized tool call is answered with a tool error the model sees, and an oversized
+//! model answer fails the call into the LLM error fallback instead of entering the state.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{
+    GatewayOptions, TestGateway, answer, run_body, spawn_gateway_with, tool_call, ultra_context,
+};
+
+/// The user-message and tool-argument limits.
+const LIMIT: usize = 64;
+/// The model-answer limit: larger, so that an answer with oversized tool arguments reaches the
+/// tool step.
+const ANSWER_LIMIT: usize = 4 * LIMIT;
+
+async fn gateway_with_small_limits() -> TestGateway {
+    spawn_gateway_with(GatewayOptions {
+        configure: Box::new(|config| {
+            config.message_limits.user_message_bytes = LIMIT;
+            config.message_limits.model_answer_bytes = ANSWER_LIMIT;
+            config.message_limits.tool_call_args_bytes = LIMIT;
+        }),
+        ..Default::default()
+    })
+    .await
+}
+
+fn big() -> String {
+    "x".repeat(LIMIT + 1)
+}
+
+fn too_big_an_answer() -> String {
+    "y".repeat(ANSWER_LIMIT + 1)
+}
+
+#[tokio::test]
+async fn an_oversized_user_message_is_refused_with_413_naming_field_and_key() {
+    let gateway = gateway_with_small_limits().await;
+    let mut client = gateway.client();
+    client.register().await;
+    let thread_id = client.create_thread().await;
+    let (status, body) = client
+        .post(
+            &format!("/api/threads/{thread_id}/runs/wait"),
+            run_body(&big(), ultra_context()),
+        )
+        .await;
+    assert_eq!(status, 413, "{body}");
+    let detail = body["detail"].as_str().unwrap_or_default();
+    for expected in ["input.messages[0]", "message_limits.user_message_bytes"] {
+        assert!(detail.contains(expected), "{expected} missing from {body}");
+    }
+    assert!(
+        gateway.model.requests().is_empty(),
+        "no model call for a refused run"
+    );
+}
+
+/// One run per row: the scripted answer, then what the state's messages must show.
+#[tokio::test]
+async fn oversized_model_output_never_enters_the_state() {
+    struct Row {
+        name: &'static str,
+        script: Vec<
+            Result<gateway_under_test::messages::Message, gateway_under_test::models::ModelError>,
+        >,
+        stream_mode: Value,
+        expect_text: &'static str,
+        /// Text that must appear neither in the state nor in the stream.
+        absent: Option<String>,
+    }
+    let rows = [
+        Row {
+            name: "tool call arguments",
+            script: vec![
+                tool_call(
+                    "write_file",
+                    json!({"path": "/mnt/user-data/outputs/a.txt", "content": big()}),
+                    "call_big",
+                ),
+                answer("gave up"),
+            ],
+            stream_mode: json!(["values"]),
+            expect_text: "message_limits.tool_call_args_bytes",
+            // The call itself stays in the AI message (it is within the answer limit).
+            absent: None,
+        },
+        Row {
+            name: "model answer (invoke)",
+            script: vec![answer(&too_big_an_answer())],
+            stream_mode: json!(["values"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
+        Row {
+            name: "model answer (streamed)",
+            script: vec![answer(&too_big_an_answer())],
+            stream_mode: json!(["values", "messages-tuple"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
+    ];
+    for row in rows {
+        let gateway = gateway_with_small_limits().await;
+        let mut client = gateway.client();
+        client.register().await;
+        let thread_id = client.create_thread().await;
+        gateway.model.push(row.script);
+        let mut body = run_body("hi", ultra_context());
+        body["stream_mode"] = row.stream_mode;
+        let transcript = client
+            .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
+            .await;
+        let state = client
+            .get(&format!("/api/threads/{thread_id}/state"))
+            .await
+            .1;
+        let messages = state["values"]["messages"].to_string();
+        if let Some(oversized) = &row.absent {
+            assert!(
+                !messages.contains(oversized.as_str()),
+                "{}: oversized text in the state",
+                row.name
+            );
+            assert!(
+                !transcript.raw.contains(oversized.as_str()),
+                "{}: oversized text streamed",
+                row.name
+            );
+        }
+        assert!(
+            messages.contains(row.expect_text),
+            "{}: {} missing from the state's messages\n{}",
+            row.name,
+            row.expect_text,
+            transcript.raw
+        );
+    }
+}

@@ -1,0 +1,15 @@
+/** The entry point: mounts the client into `#root`. */
+
+import { StrictMode } from "react";
+import { createRoot } from "react-dom/client";
+
+import "./styles.css";
+import { App } from "./ui/App";
+
+const root = document.getElementById("root");
+if (root === null) throw new Error("index.html has no #root element");
+createRoot(root).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

@@ -1,0 +1,206 @@
+//! The fixture builder (DeerFlow's `build_fixture_from_jsonl.py`): turns a versioned recording
+//! plus its [`Scenario`] into a hash-keyed fixture. Each completed call becomes one turn
+//! `{caller, conversation_hash, input_hash, output, canonical}` with the keys the recorder
+//! computed (the same hashing function replay uses); a call whose provider failed becomes an
+//! `error` turn; cancelled or abandoned calls are skipped and reported.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use crate::fixture::{Answer, Fixture, RecordedError, Turn};
+use crate::recording::{Outcome, RecordedCall, Recording};
+use crate::scenario::Scenario;
+
+/// Why a fixture could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A recorded call lacks what a turn needs.
+    #[error("recording {}: call {call_index}: {problem}", .path.display())]
+    Call {
+        /// The recording.
+        path: PathBuf,
+        /// The call.
+        call_index: usize,
+        /// What is missing.
+        problem: String,
+    },
+}
+
+/// One line of the builder's summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    /// The call it came from.
+    pub call_index: usize,
+    /// The caller.
+    pub caller: String,
+    /// The input hash.
+    pub input_hash: String,
+    /// What became of the call.
+    pub what: CallSummary,
+}
+
+/// What a recorded call became in the fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallSummary {
+    /// A turn answering with tool calls (their names).
+    ToolCalls(Vec<String>),
+    /// A turn answering with text.
+    Text,
+    /// A turn that fails with the recorded error type.
+    Error(String),
+    /// No turn: the call was cancelled or abandoned.
+    Skipped(Outcome),
+}
+
+impl fmt::Display for CallSummary {
+    /// `tool_calls ["name", …]`, `text`, `error <type>` or `skipped (<outcome>)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallSummary::ToolCalls(names) => write!(f, "tool_calls {names:?}"),
+            CallSummary::Text => f.write_str("text"),
+            CallSummary::Error(error_type) => write!(f, "error {error_type}"),
+            CallSummary::Skipped(outcome) => write!(f, "skipped ({})", outcome.as_str()),
+        }
+    }
+}
+
+fn context_text(call: &RecordedCall, key: &str) -> Option<String> {
+    call.request
+        .context
+        .get(key)
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+/// The key order of LangChain's message dump (`replay-and-fixtures.md` §2.4). Recording rows have
+/// sorted keys; fixtures keep DeerFlow's order, with unknown keys after the known ones.
+const DUMP_ORDER: [&str; 12] = [
+    "content",
+    "additional_kwargs",
+    "response_metadata",
+    "type",
+    "name",
+    "id",
+    "tool_calls",
+    "invalid_tool_calls",
+    "usage_metadata",
+    "tool_call_id",
+    "artifact",
+    "status",
+];
+
+fn langchain_order(message: Value) -> Value {
+    let Value::Object(mut map) = message else {
+        return message;
+    };
+    let mut ordered = Map::new();
+    for key in DUMP_ORDER {
+        if let Some(value) = map.remove(key) {
+            ordered.insert(key.to_string(), value);
+        }
+    }
+    ordered.extend(map);
+    Value::Object(ordered)
+}
+
+/// Builds the fixture of `scenario` from its recording, and a per-call summary.
+pub fn build_fixture(
+    recording: &Recording,
+    scenario: &Scenario,
+) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
+    let mut turns = Vec::new();
+    let mut summary = Vec::new();
+    for call in &recording.calls {
+        let problem = |problem: &str| BuildError::Call {
+            path: recording.path.clone(),
+            call_index: call.call_index,
+            problem: problem.to_string(),
+        };
+        let input_hash =
+            context_text(call, "input_hash").ok_or_else(|| problem("no context.input_hash"))?;
+        let caller = context_text(call, "caller").ok_or_else(|| problem("no context.caller"))?;
+        if matches!(call.outcome, Outcome::Cancelled | Outcome::Abandoned) {
+            summary.push(TurnSummary {
+                call_index: call.call_index,
+                caller,
+                input_hash,
+                what: CallSummary::Skipped(call.outcome),
+            });
+            continue;
+        }
+        let done = call
+            .events
+            .iter()
+            .find(|e| e.get("type").and_then(Value::as_str) == Some("done"));
+        let failure = call
+            .events
+            .iter()
+            .find(|e| e.get("type").and_then(Value::as_str) == Some("error"));
+        let (answer, what) = match done {
+            Some(done) => {
+                let message = done
+                    .get("message")
+                    .cloned()
+                    .ok_or_else(|| problem("done event has no message"))?;
+                let kind = message
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ai")
+                    .to_string();
+                let calls: Vec<String> = message
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map(|calls| {
+                        calls
+                            .iter()
+                            .filter_map(|c| c.get("name").and_then(Value::as_str))
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let what = if calls.is_empty() {
+                    CallSummary::Text
+                } else {
+                    CallSummary::ToolCalls(calls)
+                };
+                let output = json!({"type": kind, "data": langchain_order(message)});
+                (Answer::Output(output), what)
+            }
+            None => {
+                let text = |key: &str| failure.and_then(|f| f.get(key)).and_then(Value::as_str);
+                let error = RecordedError {
+                    error_type: text("error_type").unwrap_or("APIError").to_string(),
+                    message: text("message")
+                        .unwrap_or("recorded call ended with error")
+                        .to_string(),
+                    status: failure
+                        .and_then(|f| f.get("status"))
+                        .and_then(Value::as_u64)
+                        .and_then(|status| u16::try_from(status).ok()),
+                };
+                let what = CallSummary::Error(error.error_type.clone());
+                (Answer::Error(error), what)
+            }
+        };
+        summary.push(TurnSummary {
+            call_index: call.call_index,
+            caller: caller.clone(),
+            input_hash: input_hash.clone(),
+            what,
+        });
+        turns.push(Turn {
+            caller: Some(caller),
+            conversation_hash: context_text(call, "conversation_hash"),
+            input_hash,
+            answer,
+            canonical: context_text(call, "canonical"),
+        });
+    }
+    let fixture = Fixture {
+        scenario: scenario.clone(),
+        turns,
+    };
+    Ok((fixture, summary))
+}

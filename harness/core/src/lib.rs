@@ -1,0 +1,56 @@
+//! `replay-core`: the generic replay core. Everything needed to replay a recorded LLM run by
+//! content, with no dependency on any gateway, async runtime or HTTP stack, so another gateway's
+//! harness can use it as it is (the `harness` package binds it to `gateway-under-test`).
+//!
+//! Messages are `serde_json::Value`s in LangChain's dict forms. The pieces (private modules; the
+//! items below are re-exported at the crate root):
+//!
+//! - `pyjson`: CPython-identical JSON text, the bytes that get hashed ([`to_python_json`]);
+//! - `normalize`: the eight volatile-text rules ([`normalize()`]);
+//! - `canonical`: the replay key: canonical conversation, hashes, caller identity
+//!   ([`replay_key`]);
+//! - `scenario`: one scenario model, the same before recording, beside a recording and at the
+//!   head of a fixture ([`Scenario`], [`UiMode`]);
+//! - `fixture`: fixture files, loading, validation and byte-exact writing ([`Fixture`]);
+//! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]);
+//! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
+//! - `diff`: the first-difference walk used to explain misses ([`first_difference`]);
+//! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
+//!   the strict reader, the locked writer and strict replay), a public module of its own;
+//! - `build_fixture`: a recording plus its scenario into a fixture ([`build_fixture()`]);
+//! - `verdict`: the Layer 1 verdict on one replay: framing, misses, golden status, unused turns
+//!   ([`Verdict`]);
+//! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
+//!
+//! The specification is `replay-and-fixtures.md` §2 to §5, §8.2 and §8.3, and `recording-format.md` §2
+//! to §8, §11 and §13.
+
+mod atomic_file;
+mod build_fixture;
+mod canonical;
+mod diff;
+mod fixture;
+mod normalize;
+mod pyjson;
+pub mod recording;
+mod replay;
+mod scenario;
+mod shapes;
+mod text;
+mod verdict;
+
+pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
+pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
+pub use canonical::{
+    DEFAULT_CALLER, ReplayKey, caller_identity, canonical_conversation, conversation_hash,
+    input_hash, normalize_caller, replay_key,
+};
+pub use diff::{Difference, first_difference};
+pub use fixture::{Answer, Fixture, FixtureError, RecordedError, Turn};
+pub use normalize::normalize;
+pub use pyjson::{to_python_json, to_python_pretty_json};
+pub use replay::{Miss, NearestTurn, ReplayEngine, Served};
+pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
+pub use shapes::{Shape, golden_document, shape_of, web_shape_of};
+pub use text::{first_chars, shorten};
+pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};

@@ -1,0 +1,35 @@
+//! The provider-boundary recording format (`recording-format.md` §2 to §8, §11 and §13): one
+//! JSONL record per model call, holding the redacted request and the stream of events that came
+//! back, written append-only and replayed strictly by call order.
+//!
+//! Everything here works on `serde_json::Value` payloads and knows no gateway type. The private
+//! modules, whose items are re-exported here:
+//!
+//! - `rows`: versions, outcomes, the request, event classes, the parsed [`Recording`] and the
+//!   [`RecordingFileError`];
+//! - `redact`: the secret redaction applied before writing and before comparing ([`redact()`]);
+//! - `reader`: the strict reader and the read-permission rules ([`read_recording`]);
+//! - `writer`: the locked, append-only [`RecordingSink`] and its per-call [`CallWriter`];
+//! - `strict_replay`: the [`StrictReplayer`] and its value-free [`ReplayMismatch`].
+//!
+//! The managed-recordings folder, configuration and CLI (§9, §10, §12) live in the `harness`
+//! package (`recording_store`).
+
+mod reader;
+mod redact;
+mod rows;
+mod strict_replay;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use reader::{Access, PRIVATE_MODE, parse_recording, read_recording};
+pub use redact::{PLACEHOLDER, is_secret_key, redact, redact_text};
+pub use rows::{
+    EVENT_TYPES, FORMAT_VERSION, Outcome, READABLE_VERSIONS, REDACTION_VERSION, RecordedCall,
+    RecordedRequest, Recording, RecordingFileError, StreamEvent, TERMINAL_EVENT_TYPES,
+    validate_event,
+};
+pub use strict_replay::{ReplayMismatch, StrictReplayError, StrictReplayer};
+pub use writer::{CallWriter, RecordingSink, lock_path_for, valid_recording_id};

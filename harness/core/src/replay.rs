@@ -1,0 +1,639 @@
+//! The replay engine (`replay-and-fixtures.md` §5): serves recorded AI outputs by replay key and
+//! keeps a ledger of misses.
+//!
+//! The engine is independent of any gateway: a gateway's replay model computes nothing itself, it
+//! hands the caller and the model-facing messages to [`ReplayEngine::lookup`] and turns the
+//! returned `output` into its own message type. Each engine owns its miss ledger (DeerFlow's is
+//! process-wide), so several gateways can replay in one test process without seeing each other's
+//! misses.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::canonical::{ReplayKey, replay_key};
+use super::diff::{Difference, first_difference};
+use super::fixture::{Answer, Fixture, FixtureError};
+use super::pyjson::{python_repr, to_python_json};
+use super::text::{first_chars, shorten};
+
+/// How many characters of the canonical text DeerFlow's miss message shows.
+const MISS_CANONICAL_CHARS: usize = 800;
+
+/// How many characters of a differing value the diagnostics show.
+const DIAGNOSTIC_VALUE_CHARS: usize = 120;
+
+/// A recorded output served for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// Index of the served turn in the fixture's `turns`.
+    pub turn_index: usize,
+    /// What the call answered when it was recorded: an AI message or a failure.
+    pub answer: Answer,
+    /// The key the call was computed to have.
+    pub key: ReplayKey,
+}
+
+/// A call for which no recorded output was left.
+///
+/// Its `Display` is DeerFlow's exact miss message, followed by this crate's diagnostics on new
+/// lines (the nearest recorded turn and, when the fixture stores canonical texts, the first
+/// differing field).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Miss {
+    /// The normalised caller of the call.
+    pub caller: String,
+    /// The key recorded for the miss: the caller-aware input hash, or the legacy conversation
+    /// hash when that key exists in the table but its queue is exhausted (§5.4 step 1).
+    pub input_hash: String,
+    /// The call's conversation hash.
+    pub conversation_hash: String,
+    /// The call's normalised canonical conversation text.
+    pub canonical: String,
+    /// The fixture the engine replays, as given to the engine.
+    pub fixture_path: PathBuf,
+    /// The table's keys when the miss happened (see [`ReplayEngine::known_hashes`]).
+    pub known_hashes: Vec<String>,
+    /// The recorded turn closest to the call, if any turn has the same caller.
+    pub nearest: Option<NearestTurn>,
+}
+
+/// The recorded turn that most resembles a missed call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearestTurn {
+    /// Index of the turn in the fixture's `turns`.
+    pub turn_index: usize,
+    /// The turn's `input_hash`.
+    pub input_hash: String,
+    /// Whether the turn had already been served.
+    pub served: bool,
+    /// How many leading canonical entries (messages) the turn shares with the call; `None` when
+    /// the turn stores no `canonical`.
+    pub common_prefix: Option<usize>,
+    /// The first difference between the turn's recorded canonical conversation and the call's;
+    /// `None` when the turn stores no `canonical` (or, rarely, when both are equal and only the
+    /// caller differs).
+    pub difference: Option<Difference>,
+}
+
+#[derive(Debug)]
+struct QueueState {
+    /// input_hash → FIFO queue of turn indexes, in file order.
+    queues: HashMap<String, VecDeque<usize>>,
+    /// `served[i]` is true once turn `i` has been handed out.
+    served: Vec<bool>,
+}
+
+/// Serves a fixture's recorded outputs by replay key, each turn at most once.
+#[derive(Debug)]
+pub struct ReplayEngine {
+    fixture: Fixture,
+    path: PathBuf,
+    /// The table's keys in order of first appearance in the file (Python dict order).
+    known_hashes: Vec<String>,
+    state: Mutex<QueueState>,
+    misses: Mutex<Vec<Miss>>,
+}
+
+impl ReplayEngine {
+    /// Builds an engine over `fixture`, validating (as DeerFlow does at construction) that every
+    /// turn's output is an AI message. `path` names the fixture in messages.
+    pub fn new(fixture: Fixture, path: impl Into<PathBuf>) -> Result<ReplayEngine, FixtureError> {
+        let path = path.into();
+        fixture.validate(&path)?;
+        let mut queues: HashMap<String, VecDeque<usize>> = HashMap::new();
+        let mut known_hashes = Vec::new();
+        for (index, turn) in fixture.turns.iter().enumerate() {
+            let queue = queues.entry(turn.input_hash.clone()).or_insert_with(|| {
+                known_hashes.push(turn.input_hash.clone());
+                VecDeque::new()
+            });
+            queue.push_back(index);
+        }
+        let served = vec![false; fixture.turns.len()];
+        Ok(ReplayEngine {
+            fixture,
+            path,
+            known_hashes,
+            state: Mutex::new(QueueState { queues, served }),
+            misses: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Serves the next recorded output for a call by `caller` (raw; normalised here) with the
+    /// model-facing `messages`.
+    ///
+    /// Tries the caller-aware input hash first, then the legacy bare conversation hash (§5.3).
+    /// Duplicate keys are served in file order, each turn once. On a miss the [`Miss`] is also
+    /// appended to this engine's ledger.
+    #[expect(
+        clippy::result_large_err,
+        reason = "a miss carries its diagnostics by value; misses are rare and end the test"
+    )]
+    pub fn lookup(&self, caller: &str, messages: &[Value]) -> Result<Served, Miss> {
+        let key = replay_key(caller, messages);
+        let mut state = self.state.lock();
+
+        let mut recorded_key = &key.input_hash;
+        let mut found = state
+            .queues
+            .get_mut(&key.input_hash)
+            .and_then(VecDeque::pop_front);
+        if found.is_none()
+            && let Some(legacy) = state.queues.get_mut(&key.conversation_hash)
+        {
+            // As in DeerFlow, an existing legacy key (even exhausted) becomes the reported key.
+            recorded_key = &key.conversation_hash;
+            found = legacy.pop_front();
+        }
+
+        if let Some(turn_index) = found {
+            state.served[turn_index] = true;
+            let turn = &self.fixture.turns[turn_index];
+            return Ok(Served {
+                turn_index,
+                answer: turn.answer.clone(),
+                key,
+            });
+        }
+
+        let nearest = self.nearest_turn(&key, &state.served);
+        drop(state);
+        let miss = Miss {
+            caller: key.caller.clone(),
+            input_hash: recorded_key.clone(),
+            conversation_hash: key.conversation_hash.clone(),
+            canonical: key.canonical.clone(),
+            fixture_path: self.path.clone(),
+            known_hashes: self.known_hashes.clone(),
+            nearest,
+        };
+        self.misses.lock().push(miss.clone());
+        Err(miss)
+    }
+
+    /// A copy of this engine's miss ledger, oldest first.
+    pub fn misses(&self) -> Vec<Miss> {
+        self.misses.lock().clone()
+    }
+
+    /// Returns this engine's misses and clears the ledger.
+    pub fn take_misses(&self) -> Vec<Miss> {
+        std::mem::take(&mut *self.misses.lock())
+    }
+
+    /// Indexes of the turns never served, in file order. Unused turns are not an error (§5.5).
+    pub fn unused_turns(&self) -> Vec<usize> {
+        let state = self.state.lock();
+        (0..state.served.len())
+            .filter(|&index| !state.served[index])
+            .collect()
+    }
+
+    /// The table's keys, in order of first appearance in the file (the order of DeerFlow's
+    /// dict), including keys whose queues are exhausted.
+    pub fn known_hashes(&self) -> Vec<String> {
+        self.known_hashes.clone()
+    }
+
+    /// The fixture being replayed.
+    pub fn fixture(&self) -> &Fixture {
+        &self.fixture
+    }
+
+    /// The fixture path the engine was built with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Among the turns of the same caller (a turn without caller matches any), the one whose
+    /// stored canonical conversation shares the longest prefix of entries with the call; ties go
+    /// to unserved turns, then file order. Without stored canonicals that is the first unserved
+    /// turn of the caller.
+    fn nearest_turn(&self, key: &ReplayKey, served: &[bool]) -> Option<NearestTurn> {
+        let incoming: Option<Vec<Value>> = parse_entries(&key.canonical);
+        let mut best: Option<(usize, Option<usize>)> = None;
+        for (index, turn) in self.fixture.turns.iter().enumerate() {
+            if turn.caller.as_ref().is_some_and(|c| *c != key.caller) {
+                continue;
+            }
+            let prefix = turn.canonical.as_deref().map(|recorded| {
+                match (parse_entries(recorded), &incoming) {
+                    (Some(recorded), Some(incoming)) => recorded
+                        .iter()
+                        .zip(incoming)
+                        .take_while(|(a, b)| a == b)
+                        .count(),
+                    _ => 0,
+                }
+            });
+            let better = match best {
+                None => true,
+                // Strictly longer prefix wins (`None` sorts below `Some(0)`); on a tie an unserved
+                // turn beats a served one; otherwise the earlier turn stays.
+                Some((best_index, best_prefix)) => {
+                    prefix > best_prefix
+                        || (prefix == best_prefix && served[best_index] && !served[index])
+                }
+            };
+            if better {
+                best = Some((index, prefix));
+            }
+        }
+        let (turn_index, common_prefix) = best?;
+        let turn = &self.fixture.turns[turn_index];
+        let difference = turn
+            .canonical
+            .as_deref()
+            .and_then(|recorded| canonical_difference(recorded, &key.canonical));
+        Some(NearestTurn {
+            turn_index,
+            input_hash: turn.input_hash.clone(),
+            served: served[turn_index],
+            common_prefix,
+            difference,
+        })
+    }
+}
+
+fn parse_entries(canonical: &str) -> Option<Vec<Value>> {
+    match serde_json::from_str(canonical) {
+        Ok(Value::Array(entries)) => Some(entries),
+        _ => None,
+    }
+}
+
+/// The first differing field of two canonical texts. Normalisation rule 8 can, rarely, eat a
+/// backslash and leave invalid JSON; then the first differing character is reported instead.
+fn canonical_difference(recorded: &str, incoming: &str) -> Option<Difference> {
+    match (
+        serde_json::from_str::<Value>(recorded),
+        serde_json::from_str::<Value>(incoming),
+    ) {
+        (Ok(recorded), Ok(incoming)) => first_difference(&recorded, &incoming, &[]),
+        _ => {
+            let offset = recorded
+                .chars()
+                .zip(incoming.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            if recorded == incoming {
+                return None;
+            }
+            let tail = |text: &str| Value::String(text.chars().skip(offset).collect());
+            Some(Difference {
+                path: format!("<character {offset}>"),
+                recorded: Some(tail(recorded)),
+                incoming: Some(tail(incoming)),
+            })
+        }
+    }
+}
+
+/// A value shown in diagnostics: compact Python-style JSON, cut to a readable length.
+fn short_value(value: Option<&Value>) -> String {
+    let Some(value) = value else {
+        return "<missing>".to_owned();
+    };
+    shorten(&to_python_json(value), DIAGNOSTIC_VALUE_CHARS).into_owned()
+}
+
+impl fmt::Display for Miss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<String> = self.known_hashes.iter().map(|k| python_repr(k)).collect();
+        write!(
+            f,
+            "replay miss: no recorded output for input hash {} in {}. The replayed run diverged \
+             from the recording (graph changed, a non-deterministic tool result altered a \
+             downstream input, or a volatile field slipped past normalization). Caller: {}. \
+             Known hashes: [{}]. Normalized input (first 800 chars): {}",
+            self.input_hash,
+            python_repr(&self.fixture_path.display().to_string()),
+            python_repr(&self.caller),
+            known.join(", "),
+            python_repr(first_chars(&self.canonical, MISS_CANONICAL_CHARS)),
+        )?;
+        let Some(nearest) = &self.nearest else {
+            return write!(
+                f,
+                "\nno recorded turn for caller {}",
+                python_repr(&self.caller)
+            );
+        };
+        write!(
+            f,
+            "\nnearest recorded turn for caller {}: turn {} (input hash {}…, {}",
+            python_repr(&self.caller),
+            nearest.turn_index,
+            first_chars(&nearest.input_hash, 12),
+            if nearest.served {
+                "already served"
+            } else {
+                "unused"
+            },
+        )?;
+        if let Some(prefix) = nearest.common_prefix {
+            write!(f, ", {prefix} leading message(s) in common")?;
+        }
+        f.write_str(")")?;
+        match (&nearest.difference, nearest.common_prefix) {
+            (Some(difference), _) => write!(
+                f,
+                "\nfirst differing field: {}: recorded {}, incoming {}",
+                difference.path,
+                short_value(difference.recorded.as_ref()),
+                short_value(difference.incoming.as_ref()),
+            ),
+            (None, Some(_)) => {
+                f.write_str("\nthe recorded conversation is identical; only the caller differs")
+            }
+            (None, None) => f.write_str(
+                "\nthe turn stores no \"canonical\"; rebuild the fixture to see the first \
+                 differing field",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Miss {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::{canonical_conversation, conversation_hash};
+    use crate::fixture::Turn;
+    use crate::scenario::{Scenario, UiMode};
+    use serde_json::json;
+
+    fn human(text: &str) -> Value {
+        json!({"type": "human", "content": text, "name": "user-input"})
+    }
+
+    fn ai_output(text: &str) -> Value {
+        json!({"type": "ai", "data": {"content": text, "type": "ai", "tool_calls": []}})
+    }
+
+    /// A turn recorded for `caller` with `messages`, optionally storing the canonical text.
+    fn turn(caller: &str, messages: &[Value], answer: &str, with_canonical: bool) -> Turn {
+        let key = replay_key(caller, messages);
+        Turn {
+            caller: Some(key.caller),
+            conversation_hash: Some(key.conversation_hash),
+            input_hash: key.input_hash,
+            answer: Answer::Output(ai_output(answer)),
+            canonical: with_canonical.then_some(key.canonical),
+        }
+    }
+
+    fn fixture(turns: Vec<Turn>) -> Fixture {
+        Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
+            turns,
+        }
+    }
+
+    fn engine(turns: Vec<Turn>) -> ReplayEngine {
+        ReplayEngine::new(fixture(turns), "fixtures/s.flash.json").expect("valid fixture")
+    }
+
+    fn answer(served: &Served) -> &str {
+        match &served.answer {
+            Answer::Output(output) => output["data"]["content"].as_str().unwrap_or_default(),
+            Answer::Error(error) => &error.message,
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_are_served_fifo_then_miss() {
+        let hi = [human("hi")];
+        let engine = engine(vec![
+            turn("lead_agent", &hi, "first", false),
+            turn("suggest_agent", &hi, "other caller", false),
+            turn("lead_agent", &hi, "second", false),
+        ]);
+        let first = engine.lookup("", &hi).expect("first");
+        assert_eq!((first.turn_index, answer(&first)), (0, "first"));
+        let second = engine.lookup("lead_agent", &hi).expect("second");
+        assert_eq!((second.turn_index, answer(&second)), (2, "second"));
+        let miss = engine.lookup("lead_agent", &hi).expect_err("exhausted");
+        assert_eq!(miss.input_hash, replay_key("lead_agent", &hi).input_hash);
+        assert_eq!(engine.unused_turns(), vec![1]);
+        let suggest = engine
+            .lookup("suggest_agent", &hi)
+            .expect("caller keeps keys apart");
+        assert_eq!(suggest.turn_index, 1);
+        assert!(engine.unused_turns().is_empty());
+        assert_eq!(engine.misses().len(), 1);
+    }
+
+    #[test]
+    fn legacy_fixture_falls_back_to_the_conversation_hash() {
+        let hi = [human("hi")];
+        let canonical = canonical_conversation(&hi);
+        let legacy = Turn {
+            caller: None,
+            conversation_hash: None,
+            input_hash: conversation_hash(&canonical),
+            answer: Answer::Output(ai_output("legacy")),
+            canonical: None,
+        };
+        let engine = engine(vec![legacy]);
+        let served = engine.lookup("title_agent", &hi).expect("legacy key");
+        assert_eq!(answer(&served), "legacy");
+        assert_eq!(served.key.caller, "middleware:title");
+        // Exhausted legacy key: the miss records the legacy key (§5.4 step 1).
+        let miss = engine.lookup("lead_agent", &hi).expect_err("exhausted");
+        assert_eq!(miss.input_hash, conversation_hash(&canonical));
+        assert!(
+            miss.to_string().starts_with(&format!(
+                "replay miss: no recorded output for input hash {} in 'fixtures/s.flash.json'.",
+                conversation_hash(&canonical)
+            )),
+            "{miss}"
+        );
+        // A conversation the table does not know records the caller-aware key.
+        let other = [human("other")];
+        let miss = engine.lookup("lead_agent", &other).expect_err("unknown");
+        assert_eq!(miss.input_hash, replay_key("lead_agent", &other).input_hash);
+    }
+
+    #[test]
+    fn miss_ledgers_are_per_engine() {
+        let hi = [human("hi")];
+        let a = engine(vec![turn("lead_agent", &hi, "a", false)]);
+        let b = engine(vec![turn("lead_agent", &hi, "b", false)]);
+        a.lookup("lead_agent", &[human("nope")])
+            .expect_err("miss in a");
+        assert_eq!(a.misses().len(), 1);
+        assert!(b.misses().is_empty());
+        b.lookup("lead_agent", &hi).expect("b unaffected");
+        assert!(b.misses().is_empty());
+        let taken = a.take_misses();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].canonical, canonical_conversation(&[human("nope")]));
+        assert!(a.misses().is_empty());
+    }
+
+    #[test]
+    fn miss_message_is_deerflows_with_diagnostics() {
+        let conversation = vec![
+            human("write it"),
+            json!({"type": "ai", "content": "", "tool_calls": [
+                {"name": "write_file", "args": {"path": "/mnt/a.txt", "content": "hi"}, "id": "c1"}
+            ]}),
+            json!({"type": "tool", "content": "OK", "name": "write_file"}),
+        ];
+        let mut changed = conversation.clone();
+        changed[1]["tool_calls"][0]["args"]["path"] = json!("/mnt/b.txt");
+        let engine = engine(vec![
+            turn("lead_agent", &conversation[..1], "call", true),
+            turn("middleware:title", &conversation, "title", true),
+            turn("lead_agent", &conversation, "done", true),
+        ]);
+        // Turns 0 and 2 both share one leading message with the changed call; serving turn 0
+        // first makes the unused turn 2 win the tie.
+        engine
+            .lookup("lead_agent", &conversation[..1])
+            .expect("turn 0");
+        let miss = engine
+            .lookup("lead_agent", &changed)
+            .expect_err("changed args");
+        let message = miss.to_string();
+        let known = engine.known_hashes();
+        let expected_head = format!(
+            "replay miss: no recorded output for input hash {} in 'fixtures/s.flash.json'. The replayed run diverged from the recording (graph changed, a non-deterministic tool result altered a downstream input, or a volatile field slipped past normalization). Caller: 'lead_agent'. Known hashes: ['{}', '{}', '{}']. Normalized input (first 800 chars): '{}'",
+            miss.input_hash, known[0], known[1], known[2], miss.canonical,
+        );
+        let mut lines = message.lines();
+        assert_eq!(lines.next(), Some(expected_head.as_str()));
+        assert_eq!(
+            lines.next(),
+            Some(
+                format!(
+                    "nearest recorded turn for caller 'lead_agent': turn 2 (input hash {}…, unused, 1 leading message(s) in common)",
+                    &known[2][..12]
+                )
+                .as_str()
+            )
+        );
+        assert_eq!(
+            lines.next(),
+            Some(
+                "first differing field: [1].tool_calls[0].args.path: recorded \"/mnt/a.txt\", incoming \"/mnt/b.txt\""
+            )
+        );
+        assert_eq!(lines.next(), None);
+        let nearest = miss.nearest.expect("nearest");
+        assert_eq!(nearest.turn_index, 2);
+        assert_eq!(nearest.common_prefix, Some(1));
+    }
+
+    #[test]
+    fn miss_message_quotes_and_truncates_like_python() {
+        let long = "x".repeat(900);
+        let engine = engine(vec![]);
+        let miss = engine
+            .lookup("it's", &[human(&long)])
+            .expect_err("empty fixture");
+        let message = miss.to_string();
+        assert!(
+            message.contains("Caller: \"it's\". Known hashes: []. "),
+            "{message}"
+        );
+        let shown = format!(
+            "Normalized input (first 800 chars): '{}'\n",
+            first_chars(&miss.canonical, 800)
+        );
+        assert!(message.contains(&shown), "{message}");
+        assert!(
+            message.ends_with("\nno recorded turn for caller \"it's\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn nearest_turn_choice() {
+        let one = [human("q")];
+        let two = [human("q"), json!({"type": "ai", "content": "a"})];
+        /// (name, turns, serve the first turn recorded for `one` first, query, expected nearest)
+        type Case = (&'static str, Vec<Turn>, bool, Vec<Value>, Option<usize>);
+        let cases: Vec<Case> = vec![
+            (
+                "longest common prefix wins",
+                vec![
+                    turn("lead_agent", &[human("other")], "x", true),
+                    turn("lead_agent", &one, "x", true),
+                ],
+                false,
+                vec![human("q"), json!({"type": "ai", "content": "b"})],
+                Some(1),
+            ),
+            (
+                "served turns lose ties to unused ones",
+                vec![
+                    turn("lead_agent", &one, "x", true),
+                    turn("lead_agent", &one, "x", true),
+                    turn("lead_agent", &[human("zzz")], "x", false),
+                ],
+                true,
+                vec![human("q2")],
+                Some(1),
+            ),
+            (
+                "without canonical: first unused turn of the caller",
+                vec![
+                    turn("suggest_agent", &one, "x", false),
+                    turn("lead_agent", &one, "x", false),
+                    turn("lead_agent", &two, "x", false),
+                ],
+                true,
+                vec![human("zzz")],
+                Some(2),
+            ),
+        ];
+        for (name, turns, serve_first, query, expected) in cases {
+            let engine = engine(turns);
+            // Optionally serve the first turn recorded for `one` before the miss.
+            if serve_first {
+                engine.lookup("lead_agent", &one).expect("setup serve");
+            }
+            let miss = engine.lookup("lead_agent", &query).expect_err(name);
+            assert_eq!(miss.nearest.map(|n| n.turn_index), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn legacy_turns_count_for_any_caller_and_report_missing_canonical() {
+        let legacy = Turn {
+            caller: None,
+            conversation_hash: None,
+            input_hash: "deadbeef".to_owned(),
+            answer: Answer::Output(ai_output("x")),
+            canonical: None,
+        };
+        let engine = engine(vec![legacy]);
+        let miss = engine
+            .lookup("suggest_agent", &[human("q")])
+            .expect_err("miss");
+        let message = miss.to_string();
+        assert!(message.contains("Known hashes: ['deadbeef']"), "{message}");
+        assert!(
+            message.contains("\nnearest recorded turn for caller 'suggest_agent': turn 0 (input hash deadbeef…, unused)\nthe turn stores no \"canonical\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn construction_validates_outputs() {
+        let mut bad = turn("lead_agent", &[human("q")], "x", false);
+        bad.answer = Answer::Output(json!({"type": "human", "data": {"content": "x"}}));
+        let err = ReplayEngine::new(fixture(vec![bad]), "f.json").expect_err("invalid");
+        assert_eq!(
+            err.to_string(),
+            "replay fixture 'f.json' turn 0 output is HumanMessage, expected AIMessage"
+        );
+    }
+}

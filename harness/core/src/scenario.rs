@@ -1,0 +1,368 @@
+//! One scenario model: what a run drives (the scenario id, the UI mode and the run context it
+//! implies, the prompts, configuration overrides) and which model answered. The same [`Scenario`]
+//! describes a run about to be recorded, the metadata written beside its recording
+//! (`<recording>.meta.json`, DeerFlow's builder input) and the header of the fixture built from
+//! it, so the three can never disagree on a field.
+//!
+//! The JSON form, shared by the metadata file and the fixture header, has the keys `scenario`,
+//! `mode`, `model`, `prompt`, `context`, then this crate's optional `followups` and
+//! `gateway_config`, in that order (`replay-and-fixtures.md` §2.1).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde_json::{Map, Value, json};
+
+/// The frontend's UI mode (`replay-and-fixtures.md` §7.5): it names the fixture
+/// (`<scenario>.<mode>.json`) and decides the run context's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UiMode {
+    /// No thinking, no plan mode, no subagents.
+    Flash,
+    /// Thinking only.
+    Thinking,
+    /// Thinking and plan mode.
+    Pro,
+    /// Thinking, plan mode and subagents.
+    Ultra,
+}
+
+impl UiMode {
+    /// Every mode, in the frontend's order.
+    pub const ALL: [UiMode; 4] = [UiMode::Flash, UiMode::Thinking, UiMode::Pro, UiMode::Ultra];
+
+    /// The spelling in fixtures, file names and the run context.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UiMode::Flash => "flash",
+            UiMode::Thinking => "thinking",
+            UiMode::Pro => "pro",
+            UiMode::Ultra => "ultra",
+        }
+    }
+
+    /// The run `context` the frontend sends in this mode, keys in its order:
+    /// `thinking_enabled` is "mode is not flash", plan mode comes with pro, subagents with ultra.
+    pub fn context(self) -> Value {
+        let (thinking, plan, subagent) = match self {
+            UiMode::Flash => (false, false, false),
+            UiMode::Thinking => (true, false, false),
+            UiMode::Pro => (true, true, false),
+            UiMode::Ultra => (true, true, true),
+        };
+        json!({"is_bootstrap": false, "mode": self.as_str(), "thinking_enabled": thinking,
+               "is_plan_mode": plan, "subagent_enabled": subagent})
+    }
+}
+
+impl fmt::Display for UiMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A mode name that is not one of [`UiMode::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown UI mode {0:?}: expected flash, thinking, pro or ultra")]
+pub struct UnknownMode(pub String);
+
+impl FromStr for UiMode {
+    type Err = UnknownMode;
+
+    fn from_str(name: &str) -> Result<UiMode, UnknownMode> {
+        UiMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .ok_or_else(|| UnknownMode(name.to_owned()))
+    }
+}
+
+/// One scenario: what to drive and which model answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// The scenario id, e.g. `write_read_file` (the JSON key `scenario`).
+    pub id: String,
+    /// The UI mode.
+    pub mode: UiMode,
+    /// The model that answered when recording; informational only, never used for matching.
+    pub model: String,
+    /// The first prompt, sent verbatim.
+    pub prompt: String,
+    /// The run `context` posted with every prompt, sent back verbatim on replay (the mode's
+    /// [`UiMode::context`] for a new scenario; a fixture keeps what it recorded).
+    pub context: Value,
+    /// This crate's extension: prompts sent after `prompt`, in the same thread, one run each.
+    pub followups: Vec<String>,
+    /// This crate's extension: configuration overrides (a JSON object deep-merged into the
+    /// hermetic gateway configuration), applied alike when recording and replaying.
+    pub gateway_config: Option<Value>,
+}
+
+/// Why a scenario metadata file could not be read. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("scenario metadata {}: cannot read: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario.
+    #[error("scenario metadata {}: {problem}", .path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        problem: String,
+    },
+}
+
+/// Names of the JSON types, for error messages.
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Scenario {
+    /// A scenario in `mode` with the mode's run context, no follow-ups, no overrides and no
+    /// model yet.
+    pub fn new(id: impl Into<String>, mode: UiMode, prompt: impl Into<String>) -> Scenario {
+        Scenario {
+            id: id.into(),
+            mode,
+            model: String::new(),
+            prompt: prompt.into(),
+            context: mode.context(),
+            followups: Vec::new(),
+            gateway_config: None,
+        }
+    }
+
+    /// The prompt, then each follow-up: one run each, in one thread.
+    pub fn prompts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.prompt.as_str()).chain(self.followups.iter().map(String::as_str))
+    }
+
+    /// The file stem of its fixture and golden: `<id>.<mode>`.
+    pub fn stem(&self) -> String {
+        format!("{}.{}", self.id, self.mode)
+    }
+
+    /// The metadata document written beside a recording: the JSON form without `turns`.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        self.write_into(&mut out);
+        Value::Object(out)
+    }
+
+    /// Reads a metadata file written beside a recording. `scenario`, `mode` and `prompt` are
+    /// required (as in DeerFlow's builder); `model` defaults to `model_default` and `context` to
+    /// `{}`.
+    pub fn load(path: &Path, model_default: &str) -> Result<Scenario, ScenarioError> {
+        let invalid = |problem: String| ScenarioError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|err| {
+            invalid(format!(
+                "invalid JSON at line {}, column {}: {err}",
+                err.line(),
+                err.column()
+            ))
+        })?;
+        let Value::Object(mut top) = value else {
+            return Err(invalid(format!(
+                "the document must be an object, got {}",
+                json_type(&value)
+            )));
+        };
+        Scenario::take_from(&mut top, &["scenario", "mode", "prompt"], model_default)
+            .map_err(invalid)
+    }
+
+    /// Inserts the JSON form's keys into `out`, in file order (`None` and empty follow-ups
+    /// omitted).
+    pub(crate) fn write_into(&self, out: &mut Map<String, Value>) {
+        out.insert("scenario".to_owned(), Value::String(self.id.clone()));
+        out.insert("mode".to_owned(), Value::from(self.mode.as_str()));
+        out.insert("model".to_owned(), Value::String(self.model.clone()));
+        out.insert("prompt".to_owned(), Value::String(self.prompt.clone()));
+        out.insert("context".to_owned(), self.context.clone());
+        if !self.followups.is_empty() {
+            let followups = self.followups.iter().cloned().map(Value::String).collect();
+            out.insert("followups".to_owned(), Value::Array(followups));
+        }
+        if let Some(config) = &self.gateway_config {
+            out.insert("gateway_config".to_owned(), config.clone());
+        }
+    }
+
+    /// Removes the scenario's keys from a parsed document and checks them. Keys in `required`
+    /// must be present (`mode` always is: it cannot default); other text keys default to `""`
+    /// (`model` to `model_default`), `context` to `{}`. A key present with the wrong type is an
+    /// error; `null` reads as absent for the optional extensions. The error names the field.
+    pub(crate) fn take_from(
+        top: &mut Map<String, Value>,
+        required: &[&str],
+        model_default: &str,
+    ) -> Result<Scenario, String> {
+        let mut text = |key: &str, default: &str| -> Result<String, String> {
+            match top.remove(key) {
+                None if required.contains(&key) || key == "mode" => {
+                    Err(format!("missing \"{key}\""))
+                }
+                None => Ok(default.to_owned()),
+                Some(Value::String(text)) => Ok(text),
+                Some(other) => Err(format!(
+                    "\"{key}\" must be a string, got {}",
+                    json_type(&other)
+                )),
+            }
+        };
+        let id = text("scenario", "")?;
+        let mode = text("mode", "")?
+            .parse::<UiMode>()
+            .map_err(|err| format!("\"mode\": {err}"))?;
+        let model = text("model", model_default)?;
+        let prompt = text("prompt", "")?;
+        let context = match top.remove("context") {
+            None => Value::Object(Map::new()),
+            Some(context @ Value::Object(_)) => context,
+            Some(other) => {
+                return Err(format!(
+                    "\"context\" must be an object, got {}",
+                    json_type(&other)
+                ));
+            }
+        };
+        let followups = match top.remove("followups") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(text) => Ok(text),
+                    other => Err(format!(
+                        "\"followups\"[{index}] must be a string, got {}",
+                        json_type(&other)
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(format!(
+                    "\"followups\" must be an array of strings, got {}",
+                    json_type(&other)
+                ));
+            }
+        };
+        let gateway_config = match top.remove("gateway_config") {
+            None | Some(Value::Null) => None,
+            Some(config @ Value::Object(_)) => Some(config),
+            Some(other) => {
+                return Err(format!(
+                    "\"gateway_config\" must be an object, got {}",
+                    json_type(&other)
+                ));
+            }
+        };
+        Ok(Scenario {
+            id,
+            mode,
+            model,
+            prompt,
+            context,
+            followups,
+            gateway_config,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_print_and_imply_their_context() {
+        for mode in UiMode::ALL {
+            assert_eq!(mode.as_str().parse::<UiMode>(), Ok(mode));
+            assert_eq!(mode.context()["mode"], mode.as_str());
+        }
+        let flags = |mode: UiMode| {
+            let context = mode.context();
+            ["thinking_enabled", "is_plan_mode", "subagent_enabled"].map(|key| context[key] == true)
+        };
+        assert_eq!(flags(UiMode::Flash), [false, false, false]);
+        assert_eq!(flags(UiMode::Thinking), [true, false, false]);
+        assert_eq!(flags(UiMode::Pro), [true, true, false]);
+        assert_eq!(flags(UiMode::Ultra), [true, true, true]);
+        assert_eq!(
+            "Ultra".parse::<UiMode>().unwrap_err().to_string(),
+            "unknown UI mode \"Ultra\": expected flash, thinking, pro or ultra"
+        );
+    }
+
+    #[test]
+    fn the_metadata_file_round_trips_and_names_bad_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("recording.jsonl.meta.json");
+        let mut scenario = Scenario::new("two_run_thread", UiMode::Pro, "Write a list.");
+        scenario.model = "gpt-5.5".into();
+        scenario.followups = vec!["Now read it.".into()];
+        scenario.gateway_config = Some(json!({"title": {"enabled": false}}));
+        std::fs::write(&path, scenario.to_json().to_string()).unwrap();
+        assert_eq!(Scenario::load(&path, "other").unwrap(), scenario);
+
+        let cases = [
+            (
+                json!({"mode": "pro", "prompt": "p"}),
+                "missing \"scenario\"",
+            ),
+            (json!({"scenario": "s", "prompt": "p"}), "missing \"mode\""),
+            (
+                json!({"scenario": "s", "mode": "turbo", "prompt": "p"}),
+                "\"mode\": unknown UI mode \"turbo\"",
+            ),
+            (
+                json!({"scenario": "s", "mode": "pro", "prompt": "p", "followups": ["a", 2]}),
+                "\"followups\"[1] must be a string, got a number",
+            ),
+            (json!([]), "the document must be an object, got an array"),
+        ];
+        for (document, expected) in cases {
+            std::fs::write(&path, document.to_string()).unwrap();
+            let message = Scenario::load(&path, "m").unwrap_err().to_string();
+            let prefix = format!("scenario metadata {}: {expected}", path.display());
+            assert!(message.starts_with(&prefix), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_model_and_context_have_defaults_in_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.json");
+        std::fs::write(
+            &path,
+            r#"{"scenario": "s", "mode": "flash", "prompt": "p"}"#,
+        )
+        .unwrap();
+        let scenario = Scenario::load(&path, "gpt-5.5").unwrap();
+        assert_eq!(scenario.model, "gpt-5.5");
+        assert_eq!(scenario.context, json!({}));
+        assert_eq!(scenario.prompts().collect::<Vec<_>>(), ["p"]);
+        assert_eq!(scenario.stem(), "s.flash");
+    }
+}

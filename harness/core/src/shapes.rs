@@ -1,0 +1,245 @@
+//! SSE protocol shapes and golden documents (`replay-and-fixtures.md` §3 and §8.2).
+//!
+//! Layer 1 does not compare event payloads, only their *shape*: the event name and the sorted
+//! top-level keys of its JSON data. That is stable across runs (ids and timestamps change, keys do
+//! not) and still turns red on contract drift. The caller parses the stream (an SSE client gives
+//! the event name and data of each frame); [`shape_of`] applies DeerFlow's rules to each.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::normalize::python_strip;
+use super::pyjson::to_python_pretty_json;
+
+/// The shape of one SSE frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// The event name; `None` for a frame without one.
+    pub event: Option<String>,
+    /// The sorted top-level keys of the data, or `None` when the data is not a JSON object.
+    pub keys: Option<Vec<String>>,
+    /// Only in the web-mode reduction ([`web_shape_of`]), for a `messages` frame: the message
+    /// chunk's `type` (`keys` are then the chunk's keys). Absent from every other shape, so
+    /// values-only goldens do not mention it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<String>,
+}
+
+/// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules
+/// (`replay-and-fixtures.md` §8.2): the event name stripped; the data stripped and parsed as JSON,
+/// empty data counting as `{}` and unparseable data as `{"_raw": <first 200 characters>}`.
+///
+/// DeerFlow reads the raw transcript line by line and appends one shape per `data:` line; for the
+/// frames a DeerFlow gateway emits (one `event:` and one `data:` line each) that is the same as
+/// one shape per parsed event. One known gap: Python's `json.loads` accepts `NaN` and `Infinity`,
+/// `serde_json` does not, so such data would read as `_raw` here; gateways never emit them.
+pub fn shape_of(event: Option<&str>, data: &str) -> Shape {
+    Shape {
+        event: event.map(|name| python_strip(name).to_owned()),
+        keys: data_keys(python_strip(data)),
+        message_type: None,
+    }
+}
+
+/// The reduction of the web golden, for the web client's stream modes (`messages-tuple`,
+/// `values`, `updates`, `custom`): as [`shape_of`], except that a `messages` frame, whose data
+/// is a `[message chunk, metadata]` list, reduces to the chunk's sorted keys and its `type`.
+/// An `updates` frame needs nothing special: its keys are the names of the nodes that wrote.
+pub fn web_shape_of(event: Option<&str>, data: &str) -> Shape {
+    let shape = shape_of(event, data);
+    if shape.event.as_deref() != Some("messages") {
+        return shape;
+    }
+    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(python_strip(data)) else {
+        return shape;
+    };
+    match items.first() {
+        Some(Value::Object(chunk)) => {
+            let mut keys: Vec<String> = chunk.keys().cloned().collect();
+            keys.sort_unstable();
+            Shape {
+                event: shape.event,
+                keys: Some(keys),
+                message_type: Some(
+                    chunk
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                ),
+            }
+        }
+        _ => shape,
+    }
+}
+
+/// The sorted top-level keys of one `data:` payload, or `None` when it is not an object.
+fn data_keys(text: &str) -> Option<Vec<String>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => {
+            let mut keys: Vec<String> = map.keys().cloned().collect();
+            // Byte order of UTF-8 is code point order, which is Python's `sorted()` of `str`.
+            keys.sort_unstable();
+            Some(keys)
+        }
+        Ok(_) => None,
+        // DeerFlow wraps the first 200 characters as `{"_raw": ...}`; only its key matters here.
+        Err(_) => Some(vec!["_raw".to_owned()]),
+    }
+}
+
+#[derive(Serialize)]
+struct GoldenDocument<'a> {
+    scenario: &'a str,
+    mode: &'a str,
+    events: &'a [Shape],
+}
+
+/// DeerFlow's golden events document: `{"scenario", "mode", "events": [{"event", "keys"}, ...]}`
+/// pretty-printed with a 2-space indent, non-ASCII raw, and no trailing newline.
+pub fn golden_document(scenario: &str, mode: &str, shapes: &[Shape]) -> String {
+    to_python_pretty_json(&GoldenDocument {
+        scenario,
+        mode,
+        events: shapes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(event: Option<&str>, keys: Option<&[&str]>) -> Shape {
+        Shape {
+            event: event.map(str::to_owned),
+            keys: keys.map(|k| k.iter().map(|s| (*s).to_owned()).collect()),
+            message_type: None,
+        }
+    }
+
+    #[test]
+    fn the_web_reduction_looks_inside_message_tuples_only() {
+        let chunk = Shape {
+            event: Some("messages".into()),
+            keys: Some(vec!["content".into(), "id".into(), "type".into()]),
+            message_type: Some("AIMessageChunk".into()),
+        };
+        let cases = [
+            (
+                "messages",
+                r#"[{"type": "AIMessageChunk", "id": "x", "content": ""}, {"langgraph_node": "model"}]"#,
+                chunk,
+            ),
+            ("messages", "[]", shape(Some("messages"), None)),
+            (
+                "updates",
+                r#"{"model": {}}"#,
+                shape(Some("updates"), Some(&["model"])),
+            ),
+            (
+                "values",
+                r#"{"b": 1, "a": 2}"#,
+                shape(Some("values"), Some(&["a", "b"])),
+            ),
+        ];
+        for (event, data, expected) in cases {
+            assert_eq!(web_shape_of(Some(event), data), expected, "{event} {data}");
+        }
+        let document = golden_document(
+            "s",
+            "flash",
+            &[web_shape_of(Some("messages"), r#"[{"type": "tool"}, {}]"#)],
+        );
+        assert!(
+            document.contains("\"message_type\": \"tool\""),
+            "{document}"
+        );
+        assert!(
+            !golden_document("s", "flash", &[shape(Some("end"), None)]).contains("message_type")
+        );
+    }
+
+    #[test]
+    fn event_shapes() {
+        // (event name, data, expected shape)
+        let cases: Vec<(Option<&str>, &str, Shape)> = vec![
+            (None, "{\"orphan\": 1}", shape(None, Some(&["orphan"]))),
+            (
+                Some("metadata"),
+                "{\"thread_id\": \"t\", \"run_id\": \"r\"}",
+                shape(Some("metadata"), Some(&["run_id", "thread_id"])),
+            ),
+            (
+                Some("  values  "),
+                " {\"title\": null, \"messages\": [], \"artifacts\": []}\r",
+                shape(Some("values"), Some(&["artifacts", "messages", "title"])),
+            ),
+            (
+                Some("values"),
+                "{not json",
+                shape(Some("values"), Some(&["_raw"])),
+            ),
+            (Some("error"), "", shape(Some("error"), Some(&[]))),
+            (Some("custom"), "[1, 2]", shape(Some("custom"), None)),
+            (Some("custom"), "\"text\"", shape(Some("custom"), None)),
+            // Python's `sorted()` of `str`: code point order.
+            (
+                Some("values"),
+                "{\"z\": 1, \"_a\": 2, \"É\": 3, \"B\": 4}",
+                shape(Some("values"), Some(&["B", "_a", "z", "É"])),
+            ),
+            (Some("end"), "null", shape(Some("end"), None)),
+        ];
+        for (event, data, expected) in cases {
+            assert_eq!(shape_of(event, data), expected, "{event:?} {data:?}");
+        }
+    }
+
+    #[test]
+    fn golden_document_is_deerflows_format() {
+        let shapes = vec![
+            shape(Some("metadata"), Some(&["run_id", "thread_id"])),
+            shape(Some("values"), Some(&[])),
+            shape(None, Some(&["_raw"])),
+            shape(Some("end"), None),
+        ];
+        let expected = r#"{
+  "scenario": "write_read_file",
+  "mode": "ultra",
+  "events": [
+    {
+      "event": "metadata",
+      "keys": [
+        "run_id",
+        "thread_id"
+      ]
+    },
+    {
+      "event": "values",
+      "keys": []
+    },
+    {
+      "event": null,
+      "keys": [
+        "_raw"
+      ]
+    },
+    {
+      "event": "end",
+      "keys": null
+    }
+  ]
+}"#;
+        assert_eq!(
+            golden_document("write_read_file", "ultra", &shapes),
+            expected
+        );
+        assert_eq!(
+            golden_document("s", "flash", &[]),
+            "{\n  \"scenario\": \"s\",\n  \"mode\": \"flash\",\n  \"events\": []\n}"
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! The Layer 1 verdict (`replay-and-fixtures.md` §8.3): one typed answer to "did this replay
+//! pass?", computed once and read by every runner (the golden test, the drift tests, `cargo xtask
+//! replay`, `cargo xtask fixtures check`) instead of each re-deriving it from text.
+//!
+//! A replay passes when its stream is framed (`metadata` first, `end` last), the replay model
+//! missed nothing (the gateway's error middleware hides misses from the stream, so the engine's
+//! ledger is the gate), and its shapes equal the committed golden. Turns no replay used are
+//! reported, never failed (§5.5).
+
+use crate::replay::Miss;
+use crate::shapes::Shape;
+
+/// How a run's event stream is framed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Framing {
+    /// The first event is `metadata` and the last is `end`.
+    Ok,
+    /// Anything else.
+    Broken {
+        /// The first event's name (`None`: no event, or one without a name).
+        first: Option<String>,
+        /// The last event's name.
+        last: Option<String>,
+    },
+}
+
+impl Framing {
+    /// The framing of a shape sequence.
+    pub fn of(shapes: &[Shape]) -> Framing {
+        let first = shapes.first().and_then(|shape| shape.event.clone());
+        let last = shapes.last().and_then(|shape| shape.event.clone());
+        if first.as_deref() == Some("metadata") && last.as_deref() == Some("end") {
+            Framing::Ok
+        } else {
+            Framing::Broken { first, last }
+        }
+    }
+
+    /// Whether the stream starts with `metadata` and ends with `end`.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Framing::Ok)
+    }
+}
+
+/// How a run's golden document compares with the committed golden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoldenStatus {
+    /// Identical.
+    Ok,
+    /// Different: the contract drifted, or the golden must be reviewed.
+    Changed,
+    /// No golden committed for this fixture.
+    Missing,
+}
+
+impl GoldenStatus {
+    /// `ok`, `changed` or `missing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoldenStatus::Ok => "ok",
+            GoldenStatus::Changed => "changed",
+            GoldenStatus::Missing => "missing",
+        }
+    }
+}
+
+/// Whether a fixture without a golden fails: it does in the test suite and in a full replay, and
+/// it does not while a new fixture's golden is being made (`cargo xtask replay --fixture NEW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingGolden {
+    /// A missing golden is a failure.
+    Fails,
+    /// A missing golden is reported, not failed.
+    Allowed,
+}
+
+/// Everything Layer 1 concludes about one replayed scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Whether the stream is framed by `metadata` and `end`.
+    pub framing: Framing,
+    /// The model calls that had no recorded answer, oldest first.
+    pub misses: Vec<Miss>,
+    /// The shapes against the committed golden.
+    pub golden: GoldenStatus,
+    /// Indexes of the turns no call used (information, not failure).
+    pub unused_turns: Vec<usize>,
+}
+
+impl Verdict {
+    /// The verdict on a run's shapes, its engine's misses and unused turns, and its golden.
+    pub fn new(
+        shapes: &[Shape],
+        misses: Vec<Miss>,
+        golden: GoldenStatus,
+        unused_turns: Vec<usize>,
+    ) -> Verdict {
+        Verdict {
+            framing: Framing::of(shapes),
+            misses,
+            golden,
+            unused_turns,
+        }
+    }
+
+    /// The checks before the golden comparison: framed, and no miss.
+    pub fn replayed_cleanly(&self) -> bool {
+        self.framing.is_ok() && self.misses.is_empty()
+    }
+
+    /// Whether every check passes; a missing golden counts as `missing` says.
+    pub fn passes(&self, missing: MissingGolden) -> bool {
+        self.problems(missing).is_empty()
+    }
+
+    /// One line per failed check, in §8.3's order: framing, misses, golden.
+    pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Framing::Broken { first, last } = &self.framing {
+            if first.as_deref() != Some("metadata") {
+                problems.push(format!(
+                    "the first event is {first:?}, expected \"metadata\""
+                ));
+            }
+            if last.as_deref() != Some("end") {
+                problems.push(format!("the last event is {last:?}, expected \"end\""));
+            }
+        }
+        if !self.misses.is_empty() {
+            let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
+            problems.push(format!(
+                "replay miss ({}): the fixture is stale vs the current gateway; re-record it \
+                 (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
+                self.misses.len()
+            ));
+        }
+        match (self.golden, missing) {
+            (GoldenStatus::Changed, _) => problems.push(
+                "the SSE shape differs from the golden (review with `cargo insta review`)".into(),
+            ),
+            (GoldenStatus::Missing, MissingGolden::Fails) => problems.push(
+                "no golden is committed for this fixture (run `cargo test -p harness --test \
+                 golden`, then `cargo insta review`)"
+                    .into(),
+            ),
+            _ => {}
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn shapes(events: &[Option<&str>]) -> Vec<Shape> {
+        events
+            .iter()
+            .map(|event| Shape {
+                event: event.map(str::to_owned),
+                keys: None,
+                message_type: None,
+            })
+            .collect()
+    }
+
+    fn miss(hash: &str) -> Miss {
+        Miss {
+            caller: "lead_agent".into(),
+            input_hash: hash.into(),
+            conversation_hash: "c".into(),
+            canonical: "[]".into(),
+            fixture_path: PathBuf::from("f.json"),
+            known_hashes: Vec::new(),
+            nearest: None,
+        }
+    }
+
+    #[test]
+    fn framing_needs_metadata_first_and_end_last() {
+        let framed = [Some("metadata"), Some("values"), Some("end")];
+        assert_eq!(Framing::of(&shapes(&framed)), Framing::Ok);
+        /// (events, first, last)
+        type Case<'a> = (&'a [Option<&'a str>], Option<&'a str>, Option<&'a str>);
+        let cases: [Case; 3] = [
+            (&[], None, None),
+            (&[Some("values"), Some("end")], Some("values"), Some("end")),
+            (&[Some("metadata"), None], Some("metadata"), None),
+        ];
+        for (events, first, last) in cases {
+            assert_eq!(
+                Framing::of(&shapes(events)),
+                Framing::Broken {
+                    first: first.map(str::to_owned),
+                    last: last.map(str::to_owned),
+                },
+                "{events:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_failed_check_is_one_problem_in_order() {
+        let clean = Verdict::new(
+            &shapes(&[Some("metadata"), Some("end")]),
+            Vec::new(),
+            GoldenStatus::Ok,
+            vec![3],
+        );
+        assert!(clean.replayed_cleanly() && clean.passes(MissingGolden::Fails));
+        assert!(clean.problems(MissingGolden::Fails).is_empty());
+
+        let missing = Verdict {
+            golden: GoldenStatus::Missing,
+            ..clean.clone()
+        };
+        assert!(missing.passes(MissingGolden::Allowed));
+        assert!(!missing.passes(MissingGolden::Fails));
+
+        let broken = Verdict::new(
+            &shapes(&[Some("values")]),
+            vec![miss("abc")],
+            GoldenStatus::Changed,
+            Vec::new(),
+        );
+        assert!(!broken.replayed_cleanly());
+        assert_eq!(
+            broken.problems(MissingGolden::Allowed),
+            [
+                "the first event is Some(\"values\"), expected \"metadata\"",
+                "the last event is Some(\"values\"), expected \"end\"",
+                "replay miss (1): the fixture is stale vs the current gateway; re-record it \
+                 (cargo xtask record) or fix the drift. Missed hashes: [\"abc\"]",
+                "the SSE shape differs from the golden (review with `cargo insta review`)",
+            ]
+        );
+    }
+}
