@@ -22,6 +22,7 @@ use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
 use crate::runtime::middlewares::builtin_chain;
 use crate::runtime::runs::RunManager;
+use crate::serve::ServeLimits;
 use crate::store::{Store, StoreError};
 use crate::tools::{Tool, ToolRegistry};
 
@@ -141,6 +142,7 @@ impl AppBuilder {
             source,
         })?;
         let store = Store::open(&config.database_dir())?;
+        crate::runtime::runs::finish_orphaned_runs(&store)?;
         let context = ProviderContext {
             home: config.home.clone(),
         };
@@ -195,6 +197,7 @@ impl AppBuilder {
             .map_err(|err| AppError::PasswordHash(err.to_string()))?;
         let lockout = LoginLockout::new(
             config.auth.login_max_failures,
+            config.auth.login_max_failures_per_account,
             Duration::from_secs(config.auth.lockout_seconds),
         );
         let shutdown = CancellationToken::new();
@@ -217,6 +220,7 @@ impl AppBuilder {
             runs: Arc::new(runs),
             web_client,
             suggestions: Arc::new(config.suggestions),
+            serve_limits: ServeLimits::from(&config.server),
             shutdown,
             test_seed_route: self.test_seed_route,
         })
@@ -333,6 +337,8 @@ pub struct App {
     runs: Arc<RunManager>,
     suggestions: Arc<SuggestionsConfig>,
     web_client: Arc<WebClientSettings>,
+    /// `[server]`'s timeouts and connection bound, for [`App::serve`].
+    serve_limits: ServeLimits,
     shutdown: CancellationToken,
     test_seed_route: bool,
 }
@@ -365,6 +371,11 @@ impl App {
     /// Cancelled when the server shuts down.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.shutdown
+    }
+
+    /// The limits [`App::serve`] applies to connections (`[server]`).
+    pub(crate) fn serve_limits(&self) -> ServeLimits {
+        self.serve_limits
     }
 
     /// Whether the test-only seed route is mounted.

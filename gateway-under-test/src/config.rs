@@ -132,6 +132,16 @@ pub struct ServerConfig {
     pub host: String,
     /// `server.port`: the port; `0` picks a free one. Default `8001`; `--port` overrides.
     pub port: u16,
+    /// `server.header_read_timeout_secs`: how long a client may take to send a request's
+    /// headers, counted from when the server starts waiting for them (so it also closes idle
+    /// keep-alive connections). At least 1. Default 10.
+    pub header_read_timeout_secs: u64,
+    /// `server.request_body_timeout_secs`: how long a request body may go without sending
+    /// anything; the request then fails and the connection closes. At least 1. Default 30.
+    pub request_body_timeout_secs: u64,
+    /// `server.max_connections`: connections served at once; further clients wait in the
+    /// listen backlog until one closes. At least 1. Default 512.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -139,6 +149,9 @@ impl Default for ServerConfig {
         ServerConfig {
             host: "127.0.0.1".into(),
             port: 8001,
+            header_read_timeout_secs: 10,
+            request_body_timeout_secs: 30,
+            max_connections: 512,
         }
     }
 }
@@ -185,9 +198,14 @@ pub struct AuthConfig {
     /// `auth.allow_insecure_persistent_cookie`: persistent cookies over plain http to
     /// non-loopback hosts (`DEER_FLOW_AUTH_ALLOW_INSECURE_PERSISTENT_COOKIE`).
     pub allow_insecure_persistent_cookie: bool,
-    /// `auth.login_max_failures`: failed logins per client IP before lockout. Default 5.
+    /// `auth.login_max_failures`: failed logins for one account from one client IP before that
+    /// pair is locked out. Default 5.
     pub login_max_failures: u32,
-    /// `auth.lockout_seconds`: lockout length. Default 300.
+    /// `auth.login_max_failures_per_account`: failed logins for one account from all clients
+    /// before the account is locked out for everyone; at least `login_max_failures`. Default 20.
+    pub login_max_failures_per_account: u32,
+    /// `auth.lockout_seconds`: how long failures are counted, and how long a lockout lasts.
+    /// Default 300.
     pub lockout_seconds: u64,
     /// `[auth.password_hash]`: argon2id cost.
     pub password_hash: PasswordHashConfig,
@@ -205,6 +223,7 @@ impl Default for AuthConfig {
             trusted_proxies: Vec::new(),
             allow_insecure_persistent_cookie: false,
             login_max_failures: 5,
+            login_max_failures_per_account: 20,
             lockout_seconds: 300,
             password_hash: PasswordHashConfig::default(),
         }
@@ -405,7 +424,8 @@ fn default_tools() -> Vec<ToolConfig> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolLimitsConfig {
-    /// `tool_limits.write_file_max_bytes`: single-call `write_file` limit; 0 or less disables it
+    /// `tool_limits.write_file_max_bytes`: the largest file `write_file` leaves behind (the
+    /// content of one call, and the whole file after an append); 0 or less disables it
     /// (`DEERFLOW_WRITE_FILE_MAX_BYTES`). Default 81920.
     pub write_file_max_bytes: i64,
     /// `tool_limits.read_before_write`: refuse to overwrite a file the agent has not read at its
@@ -749,6 +769,24 @@ impl Config {
                 ),
             ));
         }
+        for (key, value) in [
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs,
+            ),
+            (
+                "server.request_body_timeout_secs",
+                self.server.request_body_timeout_secs,
+            ),
+            (
+                "server.max_connections",
+                u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
+        }
         if !(1..=30).contains(&self.auth.token_expiry_days) {
             return Err(invalid(
                 "auth.token_expiry_days",
@@ -764,6 +802,15 @@ impl Config {
         }
         if self.auth.login_max_failures == 0 {
             return Err(invalid("auth.login_max_failures", "must be at least 1"));
+        }
+        if self.auth.login_max_failures_per_account < self.auth.login_max_failures {
+            return Err(invalid(
+                "auth.login_max_failures_per_account",
+                format!(
+                    "must be at least auth.login_max_failures ({})",
+                    self.auth.login_max_failures
+                ),
+            ));
         }
         let mut names = BTreeMap::new();
         for (index, model) in self.models.iter().enumerate() {
@@ -969,6 +1016,30 @@ mod tests {
             Config::from_toml_str("[auth]\ntoken_expiry_days = 40\n", Path::new("c.toml")).unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("auth.token_expiry_days"), "{err}");
+        let config = Config::from_toml_str(
+            "[auth]\nlogin_max_failures = 5\nlogin_max_failures_per_account = 4\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config key `auth.login_max_failures_per_account`: must be at least \
+             auth.login_max_failures (5)"
+        );
+        for key in [
+            "header_read_timeout_secs",
+            "request_body_timeout_secs",
+            "max_connections",
+        ] {
+            let text = format!("[server]\n{key} = 0\n");
+            let config = Config::from_toml_str(&text, Path::new("c.toml")).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("config key `server.{key}`: must be at least 1")
+            );
+        }
         let config =
             Config::from_toml_str("[title]\nmodel_name = \"ghost\"\n", Path::new("c.toml"))
                 .unwrap();
