@@ -7,6 +7,7 @@
 //! serve it ([`App::serve`], in `server.rs`). This module knows nothing of HTTP routes: the
 //! router is assembled in `http`.
 
+use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -188,11 +189,18 @@ impl AppBuilder {
                 skills: list_skills(&skills_dir),
             },
         ));
-        let jwt = JwtKeys::load_or_create(&config.home, config.auth.jwt_secret.as_deref())
-            .map_err(|source| AppError::Io {
-                what: "JWT secret".into(),
-                source,
-            })?;
+        let jwt = JwtKeys::load_or_create(
+            &config.home,
+            config
+                .auth
+                .jwt_secret
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+        )
+        .map_err(|source| AppError::Io {
+            what: "JWT secret".into(),
+            source,
+        })?;
         let passwords = PasswordHasher::new(&config.auth.password_hash)
             .map_err(|err| AppError::PasswordHash(err.to_string()))?;
         let lockout = LoginLockout::new(

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -50,7 +51,7 @@ fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
 }
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Home folder for the database, sandboxes and the JWT secret. `DEER_FLOW_HOME` overrides
@@ -176,7 +177,7 @@ impl Default for DatabaseConfig {
 }
 
 /// `[auth]`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// `auth.disabled`: auth-disabled mode (synthetic `default` user, no CSRF). Also switched on
@@ -186,7 +187,8 @@ pub struct AuthConfig {
     pub environment: Option<String>,
     /// `auth.jwt_secret`: the HS256 secret (`AUTH_JWT_SECRET`). When unset, a secret is generated
     /// and kept in `<home>/.jwt_secret`.
-    pub jwt_secret: Option<String>,
+    #[serde(serialize_with = "serialize_secret")]
+    pub jwt_secret: Option<SecretString>,
     /// `auth.token_expiry_days`: JWT and cookie lifetime, 1 to 30. Default 7.
     pub token_expiry_days: u32,
     /// `auth.registration_enabled`: whether `register` accepts new users. Default true.
@@ -276,7 +278,7 @@ impl PasswordHashConfig {
 }
 
 /// One `[[models]]` entry. Its `Debug` output hides the API key.
-#[derive(Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ModelConfig {
     /// `models[].name`: the name runs select with `context.model_name`.
     pub name: String,
@@ -291,7 +293,8 @@ pub struct ModelConfig {
     pub model: Option<String>,
     /// `models[].api_key`: the key; `$VAR` or `${VAR}` is read from the environment at load.
     #[serde(default)]
-    pub api_key: Option<String>,
+    #[serde(serialize_with = "serialize_secret")]
+    pub api_key: Option<SecretString>,
     /// `models[].base_url`: the endpoint root (e.g. `https://host/v1`); `$VAR` expands.
     #[serde(default)]
     pub base_url: Option<String>,
@@ -708,7 +711,7 @@ impl Config {
             self.auth.environment = Some(environment);
         }
         if let Some(secret) = set("AUTH_JWT_SECRET") {
-            self.auth.jwt_secret = Some(secret);
+            self.auth.jwt_secret = Some(secret.into());
         }
         if let Some(origins) = set("GATEWAY_CORS_ORIGINS") {
             self.auth.cors_origins = split_list(&origins);
@@ -731,19 +734,19 @@ impl Config {
             })?;
         }
         for (index, model) in self.models.iter_mut().enumerate() {
-            for (field, value) in [
-                ("api_key", &mut model.api_key),
-                ("base_url", &mut model.base_url),
-            ] {
-                if let Some(text) = value.as_ref() {
-                    let expanded = expand_env(text, env).map_err(|var| {
-                        invalid(
-                            format!("models[{index}].{field}"),
-                            format!("environment variable ${var} is not set"),
-                        )
-                    })?;
-                    *value = Some(expanded);
-                }
+            let expand = |field: &str, text: &str| {
+                expand_env(text, env).map_err(|var| {
+                    invalid(
+                        format!("models[{index}].{field}"),
+                        format!("environment variable ${var} is not set"),
+                    )
+                })
+            };
+            if let Some(key) = &model.api_key {
+                model.api_key = Some(expand("api_key", key.expose_secret())?.into());
+            }
+            if let Some(url) = &model.base_url {
+                model.base_url = Some(expand("base_url", url)?);
             }
         }
         Ok(())
@@ -945,6 +948,18 @@ pub fn expand_env(text: &str, env: EnvLookup<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// Writes a secret as its value: only a configuration file written on purpose (a hermetic
+/// config, whose key is the `$OPENAI_API_KEY` placeholder) serialises one. `Debug` never shows it.
+fn serialize_secret<S: serde::Serializer>(
+    secret: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(secret) => serializer.serialize_some(secret.expose_secret()),
+        None => serializer.serialize_none(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -975,20 +990,29 @@ mod tests {
             ("OPENAI_API_BASE", "http://h"),
         ]);
         config.apply_env(&env).unwrap();
-        assert_eq!(config.models[0].api_key.as_deref(), Some("sk-test"));
+        assert_eq!(
+            config.models[0]
+                .api_key
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+            Some("sk-test")
+        );
         assert_eq!(config.models[0].base_url.as_deref(), Some("http://h/v1"));
     }
 
     #[test]
-    fn debug_output_never_shows_the_api_key() {
+    fn debug_output_never_shows_the_api_key_or_the_jwt_secret() {
         let mut model = ModelConfig::new("m", "openai");
         model.api_key = Some("sk-live-abcdefghijklmnop".into());
-        let config = Config {
+        let mut config = Config {
             models: vec![model],
             ..Config::default()
         };
-        let shown = format!("{config:?}");
-        assert!(!shown.contains("sk-live"), "{shown}");
+        config.auth.jwt_secret = Some("jwt-secret-qrstuvwxyz".into());
+        let shown = format!("{config:?} {config:#?} {:?}", config.auth);
+        for secret in ["sk-live", "jwt-secret-qrstuvwxyz"] {
+            assert!(!shown.contains(secret), "{secret} shown: {shown}");
+        }
         assert!(shown.contains("[secret removed]"));
     }
 
