@@ -14,6 +14,7 @@ pub mod messages;
 pub mod models;
 pub mod run_status;
 pub mod runtime;
+mod serve;
 mod server;
 pub mod store;
 pub mod tools;

@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cors = args.cors.clone();
     let extensions = Extensions {
         configure: Box::new(move |config| {
-            config.auth.jwt_secret = Some(jwt_secret);
+            config.auth.jwt_secret = Some(jwt_secret.into());
             config.auth.cors_origins = vec![cors];
             config.auth.disabled = auth_disabled;
         }),

@@ -819,7 +819,7 @@ async fn a_missing_key_fails_with_authentication_error_without_calling() {
         .await;
     for key in [None, Some("  ".to_string())] {
         let mut config = config(&server.uri());
-        config.api_key = key;
+        config.api_key = key.map(Into::into);
         let model = OpenAiChatModel::new(&config).expect("a missing key is not a build error");
         let error = model
             .invoke(&request(vec![Message::human("hi")]))
