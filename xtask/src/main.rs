@@ -3,6 +3,7 @@
 
 mod fixtures;
 mod hash;
+mod model_server;
 mod record;
 mod recordings;
 mod replay;
@@ -34,7 +35,15 @@ enum Command {
     /// Runs every fixture in fixtures/ (or the ones named) and prints a table: scenario, mode,
     /// events, turns used of recorded, misses, golden (ok, changed, missing) and milliseconds.
     /// Exits 1 when any fixture misses, breaks the metadata/end framing, or has a changed golden.
+    /// With --gateway-url, drives a gateway that runs elsewhere against a model server instead.
     Replay(replay::Args),
+    /// Serve OpenAI-compatible Chat Completions on 127.0.0.1 by replay at the model's wire.
+    ///
+    /// For a gateway in any language: point its OpenAI base URL at the printed address, then run
+    /// `cargo xtask replay --gateway-url`. Replays fixtures (default: all of fixtures/), a
+    /// recording strictly (--recording), or records through a proxy (--record --upstream).
+    /// Misses are printed as they happen and served at GET /_harness/misses.
+    ModelServer(model_server::Args),
     /// Print the replay key of a message list: caller, conversation_hash, input_hash, canonical.
     ///
     /// The tool to reach for when a miss needs explaining: hash what the model was sent and
@@ -74,7 +83,10 @@ impl Command {
     /// Whether the command's output is a report that log lines would break up (a table, JSON
     /// lines, a per-turn listing); a server's log lines are its output.
     fn reports(&self) -> bool {
-        !matches!(self, Command::ReplayGateway(_) | Command::Serve(_))
+        !matches!(
+            self,
+            Command::ReplayGateway(_) | Command::Serve(_) | Command::ModelServer(_)
+        )
     }
 }
 
@@ -107,6 +119,7 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),
+        Command::ModelServer(args) => model_server::run(args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
         Command::Record(args) => record::record(args),

@@ -109,7 +109,9 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let model = required("RECORD_MODEL").unwrap_or_else(|| DEFAULT_RECORD_MODEL.to_string());
     let recording_path = match args.recording_out {
         Some(path) => {
-            create_parent(&path)?;
+            if let Some(created) = create_parent(&path)? {
+                println!("created folder {}", created.display());
+            }
             path
         }
         None => tempfile::Builder::new()
@@ -173,16 +175,16 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Creates the folder a `--recording-out` file goes into when it does not exist yet, and says
-/// so (the recording writer would otherwise fail on its lock file).
-fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
+/// Creates the folder a `--recording-out` file goes into when it does not exist yet (the
+/// recording writer would otherwise fail on its lock file) and returns it, so the caller says so.
+pub(crate) fn create_parent(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
     let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
-        return Ok(());
+        return Ok(None);
     };
-    if !parent.exists() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create the folder {}", parent.display()))?;
-        println!("created folder {}", parent.display());
+    if parent.exists() {
+        return Ok(None);
     }
-    Ok(())
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create the folder {}", parent.display()))?;
+    Ok(Some(parent.to_path_buf()))
 }

@@ -11,7 +11,7 @@
 use serde_json::{Number, Value};
 
 /// The first difference between two documents.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Difference {
     /// The field path: `a.b[2].c`, or `<root>` when the documents differ at the top.
     pub path: String,

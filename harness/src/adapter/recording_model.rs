@@ -82,7 +82,8 @@ fn provider_message(message: &Message) -> Value {
     Value::Object(out)
 }
 
-fn normalized(value: &Value) -> Value {
+/// `value` with every string normalised (`replay_core::normalize`), at any depth.
+pub(crate) fn normalized(value: &Value) -> Value {
     match value {
         Value::String(text) => Value::String(normalize(text)),
         Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
