@@ -1,4 +1,5 @@
-//! Session tokens: HS256 JWTs (gateway-contract.md §2.6), written by hand with `hmac` + `sha2`.
+//! Session tokens: HS256 JWTs (docs/gateway-contract.md §2.6), written by hand with `hmac` +
+//! `sha2`.
 //!
 //! A token is `base64url(header) . base64url(claims) . base64url(HMAC-SHA256)`, all without
 //! padding. The header is always `{"alg":"HS256","typ":"JWT"}`; the claims are [`Claims`].

@@ -1,6 +1,6 @@
-//! Login lockout (gateway-contract.md §2.3): after `max_failures` failed logins for one account
-//! from one client, that pair gets 429 for `lockout`; after `max_account_failures` failures for
-//! one account from any clients, the account gets 429 for everyone for `lockout`.
+//! Login lockout (docs/gateway-contract.md §2.3): after `max_failures` failed logins for one
+//! account from one client, that pair gets 429 for `lockout`; after `max_account_failures` failures
+//! for one account from any clients, the account gets 429 for everyone for `lockout`.
 //!
 //! **Why these keys.** DeerFlow counts per client IP alone: it checks the count before the
 //! password check, records the failure after it, and any success from the address clears it.

@@ -1,5 +1,5 @@
-//! Authentication primitives (gateway-contract.md §2): pure building blocks that the auth routes
-//! and the CSRF / auth-gate middleware are written against. Nothing here touches HTTP state,
+//! Authentication primitives (docs/gateway-contract.md §2): pure building blocks that the auth
+//! routes and the CSRF / auth-gate middleware are written against. Nothing here touches HTTP state,
 //! the database or globals; every piece of mutable state ([`LoginLockout`]) is an ordinary value
 //! owned by one gateway instance.
 //!

@@ -1,5 +1,5 @@
 //! `/api/v1/auth`: register, local login, logout, me, setup status and first-admin
-//! initialisation (`gateway-contract.md` §2).
+//! initialisation (`docs/gateway-contract.md` §2).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The CSRF double-submit check and the auth gate (`gateway-contract.md` §2.8–2.10), and the
+//! The CSRF double-submit check and the auth gate (`docs/gateway-contract.md` §2.8–2.10), and the
 //! [`CurrentUser`] they establish.
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Runs: the per-app registry of active runs, the multitask strategy, and the worker that takes a
-//! run from `metadata` to `end` in the order of `gateway-contract.md` §11.1.
+//! run from `metadata` to `end` in the order of `docs/gateway-contract.md` §11.1.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -314,7 +314,7 @@ async fn set_status(store: &Store, run: &ActiveRun, status: RunStatus) {
     }
 }
 
-/// The worker: `gateway-contract.md` §11.1, steps 3 to 13.
+/// The worker: `docs/gateway-contract.md` §11.1, steps 3 to 13.
 async fn execute(
     manager: Arc<RunManager>,
     run: Arc<ActiveRun>,

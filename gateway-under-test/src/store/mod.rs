@@ -2,7 +2,8 @@
 //! run-event journal.
 //!
 //! One dedicated thread owns the `rusqlite::Connection`; async callers send it closures over a
-//! channel and await the answer (stack.md §2.6). Every [`Store`] is opened on its own folder, so
+//! channel and await the answer, so blocking SQLite calls never stall the async workers and writes
+//! are serialised. Every [`Store`] is opened on its own folder, so
 //! gateways with different homes never share a database.
 //!
 //! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered

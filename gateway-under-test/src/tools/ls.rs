@@ -1,4 +1,4 @@
-//! The `ls` tool (`gateway-contract.md` §8.2): a directory's entries up to depth 2, as sorted
+//! The `ls` tool (`docs/gateway-contract.md` §8.2): a directory's entries up to depth 2, as sorted
 //! virtual paths, directories ending with `/`.
 //!
 //! Choices where the contract is open:

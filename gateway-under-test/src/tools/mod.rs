@@ -1,5 +1,5 @@
 //! The agent's tools: the sandbox's virtual-path mapping and the file tools `ls`, `read_file` and
-//! `write_file`, with the exact success and error strings of `gateway-contract.md` §8.
+//! `write_file`, with the exact success and error strings of `docs/gateway-contract.md` §8.
 //!
 //! Layout: [`paths`] maps virtual paths onto the thread's host folders; `beneath` resolves and
 //! opens them beneath the thread's `user-data` folder at the operating-system level (regular

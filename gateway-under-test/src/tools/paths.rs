@@ -1,4 +1,4 @@
-//! The sandbox's virtual-path mapping (`gateway-contract.md` §8.1): where a thread's
+//! The sandbox's virtual-path mapping (`docs/gateway-contract.md` §8.1): where a thread's
 //! `/mnt/user-data/…` folders live on the host, how a virtual path the model supplies becomes a
 //! confined host path, and how paths inside file contents are rewritten in both directions.
 //!

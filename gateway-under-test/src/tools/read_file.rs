@@ -1,5 +1,5 @@
-//! The `read_file` tool (`gateway-contract.md` §8.3): a sandbox file's raw UTF-8 text, whole or
-//! a 1-based inclusive line range, with host paths in it translated back to virtual paths.
+//! The `read_file` tool (`docs/gateway-contract.md` §8.3): a sandbox file's raw UTF-8 text, whole
+//! or a 1-based inclusive line range, with host paths in it translated back to virtual paths.
 //!
 //! Order of checks (DeerFlow's): the range arguments first (`(start_line must be >= 1)`,
 //! `(end_line must be >= 1)`, `(start_line > end_line — no lines in range)`), then the path, then

@@ -157,7 +157,7 @@ fn symlink(target: &Path, link: &Path) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The write/read scenario (gateway-contract.md §7.3 frames 8 and 11)
+// The write/read scenario (docs/gateway-contract.md §7.3 frames 8 and 11)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test]

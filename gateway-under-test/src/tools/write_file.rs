@@ -1,5 +1,5 @@
-//! The `write_file` tool (`gateway-contract.md` §8.4): writes or appends text to a sandbox file,
-//! creating missing parent folders, and returns exactly `OK`.
+//! The `write_file` tool (`docs/gateway-contract.md` §8.4): writes or appends text to a sandbox
+//! file, creating missing parent folders, and returns exactly `OK`.
 //!
 //! Order of checks: arguments; the single-call size limit (non-append calls only, when
 //! `write_file_max_bytes > 0`; counted in bytes of the content as the model sent it); the path;

@@ -1,4 +1,4 @@
-//! Auth, cookies, CSRF and auth-disabled mode (`gateway-contract.md` §2).
+//! Auth, cookies, CSRF and auth-disabled mode (`docs/gateway-contract.md` §2).
 
 use serde_json::json;
 

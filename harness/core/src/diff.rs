@@ -1,4 +1,4 @@
-//! The first-difference walk (`recording-format.md` §7.3): where two JSON documents first
+//! The first-difference walk (`docs/recording-format.md` §7.3): where two JSON documents first
 //! differ, as a readable field path such as `context.messages[0].content`.
 //!
 //! Used to explain replay misses: comparing the recorded canonical conversation with the incoming

@@ -24,8 +24,8 @@
 //!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
 //! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
 //!
-//! The specification is `replay-and-fixtures.md` §2 to §5, §8.2, §8.3 and §11, and
-//! `recording-format.md` §2 to §8, §11 and §13.
+//! The specification is `docs/replay-and-fixtures.md` §2 to §5, §8.2, §8.3 and §11, and
+//! `docs/recording-format.md` §2 to §8, §11 and §13.
 
 mod atomic_file;
 mod build_fixture;

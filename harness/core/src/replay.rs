@@ -1,5 +1,5 @@
-//! The replay engine (`replay-and-fixtures.md` §5): serves recorded AI outputs by replay key and
-//! keeps a ledger of misses.
+//! The replay engine (`docs/replay-and-fixtures.md` §5): serves recorded AI outputs by replay key
+//! and keeps a ledger of misses.
 //!
 //! The engine is independent of any gateway: a gateway's replay model computes nothing itself, it
 //! hands the caller and the model-facing messages to [`ReplayEngine::lookup`] and turns the

@@ -1,4 +1,4 @@
-//! The Layer 1 verdict (`replay-and-fixtures.md` §8.3): one typed answer to "did this replay
+//! The Layer 1 verdict (`docs/replay-and-fixtures.md` §8.3): one typed answer to "did this replay
 //! pass?", computed once and read by every runner (the golden test, the drift tests, `cargo xtask
 //! replay`, `cargo xtask fixtures check`) instead of each re-deriving it from text.
 //!

@@ -1,6 +1,6 @@
-//! Replay keys computed at the model's wire (`replay-and-fixtures.md` §11): a gateway that runs
-//! in another process, in any language, sends its model calls as OpenAI Chat Completions requests,
-//! and the key is rebuilt from the request body alone.
+//! Replay keys computed at the model's wire (`docs/replay-and-fixtures.md` §11): a gateway that
+//! runs in another process, in any language, sends its model calls as OpenAI Chat Completions
+//! requests, and the key is rebuilt from the request body alone.
 //!
 //! Two pieces, both pure JSON:
 //!
@@ -271,7 +271,7 @@ mod tests {
     use crate::scenario::{Scenario, UiMode};
     use serde_json::json;
 
-    /// The prompt of `replay-and-fixtures.md` §2.2.
+    /// The prompt of `docs/replay-and-fixtures.md` §2.2.
     const PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
 
     /// The T2 call of §4.9 as a gateway sends it over the wire: system prompt (with the date

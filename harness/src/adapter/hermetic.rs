@@ -1,6 +1,6 @@
-//! The hermetic gateway configuration of `replay-and-fixtures.md` §7: everything that could reach
-//! the model's input from the developer's machine or the clock is pinned or off, and record and
-//! replay differ only in the model block, because both are built by [`hermetic_config`].
+//! The hermetic gateway configuration of `docs/replay-and-fixtures.md` §7: everything that could
+//! reach the model's input from the developer's machine or the clock is pinned or off, and record
+//! and replay differ only in the model block, because both are built by [`hermetic_config`].
 
 use std::path::{Path, PathBuf};
 

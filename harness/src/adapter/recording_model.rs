@@ -1,5 +1,5 @@
 //! Provider-boundary recording and strict replay for the gateway's `ChatModel`s
-//! (`recording-format.md`): a wrapper that writes each call's request, every streamed event
+//! (`docs/recording-format.md`): a wrapper that writes each call's request, every streamed event
 //! (before passing it on) and its `call_end` to a versioned JSONL recording; a strict replay
 //! model that serves a recording call by call, chunk by chunk; and the fail-closed model used
 //! when the record/replay configuration is invalid.
