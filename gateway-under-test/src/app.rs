@@ -7,6 +7,7 @@
 //! serve it ([`App::serve`], in `server.rs`). This module knows nothing of HTTP routes: the
 //! router is assembled in `http`.
 
+use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
 use crate::runtime::middlewares::builtin_chain;
 use crate::runtime::runs::RunManager;
+use crate::serve::ServeLimits;
 use crate::store::{Store, StoreError};
 use crate::tools::{Tool, ToolRegistry};
 
@@ -141,6 +143,7 @@ impl AppBuilder {
             source,
         })?;
         let store = Store::open(&config.database_dir())?;
+        crate::runtime::runs::finish_orphaned_runs(&store)?;
         let context = ProviderContext {
             home: config.home.clone(),
         };
@@ -186,15 +189,23 @@ impl AppBuilder {
                 skills: list_skills(&skills_dir),
             },
         ));
-        let jwt = JwtKeys::load_or_create(&config.home, config.auth.jwt_secret.as_deref())
-            .map_err(|source| AppError::Io {
-                what: "JWT secret".into(),
-                source,
-            })?;
+        let jwt = JwtKeys::load_or_create(
+            &config.home,
+            config
+                .auth
+                .jwt_secret
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+        )
+        .map_err(|source| AppError::Io {
+            what: "JWT secret".into(),
+            source,
+        })?;
         let passwords = PasswordHasher::new(&config.auth.password_hash)
             .map_err(|err| AppError::PasswordHash(err.to_string()))?;
         let lockout = LoginLockout::new(
             config.auth.login_max_failures,
+            config.auth.login_max_failures_per_account,
             Duration::from_secs(config.auth.lockout_seconds),
         );
         let shutdown = CancellationToken::new();
@@ -217,6 +228,7 @@ impl AppBuilder {
             runs: Arc::new(runs),
             web_client,
             suggestions: Arc::new(config.suggestions),
+            serve_limits: ServeLimits::from(&config.server),
             shutdown,
             test_seed_route: self.test_seed_route,
         })
@@ -337,6 +349,8 @@ pub struct App {
     runs: Arc<RunManager>,
     suggestions: Arc<SuggestionsConfig>,
     web_client: Arc<WebClientSettings>,
+    /// `[server]`'s timeouts and connection bound, for [`App::serve`].
+    serve_limits: ServeLimits,
     shutdown: CancellationToken,
     test_seed_route: bool,
 }
@@ -369,6 +383,11 @@ impl App {
     /// Cancelled when the server shuts down.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.shutdown
+    }
+
+    /// The limits [`App::serve`] applies to connections (`[server]`).
+    pub(crate) fn serve_limits(&self) -> ServeLimits {
+        self.serve_limits
     }
 
     /// Whether the test-only seed route is mounted.

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -50,7 +51,7 @@ fn invalid(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
 }
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Home folder for the database, sandboxes and the JWT secret. `DEER_FLOW_HOME` overrides
@@ -138,6 +139,16 @@ pub struct ServerConfig {
     /// `index.html` (the client routes itself); `/api` and `/health` are never served from it.
     /// Relative to the config file's folder. Unset (the default) serves no client.
     pub web_dir: Option<PathBuf>,
+    /// `server.header_read_timeout_secs`: how long a client may take to send a request's
+    /// headers, counted from when the server starts waiting for them (so it also closes idle
+    /// keep-alive connections). At least 1. Default 10.
+    pub header_read_timeout_secs: u64,
+    /// `server.request_body_timeout_secs`: how long a request body may go without sending
+    /// anything; the request then fails and the connection closes. At least 1. Default 30.
+    pub request_body_timeout_secs: u64,
+    /// `server.max_connections`: connections served at once; further clients wait in the
+    /// listen backlog until one closes. At least 1. Default 512.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -146,6 +157,9 @@ impl Default for ServerConfig {
             host: "127.0.0.1".into(),
             port: 8001,
             web_dir: None,
+            header_read_timeout_secs: 10,
+            request_body_timeout_secs: 30,
+            max_connections: 512,
         }
     }
 }
@@ -170,7 +184,7 @@ impl Default for DatabaseConfig {
 }
 
 /// `[auth]`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// `auth.disabled`: auth-disabled mode (synthetic `default` user, no CSRF). Also switched on
@@ -180,7 +194,8 @@ pub struct AuthConfig {
     pub environment: Option<String>,
     /// `auth.jwt_secret`: the HS256 secret (`AUTH_JWT_SECRET`). When unset, a secret is generated
     /// and kept in `<home>/.jwt_secret`.
-    pub jwt_secret: Option<String>,
+    #[serde(serialize_with = "serialize_secret")]
+    pub jwt_secret: Option<SecretString>,
     /// `auth.token_expiry_days`: JWT and cookie lifetime, 1 to 30. Default 7.
     pub token_expiry_days: u32,
     /// `auth.registration_enabled`: whether `register` accepts new users. Default true.
@@ -192,9 +207,14 @@ pub struct AuthConfig {
     /// `auth.allow_insecure_persistent_cookie`: persistent cookies over plain http to
     /// non-loopback hosts (`DEER_FLOW_AUTH_ALLOW_INSECURE_PERSISTENT_COOKIE`).
     pub allow_insecure_persistent_cookie: bool,
-    /// `auth.login_max_failures`: failed logins per client IP before lockout. Default 5.
+    /// `auth.login_max_failures`: failed logins for one account from one client IP before that
+    /// pair is locked out. Default 5.
     pub login_max_failures: u32,
-    /// `auth.lockout_seconds`: lockout length. Default 300.
+    /// `auth.login_max_failures_per_account`: failed logins for one account from all clients
+    /// before the account is locked out for everyone; at least `login_max_failures`. Default 20.
+    pub login_max_failures_per_account: u32,
+    /// `auth.lockout_seconds`: how long failures are counted, and how long a lockout lasts.
+    /// Default 300.
     pub lockout_seconds: u64,
     /// `[auth.password_hash]`: argon2id cost.
     pub password_hash: PasswordHashConfig,
@@ -212,6 +232,7 @@ impl Default for AuthConfig {
             trusted_proxies: Vec::new(),
             allow_insecure_persistent_cookie: false,
             login_max_failures: 5,
+            login_max_failures_per_account: 20,
             lockout_seconds: 300,
             password_hash: PasswordHashConfig::default(),
         }
@@ -264,7 +285,7 @@ impl PasswordHashConfig {
 }
 
 /// One `[[models]]` entry. Its `Debug` output hides the API key.
-#[derive(Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ModelConfig {
     /// `models[].name`: the name runs select with `context.model_name`.
     pub name: String,
@@ -279,7 +300,8 @@ pub struct ModelConfig {
     pub model: Option<String>,
     /// `models[].api_key`: the key; `$VAR` or `${VAR}` is read from the environment at load.
     #[serde(default)]
-    pub api_key: Option<String>,
+    #[serde(serialize_with = "serialize_secret")]
+    pub api_key: Option<SecretString>,
     /// `models[].base_url`: the endpoint root (e.g. `https://host/v1`); `$VAR` expands.
     #[serde(default)]
     pub base_url: Option<String>,
@@ -412,7 +434,8 @@ fn default_tools() -> Vec<ToolConfig> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolLimitsConfig {
-    /// `tool_limits.write_file_max_bytes`: single-call `write_file` limit; 0 or less disables it
+    /// `tool_limits.write_file_max_bytes`: the largest file `write_file` leaves behind (the
+    /// content of one call, and the whole file after an append); 0 or less disables it
     /// (`DEERFLOW_WRITE_FILE_MAX_BYTES`). Default 81920.
     pub write_file_max_bytes: i64,
     /// `tool_limits.read_before_write`: refuse to overwrite a file the agent has not read at its
@@ -700,7 +723,7 @@ impl Config {
             self.auth.environment = Some(environment);
         }
         if let Some(secret) = set("AUTH_JWT_SECRET") {
-            self.auth.jwt_secret = Some(secret);
+            self.auth.jwt_secret = Some(secret.into());
         }
         if let Some(origins) = set("GATEWAY_CORS_ORIGINS") {
             self.auth.cors_origins = split_list(&origins);
@@ -723,19 +746,19 @@ impl Config {
             })?;
         }
         for (index, model) in self.models.iter_mut().enumerate() {
-            for (field, value) in [
-                ("api_key", &mut model.api_key),
-                ("base_url", &mut model.base_url),
-            ] {
-                if let Some(text) = value.as_ref() {
-                    let expanded = expand_env(text, env).map_err(|var| {
-                        invalid(
-                            format!("models[{index}].{field}"),
-                            format!("environment variable ${var} is not set"),
-                        )
-                    })?;
-                    *value = Some(expanded);
-                }
+            let expand = |field: &str, text: &str| {
+                expand_env(text, env).map_err(|var| {
+                    invalid(
+                        format!("models[{index}].{field}"),
+                        format!("environment variable ${var} is not set"),
+                    )
+                })
+            };
+            if let Some(key) = &model.api_key {
+                model.api_key = Some(expand("api_key", key.expose_secret())?.into());
+            }
+            if let Some(url) = &model.base_url {
+                model.base_url = Some(expand("base_url", url)?);
             }
         }
         Ok(())
@@ -761,6 +784,24 @@ impl Config {
                 ),
             ));
         }
+        for (key, value) in [
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs,
+            ),
+            (
+                "server.request_body_timeout_secs",
+                self.server.request_body_timeout_secs,
+            ),
+            (
+                "server.max_connections",
+                u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
+        }
         if !(1..=30).contains(&self.auth.token_expiry_days) {
             return Err(invalid(
                 "auth.token_expiry_days",
@@ -776,6 +817,15 @@ impl Config {
         }
         if self.auth.login_max_failures == 0 {
             return Err(invalid("auth.login_max_failures", "must be at least 1"));
+        }
+        if self.auth.login_max_failures_per_account < self.auth.login_max_failures {
+            return Err(invalid(
+                "auth.login_max_failures_per_account",
+                format!(
+                    "must be at least auth.login_max_failures ({})",
+                    self.auth.login_max_failures
+                ),
+            ));
         }
         if let Some(web_dir) = &self.server.web_dir
             && !web_dir.join("index.html").is_file()
@@ -921,6 +971,18 @@ pub fn expand_env(text: &str, env: EnvLookup<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// Writes a secret as its value: only a configuration file written on purpose (a hermetic
+/// config, whose key is the `$OPENAI_API_KEY` placeholder) serialises one. `Debug` never shows it.
+fn serialize_secret<S: serde::Serializer>(
+    secret: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(secret) => serializer.serialize_some(secret.expose_secret()),
+        None => serializer.serialize_none(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -951,20 +1013,29 @@ mod tests {
             ("OPENAI_API_BASE", "http://h"),
         ]);
         config.apply_env(&env).unwrap();
-        assert_eq!(config.models[0].api_key.as_deref(), Some("sk-test"));
+        assert_eq!(
+            config.models[0]
+                .api_key
+                .as_ref()
+                .map(ExposeSecret::expose_secret),
+            Some("sk-test")
+        );
         assert_eq!(config.models[0].base_url.as_deref(), Some("http://h/v1"));
     }
 
     #[test]
-    fn debug_output_never_shows_the_api_key() {
+    fn debug_output_never_shows_the_api_key_or_the_jwt_secret() {
         let mut model = ModelConfig::new("m", "openai");
         model.api_key = Some("sk-live-abcdefghijklmnop".into());
-        let config = Config {
+        let mut config = Config {
             models: vec![model],
             ..Config::default()
         };
-        let shown = format!("{config:?}");
-        assert!(!shown.contains("sk-live"), "{shown}");
+        config.auth.jwt_secret = Some("jwt-secret-qrstuvwxyz".into());
+        let shown = format!("{config:?} {config:#?} {:?}", config.auth);
+        for secret in ["sk-live", "jwt-secret-qrstuvwxyz"] {
+            assert!(!shown.contains(secret), "{secret} shown: {shown}");
+        }
         assert!(shown.contains("[secret removed]"));
     }
 
@@ -992,6 +1063,30 @@ mod tests {
             Config::from_toml_str("[auth]\ntoken_expiry_days = 40\n", Path::new("c.toml")).unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("auth.token_expiry_days"), "{err}");
+        let config = Config::from_toml_str(
+            "[auth]\nlogin_max_failures = 5\nlogin_max_failures_per_account = 4\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config key `auth.login_max_failures_per_account`: must be at least \
+             auth.login_max_failures (5)"
+        );
+        for key in [
+            "header_read_timeout_secs",
+            "request_body_timeout_secs",
+            "max_connections",
+        ] {
+            let text = format!("[server]\n{key} = 0\n");
+            let config = Config::from_toml_str(&text, Path::new("c.toml")).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("config key `server.{key}`: must be at least 1")
+            );
+        }
         let config =
             Config::from_toml_str("[title]\nmodel_name = \"ghost\"\n", Path::new("c.toml"))
                 .unwrap();

@@ -1,5 +1,5 @@
 //! `gateway-under-test`: a real agent gateway, wire-compatible with the DeerFlow gateway's HTTP/SSE
-//! contract (`../shared/spec/gateway-contract.md`).
+//! contract (`docs/gateway-contract.md`).
 //!
 //! It knows nothing of record or replay: models come from a [`models::ProviderRegistry`] that
 //! embedding crates fill by name before the app starts ([`app::AppBuilder::provider`]).
@@ -14,6 +14,7 @@ pub mod messages;
 pub mod models;
 pub mod run_status;
 pub mod runtime;
+mod serve;
 mod server;
 pub mod store;
 pub mod tools;

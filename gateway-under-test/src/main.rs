@@ -1,7 +1,7 @@
 //! The gateway binary: `gateway-under-test --config FILE [--port N]`.
 //!
-//! Serves on 127.0.0.1 (or `server.host`), logs with `tracing` (`RUST_LOG` overrides the
-//! config's `log_level`), prints its address, and shuts down cleanly on Ctrl-C.
+//! Serves on 127.0.0.1 (or `server.host`), logs with `tracing` to stderr (`RUST_LOG` overrides the
+//! config's `log_level`), prints its address on stdout, and shuts down cleanly on Ctrl-C.
 
 use std::path::PathBuf;
 
@@ -44,8 +44,11 @@ async fn main() -> anyhow::Result<()> {
     if let Some(host) = args.host {
         config.server.host = host;
     }
+    // Logs go to stderr, so that stdout carries only the address line (start-up may log, e.g.
+    // runs finished after a crash, before the address is known).
     tracing_subscriber::fmt()
         .with_env_filter(tracing_filter(&config.log_level))
+        .with_writer(std::io::stderr)
         .init();
     let address = format!("{}:{}", config.server.host, config.server.port);
     let app = AppBuilder::new(config)

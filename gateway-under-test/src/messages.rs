@@ -2,8 +2,8 @@
 //! journal and the wire all share.
 //!
 //! A [`Message`] serialises ("dumps") to exactly the keys, in exactly the order, that
-//! `gateway-contract.md` §6.3 lists for its type, so a `values` frame carries the same objects a
-//! DeerFlow frontend expects. Parsing accepts both the flat dump and the `{"type", "data"}` form
+//! `docs/gateway-contract.md` §6.3 lists for its type, so a `values` frame carries the same objects
+//! a DeerFlow frontend expects. Parsing accepts both the flat dump and the `{"type", "data"}` form
 //! LangChain uses in fixtures.
 
 use serde_json::{Map, Value, json};
@@ -185,7 +185,7 @@ impl Message {
             .is_some_and(is_truthy)
     }
 
-    /// The message dump of `gateway-contract.md` §6.3: the keys for its type, in order.
+    /// The message dump of `docs/gateway-contract.md` §6.3: the keys for its type, in order.
     pub fn to_dump(&self) -> Value {
         let mut dump = Map::new();
         dump.insert("content".into(), self.content.clone());

@@ -1,6 +1,6 @@
 //! The vocabulary of a run's life, one type per concept for the HTTP layer, the runtime and the
 //! store: [`RunStatus`] and the [`MultitaskStrategy`] that decides what a new run does to the
-//! run already active on its thread (`gateway-contract.md` §4.1, §4.5).
+//! run already active on its thread (`docs/gateway-contract.md` §4.1, §4.5).
 //!
 //! Both travel as lowercase strings (JSON and the `runs` table) and parse back with
 //! [`FromStr`], whose error names the value and the accepted ones.

@@ -1,5 +1,6 @@
-//! Serving an [`App`]: the HTTP router (`http`) on a TCP listener, until shutdown. This is the
-//! one module that joins the app to its routes, so `app` never depends on `http`.
+//! Serving an [`App`]: the HTTP router (`http`) on a TCP listener, through the connection loop
+//! of `serve` (timeouts and a connection bound), until shutdown. This is the one module that
+//! joins the app to its routes, so `app` never depends on `http`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::app::App;
-use crate::http;
+use crate::{http, serve};
 
 impl App {
     /// Serves the HTTP API on `listener` until [`RunningGateway::shutdown`].
@@ -16,22 +17,12 @@ impl App {
         let addr = listener.local_addr()?;
         let shutdown = self.shutdown_token().clone();
         let router = http::router(self.clone());
-        let signal = shutdown.clone().cancelled_owned();
-        // SSE frames are many small writes; without TCP_NODELAY, Nagle's algorithm and the
-        // peer's delayed ACK stall a stream by about 40 ms at a time.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::debug!("cannot set TCP_NODELAY: {err}");
-            }
-        });
-        let join = tokio::spawn(async move {
-            axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(signal)
-            .await
-        });
+        let join = tokio::spawn(serve::serve(
+            listener,
+            router,
+            self.serve_limits(),
+            shutdown,
+        ));
         Ok(RunningGateway {
             app: self,
             addr,

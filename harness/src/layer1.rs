@@ -1,21 +1,23 @@
-//! Layer 1: one fixture through the real gateway, in-process and keyless. Boot with the replay
-//! model, drive register → thread → `runs/stream` (then any follow-up prompts in the same
-//! thread), reduce the SSE to shapes, collect the misses the error middleware hid, and give the
-//! run its [`Verdict`] and a report that explains it.
+//! Layer 1: one fixture through the real gateway, keyless. Boot with the replay model (or select
+//! the fixture on the model server of a gateway that runs elsewhere: see [`crate::target`]),
+//! drive register → thread → `runs/stream` (then any follow-up prompts in the same thread),
+//! reduce the SSE to shapes, collect the misses the error middleware hid, and give the run its
+//! [`Verdict`] and a report that explains it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, ReplayEngine, Shape, Verdict,
-    golden_document, shape_of, shorten,
+    Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict, golden_document,
+    shape_of, shorten,
 };
 
-use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
+use crate::adapter::boot::{BootError, Extensions};
 use crate::driver::{Driver, DriverError, RunTranscript};
 use crate::golden::{golden_path, golden_status, stem_of};
+use crate::model_server::ClientError;
+use crate::target::{GatewayTarget, InProcess};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,14 @@ pub enum HarnessError {
         /// Why.
         source: DriverError,
     },
+    /// The model server of a gateway that runs elsewhere could not select the fixture or report.
+    #[error("model server for {fixture}: {source}")]
+    ModelServer {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: ClientError,
+    },
 }
 
 /// The result of running one fixture.
@@ -52,6 +62,9 @@ pub struct ScenarioRun {
     pub transcripts: Vec<RunTranscript>,
     /// Model calls with no recorded output.
     pub misses: Vec<Miss>,
+    /// Other model-side failures reported by a model server (a strict-replay mismatch, an
+    /// ambiguous caller, an unreadable request), as their messages.
+    pub model_errors: Vec<String>,
     /// Turns nobody asked for (information, not failure).
     pub unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
@@ -81,20 +94,21 @@ impl ScenarioRun {
         )
     }
 
-    /// The Layer 1 verdict on this run: framing, misses, the shapes against the committed
-    /// golden, unused turns.
+    /// The Layer 1 verdict on this run: framing, misses and other model errors, the shapes
+    /// against the committed golden, unused turns.
     pub fn verdict(&self) -> Verdict {
         Verdict::new(
             &self.shapes(),
             self.misses.clone(),
+            self.model_errors.clone(),
             golden_status(&self.stem(), &self.golden_document()),
             self.unused_turns.clone(),
         )
     }
 
     /// Everything needed to explain `verdict`: its failed checks, the fixture, each request and
-    /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, and
-    /// the unused turns.
+    /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, the
+    /// model server's other problems, and the unused turns.
     pub fn report(&self, verdict: &Verdict) -> String {
         let mut out = String::new();
         for problem in verdict.problems(MissingGolden::Fails) {
@@ -138,6 +152,9 @@ impl ScenarioRun {
         for miss in &verdict.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
+        for problem in &verdict.model_errors {
+            let _ = writeln!(out, "--- model server ---\n{problem}");
+        }
         if !verdict.unused_turns.is_empty() {
             let _ = writeln!(
                 out,
@@ -169,44 +186,57 @@ pub async fn run_fixture_with(
     run_loaded(path, fixture, extensions).await
 }
 
-/// Runs an already loaded fixture.
+/// Runs an already loaded fixture through an in-process gateway.
 pub async fn run_loaded(
     path: &Path,
     fixture: Fixture,
     extensions: Extensions,
 ) -> Result<ScenarioRun, HarnessError> {
+    run_on(&mut InProcess::new(extensions), path, fixture).await
+}
+
+/// Runs a fixture file through `target`.
+pub async fn run_fixture_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+) -> Result<ScenarioRun, HarnessError> {
+    let fixture = Fixture::load(path)?;
+    run_on(target, path, fixture).await
+}
+
+/// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
+/// failed drive, so the gateway stops and the model side is read).
+pub async fn run_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    fixture: Fixture,
+) -> Result<ScenarioRun, HarnessError> {
     let started = Instant::now();
-    let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
-    let booted = boot(
-        ModelWiring::Replay(engine.clone()),
-        fixture.scenario.gateway_config.as_ref(),
-        extensions,
-    )
-    .await
-    .map_err(|source| HarnessError::Boot {
-        fixture: path.to_path_buf(),
-        source,
-    })?;
-    let drive = drive_prompts(&booted.url(), &fixture).await;
-    if let Err(err) = booted.shutdown().await {
-        tracing::warn!("gateway shutdown: {err}");
-    }
+    let url = target.start(path, &fixture).await?;
+    let drive = drive_prompts(&url, &fixture).await;
+    let ledger = target.finish().await;
     let transcripts = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
+    let ledger = ledger?;
     Ok(ScenarioRun {
         fixture_path: path.to_path_buf(),
-        misses: engine.take_misses(),
-        unused_turns: engine.unused_turns(),
+        misses: ledger.misses,
+        model_errors: ledger.other_problems,
+        unused_turns: ledger.unused_turns,
         fixture,
         transcripts,
         elapsed: started.elapsed(),
     })
 }
 
-/// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it.
-async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
+/// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it (public:
+/// a test that starts its gateway and model server itself drives them with this).
+pub async fn drive_prompts(
+    url: &str,
+    fixture: &Fixture,
+) -> Result<Vec<RunTranscript>, DriverError> {
     let mut driver = Driver::new(url)?;
     driver.register().await?;
     let (_, transcripts) = driver.run_scenario(&fixture.scenario).await?;

@@ -11,8 +11,11 @@
 //! - [`adapter`]: binds the core to `gateway-under-test` (the replay and recording models, the
 //!   hermetic configuration, in-process boot, record/replay activation).
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway and its
-//!   verdict; [`web_flow`]: one fixture through the gateway as DeerFlow's web client drives a
-//!   chat page; [`golden`]: goldens in `golden/`.
+//!   verdict; [`target`]: the gateway Layer 1 drives, in-process or at a URL; [`web_flow`]: one
+//!   fixture through the gateway as DeerFlow's web client drives a chat page; [`golden`]:
+//!   goldens in `golden/`.
+//! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
+//!   wire, for a gateway that runs in its own process, in any language.
 //! - [`record_run`]: recording a scenario and building its fixture.
 //! - [`replay_gateway`]: replay gateways for a browser (the client served beside the API, a
 //!   replay log written as calls hit or miss), behind `cargo xtask replay-gateway` and Layer 2.
@@ -26,6 +29,7 @@ pub mod adapter;
 pub mod driver;
 pub mod golden;
 pub mod layer1;
+pub mod model_server;
 pub mod record_run;
 pub mod recording_store;
 pub mod replay_gateway;
@@ -33,4 +37,5 @@ pub mod replay_gateway;
 pub mod scenarios;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;
+pub mod target;
 pub mod web_flow;

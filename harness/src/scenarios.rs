@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::stand_in::{Reply, STAND_IN_MODEL};
 
-/// The write/read-file prompt of `replay-and-fixtures.md` §2.2 (305 characters, one U+2014).
+/// The write/read-file prompt of `docs/replay-and-fixtures.md` §2.2 (305 characters, one U+2014).
 pub const WRITE_READ_FILE_PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
 
 /// A scenario to record: what to drive and what the stand-in answers, in call order.

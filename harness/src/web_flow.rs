@@ -14,19 +14,19 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::adapter::boot::{Extensions, ModelWiring, boot};
+use crate::adapter::boot::Extensions;
 use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::driver::{
     Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
 };
 use crate::layer1::{HarnessError, ScenarioRun};
-use replay_core::{Fixture, ReplayEngine, first_chars, golden_document};
+use crate::target::{GatewayTarget, InProcess};
+use replay_core::{Fixture, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
@@ -94,6 +94,13 @@ impl WebFlowRun {
                 self.scenario.misses.len()
             ));
         }
+        if !self.scenario.model_errors.is_empty() {
+            problems.push(format!(
+                "the model server reported {} problem(s): {:?}",
+                self.scenario.model_errors.len(),
+                self.scenario.model_errors
+            ));
+        }
         if !self.scenario.unused_turns.is_empty() {
             problems.push(format!(
                 "recorded turns {:?} were never asked for: the web client's flow did not reach them",
@@ -129,30 +136,21 @@ impl WebFlowRun {
 pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlowRun, HarnessError> {
     let started = Instant::now();
     let fixture = Fixture::load(path)?;
-    let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
-    let booted = boot(
-        ModelWiring::Replay(engine.clone()),
-        fixture.scenario.gateway_config.as_ref(),
-        extensions,
-    )
-    .await
-    .map_err(|source| HarnessError::Boot {
-        fixture: path.to_path_buf(),
-        source,
-    })?;
-    let drive = drive_web_client(&booted.url(), &fixture).await;
-    if let Err(err) = booted.shutdown().await {
-        tracing::warn!("gateway shutdown: {err}");
-    }
+    let mut target = InProcess::new(extensions);
+    let url = target.start(path, &fixture).await?;
+    let drive = drive_web_client(&url, &fixture).await;
+    let ledger = target.finish().await;
     let (transcripts, exchanges) = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
+    let ledger = ledger?;
     Ok(WebFlowRun {
         scenario: ScenarioRun {
             fixture_path: path.to_path_buf(),
-            misses: engine.take_misses(),
-            unused_turns: engine.unused_turns(),
+            misses: ledger.misses,
+            model_errors: ledger.other_problems,
+            unused_turns: ledger.unused_turns,
             fixture,
             transcripts,
             elapsed: started.elapsed(),

@@ -20,7 +20,7 @@ fn settings(web_dir: &Path) -> HostSettings {
     std::fs::write(web_dir.join("index.html"), INDEX).unwrap();
     HostSettings {
         web_dir: Some(web_dir.to_path_buf()),
-        jwt_secret: "test-replay-secret".into(),
+        jwt_secret: "test-replay-secret".to_owned().into(),
         cors_origins: Vec::new(),
     }
 }

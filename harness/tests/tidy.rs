@@ -1,13 +1,14 @@
 //! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
 //! web modes) and every golden a fixture; every Rust module starts with a `//!` doc; no test
 //! carries the ignore attribute; the replay core depends on no gateway, async runtime or HTTP
-//! stack.
+//! stack; nothing points outside the repository for its specification; every section a file
+//! cites exists in the cited document under `docs/`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::golden::{fixtures_dir, golden_dir};
+use harness::golden::{fixtures_dir, golden_dir, workspace_root};
 
 fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -137,5 +138,208 @@ fn the_replay_core_depends_on_no_gateway_runtime_or_http_stack() {
         "harness/core (replay-core) must stay independent of any gateway, async runtime and \
          HTTP stack, but it depends on {forbidden:?} (see `cargo tree -p replay-core -i NAME`); \
          move that code to the harness package"
+    );
+}
+
+/// The files git tracks, relative to the repository root ("tracked" is what a clone gets).
+fn tracked_files() -> Vec<PathBuf> {
+    let root = workspace_root();
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(["ls-files", "-z"])
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run `git ls-files` in {}: {err}", root.display()));
+    assert!(
+        output.status.success(),
+        "`git ls-files` failed in {}: {}",
+        root.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+        .stdout
+        .split(|byte| *byte == 0)
+        .filter(|path| !path.is_empty())
+        .map(|path| PathBuf::from(String::from_utf8_lossy(path).into_owned()))
+        .collect()
+}
+
+/// The tracked text files outside `docs/`, with their contents. Files deleted from the working
+/// tree and files that are not UTF-8 are skipped.
+fn tracked_texts_outside_docs() -> Vec<(PathBuf, String)> {
+    let root = workspace_root();
+    tracked_files()
+        .into_iter()
+        .filter(|path| !path.starts_with("docs"))
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(root.join(&path)).ok()?;
+            Some((path, text))
+        })
+        .collect()
+}
+
+/// Text that points outside the repository for a specification, and why it must not. The
+/// needles are joined at run time so that this file does not contain them.
+const OUTSIDE_POINTERS: &[(&[&str], &str)] = &[
+    (
+        &["..", "/shared"],
+        "a folder beside the repository, which a clone does not have",
+    ),
+    (
+        &["shared", "/spec"],
+        "the original specification folder, which a clone does not have",
+    ),
+];
+
+#[test]
+fn nothing_outside_docs_points_at_a_specification_outside_the_repository() {
+    let files = tracked_texts_outside_docs();
+    assert!(!files.is_empty(), "git lists no tracked text files");
+    let mut problems = Vec::new();
+    for (pieces, why) in OUTSIDE_POINTERS {
+        let needle = pieces.concat();
+        for (path, text) in &files {
+            for (index, line) in text.lines().enumerate() {
+                if line.contains(&needle) {
+                    problems.push(format!(
+                        "{}:{}: mentions `{needle}`, {why}; cite docs/<document>.md instead",
+                        path.display(),
+                        index + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The section sign, written as an escape so that this file cites nothing itself.
+const SECTION: char = '\u{a7}';
+
+/// The numbered headings of every `docs/<name>.md`: name → {"7.3" → "## 7.3 Title"}.
+fn documented_sections() -> BTreeMap<String, BTreeMap<String, String>> {
+    let docs = workspace_root().join("docs");
+    let mut documents = BTreeMap::new();
+    for entry in std::fs::read_dir(&docs)
+        .unwrap_or_else(|err| panic!("cannot list {}: {err}", docs.display()))
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let headings = text
+            .lines()
+            .filter(|line| line.starts_with("##"))
+            .filter_map(|line| {
+                let number = section_number(line.trim_start_matches('#').trim_start())?;
+                Some((number, line.to_string()))
+            })
+            .collect();
+        documents.insert(stem.to_string(), headings);
+    }
+    documents
+}
+
+/// The section number at the start of `text` (`7.3` of `7.3 Title`, `2` of `2. File format`).
+fn section_number(text: &str) -> Option<String> {
+    let end = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let number = text[..end].trim_end_matches('.');
+    number
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then(|| number.to_string())
+}
+
+/// What one line cites, in order: documents named as `docs/<name>.md`, and section numbers
+/// (both ends of a range such as `2.8–2.10`). Sections of RFCs are not ours and are skipped.
+fn citations(line: &str) -> Vec<(usize, Citation)> {
+    let mut found = Vec::new();
+    for (at, _) in line.match_indices("docs/") {
+        let rest = &line[at + "docs/".len()..];
+        let name_len = rest
+            .find(|c: char| !c.is_ascii_lowercase() && c != '-')
+            .unwrap_or(rest.len());
+        if name_len > 0 && rest[name_len..].starts_with(".md") {
+            found.push((at, Citation::Document(rest[..name_len].to_string())));
+        }
+    }
+    for (at, sign) in line.match_indices(SECTION) {
+        let before = line[..at].trim_end();
+        let by_rfc = before
+            .rsplit_once(' ')
+            .is_some_and(|(head, number)| head.ends_with("RFC") && number.parse::<u32>().is_ok());
+        if by_rfc {
+            continue;
+        }
+        let rest = &line[at + sign.len()..];
+        let Some(first) = section_number(rest) else {
+            continue;
+        };
+        found.push((at, Citation::Section(first.clone())));
+        let after = &rest[first.len()..];
+        if let Some(range_end) = after
+            .strip_prefix('\u{2013}')
+            .or_else(|| after.strip_prefix('-'))
+            .and_then(section_number)
+        {
+            found.push((at, Citation::Section(range_end)));
+        }
+    }
+    found.sort_by_key(|(at, _)| *at);
+    found
+}
+
+#[derive(Debug)]
+enum Citation {
+    Document(String),
+    Section(String),
+}
+
+#[test]
+fn every_cited_section_exists_in_the_document_it_cites() {
+    let documents = documented_sections();
+    assert!(!documents.is_empty(), "no documents in docs/");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (path, text) in tracked_texts_outside_docs() {
+        // A section cites the document most recently named before it in the same file.
+        let mut document: Option<String> = None;
+        for (index, line) in text.lines().enumerate() {
+            let place = format!("{}:{}", path.display(), index + 1);
+            for (_, citation) in citations(line) {
+                match (citation, &document) {
+                    (Citation::Document(name), _) => {
+                        if !documents.contains_key(&name) {
+                            problems.push(format!("{place}: docs/{name}.md does not exist"));
+                        }
+                        document = Some(name);
+                    }
+                    (Citation::Section(number), None) => problems.push(format!(
+                        "{place}: cites {SECTION}{number} without naming its docs/<document>.md \
+                         earlier in the file"
+                    )),
+                    (Citation::Section(number), Some(name)) => {
+                        checked += 1;
+                        let exists = documents
+                            .get(name)
+                            .is_some_and(|headings| headings.contains_key(&number));
+                        if !exists {
+                            problems.push(format!(
+                                "{place}: cites docs/{name}.md {SECTION}{number}, which has no such \
+                                 numbered heading"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        checked > 0,
+        "no section citations found; is the parser broken?"
     );
 }

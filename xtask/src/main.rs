@@ -4,12 +4,14 @@
 mod e2e;
 mod fixtures;
 mod hash;
+mod model_server;
 mod record;
 mod recordings;
 mod replay;
 mod replay_gateway;
 mod serve;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -18,6 +20,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about, long_about = None)]
 struct Cli {
+    /// Show the gateway's and the harness's log lines (`-v` info, `-vv` debug). Without it,
+    /// commands whose output is a report (replay, fixtures, hash, record) show errors only, and
+    /// servers show warnings. `RUST_LOG` overrides both.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -29,7 +36,15 @@ enum Command {
     /// Runs every fixture in fixtures/ (or the ones named) and prints a table: scenario, mode,
     /// events, turns used of recorded, misses, golden (ok, changed, missing) and milliseconds.
     /// Exits 1 when any fixture misses, breaks the metadata/end framing, or has a changed golden.
+    /// With --gateway-url, drives a gateway that runs elsewhere against a model server instead.
     Replay(replay::Args),
+    /// Serve OpenAI-compatible Chat Completions on 127.0.0.1 by replay at the model's wire.
+    ///
+    /// For a gateway in any language: point its OpenAI base URL at the printed address, then run
+    /// `cargo xtask replay --gateway-url`. Replays fixtures (default: all of fixtures/), a
+    /// recording strictly (--recording), or records through a proxy (--record --upstream).
+    /// Misses are printed as they happen and served at GET /_harness/misses.
+    ModelServer(model_server::Args),
     /// Print the replay key of a message list: caller, conversation_hash, input_hash, canonical.
     ///
     /// The tool to reach for when a miss needs explaining: hash what the model was sent and
@@ -77,23 +92,47 @@ enum Command {
     Recordings(recordings::Command),
 }
 
+impl Command {
+    /// Whether the command's output is a report that log lines would break up (a table, JSON
+    /// lines, a per-turn listing); a server's log lines are its output.
+    fn reports(&self) -> bool {
+        !matches!(
+            self,
+            Command::ReplayGateway(_) | Command::Serve(_) | Command::ModelServer(_)
+        )
+    }
+}
+
+/// The default log filter: `-v`/`-vv` raise it; otherwise a report shows errors only and a
+/// server warnings.
+fn log_level(verbose: u8, reports: bool) -> &'static str {
+    match (verbose, reports) {
+        (0, true) => "error",
+        (0, false) => "warn",
+        (1, _) => "info",
+        _ => "debug",
+    }
+}
+
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, not in CI logs or files.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
     let Some(command) = cli.command else {
         let _ = Cli::command().print_help();
         return ExitCode::from(2);
     };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(log_level(cli.verbose, command.reports()))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a pipe or a file.
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let result = match command {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),
+        Command::ModelServer(args) => model_server::run(args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
         Command::E2e(args) => e2e::run(args),

@@ -108,7 +108,12 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let model = required("RECORD_MODEL").unwrap_or_else(|| DEFAULT_RECORD_MODEL.to_string());
     let recording_path = match args.recording_out {
-        Some(path) => path,
+        Some(path) => {
+            if let Some(created) = create_parent(&path)? {
+                println!("created folder {}", created.display());
+            }
+            path
+        }
         None => tempfile::Builder::new()
             .prefix("record-gw-")
             .tempdir()
@@ -128,7 +133,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let block = ModelBlock::Record {
         model: model.clone(),
-        api_key,
+        api_key: api_key.into(),
         base_url,
     };
     let runtime = crate::runtime()?;
@@ -168,4 +173,18 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         fixture.turns.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the folder a `--recording-out` file goes into when it does not exist yet (the
+/// recording writer would otherwise fail on its lock file) and returns it, so the caller says so.
+pub(crate) fn create_parent(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(None);
+    };
+    if parent.exists() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create the folder {}", parent.display()))?;
+    Ok(Some(parent.to_path_buf()))
 }

@@ -1,6 +1,6 @@
 //! `cargo xtask recordings`: manage provider-boundary recordings and the `record_replay`
-//! configuration (`recording-format.md` §12). A thin layer over `harness::recording_store`; it never
-//! starts a gateway, so `status` and `off` work even when the configured file is broken.
+//! configuration (`docs/recording-format.md` §12). A thin layer over `harness::recording_store`; it
+//! never starts a gateway, so `status` and `off` work even when the configured file is broken.
 //!
 //! The state directory is `$HARNESS_STATE_DIR`, else `<repository root>/.harness-state`.
 //! Exit codes: 0 success; 1 an error, printed as `error: <message>`; 2 a refused confirmation

@@ -1,5 +1,6 @@
-//! `cargo xtask replay`: the main job. Every fixture through the in-process gateway, compared
-//! with its golden, as a table or JSON lines.
+//! `cargo xtask replay`: the main job. Every fixture through the in-process gateway (or, with
+//! `--gateway-url`, through a gateway that runs elsewhere against a model server), compared with
+//! its golden, as a table or JSON lines.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use futures::StreamExt;
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture};
+use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
+use harness::target::AtUrl;
 use replay_core::{Framing, MissingGolden, Verdict};
 use serde_json::json;
 
@@ -21,6 +23,19 @@ pub struct Args {
     /// Print one JSON object per fixture instead of the table.
     #[arg(long)]
     json: bool,
+    /// Drive the gateway already running at this URL instead of booting one in-process. Its
+    /// model must point at the model server (`cargo xtask model-server`), which must have the
+    /// fixtures loaded; they run one after another.
+    #[arg(long, value_name = "URL")]
+    gateway_url: Option<String>,
+    /// The model server of `--gateway-url`: where the fixture is selected and misses are read.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8090",
+        requires = "gateway_url"
+    )]
+    model_server: String,
 }
 
 /// All fixture files in `fixtures/`, sorted.
@@ -33,6 +48,33 @@ pub fn all_fixtures() -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// A fixture's `gateway_config` cannot be applied to a gateway that runs elsewhere: say what the
+/// gateway must be configured with.
+fn warn_about_overrides(path: &std::path::Path) {
+    if let Ok(fixture) = replay_core::Fixture::load(path)
+        && let Some(overrides) = fixture.scenario.gateway_config.filter(|o| !o.is_null())
+    {
+        eprintln!(
+            "note: {} was recorded with gateway_config {overrides}; the gateway must be configured the same way",
+            path.display()
+        );
+    }
+}
+
+/// One fixture in-process, or through the gateway at a URL.
+async fn run_one(
+    path: &std::path::Path,
+    external: Option<AtUrl>,
+) -> Result<ScenarioRun, harness::layer1::HarnessError> {
+    match external {
+        Some(mut target) => {
+            warn_about_overrides(path);
+            run_fixture_on(&mut target, path).await
+        }
+        None => run_fixture(path).await,
+    }
 }
 
 /// A replayed fixture and its verdict.
@@ -52,16 +94,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no fixtures found in {}", fixtures_dir().display());
     }
     let runtime = crate::runtime()?;
+    let external = match &args.gateway_url {
+        Some(url) => Some(AtUrl::new(url, &args.model_server)?),
+        None => None,
+    };
+    // One model server serves one fixture at a time, so an external gateway runs them in turn.
+    let parallel = if external.is_some() { 1 } else { 4 };
+    let external = &external;
     let results: Vec<anyhow::Result<Row>> = runtime.block_on(async {
         futures::stream::iter(files.iter().cloned())
             .map(|path| async move {
-                let run = run_fixture(&path)
+                let run = run_one(&path, external.clone())
                     .await
                     .with_context(|| format!("replaying {}", path.display()))?;
                 let verdict = run.verdict();
                 Ok(Row { run, verdict })
             })
-            .buffered(4)
+            .buffered(parallel)
             .collect()
             .await
     });
@@ -123,6 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         for miss in &verdict.misses {
             eprintln!("{}: {miss}\n", run.fixture_path.display());
+        }
+        for problem in &verdict.model_errors {
+            eprintln!("{}: {problem}\n", run.fixture_path.display());
         }
     }
     Ok(if failed {

@@ -81,7 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let settings = HostSettings {
         web_dir: web_dir(args.web_dir.as_deref())?,
-        jwt_secret: env_set("AUTH_JWT_SECRET").unwrap_or_else(|| "ci-replay-secret".into()),
+        jwt_secret: env_set("AUTH_JWT_SECRET")
+            .unwrap_or_else(|| "ci-replay-secret".into())
+            .into(),
         cors_origins: vec![args.cors.clone()],
     };
     let runtime = crate::runtime()?;

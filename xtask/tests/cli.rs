@@ -347,3 +347,34 @@ fn the_suite_gateways_write_their_manifest_and_a_miss_makes_the_launcher_exit_1(
         "{stdout}"
     );
 }
+
+#[test]
+fn replay_keeps_gateway_logs_and_colour_codes_out_of_its_report() {
+    // The error fixture makes the gateway log warnings (its model call fails on purpose).
+    let fixture = repo().join("fixtures/model_error.thinking.json");
+    let output = xtask(&["replay", "--fixture", fixture.to_str().unwrap()]);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{printed}");
+    assert!(
+        !printed.contains("WARN"),
+        "log lines in the report:\n{printed}"
+    );
+    assert!(
+        !printed.contains('\u{1b}'),
+        "colour codes into a pipe:\n{printed:?}"
+    );
+    let verbose = xtask(&["replay", "-v", "--fixture", fixture.to_str().unwrap()]);
+    let logs = String::from_utf8_lossy(&verbose.stderr);
+    assert!(
+        logs.contains("WARN"),
+        "-v shows the gateway's warnings:\n{logs}"
+    );
+    assert!(
+        !logs.contains('\u{1b}'),
+        "colour codes into a pipe:\n{logs:?}"
+    );
+}

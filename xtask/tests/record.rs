@@ -79,8 +79,8 @@ fn record_writes_the_recording_its_metadata_and_the_fixture_and_build_fixture_ag
         ]))
         .unwrap();
     let work = tempfile::tempdir().unwrap();
-    let recording = work.path().join("rec/recording.jsonl");
-    std::fs::create_dir_all(recording.parent().unwrap()).unwrap();
+    // A folder that does not exist yet: record creates it and says so.
+    let recording = work.path().join("rec/new/recording.jsonl");
     let output = record_command()
         .env("OPENAI_API_KEY", KEY)
         .env("OPENAI_API_BASE", stand_in.base_url())
@@ -96,11 +96,18 @@ fn record_writes_the_recording_its_metadata_and_the_fixture_and_build_fixture_ag
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("call 0: lead_agent"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "created folder {}",
+            recording.parent().unwrap().display()
+        )),
+        "{stdout}"
+    );
     let fixture_path = work.path().join("fixtures/cli_demo.flash.json");
     let fixture = Fixture::load(&fixture_path).unwrap();
     assert_eq!(fixture.scenario.model, "stand-in-model");
     assert_eq!(fixture.turns.len(), 2);
-    let meta = work.path().join("rec/recording.jsonl.meta.json");
+    let meta = work.path().join("rec/new/recording.jsonl.meta.json");
     let meta_json: Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
     assert_eq!(meta_json["scenario"], "cli_demo");
     for file in files_under(work.path()) {

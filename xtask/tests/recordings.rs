@@ -1,4 +1,4 @@
-//! `cargo xtask recordings` as a user runs it (`recording-format.md` §12, §13 "CLI"): the real
+//! `cargo xtask recordings` as a user runs it (`docs/recording-format.md` §12, §13 "CLI"): the real
 //! binary in a temporary state directory (`HARNESS_STATE_DIR`), stdin not a terminal.
 
 use std::fs::File;

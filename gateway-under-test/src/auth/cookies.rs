@@ -1,4 +1,4 @@
-//! Session cookies (gateway-contract.md §2.7): builds `Set-Cookie` header values and reads the
+//! Session cookies (docs/gateway-contract.md §2.7): builds `Set-Cookie` header values and reads the
 //! `Cookie` request header.
 //!
 //! Every `Set-Cookie` value has its attributes in one fixed order, so responses are stable

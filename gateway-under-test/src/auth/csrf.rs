@@ -1,4 +1,4 @@
-//! CSRF primitives (gateway-contract.md §2.8): the double-submit token and the Origin check.
+//! CSRF primitives (docs/gateway-contract.md §2.8): the double-submit token and the Origin check.
 //!
 //! State-changing requests must echo the `csrf_token` cookie in `X-CSRF-Token`; the middleware
 //! compares the two with [`tokens_match`]. The four auth routes that create or end a session use

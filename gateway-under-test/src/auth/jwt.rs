@@ -1,9 +1,14 @@
-//! Session tokens: HS256 JWTs (gateway-contract.md §2.6), written by hand with `hmac` + `sha2`.
+//! Session tokens: HS256 JWTs (docs/gateway-contract.md §2.6), written by hand with `hmac` +
+//! `sha2`.
 //!
 //! A token is `base64url(header) . base64url(claims) . base64url(HMAC-SHA256)`, all without
 //! padding. The header is always `{"alg":"HS256","typ":"JWT"}`; the claims are [`Claims`].
 //! [`JwtKeys::verify`] refuses any other algorithm (so `alg: none` and algorithm-confusion tokens
 //! fail), checks the signature in constant time, and only then looks at `exp`.
+//!
+//! **Revocation.** Logout revokes the token it was sent with: the store keeps its [`token_id`]
+//! until the token's `exp`, and the auth gate refuses revoked tokens. The user's other sessions
+//! stay valid; bumping the user's token version (`ver`) would end them all.
 //!
 //! The secret comes from `auth.jwt_secret` / `AUTH_JWT_SECRET`, or from `<home>/.jwt_secret`, which
 //! [`JwtKeys::load_or_create`] generates on first start and reuses afterwards.
@@ -32,7 +37,9 @@ const SECRET_FILE: &str = ".jwt_secret";
 /// Seconds in a day, for turning `token_expiry_days` into `exp`.
 const SECONDS_PER_DAY: i64 = 86_400;
 
-/// The claims of a session token, serialised in this field order: `sub`, `exp`, `iat`, `ver`.
+/// The claims of a session token, serialised in this field order: `sub`, `exp`, `iat`, `ver`,
+/// `jti`. The contract lists the first four; `jti` (RFC 7519's token id, random) is ours, so that
+/// two tokens issued to one user in the same second differ and logging one out leaves the other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// The user id.
@@ -44,6 +51,9 @@ pub struct Claims {
     /// The user's token version when the token was issued. The auth layer rejects the token once
     /// the user's stored version differs, which is how sessions are revoked.
     pub ver: i64,
+    /// A random id (a UUID); absent from tokens issued before it was added, which still verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jti: Option<String>,
 }
 
 /// Why a token was refused. Maps to the 401 codes `token_expired` / `token_invalid` (§2.9).
@@ -122,6 +132,7 @@ impl JwtKeys {
             "exp": exp,
             "iat": now_epoch,
             "ver": token_version,
+            "jti": uuid::Uuid::new_v4().to_string(),
         });
         let header = serde_json::json!({"alg": ALGORITHM, "typ": "JWT"});
         let signing_input = format!(
@@ -173,6 +184,12 @@ impl JwtKeys {
         }
         Ok(claims)
     }
+}
+
+/// The id under which a session token is revoked: the lowercase hex SHA-256 of the whole token,
+/// so that the token itself is never stored.
+pub fn token_id(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// Decodes one base64url segment as JSON; any failure is `Invalid`.
@@ -253,6 +270,7 @@ mod tests {
     fn round_trip_returns_the_claims() {
         let token = keys().issue("user-1", 3, NOW, 7);
         let claims = keys().verify(&token, NOW + 10).unwrap();
+        let jti = claims.jti.clone().expect("a jti");
         assert_eq!(
             claims,
             Claims {
@@ -260,8 +278,25 @@ mod tests {
                 exp: NOW + 7 * 86_400,
                 iat: NOW,
                 ver: 3,
+                jti: Some(jti),
             }
         );
+    }
+
+    #[test]
+    fn tokens_issued_in_the_same_second_differ() {
+        let first = keys().issue("u", 0, NOW, 7);
+        let second = keys().issue("u", 0, NOW, 7);
+        assert_ne!(first, second);
+        assert_ne!(token_id(&first), token_id(&second));
+        assert_eq!(token_id(&first).len(), 64);
+    }
+
+    #[test]
+    fn a_token_without_jti_still_verifies() {
+        let payload = format!(r#"{{"sub":"u","exp":{},"iat":{NOW},"ver":0}}"#, NOW + 100);
+        let token = sign(&keys(), r#"{"alg":"HS256","typ":"JWT"}"#, &payload);
+        assert_eq!(keys().verify(&token, NOW).unwrap().jti, None);
     }
 
     #[test]
@@ -272,19 +307,16 @@ mod tests {
         let header = URL_SAFE_NO_PAD.decode(parts[0]).unwrap();
         assert_eq!(header, br#"{"alg":"HS256","typ":"JWT"}"#);
         let payload = String::from_utf8(URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        let claims: Claims = serde_json::from_str(&payload).unwrap();
+        let jti = claims.jti.clone().expect("a jti");
+        assert!(uuid::Uuid::parse_str(&jti).is_ok(), "{jti}");
         assert_eq!(
             payload,
             format!(
-                r#"{{"sub":"u","exp":{},"iat":{NOW},"ver":0}}"#,
+                r#"{{"sub":"u","exp":{},"iat":{NOW},"ver":0,"jti":"{jti}"}}"#,
                 NOW + 86_400
             )
         );
-        let claims = Claims {
-            sub: "u".into(),
-            exp: NOW + 86_400,
-            iat: NOW,
-            ver: 0,
-        };
         assert_eq!(serde_json::to_string(&claims).unwrap(), payload);
     }
 

@@ -1,5 +1,25 @@
-//! Login lockout (gateway-contract.md §2.3): after `max_failures` failed logins from one client IP,
-//! that IP gets 429 for `lockout`.
+//! Login lockout (docs/gateway-contract.md §2.3): after `max_failures` failed logins for one
+//! account from one client, that pair gets 429 for `lockout`; after `max_account_failures` failures
+//! for one account from any clients, the account gets 429 for everyone for `lockout`.
+//!
+//! **Why these keys.** DeerFlow counts per client IP alone: it checks the count before the
+//! password check, records the failure after it, and any success from the address clears it.
+//! That has three holes: parallel attempts all pass the check before the first failure is
+//! recorded; a success on the attacker's own account from the same address clears the count;
+//! and behind a proxy every user shares one address, so one client can lock them all out. Here
+//!
+//! - an attempt is **counted when it starts** ([`LoginLockout::begin`]), before the slow hash
+//!   check, and stays counted unless it succeeds ([`LoginAttempt::succeeded`]); an attempt
+//!   abandoned half-way (the client went away) counts as a failure;
+//! - the count is kept per **(account, client)**, so a locked client can still log in to other
+//!   accounts and other clients to the locked account, and only a success for the same account
+//!   and client clears it;
+//! - a second, higher count per **account** bounds guessing spread over many addresses; a
+//!   success only takes its own attempt back from it, so it expires with its window.
+//!
+//! Failures are counted within a window of `lockout` from the first one; a lock lasts `lockout`.
+//! Accounts are keyed by the SHA-256 of the trimmed, lower-cased name, so that unknown names cost
+//! no more memory than known ones (and are treated the same).
 //!
 //! State is in memory and belongs to one gateway instance (hold a [`LoginLockout`] in the app
 //! state), so parallel gateways in one test process never see each other's counters. Time is
@@ -10,83 +30,187 @@ use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Above this many tracked clients, `record_failure` forgets every client that is not currently
-/// locked, so a spray of failures from many addresses cannot grow memory without bound.
-const MAX_TRACKED_CLIENTS: usize = 10_000;
+use sha2::{Digest, Sha256};
+
+/// Above this many tracked keys, starting an attempt with a new key forgets every key that is not
+/// currently locked, so a spray of attempts with many names or addresses cannot grow memory
+/// without bound.
+const MAX_TRACKED_KEYS: usize = 10_000;
 
 /// Longest lock; keeps `Instant` arithmetic far from overflow whatever the configuration says.
 const MAX_LOCKOUT: Duration = Duration::from_secs(365 * 86_400);
 
-/// Failed-login counters per client IP.
+/// What a count is kept for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// One account from one client.
+    Pair {
+        /// The account's digest.
+        account: [u8; 32],
+        /// The client address.
+        client: String,
+    },
+    /// One account from any client.
+    Account([u8; 32]),
+}
+
+/// The count of one key.
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    /// Attempts counted in the current window that did not succeed.
+    failures: u32,
+    /// When the window started (the first counted attempt).
+    since: Instant,
+    /// Locked until then, once `failures` reached the key's limit.
+    locked_until: Option<Instant>,
+}
+
+/// Login attempts are refused until `retry_after` has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Locked {
+    /// How long until the lock expires (at least one second, for `Retry-After`).
+    pub retry_after: Duration,
+}
+
+impl Locked {
+    /// `retry_after` in whole seconds, rounded up: the `Retry-After` header's value.
+    pub fn retry_after_seconds(&self) -> u64 {
+        let seconds = self.retry_after.as_secs();
+        if self.retry_after.subsec_nanos() > 0 {
+            seconds + 1
+        } else {
+            seconds
+        }
+        .max(1)
+    }
+}
+
+/// Failed-login counters per (account, client) and per account.
 #[derive(Debug)]
 pub struct LoginLockout {
-    /// client → (failures since the last success or lock expiry, locked until).
-    clients: Mutex<HashMap<String, (u32, Option<Instant>)>>,
-    /// Failures that trigger a lock; at least 1.
+    counts: Mutex<HashMap<Key, Count>>,
+    /// Failures of one account from one client that trigger a lock; at least 1.
     max_failures: u32,
-    /// How long a lock lasts.
+    /// Failures of one account from all clients that trigger a lock; at least `max_failures`.
+    max_account_failures: u32,
+    /// How long a window and a lock last.
     lockout: Duration,
 }
 
+/// A login attempt that has been counted. Call [`LoginAttempt::succeeded`] when the credentials
+/// were right; otherwise (or if it is dropped half-way) it stays counted as a failure.
+#[derive(Debug)]
+#[must_use = "an attempt that is not marked succeeded counts as a failure"]
+pub struct LoginAttempt<'a> {
+    lockout: &'a LoginLockout,
+    pair: Key,
+    account: Key,
+}
+
 impl LoginLockout {
-    /// A lockout that locks a client for `lockout` once it reaches `max_failures` failures
-    /// (the contract's values are 5 and 300 s). A `max_failures` of 0 is treated as 1, and
-    /// `lockout` is capped at one year.
-    pub fn new(max_failures: u32, lockout: Duration) -> LoginLockout {
+    /// A lockout that locks an (account, client) pair once it reaches `max_failures` failures
+    /// and an account once it reaches `max_account_failures` (the contract's values are 5 and
+    /// 300 s; the per-account limit is ours). A `max_failures` of 0 is treated as 1, a smaller
+    /// `max_account_failures` as `max_failures`, and `lockout` is capped at one year.
+    pub fn new(max_failures: u32, max_account_failures: u32, lockout: Duration) -> LoginLockout {
+        let max_failures = max_failures.max(1);
         LoginLockout {
-            clients: Mutex::new(HashMap::new()),
-            max_failures: max_failures.max(1),
+            counts: Mutex::new(HashMap::new()),
+            max_failures,
+            max_account_failures: max_account_failures.max(max_failures),
             lockout: lockout.min(MAX_LOCKOUT),
         }
     }
 
-    /// True while `client` is locked at `now`. Once a lock has expired the client's record is
-    /// dropped, so it starts again with a full allowance of failures.
-    pub fn is_locked(&self, client: &str, now: Instant) -> bool {
-        let mut clients = self.lock();
-        match clients.get(client) {
-            Some((_, Some(until))) if now < *until => true,
-            Some((_, Some(_))) => {
-                clients.remove(client);
-                false
+    /// Starts a login attempt for `account` (as typed; trimmed and lower-cased here) from
+    /// `client` at `now`: refused while the pair or the account is locked, otherwise counted
+    /// against both before the caller checks the password. The attempt that reaches a limit
+    /// locks at once, so attempts running in parallel cannot overshoot it.
+    pub fn begin(
+        &self,
+        account: &str,
+        client: &str,
+        now: Instant,
+    ) -> Result<LoginAttempt<'_>, Locked> {
+        let digest: [u8; 32] = Sha256::digest(account.trim().to_lowercase().as_bytes()).into();
+        let pair = Key::Pair {
+            account: digest,
+            client: client.to_string(),
+        };
+        let account = Key::Account(digest);
+        let mut counts = self.lock();
+        let retry_after = [&pair, &account]
+            .into_iter()
+            .filter_map(|key| self.current(&mut counts, key, now)?.locked_until)
+            .map(|until| until.saturating_duration_since(now))
+            .max();
+        if let Some(retry_after) = retry_after {
+            return Err(Locked { retry_after });
+        }
+        if counts.len() >= MAX_TRACKED_KEYS - 1 {
+            counts.retain(|_, count| count.locked_until.is_some_and(|until| now < until));
+        }
+        for (key, limit) in [
+            (&pair, self.max_failures),
+            (&account, self.max_account_failures),
+        ] {
+            let count = counts.entry(key.clone()).or_insert(Count {
+                failures: 0,
+                since: now,
+                locked_until: None,
+            });
+            count.failures = count.failures.saturating_add(1);
+            if count.failures >= limit {
+                // `lockout` is capped at a year in `new`, so this addition cannot overflow for
+                // any real clock reading; the fallback only keeps the code free of panics.
+                count.locked_until = Some(now.checked_add(self.lockout).unwrap_or(now));
             }
-            _ => false,
         }
+        Ok(LoginAttempt {
+            lockout: self,
+            pair,
+            account,
+        })
     }
 
-    /// Counts a failed login. The failure that reaches `max_failures` locks the client until
-    /// `now + lockout`. Failures recorded while a lock is active neither count nor extend it
-    /// (the login route refuses locked clients before checking credentials anyway); a failure
-    /// after the lock expired starts a fresh count.
-    pub fn record_failure(&self, client: &str, now: Instant) {
-        let mut clients = self.lock();
-        if clients.len() >= MAX_TRACKED_CLIENTS && !clients.contains_key(client) {
-            clients.retain(|_, (_, until)| until.is_some_and(|until| now < until));
+    /// The count of `key` at `now`, forgetting it first when its lock or its window is over.
+    fn current(&self, counts: &mut HashMap<Key, Count>, key: &Key, now: Instant) -> Option<Count> {
+        let count = *counts.get(key)?;
+        let over = match count.locked_until {
+            Some(until) => now >= until,
+            None => now.saturating_duration_since(count.since) >= self.lockout,
+        };
+        if over {
+            counts.remove(key);
+            return None;
         }
-        let entry = clients.entry(client.to_string()).or_insert((0, None));
-        match entry.1 {
-            Some(until) if now < until => return,
-            Some(_) => *entry = (0, None),
-            None => {}
-        }
-        entry.0 = entry.0.saturating_add(1);
-        if entry.0 >= self.max_failures {
-            // `lockout` is capped at a year in `new`, so this addition cannot overflow for any
-            // real clock reading; the fallback only keeps the code free of panics.
-            entry.1 = Some(now.checked_add(self.lockout).unwrap_or(now));
-        }
-    }
-
-    /// Forgets `client`'s failures after a successful login.
-    pub fn record_success(&self, client: &str) {
-        self.lock().remove(client);
+        Some(count)
     }
 
     /// The map, even if a panicking thread poisoned the mutex: the counters stay consistent
     /// because every update is a single assignment.
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, (u32, Option<Instant>)>> {
-        crate::lock::unpoisoned(&self.clients)
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Count>> {
+        crate::lock::unpoisoned(&self.counts)
     }
+}
+
+impl LoginAttempt<'_> {
+    /// The credentials were right: clears the (account, client) count and takes this attempt
+    /// back from the account's count (unlocking the account if this attempt had locked it).
+    pub fn succeeded(self) {
+        let mut counts = self.lockout.lock();
+        counts.remove(&self.pair);
+        if let Some(count) = counts.get_mut(&self.account) {
+            count.failures = count.failures.saturating_sub(1);
+            if count.failures < self.lockout.max_account_failures {
+                count.locked_until = None;
+            }
+        }
+    }
+
+    /// The credentials were wrong: the attempt stays counted. (Dropping the attempt does the
+    /// same; this names it.)
+    pub fn failed(self) {}
 }
 
 /// The client address that lockout counts against.
@@ -149,102 +273,148 @@ mod tests {
     use super::*;
 
     fn lockout() -> LoginLockout {
-        LoginLockout::new(5, Duration::from_secs(300))
+        LoginLockout::new(5, 8, Duration::from_secs(300))
+    }
+
+    /// Starts and fails an attempt; `Err` when it was refused.
+    fn fail(
+        lockout: &LoginLockout,
+        account: &str,
+        client: &str,
+        now: Instant,
+    ) -> Result<(), Locked> {
+        lockout
+            .begin(account, client, now)
+            .map(LoginAttempt::failed)
     }
 
     #[test]
-    fn the_fifth_failure_locks() {
+    fn the_fifth_failure_locks_the_pair_until_the_lockout_is_over() {
         let lockout = lockout();
         let t0 = Instant::now();
-        for i in 0..4 {
-            lockout.record_failure("1.2.3.4", t0 + Duration::from_secs(i));
-            assert!(!lockout.is_locked("1.2.3.4", t0 + Duration::from_secs(i)));
+        for i in 0..5 {
+            assert_eq!(
+                fail(&lockout, "a@x.io", "1.2.3.4", t0 + Duration::from_secs(i)),
+                Ok(())
+            );
         }
-        let t5 = t0 + Duration::from_secs(10);
-        lockout.record_failure("1.2.3.4", t5);
-        assert!(lockout.is_locked("1.2.3.4", t5));
-        assert!(lockout.is_locked("1.2.3.4", t5 + Duration::from_secs(299)));
+        let locked = fail(&lockout, "a@x.io", "1.2.3.4", t0 + Duration::from_secs(10));
+        assert_eq!(
+            locked.map_err(|locked| locked.retry_after_seconds()),
+            Err(294)
+        );
+        // Another spelling of the same account is the same account.
+        assert!(lockout.begin(" A@X.io ", "1.2.3.4", t0).is_err());
+        let expiry = t0 + Duration::from_secs(4 + 300);
+        assert!(lockout.begin("a@x.io", "1.2.3.4", expiry).is_ok());
     }
 
     #[test]
-    fn the_lock_expires_and_the_count_restarts() {
+    fn attempts_count_when_they_start() {
         let lockout = lockout();
         let t0 = Instant::now();
-        for _ in 0..5 {
-            lockout.record_failure("c", t0);
+        let running: Vec<_> = (0..5)
+            .map(|_| lockout.begin("a", "c", t0).expect("not locked yet"))
+            .collect();
+        assert!(lockout.begin("a", "c", t0).is_err(), "five are in flight");
+        // The fifth was the right password: the pair is free again.
+        let mut running = running.into_iter();
+        if let Some(right_password) = running.next() {
+            right_password.succeeded();
         }
-        assert!(lockout.is_locked("c", t0));
-        // Failures during the lock do not extend it.
-        lockout.record_failure("c", t0 + Duration::from_secs(200));
-        let expiry = t0 + Duration::from_secs(300);
-        assert!(!lockout.is_locked("c", expiry));
-        lockout.record_failure("c", expiry);
-        assert!(!lockout.is_locked("c", expiry));
+        assert!(lockout.begin("a", "c", t0).is_ok());
     }
 
     #[test]
-    fn a_failure_after_expiry_without_a_check_also_restarts_the_count() {
-        let lockout = lockout();
-        let t0 = Instant::now();
-        for _ in 0..5 {
-            lockout.record_failure("c", t0);
-        }
-        let later = t0 + Duration::from_secs(301);
-        lockout.record_failure("c", later);
-        assert!(!lockout.is_locked("c", later));
-    }
-
-    #[test]
-    fn success_clears_the_count() {
+    fn only_a_success_of_the_same_pair_clears_it() {
         let lockout = lockout();
         let t0 = Instant::now();
         for _ in 0..4 {
-            lockout.record_failure("c", t0);
+            assert_eq!(fail(&lockout, "victim", "c", t0), Ok(()));
         }
-        lockout.record_success("c");
-        lockout.record_failure("c", t0);
-        assert!(!lockout.is_locked("c", t0));
+        lockout
+            .begin("attacker", "c", t0)
+            .map(LoginAttempt::succeeded)
+            .ok();
+        assert_eq!(fail(&lockout, "victim", "c", t0), Ok(()));
+        assert!(lockout.begin("victim", "c", t0).is_err());
+        // A success of the pair itself clears it (the account limit is out of the way here).
+        let lockout = LoginLockout::new(5, 20, Duration::from_secs(300));
         for _ in 0..4 {
-            lockout.record_failure("c", t0);
+            assert_eq!(fail(&lockout, "victim", "c", t0), Ok(()));
         }
-        assert!(lockout.is_locked("c", t0));
-        lockout.record_success("c");
-        assert!(!lockout.is_locked("c", t0));
+        lockout
+            .begin("victim", "c", t0)
+            .map(LoginAttempt::succeeded)
+            .ok();
+        for _ in 0..4 {
+            assert_eq!(fail(&lockout, "victim", "c", t0), Ok(()));
+        }
+        assert!(lockout.begin("victim", "c", t0).is_ok());
     }
 
     #[test]
-    fn clients_are_independent() {
+    fn accounts_and_clients_are_independent_until_the_account_limit() {
         let lockout = lockout();
         let t0 = Instant::now();
         for _ in 0..5 {
-            lockout.record_failure("a", t0);
+            assert_eq!(fail(&lockout, "victim", "attacker", t0), Ok(()));
         }
-        assert!(lockout.is_locked("a", t0));
-        assert!(!lockout.is_locked("b", t0));
-        lockout.record_failure("b", t0);
-        assert!(!lockout.is_locked("b", t0));
+        assert!(lockout.begin("victim", "attacker", t0).is_err());
+        assert!(lockout.begin("other", "attacker", t0).is_ok());
+        for client in ["b", "c", "d"] {
+            assert_eq!(fail(&lockout, "victim", client, t0), Ok(()));
+        }
+        // 5 + 3 = 8 failures of the account: locked for every client.
+        assert!(lockout.begin("victim", "fresh", t0).is_err());
+        assert!(lockout.begin("other", "fresh", t0).is_ok());
+    }
+
+    #[test]
+    fn failures_expire_with_their_window() {
+        let lockout = lockout();
+        let t0 = Instant::now();
+        for _ in 0..4 {
+            assert_eq!(fail(&lockout, "a", "c", t0), Ok(()));
+        }
+        let later = t0 + Duration::from_secs(300);
+        for _ in 0..4 {
+            assert_eq!(fail(&lockout, "a", "c", later), Ok(()));
+        }
+        assert!(lockout.begin("a", "c", later).is_ok());
     }
 
     #[test]
     fn zero_max_failures_locks_on_the_first_failure() {
-        let lockout = LoginLockout::new(0, Duration::from_secs(1));
+        let lockout = LoginLockout::new(0, 0, Duration::from_secs(1));
         let t0 = Instant::now();
-        lockout.record_failure("c", t0);
-        assert!(lockout.is_locked("c", t0));
+        assert_eq!(fail(&lockout, "a", "c", t0), Ok(()));
+        assert!(lockout.begin("a", "c", t0).is_err());
     }
 
     #[test]
-    fn many_clients_do_not_grow_memory_without_bound() {
+    fn many_keys_do_not_grow_memory_without_bound() {
         let lockout = lockout();
         let t0 = Instant::now();
         for _ in 0..5 {
-            lockout.record_failure("locked", t0);
+            assert_eq!(fail(&lockout, "locked", "c", t0), Ok(()));
         }
-        for i in 0..MAX_TRACKED_CLIENTS + 10 {
-            lockout.record_failure(&format!("c{i}"), t0);
+        for i in 0..MAX_TRACKED_KEYS {
+            let _ = fail(&lockout, &format!("a{i}"), "c", t0);
         }
-        assert!(lockout.lock().len() <= MAX_TRACKED_CLIENTS);
-        assert!(lockout.is_locked("locked", t0));
+        assert!(lockout.lock().len() <= MAX_TRACKED_KEYS);
+        assert!(lockout.begin("locked", "c", t0).is_err());
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        let cases = [(0, 1), (1, 1), (1_000, 1), (1_001, 2), (299_500, 300)];
+        for (millis, seconds) in cases {
+            let locked = Locked {
+                retry_after: Duration::from_millis(millis),
+            };
+            assert_eq!(locked.retry_after_seconds(), seconds, "{millis} ms");
+        }
     }
 
     fn proxies(list: &[&str]) -> Vec<String> {

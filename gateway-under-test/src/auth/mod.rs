@@ -1,5 +1,5 @@
-//! Authentication primitives (gateway-contract.md §2): pure building blocks that the auth routes
-//! and the CSRF / auth-gate middleware are written against. Nothing here touches HTTP state,
+//! Authentication primitives (docs/gateway-contract.md §2): pure building blocks that the auth
+//! routes and the CSRF / auth-gate middleware are written against. Nothing here touches HTTP state,
 //! the database or globals; every piece of mutable state ([`LoginLockout`]) is an ordinary value
 //! owned by one gateway instance.
 //!
@@ -8,7 +8,8 @@
 //! - [`PasswordHasher`] hashes and verifies argon2id passwords; [`validate_email`] and
 //!   [`validate_password`] are the register-time checks (§2.2, 422 on failure).
 //! - [`LoginLockout`] and [`client_ip`] implement the 5-failures / 300-seconds login lockout
-//!   (§2.3).
+//!   (§2.3), counted per account and client before the password check, with a higher limit per
+//!   account.
 //! - [`new_csrf_token`], [`tokens_match`], [`origin_allowed`] and [`normalize_origin`] are the
 //!   CSRF double-submit and Origin checks (§2.8).
 //! - [`CookieJarPolicy`], [`session_cookies`], [`clear_session_cookies`] and [`cookie_value`]
@@ -25,8 +26,8 @@ pub use cookies::{
     cookie_value, session_cookies,
 };
 pub use csrf::{new_csrf_token, normalize_origin, origin_allowed, tokens_match};
-pub use jwt::{Claims, JwtError, JwtKeys};
-pub use lockout::{LoginLockout, client_ip};
+pub use jwt::{Claims, JwtError, JwtKeys, token_id};
+pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip};
 pub use password::{PasswordError, PasswordHasher};
 
 /// Passwords refused at registration whatever their length, compared case-insensitively (all

@@ -4,8 +4,14 @@
 //! gateway whose cost setting changed still accepts the hashes it wrote before. Both are
 //! deliberately slow (tens of milliseconds at the default cost): async callers should run them on
 //! a blocking thread (`tokio::task::spawn_blocking`).
+//!
+//! **No account enumeration by timing.** A login for an unknown e-mail is verified against a
+//! dummy hash of the configured cost ([`PasswordHasher::verify_or_dummy`]), so it takes as long
+//! as a wrong password for a known one. The dummy is made on first use and kept by the hasher.
 
 use argon2::password_hash::{PasswordHash, SaltString};
+use std::sync::{Arc, OnceLock};
+
 use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
 use rand::RngCore;
 
@@ -27,6 +33,9 @@ pub enum PasswordError {
 pub struct PasswordHasher {
     /// Cost parameters for new hashes (not secret, so `Debug` may show them).
     params: Params,
+    /// The hash unknown accounts are verified against: a random password's, made on first use
+    /// and shared by the hasher's clones. Not secret: nothing verifies against it successfully.
+    dummy: Arc<OnceLock<String>>,
 }
 
 impl PasswordHasher {
@@ -40,7 +49,10 @@ impl PasswordHasher {
             None,
         )
         .map_err(|err| PasswordError::Hash(err.to_string()))?;
-        Ok(PasswordHasher { params })
+        Ok(PasswordHasher {
+            params,
+            dummy: Arc::default(),
+        })
     }
 
     /// Hashes `password` with a fresh random salt and returns the PHC string
@@ -54,6 +66,32 @@ impl PasswordHasher {
             .hash_password(password.as_bytes(), &salt)
             .map(|hash| hash.to_string())
             .map_err(|err| PasswordError::Hash(err.to_string()))
+    }
+
+    /// Checks a login: true when `password` matches the stored PHC string `phc`. For an unknown
+    /// account (`phc` is `None`) the password is verified against [`PasswordHasher::dummy_hash`]
+    /// instead and the answer is false, so that both cases cost the same work.
+    pub fn verify_or_dummy(&self, password: &str, phc: Option<&str>) -> bool {
+        match phc {
+            Some(phc) => self.verify(password, phc),
+            None => {
+                // Evaluated, not short-circuited: the verification is the point.
+                let _ = self.verify(password, self.dummy_hash());
+                false
+            }
+        }
+    }
+
+    /// The hash of a random password with the configured cost, made on first use.
+    pub fn dummy_hash(&self) -> &str {
+        self.dummy.get_or_init(|| {
+            let mut password = [0u8; 32];
+            rand::thread_rng().fill_bytes(&mut password);
+            // Hashing only fails for parameters `new` already accepted, or an over-long input;
+            // an empty string still makes `verify` do nothing but fail fast, which is the
+            // previous behaviour rather than a panic.
+            self.hash(&hex::encode(password)).unwrap_or_default()
+        })
     }
 
     /// True when `password` matches the PHC string `phc`. A malformed or non-argon2 `phc` gives
@@ -104,6 +142,37 @@ mod tests {
         })
         .unwrap();
         assert!(pricier.verify("very-strong-password-123", &phc));
+    }
+
+    /// Finding 7 of issue 10 ("account enumeration"): a wrong password took ~1 s for a known
+    /// e-mail and ~4 ms for an unknown one. An unknown account is now verified against a dummy
+    /// hash of the configured cost, so both cost one hash of the same work; the answer is false
+    /// whatever the password.
+    #[test]
+    fn account_enumeration_unknown_accounts_cost_one_hash_of_the_configured_cost() {
+        for config in [
+            PasswordHashConfig::cheap(),
+            PasswordHashConfig {
+                memory_kib: 16,
+                iterations: 2,
+                parallelism: 1,
+            },
+        ] {
+            let hasher = PasswordHasher::new(&config).unwrap();
+            let dummy = hasher.dummy_hash().to_string();
+            let cost = format!(
+                "$argon2id$v=19$m={},t={},p={}$",
+                config.memory_kib, config.iterations, config.parallelism
+            );
+            assert!(dummy.starts_with(&cost), "{dummy} should start with {cost}");
+            assert_eq!(hasher.dummy_hash(), dummy, "computed once");
+            for password in ["", "very-strong-password-123", &dummy] {
+                assert!(!hasher.verify_or_dummy(password, None), "{password}");
+            }
+            let stored = hasher.hash("very-strong-password-123").unwrap();
+            assert!(hasher.verify_or_dummy("very-strong-password-123", Some(&stored)));
+            assert!(!hasher.verify_or_dummy("wrong", Some(&stored)));
+        }
     }
 
     #[test]

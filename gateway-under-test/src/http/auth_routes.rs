@@ -1,12 +1,12 @@
 //! `/api/v1/auth`: register, local login, logout, me, setup status and first-admin
-//! initialisation (`gateway-contract.md` §2).
+//! initialisation (`docs/gateway-contract.md` §2).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, State};
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 
 use crate::app::{App, AuthState};
 use crate::auth::{
-    CookieJarPolicy, clear_session_cookies, client_ip, new_csrf_token, session_cookies,
-    validate_email, validate_password,
+    ACCESS_TOKEN_COOKIE, CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token,
+    session_cookies, token_id, validate_email, validate_password,
 };
-use crate::http::guard::{CurrentUser, header, is_https};
+use crate::http::guard::{CurrentUser, header, is_https, request_cookie};
 use crate::http::{ApiError, ApiJson};
 use crate::store::{Store, StoreError, UserRecord};
 
@@ -178,36 +178,35 @@ async fn login(
         header(&headers, "x-real-ip"),
         &auth.settings.trusted_proxies,
     );
-    let now = std::time::Instant::now();
-    if auth.lockout.is_locked(&client, now) {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many login attempts. Try again later.",
-        ));
-    }
-    let user = store.user_by_email(form.username.trim()).await?;
-    let verified = match &user {
-        Some(user) => {
-            let (auth, password, hash) = (
-                auth.clone(),
-                form.password.clone(),
-                user.password_hash.clone(),
-            );
-            tokio::task::spawn_blocking(move || auth.passwords.verify(&password, &hash))
-                .await
-                .unwrap_or(false)
-        }
-        None => false,
+    // Counted before the slow hash check, so parallel attempts cannot overshoot the limit.
+    let attempt = match auth
+        .lockout
+        .begin(&form.username, &client, std::time::Instant::now())
+    {
+        Ok(attempt) => attempt,
+        Err(locked) => return Ok(too_many_attempts(locked)),
     };
+    let user = store.user_by_email(form.username.trim()).await?;
+    // An unknown e-mail costs a hash as well, so timing does not tell which accounts exist.
+    let (hasher, password, hash) = (
+        auth.clone(),
+        form.password.clone(),
+        user.as_ref().map(|user| user.password_hash.clone()),
+    );
+    let verified = tokio::task::spawn_blocking(move || {
+        hasher.passwords.verify_or_dummy(&password, hash.as_deref())
+    })
+    .await
+    .unwrap_or(false);
     let Some(user) = user.filter(|_| verified) else {
-        auth.lockout.record_failure(&client, now);
+        attempt.failed();
         return Err(ApiError::coded(
             StatusCode::UNAUTHORIZED,
             "invalid_credentials",
             "Incorrect email or password",
         ));
     };
-    auth.lockout.record_success(&client);
+    attempt.succeeded();
     let body = json!({
         "expires_in": i64::from(auth.settings.token_expiry_days) * 86_400,
         "needs_setup": user.needs_setup,
@@ -222,7 +221,43 @@ async fn login(
     ))
 }
 
-async fn logout(State(auth): State<Arc<AuthState>>, headers: HeaderMap) -> Response {
+/// The lockout's 429, with `Retry-After` in seconds.
+fn too_many_attempts(locked: Locked) -> Response {
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many login attempts. Try again later.",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(locked.retry_after_seconds()));
+    response
+}
+
+/// Revokes the session token the logout was sent with, if it is a valid one; logout answers
+/// the same either way.
+async fn revoke_session(auth: &AuthState, store: &Store, headers: &HeaderMap) {
+    let Some(token) = request_cookie(headers, ACCESS_TOKEN_COOKIE) else {
+        return;
+    };
+    let now = crate::clock::epoch_seconds();
+    let Ok(claims) = auth.jwt.verify(&token, now) else {
+        return;
+    };
+    let revoked = store
+        .revoke_token(&token_id(&token), &claims.sub, claims.exp, now)
+        .await;
+    if let Err(err) = revoked {
+        tracing::error!("logout could not revoke the session token: {err}");
+    }
+}
+
+async fn logout(
+    State(auth): State<Arc<AuthState>>,
+    State(store): State<Store>,
+    headers: HeaderMap,
+) -> Response {
+    revoke_session(&auth, &store, &headers).await;
     let mut response = Json(json!({"message": "Successfully logged out"})).into_response();
     for cookie in clear_session_cookies(&cookie_policy(&auth, &headers)) {
         if let Ok(value) = HeaderValue::from_str(&cookie) {

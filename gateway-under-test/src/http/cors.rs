@@ -1,6 +1,6 @@
 //! CORS, installed only when `auth.cors_origins` is configured: credentials allowed, every method
 //! and header allowed, and `Content-Location` exposed so browser clients can read the run id of a
-//! stream (`gateway-contract.md` §1.2).
+//! stream (`docs/gateway-contract.md` §1.2).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The CSRF double-submit check and the auth gate (`gateway-contract.md` §2.8–2.10), and the
+//! The CSRF double-submit check and the auth gate (`docs/gateway-contract.md` §2.8–2.10), and the
 //! [`CurrentUser`] they establish.
 
 use std::sync::Arc;
@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::app::AuthState;
-use crate::auth::{JwtError, cookie_value, origin_allowed, tokens_match};
+use crate::auth::{JwtError, cookie_value, origin_allowed, token_id, tokens_match};
 use crate::http::ApiError;
-use crate::store::{Store, UserRecord};
+use crate::store::{Session, Store, UserRecord};
 
 /// The user a request runs as.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,15 +233,27 @@ async fn resolve_token(
                 ApiError::coded(StatusCode::UNAUTHORIZED, "token_invalid", "Invalid token")
             }
         })?;
-    let user = store.user_by_id(&claims.sub).await?.ok_or_else(|| {
-        ApiError::coded(StatusCode::UNAUTHORIZED, "user_not_found", "User not found")
-    })?;
+    let user = match store.session(&claims.sub, &token_id(token)).await? {
+        Session::Active(user) => user,
+        Session::Revoked => return Err(revoked()),
+        Session::UnknownUser => {
+            return Err(ApiError::coded(
+                StatusCode::UNAUTHORIZED,
+                "user_not_found",
+                "User not found",
+            ));
+        }
+    };
     if user.token_version != claims.ver {
-        return Err(ApiError::coded(
-            StatusCode::UNAUTHORIZED,
-            "token_invalid",
-            "Token has been revoked",
-        ));
+        return Err(revoked());
     }
     Ok(CurrentUser::from(&user))
+}
+
+fn revoked() -> ApiError {
+    ApiError::coded(
+        StatusCode::UNAUTHORIZED,
+        "token_invalid",
+        "Token has been revoked",
+    )
 }

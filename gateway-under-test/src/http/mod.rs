@@ -1,5 +1,5 @@
 //! The HTTP API: routes, the error envelope, and the request layers in DeerFlow's order
-//! (`Trace -> CORS -> CSRF -> Auth -> handler`, `gateway-contract.md` §1.1).
+//! (`Trace -> CORS -> CSRF -> Auth -> handler`, `docs/gateway-contract.md` §1.1).
 //!
 //! The router's state is the [`App`]; each handler and layer extracts only the substates it
 //! uses (`State<Store>`, `State<Arc<RunManager>>`, `State<Arc<Agent>>`, `State<Arc<AuthState>>`
@@ -317,7 +317,7 @@ pub async fn owned_thread(
 }
 
 /// Passes when the thread belongs to `user` **or has no metadata row** (seeded runs,
-/// `gateway-contract.md` §2.11); another user's thread is a 404.
+/// `docs/gateway-contract.md` §2.11); another user's thread is a 404.
 pub async fn readable_thread(
     store: &Store,
     user: &CurrentUser,

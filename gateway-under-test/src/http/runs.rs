@@ -1,4 +1,4 @@
-//! Run routes (`gateway-contract.md` §4): start (stream, background, wait), list, get, cancel,
+//! Run routes (`docs/gateway-contract.md` §4): start (stream, background, wait), list, get, cancel,
 //! join, and the paginated message journal.
 
 use std::sync::Arc;
@@ -269,7 +269,7 @@ impl FromRef<App> for RunStarter {
     }
 }
 
-/// Validates a run request into a [`RunSpec`] (`gateway-contract.md` §4.1–4.3).
+/// Validates a run request into a [`RunSpec`] (`docs/gateway-contract.md` §4.1–4.3).
 async fn build_spec(
     starter: &RunStarter,
     user: &CurrentUser,

@@ -1,4 +1,4 @@
-//! The test-only `POST /api/test-only/seed-runs` route (`gateway-contract.md` §13): runs with
+//! The test-only `POST /api/test-only/seed-runs` route (`docs/gateway-contract.md` §13): runs with
 //! message journal rows but no checkpoint and no thread metadata row. Compiled only with the
 //! `test-seed` feature and mounted only when the launcher asks for it.
 

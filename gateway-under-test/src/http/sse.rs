@@ -1,6 +1,6 @@
-//! SSE framing of a run's stream (`gateway-contract.md` §5): `event`, `data`, `id` lines in that
-//! order, `end` last with `data: null` and no id, `gap` when a reconnect cursor fell out of the
-//! buffer, heartbeat comments when idle, and cancellation of the run when the client goes away.
+//! SSE framing of a run's stream (`docs/gateway-contract.md` §5): `event`, `data`, `id` lines in
+//! that order, `end` last with `data: null` and no id, `gap` when a reconnect cursor fell out of
+//! the buffer, heartbeat comments when idle, and cancellation of the run when the client goes away.
 
 use std::convert::Infallible;
 use std::sync::Arc;

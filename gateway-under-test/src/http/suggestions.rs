@@ -1,4 +1,4 @@
-//! Follow-up suggestions (`gateway-contract.md` §10): one model call with caller
+//! Follow-up suggestions (`docs/gateway-contract.md` §10): one model call with caller
 //! `suggest_agent`, and a forgiving parser; any failure answers `{"suggestions": []}`, as DeerFlow
 //! does, but a failed model call is logged as a model failure, never as an empty answer (a replay
 //! miss reaches the harness through the replay model's miss ledger, not through this route).

@@ -1,5 +1,5 @@
 //! `/api/threads`: create (idempotent), get, state, history, search, patch and delete, with
-//! ownership checks (`gateway-contract.md` §3).
+//! ownership checks (`docs/gateway-contract.md` §3).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

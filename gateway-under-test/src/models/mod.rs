@@ -21,7 +21,7 @@ use crate::config::ModelConfig;
 use crate::messages::{Message, ToolCall};
 
 /// Who is calling the model, and how: DeerFlow derives the replay caller from these
-/// (`replay-and-fixtures.md` §4.7), so every call passes them explicitly.
+/// (`docs/replay-and-fixtures.md` §4.7), so every call passes them explicitly.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallMetadata {
     /// Tags such as `middleware:title`, `nostream` or `subagent:<name>`.
@@ -35,7 +35,7 @@ pub struct CallMetadata {
 }
 
 impl CallMetadata {
-    /// The journal caller (`gateway-contract.md` §12): the first tag that starts with
+    /// The journal caller (`docs/gateway-contract.md` §12): the first tag that starts with
     /// `subagent:` or `middleware:`, or equals `lead_agent`; otherwise `lead_agent`. Unlike the
     /// replay caller it ignores the run name.
     pub fn journal_caller(&self) -> String {
@@ -86,7 +86,7 @@ pub struct ModelRequest {
 }
 
 /// One event of a streamed model answer. The variants mirror the provider-boundary recording
-/// format's event types (`recording-format.md` §2.2); `Done` carries the assembled message.
+/// format's event types (`docs/recording-format.md` §2.2); `Done` carries the assembled message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
@@ -147,7 +147,7 @@ pub enum StreamEvent {
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
 
 /// How a model failure should be treated by the LLM error-handling middleware
-/// (`gateway-contract.md` §11.2).
+/// (`docs/gateway-contract.md` §11.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
@@ -220,8 +220,9 @@ impl ModelError {
         self
     }
 
-    /// Classifies the failure (`gateway-contract.md` §11.2): quota and auth patterns first, then
-    /// burst and busy patterns, then transient statuses and transport errors; generic otherwise.
+    /// Classifies the failure (`docs/gateway-contract.md` §11.2): quota and auth patterns first,
+    /// then burst and busy patterns, then transient statuses and transport errors; generic
+    /// otherwise.
     pub fn class(&self) -> ErrorClass {
         if let Some(class) = self.forced_class {
             return class;

@@ -4,7 +4,7 @@
 //! The loop applies the input, runs the before-agent hooks, then alternates model calls (with
 //! their after-model hooks) and tool steps until the model answers without tool calls or the
 //! recursion limit is hit, then runs the after-agent hooks. Every step that writes state is
-//! checkpointed and published as one `values` frame (`gateway-contract.md` §7.2–7.3).
+//! checkpointed and published as one `values` frame (`docs/gateway-contract.md` §7.2–7.3).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -21,8 +21,8 @@ use crate::runtime::stream::RunStream;
 use crate::store::{NewEvent, Store};
 use crate::tools::SandboxPaths;
 
-/// The run `context` keys that reach the runtime (`gateway-contract.md` §4.3); every other key is
-/// ignored.
+/// The run `context` keys that reach the runtime (`docs/gateway-contract.md` §4.3); every other key
+/// is ignored.
 pub const CONTEXT_KEYS: [&str; 10] = [
     "model_name",
     "mode",

@@ -2,8 +2,8 @@
 //! with optional hooks that run at fixed points of the agent loop.
 //!
 //! Each hook that returns a non-empty [`StateUpdate`] is its own graph step and so its own
-//! `values` frame (`gateway-contract.md` §7.2). `wrap_model_call` hooks nest: the first middleware
-//! in the list is the outermost wrapper.
+//! `values` frame (`docs/gateway-contract.md` §7.2). `wrap_model_call` hooks nest: the first
+//! middleware in the list is the outermost wrapper.
 
 use std::sync::Arc;
 

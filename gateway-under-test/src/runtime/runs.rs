@@ -1,5 +1,5 @@
 //! Runs: the per-app registry of active runs, the multitask strategy, and the worker that takes a
-//! run from `metadata` to `end` in the order of `gateway-contract.md` §11.1.
+//! run from `metadata` to `end` in the order of `docs/gateway-contract.md` §11.1.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -163,6 +163,30 @@ impl RunManager {
     }
 }
 
+/// The `error` of a run found unfinished at start-up: DeerFlow's text.
+pub const RESTART_ERROR: &str = "Gateway restarted before this run reached a durable final state.";
+
+/// The `stop_reason` of a run found unfinished at start-up.
+pub const RESTART_STOP_REASON: &str = "gateway_restart";
+
+/// At start-up, before any run of this gateway exists: finishes the runs a previous process left
+/// `pending` or `running` (it crashed or was killed) as `error` with [`RESTART_ERROR`], and frees
+/// their threads, as DeerFlow's `reconcile_orphaned_inflight_runs` does. No worker can own them
+/// any more: workers live in the process. Blocking. Returns how many runs were finished.
+pub fn finish_orphaned_runs(store: &crate::store::Store) -> Result<usize, StoreError> {
+    let now = crate::clock::now_iso();
+    let finished = store.finish_orphaned_runs(crate::store::Orphaned {
+        before: &now,
+        error: RESTART_ERROR,
+        stop_reason: RESTART_STOP_REASON,
+        now: &now,
+    })?;
+    for (run_id, thread_id) in &finished {
+        tracing::warn!(%run_id, %thread_id, "run interrupted by a restart marked as error");
+    }
+    Ok(finished.len())
+}
+
 /// Starts a run: claims the thread (applying the multitask strategy), records the run as
 /// `pending`, subscribes the caller to its stream, and spawns the worker.
 pub async fn start_run(
@@ -290,7 +314,7 @@ async fn set_status(store: &Store, run: &ActiveRun, status: RunStatus) {
     }
 }
 
-/// The worker: `gateway-contract.md` §11.1, steps 3 to 13.
+/// The worker: `docs/gateway-contract.md` §11.1, steps 3 to 13.
 async fn execute(
     manager: Arc<RunManager>,
     run: Arc<ActiveRun>,

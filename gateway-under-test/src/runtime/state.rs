@@ -1,8 +1,8 @@
 //! The agent state: its channels, their reducers, and its serialisation as a `values` frame.
 //!
-//! Channels follow `gateway-contract.md` §6: five reducer channels are always present (`messages`,
-//! `artifacts`, `delegations`, `skill_context`, `viewed_images`); the others appear once written
-//! and are never serialised as `null`.
+//! Channels follow `docs/gateway-contract.md` §6: five reducer channels are always present
+//! (`messages`, `artifacts`, `delegations`, `skill_context`, `viewed_images`); the others appear
+//! once written and are never serialised as `null`.
 
 use serde_json::{Map, Value};
 

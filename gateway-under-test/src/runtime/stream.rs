@@ -2,7 +2,7 @@
 //! `Last-Event-ID` reconnects, and live subscribers.
 //!
 //! Live subscribers get every frame through their own unbounded channel, so a slow client never
-//! loses frames; the ring buffer only serves reconnects (`gateway-contract.md` §5.2).
+//! loses frames; the ring buffer only serves reconnects (`docs/gateway-contract.md` §5.2).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,7 +1,9 @@
-//! SQLite persistence: users, thread metadata, checkpoints, runs and the run-event journal.
+//! SQLite persistence: users, revoked session tokens, thread metadata, checkpoints, runs and the
+//! run-event journal.
 //!
 //! One dedicated thread owns the `rusqlite::Connection`; async callers send it closures over a
-//! channel and await the answer (stack.md §2.6). Every [`Store`] is opened on its own folder, so
+//! channel and await the answer, so blocking SQLite calls never stall the async workers and writes
+//! are serialised. Every [`Store`] is opened on its own folder, so
 //! gateways with different homes never share a database.
 //!
 //! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered
@@ -9,8 +11,10 @@
 
 mod checkpoints;
 mod events;
+mod private_files;
 mod runs;
 mod schema;
+mod sessions;
 mod sql;
 mod threads;
 mod users;
@@ -86,6 +90,17 @@ pub struct UserRecord {
     pub created_at: String,
 }
 
+/// What a session token stands for, looked up on every authenticated request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Session {
+    /// The token's user.
+    Active(UserRecord),
+    /// The token was revoked by logout.
+    Revoked,
+    /// The token's user does not exist (any more).
+    UnknownUser,
+}
+
 /// Thread metadata (one row per thread).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadRecord {
@@ -159,6 +174,19 @@ pub struct RunRecord {
     pub updated_at: String,
 }
 
+/// Which runs [`Store::finish_orphaned_runs`] finishes, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Orphaned<'a> {
+    /// Only runs created at or before this ISO timestamp (compared as strings).
+    pub before: &'a str,
+    /// The run's `error` text.
+    pub error: &'a str,
+    /// The run's `stop_reason`.
+    pub stop_reason: &'a str,
+    /// The ISO timestamp for `updated_at`.
+    pub now: &'a str,
+}
+
 /// A journal row to append; `seq` is assigned by the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -214,13 +242,19 @@ pub struct Store {
 impl Store {
     /// Opens (creating) `<dir>/deerflow.db`, sets WAL, `busy_timeout=5000`, `foreign_keys=ON`,
     /// and runs the numbered migrations in a transaction, bumping `PRAGMA user_version`.
+    ///
+    /// A missing `dir` is created `0700` and a missing database file `0600` (before the umask);
+    /// SQLite gives its WAL and shared-memory files the database file's mode.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+        let io_error = |source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
-        })?;
+        };
+        private_files::create_dir(dir).map_err(io_error)?;
+        let file = dir.join(DATABASE_FILE);
+        private_files::create_file(&file).map_err(io_error)?;
         // Migrating before the thread starts means no query can ever see an old schema.
-        let mut conn = Connection::open(dir.join(DATABASE_FILE))?;
+        let mut conn = Connection::open(&file)?;
         schema::configure(&conn)?;
         schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
@@ -251,6 +285,30 @@ impl Store {
     pub async fn user_by_id(&self, id: &str) -> Result<Option<UserRecord>, StoreError> {
         let id = id.to_owned();
         self.db.call(move |conn| users::by_id(conn, &id)).await
+    }
+
+    /// The user of the session token `token_id` (see [`crate::auth::token_id`]) issued to
+    /// `user_id`, unless the token was revoked. One query for both, on every request.
+    pub async fn session(&self, user_id: &str, token_id: &str) -> Result<Session, StoreError> {
+        let (user_id, token_id) = (user_id.to_owned(), token_id.to_owned());
+        self.db
+            .call(move |conn| sessions::session(conn, &user_id, &token_id))
+            .await
+    }
+
+    /// Revokes the session token `token_id` of `user_id` until `expires_at` (epoch seconds, the
+    /// token's `exp`), and forgets revocations of tokens expired before `now` (epoch seconds).
+    pub async fn revoke_token(
+        &self,
+        token_id: &str,
+        user_id: &str,
+        expires_at: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let (token_id, user_id) = (token_id.to_owned(), user_id.to_owned());
+        self.db
+            .call(move |conn| sessions::revoke(conn, &token_id, &user_id, expires_at, now))
+            .await
     }
 
     /// How many users exist.
@@ -397,6 +455,33 @@ impl Store {
     pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
         let run_id = run_id.to_owned();
         self.db.call(move |conn| runs::get(conn, &run_id)).await
+    }
+
+    /// Marks the runs no worker can own any more (`pending` or `running`, created at or before
+    /// `orphan.before`) as `error`, and their threads that are still `running` as `error`, in one
+    /// transaction. Returns the runs changed as `(run_id, thread_id)`.
+    ///
+    /// **Blocking**: it waits for the database thread. Meant for start-up (a synchronous
+    /// builder), before any run exists; never call it from request handling.
+    pub fn finish_orphaned_runs(
+        &self,
+        orphan: Orphaned<'_>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let (before, error, stop_reason, now) = (
+            orphan.before.to_owned(),
+            orphan.error.to_owned(),
+            orphan.stop_reason.to_owned(),
+            orphan.now.to_owned(),
+        );
+        self.db.call_blocking(move |conn| {
+            let orphan = Orphaned {
+                before: &before,
+                error: &error,
+                stop_reason: &stop_reason,
+                now: &now,
+            };
+            runs::finish_orphans(conn, &orphan)
+        })
     }
 
     /// The thread's runs owned by `owner_id`, sorted by `created_at` descending **as strings**,

@@ -3,7 +3,7 @@
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Row, ToSql, params};
 
-use super::sql::{json_column, json_text, limit, query_all, query_first};
+use super::sql::{json_column, json_text, limit, query_all, query_first, write_transaction};
 use super::{RunRecord, StoreError};
 use crate::run_status::{MultitaskStrategy, RunStatus};
 
@@ -76,6 +76,48 @@ pub(super) fn list(
          LIMIT ?3"
     );
     query_all(conn, &sql, params![thread_id, owner_id, limit(max)], decode)
+}
+
+/// Marks every `pending` or `running` run created at or before `before` as `error` with `error`
+/// and `stop_reason`, and sets their threads that are still `running` to `error`, in one
+/// transaction. Returns the runs changed, as `(run_id, thread_id)`.
+pub(super) fn finish_orphans(
+    conn: &mut Connection,
+    orphan: &super::Orphaned<'_>,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let tx = write_transaction(conn)?;
+    let orphans: Vec<(String, String)> = {
+        let mut statement = tx.prepare(
+            "SELECT run_id, thread_id FROM runs
+             WHERE status IN (?2, ?3) AND created_at <= ?1
+             ORDER BY created_at",
+        )?;
+        let rows = statement.query_map(
+            params![orphan.before, RunStatus::Pending, RunStatus::Running],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (run_id, thread_id) in &orphans {
+        tx.execute(
+            "UPDATE runs SET status = ?5, error = ?2, stop_reason = ?3, updated_at = ?4
+             WHERE run_id = ?1",
+            params![
+                run_id,
+                orphan.error,
+                orphan.stop_reason,
+                orphan.now,
+                RunStatus::Error
+            ],
+        )?;
+        tx.execute(
+            "UPDATE threads SET status = 'error', updated_at = ?2
+             WHERE thread_id = ?1 AND status IN ('pending', 'running')",
+            params![thread_id, orphan.now],
+        )?;
+    }
+    tx.commit()?;
+    Ok(orphans)
 }
 
 /// Deletes every run of the thread.

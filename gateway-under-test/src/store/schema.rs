@@ -15,7 +15,7 @@ use super::StoreError;
 /// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
 /// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
 /// route creates exactly that).
-pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES];
+pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES, V3_REVOKED_TOKENS];
 
 const V1_INITIAL: &str = "
 CREATE TABLE users (
@@ -97,6 +97,18 @@ CREATE TABLE checkpoint_messages (
     body      TEXT NOT NULL,
     UNIQUE (thread_id, hash)
 );
+";
+
+/// Session tokens revoked by logout, until they would have expired anyway. `token_id` is the
+/// SHA-256 of the token (the token itself never reaches the database); `expires_at` is its `exp`
+/// in epoch seconds.
+const V3_REVOKED_TOKENS: &str = "
+CREATE TABLE revoked_tokens (
+    token_id   TEXT PRIMARY KEY NOT NULL,
+    user_id    TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at);
 ";
 
 /// Applies the per-connection settings the store relies on.

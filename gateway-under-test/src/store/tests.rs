@@ -867,6 +867,173 @@ async fn query_events_filters_by_run_category_and_type() {
     assert_eq!(read(messages_after_three).await, [6]);
 }
 
+/// The permission bits of `path`.
+#[cfg(unix)]
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Finding 9 of issue 10: the database folder is created `0700` and the database file (and so
+/// its WAL and shared-memory files, which SQLite creates with the database's mode) `0600`. The
+/// file is created empty before SQLite opens it; SQLite still takes it as a new database, so it
+/// gets incremental vacuum directly.
+#[cfg(unix)]
+#[tokio::test]
+async fn database_files_are_created_private() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let dir = home.path().join("db");
+    let store = Store::open(&dir).expect("open store");
+    store
+        .create_user(user("u1", "a@example.com"))
+        .await
+        .expect("a write creates the WAL file");
+    assert_eq!(mode_of(&dir), 0o700, "{}", dir.display());
+    for file in ["deerflow.db", "deerflow.db-wal", "deerflow.db-shm"] {
+        assert_eq!(mode_of(&dir.join(file)), 0o600, "{file}");
+    }
+    let conn = Connection::open(dir.join(DATABASE_FILE)).expect("second connection");
+    let auto_vacuum: i64 = conn
+        .pragma_query_value(None, "auto_vacuum", |row| row.get(0))
+        .expect("auto_vacuum");
+    assert_eq!(auto_vacuum, 2, "auto_vacuum should be INCREMENTAL (2)");
+}
+
+// --- sessions -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn revoked_tokens_are_refused_until_they_expire() {
+    let (_dir, store) = open_temp();
+    store
+        .create_user(user("u1", "a@example.com"))
+        .await
+        .expect("user");
+    let active = |store: Store, token: &'static str| async move {
+        matches!(
+            store.session("u1", token).await.expect("session"),
+            Session::Active(_)
+        )
+    };
+    assert!(active(store.clone(), "t-old").await);
+    store
+        .revoke_token("t-old", "u1", 100, 50)
+        .await
+        .expect("revoke");
+    store
+        .revoke_token("t-old", "u1", 100, 50)
+        .await
+        .expect("twice is fine");
+    assert_eq!(
+        store.session("u1", "t-old").await.expect("session"),
+        Session::Revoked
+    );
+    assert!(active(store.clone(), "t-other").await);
+    assert_eq!(
+        store.session("ghost", "t-other").await.expect("session"),
+        Session::UnknownUser
+    );
+    // A later revocation forgets the ones whose tokens have expired by then.
+    store
+        .revoke_token("t-new", "u1", 500, 101)
+        .await
+        .expect("revoke");
+    assert!(active(store.clone(), "t-old").await);
+    assert_eq!(
+        store.session("u1", "t-new").await.expect("session"),
+        Session::Revoked
+    );
+}
+
+// --- runs left unfinished by a crash ----------------------------------------------------------
+
+#[tokio::test]
+async fn orphaned_runs_are_finished_as_error_and_free_their_threads() {
+    let (_dir, store) = open_temp();
+    // (run, thread, status, created_at, thread status) → expected run status afterwards.
+    let cases = [
+        (
+            "pending",
+            "t1",
+            RunStatus::Pending,
+            "2025-01-01T00:00:01Z",
+            "idle",
+            RunStatus::Error,
+        ),
+        (
+            "running",
+            "t2",
+            RunStatus::Running,
+            "2025-01-01T00:00:02Z",
+            "running",
+            RunStatus::Error,
+        ),
+        (
+            "done",
+            "t3",
+            RunStatus::Success,
+            "2025-01-01T00:00:03Z",
+            "idle",
+            RunStatus::Success,
+        ),
+        (
+            "later",
+            "t4",
+            RunStatus::Running,
+            "2025-01-01T00:00:09Z",
+            "running",
+            RunStatus::Running,
+        ),
+    ];
+    for (run_id, thread_id, status, created_at, thread_status, _) in cases {
+        let mut thread = thread(thread_id, "u1", created_at);
+        thread.status = thread_status.to_owned();
+        store
+            .create_thread(thread, checkpoint(thread_id, &format!("c-{thread_id}"), -1))
+            .await
+            .expect("thread");
+        let mut run = run(run_id, thread_id, "u1", created_at);
+        run.status = status;
+        store.put_run(run).await.expect("run");
+    }
+    let finished = store
+        .finish_orphaned_runs(Orphaned {
+            before: "2025-01-01T00:00:05Z",
+            error: "restarted",
+            stop_reason: "gateway_restart",
+            now: "2025-01-01T00:00:06Z",
+        })
+        .expect("finish");
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(run, thread)| (run.to_string(), thread.to_string()))
+            .collect()
+    };
+    assert_eq!(finished, pairs(&[("pending", "t1"), ("running", "t2")]));
+    for (run_id, thread_id, _, _, thread_status, expected) in cases {
+        let run = store.get_run(run_id).await.expect("get").expect("run");
+        assert_eq!(run.status, expected, "{run_id}");
+        let thread = store
+            .get_thread(thread_id)
+            .await
+            .expect("get")
+            .expect("thread");
+        let expected_thread = if thread_status == "running" && expected == RunStatus::Error {
+            "error"
+        } else {
+            thread_status
+        };
+        assert_eq!(thread.status, expected_thread, "{thread_id}");
+        if expected == RunStatus::Error {
+            assert_eq!(run.error.as_deref(), Some("restarted"));
+            assert_eq!(run.stop_reason.as_deref(), Some("gateway_restart"));
+            assert_eq!(run.updated_at, "2025-01-01T00:00:06Z");
+        }
+    }
+}
 // --- checkpoint storage: messages once per thread --------------------------------------------
 
 /// A checkpoint whose values hold `messages` between two other keys, as the agent's state does.

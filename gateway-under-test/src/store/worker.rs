@@ -55,6 +55,21 @@ impl DbThread {
         answer.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// Runs `work` on the database thread and blocks the calling thread until it is done: for
+    /// start-up steps of synchronous callers, never for request handling.
+    pub(super) fn call_blocking<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = mpsc::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(work(conn));
+        });
+        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        answer.recv().map_err(|_| StoreError::Closed)?
+    }
+
     /// A handle whose thread is already gone, to exercise the [`StoreError::Closed`] paths.
     #[cfg(test)]
     pub(super) fn stopped() -> Self {

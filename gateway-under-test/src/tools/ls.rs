@@ -1,4 +1,4 @@
-//! The `ls` tool (`gateway-contract.md` §8.2): a directory's entries up to depth 2, as sorted
+//! The `ls` tool (`docs/gateway-contract.md` §8.2): a directory's entries up to depth 2, as sorted
 //! virtual paths, directories ending with `/`.
 //!
 //! Choices where the contract is open:
@@ -15,18 +15,20 @@
 //! - A subfolder that cannot be read is shown but not descended into.
 //! - Truncation keeps exactly the first 20000 characters; the marker is not counted in them.
 
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::args::required_path;
+use super::beneath::{Confined, ROOT_NAMES};
 use super::output::{describe_io_error, finish, run_blocking, truncate_head};
 use super::paths::PathError;
 use super::{SandboxPaths, Tool, ToolContext};
 use crate::models::ToolSpec;
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
 
 /// Listings longer than this many characters are truncated.
 const MAX_LS_CHARS: usize = 20_000;
@@ -84,47 +86,35 @@ impl Tool for LsTool {
 fn list(paths: &SandboxPaths, path: &str) -> String {
     let denied = || format!("Error: Permission denied: {path}");
     let not_found = || format!("Error: Directory not found: {path}");
-    let unexpected = |error: &io::Error| {
-        format!(
+    let from_io = |error: &io::Error| match error.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => not_found(),
+        io::ErrorKind::PermissionDenied => denied(),
+        _ => format!(
             "Error: Unexpected error listing directory: {}",
             describe_io_error(error)
-        )
+        ),
+    };
+    let refused = |error: PathError| match error {
+        PathError::Io(error) => from_io(&error),
+        PathError::Denied | PathError::NotRegularFile | PathError::HardLinked => denied(),
     };
 
-    let resolved = match paths.resolve_for_listing(path) {
-        Ok(resolved) => resolved,
-        Err(PathError::Denied) => return denied(),
-        Err(PathError::Io(error)) if error.kind() == io::ErrorKind::PermissionDenied => {
-            return denied();
-        }
-        Err(PathError::Io(error)) => return unexpected(&error),
+    let confined = match paths.confine(path, true, false) {
+        Ok(confined) => confined,
+        Err(error) => return refused(error),
     };
-    match fs::metadata(&resolved.host) {
-        Ok(metadata) if metadata.is_dir() => {}
-        Ok(_) => return not_found(),
-        Err(error) => {
-            return match error.kind() {
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => not_found(),
-                io::ErrorKind::PermissionDenied => denied(),
-                _ => unexpected(&error),
-            };
-        }
-    }
-
-    let roots = paths.confinement_roots();
+    let dir = match confined.open_dir() {
+        Ok(dir) => dir,
+        Err(error) => return refused(error),
+    };
     let mut entries = Vec::new();
-    if let Err(error) = walk(
-        &roots,
-        &resolved.host,
-        &resolved.virtual_path,
-        1,
-        &mut entries,
-    ) {
-        return match error.kind() {
-            io::ErrorKind::NotFound => not_found(),
-            io::ErrorKind::PermissionDenied => denied(),
-            _ => unexpected(&error),
-        };
+    let top = Folder {
+        dir: &dir,
+        relative: &confined.resolved.relative,
+        virtual_path: &confined.resolved.virtual_path,
+    };
+    if let Err(error) = walk(&confined, &top, 1, &mut entries) {
+        return from_io(&error);
     }
     if entries.is_empty() {
         return "(empty)".to_string();
@@ -133,48 +123,66 @@ fn list(paths: &SandboxPaths, path: &str) -> String {
     truncate_head(entries.join("\n"), MAX_LS_CHARS, TRUNCATION_HINT)
 }
 
-/// Appends the entries of `dir` (canonical host path; virtual path `virtual_dir`) at `depth`, and
-/// those of its subfolders while `depth < MAX_DEPTH`. Only entries inside one of the canonical
-/// `roots` are kept. Only the top directory's read error is reported.
+/// A folder being listed: opened beneath `user-data`, with its paths.
+struct Folder<'a> {
+    /// The opened folder.
+    dir: &'a Dir,
+    /// Its path relative to `user-data` (`.` for `user-data` itself).
+    relative: &'a Path,
+    /// Its virtual path.
+    virtual_path: &'a str,
+}
+
+/// Appends the entries of `folder` at `depth`, and those of its subfolders while
+/// `depth < MAX_DEPTH`. Only entries inside one of the three roots are kept. Only the top
+/// folder's read error is reported.
 fn walk(
-    roots: &[PathBuf],
-    dir: &Path,
-    virtual_dir: &str,
+    confined: &Confined,
+    folder: &Folder<'_>,
     depth: usize,
     entries: &mut Vec<String>,
 ) -> io::Result<()> {
-    let confined = |host: &Path| roots.iter().any(|root| host.starts_with(root));
-    for entry in fs::read_dir(dir)? {
+    for entry in folder.dir.entries()? {
         // An entry that vanished or cannot be inspected mid-walk is skipped, not fatal.
         let Ok(entry) = entry else { continue };
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
         let name = entry.file_name();
-        let virtual_path = format!("{virtual_dir}/{}", name.to_string_lossy());
-        // `dir` is canonical and this entry is not followed, so its path is canonical too (a
+        let virtual_path = format!("{}/{}", folder.virtual_path, name.to_string_lossy());
+        // The folder is resolved and this entry is not followed, so its path is resolved too (a
         // symlink's own location is; its target is checked below).
-        let host = entry.path();
-        if !confined(&host) {
+        let relative = if folder.relative == Path::new(".") {
+            PathBuf::from(&name)
+        } else {
+            folder.relative.join(&name)
+        };
+        let in_a_root = matches!(
+            relative.components().next(),
+            Some(Component::Normal(first)) if ROOT_NAMES.iter().any(|root| first == *root)
+        );
+        if !in_a_root {
             continue;
         }
         if file_type.is_symlink() {
             // Listed where it is, never followed: only when its target is inside the sandbox.
-            let Ok(target) = fs::canonicalize(&host) else {
-                continue;
-            };
-            if confined(&target) {
-                entries.push(if target.is_dir() {
-                    format!("{virtual_path}/")
-                } else {
-                    virtual_path
-                });
+            match confined.listed_target(&relative) {
+                Some(true) => entries.push(format!("{virtual_path}/")),
+                Some(false) => entries.push(virtual_path),
+                None => {}
             }
         } else if file_type.is_dir() {
             entries.push(format!("{virtual_path}/"));
-            if depth < MAX_DEPTH {
+            if depth < MAX_DEPTH
+                && let Ok(dir) = folder.dir.open_dir_nofollow(&name)
+            {
                 // An unreadable subfolder is still listed above; its contents are just omitted.
-                let _ = walk(roots, &host, &virtual_path, depth + 1, entries);
+                let child = Folder {
+                    dir: &dir,
+                    relative: &relative,
+                    virtual_path: &virtual_path,
+                };
+                let _ = walk(confined, &child, depth + 1, entries);
             }
         } else {
             entries.push(virtual_path);

@@ -1,19 +1,25 @@
 //! The agent's tools: the sandbox's virtual-path mapping and the file tools `ls`, `read_file` and
-//! `write_file`, with the exact success and error strings of `gateway-contract.md` §8.
+//! `write_file`, with the exact success and error strings of `docs/gateway-contract.md` §8.
 //!
-//! Layout: [`paths`] maps virtual paths onto the thread's host folders and confines them;
-//! [`read_tracker`] holds the read-before-write memory; `ls`, `read_file` and `write_file` are one
+//! Layout: [`paths`] maps virtual paths onto the thread's host folders; `beneath` resolves and
+//! opens them beneath the thread's `user-data` folder at the operating-system level (regular
+//! files only, no hard-linked files for writing); [`read_tracker`] holds the read-before-write
+//! memory; `ls`, `read_file` and `write_file` are one
 //! submodule each; `args` and `output` hold the argument parsing and output shaping they share.
 //!
 //! Conventions shared by the three tools (the contract leaves them open, §14):
 //!
 //! - **Refusals name the virtual path.** A path outside the three roots (`workspace`, `uploads`,
 //!   `outputs`), a `..` segment, a relative path, a read-only or unmounted mount
-//!   (`/mnt/skills/…`) or a symlink leading out of the roots is refused with the tool's
+//!   (`/mnt/skills/…`), a symlink leading out of the roots (a root itself replaced by one
+//!   included) is refused with the tool's
 //!   permission message: `Error: Permission denied: <path>` for `ls`,
 //!   `Error: Permission denied reading file: <path>` for `read_file`,
 //!   `Error: Permission denied writing to file: <path>` for `write_file`, where `<path>` is the
 //!   path exactly as the model supplied it. Host paths never appear in tool output.
+//! - **Special files and hard links.** Reading or writing a FIFO, socket or device appends
+//!   ` (not a regular file)` to the permission text; writing a file with more than one hard link
+//!   appends ` (it has other hard links)`. Neither ever blocks.
 //! - **Bad arguments** produce `Error: Missing required argument '<name>'` or
 //!   `Error: Argument '<name>' must be <kind>`; an empty `path` gives
 //!   `Error: Argument 'path' must not be empty`.
@@ -24,6 +30,7 @@
 //!   worker threads.
 
 mod args;
+mod beneath;
 mod ls;
 mod output;
 pub mod paths;

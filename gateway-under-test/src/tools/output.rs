@@ -1,6 +1,6 @@
-//! Shaping tool output: head truncation with the contract's markers (`gateway-contract.md` §8.2,
-//! §8.3), middle shortening of long errors (§8.4), `<Type>: <msg>` for unexpected I/O errors, and
-//! running blocking filesystem work off the async runtime.
+//! Shaping tool output: head truncation with the contract's markers (`docs/gateway-contract.md`
+//! §8.2, §8.3), middle shortening of long errors (§8.4), `<Type>: <msg>` for unexpected I/O errors,
+//! and running blocking filesystem work off the async runtime.
 //!
 //! Lengths are counted in Unicode scalar values (`char`s), like Python's `len(str)`.
 

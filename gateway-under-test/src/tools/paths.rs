@@ -1,21 +1,21 @@
-//! The sandbox's virtual-path mapping (`gateway-contract.md` §8.1): where a thread's
+//! The sandbox's virtual-path mapping (`docs/gateway-contract.md` §8.1): where a thread's
 //! `/mnt/user-data/…` folders live on the host, how a virtual path the model supplies becomes a
 //! confined host path, and how paths inside file contents are rewritten in both directions.
 //!
 //! **Mapping** uses the longest matching root on whole segments, so `/mnt/user-data/outputsX`
 //! maps under the common parent `/mnt/user-data`, not under `outputs`.
 //!
-//! **Confinement** (§8.1: "inside one of the three roots") is checked on the real filesystem, not
-//! just lexically: the deepest existing ancestor of the target is canonicalised (resolving every
-//! symlink on the way) and the result must lie inside `workspace`, `uploads` or `outputs`. So a
+//! **Confinement** (§8.1: "inside one of the three roots") is enforced by the operating system,
+//! not just lexically: the target is resolved beneath the opened `user-data` folder (see
+//! `beneath.rs`; `openat2(RESOLVE_BENEATH)` on Linux), every symlink on the way included, and the
+//! result must lie inside `workspace`, `uploads` or `outputs` as they are inside `user-data`. So a
 //! symlink inside `outputs` that points elsewhere on the host is refused for reading, listing and
-//! writing alike, and so is anything directly in the common parent (`/mnt/user-data/outputsX/a`,
-//! `/mnt/user-data/x.txt`). The one exception is `ls /mnt/user-data` itself, which lists the three
-//! roots (see [`SandboxPaths::resolve_for_listing`]). The check and the later I/O are two steps,
-//! so a process that swaps a symlink in between could still race it; the agent's own tools cannot,
-//! since none of them creates symlinks.
+//! writing alike, so is a root replaced by such a symlink, and so is anything directly in the
+//! common parent (`/mnt/user-data/outputsX/a`, `/mnt/user-data/x.txt`). The one exception is
+//! `ls /mnt/user-data` itself, which lists the three roots (see
+//! [`SandboxPaths::resolve_for_listing`]). The tools open what was resolved beneath the same
+//! folder, so a symlink swapped in between cannot lead them out either.
 
-use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -34,6 +34,13 @@ pub enum PathError {
     /// this into its `Permission denied` text.
     #[error("permission denied")]
     Denied,
+    /// The path names a FIFO, a socket or a device: the tools only read and write regular files
+    /// (opening a FIFO would block).
+    #[error("not a regular file")]
+    NotRegularFile,
+    /// A file to be written has more than one hard link; another link may be outside the sandbox.
+    #[error("the file has other hard links")]
+    HardLinked,
     /// The filesystem failed while the path was being resolved.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -42,9 +49,12 @@ pub enum PathError {
 /// A virtual path mapped onto the host and checked for confinement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPath {
-    /// The canonical host path: symlinks of the existing part resolved, the missing tail appended.
-    /// Always inside one of the thread's roots.
+    /// The host path: `user_data` joined with [`ResolvedPath::relative`]. Always inside one of
+    /// the thread's roots (or `user_data` itself, for listing).
     pub host: PathBuf,
+    /// The path relative to `user_data`, resolved beneath it: symlinks of the existing part
+    /// resolved, the missing tail appended; `.` is `user_data` itself.
+    pub relative: PathBuf,
     /// The virtual path in normal form: no empty or `.` segments, no trailing `/`.
     pub virtual_path: String,
 }
@@ -74,14 +84,6 @@ impl SandboxPaths {
         }
     }
 
-    /// Creates the three folders.
-    pub fn create_dirs(&self) -> std::io::Result<()> {
-        for dir in [&self.workspace, &self.uploads, &self.outputs] {
-            std::fs::create_dir_all(dir)?;
-        }
-        Ok(())
-    }
-
     /// `{"workspace_path", "uploads_path", "outputs_path"}` with host paths: the `thread_data`
     /// state channel.
     pub fn thread_data(&self) -> Value {
@@ -96,53 +98,20 @@ impl SandboxPaths {
     /// it from a blocking context.
     ///
     /// Rules: the path must be absolute; empty and `.` segments are ignored; any `..` segment is
-    /// refused; the longest root prefix on whole segments wins; the result, with the symlinks of
-    /// its existing part resolved, must lie inside `workspace`, `uploads` or `outputs`. Anything
-    /// else, including `/mnt/skills/…` (read-only and not mounted here) and the common parent's
-    /// own entries, is [`PathError::Denied`].
+    /// refused; the longest root prefix on whole segments wins; the result, resolved beneath the
+    /// `user-data` folder with the symlinks of its existing part followed, must lie inside
+    /// `workspace`, `uploads` or `outputs`. Anything else, including `/mnt/skills/…` (read-only
+    /// and not mounted here), the common parent's own entries and a path that leads out of
+    /// `user-data`, is [`PathError::Denied`]. A missing `user-data` folder is
+    /// [`PathError::Io`] (not found).
     pub fn resolve(&self, virtual_path: &str) -> Result<ResolvedPath, PathError> {
-        self.resolve_checked(virtual_path, false)
+        Ok(self.confine(virtual_path, false, false)?.resolved)
     }
 
     /// [`SandboxPaths::resolve`], but also accepting the common parent `/mnt/user-data` itself,
     /// for listing: `ls` then shows only the entries that lie inside the three roots.
     pub fn resolve_for_listing(&self, virtual_path: &str) -> Result<ResolvedPath, PathError> {
-        self.resolve_checked(virtual_path, true)
-    }
-
-    fn resolve_checked(
-        &self,
-        virtual_path: &str,
-        allow_user_data_root: bool,
-    ) -> Result<ResolvedPath, PathError> {
-        let (lexical, normal) = self.map_lexically(virtual_path)?;
-        let host = canonicalize_existing_prefix(&lexical)?;
-        let is_user_data_root =
-            || canonicalize_existing_prefix(&self.user_data).is_ok_and(|root| root == host);
-        let allowed = self.is_confined(&host) || (allow_user_data_root && is_user_data_root());
-        if !allowed {
-            return Err(PathError::Denied);
-        }
-        Ok(ResolvedPath {
-            host,
-            virtual_path: normal,
-        })
-    }
-
-    /// The canonical forms of the three confinement roots (`workspace`, `uploads`, `outputs`).
-    /// A root that cannot be resolved confines nothing and is left out. Blocking.
-    pub(crate) fn confinement_roots(&self) -> Vec<PathBuf> {
-        [&self.workspace, &self.uploads, &self.outputs]
-            .into_iter()
-            .filter_map(|root| canonicalize_existing_prefix(root).ok())
-            .collect()
-    }
-
-    /// Whether a canonical host path lies inside one of the three roots. Blocking.
-    pub(crate) fn is_confined(&self, canonical: &Path) -> bool {
-        self.confinement_roots()
-            .iter()
-            .any(|root| canonical.starts_with(root))
+        Ok(self.confine(virtual_path, true, false)?.resolved)
     }
 
     /// Rewrites virtual paths inside text to host paths (what `write_file` stores).
@@ -177,9 +146,19 @@ impl SandboxPaths {
         ]
     }
 
-    /// The purely lexical half of [`SandboxPaths::resolve`]: the host path (symlinks not yet
-    /// resolved) and the normal form of the virtual path.
-    fn map_lexically(&self, virtual_path: &str) -> Result<(PathBuf, String), PathError> {
+    /// The purely lexical half of [`SandboxPaths::resolve`]: the path relative to `user_data`
+    /// (symlinks not yet resolved; empty for `user_data` itself) and the normal form of the
+    /// virtual path.
+    pub(super) fn map_lexically(&self, virtual_path: &str) -> Result<(PathBuf, String), PathError> {
+        let (host, normal) = self.map_to_host_lexically(virtual_path)?;
+        let relative = host
+            .strip_prefix(&self.user_data)
+            .map_err(|_| PathError::Denied)?;
+        Ok((relative.to_path_buf(), normal))
+    }
+
+    /// The host path (symlinks not yet resolved) and the normal form of the virtual path.
+    fn map_to_host_lexically(&self, virtual_path: &str) -> Result<(PathBuf, String), PathError> {
         // A NUL byte cannot name a file and would make the OS calls fail oddly: refuse it here.
         if !virtual_path.starts_with('/') || virtual_path.contains('\0') {
             return Err(PathError::Denied);
@@ -202,44 +181,6 @@ impl SandboxPaths {
             }
         }
         Err(PathError::Denied)
-    }
-}
-
-/// Canonicalises the deepest existing ancestor of `path` and appends the part that does not exist
-/// yet. `path` must be free of `..` (the missing tail is appended as is).
-///
-/// An existing entry that cannot be canonicalised (a dangling symlink, a symlink loop, a folder we
-/// may not search) is refused: following a dangling symlink on write would create its target,
-/// wherever it points.
-pub(crate) fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathError> {
-    let mut existing = path;
-    let mut missing: Vec<OsString> = Vec::new();
-    loop {
-        match std::fs::symlink_metadata(existing) {
-            Ok(_) => {
-                let mut canonical =
-                    std::fs::canonicalize(existing).map_err(|_| PathError::Denied)?;
-                canonical.extend(missing.iter().rev());
-                return Ok(canonical);
-            }
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                match (existing.parent(), existing.file_name()) {
-                    (Some(parent), Some(name)) => {
-                        missing.push(name.to_os_string());
-                        existing = parent;
-                    }
-                    // Nothing of the path exists, not even its first component (a relative path
-                    // in a missing folder): there is nothing to resolve.
-                    _ => return Ok(path.to_path_buf()),
-                }
-            }
-            Err(error) => return Err(PathError::Io(error)),
-        }
     }
 }
 
@@ -392,7 +333,7 @@ mod tests {
         ];
         let paths = paths();
         for (input, expected) in cases {
-            let got = paths.map_lexically(input).ok();
+            let got = paths.map_to_host_lexically(input).ok();
             let expected = expected.map(|(host_rest, normal)| {
                 let host = if host_rest.is_empty() {
                     PathBuf::from(base)

@@ -1,5 +1,5 @@
-//! The `read_file` tool (`gateway-contract.md` §8.3): a sandbox file's raw UTF-8 text, whole or
-//! a 1-based inclusive line range, with host paths in it translated back to virtual paths.
+//! The `read_file` tool (`docs/gateway-contract.md` §8.3): a sandbox file's raw UTF-8 text, whole
+//! or a 1-based inclusive line range, with host paths in it translated back to virtual paths.
 //!
 //! Order of checks (DeerFlow's): the range arguments first (`(start_line must be >= 1)`,
 //! `(end_line must be >= 1)`, `(start_line > end_line — no lines in range)`), then the path, then
@@ -15,14 +15,14 @@
 //! Every successful read of the file (whatever the range) records its current version in the
 //! [`ReadTracker`](super::ReadTracker), which is what `write_file`'s read-before-write gate checks.
 
-use std::fs;
-use std::io;
+use std::io::{self, Read as _};
 use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::args::{optional_integer, required_path};
+use super::beneath::Access;
 use super::output::{describe_io_error, finish, truncate_head};
 use super::paths::PathError;
 use super::read_tracker::content_version;
@@ -190,16 +190,17 @@ fn read(paths: &SandboxPaths, path: &str, range: LineRange) -> Result<Read, Stri
         ),
     };
 
-    let resolved = match paths.resolve(path) {
-        Ok(resolved) => resolved,
-        Err(PathError::Denied) => return Err(denied()),
-        Err(PathError::Io(error)) => return Err(from_io(&error)),
+    let refused = |error: PathError| match error {
+        PathError::Denied | PathError::HardLinked => denied(),
+        PathError::NotRegularFile => format!("{} (not a regular file)", denied()),
+        PathError::Io(error) => from_io(&error),
     };
-    let metadata = fs::metadata(&resolved.host).map_err(|error| from_io(&error))?;
-    if metadata.is_dir() {
-        return Err(format!("Error: Path is a directory, not a file: {path}"));
-    }
-    let bytes = fs::read(&resolved.host).map_err(|error| from_io(&error))?;
+    let confined = paths.confine(path, false, false).map_err(refused)?;
+    let mut file = confined.open_file(Access::Read).map_err(refused)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|error| from_io(&error))?;
+    let resolved = confined.resolved;
     let version = content_version(&bytes);
     let binary = || {
         format!(

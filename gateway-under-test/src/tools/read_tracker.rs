@@ -1,5 +1,6 @@
-//! The read-before-write memory (`gateway-contract.md` §8.4): which version of each file the agent
-//! last read, so that `write_file` can refuse to overwrite or append to a file it has not seen.
+//! The read-before-write memory (`docs/gateway-contract.md` §8.4): which version of each file the
+//! agent last read, so that `write_file` can refuse to overwrite or append to a file it has not
+//! seen.
 //!
 //! **Version.** A file's version is the lowercase hex SHA-256 of its bytes. A content hash rather
 //! than `(len, mtime)` because mtime granularity can hide two quick writes and a restored file is

@@ -157,7 +157,7 @@ fn symlink(target: &Path, link: &Path) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The write/read scenario (gateway-contract.md §7.3 frames 8 and 11)
+// The write/read scenario (docs/gateway-contract.md §7.3 frames 8 and 11)
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -393,19 +393,182 @@ async fn symlink_escape_attempts_are_refused() {
     fixture.assert_canary_empty();
 }
 
-/// A symlink whose target stays inside the sandbox is fine, and listed where it is.
+/// Finding 3 of issue 10 ("sandbox roots and links"): a root folder (`workspace`, `uploads`,
+/// `outputs`) or `user-data` itself replaced by a symlink leading out of the thread folder is
+/// refused by every tool, and nothing outside changes.
+#[cfg(unix)]
+#[tokio::test]
+async fn sandbox_roots_and_links_a_root_replaced_by_a_symlink_is_refused() {
+    let fixture = Fixture::new();
+    let outside = fixture.root.join("outside");
+    fs::remove_dir(&fixture.paths.outputs).expect("failed to remove outputs/");
+    symlink(&outside, &fixture.paths.outputs);
+    fs::remove_dir(&fixture.paths.uploads).expect("failed to remove uploads/");
+    // Relative, climbing out of the thread folder.
+    symlink(
+        Path::new("../../../../../../canary"),
+        &fixture.paths.uploads,
+    );
+    let before = fixture.outside_snapshot();
+    for (root, file) in [("outputs", "secret.txt"), ("uploads", "x.txt")] {
+        let path = format!("/mnt/user-data/{root}/{file}");
+        for got in [
+            fixture.write(&path, "pwned").await,
+            fixture.append(&path, "pwned").await,
+        ] {
+            assert_eq!(
+                got,
+                format!("Error: Permission denied writing to file: {path}")
+            );
+        }
+        assert_eq!(
+            fixture.read(&path).await,
+            format!("Error: Permission denied reading file: {path}")
+        );
+        let dir = format!("/mnt/user-data/{root}");
+        assert_eq!(
+            fixture.ls(&dir).await,
+            format!("Error: Permission denied: {dir}")
+        );
+    }
+    // The replaced roots are not listed either; the intact one still works.
+    assert_eq!(
+        fixture.write("/mnt/user-data/workspace/ok.txt", "ok").await,
+        "OK"
+    );
+    assert_eq!(
+        fixture.ls("/mnt/user-data").await,
+        "/mnt/user-data/workspace/\n/mnt/user-data/workspace/ok.txt"
+    );
+    assert_eq!(fixture.outside_snapshot(), before);
+    fixture.assert_canary_empty();
+
+    // `user-data` itself replaced by a symlink to a folder outside the thread.
+    let other = Fixture::new();
+    let fake = other.root.join("outside/fake-user-data");
+    fs::create_dir_all(fake.join("workspace")).expect("failed to create the fake root");
+    fs::write(fake.join("workspace/secret.txt"), SECRET).expect("failed to write");
+    fs::remove_dir_all(&other.paths.user_data).expect("failed to remove user-data/");
+    symlink(&fake, &other.paths.user_data);
+    let path = "/mnt/user-data/workspace/secret.txt";
+    assert!(!other.read(path).await.contains(SECRET));
+    assert!(other.write(path, "pwned").await.starts_with("Error: "));
+    assert_eq!(
+        fs::read_to_string(fake.join("workspace/secret.txt"))
+            .ok()
+            .as_deref(),
+        Some(SECRET)
+    );
+    assert!(
+        other
+            .ls("/mnt/user-data/workspace")
+            .await
+            .starts_with("Error: ")
+    );
+}
+
+/// Finding 3 of issue 10: a planted hard link to a file outside the sandbox is refused for
+/// writing (overwrite and append, gate on or off), so the outside file never changes.
+#[cfg(unix)]
+#[tokio::test]
+async fn sandbox_roots_and_links_a_hard_link_is_refused_for_writing() {
+    for read_before_write in [true, false] {
+        let fixture = Fixture::with_limits(ToolLimitsConfig {
+            read_before_write,
+            ..ToolLimitsConfig::default()
+        });
+        let secret = fixture.root.join("outside/secret.txt");
+        fs::hard_link(&secret, fixture.paths.outputs.join("linked.txt"))
+            .expect("failed to create a hard link");
+        let path = "/mnt/user-data/outputs/linked.txt";
+        let refused =
+            format!("Error: Permission denied writing to file: {path} (it has other hard links)");
+        assert_eq!(fixture.read(path).await, SECRET);
+        assert_eq!(fixture.write(path, "pwned").await, refused);
+        assert_eq!(fixture.read(path).await, SECRET);
+        assert_eq!(fixture.append(path, "pwned").await, refused);
+        assert_eq!(fs::read_to_string(&secret).ok().as_deref(), Some(SECRET));
+    }
+}
+
+/// Finding 3 of issue 10: a planted FIFO blocked a worker thread forever. Every tool now answers
+/// at once: reading and writing a FIFO is refused, and `ls` lists it without opening it.
+#[cfg(unix)]
+#[tokio::test]
+async fn sandbox_roots_and_links_a_fifo_is_refused_without_blocking() {
+    let fixture = Fixture::new();
+    let fifo = fixture.paths.outputs.join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("failed to run mkfifo");
+    assert!(status.success(), "mkfifo failed");
+    let path = "/mnt/user-data/outputs/pipe";
+    let read_refused =
+        format!("Error: Permission denied reading file: {path} (not a regular file)");
+    let write_refused =
+        format!("Error: Permission denied writing to file: {path} (not a regular file)");
+    let calls: Vec<(&str, Value, String)> = vec![
+        (
+            "read_file",
+            json!({"description": "t", "path": path}),
+            read_refused,
+        ),
+        (
+            "write_file",
+            json!({"description": "t", "path": path, "content": "x"}),
+            write_refused.clone(),
+        ),
+        (
+            "write_file",
+            json!({"description": "t", "path": path, "content": "x", "append": true}),
+            write_refused,
+        ),
+        (
+            "ls",
+            json!({"description": "t", "path": "/mnt/user-data/outputs"}),
+            path.to_string(),
+        ),
+    ];
+    for (tool, args, expected) in calls {
+        let call = fixture.call(tool, args.clone());
+        let got = match tokio::time::timeout(std::time::Duration::from_secs(10), call).await {
+            Ok(got) => got,
+            Err(_) => {
+                // Release the blocked worker thread (open both ends), so the runtime can stop.
+                let _reader = fs::OpenOptions::new().read(true).write(true).open(&fifo);
+                panic!("{tool} {args} blocked on the FIFO");
+            }
+        };
+        assert_eq!(got, expected, "{tool} {args}");
+    }
+}
+
+/// A relative symlink whose target stays inside the sandbox is fine, and listed where it is. An
+/// absolute one is refused even when its target is inside: paths are resolved beneath
+/// `user-data`, where nothing starts from `/`.
 #[cfg(unix)]
 #[tokio::test]
 async fn symlinks_inside_the_sandbox_work() {
     let fixture = Fixture::new();
     fixture.put("workspace/data/a.txt", "inside");
     symlink(
-        &fixture.paths.workspace.join("data"),
+        Path::new("../workspace/data"),
         &fixture.paths.outputs.join("data_link"),
+    );
+    symlink(
+        &fixture.paths.workspace.join("data"),
+        &fixture.paths.outputs.join("absolute_link"),
     );
     assert_eq!(
         fixture.read("/mnt/user-data/outputs/data_link/a.txt").await,
         "inside"
+    );
+    assert_eq!(
+        fixture
+            .read("/mnt/user-data/outputs/absolute_link/a.txt")
+            .await,
+        "Error: Permission denied reading file: /mnt/user-data/outputs/absolute_link/a.txt"
     );
     assert_eq!(
         fixture.ls("/mnt/user-data/outputs").await,
@@ -727,14 +890,9 @@ async fn write_file_size_limit() {
         "{refused}"
     );
     assert!(!limited.paths.outputs.join("big.txt").exists());
-    // At the limit, and appends of any size, are fine.
+    // At the limit is fine.
     assert_eq!(limited.write(path, "0123456789").await, "OK");
     assert_eq!(limited.read(path).await, "0123456789");
-    assert_eq!(limited.append(path, "ABCDEFGHIJKLMNOP").await, "OK");
-    assert_eq!(
-        limited.host_text("outputs/big.txt"),
-        "0123456789ABCDEFGHIJKLMNOP"
-    );
 
     for disabled in [0, -1] {
         let unlimited = Fixture::with_limits(ToolLimitsConfig {
@@ -749,6 +907,43 @@ async fn write_file_size_limit() {
         );
         assert_eq!(unlimited.host_text("outputs/big.txt"), content);
     }
+}
+
+/// Finding 6 of issue 10: `append: true` bypassed the limit (a 5 MB append was accepted). The
+/// limit applies to the resulting file: an append that would make the file larger is refused and
+/// leaves the file as it was; appends that stay within it pass.
+#[tokio::test]
+async fn append_bypasses_write_file_limit() {
+    let limited = Fixture::with_limits(ToolLimitsConfig {
+        write_file_max_bytes: 10,
+        read_before_write: true,
+    });
+    let path = "/mnt/user-data/outputs/log.txt";
+    let over = |total: usize| {
+        format!(
+            "Error: write_file append would make {path} {total} bytes, over the 10-byte file \
+             limit. Write the rest to another file."
+        )
+    };
+    // A new file, one call far over the limit (the finding's 5 MB, scaled down).
+    assert_eq!(limited.append(path, &"x".repeat(5_000)).await, over(5_000));
+    assert!(!limited.paths.outputs.join("log.txt").exists());
+    // Growing an existing file past the limit, one small append at a time.
+    assert_eq!(limited.append(path, "012345").await, "OK");
+    assert_eq!(limited.read(path).await, "012345");
+    assert_eq!(limited.append(path, "6789A").await, over(11));
+    assert_eq!(limited.host_text("outputs/log.txt"), "012345");
+    assert_eq!(limited.read(path).await, "012345");
+    assert_eq!(limited.append(path, "6789").await, "OK");
+    assert_eq!(limited.host_text("outputs/log.txt"), "0123456789");
+    // A file already at the limit takes no more; a disabled limit takes anything.
+    assert_eq!(limited.read(path).await, "0123456789");
+    assert_eq!(limited.append(path, "A").await, over(11));
+    let unlimited = Fixture::with_limits(ToolLimitsConfig {
+        write_file_max_bytes: 0,
+        read_before_write: false,
+    });
+    assert_eq!(unlimited.append(path, &"y".repeat(200_000)).await, "OK");
 }
 
 #[tokio::test]
@@ -824,6 +1019,44 @@ async fn write_file_creates_parents_and_appends() {
         fixture.ls("/mnt/user-data/outputs").await,
         "/mnt/user-data/outputs/reports/\n/mnt/user-data/outputs/reports/2026/"
     );
+}
+
+/// Finding 9 of issue 10: the sandbox folders are created `0700` and the files the tools create
+/// `0600`, so other local users can read neither.
+#[cfg(unix)]
+#[tokio::test]
+async fn sandbox_files_are_created_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| {
+        fs::metadata(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let fixture = Fixture::new();
+    let thread_root = fixture.paths.user_data.parent().expect("a thread folder");
+    for dir in [
+        thread_root,
+        &fixture.paths.user_data,
+        &fixture.paths.workspace,
+        &fixture.paths.uploads,
+        &fixture.paths.outputs,
+    ] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    let path = "/mnt/user-data/outputs/new/deeper/a.txt";
+    assert_eq!(fixture.write(path, "private").await, "OK");
+    assert_eq!(
+        fixture.append("/mnt/user-data/outputs/b.txt", "x").await,
+        "OK"
+    );
+    for dir in ["new", "new/deeper"] {
+        assert_eq!(mode(&fixture.paths.outputs.join(dir)), 0o700, "{dir}");
+    }
+    for file in ["new/deeper/a.txt", "b.txt"] {
+        assert_eq!(mode(&fixture.paths.outputs.join(file)), 0o600, "{file}");
+    }
 }
 
 #[tokio::test]

@@ -1,9 +1,16 @@
-//! The `write_file` tool (`gateway-contract.md` §8.4): writes or appends text to a sandbox file,
-//! creating missing parent folders, and returns exactly `OK`.
+//! The `write_file` tool (`docs/gateway-contract.md` §8.4): writes or appends text to a sandbox
+//! file, creating missing parent folders, and returns exactly `OK`.
 //!
 //! Order of checks: arguments; the single-call size limit (non-append calls only, when
 //! `write_file_max_bytes > 0`; counted in bytes of the content as the model sent it); the path;
-//! a directory at the path; the read-before-write gate; the write.
+//! a directory at the path; the read-before-write gate; for an append, the size of the resulting
+//! file; the write.
+//!
+//! **Size limit.** `write_file_max_bytes` bounds the file `write_file` leaves behind, appends
+//! included: an append that would make the file larger than the limit is refused with
+//! `Error: write_file append would make <path> <n> bytes, over the <max>-byte file limit. …`
+//! and changes nothing. `<n>` counts the bytes as stored (after the path rewriting below). The
+//! check and the append happen on one open file, so a concurrent writer cannot slip between them.
 //!
 //! **Read-before-write.** When `read_before_write` is on, overwriting or appending to an existing
 //! file is refused unless the [`ReadTracker`](super::ReadTracker) holds the file's current version
@@ -18,17 +25,16 @@
 //!
 //! **Size-limit message.** After the contract's fixed head
 //! `… exceeds the <max>-byte single-call limit. Split the content into smaller pieces: ` comes
-//! our instruction: write the first piece, then append the rest, re-reading the end of the file
-//! before each append (the gate requires it).
+//! our instruction: since appends count towards the same limit, put the first piece in this file
+//! and the rest in further files.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read as _, Write};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::args::{optional_bool, required_path, required_string};
+use super::beneath::{Access, Confined};
 use super::output::{describe_io_error, finish};
 use super::paths::PathError;
 use super::read_tracker::content_version;
@@ -47,9 +53,9 @@ impl Tool for WriteFileTool {
             description: "Write text content to a file, creating missing parent directories. By \
                 default this overwrites the file; set append=true to add to its end instead. \
                 Before overwriting or appending to an existing file, read its current version \
-                with read_file (every write invalidates earlier reads). Keep a single \
-                non-append call small (80 KB by default); write longer content in pieces with \
-                append=true. Put deliverables under /mnt/user-data/outputs."
+                with read_file (every write invalidates earlier reads). A file written this way \
+                stays small (80 KB by default, appends included); split longer content across \
+                several files. Put deliverables under /mnt/user-data/outputs."
                 .to_string(),
             parameters: json!({
                 "type": "object",
@@ -104,8 +110,9 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
         Ok(Err(text)) => return text,
         Err(join_error) => return failed(&path, &format!("JoinError: {join_error}")),
     };
+    let host = target.confined.resolved.host.clone();
     if let Some(version) = &target.existing_version
-        && !context.reads.is_current(&target.host, version)
+        && !context.reads.is_current(&host, version)
     {
         return blocked(&path);
     }
@@ -113,12 +120,19 @@ async fn write(args: &Value, context: ToolContext<'_>) -> String {
     let stored = tokio::task::spawn_blocking({
         let paths = context.paths.clone();
         let path = path.clone();
-        let host = target.host.clone();
-        move || store(&paths, &path, &host, &content, append)
+        let confined = target.confined;
+        let mode = if append {
+            WriteMode::Append {
+                max_bytes: file_limit(context.limits.write_file_max_bytes),
+            }
+        } else {
+            WriteMode::Overwrite
+        };
+        move || store(&paths, &path, &confined, &content, mode)
     })
     .await;
     // Forget the read whatever happened: a failed write may still have changed the file.
-    context.reads.invalidate(&target.host);
+    context.reads.invalidate(&host);
     match stored {
         Ok(Ok(())) => "OK".to_string(),
         Ok(Err(text)) => text,
@@ -144,12 +158,37 @@ fn size_limit_error(content: &str, append: bool, max_bytes: i64) -> Option<Strin
     over.then(|| {
         format!(
             "Error: write_file content ({bytes} bytes) exceeds the {max_bytes}-byte single-call \
-             limit. Split the content into smaller pieces: write the first piece now (at most \
-             {max_bytes} bytes), then add each following piece with another write_file call with \
-             append=true. Before each append, read the end of the file with read_file (e.g. its \
-             last ~30 lines), because every write invalidates earlier reads."
+             limit. Split the content into smaller pieces: the limit applies to the whole file, \
+             appends included, so write the first piece (at most {max_bytes} bytes) to this file \
+             and the rest to further files."
         )
     })
+}
+
+/// The largest file `write_file` may leave behind, or `None` when the limit is disabled (0 or
+/// less).
+fn file_limit(max_bytes: i64) -> Option<u64> {
+    u64::try_from(max_bytes).ok().filter(|max| *max > 0)
+}
+
+/// The refusal of an append that would make the file `total` bytes, over `max_bytes`.
+fn append_over_limit(path: &str, total: u64, max_bytes: u64) -> String {
+    format!(
+        "Error: write_file append would make {path} {total} bytes, over the {max_bytes}-byte \
+         file limit. Write the rest to another file."
+    )
+}
+
+/// How [`store`] writes.
+#[derive(Debug, Clone, Copy)]
+enum WriteMode {
+    /// Replace the file's content.
+    Overwrite,
+    /// Add to the end, unless the file would then exceed `max_bytes`.
+    Append {
+        /// The file limit, `None` when disabled.
+        max_bytes: Option<u64>,
+    },
 }
 
 /// The read-before-write refusal.
@@ -183,30 +222,37 @@ fn from_io(path: &str, error: &io::Error) -> String {
     }
 }
 
+/// A refusal or failure of the sandbox as the tool's text.
+fn refused(path: &str, error: PathError) -> String {
+    match error {
+        PathError::Denied => denied(path),
+        PathError::NotRegularFile => format!("{} (not a regular file)", denied(path)),
+        PathError::HardLinked => format!("{} (it has other hard links)", denied(path)),
+        PathError::Io(error) => from_io(path, &error),
+    }
+}
+
 /// Where a write goes, and what is there now.
 #[derive(Debug)]
 struct Target {
-    /// The confined, canonical host path.
-    host: PathBuf,
+    /// The path resolved beneath the opened `user-data` folder.
+    confined: Confined,
     /// The existing file's version, when the gate is on and the file exists.
     existing_version: Option<String>,
 }
 
-/// Resolves the path and, for the gate, hashes the existing file. Blocking; `Err` is the
-/// finished error text.
+/// Resolves the path, checks what is there and, for the gate, hashes the existing file.
+/// Blocking; `Err` is the finished error text.
 fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, String> {
-    let resolved = match paths.resolve(path) {
-        Ok(resolved) => resolved,
-        Err(PathError::Denied) => return Err(denied(path)),
-        Err(PathError::Io(error)) => return Err(from_io(path, &error)),
-    };
-    let existing_version = match fs::metadata(&resolved.host) {
+    let confined = paths
+        .confine(path, false, true)
+        .map_err(|error| refused(path, error))?;
+    let existing = match confined
+        .user_data
+        .symlink_metadata(&confined.resolved.relative)
+    {
         Ok(metadata) if metadata.is_dir() => return Err(is_directory(path)),
-        Ok(_) if gate => {
-            let bytes = fs::read(&resolved.host).map_err(|error| from_io(path, &error))?;
-            Some(content_version(&bytes))
-        }
-        Ok(_) => None,
+        Ok(_) => true,
         // A new file (or a parent that is a file, which the write itself will report).
         Err(error)
             if matches!(
@@ -214,12 +260,24 @@ fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, Strin
                 io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
             ) =>
         {
-            None
+            false
         }
         Err(error) => return Err(from_io(path, &error)),
     };
+    let existing_version = if existing && gate {
+        // Opened as for reading, so a FIFO or device is refused here without blocking.
+        let mut file = confined
+            .open_file(Access::Read)
+            .map_err(|error| refused(path, error))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|error| from_io(path, &error))?;
+        Some(content_version(&bytes))
+    } else {
+        None
+    };
     Ok(Target {
-        host: resolved.host,
+        confined,
         existing_version,
     })
 }
@@ -229,27 +287,47 @@ fn inspect(paths: &SandboxPaths, path: &str, gate: bool) -> Result<Target, Strin
 fn store(
     paths: &SandboxPaths,
     path: &str,
-    host: &Path,
+    confined: &Confined,
     content: &str,
-    append: bool,
+    mode: WriteMode,
 ) -> Result<(), String> {
     let data = paths.virtual_to_host_text(content);
-    let result = (|| -> io::Result<()> {
-        if let Some(parent) = host.parent() {
-            fs::create_dir_all(parent)?;
+    let added = u64::try_from(data.len()).unwrap_or(u64::MAX);
+    // Refused before anything is created: appending this much is over the limit even to a new
+    // file.
+    if let WriteMode::Append {
+        max_bytes: Some(max),
+    } = mode
+        && added > max
+    {
+        return Err(append_over_limit(path, added, max));
+    }
+    let access = match mode {
+        WriteMode::Overwrite => Access::Overwrite,
+        WriteMode::Append { .. } => Access::Append,
+    };
+    let mut file = confined
+        .open_file(access)
+        .map_err(|error| refused(path, error))?;
+    let result = (|| -> io::Result<Result<(), String>> {
+        match mode {
+            // Truncated only now that the open file passed the checks.
+            WriteMode::Overwrite => file.set_len(0)?,
+            WriteMode::Append { max_bytes } => {
+                // Measured on the open file, so the size checked is the size appended to.
+                let total = file.metadata()?.len().saturating_add(added);
+                if let Some(max) = max_bytes
+                    && total > max
+                {
+                    return Ok(Err(append_over_limit(path, total, max)));
+                }
+            }
         }
-        if append {
-            let mut file = fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(host)?;
-            file.write_all(data.as_bytes())?;
-            file.flush()
-        } else {
-            fs::write(host, data.as_bytes())
-        }
+        file.write_all(data.as_bytes())?;
+        file.flush()?;
+        Ok(Ok(()))
     })();
-    result.map_err(|error| from_io(path, &error))
+    result.map_err(|error| from_io(path, &error))?
 }
 
 #[cfg(test)]

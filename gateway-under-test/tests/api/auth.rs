@@ -1,4 +1,4 @@
-//! Auth, cookies, CSRF and auth-disabled mode (`gateway-contract.md` §2).
+//! Auth, cookies, CSRF and auth-disabled mode (`docs/gateway-contract.md` §2).
 
 use serde_json::json;
 
@@ -407,4 +407,188 @@ async fn initialize_creates_the_first_admin_once() {
     assert_eq!(status, 409);
     assert_eq!(detail["detail"]["code"], "system_already_initialized");
     gateway.stop().await;
+}
+
+/// A login as `client` (sent as `X-Real-IP`, which the gateway believes because the tests
+/// configure 127.0.0.1 as a trusted proxy); returns the status and the `Retry-After` header.
+async fn login_as(url: &str, client: &str, email: &str, password: &str) -> (u16, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}/api/v1/auth/login/local"))
+        .header("X-Real-IP", client)
+        .form(&[("username", email), ("password", password)])
+        .send()
+        .await
+        .unwrap();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|value| value.to_str().unwrap().to_string());
+    (response.status().as_u16(), retry_after)
+}
+
+/// Registers a user with the test password and returns the e-mail.
+async fn registered_email(gateway: &TestGateway) -> String {
+    gateway.client().register().await["email"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A gateway that believes `X-Real-IP` from 127.0.0.1, with a password hash slow enough that
+/// parallel logins overlap.
+async fn lockout_gateway() -> TestGateway {
+    spawn_gateway_configured(|config| {
+        config.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        config.auth.password_hash.memory_kib = 2048;
+        config.auth.password_hash.iterations = 2;
+    })
+    .await
+}
+
+const PASSWORD: &str = "very-strong-password-123";
+const WRONG: &str = "wrong-password-123";
+
+/// Finding 2 of issue 10 ("login lockout bypassed"): 30 parallel wrong logins were all checked
+/// (0 × 429). Each attempt is now counted before the slow hash check, so exactly
+/// `login_max_failures` (5) are checked and the rest are refused with 429 and `Retry-After`.
+#[tokio::test]
+async fn login_lockout_bypass_parallel_attempts_are_counted_before_the_hash_check() {
+    let gateway = lockout_gateway().await;
+    let email = registered_email(&gateway).await;
+    let url = gateway.url();
+    let attempts = (0..30).map(|_| login_as(&url, "198.51.100.7", &email, WRONG));
+    let answers = futures::future::join_all(attempts).await;
+    let count = |status: u16| answers.iter().filter(|(s, _)| *s == status).count();
+    assert_eq!((count(401), count(429)), (5, 25), "{answers:?}");
+    for (status, retry_after) in &answers {
+        if *status == 429 {
+            let seconds: u64 = retry_after
+                .as_deref()
+                .expect("a 429 sends Retry-After")
+                .parse()
+                .expect("Retry-After is whole seconds");
+            assert!((1..=300).contains(&seconds), "{seconds}");
+        }
+    }
+    gateway.stop().await;
+}
+
+/// Finding 2 of issue 10: a successful login to the attacker's own account from the same address
+/// reset the counter. Only a success for the same account and client clears it now.
+#[tokio::test]
+async fn login_lockout_bypass_another_accounts_success_does_not_reset_it() {
+    let gateway = lockout_gateway().await;
+    let victim = registered_email(&gateway).await;
+    let attacker = registered_email(&gateway).await;
+    let url = gateway.url();
+    let client = "198.51.100.7";
+    for _ in 0..4 {
+        assert_eq!(login_as(&url, client, &victim, WRONG).await.0, 401);
+    }
+    assert_eq!(login_as(&url, client, &attacker, PASSWORD).await.0, 200);
+    assert_eq!(login_as(&url, client, &victim, WRONG).await.0, 401);
+    let (status, retry_after) = login_as(&url, client, &victim, PASSWORD).await;
+    assert_eq!(
+        status, 429,
+        "the fifth failure locked the victim for this client"
+    );
+    assert!(retry_after.is_some());
+    gateway.stop().await;
+}
+
+/// Finding 2 of issue 10, the design: a lockout per address alone lets one client behind a
+/// shared proxy address lock every user out. The count is kept per account and client: the
+/// locked client can still log in to other accounts, and other clients to the same account,
+/// until failures from all clients together reach the higher per-account limit.
+#[tokio::test]
+async fn login_lockout_bypass_one_client_cannot_lock_everyone_out() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        config.auth.login_max_failures_per_account = 8;
+    })
+    .await;
+    let victim = registered_email(&gateway).await;
+    let bystander = registered_email(&gateway).await;
+    let url = gateway.url();
+    let attacker = "198.51.100.7";
+    for _ in 0..5 {
+        assert_eq!(login_as(&url, attacker, &victim, WRONG).await.0, 401);
+    }
+    assert_eq!(login_as(&url, attacker, &victim, PASSWORD).await.0, 429);
+    // The same address, another account; the same account, another address.
+    assert_eq!(login_as(&url, attacker, &bystander, PASSWORD).await.0, 200);
+    assert_eq!(
+        login_as(&url, "203.0.113.1", &victim, PASSWORD).await.0,
+        200
+    );
+    // Failures spread over addresses still add up per account: 5 + 3 = 8 locks it for everyone.
+    for client in ["203.0.113.2", "203.0.113.3", "203.0.113.4"] {
+        assert_eq!(login_as(&url, client, &victim, WRONG).await.0, 401);
+    }
+    let (status, retry_after) = login_as(&url, "203.0.113.5", &victim, PASSWORD).await;
+    assert_eq!(status, 429, "the account is locked for every client");
+    assert!(retry_after.is_some());
+    assert_eq!(login_as(&url, attacker, &bystander, PASSWORD).await.0, 200);
+    gateway.stop().await;
+}
+
+/// The `access_token` a response set.
+fn access_token(response: &reqwest::Response) -> String {
+    response
+        .cookies()
+        .find(|cookie| cookie.name() == "access_token")
+        .expect("the response sets access_token")
+        .value()
+        .to_string()
+}
+
+/// `GET /api/v1/auth/me` with only this session token; returns the status and the detail code.
+async fn me_with(url: &str, token: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{url}/api/v1/auth/me"))
+        .header("Cookie", format!("access_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap();
+    (status, body["detail"]["code"].clone())
+}
+
+/// Finding 8 of issue 10 ("logout does not revoke the token"): a token stayed valid for its 7
+/// days after logout. Logout now revokes the token it was sent with, across restarts; the user's
+/// other sessions stay valid.
+#[tokio::test]
+async fn logout_revokes_the_token() {
+    let gateway = spawn_gateway().await;
+    let email = registered_email(&gateway).await;
+    let url = gateway.url();
+    let first = access_token(&login(&reqwest::Client::new(), &url, &email, PASSWORD).await);
+    let second = access_token(&login(&reqwest::Client::new(), &url, &email, PASSWORD).await);
+    assert_eq!(me_with(&url, &first).await.0, 200);
+
+    let response = reqwest::Client::new()
+        .post(format!("{url}/api/v1/auth/logout"))
+        .header("Cookie", format!("access_token={first}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        me_with(&url, &first).await,
+        (401, json!("token_invalid")),
+        "the logged-out token is refused"
+    );
+    assert_eq!(me_with(&url, &second).await.0, 200, "other sessions stay");
+
+    let home = gateway.home.clone();
+    gateway.stop().await;
+    let restarted = spawn_gateway_with(GatewayOptions {
+        home: Some(home),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(me_with(&restarted.url(), &first).await.0, 401);
+    assert_eq!(me_with(&restarted.url(), &second).await.0, 200);
+    restarted.stop().await;
 }

@@ -1,5 +1,6 @@
 //! The binary: `gateway-under-test --config FILE --port 0` serves on 127.0.0.1, prints its
-//! address, and exits cleanly on Ctrl-C (SIGINT); a bad config names the key and exits non-zero.
+//! address, and exits cleanly on Ctrl-C (SIGINT); a bad config names the key and exits non-zero;
+//! after `kill -9` mid-run, the restarted binary finishes the interrupted run as `error`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -92,4 +93,126 @@ fn the_example_config_loads() {
     let config =
         gateway_under_test::Config::load(&path, &env).expect("the example config is valid");
     assert_eq!(config.models[0].use_, "openai");
+}
+
+/// Starts the binary on `config` and returns it with its URL (from its first output line).
+fn start_binary(config: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = Command::new(BINARY)
+        .args(["--config", config.to_str().unwrap(), "--port", "0"])
+        .env("RUST_LOG", "warn")
+        .env_remove("DEER_FLOW_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("Failed to start the gateway binary");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("gateway-under-test listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// A model endpoint on 127.0.0.1 that accepts every request and never answers: a run calling it
+/// stays `running` until the gateway dies. Each accepted connection is reported on the channel.
+async fn model_that_never_answers() -> (String, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (accepted, calls) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+            let _ = accepted.send(());
+        }
+    });
+    (url, calls)
+}
+
+async fn get_json(url: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::get(url).await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// Finding 4 of issue 10 ("runs stuck `running` after a crash"): after `kill -9` and a restart,
+/// the interrupted run and its thread stayed `running` forever. At start the gateway now marks
+/// runs no worker owns as `error` with DeerFlow's reason and frees their threads; the database
+/// passes `integrity_check`.
+#[tokio::test]
+async fn runs_stuck_running_after_a_crash_are_recovered_at_restart() {
+    let (model_url, mut model_calls) = model_that_never_answers().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "home = \"home\"\n[auth]\ndisabled = true\n\
+             [auth.password_hash]\nmemory_kib = 8\niterations = 1\nparallelism = 1\n\
+             [[models]]\nname = \"m\"\nuse = \"openai\"\nmodel = \"stand-in\"\n\
+             api_key = \"sk-test\"\nbase_url = \"{model_url}\"\n"
+        ),
+    );
+    let (mut child, url) = start_binary(&config);
+    let http = reqwest::Client::new();
+    let thread_id = "crash-thread";
+    let created = http
+        .post(format!("{url}/api/threads"))
+        .json(&serde_json::json!({"thread_id": thread_id, "metadata": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let run: serde_json::Value = http
+        .post(format!("{url}/api/threads/{thread_id}/runs"))
+        .json(&serde_json::json!({
+            "assistant_id": "lead_agent",
+            "input": {"messages": [{"role": "user", "content": "hello"}]},
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = run["run_id"].as_str().expect("a run id").to_string();
+    let run_url = format!("{url}/api/threads/{thread_id}/runs/{run_id}");
+    tokio::time::timeout(Duration::from_secs(30), model_calls.recv())
+        .await
+        .expect("the run calls the model within 30 s");
+    assert_eq!(get_json(&run_url).await.1["status"], "running");
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut restarted, url) = start_binary(&config);
+    let run_url = format!("{url}/api/threads/{thread_id}/runs/{run_id}");
+    let (_, run) = get_json(&run_url).await;
+    assert_eq!(run["status"], "error", "{run}");
+    let (_, thread) = get_json(&format!("{url}/api/threads/{thread_id}")).await;
+    assert_eq!(thread["status"], "error", "{thread}");
+    let cancel = http.post(format!("{run_url}/cancel")).send().await.unwrap();
+    assert_eq!(cancel.status(), 409, "a finished run is not cancellable");
+    let db = rusqlite::Connection::open(dir.path().join("home/db/deerflow.db")).unwrap();
+    let (status, error): (String, Option<String>) = db
+        .query_row(
+            "SELECT status, error FROM runs WHERE run_id = ?1",
+            [&run_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (status.as_str(), error.as_deref()),
+        (
+            "error",
+            Some("Gateway restarted before this run reached a durable final state.")
+        )
+    );
+    let integrity: String = db
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    restarted.kill().unwrap();
+    restarted.wait().unwrap();
 }

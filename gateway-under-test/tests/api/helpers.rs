@@ -13,7 +13,7 @@ use gateway_under_test::{AppBuilder, RunningGateway};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-/// The scenario prompt of `replay-and-fixtures.md` §2.2.
+/// The scenario prompt of `docs/replay-and-fixtures.md` §2.2.
 pub const SCENARIO_PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
 
 /// A model that answers from a script and records every request it receives.

@@ -15,6 +15,7 @@ mod messages_page;
 mod runs;
 mod scenario;
 mod seed;
+mod slow_clients;
 mod storage;
 mod stream_failure;
 mod suggestions;

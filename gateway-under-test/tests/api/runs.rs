@@ -1,6 +1,6 @@
 //! Runs: request validation, SSE framing and headers, background/wait/list/get/cancel/join,
-//! reconnects, disconnects, error handling and the message journal (`gateway-contract.md` §4–5,
-//! §11–12).
+//! reconnects, disconnects, error handling and the message journal (`docs/gateway-contract.md`
+//! §4–5, §11–12).
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! The write/read-file scenario of `gateway-contract.md` §7: the exact 15-event shape sequence,
-//! the tool results, the local title, and what the model was sent.
+//! The write/read-file scenario of `docs/gateway-contract.md` §7: the exact 15-event shape
+//! sequence, the tool results, the local title, and what the model was sent.
 
 use serde_json::{Value, json};
 
@@ -9,7 +9,7 @@ fn keys(list: &[&str]) -> Option<Vec<String>> {
     Some(list.iter().map(|k| k.to_string()).collect())
 }
 
-/// `gateway-contract.md` §7.4, row by row.
+/// `docs/gateway-contract.md` §7.4, row by row.
 fn contract_shapes() -> Vec<(String, Option<Vec<String>>)> {
     let base = [
         "artifacts",

@@ -1,4 +1,4 @@
-//! The test-only seed route (`gateway-contract.md` §13): absent from a default build; with the
+//! The test-only seed route (`docs/gateway-contract.md` §13): absent from a default build; with the
 //! `test-seed` feature, mounted only when `DEERFLOW_ENABLE_TEST_SEED=1`.
 
 use serde_json::{Value, json};

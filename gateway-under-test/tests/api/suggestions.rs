@@ -1,4 +1,4 @@
-//! Suggestions (`gateway-contract.md` §10) and the model-title path (§9): each makes one model
+//! Suggestions (`docs/gateway-contract.md` §10) and the model-title path (§9): each makes one model
 //! call with its own caller identity.
 
 use serde_json::json;

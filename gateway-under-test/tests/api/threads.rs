@@ -1,5 +1,5 @@
 //! Threads: create (idempotent, id rules), get, state, history, search, patch, delete and
-//! ownership (`gateway-contract.md` §3, §2.11).
+//! ownership (`docs/gateway-contract.md` §3, §2.11).
 
 use serde_json::json;
 

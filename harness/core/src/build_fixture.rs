@@ -74,8 +74,8 @@ fn context_text(call: &RecordedCall, key: &str) -> Option<String> {
         .map(String::from)
 }
 
-/// The key order of LangChain's message dump (`replay-and-fixtures.md` §2.4). Recording rows have
-/// sorted keys; fixtures keep DeerFlow's order, with unknown keys after the known ones.
+/// The key order of LangChain's message dump (`docs/replay-and-fixtures.md` §2.4). Recording rows
+/// have sorted keys; fixtures keep DeerFlow's order, with unknown keys after the known ones.
 const DUMP_ORDER: [&str; 12] = [
     "content",
     "additional_kwargs",

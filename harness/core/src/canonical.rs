@@ -1,5 +1,5 @@
 //! The replay key: canonical projection, conversation hash, caller identity and input hash
-//! (`replay-and-fixtures.md` §4.1 to §4.8).
+//! (`docs/replay-and-fixtures.md` §4.1 to §4.8).
 //!
 //! The recorder and the replay model must compute the key with the same code, so everything here
 //! is a pure function of `serde_json::Value` messages (LangChain-style dicts) and strings; no
@@ -252,7 +252,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The prompt of `replay-and-fixtures.md` §2.2, verbatim (with its U+2014 EM DASH).
+    /// The prompt of `docs/replay-and-fixtures.md` §2.2, verbatim (with its U+2014 EM DASH).
     const PROMPT: &str = "Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.";
 
     const T0_CANONICAL: &str = "[{\"content\": \"Using your own file tools directly, create the file /mnt/user-data/outputs/note.txt with exactly this content: hi from replay. Then read that same file back and reply with its exact contents. Do NOT delegate to a subagent and do NOT use the task tool — do it yourself. Do not ask any clarifying questions.\", \"name\": \"user-input\", \"type\": \"human\"}]";

@@ -1,4 +1,4 @@
-//! The first-difference walk (`recording-format.md` §7.3): where two JSON documents first
+//! The first-difference walk (`docs/recording-format.md` §7.3): where two JSON documents first
 //! differ, as a readable field path such as `context.messages[0].content`.
 //!
 //! Used to explain replay misses: comparing the recorded canonical conversation with the incoming
@@ -11,7 +11,7 @@
 use serde_json::{Number, Value};
 
 /// The first difference between two documents.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Difference {
     /// The field path: `a.b[2].c`, or `<root>` when the documents differ at the top.
     pub path: String,

@@ -1,5 +1,5 @@
-//! Replay fixture files (`replay-and-fixtures.md` §2): loading with precise errors, validation,
-//! and byte-exact writing.
+//! Replay fixture files (`docs/replay-and-fixtures.md` §2): loading with precise errors,
+//! validation, and byte-exact writing.
 //!
 //! A fixture is the recorded model side of one scenario: the [`Scenario`] header (top-level keys
 //! `scenario`, `mode`, `model`, `prompt`, `context`, in that order) and `turns`. Each turn holds

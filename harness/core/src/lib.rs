@@ -21,10 +21,12 @@
 //! - `build_fixture`: a recording plus its scenario into a fixture ([`build_fixture()`]);
 //! - `verdict`: the Layer 1 verdict on one replay: framing, misses, golden status, unused turns
 //!   ([`Verdict`]);
+//! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
+//!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
 //! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
 //!
-//! The specification is `replay-and-fixtures.md` §2 to §5, §8.2 and §8.3, and `recording-format.md` §2
-//! to §8, §11 and §13.
+//! The specification is `docs/replay-and-fixtures.md` §2 to §5, §8.2, §8.3 and §11, and
+//! `docs/recording-format.md` §2 to §8, §11 and §13.
 
 mod atomic_file;
 mod build_fixture;
@@ -39,6 +41,7 @@ mod scenario;
 mod shapes;
 mod text;
 mod verdict;
+mod wire;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
@@ -55,3 +58,4 @@ pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of, web_shape_of};
 pub use text::{first_chars, shorten};
 pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
+pub use wire::{WireLookupError, messages_from_chat_completions};

@@ -1,4 +1,4 @@
-//! The volatile-text normaliser of the replay key (`replay-and-fixtures.md` §4.3 and §4.4).
+//! The volatile-text normaliser of the replay key (`docs/replay-and-fixtures.md` §4.3 and §4.4).
 //!
 //! Recorded and replayed conversations differ in ids, timestamps, temporary paths and
 //! per-request reminder blocks; [`normalize`] rewrites those to fixed placeholders so both sides

@@ -1,4 +1,4 @@
-//! Python-compatible JSON text, byte for byte (`replay-and-fixtures.md` §4.5).
+//! Python-compatible JSON text, byte for byte (`docs/replay-and-fixtures.md` §4.5).
 //!
 //! The replay key hashes JSON text that DeerFlow produced with CPython's
 //! `json.dumps(value, sort_keys=True, ensure_ascii=False)`. A fixture recorded by DeerFlow only

@@ -1,5 +1,5 @@
-//! The replay engine (`replay-and-fixtures.md` §5): serves recorded AI outputs by replay key and
-//! keeps a ledger of misses.
+//! The replay engine (`docs/replay-and-fixtures.md` §5): serves recorded AI outputs by replay key
+//! and keeps a ledger of misses.
 //!
 //! The engine is independent of any gateway: a gateway's replay model computes nothing itself, it
 //! hands the caller and the model-facing messages to [`ReplayEngine::lookup`] and turns the
@@ -46,8 +46,9 @@ pub struct Served {
 ///
 /// Its `Display` is DeerFlow's exact miss message, followed by this crate's diagnostics on new
 /// lines (the nearest recorded turn and, when the fixture stores canonical texts, the first
-/// differing field).
-#[derive(Debug, Clone, PartialEq)]
+/// differing field). It serialises to JSON field by field, so a model server can hand it to a
+/// driver in another process.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Miss {
     /// The normalised caller of the call.
     pub caller: String,
@@ -67,7 +68,7 @@ pub struct Miss {
 }
 
 /// The recorded turn that most resembles a missed call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NearestTurn {
     /// Index of the turn in the fixture's `turns`.
     pub turn_index: usize,
@@ -108,6 +109,8 @@ pub struct ReplayEngine {
     path: PathBuf,
     /// The table's keys in order of first appearance in the file (Python dict order).
     known_hashes: Vec<String>,
+    /// The distinct callers of the turns, in order of first appearance.
+    callers: Vec<String>,
     state: Mutex<QueueState>,
     misses: Mutex<Vec<Miss>>,
     observer: Option<Arc<dyn ReplayObserver>>,
@@ -129,10 +132,17 @@ impl ReplayEngine {
             queue.push_back(index);
         }
         let served = vec![false; fixture.turns.len()];
+        let mut callers: Vec<String> = Vec::new();
+        for caller in fixture.turns.iter().filter_map(|t| t.caller.as_ref()) {
+            if !callers.contains(caller) {
+                callers.push(caller.clone());
+            }
+        }
         Ok(ReplayEngine {
             fixture,
             path,
             known_hashes,
+            callers,
             state: Mutex::new(QueueState { queues, served }),
             misses: Mutex::new(Vec::new()),
             observer: None,
@@ -226,6 +236,17 @@ impl ReplayEngine {
     /// dict), including keys whose queues are exhausted.
     pub fn known_hashes(&self) -> Vec<String> {
         self.known_hashes.clone()
+    }
+
+    /// Whether `key` is in the table (its queue may be exhausted).
+    pub fn is_recorded(&self, key: &str) -> bool {
+        self.state.lock().queues.contains_key(key)
+    }
+
+    /// The distinct callers of the fixture's turns, in order of first appearance (legacy turns
+    /// without a caller add none).
+    pub fn callers(&self) -> &[String] {
+        &self.callers
     }
 
     /// The fixture being replayed.

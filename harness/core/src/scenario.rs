@@ -6,7 +6,7 @@
 //!
 //! The JSON form, shared by the metadata file and the fixture header, has the keys `scenario`,
 //! `mode`, `model`, `prompt`, `context`, then this crate's optional `followups` and
-//! `gateway_config`, in that order (`replay-and-fixtures.md` §2.1).
+//! `gateway_config`, in that order (`docs/replay-and-fixtures.md` §2.1).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value, json};
 
-/// The frontend's UI mode (`replay-and-fixtures.md` §7.5): it names the fixture
+/// The frontend's UI mode (`docs/replay-and-fixtures.md` §7.5): it names the fixture
 /// (`<scenario>.<mode>.json`) and decides the run context's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum UiMode {

@@ -1,4 +1,4 @@
-//! SSE protocol shapes and golden documents (`replay-and-fixtures.md` §3 and §8.2).
+//! SSE protocol shapes and golden documents (`docs/replay-and-fixtures.md` §3 and §8.2).
 //!
 //! Layer 1 does not compare event payloads, only their *shape*: the event name and the sorted
 //! top-level keys of its JSON data. That is stable across runs (ids and timestamps change, keys do
@@ -26,8 +26,8 @@ pub struct Shape {
 }
 
 /// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules
-/// (`replay-and-fixtures.md` §8.2): the event name stripped; the data stripped and parsed as JSON,
-/// empty data counting as `{}` and unparseable data as `{"_raw": <first 200 characters>}`.
+/// (`docs/replay-and-fixtures.md` §8.2): the event name stripped; the data stripped and parsed as
+/// JSON, empty data counting as `{}` and unparseable data as `{"_raw": <first 200 characters>}`.
 ///
 /// DeerFlow reads the raw transcript line by line and appends one shape per `data:` line; for the
 /// frames a DeerFlow gateway emits (one `event:` and one `data:` line each) that is the same as

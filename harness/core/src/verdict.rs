@@ -1,10 +1,12 @@
-//! The Layer 1 verdict (`replay-and-fixtures.md` §8.3): one typed answer to "did this replay
+//! The Layer 1 verdict (`docs/replay-and-fixtures.md` §8.3): one typed answer to "did this replay
 //! pass?", computed once and read by every runner (the golden test, the drift tests, `cargo xtask
 //! replay`, `cargo xtask fixtures check`) instead of each re-deriving it from text.
 //!
 //! A replay passes when its stream is framed (`metadata` first, `end` last), the replay model
 //! missed nothing (the gateway's error middleware hides misses from the stream, so the engine's
-//! ledger is the gate), and its shapes equal the committed golden. Turns no replay used are
+//! ledger is the gate), the model side reported no other problem (a model server at the wire can
+//! also see a strict-replay mismatch, an ambiguous caller or an unreadable request), and its
+//! shapes equal the committed golden. Turns no replay used are
 //! reported, never failed (§5.5).
 
 use crate::replay::Miss;
@@ -81,6 +83,9 @@ pub struct Verdict {
     pub framing: Framing,
     /// The model calls that had no recorded answer, oldest first.
     pub misses: Vec<Miss>,
+    /// Other failures the model side reported, as their messages (empty for the in-process
+    /// replay model, which can only miss).
+    pub model_errors: Vec<String>,
     /// The shapes against the committed golden.
     pub golden: GoldenStatus,
     /// Indexes of the turns no call used (information, not failure).
@@ -88,24 +93,27 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The verdict on a run's shapes, its engine's misses and unused turns, and its golden.
+    /// The verdict on a run's shapes, its model side's misses, other errors and unused turns,
+    /// and its golden.
     pub fn new(
         shapes: &[Shape],
         misses: Vec<Miss>,
+        model_errors: Vec<String>,
         golden: GoldenStatus,
         unused_turns: Vec<usize>,
     ) -> Verdict {
         Verdict {
             framing: Framing::of(shapes),
             misses,
+            model_errors,
             golden,
             unused_turns,
         }
     }
 
-    /// The checks before the golden comparison: framed, and no miss.
+    /// The checks before the golden comparison: framed, no miss, no other model error.
     pub fn replayed_cleanly(&self) -> bool {
-        self.framing.is_ok() && self.misses.is_empty()
+        self.framing.is_ok() && self.misses.is_empty() && self.model_errors.is_empty()
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
@@ -113,7 +121,8 @@ impl Verdict {
         self.problems(missing).is_empty()
     }
 
-    /// One line per failed check, in §8.3's order: framing, misses, golden.
+    /// One line per failed check, in §8.3's order: framing, misses (then the model side's other
+    /// errors), golden.
     pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
         let mut problems = Vec::new();
         if let Framing::Broken { first, last } = &self.framing {
@@ -132,6 +141,13 @@ impl Verdict {
                 "replay miss ({}): the fixture is stale vs the current gateway; re-record it \
                  (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
                 self.misses.len()
+            ));
+        }
+        if !self.model_errors.is_empty() {
+            problems.push(format!(
+                "the model server reported {} problem(s): {:?}",
+                self.model_errors.len(),
+                self.model_errors
             ));
         }
         match (self.golden, missing) {
@@ -206,6 +222,7 @@ mod tests {
         let clean = Verdict::new(
             &shapes(&[Some("metadata"), Some("end")]),
             Vec::new(),
+            Vec::new(),
             GoldenStatus::Ok,
             vec![3],
         );
@@ -219,9 +236,17 @@ mod tests {
         assert!(missing.passes(MissingGolden::Allowed));
         assert!(!missing.passes(MissingGolden::Fails));
 
+        let model_error = Verdict {
+            model_errors: vec!["strict replay mismatch: row 2".into()],
+            ..clean.clone()
+        };
+        assert!(!model_error.replayed_cleanly());
+        assert!(!model_error.passes(MissingGolden::Allowed));
+
         let broken = Verdict::new(
             &shapes(&[Some("values")]),
             vec![miss("abc")],
+            vec!["ambiguous caller".into()],
             GoldenStatus::Changed,
             Vec::new(),
         );
@@ -233,6 +258,7 @@ mod tests {
                 "the last event is Some(\"values\"), expected \"end\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
                  (cargo xtask record) or fix the drift. Missed hashes: [\"abc\"]",
+                "the model server reported 1 problem(s): [\"ambiguous caller\"]",
                 "the SSE shape differs from the golden (review with `cargo insta review`)",
             ]
         );

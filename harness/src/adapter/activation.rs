@@ -1,4 +1,4 @@
-//! Record/replay activation at gateway start (`recording-format.md` §9): the configured mode,
+//! Record/replay activation at gateway start (`docs/recording-format.md` §9): the configured mode,
 //! read once, decides which provider transform the gateway gets. Recording wraps every provider
 //! around one shared sink; strict replay serves every model from one shared replayer; an unusable
 //! configuration installs the fail-closed model, so the gateway stays up and every model call

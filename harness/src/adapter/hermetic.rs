@@ -1,10 +1,11 @@
-//! The hermetic gateway configuration of `replay-and-fixtures.md` §7: everything that could reach
-//! the model's input from the developer's machine or the clock is pinned or off, and record and
-//! replay differ only in the model block, because both are built by [`hermetic_config`].
+//! The hermetic gateway configuration of `docs/replay-and-fixtures.md` §7: everything that could
+//! reach the model's input from the developer's machine or the clock is pinned or off, and record
+//! and replay differ only in the model block, because both are built by [`hermetic_config`].
 
 use std::path::{Path, PathBuf};
 
 use gateway_under_test::config::{Config, ModelConfig, PasswordHashConfig};
+use secrecy::SecretString;
 use serde_json::Value;
 
 /// The model's name in both blocks: it may appear in prompts, so it never differs.
@@ -14,8 +15,9 @@ pub const REPLAY_PROVIDER: &str = "deerflow-replay";
 /// The default recording model (`RECORD_MODEL`).
 pub const DEFAULT_RECORD_MODEL: &str = "gpt-5.5";
 
-/// The only part of the configuration that differs between record and replay.
-#[derive(Debug, Clone, PartialEq)]
+/// The only part of the configuration that differs between record and replay. The key is a
+/// [`SecretString`]: this value's `Debug` never shows it.
+#[derive(Debug, Clone)]
 pub enum ModelBlock {
     /// The replay model (`use = deerflow-replay`).
     Replay,
@@ -24,7 +26,7 @@ pub enum ModelBlock {
         /// Provider model id (`RECORD_MODEL`).
         model: String,
         /// The key (`OPENAI_API_KEY`); kept in memory only.
-        api_key: String,
+        api_key: SecretString,
         /// The endpoint (`OPENAI_API_BASE`).
         base_url: String,
     },
@@ -185,9 +187,10 @@ mod tests {
         .unwrap();
         assert_eq!(replay.models[0].name, record.models[0].name);
         assert_ne!(replay.models[0].use_, record.models[0].use_);
+        // Compared as their serialised form: `Config` holds secrets, so it has no `==`.
         let strip = |mut config: Config| {
             config.models.clear();
-            config
+            serde_json::to_value(config).unwrap()
         };
         assert_eq!(strip(replay), strip(record));
     }
@@ -244,5 +247,20 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         assert!(!text.contains("sk-very-secret"), "{text}");
         assert!(text.contains("$OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn the_model_block_never_shows_the_key_in_debug() {
+        let block = ModelBlock::Record {
+            model: "m".into(),
+            api_key: "sk-very-secret-key-123456".into(),
+            base_url: "http://b".into(),
+        };
+        let debug = format!("{block:?} {block:#?}");
+        assert!(!debug.contains("sk-very-secret"), "{debug}");
+        assert!(
+            debug.contains("http://b"),
+            "the rest stays visible: {debug}"
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! Provider-boundary recording and strict replay for the gateway's `ChatModel`s
-//! (`recording-format.md`): a wrapper that writes each call's request, every streamed event
+//! (`docs/recording-format.md`): a wrapper that writes each call's request, every streamed event
 //! (before passing it on) and its `call_end` to a versioned JSONL recording; a strict replay
 //! model that serves a recording call by call, chunk by chunk; and the fail-closed model used
 //! when the record/replay configuration is invalid.
@@ -82,7 +82,8 @@ fn provider_message(message: &Message) -> Value {
     Value::Object(out)
 }
 
-fn normalized(value: &Value) -> Value {
+/// `value` with every string normalised (`replay_core::normalize`), at any depth.
+pub(crate) fn normalized(value: &Value) -> Value {
     match value {
         Value::String(text) => Value::String(normalize(text)),
         Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
@@ -169,7 +170,14 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
                     if let Err(err) = call.event(&written) {
                         return Some((Err(recording_error(err)), (None, source)));
                     }
-                    let event = serde_json::from_value::<StreamEvent>(written).unwrap_or(event);
+                    let event = match passed_on(written) {
+                        Ok(event) => event,
+                        Err(err) => {
+                            let _ = call.event(&failure_event(&err));
+                            let _ = call.end(Outcome::Error);
+                            return Some((Err(err), (None, source)));
+                        }
+                    };
                     let terminal =
                         matches!(event, StreamEvent::Done { .. } | StreamEvent::Error { .. });
                     if terminal {
@@ -192,6 +200,18 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
             }
         },
     ))
+}
+
+/// The event the run continues with: the redacted one, as written. When redaction has made it
+/// unreadable, the call fails: passing the unredacted original on would let the live run
+/// continue on a conversation its recording does not hold (and a secret into the state).
+fn passed_on(written: Value) -> Result<StreamEvent, ModelError> {
+    serde_json::from_value::<StreamEvent>(written).map_err(|err| {
+        ModelError::new(
+            "RecordingError",
+            format!("the redacted model event no longer reads as an event ({err}); the call fails rather than pass the unredacted one on"),
+        )
+    })
 }
 
 #[async_trait]
@@ -341,6 +361,19 @@ mod tests {
     use super::*;
     use gateway_under_test::models::CallMetadata;
     use replay_core::recording::{Access, read_recording};
+
+    #[test]
+    fn an_event_redaction_made_unreadable_fails_the_call_instead_of_passing_the_original_on() {
+        let readable = json!({"type": "text_delta", "delta": "hello"});
+        assert!(passed_on(readable).is_ok());
+        // A field of a fixed type whose value redaction replaced (as it would one under a
+        // secret-looking key).
+        let unreadable = json!({"type": "toolcall_start", "index": "[secret removed]",
+                                "id": "c1", "name": "write_file"});
+        let err = passed_on(unreadable).expect_err("unreadable");
+        assert_eq!(err.error_type, "RecordingError");
+        assert!(err.message.contains("unredacted"), "{}", err.message);
+    }
 
     /// A provider whose behaviour each test picks.
     #[derive(Debug, Clone, Copy)]

@@ -34,7 +34,7 @@ pub fn request_messages(request: &ModelRequest) -> Vec<Value> {
     request.messages.iter().map(Message::to_dump).collect()
 }
 
-/// The replay caller of a request (`replay-and-fixtures.md` §4.7).
+/// The replay caller of a request (`docs/replay-and-fixtures.md` §4.7).
 pub fn request_caller(request: &ModelRequest) -> String {
     caller_identity(&request.metadata.tags, request.metadata.run_name.as_deref())
 }

@@ -1,4 +1,4 @@
-//! The `record_replay` configuration (`recording-format.md` §10): reading, validation when
+//! The `record_replay` configuration (`docs/recording-format.md` §10): reading, validation when
 //! written, and the atomic, locked write.
 //!
 //! The configuration is the JSON file `<state>/config.json`; this module owns only its

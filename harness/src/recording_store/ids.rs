@@ -1,4 +1,4 @@
-//! Recording IDs and file selectors (`recording-format.md` §10, §11.1).
+//! Recording IDs and file selectors (`docs/recording-format.md` §10, §11.1).
 //!
 //! An ID matches `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` once one trailing `.jsonl` is removed, and is
 //! never `.` or `..`. A selector (a CLI argument or `record_replay.file`) is an explicit path when

@@ -2,8 +2,8 @@
 //! recordings folder, the library behind `cargo xtask recordings <verb>`, and the record/replay
 //! **activation decision** a launcher takes once at start-up.
 //!
-//! The specification is `recording-format.md` §9 (activation and the fail-closed provider), §10
-//! (configuration), §11 (folder, IDs, permissions, locking) and §12 (the CLI). The file format
+//! The specification is `docs/recording-format.md` §9 (activation and the fail-closed provider),
+//! §10 (configuration), §11 (folder, IDs, permissions, locking) and §12 (the CLI). The file format
 //! itself (strict reader, writer) is [`replay_core::recording`]; this module only calls
 //! [`read_recording`] and [`RecordingSink::create_managed`](replay_core::recording::RecordingSink::create_managed).
 //!

@@ -1,5 +1,6 @@
-//! The verbs of `cargo xtask recordings` as library calls returning typed results (§12): record,
-//! replay, off, status, list, show, delete, prune, and the info object.
+//! The verbs of `cargo xtask recordings` as library calls returning typed results
+//! (`docs/recording-format.md` §12): record, replay, off, status, list, show, delete, prune, and
+//! the info object.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};

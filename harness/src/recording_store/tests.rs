@@ -14,7 +14,8 @@ use super::*;
 
 /// A valid header-only recording (valid for any strict reader of format version 2).
 const HEADER: &str = "{\"format_version\": 2, \"type\": \"header\"}\n";
-/// A file the strict reader rejects (§5 "has no format header on its first line").
+/// A file the strict reader rejects (`docs/recording-format.md` §5 "has no format header on its
+/// first line").
 const NO_HEADER: &str = "{\"call_index\": 0, \"type\": \"request\"}\n";
 
 fn home() -> (TempDir, RecordingsHome) {

@@ -12,6 +12,7 @@ mod log;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
@@ -111,12 +112,12 @@ pub fn suite(
 }
 
 /// What every gateway of one launch shares.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HostSettings {
     /// The built web client, served at `/` (`server.web_dir`).
     pub web_dir: Option<PathBuf>,
-    /// The session signing secret.
-    pub jwt_secret: String,
+    /// The session signing secret (its `Debug` never shows it).
+    pub jwt_secret: SecretString,
     /// Browser origins allowed besides the gateway's own (CORS and the auth routes' Origin check).
     pub cors_origins: Vec<String>,
 }

@@ -31,7 +31,7 @@ const SCAN_BATCH: usize = 201;
 /// Visible: a message row of one of the caller's runs whose `metadata.caller` is not a
 /// middleware. Each row gets `feedback: null`; the last visible AI row of each run gets
 /// `content.additional_kwargs.turn_duration`, the run's duration in whole seconds (as the
-/// per-run messages route, `gateway-contract.md` §4.7). `after_seq` is refused with 422: the
+/// per-run messages route, `docs/gateway-contract.md` §4.7). `after_seq` is refused with 422: the
 /// page only goes backwards.
 async fn page(
     State(store): State<Store>,

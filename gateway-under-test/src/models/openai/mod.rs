@@ -21,6 +21,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+use secrecy::ExposeSecret;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +150,8 @@ impl OpenAiChatModel {
     pub fn new(config: &ModelConfig) -> Result<OpenAiChatModel, ModelError> {
         let api_key: Option<Arc<str>> = config
             .api_key
-            .as_deref()
+            .as_ref()
+            .map(ExposeSecret::expose_secret)
             .filter(|key| !key.trim().is_empty())
             .map(Arc::from);
         let redactor = Redactor {

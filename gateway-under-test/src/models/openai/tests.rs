@@ -234,6 +234,46 @@ fn request_body_maps_content_blocks_settings_and_omits_empty_tools() {
     );
 }
 
+#[test]
+fn message_names_are_sent_only_with_the_setting_and_only_when_openai_accepts_them() {
+    let named = |kind: Message, name: &str| {
+        let mut message = kind;
+        message.name = Some(name.into());
+        message
+    };
+    let request = request(vec![
+        Message::system("rules"),
+        named(Message::human("q"), "user-input"),
+        named(Message::human("r"), "has space"),
+        named(Message::ai("a", vec![]), "lead_agent"),
+        Message::tool("out", "read_file", "call_1", "success"),
+    ]);
+    let names = |settings: Value| -> Vec<Value> {
+        let settings = settings.as_object().cloned().unwrap_or_default();
+        let body = wire::request_body("m", &request, &settings, false);
+        body["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|message| message.get("name").cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    let none = vec![Value::Null; 5];
+    assert_eq!(names(json!({})), none, "off by default");
+    assert_eq!(names(json!({"send_message_names": false})), none);
+    assert_eq!(
+        names(json!({"send_message_names": true})),
+        [
+            Value::Null,
+            json!("user-input"),
+            Value::Null,
+            json!("lead_agent"),
+            Value::Null
+        ],
+        "user and assistant names that OpenAI accepts"
+    );
+}
+
 #[tokio::test]
 async fn stream_of_a_text_answer_yields_blocks_done_and_usage() {
     let server = MockServer::start().await;
@@ -439,7 +479,7 @@ async fn unparsable_tool_arguments_become_invalid_tool_calls() {
     assert_eq!(keys, ["name", "args", "id", "error", "type"]);
 
     // Sent back to the provider, the invalid call keeps its raw arguments.
-    let wire = wire::message_to_wire(&message);
+    let wire = wire::message_to_wire(&message, false);
     assert_eq!(wire["content"], Value::Null);
     assert_eq!(
         wire["tool_calls"][1]["function"]["arguments"],
@@ -779,7 +819,7 @@ async fn a_missing_key_fails_with_authentication_error_without_calling() {
         .await;
     for key in [None, Some("  ".to_string())] {
         let mut config = config(&server.uri());
-        config.api_key = key;
+        config.api_key = key.map(Into::into);
         let model = OpenAiChatModel::new(&config).expect("a missing key is not a build error");
         let error = model
             .invoke(&request(vec![Message::human("hi")]))

@@ -29,7 +29,8 @@ const PASSTHROUGH_SETTINGS: &[&str] = &[
 ///
 /// Key order: `model`, `messages`, `tools` (only when tools are bound), `reasoning_effort` (only
 /// when the run asks for one), the pass-through settings, then `stream` and `stream_options` for
-/// streaming calls. `extra_body` from the settings is merged in last (LangChain's meaning of the
+/// streaming calls. Message names are sent only when the `send_message_names` setting is true
+/// (see [`message_to_wire`]). `extra_body` from the settings is merged in last (LangChain's meaning of the
 /// key), and when the run enables thinking, the `when_thinking_enabled` table of the settings
 /// (DeerFlow's key) overlays the settings first.
 pub(super) fn request_body(
@@ -38,11 +39,22 @@ pub(super) fn request_body(
     settings: &Map<String, Value>,
     stream: bool,
 ) -> Value {
+    let effective = effective_settings(settings, request.options.thinking_enabled);
+    let send_names = effective
+        .get(SEND_MESSAGE_NAMES)
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_string()));
     body.insert(
         "messages".into(),
-        Value::Array(request.messages.iter().map(message_to_wire).collect()),
+        Value::Array(
+            request
+                .messages
+                .iter()
+                .map(|message| message_to_wire(message, send_names))
+                .collect(),
+        ),
     );
     if !request.tools.is_empty() {
         let tools = request
@@ -70,7 +82,6 @@ pub(super) fn request_body(
         body.insert("reasoning_effort".into(), Value::String(effort.to_string()));
     }
 
-    let effective = effective_settings(settings, request.options.thinking_enabled);
     for key in PASSTHROUGH_SETTINGS {
         if let Some(value) = effective.get(*key).filter(|value| !value.is_null()) {
             body.insert((*key).to_string(), value.clone());
@@ -109,24 +120,35 @@ fn effective_settings(settings: &Map<String, Value>, thinking: bool) -> Map<Stri
     effective
 }
 
+/// The model setting that makes user and assistant messages carry their `name` on the wire, as
+/// LangChain's `ChatOpenAI` sends it.
+pub(super) const SEND_MESSAGE_NAMES: &str = "send_message_names";
+
 /// One of our messages as an OpenAI chat message.
 ///
 /// - `human` → `user`. Content lists become OpenAI content parts (see [`user_content`]). The
-///   message `name` is **not** sent: ours is UI bookkeeping (`user-input`), OpenAI restricts the
-///   field to `^[a-zA-Z0-9_-]{1,64}$`, and several OpenAI-compatible servers reject or
-///   mis-handle it, while the model gains nothing from it.
+///   message `name` is sent only with `send_names` (the `send_message_names` model setting):
+///   ours is UI bookkeeping (`user-input`), several OpenAI-compatible servers reject or
+///   mis-handle the field, and the model gains nothing from it; but a server that identifies
+///   messages by it (a recording or replaying proxy, whose keys include the name as LangChain
+///   sends it) needs it. A name outside OpenAI's `^[a-zA-Z0-9_-]{1,64}$` is never sent.
 /// - `system` → `system`, with its text.
-/// - `ai` → `assistant`, with its text, and `tool_calls` (valid ones, then invalid ones with
-///   their raw arguments, as LangChain does, so that the tool messages answering them still have
-///   a call to refer to). `content` is `null` when the text is empty and there are tool calls.
+/// - `ai` → `assistant`, with its text, its `name` (as for `human`), and `tool_calls` (valid ones,
+///   then invalid ones with their raw arguments, as LangChain does, so that the tool messages
+///   answering them still have a call to refer to). `content` is `null` when the text is empty
+///   and there are tool calls.
 ///   `reasoning_content` is not sent back: DeepSeek-style servers reject it in input.
 /// - `tool` → `tool` with `tool_call_id` and the result text.
 ///
 /// Only `user` messages keep content lists; other roles get the concatenated text, because
 /// OpenAI accepts only text parts there and blocks from other providers (thinking, tool use)
 /// would be rejected.
-pub(super) fn message_to_wire(message: &Message) -> Value {
-    match message.kind {
+pub(super) fn message_to_wire(message: &Message, send_names: bool) -> Value {
+    let name = message
+        .name
+        .as_deref()
+        .filter(|name| send_names && is_openai_name(name));
+    let mut wire = match message.kind {
         MessageType::Human => json!({"role": "user", "content": user_content(&message.content)}),
         MessageType::System => json!({"role": "system", "content": message.text()}),
         MessageType::Tool => json!({
@@ -163,7 +185,21 @@ pub(super) fn message_to_wire(message: &Message) -> Value {
             }
             Value::Object(wire)
         }
+    };
+    if let (Some(name), MessageType::Human | MessageType::Ai, Some(fields)) =
+        (name, message.kind, wire.as_object_mut())
+    {
+        fields.insert("name".into(), Value::String(name.to_string()));
     }
+    wire
+}
+
+/// OpenAI's rule for a message `name`: 1 to 64 ASCII letters, digits, `_` or `-`.
+fn is_openai_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
 fn wire_tool_call(id: &str, name: &str, arguments: String) -> Value {

@@ -13,7 +13,7 @@ use crate::runtime::state::{AgentState, StateUpdate};
 /// The `__user` suffix of the visible copy.
 const USER_COPY_SUFFIX: &str = "__user";
 
-/// Injects the `<system-reminder>` with the server's local date (`gateway-contract.md` §6.4).
+/// Injects the `<system-reminder>` with the server's local date (`docs/gateway-contract.md` §6.4).
 #[derive(Debug, Default)]
 pub struct DynamicContextMiddleware;
 

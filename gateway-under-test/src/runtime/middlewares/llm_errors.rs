@@ -13,7 +13,7 @@ use crate::models::{ErrorClass, ModelError, ModelRequest};
 use crate::runtime::RunContext;
 use crate::runtime::middleware::{Middleware, ModelCall};
 
-/// Wraps every lead-agent model call (`gateway-contract.md` §11.2).
+/// Wraps every lead-agent model call (`docs/gateway-contract.md` §11.2).
 #[derive(Debug, Default)]
 pub struct LlmErrorHandlingMiddleware;
 

@@ -1,4 +1,4 @@
-//! The built-in middlewares, in the order they run (`gateway-contract.md` §7.3): thread data,
+//! The built-in middlewares, in the order they run (`docs/gateway-contract.md` §7.3): thread data,
 //! uploads and dynamic context before the agent; LLM error handling and input sanitisation around
 //! each model call; title and token-usage attribution after each model call; lazy sandbox
 //! acquisition in the first tool step.

@@ -11,7 +11,7 @@ use crate::runtime::RunContext;
 use crate::runtime::middleware::{HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
-/// Writes the thread title (`gateway-contract.md` §9).
+/// Writes the thread title (`docs/gateway-contract.md` §9).
 #[derive(Debug, Default)]
 pub struct TitleMiddleware;
 

@@ -9,7 +9,7 @@ use crate::runtime::RunContext;
 use crate::runtime::middleware::{HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
-/// Stamps `token_usage_attribution` (`gateway-contract.md` §6.4) on the newest AI message.
+/// Stamps `token_usage_attribution` (`docs/gateway-contract.md` §6.4) on the newest AI message.
 #[derive(Debug, Default)]
 pub struct TokenUsageMiddleware;
 

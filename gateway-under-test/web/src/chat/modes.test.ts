@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { loadSettings, modeContext, MODES, saveSettings, SETTINGS_KEY, type Mode } from "./modes";
 
-// `gateway-contract.md` §4.3 and DeerFlow's client (reasoning effort).
+// `docs/gateway-contract.md` §4.3 and DeerFlow's client (reasoning effort).
 const TABLE: Record<Mode, [thinking: boolean, plan: boolean, subagents: boolean, effort: string | undefined]> = {
   flash: [false, false, false, undefined],
   thinking: [true, false, false, "low"],

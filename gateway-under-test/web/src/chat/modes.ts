@@ -37,7 +37,7 @@ const REASONING_EFFORT: Readonly<Record<Mode, ReasoningEffort | undefined>> = {
   ultra: "high",
 };
 
-/** The context flags of `mode` (`gateway-contract.md` §4.3's table). */
+/** The context flags of `mode` (`docs/gateway-contract.md` §4.3's table). */
 export function modeContext(mode: Mode): ModeContext {
   const context: ModeContext = {
     mode,

@@ -1,4 +1,4 @@
-//! The provider-boundary recording format (`recording-format.md` §2 to §8, §11 and §13): one
+//! The provider-boundary recording format (`docs/recording-format.md` §2 to §8, §11 and §13): one
 //! JSONL record per model call, holding the redacted request and the stream of events that came
 //! back, written append-only and replayed strictly by call order.
 //!

@@ -1,4 +1,4 @@
-//! The strict reader (`recording-format.md` §5) and the read-permission rules (§11.3).
+//! The strict reader (`docs/recording-format.md` §5) and the read-permission rules (§11.3).
 //!
 //! A recording is validated whole before anything is served, so a bad file fails at start-up,
 //! not part-way through a run. Every failure is a [`RecordingFileError`] naming the file, and the

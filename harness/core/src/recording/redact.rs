@@ -1,5 +1,5 @@
-//! Secret redaction (`recording-format.md` §6), applied to every request and event before it is
-//! written, and to every incoming request before replay compares it.
+//! Secret redaction (`docs/recording-format.md` §6), applied to every request and event before it
+//! is written, and to every incoming request before replay compares it.
 //!
 //! Two rules: a value under a secret-looking key is replaced whole ([`is_secret_key`]), and every
 //! string has four fixed credential patterns rewritten ([`redact_text`]). There is no entropy

@@ -1,4 +1,4 @@
-//! The rows of a recording file and what they carry (`recording-format.md` §2 to §4): format
+//! The rows of a recording file and what they carry (`docs/recording-format.md` §2 to §4): format
 //! versions, call outcomes, the request payloads, the event classes a recorded event must
 //! validate as, the parsed [`Recording`], and the [`RecordingFileError`] every reader and writer
 //! failure is reported with.

@@ -1,4 +1,4 @@
-//! Strict replay (`recording-format.md` §7 and §8): serves a recording call by call, in
+//! Strict replay (`docs/recording-format.md` §7 and §8): serves a recording call by call, in
 //! `call_index` order, after comparing each incoming request with the recorded one field by
 //! field. There is no fallback to live and no request correlation key.
 //!

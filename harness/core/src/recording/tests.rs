@@ -1,5 +1,5 @@
 //! Tests of the recording format as a whole: writing, strict reading, permissions and strict
-//! replay (`recording-format.md` §13, the lines that apply to a library without a gateway).
+//! replay (`docs/recording-format.md` §13, the lines that apply to a library without a gateway).
 //! Redaction and event-class tables live beside their code in `redact.rs` and `rows.rs`.
 
 use std::fs::{self, File, OpenOptions, Permissions};

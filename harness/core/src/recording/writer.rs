@@ -1,4 +1,4 @@
-//! Writing recordings (`recording-format.md` §3, §4 and §11.2): the append-only
+//! Writing recordings (`docs/recording-format.md` §3, §4 and §11.2): the append-only
 //! [`RecordingSink`], the per-call [`CallWriter`], and [`RecordingSink::create_managed`] for
 //! header-only managed files.
 //!

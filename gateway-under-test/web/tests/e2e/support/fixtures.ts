@@ -60,7 +60,7 @@ function text(content: unknown): string {
   return "";
 }
 
-/** The gateway's local title for a prompt (`gateway-contract.md` §9, default `max_chars` 60). */
+/** The gateway's local title for a prompt (`docs/gateway-contract.md` §9, default `max_chars` 60). */
 export function localTitle(prompt: string): string {
   const trimmed = prompt.trim();
   if (trimmed === "") return "New Conversation";

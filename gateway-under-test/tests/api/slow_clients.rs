@@ -1,0 +1,107 @@
+//! Slow clients (issue 10, finding 5): a connection that sends half a header, a partial body or
+//! nothing is closed once the configured timeout passes, and the server serves at most
+//! `server.max_connections` connections at once. Raw TCP on 127.0.0.1, a few connections, every
+//! wait bounded.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::*;
+
+/// Longest wait for the server to act; the configured timeouts are 1 s.
+const BOUND: Duration = Duration::from_secs(15);
+
+/// Reads until the server closes the connection; the bytes it sent, or `None` when it was still
+/// open after [`BOUND`].
+async fn read_until_closed(stream: &mut TcpStream) -> Option<String> {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut received)).await;
+    match read {
+        Ok(_) => Some(String::from_utf8_lossy(&received).into_owned()),
+        Err(_) => None,
+    }
+}
+
+async fn connect(gateway: &TestGateway) -> TcpStream {
+    TcpStream::connect(gateway.gateway.addr())
+        .await
+        .expect("connect to the gateway")
+}
+
+/// Finding 5 of issue 10: 2,000 connections that sent half a header or a partial body were all
+/// still open after 90 s. Each kind is now closed after its timeout.
+#[tokio::test]
+async fn slow_clients_are_closed_after_the_header_and_body_timeouts() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.server.header_read_timeout_secs = 1;
+        config.server.request_body_timeout_secs = 1;
+    })
+    .await;
+    let login = "POST /api/v1/auth/login/local HTTP/1.1\r\nHost: test\r\n";
+    // (case, bytes sent, what the server answers before closing: nothing before a complete
+    // header; a JSON error, like every error answer, once a request had started)
+    let cases = [
+        ("nothing sent", String::new(), None),
+        ("half a header", format!("{login}Content-Ty"), None),
+        (
+            "a partial body",
+            format!(
+                "{login}Content-Type: application/x-www-form-urlencoded\r\n\
+                 Content-Length: 1000\r\n\r\nusername=a"
+            ),
+            Some("content-type: application/json"),
+        ),
+    ];
+    let mut streams = Vec::new();
+    for (name, sent, answer) in &cases {
+        let mut stream = connect(&gateway).await;
+        stream.write_all(sent.as_bytes()).await.expect("send");
+        streams.push((name, answer, stream));
+    }
+    for (name, answer, stream) in &mut streams {
+        let received = read_until_closed(stream)
+            .await
+            .unwrap_or_else(|| panic!("{name}: still open after {BOUND:?}"));
+        match answer {
+            None => assert_eq!(received, "", "{name}"),
+            Some(expected) => assert!(
+                received.contains(expected) && received.contains("\"detail\""),
+                "{name}: {received}"
+            ),
+        }
+    }
+    // The server still serves well-behaved clients.
+    assert_eq!(gateway.client().get("/health").await.0, 200);
+    gateway.stop().await;
+}
+
+/// Finding 5 of issue 10: connections are bounded. With `max_connections = 2` and two idle
+/// connections held open, a third client is not served until one of them closes.
+#[tokio::test]
+async fn slow_clients_cannot_take_more_than_max_connections() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.server.max_connections = 2;
+    })
+    .await;
+    let first = connect(&gateway).await;
+    let _second = connect(&gateway).await;
+    let mut third = connect(&gateway).await;
+    third
+        .write_all(b"GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("send");
+    let mut buffer = [0u8; 64];
+    let early = tokio::time::timeout(Duration::from_secs(1), third.read(&mut buffer)).await;
+    assert!(
+        early.is_err(),
+        "the third connection was served while two were held"
+    );
+    drop(first);
+    let answer = read_until_closed(&mut third)
+        .await
+        .expect("served once a slot freed");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    gateway.stop().await;
+}

@@ -1,0 +1,194 @@
+//! `cargo bench -p harness --bench model_server`: the model server's figures on loopback (printed,
+//! never asserted — these machines are noisy).
+//!
+//! - a replayed completion's latency (p50, p99) and requests per second, streamed and not: one
+//!   request at a time for latency, 16 in flight for throughput. The request is a lead-agent call
+//!   of realistic size (a 6 KB system prompt, the three file tools, the user input, a tool call
+//!   and its result); the fixture holds enough copies of its turn for every request to hit;
+//! - the whole Layer 1 run of one fixture through the `gateway-under-test` binary (already
+//!   running) and the model server, against the same run in-process (boot included, as
+//!   `cargo xtask replay` does it).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
+use harness::golden::fixtures_dir;
+use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
+use harness::model_server::{Mode, ModelServer, ServerOptions};
+use harness::target::AtUrl;
+use replay_core::{
+    Answer, Fixture, MissingGolden, Scenario, Turn, UiMode, messages_from_chat_completions,
+    replay_key,
+};
+use serde_json::{Value, json};
+
+const LATENCY_REQUESTS: usize = 2_000;
+const THROUGHPUT_REQUESTS: usize = 20_000;
+const IN_FLIGHT: usize = 16;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A lead-agent request of realistic size.
+fn request_body(stream: bool) -> Value {
+    let system = "You are a helpful agent. Follow the rules below carefully. ".repeat(100);
+    let tool = |name: &str| {
+        json!({"type": "function", "function": {"name": name, "description": format!("The {name} tool: reads or writes files in the sandbox."),
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "description": {"type": "string"}, "content": {"type": "string"}}, "required": ["path"]}}})
+    };
+    json!({
+        "model": "scenario-model",
+        "messages": [
+            {"role": "system", "content": format!("{system}\n<system-reminder>today is 2026-05-17</system-reminder>")},
+            {"role": "user", "name": "user-input", "content": "--- BEGIN USER INPUT ---\nCreate /mnt/user-data/outputs/note.txt with hi, then read it back.\n--- END USER INPUT ---"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": "{\"path\": \"/mnt/user-data/outputs/note.txt\", \"content\": \"hi\", \"description\": \"write it\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "OK"},
+        ],
+        "tools": [tool("ls"), tool("read_file"), tool("write_file")],
+        "stream": stream,
+    })
+}
+
+/// A fixture answering `copies` calls of the request with a read_file tool call.
+fn bench_fixture(folder: &Path, copies: usize) -> std::path::PathBuf {
+    let body = request_body(false);
+    let messages = messages_from_chat_completions(body["messages"].as_array().expect("messages"));
+    let key = replay_key("lead_agent", &messages);
+    let output = json!({"type": "ai", "data": {"content": "", "type": "ai", "id": "lc_run--1",
+        "response_metadata": {"finish_reason": "tool_calls", "model_name": "m"},
+        "tool_calls": [{"name": "read_file", "args": {"path": "/mnt/user-data/outputs/note.txt", "description": "read it back"}, "id": "call_2", "type": "tool_call"}],
+        "usage_metadata": {"input_tokens": 900, "output_tokens": 30, "total_tokens": 930}}});
+    let turn = Turn {
+        caller: Some(key.caller.clone()),
+        conversation_hash: Some(key.conversation_hash.clone()),
+        input_hash: key.input_hash.clone(),
+        answer: Answer::Output(output),
+        canonical: Some(key.canonical.clone()),
+    };
+    let fixture = Fixture {
+        scenario: Scenario::new("bench", UiMode::Flash, "p"),
+        turns: vec![turn; copies],
+    };
+    let path = folder.join("bench.flash.json");
+    std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");
+    path
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() as f64 * fraction) as usize).min(sorted.len() - 1)]
+}
+
+async fn one_request(client: &reqwest::Client, url: &str, body: &Value) {
+    let response = client.post(url).json(body).send().await.expect("sent");
+    assert!(response.status().is_success(), "{}", response.status());
+    let bytes = response.bytes().await.expect("body");
+    assert!(!bytes.is_empty());
+}
+
+async fn bench_completions(stream: bool) {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = bench_fixture(folder.path(), LATENCY_REQUESTS + THROUGHPUT_REQUESTS + 100);
+    let server = ModelServer::start(Mode::Fixtures(vec![fixture]), ServerOptions::default())
+        .await
+        .expect("model server");
+    let url = format!("{}/chat/completions", server.base_url());
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let body = request_body(stream);
+    for _ in 0..100 {
+        one_request(&client, &url, &body).await;
+    }
+    let mut samples = Vec::with_capacity(LATENCY_REQUESTS);
+    for _ in 0..LATENCY_REQUESTS {
+        let started = Instant::now();
+        one_request(&client, &url, &body).await;
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    let started = Instant::now();
+    futures::stream::iter(0..THROUGHPUT_REQUESTS)
+        .for_each_concurrent(IN_FLIGHT, |_| one_request(&client, &url, &body))
+        .await;
+    let elapsed = started.elapsed();
+    assert!(server.problems().is_empty(), "{:?}", server.problems());
+    println!(
+        "replayed completion, {}: p50 {:.3} ms, p99 {:.3} ms (n={LATENCY_REQUESTS}, one at a time); {:.0} requests/s ({THROUGHPUT_REQUESTS} requests, {IN_FLIGHT} in flight)",
+        if stream { "streamed" } else { "not streamed" },
+        percentile(&samples, 0.5).as_secs_f64() * 1e3,
+        percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        THROUGHPUT_REQUESTS as f64 / elapsed.as_secs_f64(),
+    );
+}
+
+/// Every measured run must be green: timing a broken replay would measure the wrong thing.
+fn assert_green(run: &ScenarioRun) {
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "{}",
+        run.report(&verdict)
+    );
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+async fn bench_layer1(fixture: &Path) {
+    let server = ModelServer::start(
+        Mode::Fixtures(vec![fixture.to_path_buf()]),
+        ServerOptions::default(),
+    )
+    .await
+    .expect("model server");
+    let binary = workspace_gateway_binary().expect("gateway binary");
+    let gateway = GatewayProcess::spawn(&binary, &server.base_url(), None)
+        .await
+        .expect("gateway process");
+    let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+    let mut external = Vec::new();
+    let mut in_process = Vec::new();
+    for round in 0..45 {
+        let started = Instant::now();
+        let run = run_fixture_on(&mut target, fixture)
+            .await
+            .expect("external run");
+        let external_time = started.elapsed();
+        assert_green(&run);
+        let started = Instant::now();
+        let run = run_fixture(fixture).await.expect("in-process run");
+        let in_process_time = started.elapsed();
+        assert_green(&run);
+        if round >= 5 {
+            external.push(external_time);
+            in_process.push(in_process_time);
+        }
+    }
+    let (external, in_process) = (median(external), median(in_process));
+    println!(
+        "Layer 1 run of {}: external gateway (already up) median {:.2} ms; in-process (boot included) median {:.2} ms; ratio {:.2}",
+        fixture.file_name().unwrap_or_default().to_string_lossy(),
+        external.as_secs_f64() * 1e3,
+        in_process.as_secs_f64() * 1e3,
+        external.as_secs_f64() / in_process.as_secs_f64(),
+    );
+}
+
+fn main() {
+    let runtime = runtime();
+    runtime.block_on(bench_completions(false));
+    runtime.block_on(bench_completions(true));
+    runtime.block_on(bench_layer1(
+        &fixtures_dir().join("write_read_file.ultra.json"),
+    ));
+}

@@ -1,0 +1,122 @@
+//! The driver's side of a model server's `/_harness/*` routes: start a fresh replay of a named
+//! fixture, then read what the model side saw.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::problems::Problem;
+
+/// A model server's state, as `GET /_harness/state` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerState {
+    /// `fixture`, `recording` or `record`.
+    pub mode: String,
+    /// The active fixture's name (fixture mode).
+    pub fixture: Option<String>,
+    /// Every loaded fixture's name (fixture mode).
+    pub fixtures: Vec<String>,
+    /// Calls served since the last reset.
+    pub served_calls: usize,
+    /// The active fixture's turns nobody asked for (fixture mode; information, not failure).
+    pub unused_turns: Vec<usize>,
+    /// How many calls the recording holds (recording and record modes).
+    pub recorded_calls: Option<usize>,
+    /// Every problem since the start or the last reset.
+    pub problems: Vec<Problem>,
+}
+
+/// Why a model server could not be reached or refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request failed.
+    #[error("model server {route}: {source}")]
+    Http {
+        /// Method and URL.
+        route: String,
+        /// What reqwest said.
+        source: reqwest::Error,
+    },
+    /// The server refused.
+    #[error("model server {route}: {status}: {body}")]
+    Status {
+        /// Method and URL.
+        route: String,
+        /// The status.
+        status: u16,
+        /// The body.
+        body: String,
+    },
+}
+
+/// A client of one model server's driver routes.
+#[derive(Debug, Clone)]
+pub struct ModelServerClient {
+    root: String,
+    http: reqwest::Client,
+}
+
+impl ModelServerClient {
+    /// A client for the server at `url` (`http://127.0.0.1:<port>`; a trailing `/v1` is
+    /// tolerated, so the gateway's base URL works too).
+    pub fn new(url: &str) -> Result<ModelServerClient, ClientError> {
+        let root = url.trim_end_matches('/');
+        let root = root.strip_suffix("/v1").unwrap_or(root).to_owned();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|source| ClientError::Http {
+                route: "client".into(),
+                source,
+            })?;
+        Ok(ModelServerClient { root, http })
+    }
+
+    async fn send<T: for<'de> Deserialize<'de>>(
+        &self,
+        request: reqwest::RequestBuilder,
+        route: String,
+    ) -> Result<T, ClientError> {
+        let http = |source| ClientError::Http {
+            route: route.clone(),
+            source,
+        };
+        let response = request.send().await.map_err(http)?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(ClientError::Status {
+                route,
+                status: status.as_u16(),
+                body,
+            });
+        }
+        response.json().await.map_err(http)
+    }
+
+    /// Starts a fresh replay (`POST /_harness/reset`): of the fixture named `fixture` (its file
+    /// name without `.json`) in fixture mode, of the recording from its first call in recording
+    /// mode. Clears the problem ledger.
+    pub async fn reset(&self, fixture: Option<&str>) -> Result<(), ClientError> {
+        let url = format!("{}/_harness/reset", self.root);
+        let route = format!("POST {url}");
+        let _: serde_json::Value = self
+            .send(
+                self.http.post(&url).json(&json!({"fixture": fixture})),
+                route,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `GET /_harness/state`.
+    pub async fn state(&self) -> Result<ServerState, ClientError> {
+        let url = format!("{}/_harness/state", self.root);
+        self.send(self.http.get(&url), format!("GET {url}")).await
+    }
+
+    /// `GET /_harness/misses`: every problem since the start or the last reset.
+    pub async fn problems(&self) -> Result<Vec<Problem>, ClientError> {
+        let url = format!("{}/_harness/misses", self.root);
+        self.send(self.http.get(&url), format!("GET {url}")).await
+    }
+}

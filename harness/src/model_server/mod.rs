@@ -1,0 +1,692 @@
+//! The model server: an OpenAI-compatible Chat Completions server on 127.0.0.1 that replays at
+//! the model's wire, so a gateway in any language, running in its own process, can be tested by
+//! pointing its OpenAI base URL here.
+//!
+//! Three modes ([`Mode`]):
+//!
+//! - **fixture replay**: the replay key is computed from the request body with the same canonical
+//!   projection and normalisation as in-process replay (`replay_core::lookup_at_wire`); the
+//!   caller comes from the [`CALLER_HEADER`] when the gateway sends it, else it is the one
+//!   caller among the fixture's callers whose key is recorded. The recorded answer goes back as
+//!   one completion or streamed as content and tool-call deltas; a miss answers an OpenAI error
+//!   whose message is the miss diagnostic. Several fixtures may be loaded; one is active at a
+//!   time, chosen with `POST /_harness/reset`;
+//! - **strict recording replay**: a recording made by this server in record mode, served call by
+//!   call with the existing strict replay (each request compared field by field; chunks as
+//!   recorded);
+//! - **record**: a proxy to a real OpenAI-compatible endpoint that writes the versioned, redacted
+//!   recording and, when the server stops, builds the fixture (see `record`).
+//!
+//! Routes: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models`,
+//! `GET /health`, and the driver's `GET /_harness/misses` (every [`Problem`] so far, as JSON),
+//! `GET /_harness/state` and `POST /_harness/reset` (`{"fixture": "<stem>"}` selects a fixture;
+//! either way the replay starts afresh and the problem ledger is cleared). Problems are also
+//! handed to [`ServerOptions::on_problem`] the moment they happen. [`ModelServerClient`] is the
+//! driver's side of those routes.
+
+mod answer;
+mod assemble;
+mod client;
+mod problems;
+mod record;
+mod request;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use replay_core::recording::{
+    Access, Outcome, Recording, RecordingFileError, StrictReplayError, StrictReplayer,
+    read_recording,
+};
+use replay_core::{
+    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, WireLookupError,
+};
+
+use crate::golden::stem_of;
+use answer::{AnswerId, Completion, WireError, completion, error_body, events_from_message};
+use request::{WIRE_API, WireRequest};
+
+pub use client::{ClientError, ModelServerClient, ServerState};
+pub use problems::Problem;
+pub use record::{RecordConfig, RecordedFixture};
+
+/// The request header a gateway may send to name the caller of a model call (`lead_agent`,
+/// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
+/// `docs/replay-and-fixtures.md` normalise). Without it the server infers the caller.
+pub const CALLER_HEADER: &str = "x-harness-caller";
+
+/// The largest request body accepted: long conversations are large, and the default limit of
+/// 2 MB would refuse some.
+const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+/// What the server serves.
+#[derive(Debug)]
+pub enum Mode {
+    /// Replay fixtures by key; the first is active until a driver selects another.
+    Fixtures(Vec<PathBuf>),
+    /// Strictly replay a recording made by a model server in record mode.
+    Recording(PathBuf),
+    /// Proxy to an upstream and record.
+    Record(Box<RecordConfig>),
+}
+
+/// Called with every problem the moment it happens (the CLI prints it).
+pub type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;
+
+/// How the server runs.
+#[derive(Clone, Default)]
+pub struct ServerOptions {
+    /// The port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Called with every problem as it happens.
+    pub on_problem: Option<ProblemHook>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("port", &self.port)
+            .field("on_problem", &self.on_problem.is_some())
+            .finish()
+    }
+}
+
+/// Why the server could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelServerError {
+    /// Fixture mode was given no fixture.
+    #[error("the model server needs at least one fixture")]
+    NoFixture,
+    /// A fixture could not be loaded.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// Two fixtures have the same file name, so a driver could not tell them apart.
+    #[error("fixtures {} and {} have the same name {stem:?}; a driver selects fixtures by name", .first.display(), .second.display())]
+    DuplicateFixture {
+        /// The name.
+        stem: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// The recording could not be read, written or finished.
+    #[error(transparent)]
+    Recording(#[from] RecordingFileError),
+    /// The recording was made at a gateway's provider boundary, not at the wire.
+    #[error(
+        "recording {}: call 0 was recorded at a gateway's provider boundary (cargo xtask record, cargo xtask recordings), not at the model's wire; the model server strictly replays recordings it made itself (cargo xtask model-server --record)",
+        .0.display()
+    )]
+    NotAWireRecording(PathBuf),
+    /// The upstream URL or HTTP client is unusable.
+    #[error("upstream: {0}")]
+    Upstream(String),
+    /// The fixture could not be built from the recording.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The listener could not bind 127.0.0.1.
+    #[error("listen on 127.0.0.1:{port}: {source}")]
+    Listen {
+        /// The port asked for.
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// One loaded fixture.
+#[derive(Debug)]
+struct LoadedFixture {
+    stem: String,
+    path: PathBuf,
+    fixture: Fixture,
+}
+
+/// The active fixture and the engine replaying it.
+#[derive(Debug)]
+struct ActiveFixture {
+    index: usize,
+    engine: Arc<ReplayEngine>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Fixtures {
+        fixtures: Vec<LoadedFixture>,
+        active: Mutex<ActiveFixture>,
+    },
+    Recording {
+        recording: Recording,
+        replayer: Mutex<Arc<StrictReplayer>>,
+    },
+    Record(record::Recorder),
+}
+
+/// State shared by the handlers.
+struct Shared {
+    backend: Backend,
+    problems: Mutex<Vec<Problem>>,
+    on_problem: Option<ProblemHook>,
+    answers: AtomicU64,
+}
+
+impl Shared {
+    fn report(&self, problem: Problem) {
+        if let Some(hook) = &self.on_problem {
+            hook(&problem);
+        }
+        self.problems.lock().push(problem);
+    }
+
+    fn answer_id(&self, model: &str) -> AnswerId {
+        let number = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
+        AnswerId {
+            id: format!("chatcmpl-replay-{number}"),
+            model: model.to_owned(),
+            created: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_secs())
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// A running model server. Stop it with [`ModelServer::stop`] (dropping it also stops serving).
+pub struct ModelServer {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ModelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelServer")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn load_fixtures(paths: Vec<PathBuf>) -> Result<Vec<LoadedFixture>, ModelServerError> {
+    if paths.is_empty() {
+        return Err(ModelServerError::NoFixture);
+    }
+    let mut loaded: Vec<LoadedFixture> = Vec::new();
+    for path in paths {
+        let fixture = Fixture::load(&path)?;
+        let stem = stem_of(&path);
+        if let Some(other) = loaded.iter().find(|f| f.stem == stem) {
+            return Err(ModelServerError::DuplicateFixture {
+                stem,
+                first: other.path.clone(),
+                second: path,
+            });
+        }
+        loaded.push(LoadedFixture {
+            stem,
+            path,
+            fixture,
+        });
+    }
+    Ok(loaded)
+}
+
+fn engine_for(loaded: &LoadedFixture) -> Result<Arc<ReplayEngine>, FixtureError> {
+    Ok(Arc::new(ReplayEngine::new(
+        loaded.fixture.clone(),
+        &loaded.path,
+    )?))
+}
+
+/// Reads a recording for strict replay and checks it was made at the wire.
+fn wire_recording(path: &Path) -> Result<Recording, ModelServerError> {
+    let recording = read_recording(path, Access::External)?;
+    let at_wire = recording
+        .calls
+        .first()
+        .is_none_or(|call| call.request.model.get("api").and_then(Value::as_str) == Some(WIRE_API));
+    if !at_wire {
+        return Err(ModelServerError::NotAWireRecording(path.to_path_buf()));
+    }
+    Ok(recording)
+}
+
+impl ModelServer {
+    /// Loads what `mode` serves (every fixture or the whole recording is validated first, so a
+    /// bad file fails here) and starts serving on 127.0.0.1.
+    pub async fn start(
+        mode: Mode,
+        options: ServerOptions,
+    ) -> Result<ModelServer, ModelServerError> {
+        let backend = match mode {
+            Mode::Fixtures(paths) => {
+                let fixtures = load_fixtures(paths)?;
+                let engine = engine_for(&fixtures[0])?;
+                Backend::Fixtures {
+                    fixtures,
+                    active: Mutex::new(ActiveFixture { index: 0, engine }),
+                }
+            }
+            Mode::Recording(path) => {
+                let recording = wire_recording(&path)?;
+                let replayer = StrictReplayer::new(recording.clone());
+                Backend::Recording {
+                    recording,
+                    replayer: Mutex::new(Arc::new(replayer)),
+                }
+            }
+            Mode::Record(config) => Backend::Record(record::Recorder::new(*config)?),
+        };
+        let shared = Arc::new(Shared {
+            backend,
+            problems: Mutex::new(Vec::new()),
+            on_problem: options.on_problem,
+            answers: AtomicU64::new(0),
+        });
+        let listener = TcpListener::bind(("127.0.0.1", options.port))
+            .await
+            .map_err(|source| ModelServerError::Listen {
+                port: options.port,
+                source,
+            })?;
+        let address = listener
+            .local_addr()
+            .map_err(|source| ModelServerError::Listen {
+                port: options.port,
+                source,
+            })?;
+        let router = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/chat/completions", post(complete))
+            .route("/v1/models", get(models))
+            .route("/models", get(models))
+            .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+            .route("/_harness/misses", get(misses))
+            .route("/_harness/state", get(state))
+            .route("/_harness/reset", post(reset))
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(shared.clone());
+        let stop = CancellationToken::new();
+        let signal = stop.clone().cancelled_owned();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, router).with_graceful_shutdown(signal);
+            if let Err(err) = served.await {
+                tracing::warn!("model server stopped: {err}");
+            }
+        });
+        Ok(ModelServer {
+            address,
+            shared,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`: the root of the driver's routes.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// `http://127.0.0.1:<port>/v1`: the OpenAI base URL to give the gateway.
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
+    /// Every problem since the start or the last reset, oldest first.
+    pub fn problems(&self) -> Vec<Problem> {
+        self.shared.problems.lock().clone()
+    }
+
+    /// Stops serving (open streams end first). In record mode, reads the finished recording back
+    /// and builds the fixture from it.
+    pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
+        self.stop.cancel();
+        if let Some(task) = self.task.take()
+            && let Err(err) = task.await
+        {
+            tracing::warn!("model server task: {err}");
+        }
+        match &self.shared.backend {
+            Backend::Record(recorder) => Ok(Some(recorder.build()?)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// An OpenAI error response.
+fn error_response(status: StatusCode, message: &str, error_type: &str, code: &str) -> Response {
+    (status, Json(error_body(message, error_type, Some(code)))).into_response()
+}
+
+/// A recorded failure as the provider answered it.
+fn failure_response(error: &WireError) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    (status, Json(error.body())).into_response()
+}
+
+/// A server-sent event stream body.
+fn sse_response(body: impl Into<axum::body::Body>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body.into(),
+    )
+        .into_response()
+}
+
+/// The answer for a complete event list: one completion, or the stream of chunks. A call whose
+/// events fail before any content fails with the recorded status, as a provider refusing a
+/// request does, streaming or not.
+fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
+    let identity = shared.answer_id(&request.model);
+    let failed_at_start = events
+        .iter()
+        .find(|e| e.get("type").and_then(Value::as_str) != Some("start"))
+        .is_some_and(|e| e.get("type").and_then(Value::as_str) == Some("error"));
+    if !request.stream || failed_at_start {
+        return match completion(&identity, events) {
+            Completion::Message(body) => Json(body).into_response(),
+            Completion::Failed(error) => failure_response(&error),
+        };
+    }
+    sse_response(answer::sse_body(identity, events))
+}
+
+async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request = match WireRequest::parse(&body) {
+        Ok(request) => request,
+        Err(message) => {
+            shared.report(Problem::BadRequest {
+                message: message.clone(),
+            });
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "invalid_request",
+            );
+        }
+    };
+    let caller = headers
+        .get(CALLER_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    match &shared.backend {
+        Backend::Fixtures { active, .. } => {
+            let engine = active.lock().engine.clone();
+            replay_fixture(&shared, &engine, caller.as_deref(), &request)
+        }
+        Backend::Recording {
+            recording,
+            replayer,
+        } => {
+            let replayer = replayer.lock().clone();
+            let caller = caller.as_deref().unwrap_or(DEFAULT_CALLER);
+            replay_strictly(&shared, recording, &replayer, caller, &request)
+        }
+        Backend::Record(recorder) => record::proxy(&shared, recorder, caller, request).await,
+    }
+}
+
+fn replay_fixture(
+    shared: &Shared,
+    engine: &ReplayEngine,
+    caller: Option<&str>,
+    request: &WireRequest,
+) -> Response {
+    match engine.lookup_at_wire(caller, &request.messages) {
+        Ok(served) => match &served.answer {
+            Answer::Output(output) => respond(shared, request, &events_from_message(output)),
+            Answer::Error(recorded) => failure_response(&WireError::new(
+                recorded.status,
+                &recorded.error_type,
+                &recorded.message,
+            )),
+        },
+        Err(WireLookupError::Miss(miss)) => {
+            let problem = Problem::miss(*miss);
+            let message = problem.message().to_owned();
+            shared.report(problem);
+            error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "replay_miss",
+            )
+        }
+        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => {
+            let message = format!("{error} (send it in the {CALLER_HEADER} header)");
+            shared.report(Problem::AmbiguousCaller {
+                message: message.clone(),
+                callers: callers.clone(),
+            });
+            error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "replay_caller_ambiguous",
+            )
+        }
+    }
+}
+
+fn replay_strictly(
+    shared: &Shared,
+    recording: &Recording,
+    replayer: &StrictReplayer,
+    caller: &str,
+    request: &WireRequest,
+) -> Response {
+    match replayer.next_call(&request.recorded(caller)) {
+        Ok(events) => respond(shared, request, &events),
+        Err(StrictReplayError::Mismatch(mismatch)) => {
+            let message = mismatch.to_string();
+            shared.report(Problem::Mismatch {
+                message: message.clone(),
+                call_index: mismatch.call_index,
+                field_path: mismatch.public_path(),
+            });
+            error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "replay_mismatch",
+            )
+        }
+        Err(StrictReplayError::Recording(error)) => {
+            // A call that failed while recording is served as the same failure: that is what
+            // was recorded, not a problem of the replay.
+            let failed = error
+                .call_index
+                .and_then(|index| recording.calls.get(index))
+                .filter(|call| call.outcome == Outcome::Error)
+                .and_then(|call| {
+                    call.events
+                        .iter()
+                        .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
+                });
+            if let Some(event) = failed {
+                return failure_response(&WireError::from_event(event));
+            }
+            let message = error.to_string();
+            shared.report(Problem::Recording {
+                message: message.clone(),
+            });
+            error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &message,
+                "api_error",
+                "replay_recording",
+            )
+        }
+    }
+}
+
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    let mut ids: Vec<String> = match &shared.backend {
+        Backend::Fixtures { fixtures, .. } => fixtures
+            .iter()
+            .map(|f| f.fixture.scenario.model.clone())
+            .collect(),
+        Backend::Recording { recording, .. } => recording
+            .calls
+            .iter()
+            .filter_map(|call| call.request.model.get("model").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+        Backend::Record(recorder) => vec![recorder.model_hint()],
+    };
+    ids.retain(|id| !id.is_empty());
+    ids.dedup();
+    if ids.is_empty() {
+        ids.push("replay".to_owned());
+    }
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "model-server"}))
+        .collect();
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn misses(State(shared): State<Arc<Shared>>) -> Response {
+    Json(shared.problems.lock().clone()).into_response()
+}
+
+async fn state(State(shared): State<Arc<Shared>>) -> Response {
+    let problems = shared.problems.lock().clone();
+    let state = match &shared.backend {
+        Backend::Fixtures { fixtures, active } => {
+            let active = active.lock();
+            ServerState {
+                mode: "fixture".into(),
+                fixture: Some(fixtures[active.index].stem.clone()),
+                fixtures: fixtures.iter().map(|f| f.stem.clone()).collect(),
+                served_calls: active.engine.fixture().turns.len()
+                    - active.engine.unused_turns().len(),
+                unused_turns: active.engine.unused_turns(),
+                recorded_calls: None,
+                problems,
+            }
+        }
+        Backend::Recording {
+            recording,
+            replayer,
+        } => ServerState {
+            mode: "recording".into(),
+            fixture: None,
+            fixtures: Vec::new(),
+            served_calls: replayer.lock().call_count(),
+            unused_turns: Vec::new(),
+            recorded_calls: Some(recording.calls.len()),
+            problems,
+        },
+        Backend::Record(recorder) => ServerState {
+            mode: "record".into(),
+            fixture: None,
+            fixtures: Vec::new(),
+            served_calls: recorder.calls(),
+            unused_turns: Vec::new(),
+            recorded_calls: Some(recorder.calls()),
+            problems,
+        },
+    };
+    Json(state).into_response()
+}
+
+async fn reset(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let wanted = match serde_json::from_slice::<Value>(&body) {
+        _ if body.iter().all(u8::is_ascii_whitespace) => None,
+        Ok(Value::Object(fields)) => match fields.get("fixture") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(stem)) => Some(stem.clone()),
+            Some(_) => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    Json(json!({"error": "\"fixture\" must be a string"})),
+                )
+                    .into_response();
+            }
+        },
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "the body must be empty or {\"fixture\": \"<name>\"}"})),
+            )
+                .into_response();
+        }
+    };
+    let selected = match &shared.backend {
+        Backend::Fixtures { fixtures, active } => {
+            let index = match &wanted {
+                None => active.lock().index,
+                Some(stem) => match fixtures.iter().position(|f| &f.stem == stem) {
+                    Some(index) => index,
+                    None => {
+                        let loaded: Vec<&str> = fixtures.iter().map(|f| f.stem.as_str()).collect();
+                        return (
+                            StatusCode::NOT_FOUND,
+                            Json(json!({"error": format!(
+                                "no fixture named {stem:?} is loaded; loaded: {}",
+                                loaded.join(", ")
+                            )})),
+                        )
+                            .into_response();
+                    }
+                },
+            };
+            // The fixture was validated at start, so a fresh engine over it cannot fail.
+            let engine = match engine_for(&fixtures[index]) {
+                Ok(engine) => engine,
+                Err(err) => {
+                    return (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        Json(json!({"error": err.to_string()})),
+                    )
+                        .into_response();
+                }
+            };
+            *active.lock() = ActiveFixture { index, engine };
+            json!({"mode": "fixture", "fixture": fixtures[index].stem, "turns": fixtures[index].fixture.turns.len()})
+        }
+        Backend::Recording {
+            recording,
+            replayer,
+        } => {
+            *replayer.lock() = Arc::new(StrictReplayer::new(recording.clone()));
+            json!({"mode": "recording", "fixture": null, "calls": recording.calls.len()})
+        }
+        Backend::Record(_) => {
+            return (
+                StatusCode::CONFLICT,
+                Json(json!({"error": "a recording cannot be reset; stop the server to finish it"})),
+            )
+                .into_response();
+        }
+    };
+    shared.problems.lock().clear();
+    Json(selected).into_response()
+}

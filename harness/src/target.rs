@@ -1,0 +1,171 @@
+//! Where Layer 1 sends its requests: one interface, [`GatewayTarget`], that the runner
+//! (`layer1::run_on`) takes, and its two implementations.
+//!
+//! - [`InProcess`] boots `gateway-under-test` in this process with the replay model over the
+//!   fixture, as every golden test does;
+//! - [`AtUrl`] drives a gateway that already runs elsewhere, in any language, whose model points
+//!   at a [model server](crate::model_server): it selects the fixture on the model server before
+//!   the drive and reads the model server's problems after it.
+//!
+//! Either way the drive (register → thread → `runs/stream`) and the golden comparison are the
+//! same code, so both paths are held to the same goldens.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use replay_core::{Fixture, Miss, ReplayEngine};
+
+use crate::adapter::boot::{BootedGateway, Extensions, ModelWiring, boot};
+use crate::golden::stem_of;
+use crate::layer1::HarnessError;
+use crate::model_server::{ClientError, ModelServerClient, Problem};
+
+/// What the model side saw during one drive.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelLedger {
+    /// Calls with no recorded output.
+    pub misses: Vec<Miss>,
+    /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
+    /// caller, a request the model server could not read.
+    pub other_problems: Vec<String>,
+    /// Recorded turns nobody asked for (information, not failure).
+    pub unused_turns: Vec<usize>,
+}
+
+impl ModelLedger {
+    /// Sorts a model server's problems into misses and the rest.
+    fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
+        let mut ledger = ModelLedger {
+            unused_turns,
+            ..ModelLedger::default()
+        };
+        for problem in problems {
+            match problem {
+                Problem::Miss { miss, .. } => ledger.misses.push(*miss),
+                other => {
+                    ledger
+                        .other_problems
+                        .push(format!("{}: {}", other.kind(), other.message()))
+                }
+            }
+        }
+        ledger
+    }
+}
+
+/// A gateway Layer 1 can drive through one fixture.
+#[async_trait]
+pub trait GatewayTarget: Send {
+    /// Readies a gateway to replay `fixture` (read from `path`) and returns its base URL
+    /// (`http://127.0.0.1:<port>`).
+    async fn start(&mut self, path: &Path, fixture: &Fixture) -> Result<String, HarnessError>;
+
+    /// After the drive, whether it succeeded or not: stops what [`start`](Self::start) started
+    /// and returns what the model side saw.
+    async fn finish(&mut self) -> Result<ModelLedger, HarnessError>;
+}
+
+/// `gateway-under-test` booted in this process, with the replay model over the fixture and the
+/// fixture's `gateway_config` applied.
+#[derive(Debug, Default)]
+pub struct InProcess {
+    extensions: Option<Extensions>,
+    running: Option<(BootedGateway, Arc<ReplayEngine>)>,
+}
+
+impl InProcess {
+    /// A target whose gateway gets `extensions` (the drift tests' real extension points).
+    pub fn new(extensions: Extensions) -> InProcess {
+        InProcess {
+            extensions: Some(extensions),
+            running: None,
+        }
+    }
+}
+
+#[async_trait]
+impl GatewayTarget for InProcess {
+    async fn start(&mut self, path: &Path, fixture: &Fixture) -> Result<String, HarnessError> {
+        let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
+        let booted = boot(
+            ModelWiring::Replay(engine.clone()),
+            fixture.scenario.gateway_config.as_ref(),
+            self.extensions.take().unwrap_or_default(),
+        )
+        .await
+        .map_err(|source| HarnessError::Boot {
+            fixture: path.to_path_buf(),
+            source,
+        })?;
+        let url = booted.url();
+        self.running = Some((booted, engine));
+        Ok(url)
+    }
+
+    async fn finish(&mut self) -> Result<ModelLedger, HarnessError> {
+        let Some((booted, engine)) = self.running.take() else {
+            return Ok(ModelLedger::default());
+        };
+        if let Err(err) = booted.shutdown().await {
+            tracing::warn!("gateway shutdown: {err}");
+        }
+        Ok(ModelLedger {
+            misses: engine.take_misses(),
+            other_problems: Vec::new(),
+            unused_turns: engine.unused_turns(),
+        })
+    }
+}
+
+/// A gateway already running at a URL, whose model is a model server. The fixture's
+/// `gateway_config` cannot be applied to it: the gateway must be configured to match.
+#[derive(Debug, Clone)]
+pub struct AtUrl {
+    gateway_url: String,
+    model_server: ModelServerClient,
+    fixture: std::path::PathBuf,
+}
+
+impl AtUrl {
+    /// The gateway at `gateway_url`, replaying through the model server at `model_server_url`
+    /// (its root or its `/v1` base URL).
+    pub fn new(gateway_url: &str, model_server_url: &str) -> Result<AtUrl, ClientError> {
+        Ok(AtUrl {
+            gateway_url: gateway_url.trim_end_matches('/').to_owned(),
+            model_server: ModelServerClient::new(model_server_url)?,
+            fixture: std::path::PathBuf::new(),
+        })
+    }
+
+    fn model_server_error(&self, source: ClientError) -> HarnessError {
+        HarnessError::ModelServer {
+            fixture: self.fixture.clone(),
+            source,
+        }
+    }
+}
+
+#[async_trait]
+impl GatewayTarget for AtUrl {
+    async fn start(&mut self, path: &Path, _fixture: &Fixture) -> Result<String, HarnessError> {
+        self.fixture = path.to_path_buf();
+        self.model_server
+            .reset(Some(&stem_of(path)))
+            .await
+            .map_err(|source| self.model_server_error(source))?;
+        Ok(self.gateway_url.clone())
+    }
+
+    async fn finish(&mut self) -> Result<ModelLedger, HarnessError> {
+        let state = self
+            .model_server
+            .state()
+            .await
+            .map_err(|source| self.model_server_error(source))?;
+        Ok(ModelLedger::from_problems(
+            state.problems,
+            state.unused_turns,
+        ))
+    }
+}

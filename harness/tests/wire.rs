@@ -1,0 +1,687 @@
+//! Replay at the model's wire agrees with in-process replay. The `gateway-under-test` binary runs
+//! as a separate process whose one `[[models]]` block is `use = "openai"` with its `base_url` at a
+//! model server, exactly as any other gateway would be set up; Layer 1 drives it through
+//! `target::AtUrl` and must get every committed golden with no miss, from the fixtures and from a
+//! strict recording of each; a recording made through the proxy against a wiremock upstream
+//! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
+//! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
+//! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
+//! are named, and a bad request or a provider-boundary recording is refused.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
+use harness::golden::fixtures_dir;
+use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded};
+use harness::model_server::{
+    CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
+};
+use harness::target::AtUrl;
+use replay_core::recording::{Access, RecordedRequest, RecordingSink, read_recording};
+use replay_core::{
+    Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
+};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// Every test is bounded: a hung gateway or server fails the test instead of the build.
+const BOUND: Duration = Duration::from_secs(240);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn bounded<T>(work: impl Future<Output = T>) -> T {
+    runtime()
+        .block_on(async { tokio::time::timeout(BOUND, work).await })
+        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
+}
+
+/// The gateway binary, built once per test process.
+fn gateway_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        workspace_gateway_binary().unwrap_or_else(|err| panic!("gateway binary: {err}"))
+    })
+}
+
+fn shipped_fixtures() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .expect("fixtures/")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no shipped fixtures");
+    files
+}
+
+fn quiet() -> ServerOptions {
+    ServerOptions::default()
+}
+
+async fn gateway_for(model_server: &ModelServer, fixture: &Fixture) -> GatewayProcess {
+    GatewayProcess::spawn(
+        gateway_binary(),
+        &model_server.base_url(),
+        fixture.scenario.gateway_config.as_ref(),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("gateway process: {err}"))
+}
+
+/// The Layer 1 verdict: framing, no miss, no model-server problem, and the committed golden.
+fn assert_green(run: &ScenarioRun, how: &str) {
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(MissingGolden::Fails),
+        "{how}: {}\n{}",
+        run.stem(),
+        run.report(&verdict)
+    );
+}
+
+#[test]
+fn every_shipped_fixture_replays_over_the_wire_to_its_golden() {
+    let fixtures = shipped_fixtures();
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(fixtures.clone()), quiet())
+            .await
+            .expect("model server");
+        for path in &fixtures {
+            let fixture = Fixture::load(path).expect("fixture");
+            let gateway = gateway_for(&server, &fixture).await;
+            let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+            let run = run_fixture_on(&mut target, path).await.expect("the run");
+            assert_green(&run, "over the wire");
+            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        }
+        server.stop().await.expect("stops");
+    });
+}
+
+/// Records `fixture` (read from `path`) at the wire into `folder`: gateway → proxy → a model
+/// server replaying the fixture. Returns the recording and the fixture the proxy built.
+async fn record_at_the_wire(path: &Path, fixture: &Fixture, folder: &Path) -> (PathBuf, Fixture) {
+    let upstream = ModelServer::start(Mode::Fixtures(vec![path.to_path_buf()]), quiet())
+        .await
+        .expect("upstream");
+    let recording = folder.join(format!("{}.jsonl", fixture.scenario.stem()));
+    let proxy = ModelServer::start(
+        Mode::Record(Box::new(RecordConfig {
+            upstream: upstream.base_url(),
+            api_key: "sk-upstream-key-0123456789".into(),
+            recording: recording.clone(),
+            scenario: fixture.scenario.clone(),
+        })),
+        quiet(),
+    )
+    .await
+    .expect("proxy");
+    let gateway = gateway_for(&proxy, fixture).await;
+    drive_prompts(gateway.url(), fixture)
+        .await
+        .expect("recorded drive");
+    drop(gateway);
+    let built = proxy.stop().await.expect("stops").expect("a fixture");
+    assert!(upstream.problems().is_empty(), "{:?}", upstream.problems());
+    (recording, built.fixture)
+}
+
+#[test]
+fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    bounded(async {
+        for path in shipped_fixtures() {
+            let fixture = Fixture::load(&path).expect("fixture");
+            let (recording, built) = record_at_the_wire(&path, &fixture, folder.path()).await;
+            // Keys are computed alike on both sides of the proxy: every recorded conversation is
+            // one the fixture holds (callers differ: this gateway sends no caller header).
+            for turn in &built.turns {
+                assert!(
+                    fixture
+                        .turns
+                        .iter()
+                        .any(|t| t.conversation_hash == turn.conversation_hash),
+                    "{}: recorded conversation {:?} is not in the fixture",
+                    path.display(),
+                    turn.canonical
+                );
+            }
+
+            // Replay the recording strictly, through a fresh gateway.
+            let strict = ModelServer::start(Mode::Recording(recording), quiet())
+                .await
+                .expect("strict server");
+            let gateway = gateway_for(&strict, &fixture).await;
+            let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target");
+            let run = run_fixture_on(&mut target, &path).await.expect("the run");
+            assert_green(&run, "strict recording over the wire");
+            let state = harness::model_server::ModelServerClient::new(&strict.url())
+                .expect("client")
+                .state()
+                .await
+                .expect("state");
+            assert_eq!(
+                Some(state.served_calls),
+                state.recorded_calls,
+                "{}: every recorded call is replayed",
+                path.display()
+            );
+        }
+    });
+}
+
+#[test]
+fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let path = fixtures_dir().join("write_read_file.flash.json");
+    bounded(async {
+        let fixture = Fixture::load(&path).expect("fixture");
+        let (recording, _) = record_at_the_wire(&path, &fixture, folder.path()).await;
+        let strict = ModelServer::start(Mode::Recording(recording), quiet())
+            .await
+            .expect("strict server");
+        // Another prompt than the one recorded: the first call differs from the recording's.
+        let mut drifted = fixture.clone();
+        drifted.scenario.prompt = drifted
+            .scenario
+            .prompt
+            .replace("hi from replay", "hi there");
+        let drifted_path = folder.path().join("write_read_file.flash.json");
+        std::fs::write(&drifted_path, drifted.to_pretty_json()).expect("write");
+        let gateway = gateway_for(&strict, &drifted).await;
+        let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target");
+        let run = run_fixture_on(&mut target, &drifted_path)
+            .await
+            .expect("the run");
+        let verdict = run.verdict();
+        let report = run.report(&verdict);
+        // Strict replay reports a mismatch, not a miss; the verdict fails on it all the same.
+        assert!(verdict.misses.is_empty(), "{report}");
+        assert!(
+            verdict
+                .model_errors
+                .first()
+                .is_some_and(|e| e.starts_with("mismatch: ")),
+            "{report}"
+        );
+        assert!(!verdict.replayed_cleanly(), "{report}");
+        assert!(
+            report.contains("the model server reported") && report.contains("--- model server ---"),
+            "{report}"
+        );
+    });
+}
+
+/// Answers each request with the next streamed body, in order.
+struct Scripted(Mutex<VecDeque<String>>);
+
+impl Respond for Scripted {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        match self.0.lock().unwrap().pop_front() {
+            Some(body) => ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+            None => ResponseTemplate::new(500)
+                .set_body_string("{\"error\": {\"message\": \"script exhausted\"}}"),
+        }
+    }
+}
+
+fn chunk(delta: Value, finish: Value) -> Value {
+    json!({"id": "chatcmpl-w", "object": "chat.completion.chunk", "model": "wiremock-model",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn sse(chunks: Vec<Value>) -> String {
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: {\"id\": \"chatcmpl-w\", \"choices\": [], \"usage\": {\"prompt_tokens\": 50, \"completion_tokens\": 5, \"total_tokens\": 55}}\n\n");
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A tool call streamed as a start chunk and three argument fragments split mid-JSON.
+fn tool_call_stream(id: &str, name: &str, args: &Value) -> String {
+    let arguments = args.to_string();
+    let (a, rest) = arguments.split_at(arguments.len() / 3);
+    let (b, c) = rest.split_at(rest.len() / 2);
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": null,
+               "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+        Value::Null,
+    )];
+    for piece in [a, b, c] {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+            Value::Null,
+        ));
+    }
+    chunks.push(chunk(json!({}), json!("tool_calls")));
+    sse(chunks)
+}
+
+fn text_stream(pieces: &[&str]) -> String {
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    chunks.extend(
+        pieces
+            .iter()
+            .map(|piece| chunk(json!({"content": piece}), Value::Null)),
+    );
+    chunks.push(chunk(json!({}), json!("stop")));
+    sse(chunks)
+}
+
+const UPSTREAM_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
+
+async fn wiremock_upstream() -> MockServer {
+    let bodies = vec![
+        tool_call_stream(
+            "call_w1",
+            "write_file",
+            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
+        ),
+        tool_call_stream(
+            "call_r1",
+            "read_file",
+            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
+        ),
+        text_stream(&["hi ", "from ", "replay."]),
+    ];
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Scripted(Mutex::new(bodies.into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[test]
+fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("recording.jsonl");
+    let scenario = Scenario::new(
+        "write_read_file",
+        UiMode::Ultra,
+        harness::scenarios::WRITE_READ_FILE_PROMPT,
+    );
+    bounded(async {
+        let upstream = wiremock_upstream().await;
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(RecordConfig {
+                upstream: format!("{}/v1", upstream.uri()),
+                api_key: UPSTREAM_KEY.into(),
+                recording: recording.clone(),
+                scenario: scenario.clone(),
+            })),
+            quiet(),
+        )
+        .await
+        .expect("proxy");
+        let fixture_like = Fixture {
+            scenario: scenario.clone(),
+            turns: Vec::new(),
+        };
+        let gateway = gateway_for(&proxy, &fixture_like).await;
+        let transcripts = drive_prompts(gateway.url(), &fixture_like)
+            .await
+            .expect("recorded drive");
+        drop(gateway);
+        assert_eq!(transcripts.len(), 1);
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+
+        // The key went upstream and nowhere else.
+        let received = upstream
+            .received_requests()
+            .await
+            .expect("recorded requests");
+        assert_eq!(received.len(), 3, "three lead-agent calls");
+        assert!(received.iter().all(|request| {
+            request
+                .headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                == Some(&format!("Bearer {UPSTREAM_KEY}"))
+        }));
+        let text = std::fs::read_to_string(&recording).expect("recording");
+        assert!(!text.contains("SECRETabc"), "the key reached the recording");
+        // The chunks were recorded as the upstream split them.
+        let read = read_recording(&recording, Access::External).expect("valid recording");
+        let deltas: Vec<&str> = read.calls[0]
+            .events
+            .iter()
+            .filter(|e| e["type"] == "toolcall_delta")
+            .filter_map(|e| e["delta"].as_str())
+            .collect();
+        assert_eq!(deltas.len(), 3, "{:?}", read.calls[0].events);
+        assert!(
+            serde_json::from_str::<Value>(deltas[0]).is_err(),
+            "split mid-JSON"
+        );
+        assert_eq!(built.fixture.turns.len(), 3);
+        assert_eq!(built.fixture.scenario.model, "scenario-model");
+
+        // The fixture it built replays in-process …
+        let fixture_path = folder.path().join("write_read_file.ultra.json");
+        std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
+        let run = run_loaded(
+            &fixture_path,
+            built.fixture.clone(),
+            harness::adapter::Extensions::default(),
+        )
+        .await
+        .expect("in-process run");
+        assert_green(&run, "in-process, from the proxy's recording");
+
+        // … and over the wire.
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
+            .await
+            .expect("model server");
+        let gateway = gateway_for(&server, &built.fixture).await;
+        let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+        let run = run_fixture_on(&mut target, &fixture_path)
+            .await
+            .expect("the run");
+        assert_green(&run, "over the wire, from the proxy's recording");
+    });
+}
+
+#[test]
+fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_field() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let original = fixtures_dir().join("write_read_file.ultra.json");
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![original.clone()]), quiet())
+            .await
+            .expect("model server");
+        // The gateway is sent another prompt than the one recorded: its first call drifts.
+        let mut fixture = Fixture::load(&original).expect("fixture");
+        fixture.scenario.prompt = fixture
+            .scenario
+            .prompt
+            .replace("hi from replay", "hi there");
+        let drifted = folder.path().join("write_read_file.ultra.json");
+        std::fs::write(&drifted, fixture.to_pretty_json()).expect("write");
+        let gateway = gateway_for(&server, &fixture).await;
+        let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+        let run = run_fixture_on(&mut target, &drifted)
+            .await
+            .expect("the run");
+        let verdict = run.verdict();
+        assert!(!verdict.replayed_cleanly(), "a miss fails the run");
+        let report = run.report(&verdict);
+        assert!(report.contains("replay miss (1)"), "{report}");
+        assert_eq!(run.misses.len(), 1, "{report}");
+        let miss = &run.misses[0];
+        assert_eq!(miss.caller, "lead_agent");
+        let nearest = miss.nearest.as_ref().expect("a nearest turn");
+        assert_eq!(nearest.turn_index, 0);
+        let text = miss.to_string();
+        assert!(
+            text.contains("first differing field: [0].content: recorded"),
+            "{text}"
+        );
+        // The gateway's stream stays framed: the error middleware hid the miss.
+        assert_eq!(
+            run.shapes().last().and_then(|s| s.event.as_deref()),
+            Some("end")
+        );
+        let kinds: Vec<&str> = server.problems().iter().map(Problem::kind).collect();
+        assert_eq!(kinds, ["miss"]);
+        // A driver in another process reads the same ledger.
+        let client =
+            harness::model_server::ModelServerClient::new(&server.base_url()).expect("client");
+        assert_eq!(client.problems().await.expect("misses"), server.problems());
+    });
+}
+
+/// POSTs a Chat Completions body, optionally naming the caller.
+async fn complete(server: &ModelServer, body: &Value, caller: Option<&str>) -> (u16, Value) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let mut request = client
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(body);
+    if let Some(caller) = caller {
+        request = request.header(CALLER_HEADER, caller);
+    }
+    let response = request.send().await.expect("answer");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+/// A fixture `same.flash.json` with one turn per `(caller, answer)`, every one recorded for the
+/// same conversation.
+fn same_conversation_fixture(folder: &Path, turns: &[(&str, &str)]) -> PathBuf {
+    let turns: Vec<Value> = turns
+        .iter()
+        .map(|(caller, answer)| {
+            let key = replay_key(caller, &messages_from_chat_completions(&[user("same")]));
+            json!({"caller": key.caller, "conversation_hash": key.conversation_hash,
+                   "input_hash": key.input_hash,
+                   "output": {"type": "ai", "data": {"content": answer, "type": "ai"}}})
+        })
+        .collect();
+    let fixture = json!({"scenario": "same", "mode": "flash", "turns": turns});
+    let path = folder.join("same.flash.json");
+    std::fs::write(&path, fixture.to_string()).expect("write");
+    path
+}
+
+#[test]
+fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(
+        folder.path(),
+        &[
+            ("lead_agent", "from the lead"),
+            ("suggest_agent", "from suggestions"),
+        ],
+    );
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("model server");
+        let body = json!({"model": "m", "messages": [user("same")]});
+        let (status, error) = complete(&server, &body, None).await;
+        assert_eq!(status, 400);
+        assert_eq!(error["error"]["code"], "replay_caller_ambiguous");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("('lead_agent', 'suggest_agent')") && message.contains(CALLER_HEADER),
+            "{message}"
+        );
+        assert_eq!(
+            server
+                .problems()
+                .iter()
+                .map(Problem::kind)
+                .collect::<Vec<_>>(),
+            ["ambiguous_caller"]
+        );
+        let (status, answer) = complete(&server, &body, Some("suggest_agent")).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["choices"][0]["message"]["content"],
+            "from suggestions"
+        );
+    });
+}
+
+#[test]
+fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(folder.path(), &[("lead_agent", "from the lead")]);
+    let recording = folder.path().join("strict.jsonl");
+    bounded(async {
+        // Record one call through the proxy, in front of a fixture server.
+        let upstream = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("upstream");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(RecordConfig {
+                upstream: upstream.base_url(),
+                api_key: "k".into(),
+                recording: recording.clone(),
+                scenario: Scenario::new("same", UiMode::Flash, "same"),
+            })),
+            quiet(),
+        )
+        .await
+        .expect("proxy");
+        let body = json!({"model": "m", "stream": true, "messages": [user("same")]});
+        let (status, _) = complete(&proxy, &body, Some("lead_agent")).await;
+        assert_eq!(status, 200);
+        proxy.stop().await.expect("stops");
+
+        let strict = ModelServer::start(Mode::Recording(recording), quiet())
+            .await
+            .expect("strict");
+        let drifted = json!({"model": "m", "messages": [user("other")]});
+        let (status, error) = complete(&strict, &drifted, Some("lead_agent")).await;
+        assert_eq!(status, 400);
+        assert_eq!(error["error"]["code"], "replay_mismatch");
+        let problems = strict.problems();
+        let Some(Problem::Mismatch {
+            call_index,
+            field_path,
+            ..
+        }) = problems.first()
+        else {
+            panic!("{problems:?}")
+        };
+        assert_eq!(*call_index, 0);
+        assert!(field_path.starts_with("context."), "{field_path}");
+        // The recorded request still matches, and is answered as recorded, chunk by chunk.
+        let (status, answer) = complete(&strict, &body, Some("lead_agent")).await;
+        assert_eq!(status, 200);
+        let text = answer.as_str().unwrap_or_default();
+        assert!(
+            text.contains("from the lead") && text.ends_with("data: [DONE]\n\n"),
+            "{text}"
+        );
+
+        let (status, error) = complete(&strict, &json!({"model": "m"}), None).await;
+        assert_eq!(status, 400);
+        assert_eq!(error["error"]["code"], "invalid_request");
+        assert_eq!(
+            strict.problems().last().map(Problem::kind),
+            Some("bad_request")
+        );
+    });
+}
+
+#[test]
+fn a_provider_boundary_recording_is_refused_with_the_command_that_makes_a_wire_one() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let path = folder.path().join("boundary.jsonl");
+    let sink = RecordingSink::open(&path).expect("sink");
+    let call = sink
+        .begin_call(&RecordedRequest::new(
+            json!({"name": "scenario-model"}),
+            json!({"messages": []}),
+            Value::Null,
+        ))
+        .expect("call");
+    call.end(replay_core::recording::Outcome::Complete)
+        .expect("end");
+    let error = bounded(ModelServer::start(Mode::Recording(path), quiet())).expect_err("refused");
+    assert!(
+        matches!(error, ModelServerError::NotAWireRecording(_)),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("cargo xtask model-server --record"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_message() {
+    use futures::StreamExt;
+    use gateway_under_test::config::ModelConfig;
+    use gateway_under_test::messages::Message;
+    use gateway_under_test::models::openai::OpenAiChatModel;
+    use gateway_under_test::models::{ChatModel, ModelRequest, StreamEvent, collect_stream};
+
+    let path = fixtures_dir().join("write_read_file.ultra.json");
+    let fixture = Fixture::load(&path).expect("fixture");
+    let recorded = fixture.turns[0].clone();
+    let replay_core::Answer::Output(output) = &recorded.answer else {
+        panic!("turn 0 answers a message")
+    };
+    let recorded_calls = output["data"]["tool_calls"].clone();
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![path.clone()]), quiet())
+            .await
+            .expect("model server");
+        let mut entry = ModelConfig::new("scenario-model", "openai");
+        entry.api_key = Some("any-key".into());
+        entry.base_url = Some(server.base_url());
+        entry
+            .settings
+            .insert("send_message_names".into(), Value::Bool(true));
+        let model = OpenAiChatModel::new(&entry).expect("client");
+        let mut input = Message::human(fixture.scenario.prompt.clone());
+        input.name = Some("user-input".into());
+        let request = ModelRequest {
+            messages: vec![Message::system("any system prompt"), input],
+            tools: Vec::new(),
+            metadata: Default::default(),
+            options: Default::default(),
+        };
+        for streamed in [true, false] {
+            let client = harness::model_server::ModelServerClient::new(&server.url()).unwrap();
+            client.reset(None).await.expect("a fresh replay");
+            let message = if streamed {
+                let events: Vec<_> = model
+                    .stream(&request)
+                    .await
+                    .expect("stream")
+                    .collect()
+                    .await;
+                let deltas = events
+                    .iter()
+                    .filter(|e| matches!(e, Ok(StreamEvent::ToolcallDelta { .. })))
+                    .count();
+                assert_eq!(deltas, 1, "the arguments as one delta: {events:?}");
+                collect_stream(Box::pin(futures::stream::iter(events)))
+                    .await
+                    .expect("message")
+            } else {
+                model.invoke(&request).await.expect("completion")
+            };
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|call| json!({"name": call.name, "args": call.args, "id": call.id, "type": "tool_call"}))
+                .collect();
+            assert_eq!(Value::Array(calls), recorded_calls, "streamed: {streamed}");
+            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        }
+    });
+}
