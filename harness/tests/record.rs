@@ -4,7 +4,8 @@
 //! replay it through Layer 1, and get the committed golden; the same recording also replays
 //! strictly, chunk by chunk; planted secrets never reach the file.
 
-use std::collections::VecDeque;
+mod support;
+
 use std::sync::Mutex;
 
 use gateway_under_test::AppBuilder;
@@ -18,78 +19,11 @@ use harness::scenarios::WRITE_READ_FILE_PROMPT;
 use replay_core::recording::{Access, Outcome, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::{Value, json};
+use support::{Scripted, text_stream, tool_call_stream};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 const API_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
-
-/// Answers each request with the next streamed body, in order.
-struct Scripted(Mutex<VecDeque<String>>);
-
-impl Respond for Scripted {
-    fn respond(&self, _request: &Request) -> ResponseTemplate {
-        match self.0.lock().unwrap().pop_front() {
-            Some(body) => ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(body),
-            None => ResponseTemplate::new(500)
-                .set_body_string("{\"error\": {\"message\": \"script exhausted\"}}"),
-        }
-    }
-}
-
-fn chunk(delta: Value, finish: Value) -> Value {
-    json!({"id": "chatcmpl-w", "object": "chat.completion.chunk", "model": "wiremock-model",
-           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-}
-
-fn sse(chunks: Vec<Value>) -> String {
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: {\"id\": \"chatcmpl-w\", \"choices\": [], \"usage\": {\"prompt_tokens\": 50, \"completion_tokens\": 5, \"total_tokens\": 55}}\n\n");
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// A tool call streamed as a start chunk and argument fragments split mid-JSON.
-fn tool_call_stream(id: &str, name: &str, args: &Value) -> String {
-    let arguments = args.to_string();
-    let (a, rest) = arguments.split_at(arguments.len() / 3);
-    let (b, c) = rest.split_at(rest.len() / 2);
-    sse(vec![
-        chunk(
-            json!({"role": "assistant", "content": null,
-                     "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
-            Value::Null,
-        ),
-        chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}),
-            Value::Null,
-        ),
-        chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
-            Value::Null,
-        ),
-        chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": c}}]}),
-            Value::Null,
-        ),
-        chunk(json!({}), json!("tool_calls")),
-    ])
-}
-
-fn text_stream(pieces: &[&str]) -> String {
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    )];
-    chunks.extend(
-        pieces
-            .iter()
-            .map(|piece| chunk(json!({"content": piece}), Value::Null)),
-    );
-    chunks.push(chunk(json!({}), json!("stop")));
-    sse(chunks)
-}
 
 fn scenario_bodies() -> Vec<String> {
     vec![

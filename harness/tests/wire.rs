@@ -8,7 +8,8 @@
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
 //! are named, and a bad request or a provider-boundary recording is refused.
 
-use std::collections::VecDeque;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -25,8 +26,9 @@ use replay_core::{
     Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
 };
 use serde_json::{Value, json};
+use support::{Scripted, text_stream, tool_call_stream};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 /// Every test is bounded: a hung gateway or server fails the test instead of the build.
 const BOUND: Duration = Duration::from_secs(240);
@@ -220,67 +222,6 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
             "{report}"
         );
     });
-}
-
-/// Answers each request with the next streamed body, in order.
-struct Scripted(Mutex<VecDeque<String>>);
-
-impl Respond for Scripted {
-    fn respond(&self, _request: &Request) -> ResponseTemplate {
-        match self.0.lock().unwrap().pop_front() {
-            Some(body) => ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(body),
-            None => ResponseTemplate::new(500)
-                .set_body_string("{\"error\": {\"message\": \"script exhausted\"}}"),
-        }
-    }
-}
-
-fn chunk(delta: Value, finish: Value) -> Value {
-    json!({"id": "chatcmpl-w", "object": "chat.completion.chunk", "model": "wiremock-model",
-           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-}
-
-fn sse(chunks: Vec<Value>) -> String {
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: {\"id\": \"chatcmpl-w\", \"choices\": [], \"usage\": {\"prompt_tokens\": 50, \"completion_tokens\": 5, \"total_tokens\": 55}}\n\n");
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// A tool call streamed as a start chunk and three argument fragments split mid-JSON.
-fn tool_call_stream(id: &str, name: &str, args: &Value) -> String {
-    let arguments = args.to_string();
-    let (a, rest) = arguments.split_at(arguments.len() / 3);
-    let (b, c) = rest.split_at(rest.len() / 2);
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": null,
-               "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
-        Value::Null,
-    )];
-    for piece in [a, b, c] {
-        chunks.push(chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
-            Value::Null,
-        ));
-    }
-    chunks.push(chunk(json!({}), json!("tool_calls")));
-    sse(chunks)
-}
-
-fn text_stream(pieces: &[&str]) -> String {
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    )];
-    chunks.extend(
-        pieces
-            .iter()
-            .map(|piece| chunk(json!({"content": piece}), Value::Null)),
-    );
-    chunks.push(chunk(json!({}), json!("stop")));
-    sse(chunks)
 }
 
 const UPSTREAM_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
