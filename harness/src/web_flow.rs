@@ -26,7 +26,7 @@ use crate::driver::{
 };
 use crate::layer1::{HarnessError, ScenarioRun};
 use crate::target::{GatewayTarget, InProcess};
-use replay_core::{Fixture, first_chars, golden_document};
+use replay_core::{Fixture, Framing, Miss, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
@@ -63,50 +63,32 @@ impl WebFlowRun {
         )
     }
 
-    /// Every request 2xx, every stream from `metadata` to `end`, no miss, every turn used. The
-    /// error is a full report.
-    pub fn check(&self) -> Result<(), String> {
-        let mut problems = Vec::new();
-        for exchange in self.exchanges.iter().filter(|e| !e.succeeded()) {
-            problems.push(format!(
-                "{} {} answered {}: {}",
-                exchange.method, exchange.path, exchange.status, exchange.body
-            ));
-        }
-        for (index, transcript) in self.scenario.transcripts.iter().enumerate() {
-            let first = transcript.events.first().map(|e| e.event.as_str());
-            let last = transcript.events.last().map(|e| e.event.as_str());
-            if (first, last) != (Some("metadata"), Some("end")) {
-                problems.push(format!(
-                    "run {index}: the stream goes from {first:?} to {last:?}, expected \"metadata\" to \"end\""
-                ));
-            }
-        }
-        if !self.scenario.misses.is_empty() {
-            let callers: Vec<&str> = self
-                .scenario
-                .misses
+    /// What the flow concludes: the requests that were not 2xx, each run's framing, the misses
+    /// and other model-side errors, and the recorded turns the flow never reached.
+    pub fn verdict(&self) -> WebVerdict {
+        WebVerdict {
+            failed_requests: self
+                .exchanges
                 .iter()
-                .map(|miss| miss.caller.as_str())
-                .collect();
-            problems.push(format!(
-                "replay miss ({}, callers {callers:?}): the web client's requests differ from the recorded ones",
-                self.scenario.misses.len()
-            ));
+                .filter(|exchange| !exchange.succeeded())
+                .cloned()
+                .collect(),
+            framing: self
+                .scenario
+                .transcripts
+                .iter()
+                .map(|transcript| Framing::of(&transcript.shapes()))
+                .collect(),
+            misses: self.scenario.misses.clone(),
+            model_errors: self.scenario.model_errors.clone(),
+            unused_turns: self.scenario.unused_turns.clone(),
         }
-        if !self.scenario.model_errors.is_empty() {
-            problems.push(format!(
-                "the model server reported {} problem(s): {:?}",
-                self.scenario.model_errors.len(),
-                self.scenario.model_errors
-            ));
-        }
-        if !self.scenario.unused_turns.is_empty() {
-            problems.push(format!(
-                "recorded turns {:?} were never asked for: the web client's flow did not reach them",
-                self.scenario.unused_turns
-            ));
-        }
+    }
+
+    /// [`WebFlowRun::verdict`] as a test result: `Err` carries its problem lines and the full
+    /// report.
+    pub fn check(&self) -> Result<(), String> {
+        let problems = self.verdict().problems();
         if problems.is_empty() {
             Ok(())
         } else {
@@ -129,6 +111,76 @@ impl WebFlowRun {
         out.push('\n');
         out.push_str(&self.scenario.report(&self.scenario.verdict()));
         out
+    }
+}
+
+/// Everything the web client's flow concludes about one fixture. It passes when every request
+/// was 2xx, every run was framed by `metadata` and `end`, nothing missed, and every recorded turn
+/// was used: a browser needs all of them, the suggestions turn included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebVerdict {
+    /// The page's requests that did not answer 2xx, in order.
+    pub failed_requests: Vec<Exchange>,
+    /// Each run's framing, in order.
+    pub framing: Vec<Framing>,
+    /// The model calls that had no recorded answer.
+    pub misses: Vec<Miss>,
+    /// Other failures the model side reported.
+    pub model_errors: Vec<String>,
+    /// Indexes of the recorded turns no call used.
+    pub unused_turns: Vec<usize>,
+}
+
+impl WebVerdict {
+    /// Whether every check passes.
+    pub fn passes(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// One line per failed check: requests, framing, misses, model errors, unused turns.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .failed_requests
+            .iter()
+            .map(|exchange| {
+                format!(
+                    "{} {} answered {}: {}",
+                    exchange.method, exchange.path, exchange.status, exchange.body
+                )
+            })
+            .collect();
+        for (index, framing) in self.framing.iter().enumerate() {
+            if let Framing::Broken { first, last } = framing {
+                problems.push(format!(
+                    "run {index}: the stream goes from {first:?} to {last:?}, expected \"metadata\" to \"end\""
+                ));
+            }
+        }
+        if !self.misses.is_empty() {
+            let callers: Vec<&str> = self
+                .misses
+                .iter()
+                .map(|miss| miss.caller.as_str())
+                .collect();
+            problems.push(format!(
+                "replay miss ({}, callers {callers:?}): the web client's requests differ from the recorded ones",
+                self.misses.len()
+            ));
+        }
+        if !self.model_errors.is_empty() {
+            problems.push(format!(
+                "the model server reported {} problem(s): {:?}",
+                self.model_errors.len(),
+                self.model_errors
+            ));
+        }
+        if !self.unused_turns.is_empty() {
+            problems.push(format!(
+                "recorded turns {:?} were never asked for: the web client's flow did not reach them",
+                self.unused_turns
+            ));
+        }
+        problems
     }
 }
 
@@ -260,4 +312,68 @@ async fn thread_page(driver: &Driver, thread_id: &str) -> Result<Vec<Exchange>, 
             )
             .await?,
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean() -> WebVerdict {
+        WebVerdict {
+            failed_requests: Vec::new(),
+            framing: vec![Framing::Ok],
+            misses: Vec::new(),
+            model_errors: Vec::new(),
+            unused_turns: Vec::new(),
+        }
+    }
+
+    /// A case: its name, how it spoils a clean verdict, and the text its one problem line holds.
+    type Case = (&'static str, fn(&mut WebVerdict), &'static str);
+
+    #[test]
+    fn each_failed_check_is_one_problem_line() {
+        let cases: Vec<Case> = vec![
+            (
+                "a 404",
+                |v| {
+                    v.failed_requests.push(Exchange {
+                        method: "GET".into(),
+                        path: "/api/models".into(),
+                        status: 404,
+                        body: json!({"detail": "Not Found"}),
+                    })
+                },
+                "GET /api/models answered 404",
+            ),
+            (
+                "a broken stream",
+                |v| {
+                    v.framing.push(Framing::Broken {
+                        first: Some("metadata".into()),
+                        last: None,
+                    })
+                },
+                "run 1: the stream goes from",
+            ),
+            (
+                "a model error",
+                |v| v.model_errors.push("ambiguous caller".into()),
+                "ambiguous caller",
+            ),
+            (
+                "an unused turn",
+                |v| v.unused_turns.push(3),
+                "recorded turns [3]",
+            ),
+        ];
+        assert!(clean().passes());
+        for (name, spoil, expected) in cases {
+            let mut verdict = clean();
+            spoil(&mut verdict);
+            let problems = verdict.problems();
+            assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+            assert!(problems[0].contains(expected), "{name}: {problems:?}");
+        }
+    }
 }
