@@ -101,6 +101,12 @@ export function ChatView(props: ChatViewProps) {
   const [runId, setRunId] = useState<string | null>(null);
   const [runError, setRunError] = useState<string | null>(null);
   const [followUps, setFollowUps] = useState<string[]>([]);
+  // From a run's end until its follow-up suggestions have arrived (or were skipped): the log
+  // reports itself busy meanwhile, so nobody reads a finished run as settled too early.
+  const [settling, setSettling] = useState(false);
+  // How many runs this view has submitted: suggestions for a run are skipped once a newer one
+  // was sent, since its conversation is no longer the page's.
+  const submitted = useRef(0);
   const [changes, setChanges] = useState<ReadonlyMap<string, WorkspaceChanges | "failed">>(new Map());
   const requestedChanges = useRef(new Set<string>());
 
@@ -115,7 +121,10 @@ export function ChatView(props: ChatViewProps) {
     onCustomEvent: (data) => setActivity((current) => afterCustom(current, data)),
     onError: (error) => setRunError(errorMessage(error)),
     // No parameters: the SDK then reads no thread state after the run (see EXTERNAL_THREAD).
-    onFinish: () => setHistoryRequest((request) => ({ version: request.version + 1, afterRun: true })),
+    onFinish: () => {
+      setSettling(true);
+      setHistoryRequest((request) => ({ version: request.version + 1, afterRun: true }));
+    },
   });
 
   const liveRuns = useMemo(() => {
@@ -138,18 +147,29 @@ export function ChatView(props: ChatViewProps) {
   useEffect(() => {
     if (threadId === null || historyRequest.version === 0) return;
     let cancelled = false;
+    const submittedAtStart = submitted.current;
+    const settle = () => {
+      if (!cancelled) setSettling(false);
+    };
     const followUp = (historyRuns: RunView[]) => {
-      if (cancelled || !historyRequest.afterRun) return;
+      if (cancelled) return;
+      if (!historyRequest.afterRun) return settle();
       const { liveRuns: live, suggestions: config, onRunFinished: finished } = latest.current;
       finished();
-      if (config === null || !config.enabled || config.max_suggestions < 1) return;
+      // A newer run was sent meanwhile: its own end brings its suggestions.
+      if (submitted.current !== submittedAtStart) return settle();
+      if (config === null || !config.enabled || config.max_suggestions < 1) return settle();
       const conversation = recentConversation(mergeRuns(historyRuns, live));
-      if (conversation.length === 0) return;
+      if (conversation.length === 0) return settle();
       suggestFollowUps(threadId, conversation, config.max_suggestions).then(
         (questions) => {
-          if (!cancelled) setFollowUps(questions);
+          if (!cancelled && submitted.current === submittedAtStart) setFollowUps(questions);
+          settle();
         },
-        (error: unknown) => console.error("Follow-up suggestions failed:", errorMessage(error)),
+        (error: unknown) => {
+          console.error("Follow-up suggestions failed:", errorMessage(error));
+          settle();
+        },
       );
     };
     loadHistory((before) => messagesPage(threadId, before)).then(
@@ -205,6 +225,7 @@ export function ChatView(props: ChatViewProps) {
     (text: string) => {
       const id = threadId ?? newThreadId();
       const { input, options } = runSubmission({ prompt: text, mode, modelName, threadId: id });
+      submitted.current += 1;
       setFollowUps([]);
       setActivity(IDLE_ACTIVITY);
       setRunError(null);
@@ -227,7 +248,7 @@ export function ChatView(props: ChatViewProps) {
       <header className="chat-header">
         <h1>{title}</h1>
       </header>
-      <section ref={logRef} onScroll={onScroll} className="conversation" role="log" aria-label="Conversation" aria-busy={busy}>
+      <section ref={logRef} onScroll={onScroll} className="conversation" role="log" aria-label="Conversation" aria-busy={busy || settling}>
         {history.status === "loading" && <p role="status">Loading the conversation…</p>}
         {history.status === "failed" && (
           <p role="alert">The conversation's history could not be loaded: {history.message}</p>
