@@ -3,6 +3,7 @@
 //! Serves on 127.0.0.1 (or `server.host`), logs with `tracing` to stderr (`RUST_LOG` overrides the
 //! config's `log_level`), prints its address on stdout, and shuts down cleanly on Ctrl-C.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -49,6 +50,8 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_filter(&config.log_level))
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a pipe, a file or a CI log.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let address = format!("{}:{}", config.server.host, config.server.port);
     let app = AppBuilder::new(config)

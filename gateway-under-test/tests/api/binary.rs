@@ -1,5 +1,5 @@
 //! The binary: `gateway-under-test --config FILE --port 0` serves on 127.0.0.1, prints its
-//! address, and exits cleanly on Ctrl-C (SIGINT); a bad config names the key and exits non-zero;
+//! address, and exits cleanly on Ctrl-C (SIGINT), logging to a pipe without colour codes; a bad config names the key and exits non-zero;
 //! after `kill -9` mid-run, the restarted binary finishes the interrupted run as `error`.
 
 use std::io::{BufRead, BufReader};
@@ -23,7 +23,7 @@ async fn the_binary_prints_its_address_serves_and_stops_on_ctrl_c() {
     );
     let mut child = Command::new(BINARY)
         .args(["--config", config.to_str().unwrap(), "--port", "0"])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "info")
         .env_remove("DEER_FLOW_HOME")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -71,6 +71,13 @@ async fn the_binary_prints_its_address_serves_and_stops_on_ctrl_c() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(exit.success(), "{exit:?}");
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).unwrap();
+    assert!(logs.contains("shutting down"), "{logs}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "logs to a pipe carry no colour codes: {logs:?}"
+    );
 }
 
 #[test]
