@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
+use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on, runtime};
 use harness::model_server::{Mode, ModelServer, ServerOptions};
 use harness::target::AtUrl;
 use replay_core::{
@@ -27,14 +27,6 @@ use serde_json::{Value, json};
 const LATENCY_REQUESTS: usize = 2_000;
 const THROUGHPUT_REQUESTS: usize = 20_000;
 const IN_FLIGHT: usize = 16;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// A lead-agent request of realistic size.
 fn request_body(stream: bool) -> Value {
@@ -185,7 +177,7 @@ async fn bench_layer1(fixture: &Path) {
 }
 
 fn main() {
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     runtime.block_on(bench_completions(false));
     runtime.block_on(bench_completions(true));
     runtime.block_on(bench_layer1(

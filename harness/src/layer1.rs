@@ -171,6 +171,16 @@ impl ScenarioRun {
     }
 }
 
+/// The Tokio runtime to run fixtures on from synchronous code: a `datatest-stable` test, a
+/// benchmark, a command. It is multi-threaded with two workers, because an in-process gateway
+/// serves on the same runtime as the driver that streams from it; I/O and timers are on.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 /// Runs a fixture file.
 pub async fn run_fixture(path: &Path) -> Result<ScenarioRun, HarnessError> {
     run_fixture_with(path, Extensions::default()).await

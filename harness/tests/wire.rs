@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded};
+use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded, runtime};
 use harness::model_server::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
@@ -33,16 +33,9 @@ use wiremock::{Mock, MockServer};
 /// Every test is bounded: a hung gateway or server fails the test instead of the build.
 const BOUND: Duration = Duration::from_secs(240);
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn bounded<T>(work: impl Future<Output = T>) -> T {
     runtime()
+        .expect("runtime")
         .block_on(async { tokio::time::timeout(BOUND, work).await })
         .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
 }

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::layer1::drive_prompts;
+use harness::layer1::{drive_prompts, runtime};
 use replay_core::Fixture;
 use serde_json::{Value, json};
 
@@ -102,14 +102,6 @@ impl Drop for ServerProcess {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn gateway(runtime: &tokio::runtime::Runtime, model_base_url: &str) -> GatewayProcess {
     let binary = workspace_gateway_binary().unwrap_or_else(|err| panic!("{err}"));
     runtime
@@ -135,7 +127,7 @@ fn json_line(output: &Output) -> Value {
 fn replay_drives_a_gateway_at_a_url_and_the_model_server_prints_misses_as_they_happen() {
     let fixture = repo().join("fixtures/write_read_file.ultra.json");
     let server = ServerProcess::start(&["--fixture", fixture.to_str().unwrap()], &[]);
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let gateway = gateway(&runtime, &format!("{}/v1", server.url));
 
     let green = replay(&[
@@ -217,7 +209,7 @@ fn record_mode_proxies_a_run_and_writes_the_fixture_when_stopped() {
         &[("OPENAI_API_KEY", "sk-upstream-SECRET-0123456789")],
     );
     proxy.wait_for("created folder");
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let gateway = gateway(&runtime, &format!("{}/v1", proxy.url));
     runtime
         .block_on(drive_prompts(gateway.url(), &fixture))
