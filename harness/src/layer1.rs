@@ -221,16 +221,32 @@ pub async fn run_on(
     path: &Path,
     fixture: Fixture,
 ) -> Result<ScenarioRun, HarnessError> {
+    let (run, ()) = drive_target(target, path, fixture, async |url, fixture| {
+        Ok((drive_prompts(url, fixture).await?, ()))
+    })
+    .await?;
+    Ok(run)
+}
+
+/// Starts `target` for `fixture`, drives it with `drive`, then finishes it, also after a failed
+/// drive, so the gateway stops and the model side is read. `drive` returns the transcripts of
+/// the runs and whatever else it observed (the web client's flow keeps its page requests).
+pub(crate) async fn drive_target<T>(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    fixture: Fixture,
+    drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
+) -> Result<(ScenarioRun, T), HarnessError> {
     let started = Instant::now();
     let url = target.start(path, &fixture).await?;
-    let drive = drive_prompts(&url, &fixture).await;
+    let drive = drive(&url, &fixture).await;
     let ledger = target.finish().await;
-    let transcripts = drive.map_err(|source| HarnessError::Drive {
+    let (transcripts, observed) = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
     let ledger = ledger?;
-    Ok(ScenarioRun {
+    let run = ScenarioRun {
         fixture_path: path.to_path_buf(),
         misses: ledger.misses,
         model_errors: ledger.other_problems,
@@ -238,7 +254,8 @@ pub async fn run_on(
         fixture,
         transcripts,
         elapsed: started.elapsed(),
-    })
+    };
+    Ok((run, observed))
 }
 
 /// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it (public:
