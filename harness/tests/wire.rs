@@ -11,7 +11,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
@@ -26,9 +26,7 @@ use replay_core::{
     Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
 };
 use serde_json::{Value, json};
-use support::{Scripted, text_stream, tool_call_stream};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
+use support::{scripted_upstream, write_read_file_streams};
 
 /// Every test is bounded: a hung gateway or server fails the test instead of the build.
 const BOUND: Duration = Duration::from_secs(240);
@@ -219,29 +217,6 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
 
 const UPSTREAM_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
 
-async fn wiremock_upstream() -> MockServer {
-    let bodies = vec![
-        tool_call_stream(
-            "call_w1",
-            "write_file",
-            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
-        ),
-        tool_call_stream(
-            "call_r1",
-            "read_file",
-            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
-        ),
-        text_stream(&["hi ", "from ", "replay."]),
-    ];
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Scripted(Mutex::new(bodies.into())))
-        .mount(&server)
-        .await;
-    server
-}
-
 #[test]
 fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -252,7 +227,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         harness::scenarios::WRITE_READ_FILE_PROMPT,
     );
     bounded(async {
-        let upstream = wiremock_upstream().await;
+        let upstream = scripted_upstream(write_read_file_streams()).await;
         let proxy = ModelServer::start(
             Mode::Record(Box::new(RecordConfig {
                 upstream: format!("{}/v1", upstream.uri()),
