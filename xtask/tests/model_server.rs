@@ -117,6 +117,19 @@ fn replay(args: &[&str]) -> Output {
         .expect("xtask replay runs")
 }
 
+/// `xtask replay --json` of `fixture` through `gateway`, whose model is `server`.
+fn replay_through(gateway: &GatewayProcess, server: &ServerProcess, fixture: &Path) -> Output {
+    replay(&[
+        "--json",
+        "--gateway-url",
+        gateway.url(),
+        "--model-server",
+        &server.url,
+        "--fixture",
+        fixture.to_str().unwrap(),
+    ])
+}
+
 fn json_line(output: &Output) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(stdout.lines().next().unwrap_or_default())
@@ -130,15 +143,7 @@ fn replay_drives_a_gateway_at_a_url_and_the_model_server_prints_misses_as_they_h
     let runtime = runtime().expect("runtime");
     let gateway = gateway(&runtime, &format!("{}/v1", server.url));
 
-    let green = replay(&[
-        "--json",
-        "--gateway-url",
-        gateway.url(),
-        "--model-server",
-        &server.url,
-        "--fixture",
-        fixture.to_str().unwrap(),
-    ]);
+    let green = replay_through(&gateway, &server, &fixture);
     assert!(
         green.status.success(),
         "{}",
@@ -157,15 +162,7 @@ fn replay_drives_a_gateway_at_a_url_and_the_model_server_prints_misses_as_they_h
         serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     changed["prompt"] = json!("A different prompt than the one recorded.");
     std::fs::write(&stale, changed.to_string()).unwrap();
-    let red = replay(&[
-        "--json",
-        "--gateway-url",
-        gateway.url(),
-        "--model-server",
-        &server.url,
-        "--fixture",
-        stale.to_str().unwrap(),
-    ]);
+    let red = replay_through(&gateway, &server, &stale);
     assert_eq!(red.status.code(), Some(1));
     let line = json_line(&red);
     assert_eq!(line["misses"][0]["caller"], "lead_agent");
