@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use harness::recording_store::{Activation, RecordingsHome};
-use recording_files::{DAY, HEADER, NO_HEADER, age, mode_of, write_file};
+use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -377,17 +377,7 @@ fn list_show_and_delete_managed_recordings() {
         shown["path"],
         state.root().join("second.jsonl").to_str().unwrap()
     );
-    for key in [
-        "recording_id",
-        "path",
-        "created_at",
-        "modified_at",
-        "size",
-        "call_count",
-        "valid",
-        "active",
-        "error",
-    ] {
+    for key in RECORDING_INFO_KEYS {
         assert!(shown.get(key).is_some(), "{key} missing: {shown}");
     }
     let output = state.run(&["show", "first", "--json"]);

@@ -15,7 +15,7 @@ use super::*;
 // Shared with the CLI's tests, which cannot import this module (see the file's own doc).
 #[path = "../../tests/support/recording_files.rs"]
 mod recording_files;
-use recording_files::{DAY, HEADER, NO_HEADER, age, mode_of, write_file};
+use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 
 fn home() -> (TempDir, RecordingsHome) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -672,20 +672,7 @@ fn recordings_list_is_newest_first_and_keeps_going_past_bad_files() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(
-        keys,
-        [
-            "recording_id",
-            "path",
-            "created_at",
-            "modified_at",
-            "size",
-            "call_count",
-            "valid",
-            "active",
-            "error"
-        ]
-    );
+    assert_eq!(keys, RECORDING_INFO_KEYS);
     assert!(json["modified_at"].is_f64());
 }
 

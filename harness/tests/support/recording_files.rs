@@ -1,5 +1,6 @@
-//! Recording files for the managed recordings store's tests: valid and invalid contents, files
-//! written with a given mode, their mode read back, and files aged by hand. Both the store's unit
+//! Recording files for the managed recordings store's tests: valid and invalid contents, the
+//! keys that describe a recording, files written with a given mode, their mode read back, and
+//! files aged by hand. Both the store's unit
 //! tests (`harness/src/recording_store/tests.rs`) and its CLI's tests
 //! (`xtask/tests/recordings.rs`) include this file by path: the first is a module of the library
 //! and the second a test of another package, so neither can import what the other defines.
@@ -15,6 +16,20 @@ pub const HEADER: &str = "{\"format_version\": 2, \"type\": \"header\"}\n";
 /// A file the strict reader rejects (`docs/recording-format.md` §5 "has no format header on its
 /// first line").
 pub const NO_HEADER: &str = "{\"call_index\": 0, \"type\": \"request\"}\n";
+
+/// The keys of a recording's info object (`list --json`, `show`), in order
+/// (`docs/recording-format.md` §12).
+pub const RECORDING_INFO_KEYS: [&str; 9] = [
+    "recording_id",
+    "path",
+    "created_at",
+    "modified_at",
+    "size",
+    "call_count",
+    "valid",
+    "active",
+    "error",
+];
 
 /// One day in seconds, the unit of `prune --older-than-days`.
 pub const DAY: u64 = 86_400;
