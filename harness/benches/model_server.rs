@@ -19,8 +19,7 @@ use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on, runtime};
 use harness::model_server::{Mode, ModelServer, ServerOptions};
 use harness::target::AtUrl;
 use replay_core::{
-    Answer, Fixture, MissingGolden, Scenario, Turn, UiMode, messages_from_chat_completions,
-    replay_key,
+    Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,
 };
 use serde_json::{Value, json};
 
@@ -123,12 +122,9 @@ async fn bench_completions(stream: bool) {
 
 /// Every measured run must be green: timing a broken replay would measure the wrong thing.
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{report}");
+    }
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {

@@ -15,17 +15,14 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture, runtime};
-use replay_core::{MissingGolden, replay_key};
+use replay_core::replay_key;
 use serde_json::{Value, json};
 
 /// Every measured scenario must be green: timing a broken replay would measure the wrong thing.
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{report}");
+    }
 }
 
 fn one_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) -> ScenarioRun {

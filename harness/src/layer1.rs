@@ -106,6 +106,17 @@ impl ScenarioRun {
         )
     }
 
+    /// `Ok` when the run's verdict passes with a missing golden failing it, as a test or a
+    /// benchmark demands of a shipped fixture; otherwise the report that explains the verdict.
+    pub fn check(&self) -> Result<(), String> {
+        let verdict = self.verdict();
+        if verdict.passes(MissingGolden::Fails) {
+            Ok(())
+        } else {
+            Err(self.report(&verdict))
+        }
+    }
+
     /// Everything needed to explain `verdict`: its failed checks, the fixture, each request and
     /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, the
     /// model server's other problems, and the unused turns.

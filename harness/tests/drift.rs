@@ -36,12 +36,9 @@ fn replay(path: &Path, extensions: Extensions) -> ScenarioRun {
 
 #[track_caller]
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "expected a clean replay:\n{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("expected a clean replay:\n{report}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,9 +22,7 @@ use harness::model_server::{
 };
 use harness::target::AtUrl;
 use replay_core::recording::{Access, RecordedRequest, RecordingSink, read_recording};
-use replay_core::{
-    Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
-};
+use replay_core::{Fixture, Scenario, UiMode, messages_from_chat_completions, replay_key};
 use serde_json::{Value, json};
 use support::{scripted_upstream, write_read_file_streams};
 
@@ -73,13 +71,9 @@ async fn gateway_for(model_server: &ModelServer, fixture: &Fixture) -> GatewayPr
 
 /// The Layer 1 verdict: framing, no miss, no model-server problem, and the committed golden.
 fn assert_green(run: &ScenarioRun, how: &str) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{how}: {}\n{}",
-        run.stem(),
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{how}: {}\n{report}", run.stem());
+    }
 }
 
 #[test]
