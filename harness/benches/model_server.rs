@@ -15,26 +15,17 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
+use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on, runtime};
 use harness::model_server::{Mode, ModelServer, ServerOptions};
 use harness::target::AtUrl;
 use replay_core::{
-    Answer, Fixture, MissingGolden, Scenario, Turn, UiMode, messages_from_chat_completions,
-    replay_key,
+    Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,
 };
 use serde_json::{Value, json};
 
 const LATENCY_REQUESTS: usize = 2_000;
 const THROUGHPUT_REQUESTS: usize = 20_000;
 const IN_FLIGHT: usize = 16;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// A lead-agent request of realistic size.
 fn request_body(stream: bool) -> Value {
@@ -131,12 +122,9 @@ async fn bench_completions(stream: bool) {
 
 /// Every measured run must be green: timing a broken replay would measure the wrong thing.
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{report}");
+    }
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -185,7 +173,7 @@ async fn bench_layer1(fixture: &Path) {
 }
 
 fn main() {
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     runtime.block_on(bench_completions(false));
     runtime.block_on(bench_completions(true));
     runtime.block_on(bench_layer1(

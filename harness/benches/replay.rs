@@ -14,26 +14,15 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture};
-use replay_core::{MissingGolden, replay_key};
+use harness::layer1::{ScenarioRun, run_fixture, runtime};
+use replay_core::replay_key;
 use serde_json::{Value, json};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// Every measured scenario must be green: timing a broken replay would measure the wrong thing.
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{report}");
+    }
 }
 
 fn one_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) -> ScenarioRun {
@@ -45,7 +34,7 @@ fn one_scenario(runtime: &tokio::runtime::Runtime, fixture: &Path) -> ScenarioRu
 }
 
 fn scenario(c: &mut Criterion) {
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let fixture = fixtures_dir().join("write_read_file.ultra.json");
     c.bench_function("scenario in-process (write_read_file.ultra)", |b| {
         b.iter(|| black_box(one_scenario(&runtime, &fixture)))
@@ -81,7 +70,7 @@ fn hashing(c: &mut Criterion) {
 
 fn concurrent(c: &mut Criterion) {
     const COUNT: usize = 32;
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -185,11 +185,16 @@ pub struct Driver {
 /// The password every driven user registers with.
 pub const DRIVER_PASSWORD: &str = "very-strong-password-123";
 
-async fn expect_status(
+/// Sends `request` for `route` (`METHOD path`, which errors name) and expects `expected`.
+async fn send_expecting(
     route: &str,
-    response: reqwest::Response,
+    request: reqwest::RequestBuilder,
     expected: u16,
 ) -> Result<reqwest::Response, DriverError> {
+    let response = request.send().await.map_err(|source| DriverError::Http {
+        route: route.to_string(),
+        source,
+    })?;
     if response.status().as_u16() == expected {
         return Ok(response);
     }
@@ -213,16 +218,7 @@ impl Driver {
         expected: u16,
     ) -> Result<reqwest::Response, DriverError> {
         let route = format!("POST {path}");
-        let response =
-            self.post(path)
-                .json(body)
-                .send()
-                .await
-                .map_err(|source| DriverError::Http {
-                    route: route.clone(),
-                    source,
-                })?;
-        expect_status(&route, response, expected).await
+        send_expecting(&route, self.post(path).json(body), expected).await
     }
 
     /// A session for the gateway at `base` (`http://127.0.0.1:<port>`).
@@ -438,16 +434,8 @@ impl Driver {
     /// `GET path`, expecting 200 and a JSON body.
     async fn get_json(&self, path: &str) -> Result<Value, DriverError> {
         let route = format!("GET {path}");
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .map_err(|source| DriverError::Http {
-                route: route.clone(),
-                source,
-            })?;
-        expect_status(&route, response, 200)
+        let request = self.http.get(format!("{}{path}", self.base));
+        send_expecting(&route, request, 200)
             .await?
             .json()
             .await

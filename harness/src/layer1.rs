@@ -106,6 +106,17 @@ impl ScenarioRun {
         )
     }
 
+    /// `Ok` when the run's verdict passes with a missing golden failing it, as a test or a
+    /// benchmark demands of a shipped fixture; otherwise the report that explains the verdict.
+    pub fn check(&self) -> Result<(), String> {
+        let verdict = self.verdict();
+        if verdict.passes(MissingGolden::Fails) {
+            Ok(())
+        } else {
+            Err(self.report(&verdict))
+        }
+    }
+
     /// Everything needed to explain `verdict`: its failed checks, the fixture, each request and
     /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, the
     /// model server's other problems, and the unused turns.
@@ -171,6 +182,16 @@ impl ScenarioRun {
     }
 }
 
+/// The Tokio runtime to run fixtures on from synchronous code: a `datatest-stable` test, a
+/// benchmark, a command. It is multi-threaded with two workers, because an in-process gateway
+/// serves on the same runtime as the driver that streams from it; I/O and timers are on.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 /// Runs a fixture file.
 pub async fn run_fixture(path: &Path) -> Result<ScenarioRun, HarnessError> {
     run_fixture_with(path, Extensions::default()).await
@@ -211,16 +232,32 @@ pub async fn run_on(
     path: &Path,
     fixture: Fixture,
 ) -> Result<ScenarioRun, HarnessError> {
+    let (run, ()) = drive_target(target, path, fixture, async |url, fixture| {
+        Ok((drive_prompts(url, fixture).await?, ()))
+    })
+    .await?;
+    Ok(run)
+}
+
+/// Starts `target` for `fixture`, drives it with `drive`, then finishes it, also after a failed
+/// drive, so the gateway stops and the model side is read. `drive` returns the transcripts of
+/// the runs and whatever else it observed (the web client's flow keeps its page requests).
+pub(crate) async fn drive_target<T>(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    fixture: Fixture,
+    drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
+) -> Result<(ScenarioRun, T), HarnessError> {
     let started = Instant::now();
     let url = target.start(path, &fixture).await?;
-    let drive = drive_prompts(&url, &fixture).await;
+    let drive = drive(&url, &fixture).await;
     let ledger = target.finish().await;
-    let transcripts = drive.map_err(|source| HarnessError::Drive {
+    let (transcripts, observed) = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
     let ledger = ledger?;
-    Ok(ScenarioRun {
+    let run = ScenarioRun {
         fixture_path: path.to_path_buf(),
         misses: ledger.misses,
         model_errors: ledger.other_problems,
@@ -228,7 +265,8 @@ pub async fn run_on(
         fixture,
         transcripts,
         elapsed: started.elapsed(),
-    })
+    };
+    Ok((run, observed))
 }
 
 /// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it (public:

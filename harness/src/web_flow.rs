@@ -14,7 +14,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -24,8 +23,8 @@ use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::driver::{
     Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
 };
-use crate::layer1::{HarnessError, ScenarioRun};
-use crate::target::{GatewayTarget, InProcess};
+use crate::layer1::{HarnessError, ScenarioRun, drive_target};
+use crate::target::InProcess;
 use replay_core::{Fixture, Framing, Miss, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
@@ -186,27 +185,11 @@ impl WebVerdict {
 
 /// Runs the web client's flow over a fixture file.
 pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlowRun, HarnessError> {
-    let started = Instant::now();
     let fixture = Fixture::load(path)?;
     let mut target = InProcess::new(extensions);
-    let url = target.start(path, &fixture).await?;
-    let drive = drive_web_client(&url, &fixture).await;
-    let ledger = target.finish().await;
-    let (transcripts, exchanges) = drive.map_err(|source| HarnessError::Drive {
-        fixture: path.to_path_buf(),
-        source,
-    })?;
-    let ledger = ledger?;
+    let (scenario, exchanges) = drive_target(&mut target, path, fixture, drive_web_client).await?;
     Ok(WebFlowRun {
-        scenario: ScenarioRun {
-            fixture_path: path.to_path_buf(),
-            misses: ledger.misses,
-            model_errors: ledger.other_problems,
-            unused_turns: ledger.unused_turns,
-            fixture,
-            transcripts,
-            elapsed: started.elapsed(),
-        },
+        scenario,
         exchanges,
     })
 }

@@ -17,7 +17,7 @@ use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded};
+use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded, runtime};
 use harness::record_run::record_with_stand_in;
 use harness::stand_in::Reply;
 use replay_core::{Framing, GoldenStatus, MissingGolden, Scenario, UiMode, golden_document};
@@ -27,28 +27,18 @@ fn scenario_fixture() -> PathBuf {
     fixtures_dir().join("write_read_file.ultra.json")
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("Failed to build a runtime")
-}
-
 fn replay(path: &Path, extensions: Extensions) -> ScenarioRun {
     runtime()
+        .expect("Failed to build a runtime")
         .block_on(run_fixture_with(path, extensions))
         .unwrap_or_else(|err| panic!("{} did not run: {err}", path.display()))
 }
 
 #[track_caller]
 fn assert_green(run: &ScenarioRun) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "expected a clean replay:\n{}",
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("expected a clean replay:\n{report}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +245,7 @@ fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
     let mut fixture = replay_core::Fixture::load(&path).unwrap();
     fixture.scenario.prompt.push_str(" Please.");
     let run = runtime()
+        .expect("Failed to build a runtime")
         .block_on(run_loaded(&path, fixture, Extensions::default()))
         .unwrap();
     let events: Vec<&str> = run.transcripts[0]
@@ -387,7 +378,7 @@ fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
         Reply::Text("Your job is running.".into()),
         Reply::Text("[\"Stop the job\"]".into()),
     ];
-    let runtime = runtime();
+    let runtime = runtime().expect("Failed to build a runtime");
     let recorded_run = runtime
         .block_on(record_with_stand_in(
             &scenario,
@@ -454,6 +445,7 @@ fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
 #[test]
 fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     let baseline = runtime()
+        .expect("Failed to build a runtime")
         .block_on(harness::web_flow::run_web_flow(
             &scenario_fixture(),
             Extensions::default(),
@@ -465,6 +457,7 @@ fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     // DeerFlow's frontend sends `n = max_suggestions`; with 5 instead of the recorded 3 the
     // suggestions prompt says "Generate 5 follow-up questions" and no recorded turn matches.
     let drifted = runtime()
+        .expect("Failed to build a runtime")
         .block_on(harness::web_flow::run_web_flow(
             &scenario_fixture(),
             Extensions {

@@ -20,16 +20,9 @@ use std::path::Path;
 
 use harness::adapter::boot::Extensions;
 use harness::golden::{golden_dir, read_golden};
-use harness::layer1::run_fixture;
+use harness::layer1::{run_fixture, runtime};
 use harness::web_flow::run_web_flow;
 use serde_json::{Value, json};
-
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-}
 
 /// Compares `document` with `golden/<stem>.snap`; the error names the file and carries `report`.
 fn assert_golden(

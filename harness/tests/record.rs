@@ -6,50 +6,32 @@
 
 mod support;
 
-use std::sync::Mutex;
+use std::path::Path;
 
 use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
 use harness::adapter::hermetic::{ModelBlock, SCENARIO_MODEL, hermetic_config, prepare_home};
 use harness::layer1::run_fixture;
-use harness::record_run::record_scenario;
+use harness::record_run::{Recorded, record_scenario};
 use harness::recording_store::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
 use replay_core::recording::{Access, Outcome, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
-use serde_json::{Value, json};
-use support::{Scripted, text_stream, tool_call_stream};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
+use serde_json::Value;
+use support::{scripted_upstream, text_stream, write_read_file_streams};
+use wiremock::MockServer;
 
 const API_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
 
+/// The write/read-file run's answers, then the suggestions the web client asks for after it.
 fn scenario_bodies() -> Vec<String> {
-    vec![
-        tool_call_stream(
-            "call_w1",
-            "write_file",
-            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
-        ),
-        tool_call_stream(
-            "call_r1",
-            "read_file",
-            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
-        ),
-        text_stream(&["hi ", "from ", "replay."]),
-        text_stream(&["[\"Append a line?\", ", "\"Delete the note?\"]"]),
-    ]
-}
-
-async fn endpoint(bodies: Vec<String>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Scripted(Mutex::new(bodies.into())))
-        .mount(&server)
-        .await;
-    server
+    let mut bodies = write_read_file_streams();
+    bodies.push(text_stream(&[
+        "[\"Append a line?\", ",
+        "\"Delete the note?\"]",
+    ]));
+    bodies
 }
 
 fn record_block(server: &MockServer) -> ModelBlock {
@@ -67,19 +49,24 @@ fn ultra_scenario(prompt: &str) -> Scenario {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() {
-    let server = endpoint(scenario_bodies()).await;
-    let folder = tempfile::tempdir().unwrap();
-    let recording = folder.path().join("recording.jsonl");
-    let recorded = record_scenario(
-        &ultra_scenario(WRITE_READ_FILE_PROMPT),
-        record_block(&server),
-        &recording,
+/// Records `prompt` in the ultra mode into `recording`, with `server` as the provider.
+async fn record_ultra(server: &MockServer, prompt: &str, recording: &Path) -> Recorded {
+    record_scenario(
+        &ultra_scenario(prompt),
+        record_block(server),
+        recording,
         Extensions::default(),
     )
     .await
-    .expect("the recording run");
+    .expect("the recording run")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() {
+    let server = scripted_upstream(scenario_bodies()).await;
+    let folder = tempfile::tempdir().unwrap();
+    let recording = folder.path().join("recording.jsonl");
+    let recorded = record_ultra(&server, WRITE_READ_FILE_PROMPT, &recording).await;
 
     let file = read_recording(&recording, Access::External).expect("the recording reads strictly");
     assert_eq!(
@@ -142,17 +129,10 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
-    let server = endpoint(scenario_bodies()).await;
+    let server = scripted_upstream(scenario_bodies()).await;
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
-    record_scenario(
-        &ultra_scenario(WRITE_READ_FILE_PROMPT),
-        record_block(&server),
-        &recording,
-        Extensions::default(),
-    )
-    .await
-    .expect("the recording run");
+    record_ultra(&server, WRITE_READ_FILE_PROMPT, &recording).await;
     let requests_while_recording = server.received_requests().await.unwrap().len();
 
     let home_root = tempfile::tempdir().unwrap();
@@ -240,17 +220,10 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
 async fn secrets_planted_in_the_request_never_reach_the_recording() {
     let prompt = "Use my key sk-live-abcdefghijklmnop with header Authorization: Bearer abc.def.ghi123456 \
                   against https://alice:hunter2@example.com/x?api_key=QWERTY123456 and say done.";
-    let server = endpoint(vec![text_stream(&["done"]), text_stream(&["[]"])]).await;
+    let server = scripted_upstream(vec![text_stream(&["done"]), text_stream(&["[]"])]).await;
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
-    record_scenario(
-        &ultra_scenario(prompt),
-        record_block(&server),
-        &recording,
-        Extensions::default(),
-    )
-    .await
-    .expect("the recording run");
+    record_ultra(&server, prompt, &recording).await;
     let bytes = std::fs::read_to_string(&recording).unwrap();
     for secret in [
         "sk-live-abcdefghijklmnop",

@@ -7,14 +7,12 @@
 use std::path::Path;
 
 use harness::adapter::boot::Extensions;
+use harness::layer1::runtime;
 use harness::web_flow::run_web_flow;
 use serde_json::Value;
 
 fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = runtime()?;
     let run = runtime.block_on(run_web_flow(path, Extensions::default()))?;
     run.check()?;
     let answer = |suffix: &str| {

@@ -11,38 +11,27 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded};
+use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded, runtime};
 use harness::model_server::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
 use harness::target::AtUrl;
 use replay_core::recording::{Access, RecordedRequest, RecordingSink, read_recording};
-use replay_core::{
-    Fixture, MissingGolden, Scenario, UiMode, messages_from_chat_completions, replay_key,
-};
+use replay_core::{Fixture, Scenario, UiMode, messages_from_chat_completions, replay_key};
 use serde_json::{Value, json};
-use support::{Scripted, text_stream, tool_call_stream};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
+use support::{scripted_upstream, write_read_file_streams};
 
 /// Every test is bounded: a hung gateway or server fails the test instead of the build.
 const BOUND: Duration = Duration::from_secs(240);
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn bounded<T>(work: impl Future<Output = T>) -> T {
     runtime()
+        .expect("runtime")
         .block_on(async { tokio::time::timeout(BOUND, work).await })
         .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
 }
@@ -82,13 +71,9 @@ async fn gateway_for(model_server: &ModelServer, fixture: &Fixture) -> GatewayPr
 
 /// The Layer 1 verdict: framing, no miss, no model-server problem, and the committed golden.
 fn assert_green(run: &ScenarioRun, how: &str) {
-    let verdict = run.verdict();
-    assert!(
-        verdict.passes(MissingGolden::Fails),
-        "{how}: {}\n{}",
-        run.stem(),
-        run.report(&verdict)
-    );
+    if let Err(report) = run.check() {
+        panic!("{how}: {}\n{report}", run.stem());
+    }
 }
 
 #[test]
@@ -226,29 +211,6 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
 
 const UPSTREAM_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
 
-async fn wiremock_upstream() -> MockServer {
-    let bodies = vec![
-        tool_call_stream(
-            "call_w1",
-            "write_file",
-            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
-        ),
-        tool_call_stream(
-            "call_r1",
-            "read_file",
-            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
-        ),
-        text_stream(&["hi ", "from ", "replay."]),
-    ];
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Scripted(Mutex::new(bodies.into())))
-        .mount(&server)
-        .await;
-    server
-}
-
 #[test]
 fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -259,7 +221,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         harness::scenarios::WRITE_READ_FILE_PROMPT,
     );
     bounded(async {
-        let upstream = wiremock_upstream().await;
+        let upstream = scripted_upstream(write_read_file_streams()).await;
         let proxy = ModelServer::start(
             Mode::Record(Box::new(RecordConfig {
                 upstream: format!("{}/v1", upstream.uri()),

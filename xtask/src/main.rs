@@ -150,10 +150,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// A multi-thread runtime for commands that boot gateways.
+/// The runtime for commands that boot gateways (the harness's, as its tests use).
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?)
+    Ok(harness::layer1::runtime()?)
 }

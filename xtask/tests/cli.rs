@@ -1,10 +1,13 @@
 //! The xtask commands as a user runs them: exit codes and output of `replay`, `hash`, `fixtures`
 //! and `replay-gateway` (one gateway, and the browser suite's set with its manifest).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use support::{free_port, interrupt};
 
 fn xtask(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -18,6 +21,21 @@ fn repo() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
+}
+
+/// Asserts that `output` is a success, showing its stderr otherwise.
+#[track_caller]
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// How many fixtures ship in `fixtures/`: one table row, check line or gateway each.
+fn shipped_fixture_count() -> usize {
+    std::fs::read_dir(repo().join("fixtures")).unwrap().count()
 }
 
 fn json_lines(output: &Output) -> Vec<Value> {
@@ -39,11 +57,7 @@ fn hash_prints_the_spec_vector_for_the_first_lead_agent_call() {
     ]);
     std::fs::write(&messages, list.to_string()).unwrap();
     let output = xtask(&["hash", "--messages", messages.to_str().unwrap()]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["caller"], "lead_agent");
     assert_eq!(
@@ -79,11 +93,7 @@ fn hash_names_a_bad_messages_file() {
 fn replay_json_reports_a_green_fixture_with_its_shape() {
     let fixture = repo().join("fixtures/write_read_file.ultra.json");
     let output = xtask(&["replay", "--json", "--fixture", fixture.to_str().unwrap()]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let lines = json_lines(&output);
     assert_eq!(lines.len(), 1);
     let line = &lines[0];
@@ -118,11 +128,7 @@ fn replay_reports_a_named_fixture_without_golden_as_missing_but_not_failed() {
     let copy = dir.path().join("brand_new.flash.json");
     std::fs::copy(repo().join("fixtures/write_read_file.flash.json"), &copy).unwrap();
     let output = xtask(&["replay", "--json", "--fixture", copy.to_str().unwrap()]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     assert_eq!(json_lines(&output)[0]["golden"], "missing");
 }
 
@@ -150,13 +156,9 @@ fn replay_exits_1_on_a_stale_fixture_and_names_the_miss() {
 #[test]
 fn the_table_lists_every_shipped_fixture() {
     let output = xtask(&["replay"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    let fixtures = shipped_fixture_count();
     assert_eq!(stdout.lines().count(), fixtures + 1, "{stdout}");
     assert!(stdout.lines().next().unwrap().starts_with("scenario"));
     assert!(
@@ -170,14 +172,6 @@ fn no_command_prints_help_and_exits_2() {
     let output = xtask(&[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stdout).contains("replay"));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
@@ -215,11 +209,7 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
             harness::driver::visible_conversation(&transcript.final_values().unwrap());
         driver.suggestions(&thread, &conversation, 3).await.unwrap()
     });
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let rest = interrupt(&child, &mut stdout);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(
@@ -247,13 +237,9 @@ async fn reqwest_get(url: &str) -> Value {
 #[test]
 fn fixtures_check_reports_every_fixture_green_with_its_unused_turns() {
     let output = xtask(&["fixtures", "check"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    let fixtures = shipped_fixture_count();
     assert_eq!(stdout.lines().count(), fixtures, "{stdout}");
     assert!(
         stdout
@@ -295,7 +281,7 @@ fn the_suite_gateways_write_their_manifest_and_a_miss_makes_the_launcher_exit_1(
     let document: Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     let gateways = document["gateways"].as_array().unwrap();
-    let fixtures = std::fs::read_dir(repo().join("fixtures")).unwrap().count();
+    let fixtures = shipped_fixture_count();
     assert_eq!(gateways.len(), fixtures + 4, "{document}");
     let flash = gateways
         .iter()

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::layer1::drive_prompts;
+use harness::layer1::{drive_prompts, runtime};
 use replay_core::Fixture;
 use serde_json::{Value, json};
 
@@ -102,14 +102,6 @@ impl Drop for ServerProcess {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn gateway(runtime: &tokio::runtime::Runtime, model_base_url: &str) -> GatewayProcess {
     let binary = workspace_gateway_binary().unwrap_or_else(|err| panic!("{err}"));
     runtime
@@ -125,6 +117,19 @@ fn replay(args: &[&str]) -> Output {
         .expect("xtask replay runs")
 }
 
+/// `xtask replay --json` of `fixture` through `gateway`, whose model is `server`.
+fn replay_through(gateway: &GatewayProcess, server: &ServerProcess, fixture: &Path) -> Output {
+    replay(&[
+        "--json",
+        "--gateway-url",
+        gateway.url(),
+        "--model-server",
+        &server.url,
+        "--fixture",
+        fixture.to_str().unwrap(),
+    ])
+}
+
 fn json_line(output: &Output) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(stdout.lines().next().unwrap_or_default())
@@ -135,18 +140,10 @@ fn json_line(output: &Output) -> Value {
 fn replay_drives_a_gateway_at_a_url_and_the_model_server_prints_misses_as_they_happen() {
     let fixture = repo().join("fixtures/write_read_file.ultra.json");
     let server = ServerProcess::start(&["--fixture", fixture.to_str().unwrap()], &[]);
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let gateway = gateway(&runtime, &format!("{}/v1", server.url));
 
-    let green = replay(&[
-        "--json",
-        "--gateway-url",
-        gateway.url(),
-        "--model-server",
-        &server.url,
-        "--fixture",
-        fixture.to_str().unwrap(),
-    ]);
+    let green = replay_through(&gateway, &server, &fixture);
     assert!(
         green.status.success(),
         "{}",
@@ -165,15 +162,7 @@ fn replay_drives_a_gateway_at_a_url_and_the_model_server_prints_misses_as_they_h
         serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     changed["prompt"] = json!("A different prompt than the one recorded.");
     std::fs::write(&stale, changed.to_string()).unwrap();
-    let red = replay(&[
-        "--json",
-        "--gateway-url",
-        gateway.url(),
-        "--model-server",
-        &server.url,
-        "--fixture",
-        stale.to_str().unwrap(),
-    ]);
+    let red = replay_through(&gateway, &server, &stale);
     assert_eq!(red.status.code(), Some(1));
     let line = json_line(&red);
     assert_eq!(line["misses"][0]["caller"], "lead_agent");
@@ -217,7 +206,7 @@ fn record_mode_proxies_a_run_and_writes_the_fixture_when_stopped() {
         &[("OPENAI_API_KEY", "sk-upstream-SECRET-0123456789")],
     );
     proxy.wait_for("created folder");
-    let runtime = runtime();
+    let runtime = runtime().expect("runtime");
     let gateway = gateway(&runtime, &format!("{}/v1", proxy.url));
     runtime
         .block_on(drive_prompts(gateway.url(), &fixture))

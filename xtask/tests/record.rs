@@ -1,5 +1,7 @@
 //! `record`, `build-fixture` and `serve` as a user runs them.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -7,6 +9,7 @@ use std::process::{Command, Stdio};
 use harness::stand_in::{Reply, StandIn};
 use replay_core::Fixture;
 use serde_json::{Value, json};
+use support::{free_port, interrupt};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 const KEY: &str = "sk-test-cli-secret-1234567890";
@@ -181,14 +184,6 @@ fn build_fixture_names_a_broken_recording() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_closed() {
     let state = tempfile::tempdir().unwrap();
@@ -241,11 +236,7 @@ fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_close
             .unwrap()
             .clone()
     });
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    interrupt(&child, &mut stdout);
     assert!(child.wait().unwrap().success());
     let detail = answer["additional_kwargs"]["error_detail"]
         .as_str()

@@ -1,19 +1,19 @@
 //! `cargo xtask recordings` as a user runs it (`docs/recording-format.md` §12, §13 "CLI"): the real
 //! binary in a temporary state directory (`HARNESS_STATE_DIR`), stdin not a terminal.
 
+// Shared with the store's unit tests, which this package cannot import (see the file's own doc).
+#[path = "../../harness/tests/support/recording_files.rs"]
+mod recording_files;
+
 use std::fs::File;
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime};
 
 use harness::recording_store::{Activation, RecordingsHome};
+use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-
-const HEADER: &str = "{\"format_version\": 2, \"type\": \"header\"}\n";
-const NO_HEADER: &str = "{\"call_index\": 0, \"type\": \"request\"}\n";
-const DAY: u64 = 86_400;
 
 struct State {
     dir: TempDir,
@@ -68,29 +68,6 @@ impl State {
         write_file(&path, text, 0o600);
         path
     }
-}
-
-fn write_file(path: &Path, text: &str, mode: u32) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn mode_of(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o7777
-}
-
-fn age(path: &Path, seconds_ago: u64) {
-    File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(seconds_ago))
-        .unwrap();
 }
 
 fn stdout(output: &Output) -> String {
@@ -400,17 +377,7 @@ fn list_show_and_delete_managed_recordings() {
         shown["path"],
         state.root().join("second.jsonl").to_str().unwrap()
     );
-    for key in [
-        "recording_id",
-        "path",
-        "created_at",
-        "modified_at",
-        "size",
-        "call_count",
-        "valid",
-        "active",
-        "error",
-    ] {
+    for key in RECORDING_INFO_KEYS {
         assert!(shown.get(key).is_some(), "{key} missing: {shown}");
     }
     let output = state.run(&["show", "first", "--json"]);

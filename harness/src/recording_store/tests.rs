@@ -1,6 +1,6 @@
-//! Unit tests of the managed recordings store: IDs, selectors, the managed root checks, the
-//! configuration, activation, and the verbs as library calls. The CLI itself is tested in
-//! `xtask/tests/recordings.rs`.
+//! Unit tests of the managed recordings store (`docs/recording-format.md` §9 to §12): IDs,
+//! selectors, the managed root checks, the configuration, activation, and the verbs as library
+//! calls. The CLI itself is tested in `xtask/tests/recordings.rs`.
 
 use std::fs::File;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -12,42 +12,16 @@ use tempfile::TempDir;
 
 use super::*;
 
-/// A valid header-only recording (valid for any strict reader of format version 2).
-const HEADER: &str = "{\"format_version\": 2, \"type\": \"header\"}\n";
-/// A file the strict reader rejects (`docs/recording-format.md` §5 "has no format header on its
-/// first line").
-const NO_HEADER: &str = "{\"call_index\": 0, \"type\": \"request\"}\n";
+// Shared with the CLI's tests, which cannot import this module (see the file's own doc).
+#[path = "../../tests/support/recording_files.rs"]
+mod recording_files;
+use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 
 fn home() -> (TempDir, RecordingsHome) {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = RecordingsHome::new(dir.path().join("state"));
     (dir, home)
 }
-
-fn write_file(path: &Path, text: &str, mode: u32) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn mode_of(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o7777
-}
-
-fn age(path: &Path, seconds_ago: u64) {
-    File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(seconds_ago))
-        .unwrap();
-}
-
-const DAY: u64 = 86_400;
 
 fn config_bytes(home: &RecordingsHome) -> Option<Vec<u8>> {
     std::fs::read(home.config_path()).ok()
@@ -698,20 +672,7 @@ fn recordings_list_is_newest_first_and_keeps_going_past_bad_files() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(
-        keys,
-        [
-            "recording_id",
-            "path",
-            "created_at",
-            "modified_at",
-            "size",
-            "call_count",
-            "valid",
-            "active",
-            "error"
-        ]
-    );
+    assert_eq!(keys, RECORDING_INFO_KEYS);
     assert!(json["modified_at"].is_f64());
 }
 

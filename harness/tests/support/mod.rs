@@ -1,12 +1,13 @@
 //! What the recording tests share: an OpenAI-compatible upstream scripted on wiremock that
 //! streams Chat Completions chunks, with tool-call arguments split mid-JSON as real providers
-//! split them.
+//! split them, and the write/read-file scenario's answers as such an upstream streams them.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use wiremock::{Request, Respond, ResponseTemplate};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// Answers each request with the next streamed body, in order.
 pub struct Scripted(pub Mutex<VecDeque<String>>);
@@ -21,6 +22,36 @@ impl Respond for Scripted {
                 .set_body_string("{\"error\": {\"message\": \"script exhausted\"}}"),
         }
     }
+}
+
+/// An OpenAI-compatible upstream at `<uri>/v1` whose Chat Completions calls get `bodies`, one
+/// each, in order.
+pub async fn scripted_upstream(bodies: Vec<String>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(Scripted(Mutex::new(bodies.into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The write/read-file scenario's three lead-agent answers: write the note, read it back, say
+/// what it holds (the committed `write_read_file.ultra` golden's run).
+pub fn write_read_file_streams() -> Vec<String> {
+    vec![
+        tool_call_stream(
+            "call_w1",
+            "write_file",
+            &json!({"description": "Create the requested output file with exact content", "path": "/mnt/user-data/outputs/note.txt", "content": "hi from replay."}),
+        ),
+        tool_call_stream(
+            "call_r1",
+            "read_file",
+            &json!({"description": "Read it back", "path": "/mnt/user-data/outputs/note.txt"}),
+        ),
+        text_stream(&["hi ", "from ", "replay."]),
+    ]
 }
 
 pub fn chunk(delta: Value, finish: Value) -> Value {
