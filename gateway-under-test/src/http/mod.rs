@@ -303,17 +303,10 @@ pub async fn owned_thread(
     user: &CurrentUser,
     thread_id: &str,
 ) -> Result<ThreadRecord, ApiError> {
-    if !valid_thread_id(thread_id) {
-        return Err(ApiError::invalid(
-            RequestPart::Path,
-            "thread_id",
-            INVALID_THREAD_ID,
-        ));
-    }
-    match store.get_thread(thread_id).await? {
-        Some(thread) if thread.owner_id == user.id => Ok(thread),
-        _ => Err(ApiError::thread_not_found(thread_id)),
-    }
+    // A readable thread is the user's own or has no row; only the first counts here.
+    readable_thread(store, user, thread_id)
+        .await?
+        .ok_or_else(|| ApiError::thread_not_found(thread_id))
 }
 
 /// Passes when the thread belongs to `user` **or has no metadata row** (seeded runs,

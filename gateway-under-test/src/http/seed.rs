@@ -12,7 +12,6 @@ use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::{ApiError, ApiJson, INVALID_THREAD_ID, valid_thread_id};
 use crate::messages::Message;
-use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::store::{NewEvent, RunRecord, Store};
 
 pub(super) fn routes() -> Router<App> {
@@ -61,21 +60,7 @@ async fn seed_runs(
         }
     }
     for run in &body.runs {
-        let record = RunRecord {
-            run_id: run.run_id.clone(),
-            thread_id: body.thread_id.clone(),
-            owner_id: user.id.clone(),
-            assistant_id: "lead_agent".into(),
-            status: RunStatus::Success,
-            metadata: json!({}),
-            kwargs: json!({}),
-            multitask_strategy: MultitaskStrategy::Reject,
-            error: None,
-            stop_reason: None,
-            counters: json!({}),
-            created_at: run.created_at.clone(),
-            updated_at: run.created_at.clone(),
-        };
+        let record = RunRecord::seeded(&run.run_id, &body.thread_id, &user.id, &run.created_at);
         store.put_run(record).await?;
         let events = run
             .messages

@@ -26,7 +26,7 @@ mod tests;
 use std::path::Path;
 
 use rusqlite::Connection;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use sql::write_transaction;
 use worker::DbThread;
@@ -172,6 +172,28 @@ pub struct RunRecord {
     pub created_at: String,
     /// ISO timestamp.
     pub updated_at: String,
+}
+
+impl RunRecord {
+    /// A finished run written directly rather than by a run (the test-only seed route, tests):
+    /// `success`, `lead_agent`, no metadata, kwargs or counters, updated when it was created.
+    pub fn seeded(run_id: &str, thread_id: &str, owner_id: &str, created_at: &str) -> RunRecord {
+        RunRecord {
+            run_id: run_id.into(),
+            thread_id: thread_id.into(),
+            owner_id: owner_id.into(),
+            assistant_id: "lead_agent".into(),
+            status: RunStatus::Success,
+            metadata: json!({}),
+            kwargs: json!({}),
+            multitask_strategy: MultitaskStrategy::Reject,
+            error: None,
+            stop_reason: None,
+            counters: json!({}),
+            created_at: created_at.into(),
+            updated_at: created_at.into(),
+        }
+    }
 }
 
 /// Which runs [`Store::finish_orphaned_runs`] finishes, and how.

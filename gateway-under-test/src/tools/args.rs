@@ -1,10 +1,40 @@
-//! Reading the model's tool arguments. Models send what they send, so nothing here panics: a
-//! missing or mistyped argument becomes the `Error: …` text the tool returns, naming the argument.
+//! The model's tool arguments: the schema the file tools declare for them, and reading them.
+//! Models send what they send, so nothing here panics: a missing or mistyped argument becomes
+//! the `Error: …` text the tool returns, naming the argument.
 //!
-//! Each function returns `Err(text)` with the finished tool output, so a tool can write
+//! Each reading function returns `Err(text)` with the finished tool output, so a tool can write
 //! `let path = match required_path(args) { Ok(p) => p, Err(e) => return e };`.
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+
+/// The argument schema of a file tool. Every file tool takes the same two leading arguments, a
+/// `description` of why it is called (documented by `description_doc`) and an absolute `path`
+/// (documented by `path_doc`), both required; `extra` are the tool's own arguments, in order,
+/// and `extra_required` names those of them the tool cannot do without.
+pub(super) fn file_tool_parameters(
+    description_doc: &str,
+    path_doc: &str,
+    extra: Vec<(&str, Value)>,
+    extra_required: &[&str],
+) -> Value {
+    let mut properties = Map::new();
+    properties.insert(
+        "description".into(),
+        json!({"type": "string", "description": description_doc}),
+    );
+    properties.insert(
+        "path".into(),
+        json!({"type": "string", "description": path_doc}),
+    );
+    for (name, schema) in extra {
+        properties.insert(name.into(), schema);
+    }
+    let required: Vec<&str> = ["description", "path"]
+        .into_iter()
+        .chain(extra_required.iter().copied())
+        .collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
 
 /// The `path` argument: a non-empty string.
 pub(super) fn required_path(args: &Value) -> Result<&str, String> {
@@ -91,6 +121,24 @@ fn json_type(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn file_tool_parameters_keep_the_argument_order() {
+        let schema = file_tool_parameters(
+            "Why.",
+            "Where.",
+            vec![
+                ("content", json!({"type": "string"})),
+                ("append", json!({"type": "boolean"})),
+            ],
+            &["content"],
+        );
+        // The order is part of what the model is sent (and what recordings hold).
+        assert_eq!(
+            schema.to_string(),
+            r#"{"type":"object","properties":{"description":{"type":"string","description":"Why."},"path":{"type":"string","description":"Where."},"content":{"type":"string"},"append":{"type":"boolean"}},"required":["description","path","content"]}"#
+        );
+    }
 
     #[test]
     fn string_arguments() {

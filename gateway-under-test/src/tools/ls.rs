@@ -19,9 +19,9 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::args::required_path;
+use super::args::{file_tool_parameters, required_path};
 use super::beneath::{Confined, ROOT_NAMES};
 use super::output::{describe_io_error, finish, run_blocking, truncate_head};
 use super::paths::PathError;
@@ -50,20 +50,12 @@ impl Tool for LsTool {
                 /mnt/user-data: workspace/ (scratch work), uploads/ (the user's files) and \
                 outputs/ (deliverables)."
                 .to_string(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "description": {
-                        "type": "string",
-                        "description": "Explain why you are listing this directory in short words."
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "The **absolute** path to the directory to list, e.g. /mnt/user-data/outputs."
-                    }
-                },
-                "required": ["description", "path"]
-            }),
+            parameters: file_tool_parameters(
+                "Explain why you are listing this directory in short words.",
+                "The **absolute** path to the directory to list, e.g. /mnt/user-data/outputs.",
+                Vec::new(),
+                &[],
+            ),
         }
     }
 

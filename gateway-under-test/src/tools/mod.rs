@@ -5,7 +5,8 @@
 //! opens them beneath the thread's `user-data` folder at the operating-system level (regular
 //! files only, no hard-linked files for writing); [`read_tracker`] holds the read-before-write
 //! memory; `ls`, `read_file` and `write_file` are one
-//! submodule each; `args` and `output` hold the argument parsing and output shaping they share.
+//! submodule each; `args` and `output` hold the argument schema and parsing, and the output
+//! shaping, they share.
 //!
 //! Conventions shared by the three tools (the contract leaves them open, §14):
 //!

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::args::{optional_integer, required_path};
+use super::args::{file_tool_parameters, optional_integer, required_path};
 use super::beneath::Access;
 use super::output::{describe_io_error, finish, truncate_head};
 use super::paths::PathError;
@@ -46,30 +46,29 @@ impl Tool for ReadFileTool {
                 Use this to examine source code, configuration files, logs, or any text-based \
                 file. Binary files (spreadsheets, PDFs, images) cannot be read this way."
                 .to_string(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "description": {
-                        "type": "string",
-                        "description": "Explain why you are reading this file in short words."
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "The **absolute** path to the file to read, e.g. /mnt/user-data/uploads/report.md."
-                    },
-                    "start_line": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "Optional first line to read, 1-based and inclusive. Omit to start at the beginning."
-                    },
-                    "end_line": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "Optional last line to read, 1-based and inclusive. Omit to read to the end."
-                    }
-                },
-                "required": ["description", "path"]
-            }),
+            parameters: file_tool_parameters(
+                "Explain why you are reading this file in short words.",
+                "The **absolute** path to the file to read, e.g. /mnt/user-data/uploads/report.md.",
+                vec![
+                    (
+                        "start_line",
+                        json!({
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "Optional first line to read, 1-based and inclusive. Omit to start at the beginning."
+                        }),
+                    ),
+                    (
+                        "end_line",
+                        json!({
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "Optional last line to read, 1-based and inclusive. Omit to read to the end."
+                        }),
+                    ),
+                ],
+                &[],
+            ),
         }
     }
 

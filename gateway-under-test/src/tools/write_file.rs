@@ -33,7 +33,7 @@ use std::io::{self, Read as _, Write};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::args::{optional_bool, required_path, required_string};
+use super::args::{file_tool_parameters, optional_bool, required_path, required_string};
 use super::beneath::{Access, Confined};
 use super::output::{describe_io_error, finish};
 use super::paths::PathError;
@@ -57,29 +57,25 @@ impl Tool for WriteFileTool {
                 stays small (80 KB by default, appends included); split longer content across \
                 several files. Put deliverables under /mnt/user-data/outputs."
                 .to_string(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "description": {
-                        "type": "string",
-                        "description": "Explain why you are writing to this file in short words."
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "The **absolute** path to the file to write, e.g. /mnt/user-data/outputs/report.md."
-                    },
-                    "content": {
-                        "type": "string",
-                        "description": "The text to write."
-                    },
-                    "append": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "Add the content to the end of the file instead of replacing it. Defaults to false."
-                    }
-                },
-                "required": ["description", "path", "content"]
-            }),
+            parameters: file_tool_parameters(
+                "Explain why you are writing to this file in short words.",
+                "The **absolute** path to the file to write, e.g. /mnt/user-data/outputs/report.md.",
+                vec![
+                    (
+                        "content",
+                        json!({"type": "string", "description": "The text to write."}),
+                    ),
+                    (
+                        "append",
+                        json!({
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Add the content to the end of the file instead of replacing it. Defaults to false."
+                        }),
+                    ),
+                ],
+                &["content"],
+            ),
         }
     }
 

@@ -14,12 +14,7 @@ async fn register_returns_201_the_user_and_the_three_cookies() {
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
-    let cookies: Vec<String> = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
+    let cookies = set_cookies(&response);
     let find = |name: &str| {
         cookies
             .iter()
@@ -108,6 +103,16 @@ async fn registration_can_be_disabled() {
     gateway.stop().await;
 }
 
+/// Every `Set-Cookie` header of `response`, as sent.
+fn set_cookies(response: &reqwest::Response) -> Vec<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect()
+}
+
 async fn login(
     client: &reqwest::Client,
     url: &str,
@@ -138,14 +143,7 @@ async fn login_me_and_logout_round_trip() {
     assert!(response.cookies().any(|c| c.name() == "csrf_token"));
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"expires_in": 604800, "needs_setup": false}));
-    let me: serde_json::Value = client
-        .get(format!("{}/api/v1/auth/me", gateway.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, me) = status_and_body(client.get(format!("{}/api/v1/auth/me", gateway.url()))).await;
     assert_eq!(me, registered);
 
     let response = client
@@ -154,12 +152,7 @@ async fn login_me_and_logout_round_trip() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let deleted: Vec<String> = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
+    let deleted = set_cookies(&response);
     assert_eq!(deleted.len(), 3, "{deleted:?}");
     assert!(
         deleted.iter().all(|c| c.contains("Max-Age=0")),
@@ -167,12 +160,8 @@ async fn login_me_and_logout_round_trip() {
     );
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, json!({"message": "Successfully logged out"}));
-    let status = client
-        .get(format!("{}/api/v1/auth/me", gateway.url()))
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let (status, _) =
+        status_and_body(client.get(format!("{}/api/v1/auth/me", gateway.url()))).await;
     assert_eq!(status, 401);
     gateway.stop().await;
 }
@@ -180,11 +169,7 @@ async fn login_me_and_logout_round_trip() {
 #[tokio::test]
 async fn repeated_login_failures_lock_the_client_out() {
     let gateway = spawn_gateway().await;
-    let mut first = gateway.client();
-    let email = first.register().await["email"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let email = registered_email(&gateway).await;
     let client = reqwest::Client::new();
     for _ in 0..5 {
         let response = login(&client, &gateway.url(), &email, "wrong-password-123").await;
@@ -215,30 +200,19 @@ async fn protected_routes_need_a_session_and_name_the_reason() {
         if let Some(cookie) = cookie {
             request = request.header("cookie", cookie);
         }
-        request.send()
+        status_and_body(request)
     };
-    let response = me(None).await.unwrap();
-    assert_eq!(response.status(), 401);
-    let body: serde_json::Value = response.json().await.unwrap();
+    let (status, body) = me(None).await;
+    assert_eq!(status, 401);
     assert_eq!(
         body,
         json!({"detail": {"code": "not_authenticated", "message": "Authentication required"}})
     );
-    let body: serde_json::Value = me(Some("access_token=garbage"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = me(Some("access_token=garbage")).await;
     assert_eq!(body["detail"]["code"], "token_invalid");
     let other = gateway_under_test::auth::JwtKeys::new(b"test-secret");
     let expired = other.issue("someone", 0, 1_000, 1);
-    let body: serde_json::Value = me(Some(&format!("access_token={expired}")))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = me(Some(&format!("access_token={expired}"))).await;
     assert_eq!(body["detail"]["code"], "token_expired");
     let ghost = other.issue(
         "no-such-user",
@@ -246,12 +220,7 @@ async fn protected_routes_need_a_session_and_name_the_reason() {
         gateway_under_test::clock::epoch_seconds(),
         1,
     );
-    let body: serde_json::Value = me(Some(&format!("access_token={ghost}")))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = me(Some(&format!("access_token={ghost}"))).await;
     assert_eq!(body["detail"]["code"], "user_not_found");
     assert_eq!(
         client
@@ -262,14 +231,8 @@ async fn protected_routes_need_a_session_and_name_the_reason() {
             .status(),
         200
     );
-    let body: serde_json::Value = client
-        .get(format!("{}/api/v1/auth/setup-status", gateway.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) =
+        status_and_body(client.get(format!("{}/api/v1/auth/setup-status", gateway.url()))).await;
     assert_eq!(
         body,
         json!({"needs_setup": true, "registration_enabled": true})
@@ -294,8 +257,7 @@ async fn csrf_is_checked_before_auth_and_needs_matching_cookie_and_header() {
         json!({"detail": "CSRF token missing. Include X-CSRF-Token header."})
     );
 
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let response = client
         .http
         .post(format!("{}/api/threads", gateway.url()))
@@ -544,14 +506,10 @@ fn access_token(response: &reqwest::Response) -> String {
 
 /// `GET /api/v1/auth/me` with only this session token; returns the status and the detail code.
 async fn me_with(url: &str, token: &str) -> (u16, serde_json::Value) {
-    let response = reqwest::Client::new()
+    let request = reqwest::Client::new()
         .get(format!("{url}/api/v1/auth/me"))
-        .header("Cookie", format!("access_token={token}"))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let body: serde_json::Value = response.json().await.unwrap();
+        .header("Cookie", format!("access_token={token}"));
+    let (status, body) = status_and_body(request).await;
     (status, body["detail"]["code"].clone())
 }
 

@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::helpers::status_and_body;
+
 const BINARY: &str = env!("CARGO_BIN_EXE_gateway-under-test");
 
 fn write_config(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
@@ -21,30 +23,10 @@ async fn the_binary_prints_its_address_serves_and_stops_on_ctrl_c() {
         dir.path(),
         "home = \"home\"\n[auth.password_hash]\nmemory_kib = 8\niterations = 1\nparallelism = 1\n",
     );
-    let mut child = Command::new(BINARY)
-        .args(["--config", config.to_str().unwrap(), "--port", "0"])
-        .env("RUST_LOG", "info")
-        .env_remove("DEER_FLOW_HOME")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("Failed to start the gateway binary");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("gateway-under-test listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_string();
+    // The log goes to a pipe, where it must carry no colour codes.
+    let (mut child, url) = start_binary(&config, "info", Stdio::piped());
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let health: serde_json::Value = reqwest::get(format!("{url}/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, health) = get_json(&format!("{url}/health")).await;
     assert_eq!(
         health,
         serde_json::json!({"status": "healthy", "service": "deer-flow-gateway"})
@@ -102,14 +84,19 @@ fn the_example_config_loads() {
     assert_eq!(config.models[0].use_, "openai");
 }
 
-/// Starts the binary on `config` and returns it with its URL (from its first output line).
-fn start_binary(config: &std::path::Path) -> (std::process::Child, String) {
+/// Starts the binary on `config`, logging at `rust_log` to `stderr`, and returns it with its URL
+/// (from its first output line).
+fn start_binary(
+    config: &std::path::Path,
+    rust_log: &str,
+    stderr: Stdio,
+) -> (std::process::Child, String) {
     let mut child = Command::new(BINARY)
         .args(["--config", config.to_str().unwrap(), "--port", "0"])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", rust_log)
         .env_remove("DEER_FLOW_HOME")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("Failed to start the gateway binary");
     let mut line = String::new();
@@ -141,8 +128,7 @@ async fn model_that_never_answers() -> (String, tokio::sync::mpsc::UnboundedRece
 }
 
 async fn get_json(url: &str) -> (u16, serde_json::Value) {
-    let response = reqwest::get(url).await.unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+    status_and_body(reqwest::Client::new().get(url)).await
 }
 
 /// Finding 4 of issue 10 ("runs stuck `running` after a crash"): after `kill -9` and a restart,
@@ -162,7 +148,7 @@ async fn runs_stuck_running_after_a_crash_are_recovered_at_restart() {
              api_key = \"sk-test\"\nbase_url = \"{model_url}\"\n"
         ),
     );
-    let (mut child, url) = start_binary(&config);
+    let (mut child, url) = start_binary(&config, "warn", Stdio::null());
     let http = reqwest::Client::new();
     let thread_id = "crash-thread";
     let created = http
@@ -172,18 +158,14 @@ async fn runs_stuck_running_after_a_crash_are_recovered_at_restart() {
         .await
         .unwrap();
     assert_eq!(created.status(), 200);
-    let run: serde_json::Value = http
-        .post(format!("{url}/api/threads/{thread_id}/runs"))
-        .json(&serde_json::json!({
-            "assistant_id": "lead_agent",
-            "input": {"messages": [{"role": "user", "content": "hello"}]},
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, run) = status_and_body(
+        http.post(format!("{url}/api/threads/{thread_id}/runs"))
+            .json(&serde_json::json!({
+                "assistant_id": "lead_agent",
+                "input": {"messages": [{"role": "user", "content": "hello"}]},
+            })),
+    )
+    .await;
     let run_id = run["run_id"].as_str().expect("a run id").to_string();
     let run_url = format!("{url}/api/threads/{thread_id}/runs/{run_id}");
     tokio::time::timeout(Duration::from_secs(30), model_calls.recv())
@@ -193,7 +175,7 @@ async fn runs_stuck_running_after_a_crash_are_recovered_at_restart() {
 
     child.kill().unwrap();
     child.wait().unwrap();
-    let (mut restarted, url) = start_binary(&config);
+    let (mut restarted, url) = start_binary(&config, "warn", Stdio::null());
     let run_url = format!("{url}/api/threads/{thread_id}/runs/{run_id}");
     let (_, run) = get_json(&run_url).await;
     assert_eq!(run["status"], "error", "{run}");

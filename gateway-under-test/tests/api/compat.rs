@@ -10,16 +10,9 @@ use crate::helpers::*;
 /// Owner, thread and one finished write/read run in it.
 async fn thread_with_run(gateway: &TestGateway) -> (TestClient, String, String) {
     gateway.model.push(write_read_script());
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
-    let run_id = transcript.frames[0].data["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let transcript = client.run_scenario(&thread_id).await;
+    let run_id = transcript.run_id().to_string();
     (client, thread_id, run_id)
 }
 
@@ -61,8 +54,7 @@ async fn call(client: &TestClient, method: &reqwest::Method, path: &str) -> (u16
 async fn another_users_thread_and_an_unknown_thread_are_404_on_every_route() {
     let gateway = spawn_gateway().await;
     let (_, thread_id, run_id) = thread_with_run(&gateway).await;
-    let mut stranger = gateway.client();
-    stranger.register().await;
+    let stranger = gateway.registered_client().await;
     for (method, path) in thread_routes(&thread_id, &run_id) {
         let (status, body) = call(&stranger, &method, &path).await;
         assert_eq!(
@@ -192,9 +184,7 @@ async fn the_catalog_routes_answer_from_the_configuration() {
 #[tokio::test]
 async fn upload_limits_are_the_configured_ones() {
     let gateway = spawn_gateway_configured(|config| config.uploads.max_files = 3).await;
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let (status, limits) = client
         .get(&format!("/api/threads/{thread_id}/uploads/limits"))
         .await;
@@ -218,9 +208,7 @@ async fn token_usage_sums_the_threads_finished_runs() {
     let mut answered = gateway_under_test::messages::Message::ai("done", Vec::new());
     answered.usage_metadata = Some(usage);
     gateway.model.push([Ok(answered.clone()), Ok(answered)]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     for prompt in ["one", "two"] {
         client.run_stream(&thread_id, prompt, json!({})).await;
     }
@@ -363,7 +351,7 @@ async fn a_run_records_what_it_changed_in_the_sandbox() {
     let quiet = client
         .run_stream(&thread_id, "just answer", json!({}))
         .await;
-    let quiet_run = quiet.frames[0].data["run_id"].as_str().unwrap();
+    let quiet_run = quiet.run_id();
     let (status, nothing) = client
         .get(&format!(
             "/api/threads/{thread_id}/runs/{quiet_run}/workspace-changes"
@@ -405,9 +393,7 @@ async fn search_values_hold_only_the_title() {
 async fn suggestions_ask_for_at_most_max_suggestions() {
     let gateway = spawn_gateway().await;
     gateway.model.push([answer("[\"a\", \"b\", \"c\", \"d\"]")]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let body = json!({"messages": [{"role": "user", "content": "hi"}], "n": 5});
     let (status, answer) = client
         .post(&format!("/api/threads/{thread_id}/suggestions"), body)
@@ -443,16 +429,12 @@ fn web_run_body(prompt: &str, thread_id: &str) -> Value {
 #[tokio::test]
 async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let values_only = values_only_shapes(&client, &gateway).await;
     gateway.model.push(write_read_script());
     let thread_id = client.create_thread().await;
     let web = client
-        .stream(
-            &format!("/api/threads/{thread_id}/runs/stream"),
-            web_run_body(SCENARIO_PROMPT, &thread_id),
-        )
+        .stream_run(&thread_id, web_run_body(SCENARIO_PROMPT, &thread_id))
         .await;
     assert_eq!(web.status, 200, "{}", web.raw);
 
@@ -535,12 +517,7 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
     assert_eq!(tuples, expected, "{}", web.raw);
 
     // The chunks of the answer carry the id of the AI message the state holds.
-    let final_ai = web.last_values()["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let final_ai = web.last_message();
     let answer_chunk = web
         .frames
         .iter()
@@ -577,7 +554,7 @@ async fn values_only_shapes(
     gateway.model.push(write_read_script());
     let thread_id = client.create_thread().await;
     client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
+        .run_scenario(&thread_id)
         .await
         .shapes()
         .into_iter()
@@ -591,14 +568,9 @@ async fn a_streamed_answer_keeps_the_models_own_message_id() {
     let mut recorded = gateway_under_test::messages::Message::ai("recorded answer", Vec::new());
     recorded.id = Some("lc_run--recorded-id".into());
     gateway.model.push([Ok(recorded)]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let web = client
-        .stream(
-            &format!("/api/threads/{thread_id}/runs/stream"),
-            web_run_body("hello", &thread_id),
-        )
+        .stream_run(&thread_id, web_run_body("hello", &thread_id))
         .await;
     let chunk_ids: Vec<&Value> = web
         .frames
@@ -607,12 +579,7 @@ async fn a_streamed_answer_keeps_the_models_own_message_id() {
         .map(|f| &f.data[0]["id"])
         .collect();
     assert_eq!(chunk_ids, [&json!("lc_run--recorded-id"); 2], "{}", web.raw);
-    let last = web.last_values()["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = web.last_message();
     assert_eq!(last["id"], "lc_run--recorded-id");
     gateway.stop().await;
 }

@@ -32,13 +32,7 @@ async fn busy_user(url: String, threads: usize) -> Vec<(String, String)> {
                 "{}",
                 transcript.raw
             );
-            (
-                thread_id,
-                transcript.frames[0].data["run_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-            )
+            (thread_id, transcript.run_id().to_string())
         }));
     }
     let mut done = Vec::new();
@@ -115,16 +109,9 @@ async fn a_restarted_gateway_on_the_same_home_serves_what_the_first_one_wrote() 
     let gateway = spawn_gateway().await;
     gateway.model.push(write_read_script());
     let home = gateway.home.clone();
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
-    let run_id = transcript.frames[0].data["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let transcript = client.run_scenario(&thread_id).await;
+    let run_id = transcript.run_id().to_string();
     gateway.stop().await;
 
     let restarted = spawn_gateway_with(GatewayOptions {

@@ -86,9 +86,7 @@ fn cases() -> Vec<Case> {
 #[tokio::test]
 async fn every_provoked_error_is_json_and_names_the_problem() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let mut failures = Vec::new();
     for case in cases() {
         let path = case.path.replace("{thread}", &thread_id);

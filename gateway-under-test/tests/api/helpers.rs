@@ -147,6 +147,20 @@ impl TestGateway {
         TestClient::new(self.url())
     }
 
+    /// A fresh client signed in as a newly registered user.
+    pub async fn registered_client(&self) -> TestClient {
+        let mut client = self.client();
+        client.register().await;
+        client
+    }
+
+    /// A newly registered user's client and a fresh thread of theirs.
+    pub async fn client_with_thread(&self) -> (TestClient, String) {
+        let client = self.registered_client().await;
+        let thread_id = client.create_thread().await;
+        (client, thread_id)
+    }
+
     /// Stops the server.
     pub async fn stop(self) {
         self.gateway
@@ -269,6 +283,22 @@ impl Transcript {
             .unwrap_or_else(|| panic!("no values frame in:\n{}", self.raw))
             .data
     }
+
+    /// The last message of the last `values` frame.
+    pub fn last_message(&self) -> &Value {
+        self.last_values()["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .unwrap_or_else(|| panic!("no message in the last values frame:\n{}", self.raw))
+    }
+
+    /// The run id of the leading `metadata` frame.
+    pub fn run_id(&self) -> &str {
+        self.frames
+            .first()
+            .and_then(|frame| frame.data["run_id"].as_str())
+            .unwrap_or_else(|| panic!("no metadata frame with a run_id in:\n{}", self.raw))
+    }
 }
 
 /// Parses an SSE body frame by frame, checking the contract's line order.
@@ -371,23 +401,12 @@ impl TestClient {
 
     /// POST JSON; returns status and body.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self
-            .request(reqwest::Method::POST, path)
-            .json(&body)
-            .send()
-            .await
-            .expect("POST");
-        status_and_json(response).await
+        status_and_body(self.request(reqwest::Method::POST, path).json(&body)).await
     }
 
     /// GET; returns status and body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
-            .request(reqwest::Method::GET, path)
-            .send()
-            .await
-            .expect("GET");
-        status_and_json(response).await
+        status_and_body(self.request(reqwest::Method::GET, path)).await
     }
 
     /// Creates a thread with a fresh UUID id.
@@ -427,13 +446,21 @@ impl TestClient {
         }
     }
 
+    /// Streams a run of `thread_id` from the whole request `body`.
+    pub async fn stream_run(&self, thread_id: &str, body: Value) -> Transcript {
+        self.stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
+            .await
+    }
+
     /// Streams the scenario-shaped run request with `prompt` and `context`.
     pub async fn run_stream(&self, thread_id: &str, prompt: &str, context: Value) -> Transcript {
-        self.stream(
-            &format!("/api/threads/{thread_id}/runs/stream"),
-            run_body(prompt, context),
-        )
-        .await
+        self.stream_run(thread_id, run_body(prompt, context)).await
+    }
+
+    /// Streams the write/read scenario's prompt with its `ultra` context.
+    pub async fn run_scenario(&self, thread_id: &str) -> Transcript {
+        self.run_stream(thread_id, SCENARIO_PROMPT, ultra_context())
+            .await
     }
 }
 
@@ -453,7 +480,10 @@ pub fn ultra_context() -> Value {
     json!({"is_bootstrap": false, "mode": "ultra", "thinking_enabled": true, "is_plan_mode": true, "subagent_enabled": true})
 }
 
-async fn status_and_json(response: reqwest::Response) -> (u16, Value) {
+/// Sends `request`; returns the status and the body as JSON (a body that is not JSON comes back
+/// as a JSON string, so an assertion on it shows the text).
+pub async fn status_and_body(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.expect("request");
     let status = response.status().as_u16();
     let text = response.text().await.expect("body");
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));

@@ -37,9 +37,7 @@ fn too_big_an_answer() -> String {
 #[tokio::test]
 async fn an_oversized_user_message_is_refused_with_413_naming_field_and_key() {
     let gateway = gateway_with_small_limits().await;
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let (status, body) = client
         .post(
             &format!("/api/threads/{thread_id}/runs/wait"),
@@ -103,15 +101,11 @@ async fn oversized_model_output_never_enters_the_state() {
     ];
     for row in rows {
         let gateway = gateway_with_small_limits().await;
-        let mut client = gateway.client();
-        client.register().await;
-        let thread_id = client.create_thread().await;
+        let (client, thread_id) = gateway.client_with_thread().await;
         gateway.model.push(row.script);
         let mut body = run_body("hi", ultra_context());
         body["stream_mode"] = row.stream_mode;
-        let transcript = client
-            .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
-            .await;
+        let transcript = client.stream_run(&thread_id, body).await;
         let state = client
             .get(&format!("/api/threads/{thread_id}/state"))
             .await

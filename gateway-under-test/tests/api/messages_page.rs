@@ -6,7 +6,6 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-use gateway_under_test::run_status::{MultitaskStrategy, RunStatus};
 use gateway_under_test::store::{NewEvent, RunRecord};
 
 use crate::helpers::*;
@@ -67,19 +66,13 @@ fn event(run_id: &str, row: Row) -> NewEvent {
 
 fn run_record(run_id: &str, thread_id: &str, owner_id: &str) -> RunRecord {
     RunRecord {
-        run_id: run_id.into(),
-        thread_id: thread_id.into(),
-        owner_id: owner_id.into(),
-        assistant_id: "lead_agent".into(),
-        status: RunStatus::Success,
-        metadata: json!({}),
-        kwargs: json!({}),
-        multitask_strategy: MultitaskStrategy::Reject,
-        error: None,
-        stop_reason: None,
-        counters: json!({}),
-        created_at: "2026-01-01T00:00:00.000000+00:00".into(),
         updated_at: "2026-01-01T00:00:03.500000+00:00".into(),
+        ..RunRecord::seeded(
+            run_id,
+            thread_id,
+            owner_id,
+            "2026-01-01T00:00:00.000000+00:00",
+        )
     }
 }
 

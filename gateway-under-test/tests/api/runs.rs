@@ -10,18 +10,11 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-async fn ready_client(gateway: &TestGateway) -> (TestClient, String) {
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
-    (client, thread_id)
-}
-
 #[tokio::test]
 async fn run_requests_are_validated_with_the_contract_errors() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("ok");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let path = format!("/api/threads/{thread_id}/runs/stream");
     let with = |patch: Value| {
         let mut body = run_body("hi", json!({}));
@@ -92,7 +85,7 @@ async fn run_requests_are_validated_with_the_contract_errors() {
 async fn streams_carry_the_contract_headers_ids_and_end_frame() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("hello");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let transcript = client
         .run_stream(&thread_id, "hi", json!({"mode": "flash"}))
         .await;
@@ -100,10 +93,7 @@ async fn streams_carry_the_contract_headers_ids_and_end_frame() {
     assert_eq!(headers["content-type"], "text/event-stream");
     assert_eq!(headers["cache-control"], "no-cache");
     assert_eq!(headers["x-accel-buffering"], "no");
-    let run_id = transcript.frames[0].data["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run_id = transcript.run_id().to_string();
     assert_eq!(
         headers["content-location"],
         format!("/api/threads/{thread_id}/runs/{run_id}").as_str()
@@ -136,7 +126,7 @@ async fn streams_carry_the_contract_headers_ids_and_end_frame() {
 async fn the_recursion_limit_is_clamped_and_enforced() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("ok");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let mut body = run_body("hi", json!({}));
     body["config"] = json!({"recursion_limit": 5000});
     let (status, run) = client
@@ -153,9 +143,7 @@ async fn the_recursion_limit_is_clamped_and_enforced() {
     )]);
     let mut body = run_body("again", json!({}));
     body["config"] = json!({"recursion_limit": 3});
-    let transcript = client
-        .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
-        .await;
+    let transcript = client.stream_run(&thread_id, body).await;
     let events = transcript.events();
     assert_eq!(events[events.len() - 2], "error", "{}", transcript.raw);
     assert_eq!(
@@ -171,7 +159,7 @@ async fn a_concurrent_run_is_rejected_with_409() {
     let gateway = spawn_gateway().await;
     gateway.model.set_delay(400);
     gateway.model.answer_always("slow");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let (status, first) = client
         .post(
             &format!("/api/threads/{thread_id}/runs"),
@@ -207,7 +195,7 @@ async fn a_concurrent_run_is_rejected_with_409() {
 async fn background_wait_list_get_join_and_cancel() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("done");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let base = format!("/api/threads/{thread_id}/runs");
     let (status, values) = client
         .post(&format!("{base}/wait"), run_body("first", json!({})))
@@ -269,11 +257,9 @@ async fn background_wait_list_get_join_and_cancel() {
 async fn reconnecting_with_last_event_id_replays_the_rest_or_reports_a_gap() {
     let gateway = spawn_gateway_configured(|config| config.runs.stream_buffer_events = 4).await;
     gateway.model.push(write_read_script());
-    let (client, thread_id) = ready_client(&gateway).await;
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap();
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let transcript = client.run_scenario(&thread_id).await;
+    let run_id = transcript.run_id();
     let join = |cursor: String| {
         client
             .request(
@@ -314,7 +300,7 @@ async fn a_disconnecting_client_cancels_the_run_unless_asked_to_continue() {
         let gateway = spawn_gateway().await;
         gateway.model.set_delay(300);
         gateway.model.answer_always("late answer");
-        let (client, thread_id) = ready_client(&gateway).await;
+        let (client, thread_id) = gateway.client_with_thread().await;
         let mut body = run_body("hi", json!({}));
         body["on_disconnect"] = json!(on_disconnect);
         let response = client
@@ -348,7 +334,7 @@ async fn idle_streams_send_heartbeat_comments() {
     let gateway = spawn_gateway_configured(|config| config.runs.heartbeat_seconds = 1).await;
     gateway.model.set_delay(1_600);
     gateway.model.answer_always("eventually");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let transcript = client.run_stream(&thread_id, "hi", json!({})).await;
     assert!(
         transcript.raw.contains("\n\n: heartbeat\n\n"),
@@ -365,7 +351,7 @@ async fn a_failing_model_ends_in_a_fallback_message_with_status_error_and_no_err
     gateway
         .model
         .push([Err(ModelError::new("APIStatusError", "upstream said no"))]);
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let transcript = client.run_stream(&thread_id, "hi", json!({})).await;
     assert!(
         !transcript.events().contains(&"error"),
@@ -373,12 +359,7 @@ async fn a_failing_model_ends_in_a_fallback_message_with_status_error_and_no_err
         transcript.raw
     );
     assert_eq!(*transcript.events().last().unwrap(), "end");
-    let last = transcript.last_values()["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = transcript.last_message();
     assert_eq!(last["content"], "LLM request failed: upstream said no");
     assert_eq!(last["additional_kwargs"]["deerflow_error_fallback"], true);
     assert_eq!(last["additional_kwargs"]["error_reason"], "generic");
@@ -386,7 +367,7 @@ async fn a_failing_model_ends_in_a_fallback_message_with_status_error_and_no_err
         last["additional_kwargs"]["error_detail"],
         "upstream said no"
     );
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap();
+    let run_id = transcript.run_id();
     let (_, run) = client
         .get(&format!("/api/threads/{thread_id}/runs/{run_id}"))
         .await;
@@ -435,12 +416,10 @@ async fn retryable_failures_are_retried_with_llm_retry_events() {
         gateway
             .model
             .push(std::iter::repeat_n(Err(error.clone()), 5));
-        let (client, thread_id) = ready_client(&gateway).await;
+        let (client, thread_id) = gateway.client_with_thread().await;
         let mut body = run_body("hi", json!({}));
         body["stream_mode"] = json!(["values", "custom"]);
-        let transcript = client
-            .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
-            .await;
+        let transcript = client.stream_run(&thread_id, body).await;
         assert_eq!(gateway.model.requests().len(), calls, "{class:?}");
         let retries: Vec<&Frame> = transcript
             .frames
@@ -468,12 +447,7 @@ async fn retryable_failures_are_retried_with_llm_retry_events() {
             );
             assert_eq!(first.data["reason"], class.as_str());
         }
-        let last = transcript.last_values()["messages"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone();
+        let last = transcript.last_message();
         assert_eq!(last["additional_kwargs"]["error_reason"], class.as_str());
         gateway.stop().await;
     }
@@ -483,11 +457,9 @@ async fn retryable_failures_are_retried_with_llm_retry_events() {
 async fn the_journal_serves_run_messages_with_pagination_and_turn_duration() {
     let gateway = spawn_gateway().await;
     gateway.model.push(write_read_script());
-    let (client, thread_id) = ready_client(&gateway).await;
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap();
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let transcript = client.run_scenario(&thread_id).await;
+    let run_id = transcript.run_id();
     let path = format!("/api/threads/{thread_id}/runs/{run_id}/messages");
     let (status, page) = client.get(&path).await;
     assert_eq!(status, 200);
@@ -559,12 +531,10 @@ async fn the_journal_serves_run_messages_with_pagination_and_turn_duration() {
 async fn updates_and_messages_modes_stream_their_own_frames() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("streamed words");
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let mut body = run_body("hi", json!({}));
     body["stream_mode"] = json!(["updates", "messages-tuple"]);
-    let transcript = client
-        .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
-        .await;
+    let transcript = client.stream_run(&thread_id, body).await;
     let events = transcript.events();
     assert!(!events.contains(&"values"));
     let updates: Vec<&Frame> = transcript
@@ -597,7 +567,7 @@ async fn a_second_run_continues_the_same_thread() {
     gateway
         .model
         .push([answer("first answer"), answer("second answer")]);
-    let (client, thread_id) = ready_client(&gateway).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     client
         .run_stream(&thread_id, "first question", json!({}))
         .await;

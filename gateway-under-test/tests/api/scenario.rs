@@ -49,13 +49,9 @@ fn contract_shapes() -> Vec<(String, Option<Vec<String>>)> {
 async fn the_write_read_file_scenario_streams_exactly_the_contract_sequence() {
     let gateway = spawn_gateway().await;
     gateway.model.push(write_read_script());
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
 
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
+    let transcript = client.run_scenario(&thread_id).await;
 
     assert_eq!(transcript.status, 200, "{}", transcript.raw);
     assert_eq!(
@@ -89,12 +85,8 @@ async fn the_write_read_file_scenario_streams_exactly_the_contract_sequence() {
 async fn the_model_sees_the_sanitised_user_input_named_user_input_after_the_hidden_reminder() {
     let gateway = spawn_gateway().await;
     gateway.model.push(write_read_script());
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
-    client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
+    let (client, thread_id) = gateway.client_with_thread().await;
+    client.run_scenario(&thread_id).await;
 
     let requests = gateway.model.requests();
     assert_eq!(requests.len(), 3, "three lead-agent model calls");
@@ -143,12 +135,8 @@ async fn the_model_sees_the_sanitised_user_input_named_user_input_after_the_hidd
 async fn state_is_stored_per_step_and_readable_after_the_run() {
     let gateway = spawn_gateway().await;
     gateway.model.push(write_read_script());
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
-    let transcript = client
-        .run_stream(&thread_id, SCENARIO_PROMPT, ultra_context())
-        .await;
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let transcript = client.run_scenario(&thread_id).await;
 
     let (status, state) = client.get(&format!("/api/threads/{thread_id}/state")).await;
     assert_eq!(status, 200);

@@ -17,8 +17,7 @@ fn seed_body(thread_id: &str) -> Value {
 }
 
 async fn seed_status(gateway: &TestGateway) -> u16 {
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     client
         .post("/api/test-only/seed-runs", seed_body("e2e-multi-run-x"))
         .await
@@ -66,16 +65,21 @@ fn only_the_variable_set_to_1_asks_for_the_route() {
     }
 }
 
+/// A gateway with the seed route mounted, as the launcher mounts it.
 #[cfg(feature = "test-seed")]
-#[tokio::test]
-async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoint() {
-    let gateway = spawn_gateway_with(GatewayOptions {
+async fn gateway_with_the_seed_route() -> TestGateway {
+    spawn_gateway_with(GatewayOptions {
         extend: Box::new(|builder| builder.test_seed_route(true)),
         ..Default::default()
     })
-    .await;
-    let mut client = gateway.client();
-    client.register().await;
+    .await
+}
+
+#[cfg(feature = "test-seed")]
+#[tokio::test]
+async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoint() {
+    let gateway = gateway_with_the_seed_route().await;
+    let client = gateway.registered_client().await;
     let thread_id = "e2e-multi-run-1";
     let (status, body) = client
         .post("/api/test-only/seed-runs", seed_body(thread_id))
@@ -123,8 +127,7 @@ async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoi
         404,
         "no checkpoint, no thread row"
     );
-    let mut stranger = gateway.client();
-    stranger.register().await;
+    let stranger = gateway.registered_client().await;
     let (_, theirs) = stranger
         .get(&format!("/api/threads/{thread_id}/runs"))
         .await;
@@ -135,13 +138,8 @@ async fn seeded_runs_are_listed_newest_first_with_their_messages_and_no_checkpoi
 #[cfg(feature = "test-seed")]
 #[tokio::test]
 async fn a_seeded_thread_has_a_message_page_and_an_empty_history() {
-    let gateway = spawn_gateway_with(GatewayOptions {
-        extend: Box::new(|builder| builder.test_seed_route(true)),
-        ..Default::default()
-    })
-    .await;
-    let mut client = gateway.client();
-    client.register().await;
+    let gateway = gateway_with_the_seed_route().await;
+    let client = gateway.registered_client().await;
     let thread_id = "e2e-multi-run-page";
     assert_eq!(
         client
@@ -179,8 +177,7 @@ async fn a_seeded_thread_has_a_message_page_and_an_empty_history() {
             .await,
         (200, json!([]))
     );
-    let mut stranger = gateway.client();
-    stranger.register().await;
+    let stranger = gateway.registered_client().await;
     assert_eq!(
         stranger
             .get(&format!("/api/threads/{thread_id}/messages/page"))

@@ -27,9 +27,7 @@ fn database_bytes(home: &std::path::Path) -> u64 {
 async fn storage_grows_with_what_was_said_not_with_steps() {
     for steps in [1_usize, 10, 100] {
         let gateway = spawn_gateway().await;
-        let mut client = gateway.client();
-        client.register().await;
-        let thread_id = client.create_thread().await;
+        let (client, thread_id) = gateway.client_with_thread().await;
         let before = database_bytes(gateway.home.path());
         let chunk = "x".repeat(TOTAL_CONTENT_BYTES / steps);
         gateway.model.push((0..steps).map(|step| {
@@ -43,9 +41,7 @@ async fn storage_grows_with_what_was_said_not_with_steps() {
         gateway.model.push([answer("done")]);
         let mut body = crate::helpers::run_body("write the parts", ultra_context());
         body["config"]["recursion_limit"] = json!(1000);
-        let transcript = client
-            .stream(&format!("/api/threads/{thread_id}/runs/stream"), body)
-            .await;
+        let transcript = client.stream_run(&thread_id, body).await;
         assert_eq!(
             transcript.events().last(),
             Some(&"end"),

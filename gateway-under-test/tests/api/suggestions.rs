@@ -11,9 +11,7 @@ async fn suggestions_call_the_model_as_suggest_agent_and_parse_its_list() {
     gateway.model.push([answer(
         "<think>hmm</think>```json\n[\"What else?\", \"Why?\", \"How?\", \"Four?\"]\n```",
     )]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let body = json!({"messages": [
         {"role": "user", "content": " write a note "},
         {"role": "assistant", "content": "done"},
@@ -41,9 +39,7 @@ async fn suggestions_call_the_model_as_suggest_agent_and_parse_its_list() {
 async fn suggestions_degrade_to_an_empty_list() {
     let gateway = spawn_gateway().await;
     gateway.model.push([answer("no list at all")]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let path = format!("/api/threads/{thread_id}/suggestions");
     let body = json!({"messages": [{"role": "user", "content": "hi"}]});
     assert_eq!(
@@ -72,9 +68,7 @@ async fn a_title_model_is_called_once_with_the_title_prompt_as_middleware_title(
     gateway
         .model
         .push([answer("Hello there"), answer("  \"Greeting Chat\"\n")]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let transcript = client.run_stream(&thread_id, "say hello", json!({})).await;
     assert_eq!(transcript.last_values()["title"], "Greeting Chat");
     let requests = gateway.model.requests();
@@ -88,7 +82,7 @@ async fn a_title_model_is_called_once_with_the_title_prompt_as_middleware_title(
     );
     let (_, thread) = client.get(&format!("/api/threads/{thread_id}")).await;
     assert_eq!(thread["values"]["title"], "Greeting Chat");
-    let run_id = transcript.frames[0].data["run_id"].as_str().unwrap();
+    let run_id = transcript.run_id();
     let (_, rows) = client
         .get(&format!("/api/threads/{thread_id}/runs/{run_id}/messages"))
         .await;
@@ -109,9 +103,7 @@ async fn a_failing_title_model_falls_back_to_the_local_title() {
         spawn_gateway_configured(|config| config.title.model_name = Some("scripted-model".into()))
             .await;
     gateway.model.push([answer("Hello there")]);
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let transcript = client.run_stream(&thread_id, "say hello", json!({})).await;
     assert_eq!(transcript.last_values()["title"], "say hello");
     gateway.stop().await;

@@ -8,8 +8,7 @@ use crate::helpers::*;
 #[tokio::test]
 async fn create_is_idempotent_and_strips_owner_keys() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let body = json!({"thread_id": "my-thread_1", "metadata": {"owner_id": "x", "user_id": "y", "topic": "t"}});
     let (status, first) = client.post("/api/threads", body.clone()).await;
     assert_eq!(status, 200);
@@ -45,8 +44,7 @@ async fn create_is_idempotent_and_strips_owner_keys() {
 #[tokio::test]
 async fn bad_thread_ids_are_422() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     for bad in ["has space", "slash/es", &"x".repeat(65), ""] {
         let (status, _) = client
             .post("/api/threads", json!({"thread_id": bad, "metadata": {}}))
@@ -70,11 +68,8 @@ async fn bad_thread_ids_are_422() {
 #[tokio::test]
 async fn another_users_thread_is_a_404_everywhere() {
     let gateway = spawn_gateway().await;
-    let mut alice = gateway.client();
-    alice.register().await;
-    let thread_id = alice.create_thread().await;
-    let mut bob = gateway.client();
-    bob.register().await;
+    let (alice, thread_id) = gateway.client_with_thread().await;
+    let bob = gateway.registered_client().await;
     let not_found = json!({"detail": format!("Thread {thread_id} not found")});
     for path in [
         format!("/api/threads/{thread_id}"),
@@ -112,8 +107,7 @@ async fn another_users_thread_is_a_404_everywhere() {
 #[tokio::test]
 async fn a_missing_thread_is_404_for_runs() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let (status, body) = client
         .post("/api/threads/nope/runs/stream", run_body("hi", json!({})))
         .await;
@@ -127,9 +121,7 @@ async fn a_missing_thread_is_404_for_runs() {
 #[tokio::test]
 async fn state_before_any_run_and_state_updates() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     let (status, state) = client.get(&format!("/api/threads/{thread_id}/state")).await;
     assert_eq!(status, 200);
     let keys: Vec<&String> = state.as_object().unwrap().keys().collect();
@@ -176,9 +168,7 @@ async fn state_before_any_run_and_state_updates() {
 async fn history_validates_its_limit_and_pages_with_before() {
     let gateway = spawn_gateway().await;
     gateway.model.answer_always("done");
-    let mut client = gateway.client();
-    client.register().await;
-    let thread_id = client.create_thread().await;
+    let (client, thread_id) = gateway.client_with_thread().await;
     client
         .run_stream(&thread_id, "hello", json!({"mode": "flash"}))
         .await;
@@ -215,8 +205,7 @@ async fn history_validates_its_limit_and_pages_with_before() {
 #[tokio::test]
 async fn search_patch_and_delete() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let a = client.create_thread().await;
     let (_, _) = client
         .post(

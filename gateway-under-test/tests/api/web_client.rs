@@ -142,8 +142,7 @@ async fn a_signed_in_page_reaches_the_api_and_an_unknown_route_is_a_json_404() {
     let folder = tempfile::tempdir().unwrap();
     let dist = client_build(folder.path());
     let gateway = spawn_gateway_configured(move |config| config.server.web_dir = Some(dist)).await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     let (status, models) = client.get("/api/models").await;
     assert_eq!(status, 200, "{models}");
     assert_eq!(models["models"][0]["name"], "scripted-model", "{models}");
@@ -161,8 +160,7 @@ async fn a_signed_in_page_reaches_the_api_and_an_unknown_route_is_a_json_404() {
 #[tokio::test]
 async fn without_a_web_dir_the_gateway_serves_no_page() {
     let gateway = spawn_gateway().await;
-    let mut client = gateway.client();
-    client.register().await;
+    let client = gateway.registered_client().await;
     for path in ["/", "/chats/x", "/index.html"] {
         let (status, body) = client.get(path).await;
         assert_eq!(status, 404, "{path}: {body}");

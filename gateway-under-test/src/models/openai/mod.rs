@@ -269,6 +269,11 @@ impl OpenAiChatModel {
     async fn invoke_inner(&self, request: &ModelRequest) -> Result<Message, ModelError> {
         let body = wire::request_body(&self.model, request, &self.settings, false);
         let response = self.post(&body, false).await?;
+        self.read_completion(response).await
+    }
+
+    /// Reads a whole (non-streamed) chat completion body as the answer message.
+    async fn read_completion(&self, response: reqwest::Response) -> Result<Message, ModelError> {
         let bytes = response
             .bytes()
             .await
@@ -293,17 +298,7 @@ impl OpenAiChatModel {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().starts_with("application/json"));
         if is_json {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|err| transport_error(err, true))?;
-            let answer: Value = serde_json::from_slice(&bytes).map_err(|err| {
-                ModelError::new(
-                    "APIResponseValidationError",
-                    format!("the provider's answer is not valid JSON: {err}"),
-                )
-            })?;
-            let message = wire::parse_completion(&answer, &self.model)?;
+            let message = self.read_completion(response).await?;
             return Ok(Box::pin(futures::stream::iter(one_chunk_events(&message))));
         }
         let bytes = response
