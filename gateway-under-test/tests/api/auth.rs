@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 #[tokio::test]
 async fn register_returns_201_the_user_and_the_three_cookies() {

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::helpers::status_and_body;
+use crate::vocabulary::status_and_body;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_gateway-under-test");
 

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 /// Owner, thread and one finished write/read run in it.
 async fn thread_with_run(gateway: &TestGateway) -> (TestClient, String, String) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 /// One user on one gateway runs `runs` scenario runs on `threads` threads, in parallel.
 async fn busy_user(url: String, threads: usize) -> Vec<(String, String)> {

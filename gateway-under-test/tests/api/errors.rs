@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{run_body, spawn_gateway};
+use crate::vocabulary::{run_body, spawn_gateway};
 
 struct Case {
     name: &'static str,

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_langgraph_sdk_streams_lists_and_reads_state() {

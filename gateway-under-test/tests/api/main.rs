@@ -1,7 +1,7 @@
 //! API tests for `gateway-under-test`: every route over real HTTP on 127.0.0.1, with a scripted
 //! model, and the check of the crate's module layers. One binary, one module per topic.
 
-mod helpers;
+mod vocabulary;
 
 mod auth;
 mod binary;

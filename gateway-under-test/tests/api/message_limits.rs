@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{
+use crate::vocabulary::{
     GatewayOptions, TestGateway, answer, run_body, spawn_gateway_with, tool_call, ultra_context,
 };
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use gateway_under_test::store::{NewEvent, RunRecord};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 /// One journal row: which run wrote it and what it is.
 #[derive(Debug, Clone, Copy)]

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use gateway_under_test::models::{ErrorClass, ModelError};
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 #[tokio::test]
 async fn run_requests_are_validated_with_the_contract_errors() {

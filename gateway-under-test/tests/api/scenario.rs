@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 fn keys(list: &[&str]) -> Option<Vec<String>> {
     Some(list.iter().map(|k| k.to_string()).collect())

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 fn seed_body(thread_id: &str) -> Value {
     json!({"thread_id": thread_id, "runs": [

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 /// Longest wait for the server to act; the configured timeouts are 1 s.
 const BOUND: Duration = Duration::from_secs(15);

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{answer, spawn_gateway, tool_call, ultra_context};
+use crate::vocabulary::{answer, spawn_gateway, tool_call, ultra_context};
 
 /// Total bytes written by each run, split evenly over its tool steps.
 const TOTAL_CONTENT_BYTES: usize = 200 * 1024;
@@ -39,7 +39,7 @@ async fn storage_grows_with_what_was_said_not_with_steps() {
             )
         }));
         gateway.model.push([answer("done")]);
-        let mut body = crate::helpers::run_body("write the parts", ultra_context());
+        let mut body = crate::vocabulary::run_body("write the parts", ultra_context());
         body["config"]["recursion_limit"] = json!(1000);
         let transcript = client.stream_run(&thread_id, body).await;
         assert_eq!(

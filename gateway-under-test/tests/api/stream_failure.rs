@@ -13,7 +13,7 @@ use gateway_under_test::models::{
 };
 use serde_json::{Value, json};
 
-use crate::helpers::{GatewayOptions, run_body, spawn_gateway_with, ultra_context};
+use crate::vocabulary::{GatewayOptions, run_body, spawn_gateway_with, ultra_context};
 
 /// Streams two text deltas and then fails (transient) on its first call; answers in one piece
 /// after that.

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 #[tokio::test]
 async fn suggestions_call_the_model_as_suggest_agent_and_parse_its_list() {

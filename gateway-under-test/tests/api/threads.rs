@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 #[tokio::test]
 async fn create_is_idempotent_and_strips_owner_keys() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use reqwest::Method;
 use reqwest::header::{CACHE_CONTROL, CONTENT_TYPE};
 
-use crate::helpers::*;
+use crate::vocabulary::*;
 
 const INDEX: &str = "<!doctype html><html><body><div id=\"root\"></div></body></html>";
 const BUNDLE: &str = "console.log('client');";
