@@ -5,8 +5,9 @@
 //!   `header_read_timeout_secs` of the server waiting for them is closed (hyper's
 //!   `header_read_timeout`, which also ends idle keep-alive connections).
 //! - **Request-body timeout**: a request body that sends nothing for `request_body_timeout_secs`
-//!   fails the request ([`tower_http::timeout::TimeoutBody`]); the handler answers its error and
-//!   the connection, whose body was not read to the end, is closed.
+//!   fails the request ([`tower_http::timeout::TimeoutBody`]); the handler answers 408 (the
+//!   body extractors of `http` tell a timeout from bad content) and the connection, whose body
+//!   was not read to the end, is closed.
 //! - **Connection bound**: at most `max_connections` connections are served at once; the loop
 //!   accepts the next one only when one has closed, so further clients wait in the listen
 //!   backlog instead of costing memory and descriptors.

@@ -20,7 +20,7 @@ use crate::auth::{
     session_cookies, token_id, validate_email, validate_password,
 };
 use crate::http::guard::{CurrentUser, header, is_https, request_cookie};
-use crate::http::{ApiError, ApiJson};
+use crate::http::{ApiError, ApiJson, form_rejection};
 use crate::store::{Store, StoreError, UserRecord};
 
 pub(super) fn routes() -> Router<App> {
@@ -172,7 +172,7 @@ async fn login(
     headers: HeaderMap,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Result<Response, ApiError> {
-    let Form(form) = form.map_err(|err| ApiError::validation("form", err.body_text()))?;
+    let Form(form) = form.map_err(form_rejection)?;
     let client = client_ip(
         peer.ip(),
         header(&headers, "x-real-ip"),

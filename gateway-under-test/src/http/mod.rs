@@ -21,7 +21,7 @@ mod web_client;
 
 use std::sync::Arc;
 
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::{FormRejection, JsonRejection};
 use axum::extract::{DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
@@ -201,7 +201,34 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return body_too_large();
     }
+    if body_timed_out(&rejection) {
+        return body_timeout();
+    }
     ApiError::validation("json", rejection.body_text())
+}
+
+/// A form body's rejection: 408 when the body stopped arriving, else a 422 naming the form.
+pub(crate) fn form_rejection(rejection: FormRejection) -> ApiError {
+    if body_timed_out(&rejection) {
+        return body_timeout();
+    }
+    ApiError::validation("form", rejection.body_text())
+}
+
+/// Whether reading the body failed because the request-body timeout of `serve.rs` fired
+/// (`tower_http`'s `TimeoutError` somewhere in the rejection's sources).
+fn body_timed_out(rejection: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(rejection), |error| error.source())
+        .any(|error| error.is::<tower_http::timeout::TimeoutError>())
+}
+
+/// The answer to a body that stopped arriving: the client was too slow, and its content was
+/// never judged, so 408 rather than a 422 that would blame the content.
+fn body_timeout() -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "The request body did not arrive within the request-body timeout",
+    )
 }
 
 /// The largest request body the gateway reads (axum's default limit, stated here so that the
