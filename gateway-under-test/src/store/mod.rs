@@ -4,13 +4,15 @@
 //! One dedicated thread owns the `rusqlite::Connection`; async callers send it closures over a
 //! channel and await the answer, so blocking SQLite calls never stall the async workers and writes
 //! are serialised. Every [`Store`] is opened on its own folder, so
-//! gateways with different homes never share a database.
+//! gateways with different homes never share a database, and a folder's owner lock
+//! (`owner_lock`) keeps a second gateway off a database that one has open.
 //!
 //! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered
 //! migrations, `sql` the shared query helpers, and one module per table holds its SQL.
 
 mod checkpoints;
 mod events;
+mod owner_lock;
 mod private_files;
 mod runs;
 mod schema;
@@ -24,10 +26,12 @@ mod worker;
 mod tests;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
+use owner_lock::OwnerLock;
 use sql::write_transaction;
 use worker::DbThread;
 
@@ -67,6 +71,17 @@ pub enum StoreError {
     /// The database thread is gone (the store was closed).
     #[error("the database thread has stopped")]
     Closed,
+    /// Another gateway (in this process or another) has the database open.
+    #[error(
+        "database folder {dir} is in use by another gateway (it holds {lock} there); give each \
+         gateway its own home or `database.sqlite_dir`"
+    )]
+    InUse {
+        /// The database folder.
+        dir: std::path::PathBuf,
+        /// The lock file's name in it.
+        lock: std::path::PathBuf,
+    },
 }
 
 /// A registered user.
@@ -255,10 +270,12 @@ pub struct EventQuery {
     pub limit: usize,
 }
 
-/// A cheap, cloneable handle to the database thread.
+/// A cheap, cloneable handle to the database thread. The handles together hold the database
+/// folder's owner lock, so no second gateway opens the same database while one is open.
 #[derive(Debug, Clone)]
 pub struct Store {
     db: DbThread,
+    _owner: Arc<OwnerLock>,
 }
 
 impl Store {
@@ -266,13 +283,16 @@ impl Store {
     /// and runs the numbered migrations in a transaction, bumping `PRAGMA user_version`.
     ///
     /// A missing `dir` is created `0700` and a missing database file `0600` (before the umask);
-    /// SQLite gives its WAL and shared-memory files the database file's mode.
+    /// SQLite gives its WAL and shared-memory files the database file's mode. A folder another
+    /// open store holds is [`StoreError::InUse`].
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let io_error = |source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
         };
         private_files::create_dir(dir).map_err(io_error)?;
+        // Before the database is touched: a second gateway must not even migrate it.
+        let owner = OwnerLock::take(dir)?;
         let file = dir.join(DATABASE_FILE);
         private_files::create_file(&file).map_err(io_error)?;
         // Migrating before the thread starts means no query can ever see an old schema.
@@ -282,6 +302,7 @@ impl Store {
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,
+            _owner: Arc::new(owner),
         })
     }
 

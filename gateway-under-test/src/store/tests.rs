@@ -171,6 +171,27 @@ fn open_under_a_file_is_an_io_error_naming_the_folder() {
     }
 }
 
+#[test]
+fn a_database_open_in_one_store_is_refused_to_a_second_until_the_first_closes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = Store::open(dir.path()).expect("first open");
+    let handle = first.clone();
+    drop(first);
+    match Store::open(dir.path()) {
+        Err(error @ StoreError::InUse { .. }) => {
+            let message = error.to_string();
+            assert!(
+                message.contains(&dir.path().display().to_string())
+                    && message.contains("deerflow.db.lock"),
+                "the error names the folder and its lock: {message}"
+            );
+        }
+        other => panic!("a second store on an open database: {other:?}"),
+    }
+    drop(handle);
+    Store::open(dir.path()).expect("open again once every handle of the first is gone");
+}
+
 #[tokio::test]
 async fn two_stores_do_not_share_data() {
     let (_dir_a, a) = open_temp();
@@ -200,8 +221,10 @@ async fn two_stores_do_not_share_data() {
 
 #[tokio::test]
 async fn a_stopped_database_thread_is_reported_as_closed() {
+    let dir = tempfile::tempdir().expect("temp dir");
     let store = Store {
         db: DbThread::stopped(),
+        _owner: Arc::new(OwnerLock::take(dir.path()).expect("lock")),
     };
     assert!(matches!(store.count_users().await, Err(StoreError::Closed)));
     assert!(matches!(

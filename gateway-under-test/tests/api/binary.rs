@@ -1,6 +1,8 @@
 //! The binary: `gateway-under-test --config FILE --port 0` serves on 127.0.0.1, prints its
-//! address, and exits cleanly on Ctrl-C (SIGINT), logging to a pipe without colour codes; a bad config names the key and exits non-zero;
-//! after `kill -9` mid-run, the restarted binary finishes the interrupted run as `error`.
+//! address, and exits cleanly on Ctrl-C (SIGINT), logging to a pipe without colour codes; a bad
+//! config names the key and exits non-zero; after `kill -9` mid-run, the restarted binary
+//! finishes the interrupted run as `error`; a second binary on a running one's home refuses to
+//! start.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -73,6 +75,48 @@ fn a_bad_config_exits_non_zero_naming_the_key() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("auth.token_expiry_days"), "{stderr}");
+}
+
+/// Two gateways on one database would each finish the other's live runs as crash leftovers at
+/// start: the second process refuses to start, naming the folder, while the first serves on.
+#[tokio::test]
+async fn a_second_gateway_on_the_same_home_exits_non_zero_naming_the_database_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "home = \"home\"\n[auth.password_hash]\nmemory_kib = 8\niterations = 1\nparallelism = 1\n",
+    );
+    let (mut first, url) = start_binary(&config, "warn", Stdio::null());
+    let mut second = Command::new(BINARY)
+        .args(["--config", config.to_str().unwrap(), "--port", "0"])
+        .env_remove("DEER_FLOW_HOME")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("Failed to start the gateway binary");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            second.kill().unwrap();
+            second.wait().unwrap();
+            first.kill().unwrap();
+            panic!("the second gateway still runs after 30 s on a home in use");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains("home/db") && stderr.contains("in use by another gateway"),
+        "{stderr}"
+    );
+    assert_eq!(get_json(&format!("{url}/health")).await.0, 200);
+    first.kill().unwrap();
+    first.wait().unwrap();
 }
 
 #[test]
