@@ -63,8 +63,6 @@ pub struct Recorded {
     pub transcripts: Vec<RunTranscript>,
     /// The suggestions answer after each run.
     pub suggestions: Vec<Value>,
-    /// The raw recording.
-    pub recording_path: PathBuf,
     /// The scenario metadata beside it.
     pub meta_path: PathBuf,
 }
@@ -127,7 +125,6 @@ pub async fn record_scenario(
         summary,
         transcripts,
         suggestions,
-        recording_path: recording_path.to_path_buf(),
         meta_path,
     })
 }

@@ -131,11 +131,6 @@ pub struct WebVerdict {
 }
 
 impl WebVerdict {
-    /// Whether every check passes.
-    pub fn passes(&self) -> bool {
-        self.problems().is_empty()
-    }
-
     /// One line per failed check: requests, framing, misses, model errors, unused turns.
     pub fn problems(&self) -> Vec<String> {
         let mut problems: Vec<String> = self
@@ -350,7 +345,7 @@ mod tests {
                 "recorded turns [3]",
             ),
         ];
-        assert!(clean().passes());
+        assert!(clean().problems().is_empty());
         for (name, spoil, expected) in cases {
             let mut verdict = clean();
             spoil(&mut verdict);

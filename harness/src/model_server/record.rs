@@ -71,8 +71,6 @@ pub struct RecordedFixture {
     pub fixture: Fixture,
     /// One line per recorded call.
     pub summary: Vec<TurnSummary>,
-    /// The recording it was built from.
-    pub recording: PathBuf,
 }
 
 /// The recording proxy.
@@ -165,7 +163,6 @@ impl Recorder {
         Ok(RecordedFixture {
             fixture,
             summary,
-            recording: self.sink.path().to_path_buf(),
         })
     }
 }
