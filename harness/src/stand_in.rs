@@ -47,7 +47,7 @@ pub struct StandIn {
 
 /// The model name the stand-in reports, written into fixtures' `model` field so nobody mistakes
 /// a stand-in fixture for a real model's.
-pub const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
+pub(crate) const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
 
 impl StandIn {
     /// Starts a server that answers with `replies` in order.
@@ -82,7 +82,7 @@ impl StandIn {
     }
 
     /// Replies not served yet.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.script.lock().replies.len()
     }
 }

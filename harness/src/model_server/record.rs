@@ -160,10 +160,7 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let (fixture, summary) = build_fixture(&recording, &scenario)?;
-        Ok(RecordedFixture {
-            fixture,
-            summary,
-        })
+        Ok(RecordedFixture { fixture, summary })
     }
 }
 

@@ -19,7 +19,7 @@ use replay_core::{Miss, ReplayObserver, Served};
 
 /// The observer a replay gateway's engine reports to.
 #[derive(Debug)]
-pub struct ReplayLog {
+pub(crate) struct ReplayLog {
     /// The gateway's name, in stderr lines.
     gateway: String,
     /// The log file and its path, when the gateway keeps one.
@@ -28,7 +28,7 @@ pub struct ReplayLog {
 
 impl ReplayLog {
     /// Misses on stderr only.
-    pub fn stderr_only(gateway: &str) -> ReplayLog {
+    pub(crate) fn stderr_only(gateway: &str) -> ReplayLog {
         ReplayLog {
             gateway: gateway.to_owned(),
             file: None,
@@ -36,7 +36,7 @@ impl ReplayLog {
     }
 
     /// Misses on stderr, and every event in a new (or emptied) file at `path`.
-    pub fn create(gateway: &str, path: &Path) -> std::io::Result<ReplayLog> {
+    pub(crate) fn create(gateway: &str, path: &Path) -> std::io::Result<ReplayLog> {
         let file = File::create(path)?;
         Ok(ReplayLog {
             gateway: gateway.to_owned(),
