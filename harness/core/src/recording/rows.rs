@@ -41,9 +41,6 @@ pub const EVENT_TYPES: [&str; 12] = [
     "error",
 ];
 
-/// The terminal event types: a recorder stops at the first of them (§4).
-pub const TERMINAL_EVENT_TYPES: [&str; 2] = ["done", "error"];
-
 /// The row types of §2.2; any other `type` is rejected.
 pub const ROW_TYPES: [&str; 4] = ["header", "request", "event", "call_end"];
 
