@@ -131,7 +131,7 @@ pub async fn record_scenario(
 
 /// Records a scenario against a scripted OpenAI-compatible stand-in instead of a real model. The
 /// recording lives in a temporary folder that is removed when this returns (the fixture is built
-/// from it first). The fixture's `model` is [`STAND_IN_MODEL`], whatever the scenario says, so it
+/// from it first). The fixture's `model` is `STAND_IN_MODEL`, whatever the scenario says, so it
 /// never passes for a real model's recording.
 #[cfg(feature = "stand-in")]
 pub async fn record_with_stand_in(
