@@ -44,12 +44,12 @@ pub fn stem_of(fixture: &Path) -> String {
 }
 
 /// The golden file of a stem.
-pub fn golden_path(stem: &str) -> PathBuf {
+pub(crate) fn golden_path(stem: &str) -> PathBuf {
     golden_dir().join(format!("{stem}.snap"))
 }
 
 /// Compares `document` with the committed golden of `stem`.
-pub fn golden_status(stem: &str, document: &str) -> GoldenStatus {
+pub(crate) fn golden_status(stem: &str, document: &str) -> GoldenStatus {
     snapshot_status(&golden_path(stem), document)
 }
 

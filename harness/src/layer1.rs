@@ -64,9 +64,9 @@ pub struct ScenarioRun {
     pub misses: Vec<Miss>,
     /// Other model-side failures reported by a model server (a strict-replay mismatch, an
     /// ambiguous caller, an unreadable request), as their messages.
-    pub model_errors: Vec<String>,
+    pub(crate) model_errors: Vec<String>,
     /// Turns nobody asked for (information, not failure).
-    pub unused_turns: Vec<usize>,
+    pub(crate) unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
 }
@@ -227,7 +227,7 @@ pub async fn run_fixture_on(
 
 /// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
 /// failed drive, so the gateway stops and the model side is read).
-pub async fn run_on(
+pub(crate) async fn run_on(
     target: &mut dyn GatewayTarget,
     path: &Path,
     fixture: Fixture,

@@ -63,8 +63,6 @@ pub struct Recorded {
     pub transcripts: Vec<RunTranscript>,
     /// The suggestions answer after each run.
     pub suggestions: Vec<Value>,
-    /// The raw recording.
-    pub recording_path: PathBuf,
     /// The scenario metadata beside it.
     pub meta_path: PathBuf,
 }
@@ -127,14 +125,13 @@ pub async fn record_scenario(
         summary,
         transcripts,
         suggestions,
-        recording_path: recording_path.to_path_buf(),
         meta_path,
     })
 }
 
 /// Records a scenario against a scripted OpenAI-compatible stand-in instead of a real model. The
 /// recording lives in a temporary folder that is removed when this returns (the fixture is built
-/// from it first). The fixture's `model` is [`STAND_IN_MODEL`], whatever the scenario says, so it
+/// from it first). The fixture's `model` is `STAND_IN_MODEL`, whatever the scenario says, so it
 /// never passes for a real model's recording.
 #[cfg(feature = "stand-in")]
 pub async fn record_with_stand_in(

@@ -79,7 +79,7 @@ pub fn shipped() -> Vec<StandInScenario> {
     });
     scenarios.push(StandInScenario {
         scenario: Scenario {
-            gateway_config: Some(json!({"title": {"model_name": crate::adapter::SCENARIO_MODEL}})),
+            gateway_config: Some(json!({"title": {"model_name": crate::adapter::hermetic::SCENARIO_MODEL}})),
             ..scenario("model_title", UiMode::Flash, "What is the capital of France? Answer in one word.")
         },
         replies: vec![

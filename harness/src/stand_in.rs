@@ -34,7 +34,6 @@ pub enum Reply {
 #[derive(Debug, Default)]
 struct Script {
     replies: VecDeque<Reply>,
-    requests: Vec<Value>,
     served: usize,
 }
 
@@ -48,7 +47,7 @@ pub struct StandIn {
 
 /// The model name the stand-in reports, written into fixtures' `model` field so nobody mistakes
 /// a stand-in fixture for a real model's.
-pub const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
+pub(crate) const STAND_IN_MODEL: &str = "scripted-openai-stand-in";
 
 impl StandIn {
     /// Starts a server that answers with `replies` in order.
@@ -82,13 +81,8 @@ impl StandIn {
         &self.base_url
     }
 
-    /// The request bodies received so far.
-    pub fn requests(&self) -> Vec<Value> {
-        self.script.lock().requests.clone()
-    }
-
     /// Replies not served yet.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.script.lock().replies.len()
     }
 }
@@ -96,7 +90,6 @@ impl StandIn {
 async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Value>) -> Response {
     let (reply, index) = {
         let mut script = script.lock();
-        script.requests.push(body.clone());
         script.served += 1;
         (script.replies.pop_front(), script.served)
     };

@@ -1,7 +1,7 @@
 //! Where Layer 1 sends its requests: one interface, [`GatewayTarget`], that the runner
 //! (`layer1::run_on`) takes, and its two implementations.
 //!
-//! - [`InProcess`] boots `gateway-under-test` in this process with the replay model over the
+//! - `InProcess` boots `gateway-under-test` in this process with the replay model over the
 //!   fixture, as every golden test does;
 //! - [`AtUrl`] drives a gateway that already runs elsewhere, in any language, whose model points
 //!   at a [model server](crate::model_server): it selects the fixture on the model server before
@@ -25,12 +25,12 @@ use crate::model_server::{ClientError, ModelServerClient, Problem};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelLedger {
     /// Calls with no recorded output.
-    pub misses: Vec<Miss>,
+    pub(crate) misses: Vec<Miss>,
     /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
     /// caller, a request the model server could not read.
-    pub other_problems: Vec<String>,
+    pub(crate) other_problems: Vec<String>,
     /// Recorded turns nobody asked for (information, not failure).
-    pub unused_turns: Vec<usize>,
+    pub(crate) unused_turns: Vec<usize>,
 }
 
 impl ModelLedger {
@@ -69,14 +69,14 @@ pub trait GatewayTarget: Send {
 /// `gateway-under-test` booted in this process, with the replay model over the fixture and the
 /// fixture's `gateway_config` applied.
 #[derive(Debug, Default)]
-pub struct InProcess {
+pub(crate) struct InProcess {
     extensions: Option<Extensions>,
     running: Option<(BootedGateway, Arc<ReplayEngine>)>,
 }
 
 impl InProcess {
     /// A target whose gateway gets `extensions` (the drift tests' real extension points).
-    pub fn new(extensions: Extensions) -> InProcess {
+    pub(crate) fn new(extensions: Extensions) -> InProcess {
         InProcess {
             extensions: Some(extensions),
             running: None,

@@ -121,23 +121,18 @@ pub struct WebVerdict {
     /// The page's requests that did not answer 2xx, in order.
     pub failed_requests: Vec<Exchange>,
     /// Each run's framing, in order.
-    pub framing: Vec<Framing>,
+    pub(crate) framing: Vec<Framing>,
     /// The model calls that had no recorded answer.
     pub misses: Vec<Miss>,
     /// Other failures the model side reported.
-    pub model_errors: Vec<String>,
+    pub(crate) model_errors: Vec<String>,
     /// Indexes of the recorded turns no call used.
     pub unused_turns: Vec<usize>,
 }
 
 impl WebVerdict {
-    /// Whether every check passes.
-    pub fn passes(&self) -> bool {
-        self.problems().is_empty()
-    }
-
     /// One line per failed check: requests, framing, misses, model errors, unused turns.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut problems: Vec<String> = self
             .failed_requests
             .iter()
@@ -350,7 +345,7 @@ mod tests {
                 "recorded turns [3]",
             ),
         ];
-        assert!(clean().passes());
+        assert!(clean().problems().is_empty());
         for (name, spoil, expected) in cases {
             let mut verdict = clean();
             spoil(&mut verdict);

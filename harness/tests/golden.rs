@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use harness::adapter::boot::Extensions;
+use harness::adapter::Extensions;
 use harness::golden::{golden_dir, read_golden};
 use harness::layer1::{run_fixture, runtime};
 use harness::web_flow::run_web_flow;

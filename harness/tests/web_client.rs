@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use harness::adapter::boot::Extensions;
+use harness::adapter::Extensions;
 use harness::layer1::runtime;
 use harness::web_flow::run_web_flow;
 use serde_json::Value;

@@ -69,21 +69,21 @@ pub fn replay_key(caller: &str, messages: &[Value]) -> ReplayKey {
 
 /// The normalised canonical conversation text of §4.2: the projected entries serialised with
 /// Python-compatible JSON, then normalised a second time as a whole.
-pub fn canonical_conversation(messages: &[Value]) -> String {
+pub(crate) fn canonical_conversation(messages: &[Value]) -> String {
     let entries: Vec<Value> = messages.iter().filter_map(canonical_entry).collect();
     // The second pass must see exactly the serialiser's bytes (§4.4, "Second pass").
     normalize(&to_python_json(&Value::Array(entries)))
 }
 
 /// SHA-256 of the canonical text's UTF-8 bytes, as 64 lowercase hex characters (§4.6).
-pub fn conversation_hash(canonical: &str) -> String {
+pub(crate) fn conversation_hash(canonical: &str) -> String {
     sha256_hex(canonical)
 }
 
 /// The lookup key of §4.8: SHA-256 hex of
 /// `{"caller": <normalised caller>, "conversation_hash": <hash>}` in Python-compatible JSON.
 /// `caller` is normalised again here, as DeerFlow does.
-pub fn input_hash(caller: &str, conversation_hash: &str) -> String {
+pub(crate) fn input_hash(caller: &str, conversation_hash: &str) -> String {
     let mut preimage = Map::new();
     preimage.insert("caller".to_owned(), Value::String(normalize_caller(caller)));
     preimage.insert(

@@ -16,9 +16,9 @@ pub struct Difference {
     /// The field path: `a.b[2].c`, or `<root>` when the documents differ at the top.
     pub path: String,
     /// The recorded value at `path`; `None` when the recorded side lacks the key or index.
-    pub recorded: Option<Value>,
+    pub(crate) recorded: Option<Value>,
     /// The incoming value at `path`; `None` when the incoming side lacks the key or index.
-    pub incoming: Option<Value>,
+    pub(crate) incoming: Option<Value>,
 }
 
 /// Returns the first difference between `recorded` and `incoming`, or `None` when they are

@@ -76,7 +76,7 @@ pub struct RecordedError {
 
 impl RecordedError {
     /// The file form, `{"type", "message", "status"}` (`status` may be `null`).
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         let mut map = Map::new();
         map.insert("type".to_owned(), Value::String(self.error_type.clone()));
         map.insert("message".to_owned(), Value::String(self.message.clone()));
@@ -154,7 +154,7 @@ impl Fixture {
     }
 
     /// Parses and validates fixture text; `origin` names the file in errors.
-    pub fn from_json_str(text: &str, origin: &Path) -> Result<Fixture, FixtureError> {
+    pub(crate) fn from_json_str(text: &str, origin: &Path) -> Result<Fixture, FixtureError> {
         let value: Value = serde_json::from_str(text).map_err(|err| FixtureError::Json {
             path: origin.to_path_buf(),
             line: err.line(),
@@ -165,7 +165,7 @@ impl Fixture {
     }
 
     /// Builds and validates a fixture from an already parsed JSON document.
-    pub fn from_value(value: Value, origin: &Path) -> Result<Fixture, FixtureError> {
+    pub(crate) fn from_value(value: Value, origin: &Path) -> Result<Fixture, FixtureError> {
         let invalid = |message: String| FixtureError::Invalid {
             path: origin.to_path_buf(),
             message,
@@ -199,7 +199,7 @@ impl Fixture {
 
     /// Checks what DeerFlow checks when the replay model is built: every turn's output is an AI
     /// message. `origin` names the file in the error.
-    pub fn validate(&self, origin: &Path) -> Result<(), FixtureError> {
+    pub(crate) fn validate(&self, origin: &Path) -> Result<(), FixtureError> {
         for (index, turn) in self.turns.iter().enumerate() {
             if let Answer::Output(output) = &turn.answer {
                 check_output(output, index, origin)?;
@@ -226,7 +226,7 @@ impl Fixture {
 
 impl Turn {
     /// The turn as a JSON object in file key order, omitting `None` fields.
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         let mut map = Map::new();
         if let Some(caller) = &self.caller {
             map.insert("caller".to_owned(), Value::String(caller.clone()));

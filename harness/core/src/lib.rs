@@ -45,14 +45,11 @@ mod wire;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
-pub use canonical::{
-    DEFAULT_CALLER, ReplayKey, caller_identity, canonical_conversation, conversation_hash,
-    input_hash, normalize_caller, replay_key,
-};
+pub use canonical::{DEFAULT_CALLER, ReplayKey, caller_identity, normalize_caller, replay_key};
 pub use diff::{Difference, first_difference};
 pub use fixture::{Answer, Fixture, FixtureError, RecordedError, Turn};
 pub use normalize::normalize;
-pub use pyjson::{to_python_json, to_python_pretty_json};
+pub use pyjson::to_python_json;
 pub use replay::{Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of, web_shape_of};

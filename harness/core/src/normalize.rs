@@ -73,13 +73,13 @@ pub fn normalize(text: &str) -> String {
 
 /// True for the characters Python's `str.strip()` and `\s` treat as whitespace: Unicode
 /// White_Space plus the information separators U+001C..U+001F.
-pub fn is_python_whitespace(c: char) -> bool {
+pub(crate) fn is_python_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// Python's `str.strip()` with no argument: trims [`is_python_whitespace`] characters from both
 /// ends.
-pub fn python_strip(text: &str) -> &str {
+pub(crate) fn python_strip(text: &str) -> &str {
     text.trim_matches(is_python_whitespace)
 }
 

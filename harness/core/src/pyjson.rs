@@ -267,7 +267,7 @@ fn push_zeros(out: &mut String, count: usize) {
 /// `\\`, the chosen quote, `\t`, `\n` and `\r` backslash-escaped, other control characters and DEL
 /// as `\xNN`, and other non-printable characters (Unicode categories Other and Separator, except
 /// the ASCII space) as `\xNN`, `\uNNNN` or `\UNNNNNNNN`, all lowercase hex.
-pub fn python_repr(text: &str) -> String {
+pub(crate) fn python_repr(text: &str) -> String {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'
     } else {
@@ -319,7 +319,7 @@ fn is_python_printable(c: char) -> bool {
 /// themselves, integers plainly, floats in repr form, `True`/`False`/`None`, and lists and dicts
 /// in Python's repr form (`['a', 1]`, `{'k': None}`, dict entries in the value's own key order,
 /// which with `preserve_order` is the order they were parsed in).
-pub fn python_str(value: &Value) -> String {
+pub(crate) fn python_str(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => {
@@ -439,7 +439,7 @@ impl serde_json::ser::Formatter for PythonPrettyFormatter<'_> {
 /// indent, `": "` after keys, non-ASCII raw, floats in Python's repr, keys in the order the value
 /// holds them (struct field order, or insertion order for maps with `preserve_order`). No trailing
 /// newline.
-pub fn to_python_pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
+pub(crate) fn to_python_pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
     let mut bytes = Vec::with_capacity(1024);
     let formatter = PythonPrettyFormatter {
         inner: serde_json::ser::PrettyFormatter::with_indent(b"  "),

@@ -61,7 +61,7 @@ pub struct Miss {
     pub canonical: String,
     /// The fixture the engine replays, as given to the engine.
     pub fixture_path: PathBuf,
-    /// The table's keys when the miss happened (see [`ReplayEngine::known_hashes`]).
+    /// The table's keys when the miss happened, in order of first appearance in the fixture.
     pub known_hashes: Vec<String>,
     /// The recorded turn closest to the call, if any turn has the same caller.
     pub nearest: Option<NearestTurn>,
@@ -73,12 +73,12 @@ pub struct NearestTurn {
     /// Index of the turn in the fixture's `turns`.
     pub turn_index: usize,
     /// The turn's `input_hash`.
-    pub input_hash: String,
+    pub(crate) input_hash: String,
     /// Whether the turn had already been served.
-    pub served: bool,
+    pub(crate) served: bool,
     /// How many leading canonical entries (messages) the turn shares with the call; `None` when
     /// the turn stores no `canonical`.
-    pub common_prefix: Option<usize>,
+    pub(crate) common_prefix: Option<usize>,
     /// The first difference between the turn's recorded canonical conversation and the call's;
     /// `None` when the turn stores no `canonical` (or, rarely, when both are equal and only the
     /// caller differs).
@@ -234,18 +234,19 @@ impl ReplayEngine {
 
     /// The table's keys, in order of first appearance in the file (the order of DeerFlow's
     /// dict), including keys whose queues are exhausted.
-    pub fn known_hashes(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn known_hashes(&self) -> Vec<String> {
         self.known_hashes.clone()
     }
 
     /// Whether `key` is in the table (its queue may be exhausted).
-    pub fn is_recorded(&self, key: &str) -> bool {
+    pub(crate) fn is_recorded(&self, key: &str) -> bool {
         self.state.lock().queues.contains_key(key)
     }
 
     /// The distinct callers of the fixture's turns, in order of first appearance (legacy turns
     /// without a caller add none).
-    pub fn callers(&self) -> &[String] {
+    pub(crate) fn callers(&self) -> &[String] {
         &self.callers
     }
 
@@ -255,7 +256,7 @@ impl ReplayEngine {
     }
 
     /// The fixture path the engine was built with.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 

@@ -22,7 +22,7 @@ pub struct Shape {
     /// chunk's `type` (`keys` are then the chunk's keys). Absent from every other shape, so
     /// values-only goldens do not mention it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_type: Option<String>,
+    pub(crate) message_type: Option<String>,
 }
 
 /// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules

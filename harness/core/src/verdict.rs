@@ -39,7 +39,7 @@ impl Framing {
     }
 
     /// Whether the stream starts with `metadata` and ends with `end`.
-    pub fn is_ok(&self) -> bool {
+    pub(crate) fn is_ok(&self) -> bool {
         matches!(self, Framing::Ok)
     }
 }

@@ -191,7 +191,7 @@ impl ReplayEngine {
     /// returns them, `caller` when the request named one.
     ///
     /// With a caller this is [`ReplayEngine::lookup`]. Without one, the key is computed for each
-    /// of the fixture's [`callers`](ReplayEngine::callers) and the one whose key is recorded is
+    /// of the fixture's callers and the one whose key is recorded is
     /// used (a legacy, caller-less key serves any caller). When several are recorded the call is
     /// [`WireLookupError::AmbiguousCaller`]; when none is, the call misses under the caller of the
     /// recorded turn nearest to it, so the miss names the turn the run diverged from.

@@ -58,27 +58,27 @@ impl std::fmt::Debug for Extensions {
 
 /// A gateway serving one scenario. Its temporary folder lives as long as it does.
 #[derive(Debug)]
-pub struct BootedGateway {
+pub(crate) struct BootedGateway {
     /// The running server.
-    pub gateway: RunningGateway,
+    pub(crate) gateway: RunningGateway,
     /// The hermetic home and `config.toml`, removed when the gateway is dropped.
     _folder: TempDir,
 }
 
 impl BootedGateway {
     /// `http://127.0.0.1:<port>`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.gateway.url()
     }
 
     /// Stops the server; the temporary folder is removed when this value is dropped.
-    pub async fn shutdown(self) -> std::io::Result<()> {
+    pub(crate) async fn shutdown(self) -> std::io::Result<()> {
         self.gateway.shutdown().await
     }
 }
 
 /// Where a booted gateway's model calls go.
-pub enum ModelWiring {
+pub(crate) enum ModelWiring {
     /// Replay from an engine (Layer 1).
     Replay(Arc<ReplayEngine>),
     /// A real OpenAI-compatible endpoint, every call recorded at the provider boundary.
@@ -92,7 +92,7 @@ pub enum ModelWiring {
 
 /// Boots a gateway with the hermetic configuration, `gateway_config` overrides from the fixture,
 /// and optional test extensions, on 127.0.0.1 port 0.
-pub async fn boot(
+pub(crate) async fn boot(
     wiring: ModelWiring,
     overrides: Option<&Value>,
     extensions: Extensions,
@@ -101,7 +101,7 @@ pub async fn boot(
 }
 
 /// [`boot`] on 127.0.0.1:`port` (0 picks a free one).
-pub async fn boot_at(
+pub(crate) async fn boot_at(
     port: u16,
     wiring: ModelWiring,
     overrides: Option<&Value>,

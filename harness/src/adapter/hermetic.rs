@@ -11,7 +11,7 @@ use serde_json::Value;
 /// The model's name in both blocks: it may appear in prompts, so it never differs.
 pub const SCENARIO_MODEL: &str = "scenario-model";
 /// The `use` string the replay provider is registered under.
-pub const REPLAY_PROVIDER: &str = "deerflow-replay";
+pub(crate) const REPLAY_PROVIDER: &str = "deerflow-replay";
 /// The default recording model (`RECORD_MODEL`).
 pub const DEFAULT_RECORD_MODEL: &str = "gpt-5.5";
 
@@ -152,7 +152,7 @@ fn merge(target: &mut Value, patch: &Value) {
 
 /// Writes the configuration as TOML beside the home, for people debugging a run. The record
 /// block's key is replaced by `$OPENAI_API_KEY`, so the file never holds a secret.
-pub fn write_config_file(root: &Path, config: &Config) -> Result<PathBuf, HermeticError> {
+pub(crate) fn write_config_file(root: &Path, config: &Config) -> Result<PathBuf, HermeticError> {
     let mut shown = config.clone();
     for model in &mut shown.models {
         if model.api_key.is_some() {

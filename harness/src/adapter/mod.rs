@@ -3,12 +3,10 @@
 //! in-process, and starting its binary as a separate process whose model is at the wire.
 
 pub mod activation;
-pub mod boot;
+pub(crate) mod boot;
 pub mod hermetic;
 pub mod process;
-pub mod recording_model;
-pub mod replay_model;
+pub(crate) mod recording_model;
+pub(crate) mod replay_model;
 
-pub use boot::{BootError, BootedGateway, Extensions, ModelWiring, boot};
-pub use hermetic::{ModelBlock, SCENARIO_MODEL};
-pub use replay_model::ReplayChatModel;
+pub use boot::{BootError, Extensions};

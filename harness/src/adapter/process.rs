@@ -19,7 +19,7 @@ use crate::adapter::hermetic::{
 use crate::golden::workspace_root;
 
 /// The variable that names a prebuilt gateway binary (for runs from a test archive).
-pub const GATEWAY_BIN_VAR: &str = "GATEWAY_UNDER_TEST_BIN";
+pub(crate) const GATEWAY_BIN_VAR: &str = "GATEWAY_UNDER_TEST_BIN";
 
 /// What the model block's key is: the model server ignores it, but the OpenAI provider refuses to
 /// call without one.

@@ -31,7 +31,7 @@ use replay_core::replay_key;
 /// Text in the messages is normalised (`core::normalize`: dates, UUIDs, timestamps, temporary
 /// paths) before it is stored or compared, so a strict replay survives a new day; the replay
 /// hashes are computed from the raw messages with the one hashing function of the core.
-pub fn recorded_request(model_name: &str, request: &ModelRequest) -> RecordedRequest {
+pub(crate) fn recorded_request(model_name: &str, request: &ModelRequest) -> RecordedRequest {
     let raw = request_messages(request);
     let key = replay_key(&request_caller(request), &raw);
     let messages: Vec<Value> = request.messages.iter().map(provider_message).collect();
@@ -117,7 +117,7 @@ fn failure_event(error: &ModelError) -> Value {
 
 /// Wraps the real model and records every call to a shared sink.
 #[derive(Debug)]
-pub struct RecordingChatModel {
+pub(crate) struct RecordingChatModel {
     inner: Arc<dyn ChatModel>,
     sink: Arc<RecordingSink>,
     model_name: String,
@@ -125,7 +125,11 @@ pub struct RecordingChatModel {
 
 impl RecordingChatModel {
     /// Records `inner` (configured as `model_name`) into `sink`.
-    pub fn new(inner: Arc<dyn ChatModel>, sink: Arc<RecordingSink>, model_name: &str) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn ChatModel>,
+        sink: Arc<RecordingSink>,
+        model_name: &str,
+    ) -> Self {
         RecordingChatModel {
             inner,
             sink,
@@ -232,7 +236,7 @@ impl ChatModel for RecordingChatModel {
 }
 
 /// Wraps every model a provider builds in a [`RecordingChatModel`] over one shared sink.
-pub fn recording_provider(
+pub(crate) fn recording_provider(
     inner: Arc<dyn ModelProvider>,
     sink: Arc<RecordingSink>,
 ) -> Arc<dyn ModelProvider> {
@@ -251,14 +255,14 @@ pub fn recording_provider(
 /// equal the recorded one at the same index (after redaction; `timestamp` skipped), and the
 /// recorded events are replayed one by one, so a streaming client sees the recorded chunks.
 #[derive(Debug)]
-pub struct StrictReplayChatModel {
+pub(crate) struct StrictReplayChatModel {
     replayer: Arc<StrictReplayer>,
     model_name: String,
 }
 
 impl StrictReplayChatModel {
     /// A model named `model_name` served by `replayer`.
-    pub fn new(replayer: Arc<StrictReplayer>, model_name: &str) -> Self {
+    pub(crate) fn new(replayer: Arc<StrictReplayer>, model_name: &str) -> Self {
         StrictReplayChatModel {
             replayer,
             model_name: model_name.to_string(),
@@ -317,7 +321,7 @@ impl ChatModel for StrictReplayChatModel {
 }
 
 /// A provider that serves every configured entry from one strict replayer.
-pub fn strict_replay_provider(replayer: Arc<StrictReplayer>) -> Arc<dyn ModelProvider> {
+pub(crate) fn strict_replay_provider(replayer: Arc<StrictReplayer>) -> Arc<dyn ModelProvider> {
     Arc::new(
         move |entry: &gateway_under_test::config::ModelConfig, _: &ProviderContext| {
             Ok(
@@ -332,7 +336,7 @@ pub fn strict_replay_provider(replayer: Arc<StrictReplayer>) -> Arc<dyn ModelPro
 /// gateway stays up, and every model call fails with a message naming the recovery commands.
 /// It never resolves a credential and never opens a socket.
 #[derive(Debug, Clone)]
-pub struct BlockedChatModel {
+pub(crate) struct BlockedChatModel {
     message: String,
 }
 
@@ -345,7 +349,7 @@ impl ChatModel for BlockedChatModel {
 }
 
 /// A provider building only [`BlockedChatModel`]s.
-pub fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
+pub(crate) fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
     let model = BlockedChatModel {
         message: message.to_string(),
     };

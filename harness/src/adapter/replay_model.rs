@@ -18,24 +18,24 @@ use replay_core::{Answer, RecordedError, ReplayEngine, caller_identity};
 
 /// The model. Tool binding is a no-op: the recorded tool calls drive the agent loop.
 #[derive(Debug, Clone)]
-pub struct ReplayChatModel {
+pub(crate) struct ReplayChatModel {
     engine: Arc<ReplayEngine>,
 }
 
 impl ReplayChatModel {
     /// A model serving from `engine`.
-    pub fn new(engine: Arc<ReplayEngine>) -> ReplayChatModel {
+    pub(crate) fn new(engine: Arc<ReplayEngine>) -> ReplayChatModel {
         ReplayChatModel { engine }
     }
 }
 
 /// The gateway-side view of a request, as the core hashes it: the flat message dumps.
-pub fn request_messages(request: &ModelRequest) -> Vec<Value> {
+pub(crate) fn request_messages(request: &ModelRequest) -> Vec<Value> {
     request.messages.iter().map(Message::to_dump).collect()
 }
 
 /// The replay caller of a request (`docs/replay-and-fixtures.md` §4.7).
-pub fn request_caller(request: &ModelRequest) -> String {
+pub(crate) fn request_caller(request: &ModelRequest) -> String {
     caller_identity(&request.metadata.tags, request.metadata.run_name.as_deref())
 }
 
@@ -72,7 +72,7 @@ impl ReplayChatModel {
     /// Streaming: the recorded message as **one** chunk carrying content, tool calls,
     /// `additional_kwargs` and id, without response or usage metadata (as DeerFlow's replay
     /// model streams).
-    pub async fn stream_one_chunk(
+    pub(crate) async fn stream_one_chunk(
         &self,
         request: &ModelRequest,
     ) -> Result<EventStream, ModelError> {
@@ -94,7 +94,7 @@ fn recorded_error(error: &RecordedError) -> ModelError {
 
 /// The provider: every configured entry that names it gets a model over the same engine, and
 /// ignores `model`, `api_key` and `base_url`.
-pub fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'static {
+pub(crate) fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'static {
     move |_: &ModelConfig, _: &ProviderContext| {
         Ok(Arc::new(ReplayChatModel::new(engine.clone())) as Arc<dyn ChatModel>)
     }

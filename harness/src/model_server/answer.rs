@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 /// The fields of a recorded AI message, from either of its forms: the dump
 /// `{"content", "tool_calls", ...}` or the fixture's `{"type": "ai", "data": {...}}`.
-pub fn message_fields(message: &Value) -> Map<String, Value> {
+pub(crate) fn message_fields(message: &Value) -> Map<String, Value> {
     let object = message.as_object().cloned().unwrap_or_default();
     match object.get("data") {
         Some(Value::Object(data)) if !object.contains_key("content") => data.clone(),
@@ -149,7 +149,7 @@ fn openai_usage(usage: &Value) -> Option<Value> {
 /// The recording events of a recorded AI message, as a streaming provider would have sent it in
 /// one piece per block: `start`, the reasoning, the text, each tool call (`toolcall_start`, its
 /// arguments as one `toolcall_delta`, `toolcall_end`), then `done` with the message itself.
-pub fn events_from_message(message: &Value) -> Vec<Value> {
+pub(crate) fn events_from_message(message: &Value) -> Vec<Value> {
     let fields = message_fields(message);
     let answer = WireAnswer::from_message(&fields);
     let mut events = vec![json!({"type": "start"})];
@@ -177,13 +177,13 @@ pub fn events_from_message(message: &Value) -> Vec<Value> {
 /// A recorded provider failure, from an `error` event (`message`, and the `error_type` and
 /// `status` this harness records) or a fixture's `error` turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WireError {
+pub(crate) struct WireError {
     /// The HTTP status to answer with.
-    pub status: u16,
+    pub(crate) status: u16,
     /// The provider's error class name, e.g. `BadRequestError`.
-    pub error_type: String,
+    pub(crate) error_type: String,
     /// The message as the provider sent it.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl WireError {
@@ -191,7 +191,7 @@ impl WireError {
     /// (`Error code: 400 - <detail>`) answers `<detail>` under its status, so that the client
     /// builds the same message again; without a status the call failed in transport and answers
     /// 502.
-    pub fn from_event(event: &Value) -> WireError {
+    pub(crate) fn from_event(event: &Value) -> WireError {
         let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
         let status = event
             .get("status")
@@ -202,7 +202,7 @@ impl WireError {
     }
 
     /// A failure with an optional status (502 without one); see [`WireError::from_event`].
-    pub fn new(status: Option<u16>, error_type: &str, message: &str) -> WireError {
+    pub(crate) fn new(status: Option<u16>, error_type: &str, message: &str) -> WireError {
         let status_value = status.unwrap_or(502);
         let prefix = format!("Error code: {status_value} - ");
         WireError {
@@ -217,7 +217,7 @@ impl WireError {
     }
 
     /// OpenAI's error body for this failure.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         error_body(&self.message, openai_error_type(self.status), None)
     }
 }
@@ -234,13 +234,13 @@ fn openai_error_type(status: u16) -> &'static str {
 }
 
 /// OpenAI's error body: `{"error": {"message", "type", "param": null, "code"}}`.
-pub fn error_body(message: &str, error_type: &str, code: Option<&str>) -> Value {
+pub(crate) fn error_body(message: &str, error_type: &str, code: Option<&str>) -> Value {
     json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
 }
 
 /// The message of an error body: `error.message`, `error` as a string, or a top-level `message`
 /// or `detail`.
-pub fn error_message_of(body: &Value) -> Option<String> {
+pub(crate) fn error_message_of(body: &Value) -> Option<String> {
     let error = body.get("error");
     error
         .and_then(|error| error.get("message"))
@@ -254,18 +254,18 @@ pub fn error_message_of(body: &Value) -> Option<String> {
 
 /// The identity every chunk or completion of one answer carries.
 #[derive(Debug, Clone)]
-pub struct AnswerId {
+pub(crate) struct AnswerId {
     /// `chatcmpl-…`.
-    pub id: String,
+    pub(crate) id: String,
     /// The model the request named (a recorded model name wins in completions).
-    pub model: String,
+    pub(crate) model: String,
     /// Unix seconds.
-    pub created: u64,
+    pub(crate) created: u64,
 }
 
 /// Turns events into `chat.completion.chunk` objects, one event at a time.
 #[derive(Debug)]
-pub struct ChunkRenderer {
+pub(crate) struct ChunkRenderer {
     identity: AnswerId,
     /// Tool calls seen, so a `done` that follows deltas does not repeat them.
     streamed_calls: usize,
@@ -274,7 +274,7 @@ pub struct ChunkRenderer {
 
 /// What one event became on the stream.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Rendered {
+pub(crate) enum Rendered {
     /// `data:` payloads to send, in order.
     Chunks(Vec<Value>),
     /// The answer failed: send this error payload and end the stream.
@@ -283,7 +283,7 @@ pub enum Rendered {
 
 impl ChunkRenderer {
     /// A renderer for one answer.
-    pub fn new(identity: AnswerId) -> ChunkRenderer {
+    pub(crate) fn new(identity: AnswerId) -> ChunkRenderer {
         ChunkRenderer {
             identity,
             streamed_calls: 0,
@@ -303,7 +303,7 @@ impl ChunkRenderer {
 
     /// The chunks of one event. `done` closes the answer with the finish reason and, when the
     /// message has usage, a usage chunk; the caller then sends `[DONE]`.
-    pub fn render(&mut self, event: &Value) -> Rendered {
+    pub(crate) fn render(&mut self, event: &Value) -> Rendered {
         let field = |key: &str| event.get(key).cloned().unwrap_or(Value::Null);
         let none = Value::Null;
         let chunks = match event.get("type").and_then(Value::as_str).unwrap_or("") {
@@ -364,7 +364,7 @@ impl ChunkRenderer {
 
 /// A whole SSE body for a complete event list: every chunk as a `data:` line, then
 /// `data: [DONE]` (or the error payload, which ends the stream without it).
-pub fn sse_body(identity: AnswerId, events: &[Value]) -> String {
+pub(crate) fn sse_body(identity: AnswerId, events: &[Value]) -> String {
     let mut renderer = ChunkRenderer::new(identity);
     let mut body = String::new();
     for event in events {
@@ -385,7 +385,7 @@ pub fn sse_body(identity: AnswerId, events: &[Value]) -> String {
 }
 
 /// Appends one `data: <json>` frame.
-pub fn push_data(body: &mut String, payload: &Value) {
+pub(crate) fn push_data(body: &mut String, payload: &Value) {
     body.push_str("data: ");
     body.push_str(&payload.to_string());
     body.push_str("\n\n");
@@ -393,7 +393,7 @@ pub fn push_data(body: &mut String, payload: &Value) {
 
 /// What a non-streaming call answers for an event list.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Completion {
+pub(crate) enum Completion {
     /// A `chat.completion` body.
     Message(Value),
     /// The recorded failure.
@@ -402,7 +402,7 @@ pub enum Completion {
 
 /// One `chat.completion` from an event list: the `done` message when there is one, else the
 /// message the deltas spell; the first `error` event fails it.
-pub fn completion(identity: &AnswerId, events: &[Value]) -> Completion {
+pub(crate) fn completion(identity: &AnswerId, events: &[Value]) -> Completion {
     if let Some(error) = events
         .iter()
         .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
@@ -443,7 +443,7 @@ fn message_from_deltas(events: &[Value]) -> Value {
 }
 
 /// A `chat.completion` carrying a recorded AI message.
-pub fn completion_of_message(identity: &AnswerId, message: &Value) -> Value {
+pub(crate) fn completion_of_message(identity: &AnswerId, message: &Value) -> Value {
     let answer = WireAnswer::from_message(&message_fields(message));
     let mut wire = Map::new();
     wire.insert("role".into(), json!("assistant"));

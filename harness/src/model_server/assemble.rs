@@ -31,7 +31,7 @@ struct PartialCall {
 
 /// Folds an upstream's chunks into recording events and, at the end, the AI message.
 #[derive(Debug)]
-pub struct ChunkAssembler {
+pub(crate) struct ChunkAssembler {
     requested_model: String,
     model: Option<String>,
     started: bool,
@@ -46,7 +46,7 @@ pub struct ChunkAssembler {
 
 impl ChunkAssembler {
     /// An assembler for a request that named `requested_model` (the fallback `model_name`).
-    pub fn new(requested_model: &str) -> ChunkAssembler {
+    pub(crate) fn new(requested_model: &str) -> ChunkAssembler {
         ChunkAssembler {
             requested_model: requested_model.to_owned(),
             model: None,
@@ -62,7 +62,7 @@ impl ChunkAssembler {
     }
 
     /// The events one chunk causes. A chunk with an `error` object is an `error` event.
-    pub fn on_chunk(&mut self, chunk: &Value) -> Vec<Value> {
+    pub(crate) fn on_chunk(&mut self, chunk: &Value) -> Vec<Value> {
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
@@ -187,7 +187,7 @@ impl ChunkAssembler {
 
     /// The last events: closing ones when the upstream never finished the choice, then `done`
     /// with the assembled message.
-    pub fn finish(mut self) -> Vec<Value> {
+    pub(crate) fn finish(mut self) -> Vec<Value> {
         let mut out = Vec::new();
         if !self.started {
             out.push(json!({"type": "start"}));
@@ -270,7 +270,7 @@ fn usage_metadata(usage: &Value) -> Value {
 }
 
 /// The events of a whole `chat.completion`: what a stream of it in one piece would give.
-pub fn events_from_completion(body: &Value, requested_model: &str) -> Vec<Value> {
+pub(crate) fn events_from_completion(body: &Value, requested_model: &str) -> Vec<Value> {
     let mut assembler = ChunkAssembler::new(requested_model);
     let mut events = Vec::new();
     let Some(choice) = body

@@ -10,19 +10,19 @@ use super::problems::Problem;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerState {
     /// `fixture`, `recording` or `record`.
-    pub mode: String,
+    pub(crate) mode: String,
     /// The active fixture's name (fixture mode).
-    pub fixture: Option<String>,
+    pub(crate) fixture: Option<String>,
     /// Every loaded fixture's name (fixture mode).
-    pub fixtures: Vec<String>,
+    pub(crate) fixtures: Vec<String>,
     /// Calls served since the last reset.
     pub served_calls: usize,
     /// The active fixture's turns nobody asked for (fixture mode; information, not failure).
-    pub unused_turns: Vec<usize>,
+    pub(crate) unused_turns: Vec<usize>,
     /// How many calls the recording holds (recording and record modes).
     pub recorded_calls: Option<usize>,
     /// Every problem since the start or the last reset.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 /// Why a model server could not be reached or refused a request.

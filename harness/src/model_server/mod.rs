@@ -86,7 +86,7 @@ pub enum Mode {
 }
 
 /// Called with every problem the moment it happens (the CLI prints it).
-pub type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;
+pub(crate) type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;
 
 /// How the server runs.
 #[derive(Clone, Default)]

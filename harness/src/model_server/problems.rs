@@ -57,7 +57,7 @@ pub enum Problem {
 
 impl Problem {
     /// A miss.
-    pub fn miss(miss: Miss) -> Problem {
+    pub(crate) fn miss(miss: Miss) -> Problem {
         Problem::Miss {
             message: miss.to_string(),
             miss: Box::new(miss),

@@ -71,8 +71,6 @@ pub struct RecordedFixture {
     pub fixture: Fixture,
     /// One line per recorded call.
     pub summary: Vec<TurnSummary>,
-    /// The recording it was built from.
-    pub recording: PathBuf,
 }
 
 /// The recording proxy.
@@ -162,11 +160,7 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let (fixture, summary) = build_fixture(&recording, &scenario)?;
-        Ok(RecordedFixture {
-            fixture,
-            summary,
-            recording: self.sink.path().to_path_buf(),
-        })
+        Ok(RecordedFixture { fixture, summary })
     }
 }
 

@@ -10,7 +10,7 @@ use crate::adapter::recording_model::normalized;
 
 /// The `model.api` of every request a model server records: it tells a wire recording from one
 /// made at a gateway's provider boundary, whose requests have another shape.
-pub const WIRE_API: &str = "openai.chat.completions";
+pub(crate) const WIRE_API: &str = "openai.chat.completions";
 
 /// Body keys that are the transport, not the request: left out of the recorded request, so a
 /// recording replays to a streaming and a non-streaming client alike.
@@ -18,20 +18,20 @@ const TRANSPORT_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stre
 
 /// A parsed request.
 #[derive(Debug, Clone)]
-pub struct WireRequest {
+pub(crate) struct WireRequest {
     /// The body.
-    pub body: Map<String, Value>,
+    pub(crate) body: Map<String, Value>,
     /// The body's `model` (empty when absent).
-    pub model: String,
+    pub(crate) model: String,
     /// `stream: true`.
-    pub stream: bool,
+    pub(crate) stream: bool,
     /// The messages as the replay key reads them.
-    pub messages: Vec<Value>,
+    pub(crate) messages: Vec<Value>,
 }
 
 impl WireRequest {
     /// Parses a request body; the error says what is wrong with it.
-    pub fn parse(bytes: &[u8]) -> Result<WireRequest, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<WireRequest, String> {
         let body: Value = serde_json::from_slice(bytes)
             .map_err(|err| format!("the request body is not JSON: {err}"))?;
         let Value::Object(body) = body else {
@@ -58,7 +58,7 @@ impl WireRequest {
     /// fixture built from the recording explains its misses), the messages as sent and the
     /// tools; `options` every other body key. Text is normalised (dates, UUIDs, temporary paths)
     /// so a strict replay survives a new day.
-    pub fn recorded(&self, caller: &str) -> RecordedRequest {
+    pub(crate) fn recorded(&self, caller: &str) -> RecordedRequest {
         let key = replay_key(caller, &self.messages);
         let field = |name: &str| self.body.get(name).cloned().unwrap_or(Value::Null);
         let options: Map<String, Value> = self

@@ -30,7 +30,7 @@ pub enum Mode {
 
 impl Mode {
     /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Off => "off",
             Mode::Record => "record",
@@ -105,14 +105,14 @@ fn parse_record_replay(document: &Map<String, Value>) -> Result<RecordReplay, Re
 
 impl RecordingsHome {
     /// `<state>/config.json`.
-    pub fn config_path(&self) -> PathBuf {
+    pub(crate) fn config_path(&self) -> PathBuf {
         self.state_dir.join("config.json")
     }
 
     /// Reads and checks the `record_replay` settings. A missing file or subtree means off; a
     /// mode other than off, record or replay fails with `unsupported record_replay.mode: '<x>'`.
     /// Never reads a recording.
-    pub fn config(&self) -> Result<RecordReplay, RecordingsError> {
+    pub(crate) fn config(&self) -> Result<RecordReplay, RecordingsError> {
         parse_record_replay(&self.read_document()?)
     }
 
@@ -145,7 +145,7 @@ impl RecordingsHome {
     ///
     /// On any error the configuration is unchanged. Returns what was stored: for replay the ID
     /// when the file lives in the managed root, else its absolute path.
-    pub fn set_record_replay(
+    pub(crate) fn set_record_replay(
         &self,
         mode: Mode,
         file: &str,
@@ -177,7 +177,7 @@ impl RecordingsHome {
     /// Sets `record_replay.mode` to off and keeps `file` as it is, whatever it names and even
     /// when the stored mode is unsupported: the recovery path from the blocked state. Never reads
     /// a recording.
-    pub fn set_off(&self) -> Result<RecordReplay, RecordingsError> {
+    pub(crate) fn set_off(&self) -> Result<RecordReplay, RecordingsError> {
         let mut file = String::new();
         self.update_document(|subtree| {
             subtree.insert("mode".into(), Value::from("off"));

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 /// Makes `options` create files 0600 and refuse to follow a final symlink.
-pub fn private_nofollow(options: &mut OpenOptions) -> &mut OpenOptions {
+pub(crate) fn private_nofollow(options: &mut OpenOptions) -> &mut OpenOptions {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -18,7 +18,7 @@ pub fn private_nofollow(options: &mut OpenOptions) -> &mut OpenOptions {
 }
 
 /// Creates `path` and its missing parents with mode 0700.
-pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir_all(path: &Path) -> io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -31,7 +31,7 @@ pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
 
 /// Opens the directory `path` without following a symlink, sets it to 0700 through the open
 /// handle (so a swapped-in symlink is never chmodded) and returns the mode it then has.
-pub fn tighten_private_dir(path: &Path) -> io::Result<u32> {
+pub(crate) fn tighten_private_dir(path: &Path) -> io::Result<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -50,7 +50,7 @@ pub fn tighten_private_dir(path: &Path) -> io::Result<u32> {
 
 /// Whether two paths name the same directory entry target, compared without following a final
 /// symlink (device and inode of `lstat`). False when either is missing.
-pub fn same_entry(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_entry(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -67,7 +67,7 @@ pub fn same_entry(a: &Path, b: &Path) -> bool {
 }
 
 /// The inode change time (`st_ctime`), else the modification time.
-pub fn change_time(meta: &Metadata) -> Option<SystemTime> {
+pub(crate) fn change_time(meta: &Metadata) -> Option<SystemTime> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -88,7 +88,7 @@ pub fn change_time(meta: &Metadata) -> Option<SystemTime> {
 
 /// Opens (creating 0600, never following a symlink) `<recording>.lock` and tries to take its
 /// exclusive lock without blocking. `Ok(None)` means another holder has it.
-pub fn try_lock_file(lock_path: &Path) -> io::Result<Option<File>> {
+pub(crate) fn try_lock_file(lock_path: &Path) -> io::Result<Option<File>> {
     let file =
         private_nofollow(OpenOptions::new().read(true).write(true).create(true)).open(lock_path)?;
     match file.try_lock() {
@@ -99,7 +99,7 @@ pub fn try_lock_file(lock_path: &Path) -> io::Result<Option<File>> {
 }
 
 /// Seconds since the epoch as a float (negative before 1970).
-pub fn epoch_seconds(time: SystemTime) -> f64 {
+pub(crate) fn epoch_seconds(time: SystemTime) -> f64 {
     match time.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(after) => after.as_secs_f64(),
         Err(before) => -before.duration().as_secs_f64(),
@@ -107,7 +107,7 @@ pub fn epoch_seconds(time: SystemTime) -> f64 {
 }
 
 /// ISO-8601 UTC with a `Z`, to the second: `2026-08-11T13:45:02Z`.
-pub fn iso_utc(time: SystemTime) -> String {
+pub(crate) fn iso_utc(time: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time)
         .format("%Y-%m-%dT%H:%M:%SZ")
         .to_string()

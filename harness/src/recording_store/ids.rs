@@ -9,10 +9,10 @@ use std::path::{Component, Path, PathBuf};
 use super::RecordingsError;
 
 /// The longest ID (the first character plus 63 more).
-pub const MAX_ID_LEN: usize = 64;
+pub(crate) const MAX_ID_LEN: usize = 64;
 
 /// Whether `id` (already without `.jsonl`) is a valid recording ID.
-pub fn is_valid_recording_id(id: &str) -> bool {
+pub(crate) fn is_valid_recording_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     if id == "." || id == ".." || bytes.is_empty() || bytes.len() > MAX_ID_LEN {
         return false;
@@ -24,7 +24,7 @@ pub fn is_valid_recording_id(id: &str) -> bool {
 }
 
 /// Removes one trailing `.jsonl` and checks the ID syntax.
-pub fn normalize_recording_id(value: &str) -> Result<String, RecordingsError> {
+pub(crate) fn normalize_recording_id(value: &str) -> Result<String, RecordingsError> {
     let id = value.strip_suffix(".jsonl").unwrap_or(value);
     if is_valid_recording_id(id) {
         Ok(id.to_string())
@@ -34,7 +34,7 @@ pub fn normalize_recording_id(value: &str) -> Result<String, RecordingsError> {
 }
 
 /// A fresh default ID: `YYYYmmddTHHMMSSZ-<8 random hex>`, e.g. `20260811T134502Z-3f9a0c1b`.
-pub fn default_recording_id() -> String {
+pub(crate) fn default_recording_id() -> String {
     format!(
         "{}-{:08x}",
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
@@ -44,7 +44,7 @@ pub fn default_recording_id() -> String {
 
 /// What a selector names, before the managed root is consulted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// A managed recording ID (without `.jsonl`).
     Id(String),
     /// An explicit path: `~` expanded, absolute and lexically normalised.
@@ -56,7 +56,7 @@ pub enum Selector {
 /// A value that is absolute or contains `/` or `\` is a path: a leading `~` (alone or followed by
 /// a separator) becomes `$HOME`, a relative path is joined to the current directory, and `.` and
 /// `..` are removed lexically. Anything else must be a valid ID (`.jsonl` is optional).
-pub fn parse_selector(value: &str) -> Result<Selector, RecordingsError> {
+pub(crate) fn parse_selector(value: &str) -> Result<Selector, RecordingsError> {
     let is_path = Path::new(value).is_absolute() || value.contains('/') || value.contains('\\');
     if !is_path {
         return normalize_recording_id(value).map(Selector::Id);
@@ -86,7 +86,7 @@ fn expand_tilde(value: &str) -> PathBuf {
 
 /// Removes `.` components and resolves `..` against the preceding component, without touching
 /// the file system (a `..` at the root stays at the root).
-pub fn normalize_lexically(path: &Path) -> PathBuf {
+pub(crate) fn normalize_lexically(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

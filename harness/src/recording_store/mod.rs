@@ -18,7 +18,7 @@
 //!   0600 temporary file renamed over it) under an exclusive lock on `<state>/config.json.lock`.
 //! - **Activation.** There is no provider registry here: [`RecordingsHome::activation`] returns
 //!   an [`Activation`] value and the launcher installs the recorder, the replay model, or a
-//!   fail-closed model that answers every call with [`BLOCKED_MESSAGE`]. The configuration is
+//!   fail-closed model that answers every call with `BLOCKED_MESSAGE`. The configuration is
 //!   read once per call, so a change takes effect at the next start.
 //! - **Managed root checks.** The root `<state>/recordings` is created 0700 or tightened to 0700
 //!   through a no-follow handle, and refused if it is a symlink, not a directory, or still not
@@ -58,14 +58,11 @@ use replay_core::recording::{Access, RecordingFileError, read_recording};
 use replay_core::shorten;
 
 pub use config::{Mode, RecordReplay};
-pub use ids::{
-    MAX_ID_LEN, Selector, default_recording_id, is_valid_recording_id, normalize_lexically,
-    normalize_recording_id, parse_selector,
-};
+use ids::{Selector, is_valid_recording_id, normalize_lexically, parse_selector};
 pub use store::{Deleted, PruneReport, Recorded, RecordingInfo, Shown, terminal_confirmation};
 
 /// The message every model call fails with while record/replay is blocked (§9).
-pub const BLOCKED_MESSAGE: &str = "record/replay configuration is invalid; run `cargo xtask recordings status` or `cargo xtask recordings off`";
+pub(crate) const BLOCKED_MESSAGE: &str = "record/replay configuration is invalid; run `cargo xtask recordings status` or `cargo xtask recordings off`";
 
 /// The longest `Activation::Blocked` reason kept (as §9 bounds failure messages).
 const MAX_REASON_CHARS: usize = 500;
@@ -158,7 +155,7 @@ pub enum Activation {
         /// The recording file (managed or external).
         path: PathBuf,
     },
-    /// The configuration is unusable: install the fail-closed model ([`BLOCKED_MESSAGE`]) and
+    /// The configuration is unusable: install the fail-closed model (`BLOCKED_MESSAGE`) and
     /// log `reason`, which names the problem but never a recording's contents.
     Blocked {
         /// Why, at most 500 characters.
@@ -168,7 +165,7 @@ pub enum Activation {
 
 /// Where a selector leads once the managed root has been consulted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
+pub(crate) enum Location {
     /// `<root>/<id>.jsonl`, read with [`Access::Managed`].
     Managed {
         /// The ID.
@@ -185,14 +182,14 @@ pub enum Location {
 
 impl Location {
     /// The file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Location::Managed { path, .. } | Location::External { path } => path,
         }
     }
 
     /// How the format library must read it.
-    pub fn access(&self) -> Access {
+    pub(crate) fn access(&self) -> Access {
         match self {
             Location::Managed { .. } => Access::Managed,
             Location::External { .. } => Access::External,
@@ -200,7 +197,7 @@ impl Location {
     }
 
     /// The ID for a managed file, else the path: what `replay` stores and prints.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Location::Managed { id, .. } => id.clone(),
             Location::External { path } => path.to_string_lossy().into_owned(),
@@ -216,7 +213,7 @@ pub struct RecordingsHome {
 
 impl RecordingsHome {
     /// The variable naming the state directory for [`Self::from_env`].
-    pub const STATE_DIR_VAR: &'static str = "HARNESS_STATE_DIR";
+    pub(crate) const STATE_DIR_VAR: &'static str = "HARNESS_STATE_DIR";
 
     /// A home rooted at `state_dir` (made absolute and lexically normalised; nothing is created
     /// until a verb needs it).
@@ -237,7 +234,8 @@ impl RecordingsHome {
     }
 
     /// The state directory.
-    pub fn state_dir(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn state_dir(&self) -> &Path {
         &self.state_dir
     }
 
@@ -247,13 +245,13 @@ impl RecordingsHome {
     }
 
     /// `<root>/<id>.jsonl` (no checks).
-    pub fn managed_path(&self, id: &str) -> PathBuf {
+    pub(crate) fn managed_path(&self, id: &str) -> PathBuf {
         self.root().join(format!("{id}.jsonl"))
     }
 
     /// Creates the managed root (0700) or tightens it to 0700, refusing a symlink, a
     /// non-directory, or a folder that is still not 0700 afterwards (§11.1). Returns the root.
-    pub fn ensure_root(&self) -> Result<PathBuf, RecordingsError> {
+    pub(crate) fn ensure_root(&self) -> Result<PathBuf, RecordingsError> {
         let root = self.root();
         let unsafe_root = |reason: &str| RecordingsError::UnsafeRoot {
             path: root.clone(),
@@ -298,7 +296,7 @@ impl RecordingsHome {
     /// Resolves a selector (an ID or a path) to a managed or external file, applying the managed
     /// root checks whenever the path lands in the root (see the module doc). Does not check that
     /// the file exists.
-    pub fn locate(&self, selector: &str) -> Result<Location, RecordingsError> {
+    pub(crate) fn locate(&self, selector: &str) -> Result<Location, RecordingsError> {
         match parse_selector(selector)? {
             Selector::Id(id) => {
                 let root = self.ensure_root()?;

@@ -20,21 +20,21 @@ pub struct RecordingInfo {
     /// `recording_id`, else the file stem.
     pub recording_id: String,
     /// The file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The header's `created_at`, else the file's change time (ISO-8601 UTC).
-    pub created_at: String,
+    pub(crate) created_at: String,
     /// Modification time, epoch seconds.
-    pub modified_at: f64,
+    pub(crate) modified_at: f64,
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Number of calls; `None` when the file is invalid.
-    pub call_count: Option<usize>,
+    pub(crate) call_count: Option<usize>,
     /// Whether the file passed the permission check and the strict reader.
-    pub valid: bool,
+    pub(crate) valid: bool,
     /// Whether the configuration's record or replay file is this file.
-    pub active: bool,
+    pub(crate) active: bool,
     /// Why the file is invalid.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 impl RecordingInfo {
@@ -58,11 +58,11 @@ impl RecordingInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shown {
     /// The info object.
-    pub info: RecordingInfo,
+    pub(crate) info: RecordingInfo,
     /// With `--content`: every parsed row (header first); `None` when not asked for or invalid.
-    pub content: Option<Vec<Value>>,
+    pub(crate) content: Option<Vec<Value>>,
     /// Whether `--content` was asked for.
-    pub with_content: bool,
+    pub(crate) with_content: bool,
 }
 
 impl Shown {
@@ -87,7 +87,7 @@ pub struct Recorded {
     /// The new recording's ID.
     pub id: String,
     /// Its header-only file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 /// What `delete` removed.
@@ -96,24 +96,24 @@ pub struct Deleted {
     /// The ID.
     pub id: String,
     /// The removed file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its size.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// The result of `prune`, printed as JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PruneReport {
     /// Old, inactive, valid recordings found.
-    pub matched: usize,
+    pub(crate) matched: usize,
     /// Of those, removed.
-    pub deleted: usize,
+    pub(crate) deleted: usize,
     /// Of those, not removed: locked, or the removal failed.
-    pub failed: usize,
+    pub(crate) failed: usize,
     /// Bytes of the matched files (dry run) or of the deleted ones.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The matched IDs, newest first.
-    pub recordings: Vec<String>,
+    pub(crate) recordings: Vec<String>,
 }
 
 impl PruneReport {

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::ids::{default_recording_id, normalize_recording_id};
 use super::*;
 
 // Shared with the CLI's tests, which cannot import this module (see the file's own doc).

@@ -1,6 +1,6 @@
 //! Replay gateways for a browser: the real gateway replaying a fixture on 127.0.0.1, serving the
 //! built web client beside its API, and logging every hit and miss as it happens
-//! ([`ReplayLog`]). `cargo xtask replay-gateway` runs one for a person with a browser, or the
+//! (`ReplayLog`). `cargo xtask replay-gateway` runs one for a person with a browser, or the
 //! whole set the Layer 2 browser suite needs ([`suite`]) with a manifest describing them
 //! ([`manifest`]).
 //!
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
 use replay_core::{Fixture, FixtureError, Miss, ReplayEngine};
 
-pub use log::ReplayLog;
+pub(crate) use log::ReplayLog;
 
 /// Whether a gateway asks for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

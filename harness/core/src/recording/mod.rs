@@ -24,12 +24,11 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use reader::{Access, PRIVATE_MODE, parse_recording, read_recording};
-pub use redact::{PLACEHOLDER, is_secret_key, redact, redact_text};
+pub use reader::{Access, parse_recording, read_recording};
+pub use redact::{redact, redact_text};
 pub use rows::{
-    EVENT_TYPES, FORMAT_VERSION, Outcome, READABLE_VERSIONS, REDACTION_VERSION, RecordedCall,
-    RecordedRequest, Recording, RecordingFileError, StreamEvent, TERMINAL_EVENT_TYPES,
+    Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError, StreamEvent,
     validate_event,
 };
 pub use strict_replay::{ReplayMismatch, StrictReplayError, StrictReplayer};
-pub use writer::{CallWriter, RecordingSink, lock_path_for, valid_recording_id};
+pub use writer::{CallWriter, RecordingSink, lock_path_for};

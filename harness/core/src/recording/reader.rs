@@ -17,7 +17,7 @@ use super::rows::{
 };
 
 /// The only file mode a recording may have (§11).
-pub const PRIVATE_MODE: u32 = 0o600;
+pub(crate) const PRIVATE_MODE: u32 = 0o600;
 
 /// How a recording file is reached, which decides the permission rule of §11.3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
 /// What a redacted secret is replaced with.
-pub const PLACEHOLDER: &str = "[secret removed]";
+pub(crate) const PLACEHOLDER: &str = "[secret removed]";
 
 /// The 17 secret key names of §6.3, in normalised form.
 const SECRET_KEYS: [&str; 17] = [
@@ -55,9 +55,10 @@ static SECRET_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
         .expect("suffix pattern compiles")
 });
 
-/// Redacts a JSON value (§6.2): in objects, a secret key's whole value becomes [`PLACEHOLDER`]
-/// whatever its type and every other value is walked; arrays are walked item by item; strings
-/// go through [`redact_text`]; numbers, booleans and null are returned unchanged. Keys are kept.
+/// Redacts a JSON value (§6.2): in objects, a secret key's whole value becomes
+/// `"[secret removed]"` whatever its type and every other value is walked; arrays are walked
+/// item by item; strings go through [`redact_text`]; numbers, booleans and null are returned
+/// unchanged. Keys are kept.
 pub fn redact(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
@@ -107,7 +108,7 @@ fn replacement(caps: &Captures<'_>) -> String {
 /// Whether `key` names a secret (§6.3): its normalised form (a `-` inserted between an ASCII
 /// `[a-z0-9]` and a following ASCII `[A-Z]`, then lower-cased) is one of the 17 names, or ends
 /// in `token`, `key`, `secret` or `password` at the start or after `-` or `_`.
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let normalised = normalise_key(key);
     SECRET_KEYS.contains(&normalised.as_str()) || SECRET_SUFFIX.is_match(&normalised)
 }

@@ -17,16 +17,16 @@ use serde_json::{Map, Value};
 use super::redact::redact;
 
 /// The format version this build writes.
-pub const FORMAT_VERSION: u64 = 2;
+pub(crate) const FORMAT_VERSION: u64 = 2;
 
 /// The format versions this build reads (§2.4).
-pub const READABLE_VERSIONS: [u64; 2] = [1, 2];
+pub(crate) const READABLE_VERSIONS: [u64; 2] = [1, 2];
 
 /// The version of the redaction rules (§6), stored in managed headers.
-pub const REDACTION_VERSION: u64 = 1;
+pub(crate) const REDACTION_VERSION: u64 = 1;
 
 /// Every allowed value of an event's `type` field, in the order of §2.2.
-pub const EVENT_TYPES: [&str; 12] = [
+pub(crate) const EVENT_TYPES: [&str; 12] = [
     "start",
     "text_start",
     "text_delta",
@@ -41,15 +41,12 @@ pub const EVENT_TYPES: [&str; 12] = [
     "error",
 ];
 
-/// The terminal event types: a recorder stops at the first of them (§4).
-pub const TERMINAL_EVENT_TYPES: [&str; 2] = ["done", "error"];
-
 /// The row types of §2.2; any other `type` is rejected.
-pub const ROW_TYPES: [&str; 4] = ["header", "request", "event", "call_end"];
+pub(crate) const ROW_TYPES: [&str; 4] = ["header", "request", "event", "call_end"];
 
 /// The run-time-only option keys that are never written (§2.2) and are removed from version 1
 /// requests and from incoming requests before comparison.
-pub const RUNTIME_ONLY_OPTIONS: [&str; 2] = ["signal", "on_payload"];
+pub(crate) const RUNTIME_ONLY_OPTIONS: [&str; 2] = ["signal", "on_payload"];
 
 /// How a recorded call finished (§4), stored in its `call_end` row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,7 +63,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order of §2.2.
-    pub const ALL: [Outcome; 4] = [
+    pub(crate) const ALL: [Outcome; 4] = [
         Outcome::Complete,
         Outcome::Error,
         Outcome::Cancelled,
@@ -74,7 +71,7 @@ impl Outcome {
     ];
 
     /// The value written in `call_end.outcome`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Complete => "complete",
             Outcome::Error => "error",
@@ -84,7 +81,7 @@ impl Outcome {
     }
 
     /// Parses a `call_end.outcome` value; `None` for anything not allowed.
-    pub fn parse(text: &str) -> Option<Outcome> {
+    pub(crate) fn parse(text: &str) -> Option<Outcome> {
         Outcome::ALL.into_iter().find(|o| o.as_str() == text)
     }
 }
@@ -118,7 +115,7 @@ impl RecordedRequest {
 
     /// The request as it is stored and compared: `options` without the run-time-only keys
     /// (`signal` and `on_payload`), and every payload redacted (§6).
-    pub fn stored(&self) -> RecordedRequest {
+    pub(crate) fn stored(&self) -> RecordedRequest {
         RecordedRequest {
             model: redact(&self.model),
             context: redact(&self.context),
@@ -129,7 +126,7 @@ impl RecordedRequest {
 
 /// `options` without the run-time-only keys `signal` and `on_payload`; anything that is not an
 /// object is returned unchanged.
-pub fn without_runtime_only(options: &Value) -> Value {
+pub(crate) fn without_runtime_only(options: &Value) -> Value {
     match options {
         Value::Object(map) if RUNTIME_ONLY_OPTIONS.iter().any(|k| map.contains_key(*k)) => {
             let mut map = map.clone();
@@ -146,7 +143,7 @@ pub fn without_runtime_only(options: &Value) -> Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedCall {
     /// Its index: calls are numbered from 0 without gaps.
-    pub call_index: usize,
+    pub(crate) call_index: usize,
     /// The recorded (redacted) request; for version 1 files, without the run-time-only options.
     pub request: RecordedRequest,
     /// The event payloads, in `event_index` order, each a valid [`StreamEvent`].
@@ -154,16 +151,16 @@ pub struct RecordedCall {
     /// How the call finished.
     pub outcome: Outcome,
     /// The 1-based line of its request row.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// A whole recording file, read strictly (§5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
     /// The file it was read from.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The header's `format_version` (one of [`READABLE_VERSIONS`]).
-    pub format_version: u64,
+    pub(crate) format_version: u64,
     /// The header row, with any optional metadata (`recording_id`, `created_at`, ...).
     pub header: Value,
     /// The calls, in `call_index` order.
@@ -174,12 +171,14 @@ pub struct Recording {
 
 impl Recording {
     /// The header's `recording_id`, present in managed recordings.
-    pub fn recording_id(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn recording_id(&self) -> Option<&str> {
         self.header.get("recording_id").and_then(Value::as_str)
     }
 
     /// The header's `created_at`, present in managed recordings.
-    pub fn created_at(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn created_at(&self) -> Option<&str> {
         self.header.get("created_at").and_then(Value::as_str)
     }
 }
@@ -194,13 +193,13 @@ impl Recording {
 )]
 pub struct RecordingFileError {
     /// The recording file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The 1-based line the failure concerns, when one does.
-    pub line: Option<usize>,
+    pub(crate) line: Option<usize>,
     /// The call the failure concerns, when one does.
     pub call_index: Option<usize>,
     /// What is wrong, e.g. `missing call_end`.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn at_line(line: Option<usize>) -> String {
@@ -215,7 +214,7 @@ fn for_call(call_index: Option<usize>) -> String {
 
 impl RecordingFileError {
     /// An error about `path` with no line or call.
-    pub fn new(path: &Path, reason: impl Into<String>) -> RecordingFileError {
+    pub(crate) fn new(path: &Path, reason: impl Into<String>) -> RecordingFileError {
         RecordingFileError {
             path: path.to_path_buf(),
             line: None,
@@ -225,13 +224,13 @@ impl RecordingFileError {
     }
 
     /// The same error, naming a 1-based line.
-    pub fn at_line(mut self, line: usize) -> RecordingFileError {
+    pub(crate) fn at_line(mut self, line: usize) -> RecordingFileError {
         self.line = Some(line);
         self
     }
 
     /// The same error, naming a call.
-    pub fn for_call(mut self, call_index: usize) -> RecordingFileError {
+    pub(crate) fn for_call(mut self, call_index: usize) -> RecordingFileError {
         self.call_index = Some(call_index);
         self
     }

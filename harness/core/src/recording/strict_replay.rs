@@ -17,10 +17,10 @@ use super::rows::{Outcome, RecordedRequest, Recording, RecordingFileError, valid
 use crate::diff::first_difference;
 
 /// The non-deterministic keys skipped at every depth (§7.5); fixed, not configurable.
-pub const SKIPPED_KEYS: [&str; 1] = ["timestamp"];
+pub(crate) const SKIPPED_KEYS: [&str; 1] = ["timestamp"];
 
 /// The longest `public_path` in a mismatch message, `...` included (§7.2).
-pub const PUBLIC_PATH_CAP: usize = 384;
+pub(crate) const PUBLIC_PATH_CAP: usize = 384;
 
 /// The mismatch of §7.1; Display = `replay mismatch at call <i>[, recorded event <n>], field
 /// <public_path>[; unconsumed calls remain]` where public_path = redaction value patterns
@@ -37,13 +37,13 @@ pub struct ReplayMismatch {
     pub call_index: usize,
     /// The path of the first difference (`context.messages[0].content`), or `call_index` (past
     /// the end, §8.3) or `remaining_calls` (§8.4).
-    pub field_path: String,
+    pub(crate) field_path: String,
     /// The recorded value at the path, or a description; `None` when the recorded side lacks it.
-    pub recorded: Option<Value>,
+    pub(crate) recorded: Option<Value>,
     /// The incoming value at the path, or a description; `None` when the incoming side lacks it.
-    pub incoming: Option<Value>,
+    pub(crate) incoming: Option<Value>,
     /// Set when the difference concerns a recorded event's position rather than the request.
-    pub event_index: Option<usize>,
+    pub(crate) event_index: Option<usize>,
 }
 
 impl ReplayMismatch {
@@ -218,12 +218,13 @@ impl StrictReplayer {
     }
 
     /// How many calls the recording holds.
-    pub fn recorded_calls(&self) -> usize {
+    pub(crate) fn recorded_calls(&self) -> usize {
         self.recording.calls.len()
     }
 
     /// The recording being served (its `path` is the recording path).
-    pub fn recording(&self) -> &Recording {
+    #[cfg(test)]
+    pub(crate) fn recording(&self) -> &Recording {
         &self.recording
     }
 

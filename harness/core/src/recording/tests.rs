@@ -13,6 +13,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::redact::PLACEHOLDER;
+use super::writer::valid_recording_id;
 use super::*;
 
 const P: &str = PLACEHOLDER;

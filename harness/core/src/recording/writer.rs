@@ -32,7 +32,7 @@ static RECORDING_ID: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The ID part of a managed recording selector: `id` without a trailing `.jsonl`, when it matches
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` (which already excludes `.` and `..`); otherwise `None`.
-pub fn valid_recording_id(id: &str) -> Option<&str> {
+pub(crate) fn valid_recording_id(id: &str) -> Option<&str> {
     let id = id.strip_suffix(".jsonl").unwrap_or(id);
     (RECORDING_ID.is_match(id) && id != "." && id != "..").then_some(id)
 }
@@ -110,7 +110,7 @@ impl RecordingSink {
     /// `YYYY-mm-ddTHH:MM:SSZ`), redaction_version}, fsynced; a partial file is deleted on
     /// failure. `root` must already exist (another component manages it).
     ///
-    /// `id` may end in `.jsonl`; it must be a valid ID ([`valid_recording_id`], else
+    /// `id` may end in `.jsonl`; it must be a valid ID (`valid_recording_id`, else
     /// `invalid recording ID`). An existing file is never overwritten
     /// (`recording already exists`).
     pub fn create_managed(root: &Path, id: &str) -> Result<PathBuf, RecordingFileError> {
@@ -310,12 +310,14 @@ pub struct CallWriter {
 
 impl CallWriter {
     /// The index of this call in the recording.
-    pub fn call_index(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn call_index(&self) -> usize {
         self.call_index
     }
 
     /// How many event rows have been written for this call.
-    pub fn event_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn event_count(&self) -> usize {
         self.event_count
     }
 
