@@ -146,6 +146,10 @@ pub struct ServerConfig {
     /// `server.request_body_timeout_secs`: how long a request body may go without sending
     /// anything; the request then fails and the connection closes. At least 1. Default 30.
     pub request_body_timeout_secs: u64,
+    /// `server.request_body_deadline_secs`: how long a whole request body may take, however
+    /// steadily it trickles in; the request then fails and the connection closes. At least 1.
+    /// Default 120 (the 2 MiB body limit at about 17 KiB/s).
+    pub request_body_deadline_secs: u64,
     /// `server.max_connections`: connections served at once; further clients wait in the
     /// listen backlog until one closes. At least 1. Default 512.
     pub max_connections: usize,
@@ -159,6 +163,7 @@ impl Default for ServerConfig {
             web_dir: None,
             header_read_timeout_secs: 10,
             request_body_timeout_secs: 30,
+            request_body_deadline_secs: 120,
             max_connections: 512,
         }
     }
@@ -794,6 +799,10 @@ impl Config {
                 self.server.request_body_timeout_secs,
             ),
             (
+                "server.request_body_deadline_secs",
+                self.server.request_body_deadline_secs,
+            ),
+            (
                 "server.max_connections",
                 u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
             ),
@@ -1077,6 +1086,7 @@ mod tests {
         for key in [
             "header_read_timeout_secs",
             "request_body_timeout_secs",
+            "request_body_deadline_secs",
             "max_connections",
         ] {
             let text = format!("[server]\n{key} = 0\n");

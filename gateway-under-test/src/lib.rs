@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod auth;
+mod body_deadline;
 pub mod clock;
 pub mod config;
 pub mod http;

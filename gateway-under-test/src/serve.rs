@@ -4,8 +4,10 @@
 //! - **Header read timeout**: a connection that has not sent a request's complete headers within
 //!   `header_read_timeout_secs` of the server waiting for them is closed (hyper's
 //!   `header_read_timeout`, which also ends idle keep-alive connections).
-//! - **Request-body timeout**: a request body that sends nothing for `request_body_timeout_secs`
-//!   fails the request ([`tower_http::timeout::TimeoutBody`]); the handler answers 408 (the
+//! - **Request-body timeout and deadline**: a request body that sends nothing for
+//!   `request_body_timeout_secs` ([`tower_http::timeout::TimeoutBody`]), or has not ended
+//!   `request_body_deadline_secs` after the request arrived (`body_deadline`, against a body
+//!   that trickles just inside the timeout), fails the request; the handler answers 408 (the
 //!   body extractors of `http` tell a timeout from bad content) and the connection, whose body
 //!   was not read to the end, is closed.
 //! - **Connection bound**: at most `max_connections` connections are served at once; the loop
@@ -38,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutBody;
 
+use crate::body_deadline::DeadlineBody;
 use crate::config::ServerConfig;
 
 /// How long the loop pauses after a failed `accept` (e.g. out of file descriptors), so that a
@@ -51,6 +54,8 @@ pub(crate) struct ServeLimits {
     pub(crate) header_read_timeout: Duration,
     /// Time a request body may stay silent.
     pub(crate) request_body_timeout: Duration,
+    /// Time a whole request body may take.
+    pub(crate) request_body_deadline: Duration,
     /// Connections served at once (at least 1).
     pub(crate) max_connections: usize,
 }
@@ -60,6 +65,7 @@ impl From<&ServerConfig> for ServeLimits {
         ServeLimits {
             header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
             request_body_timeout: Duration::from_secs(server.request_body_timeout_secs),
+            request_body_deadline: Duration::from_secs(server.request_body_deadline_secs),
             max_connections: server.max_connections.max(1),
         }
     }
@@ -105,8 +111,12 @@ pub(crate) async fn serve(
         }
         let router = router.clone();
         let body_timeout = limits.request_body_timeout;
+        let body_deadline = limits.request_body_deadline;
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let mut request = request.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
+            let mut request = request.map(|body| {
+                let idle_limited = TimeoutBody::new(body_timeout, body);
+                Body::new(DeadlineBody::new(body_deadline, idle_limited))
+            });
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request)
         });

@@ -33,6 +33,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::app::{App, WebClientSettings};
+use crate::body_deadline::BodyDeadlineElapsed;
 use crate::store::{Store, StoreError, ThreadRecord};
 
 pub use guard::CurrentUser;
@@ -215,19 +216,20 @@ pub(crate) fn form_rejection(rejection: FormRejection) -> ApiError {
     ApiError::validation("form", rejection.body_text())
 }
 
-/// Whether reading the body failed because the request-body timeout of `serve.rs` fired
-/// (`tower_http`'s `TimeoutError` somewhere in the rejection's sources).
+/// Whether reading the body failed because the request-body timeout or deadline of `serve.rs`
+/// fired (`tower_http`'s `TimeoutError` or `BodyDeadlineElapsed` among the rejection's sources).
 fn body_timed_out(rejection: &(dyn std::error::Error + 'static)) -> bool {
-    std::iter::successors(Some(rejection), |error| error.source())
-        .any(|error| error.is::<tower_http::timeout::TimeoutError>())
+    std::iter::successors(Some(rejection), |error| error.source()).any(|error| {
+        error.is::<tower_http::timeout::TimeoutError>() || error.is::<BodyDeadlineElapsed>()
+    })
 }
 
-/// The answer to a body that stopped arriving: the client was too slow, and its content was
-/// never judged, so 408 rather than a 422 that would blame the content.
+/// The answer to a body that stopped arriving, or arrived too slowly: the client was too slow,
+/// and its content was never judged, so 408 rather than a 422 that would blame the content.
 fn body_timeout() -> ApiError {
     ApiError::new(
         StatusCode::REQUEST_TIMEOUT,
-        "The request body did not arrive within the request-body timeout",
+        "The request body did not arrive within the request-body timeout or deadline",
     )
 }
 

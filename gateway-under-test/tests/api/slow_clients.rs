@@ -1,7 +1,7 @@
-//! Slow clients (issue 10, finding 5): a connection that sends half a header, a partial body or
-//! nothing is closed once the configured timeout passes, and the server serves at most
-//! `server.max_connections` connections at once. Raw TCP on 127.0.0.1, a few connections, every
-//! wait bounded.
+//! Slow clients (issue 10, finding 5): a connection that sends half a header, a partial body,
+//! a body one byte at a time, or nothing is closed once the configured timeout or deadline
+//! passes, and the server serves at most `server.max_connections` connections at once. Raw TCP
+//! on 127.0.0.1, a few connections, every wait bounded.
 
 use std::time::Duration;
 
@@ -86,6 +86,42 @@ async fn slow_clients_are_closed_after_the_header_and_body_timeouts() {
     }
     // The server still serves well-behaved clients.
     assert_eq!(gateway.client().get("/health").await.0, 200);
+    gateway.stop().await;
+}
+
+/// Finding 5 of issue 10, the body that trickles: one byte every 300 ms never trips the 1 s idle
+/// timeout, so only the whole-body deadline (2 s here) ends it, with a 408.
+#[tokio::test]
+async fn slow_clients_trickling_a_body_are_closed_at_the_body_deadline() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.server.request_body_timeout_secs = 1;
+        config.server.request_body_deadline_secs = 2;
+    })
+    .await;
+    let stream = connect(&gateway).await;
+    let (mut reader, mut writer) = stream.into_split();
+    writer
+        .write_all(
+            b"POST /api/v1/auth/register HTTP/1.1\r\nHost: test\r\n\
+              Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
+        )
+        .await
+        .expect("send the headers");
+    // Trickles until the server closes the connection; aborted once the read below ends.
+    let trickle = tokio::spawn(async move {
+        while writer.write_all(b" ").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(BOUND, reader.read_to_end(&mut received)).await;
+    trickle.abort();
+    let received = String::from_utf8_lossy(&received);
+    assert!(read.is_ok(), "still open after {BOUND:?}: {received}");
+    assert!(
+        received.starts_with("HTTP/1.1 408") && received.contains("deadline"),
+        "{received}"
+    );
     gateway.stop().await;
 }
 
