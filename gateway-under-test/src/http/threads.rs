@@ -389,10 +389,9 @@ async fn search(
     for thread in &threads {
         // A thread list shows titles only: DeerFlow's search answers `values: {"title"}`, not
         // every message of every thread.
-        let title = latest_values(&store, &thread.thread_id)
+        let title = store
+            .latest_title(&thread.thread_id)
             .await?
-            .get("title")
-            .cloned()
             .or_else(|| thread.display_name.clone().map(Value::String));
         let values = title.map_or_else(|| json!({}), |title| json!({"title": title}));
         out.push(thread_response(thread, values));

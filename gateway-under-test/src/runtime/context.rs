@@ -393,9 +393,7 @@ impl RunContext {
     }
 
     fn sent(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.sent_messages
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        unpoisoned(&self.sent_messages)
     }
 
     /// Marks `messages` as already known to the client (a node's input), so they are not sent

@@ -142,10 +142,11 @@ impl RunManager {
 
     /// The in-memory runs of a thread.
     pub fn runs_of_thread(&self, thread_id: &str) -> Vec<RunRecord> {
+        // Filtered before the copy: a record carries its run's input messages.
         unpoisoned(&self.runs)
             .values()
+            .filter(|run| unpoisoned(&run.record).thread_id == thread_id)
             .map(|run| run.record())
-            .filter(|record| record.thread_id == thread_id)
             .collect()
     }
 

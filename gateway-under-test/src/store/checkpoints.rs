@@ -10,6 +10,8 @@
 //! (only the id list, a few bytes a message, is written again at each step). Rows written before
 //! this layout (`message_refs IS NULL`) still hold their messages inline and read as before.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -67,8 +69,23 @@ pub(super) fn latest(
         [thread_id],
         decode,
     )?
-    .map(|stored| stored.hydrate(conn))
+    .map(|stored| stored.hydrate(conn, &mut HashMap::new()))
     .transpose()
+}
+
+/// The `title` channel of the thread's most recently inserted checkpoint, read without putting
+/// its messages back (a thread list needs the title only).
+pub(super) fn latest_title(
+    conn: &Connection,
+    thread_id: &str,
+) -> Result<Option<Value>, StoreError> {
+    let values = query_first(
+        conn,
+        "SELECT values_json FROM checkpoints WHERE thread_id = ?1 ORDER BY ordinal DESC LIMIT 1",
+        [thread_id],
+        |row| json_column(row, TABLE, "values_json"),
+    )?;
+    Ok(values.and_then(|mut values: Value| values.get_mut("title").map(Value::take)))
 }
 
 /// Up to `max` checkpoints of the thread, newest first; with `before`, only those inserted
@@ -88,9 +105,11 @@ pub(super) fn list(
          ORDER BY ordinal DESC
          LIMIT ?3"
     );
+    // The listed checkpoints share most of their messages: each is read and parsed once.
+    let mut bodies = HashMap::new();
     query_all(conn, &sql, params![thread_id, before, limit(max)], decode)?
         .into_iter()
-        .map(|stored| stored.hydrate(conn))
+        .map(|stored| stored.hydrate(conn, &mut bodies))
         .collect()
 }
 
@@ -112,7 +131,12 @@ struct StoredCheckpoint {
 
 impl StoredCheckpoint {
     /// Puts the referenced messages back into `values.messages`, at the key's original place.
-    fn hydrate(self, conn: &Connection) -> Result<CheckpointRecord, StoreError> {
+    /// `bodies` holds the messages already read by this call, by row id.
+    fn hydrate(
+        self,
+        conn: &Connection,
+        bodies: &mut HashMap<i64, Value>,
+    ) -> Result<CheckpointRecord, StoreError> {
         let StoredCheckpoint {
             mut record,
             message_refs,
@@ -127,14 +151,20 @@ impl StoredCheckpoint {
         let mut messages = Vec::with_capacity(ids.len());
         for id in ids {
             let id = id.as_i64().ok_or_else(|| corrupt("holds a non-integer"))?;
+            if let Some(message) = bodies.get(&id) {
+                messages.push(message.clone());
+                continue;
+            }
             let body: String = statement
                 .query_row(params![record.thread_id, id], |row| row.get(0))
                 .optional()?
                 .ok_or_else(|| corrupt(&format!("names missing message {id}")))?;
-            let message = serde_json::from_str(&body).map_err(|source| StoreError::Json {
-                column: "checkpoint_messages.body".to_owned(),
-                source,
-            })?;
+            let message: Value =
+                serde_json::from_str(&body).map_err(|source| StoreError::Json {
+                    column: "checkpoint_messages.body".to_owned(),
+                    source,
+                })?;
+            bodies.insert(id, message.clone());
             messages.push(message);
         }
         match record.values.as_object_mut() {
@@ -156,27 +186,48 @@ fn split_messages(
     thread_id: &str,
     values: &Value,
 ) -> Result<(Value, Option<Value>), StoreError> {
-    let Some(messages) = values.get(MESSAGES).and_then(Value::as_array) else {
+    let (Some(object), Some(messages)) = (
+        values.as_object(),
+        values.get(MESSAGES).and_then(Value::as_array),
+    ) else {
         return Ok((values.clone(), None));
     };
-    let mut insert = conn.prepare_cached(
-        "INSERT OR IGNORE INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
-    )?;
+    // Looked up first: at every step all but the newest messages are already stored.
     let mut find = conn
         .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
+    )?;
     let mut ids = Vec::with_capacity(messages.len());
     for message in messages {
         let body = json_text(message, "checkpoint_messages", "body")?;
         let hash = hex::encode(Sha256::digest(body.as_bytes()));
-        insert.execute(params![thread_id, hash, body])?;
-        let id: i64 = find.query_row(params![thread_id, hash], |row| row.get(0))?;
+        let known: Option<i64> = find
+            .query_row(params![thread_id, hash], |row| row.get(0))
+            .optional()?;
+        let id = match known {
+            Some(id) => id,
+            None => {
+                insert.execute(params![thread_id, hash, body])?;
+                conn.last_insert_rowid()
+            }
+        };
         ids.push(Value::from(id));
     }
-    let mut stored = values.clone();
-    if let Some(object) = stored.as_object_mut() {
-        object.insert(MESSAGES.to_owned(), Value::Array(Vec::new()));
-    }
-    Ok((stored, Some(Value::Array(ids))))
+    // Every channel but the messages, which stay as an empty placeholder in their place; the
+    // conversation itself is not copied.
+    let stored = object
+        .iter()
+        .map(|(key, value)| {
+            let value = if key == MESSAGES {
+                Value::Array(Vec::new())
+            } else {
+                value.clone()
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Ok((Value::Object(stored), Some(Value::Array(ids))))
 }
 
 fn corrupt(what: &str) -> StoreError {

@@ -475,6 +475,14 @@ impl Store {
             .await
     }
 
+    /// The `title` channel of the thread's latest checkpoint, read without its messages.
+    pub async fn latest_title(&self, thread_id: &str) -> Result<Option<Value>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.db
+            .call(move |conn| checkpoints::latest_title(conn, &thread_id))
+            .await
+    }
+
     /// Checkpoints newest first, at most `limit`, only those older than `before` (a checkpoint
     /// id) when given.
     pub async fn list_checkpoints(
