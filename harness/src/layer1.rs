@@ -97,11 +97,17 @@ impl ScenarioRun {
     /// The Layer 1 verdict on this run: framing, misses and other model errors, the shapes
     /// against the committed golden, unused turns.
     pub fn verdict(&self) -> Verdict {
+        let shapes = self.shapes();
+        let document = golden_document(
+            &self.fixture.scenario.id,
+            self.fixture.scenario.mode.as_str(),
+            &shapes,
+        );
         Verdict::new(
-            &self.shapes(),
+            &shapes,
             self.misses.clone(),
             self.model_errors.clone(),
-            golden_status(&self.stem(), &self.golden_document()),
+            golden_status(&self.stem(), &document),
             self.unused_turns.clone(),
         )
     }
@@ -125,15 +131,24 @@ impl ScenarioRun {
         for problem in verdict.problems(MissingGolden::Fails) {
             let _ = writeln!(out, "{problem}");
         }
-        let _ = writeln!(out, "\nfixture: {}", self.fixture_path.display());
         if verdict.golden != GoldenStatus::Ok {
             let _ = writeln!(
                 out,
-                "golden: {} ({})",
+                "\ngolden: {} ({})",
                 golden_path(&self.stem()).display(),
                 verdict.golden.as_str()
             );
         }
+        out.push_str(&self.details());
+        out
+    }
+
+    /// What explains any verdict on this run, without judging it: the fixture, each request and
+    /// SSE transcript, every miss, the model server's other problems and the unused turns. (The
+    /// web client flow judges its runs by its own verdict, not by the Layer 1 golden.)
+    pub fn details(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "\nfixture: {}", self.fixture_path.display());
         let full = std::env::var_os("HARNESS_FULL_TRANSCRIPT").is_some();
         for (index, transcript) in self.transcripts.iter().enumerate() {
             let _ = writeln!(out, "\n--- run {index} request ---\n{}", transcript.request);
@@ -160,17 +175,17 @@ impl ScenarioRun {
                 );
             }
         }
-        for miss in &verdict.misses {
+        for miss in &self.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
-        for problem in &verdict.model_errors {
+        for problem in &self.model_errors {
             let _ = writeln!(out, "--- model server ---\n{problem}");
         }
-        if !verdict.unused_turns.is_empty() {
+        if !self.unused_turns.is_empty() {
             let _ = writeln!(
                 out,
                 "unused turns (information only): {:?}",
-                verdict.unused_turns
+                self.unused_turns
             );
         }
         out

@@ -166,7 +166,16 @@ impl ReplayEngine {
         reason = "a miss carries its diagnostics by value; misses are rare and end the test"
     )]
     pub fn lookup(&self, caller: &str, messages: &[Value]) -> Result<Served, Miss> {
-        let key = replay_key(caller, messages);
+        self.lookup_key(replay_key(caller, messages))
+    }
+
+    /// [`ReplayEngine::lookup`] with the key already computed (the wire lookup computes the
+    /// conversation's part once to find the caller).
+    #[expect(
+        clippy::result_large_err,
+        reason = "a miss carries its diagnostics by value; misses are rare and end the test"
+    )]
+    pub(crate) fn lookup_key(&self, key: ReplayKey) -> Result<Served, Miss> {
         let mut state = self.state.lock();
 
         let mut recorded_key = &key.input_hash;

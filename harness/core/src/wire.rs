@@ -33,7 +33,10 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::canonical::{DEFAULT_CALLER, canonical_conversation, conversation_hash, input_hash};
+use crate::canonical::{
+    DEFAULT_CALLER, ReplayKey, canonical_conversation, conversation_hash, input_hash,
+    normalize_caller,
+};
 use crate::pyjson::python_repr;
 use crate::replay::{Miss, ReplayEngine, Served};
 
@@ -224,7 +227,15 @@ impl ReplayEngine {
                 });
             }
         };
-        self.lookup(&chosen, messages)
+        // The conversation's part of the key is done: only the caller's part remains.
+        let caller = normalize_caller(&chosen);
+        let key = ReplayKey {
+            input_hash: input_hash(&caller, &conversation),
+            caller,
+            canonical,
+            conversation_hash: conversation,
+        };
+        self.lookup_key(key)
             .map_err(|miss| WireLookupError::Miss(Box::new(miss)))
     }
 

@@ -4,11 +4,20 @@
  * and a footer with the duration, the token count and the files the run edited.
  */
 
+import { memo } from "react";
 import Markdown from "react-markdown";
 
 import type { WorkspaceChanges } from "../api/gateway";
 import type { AiItem, RunItem, RunView, ToolStep } from "../chat/conversation";
 import { formatSeconds, formatTokens, plural } from "./format";
+
+/**
+ * A message's markdown, parsed again only when its text changes: a streamed chunk rebuilds every
+ * run's view objects, but only the message that grows has new text.
+ */
+const MarkdownText = memo(function MarkdownText({ text }: { text: string }) {
+  return <Markdown>{text}</Markdown>;
+});
 
 function argumentText(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
@@ -56,7 +65,7 @@ function AiItemView({ item }: { item: AiItem }) {
   }
   return (
     <article className="message message-ai" aria-label="Assistant">
-      <Markdown>{item.text}</Markdown>
+      <MarkdownText text={item.text} />
     </article>
   );
 }
@@ -66,7 +75,7 @@ function ItemView({ item }: { item: RunItem }) {
     case "human":
       return (
         <article className="message message-human" aria-label="You">
-          <Markdown>{item.text}</Markdown>
+          <MarkdownText text={item.text} />
         </article>
       );
     case "ai":
