@@ -16,7 +16,7 @@ use gateway_under_test::models::{
 use serde_json::{Map, Value, json};
 
 use crate::adapter::replay_model::{request_caller, request_messages};
-use replay_core::normalize;
+use keyless_runner::model_server::normalized;
 use replay_core::recording::{
     CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
     redact_text,
@@ -80,20 +80,6 @@ fn provider_message(message: &Message) -> Value {
         out.insert("tool_call_id".into(), json!(id));
     }
     Value::Object(out)
-}
-
-/// `value` with every string normalised (`replay_core::normalize`), at any depth.
-pub(crate) fn normalized(value: &Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(normalize(text)),
-        Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, value)| (key.clone(), normalized(value)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 fn recording_error(error: impl std::fmt::Display) -> ModelError {

@@ -64,6 +64,7 @@ use request::{WIRE_API, WireRequest};
 pub use client::{ClientError, ModelServerClient, ServerState};
 pub use problems::Problem;
 pub use record::{RecordConfig, RecordedFixture};
+pub use request::normalized;
 
 /// The request header a gateway may send to name the caller of a model call (`lead_agent`,
 /// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of

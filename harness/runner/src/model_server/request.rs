@@ -6,7 +6,7 @@ use replay_core::recording::RecordedRequest;
 use replay_core::{messages_from_chat_completions, replay_key};
 use serde_json::{Map, Value, json};
 
-use crate::adapter::recording_model::normalized;
+use replay_core::normalize;
 
 /// The `model.api` of every request a model server records: it tells a wire recording from one
 /// made at a gateway's provider boundary, whose requests have another shape.
@@ -79,6 +79,20 @@ impl WireRequest {
             }),
             normalized(&Value::Object(options)),
         )
+    }
+}
+
+/// `value` with every string normalised (`replay_core::normalize`), at any depth.
+pub fn normalized(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(normalize(text)),
+        Value::Array(items) => Value::Array(items.iter().map(normalized).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), normalized(value)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -15,12 +15,12 @@ use replay_core::GoldenStatus;
 
 /// The repository root (the `harness` package's folder). At run time cargo and nextest set
 /// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
-/// otherwise the folder this crate was built in.
+/// otherwise the repository this crate was built in.
 pub fn workspace_root() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .filter(|dir| dir.join("golden").is_dir())
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// The `golden/` folder at the repository root.

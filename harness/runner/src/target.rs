@@ -11,12 +11,10 @@
 //! same code, so both paths are held to the same goldens.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use replay_core::{Fixture, Miss, ReplayEngine};
+use replay_core::{Fixture, Miss};
 
-use crate::adapter::boot::{BootedGateway, Extensions, ModelWiring, boot};
 use crate::golden::stem_of;
 use crate::layer1::HarnessError;
 use crate::model_server::{ClientError, ModelServerClient, Problem};
@@ -25,12 +23,12 @@ use crate::model_server::{ClientError, ModelServerClient, Problem};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelLedger {
     /// Calls with no recorded output.
-    pub(crate) misses: Vec<Miss>,
+    pub misses: Vec<Miss>,
     /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
     /// caller, a request the model server could not read.
-    pub(crate) other_problems: Vec<String>,
+    pub other_problems: Vec<String>,
     /// Recorded turns nobody asked for (information, not failure).
-    pub(crate) unused_turns: Vec<usize>,
+    pub unused_turns: Vec<usize>,
 }
 
 impl ModelLedger {
@@ -64,58 +62,6 @@ pub trait GatewayTarget: Send {
     /// After the drive, whether it succeeded or not: stops what [`start`](Self::start) started
     /// and returns what the model side saw.
     async fn finish(&mut self) -> Result<ModelLedger, HarnessError>;
-}
-
-/// `gateway-under-test` booted in this process, with the replay model over the fixture and the
-/// fixture's `gateway_config` applied.
-#[derive(Debug, Default)]
-pub(crate) struct InProcess {
-    extensions: Option<Extensions>,
-    running: Option<(BootedGateway, Arc<ReplayEngine>)>,
-}
-
-impl InProcess {
-    /// A target whose gateway gets `extensions` (the drift tests' real extension points).
-    pub(crate) fn new(extensions: Extensions) -> InProcess {
-        InProcess {
-            extensions: Some(extensions),
-            running: None,
-        }
-    }
-}
-
-#[async_trait]
-impl GatewayTarget for InProcess {
-    async fn start(&mut self, path: &Path, fixture: &Fixture) -> Result<String, HarnessError> {
-        let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
-        let booted = boot(
-            ModelWiring::Replay(engine.clone()),
-            fixture.scenario.gateway_config.as_ref(),
-            self.extensions.take().unwrap_or_default(),
-        )
-        .await
-        .map_err(|source| HarnessError::Boot {
-            fixture: path.to_path_buf(),
-            source,
-        })?;
-        let url = booted.url();
-        self.running = Some((booted, engine));
-        Ok(url)
-    }
-
-    async fn finish(&mut self) -> Result<ModelLedger, HarnessError> {
-        let Some((booted, engine)) = self.running.take() else {
-            return Ok(ModelLedger::default());
-        };
-        if let Err(err) = booted.shutdown().await {
-            tracing::warn!("gateway shutdown: {err}");
-        }
-        Ok(ModelLedger {
-            misses: engine.take_misses(),
-            other_problems: Vec::new(),
-            unused_turns: engine.unused_turns(),
-        })
-    }
 }
 
 /// A gateway already running at a URL, whose model is a model server. The fixture's

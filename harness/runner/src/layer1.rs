@@ -13,11 +13,10 @@ use replay_core::{
     shape_of, shorten,
 };
 
-use crate::adapter::boot::{BootError, Extensions};
 use crate::driver::{Driver, DriverError, RunTranscript};
 use crate::golden::{golden_path, golden_status, stem_of};
 use crate::model_server::ClientError;
-use crate::target::{GatewayTarget, InProcess};
+use crate::target::GatewayTarget;
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -30,8 +29,8 @@ pub enum HarnessError {
     Boot {
         /// The fixture file.
         fixture: PathBuf,
-        /// Why.
-        source: BootError,
+        /// Why (the adapter's boot error).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A request of the drive failed.
     #[error("driving the gateway for {fixture}: {source}")]
@@ -64,9 +63,9 @@ pub struct ScenarioRun {
     pub misses: Vec<Miss>,
     /// Other model-side failures reported by a model server (a strict-replay mismatch, an
     /// ambiguous caller, an unreadable request), as their messages.
-    pub(crate) model_errors: Vec<String>,
+    pub model_errors: Vec<String>,
     /// Turns nobody asked for (information, not failure).
-    pub(crate) unused_turns: Vec<usize>,
+    pub unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
 }
@@ -207,30 +206,6 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Runs a fixture file.
-pub async fn run_fixture(path: &Path) -> Result<ScenarioRun, HarnessError> {
-    run_fixture_with(path, Extensions::default()).await
-}
-
-/// Runs a fixture file with test extensions (drift tests use the gateway's real extension
-/// points through these).
-pub async fn run_fixture_with(
-    path: &Path,
-    extensions: Extensions,
-) -> Result<ScenarioRun, HarnessError> {
-    let fixture = Fixture::load(path)?;
-    run_loaded(path, fixture, extensions).await
-}
-
-/// Runs an already loaded fixture through an in-process gateway.
-pub async fn run_loaded(
-    path: &Path,
-    fixture: Fixture,
-    extensions: Extensions,
-) -> Result<ScenarioRun, HarnessError> {
-    run_on(&mut InProcess::new(extensions), path, fixture).await
-}
-
 /// Runs a fixture file through `target`.
 pub async fn run_fixture_on(
     target: &mut dyn GatewayTarget,
@@ -242,7 +217,7 @@ pub async fn run_fixture_on(
 
 /// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
 /// failed drive, so the gateway stops and the model side is read).
-pub(crate) async fn run_on(
+pub async fn run_on(
     target: &mut dyn GatewayTarget,
     path: &Path,
     fixture: Fixture,
@@ -257,7 +232,7 @@ pub(crate) async fn run_on(
 /// Starts `target` for `fixture`, drives it with `drive`, then finishes it, also after a failed
 /// drive, so the gateway stops and the model side is read. `drive` returns the transcripts of
 /// the runs and whatever else it observed (the web client's flow keeps its page requests).
-pub(crate) async fn drive_target<T>(
+pub async fn drive_target<T>(
     target: &mut dyn GatewayTarget,
     path: &Path,
     fixture: Fixture,

@@ -14,7 +14,7 @@ use super::ids::{default_recording_id, normalize_recording_id};
 use super::*;
 
 // Shared with the CLI's tests, which cannot import this module (see the file's own doc).
-#[path = "../../tests/support/recording_files.rs"]
+#[path = "../../../tests/support/recording_files.rs"]
 mod recording_files;
 use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 

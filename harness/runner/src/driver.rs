@@ -52,14 +52,14 @@ pub struct SseEvent {
     /// The data, as sent.
     pub data: String,
     /// The id, when the frame carried one.
-    pub(crate) id: Option<String>,
+    pub id: Option<String>,
 }
 
 /// Everything one streamed run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunTranscript {
     /// The request body that started the run.
-    pub(crate) request: Value,
+    pub request: Value,
     /// Parsed events, in order.
     pub events: Vec<SseEvent>,
     /// The raw response body, for failure reports.
@@ -68,7 +68,7 @@ pub struct RunTranscript {
 
 impl RunTranscript {
     /// The protocol shape: `(event name, sorted top-level keys or null)` per event.
-    pub(crate) fn shapes(&self) -> Vec<Shape> {
+    pub fn shapes(&self) -> Vec<Shape> {
         self.events
             .iter()
             .map(|event| shape_of(Some(&event.event), &event.data))
@@ -76,7 +76,7 @@ impl RunTranscript {
     }
 
     /// The web golden's reduction of every event ([`web_shape_of`]).
-    pub(crate) fn web_shapes(&self) -> Vec<Shape> {
+    pub fn web_shapes(&self) -> Vec<Shape> {
         self.events
             .iter()
             .map(|event| web_shape_of(Some(&event.event), &event.data))
@@ -93,7 +93,7 @@ impl RunTranscript {
     }
 
     /// The run id from the `metadata` event.
-    pub(crate) fn run_id(&self) -> Option<String> {
+    pub fn run_id(&self) -> Option<String> {
         let metadata = self.events.iter().find(|event| event.event == "metadata")?;
         let data: Value = serde_json::from_str(&metadata.data).ok()?;
         data.get("run_id")?.as_str().map(String::from)
@@ -101,7 +101,7 @@ impl RunTranscript {
 }
 
 /// The stream modes DeerFlow's web client asks for.
-pub(crate) const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "updates", "custom"];
+pub const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "updates", "custom"];
 
 /// The run request of DeerFlow's web client, in its exact form: the prompt as a text block,
 /// `recursion_limit: 1000`, the context the client builds for `mode` (the picked model when there
@@ -112,7 +112,7 @@ pub(crate) const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "upd
 /// The web client builds the same body (`gateway-under-test/web/src/chat/run-request.ts`), and
 /// both are held to `gateway-under-test/web/src/chat/run-requests/run-request.<mode>.json`, so
 /// a run recorded through this driver replays in the browser without a miss.
-pub(crate) fn web_run_request(
+pub fn web_run_request(
     prompt: &str,
     mode: UiMode,
     model_name: Option<&str>,
@@ -145,20 +145,20 @@ pub(crate) fn web_run_request(
 
 /// A scenario driven the way the web client drives it ([`Driver::run_scenario_as_web_client`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WebClientRuns {
+pub struct WebClientRuns {
     /// The thread the runs went to.
-    pub(crate) thread_id: String,
+    pub thread_id: String,
     /// One transcript per prompt.
-    pub(crate) transcripts: Vec<RunTranscript>,
+    pub transcripts: Vec<RunTranscript>,
     /// The suggestions answer after each run (none while suggestions are off).
-    pub(crate) suggestions: Vec<Value>,
+    pub suggestions: Vec<Value>,
 }
 
 /// One request of a driven page and its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
     /// `GET` or `POST`.
-    pub(crate) method: String,
+    pub method: String,
     /// The path with its query.
     pub path: String,
     /// The status received.
@@ -169,7 +169,7 @@ pub struct Exchange {
 
 impl Exchange {
     /// Whether the status is 2xx.
-    pub(crate) fn succeeded(&self) -> bool {
+    pub fn succeeded(&self) -> bool {
         (200..300).contains(&self.status)
     }
 }
@@ -183,7 +183,7 @@ pub struct Driver {
 }
 
 /// The password every driven user registers with.
-pub(crate) const DRIVER_PASSWORD: &str = "very-strong-password-123";
+pub const DRIVER_PASSWORD: &str = "very-strong-password-123";
 
 /// Sends `request` for `route` (`METHOD path`, which errors name) and expects `expected`.
 async fn send_expecting(
@@ -250,7 +250,7 @@ impl Driver {
 
     /// Sends a request (with the CSRF header once known) and returns whatever the gateway
     /// answered; only a transport failure is an error.
-    pub(crate) async fn exchange(
+    pub async fn exchange(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -340,7 +340,7 @@ impl Driver {
 
     /// Streams a run with any request body (other stream modes, for example) and reads the
     /// whole stream.
-    pub(crate) async fn stream_request(
+    pub async fn stream_request(
         &self,
         thread_id: &str,
         request: Value,
@@ -380,7 +380,7 @@ impl Driver {
     /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
     /// another, with the scenario's context and Layer 1's values-only request.
     /// Returns the thread id and one transcript per prompt.
-    pub(crate) async fn run_scenario(
+    pub async fn run_scenario(
         &self,
         scenario: &Scenario,
     ) -> Result<(String, Vec<RunTranscript>), DriverError> {
@@ -400,7 +400,7 @@ impl Driver {
     /// ([`web_run_request`], in the scenario's mode, with `model_name`), and after each run
     /// the follow-up suggestions the client asks for, while `GET /api/suggestions/config` says
     /// they are on (`n = max_suggestions`, the last six visible messages).
-    pub(crate) async fn run_scenario_as_web_client(
+    pub async fn run_scenario_as_web_client(
         &self,
         scenario: &Scenario,
         model_name: &str,
@@ -463,7 +463,7 @@ impl Driver {
 
 /// The suggestions request the frontend sends after a run: the last six visible messages as
 /// `{"role", "content"}` and `n`.
-pub(crate) fn suggestions_request(messages: &[(String, String)], n: u32) -> Value {
+pub fn suggestions_request(messages: &[(String, String)], n: u32) -> Value {
     let recent: Vec<Value> = messages
         .iter()
         .skip(messages.len().saturating_sub(6))

@@ -62,7 +62,7 @@ use ids::{Selector, is_valid_recording_id, normalize_lexically, parse_selector};
 pub use store::{Deleted, PruneReport, Recorded, RecordingInfo, Shown, terminal_confirmation};
 
 /// The message every model call fails with while record/replay is blocked (§9).
-pub(crate) const BLOCKED_MESSAGE: &str = "record/replay configuration is invalid; run `cargo xtask recordings status` or `cargo xtask recordings off`";
+pub const BLOCKED_MESSAGE: &str = "record/replay configuration is invalid; run `cargo xtask recordings status` or `cargo xtask recordings off`";
 
 /// The longest `Activation::Blocked` reason kept (as §9 bounds failure messages).
 const MAX_REASON_CHARS: usize = 500;

@@ -1,0 +1,24 @@
+//! `keyless-runner`: the part of keyless (keyless contract tests for agent gateways) that never
+//! names a gateway type, so a gateway in any language is tested through it and the `keyless`
+//! binary compiles no gateway.
+//!
+//! - [`driver`]: the HTTP wire driver (register → thread → `runs/stream`, the web client's
+//!   requests).
+//! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
+//!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
+//!   gateway that runs elsewhere against a model server.
+//! - [`golden`]: goldens as insta snapshots.
+//! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
+//!   wire, for a gateway that runs in its own process, in any language.
+//! - [`recording_store`]: the managed recordings store and the record/replay activation
+//!   decision for launchers.
+//!
+//! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
+//! `harness` package's, which depends on this crate; this crate never depends on it.
+
+pub mod driver;
+pub mod golden;
+pub mod layer1;
+pub mod model_server;
+pub mod recording_store;
+pub mod target;
