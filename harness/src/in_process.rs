@@ -29,13 +29,20 @@ pub async fn run_fixture_with(
     run_loaded(path, fixture, extensions).await
 }
 
-/// Runs an already loaded fixture through an in-process gateway.
+/// Runs an already loaded fixture through an in-process gateway, judged against this
+/// workspace's `golden/`.
 pub async fn run_loaded(
     path: &Path,
     fixture: Fixture,
     extensions: Extensions,
 ) -> Result<ScenarioRun, HarnessError> {
-    run_on(&mut InProcess::new(extensions), path, fixture).await
+    run_on(
+        &mut InProcess::new(extensions),
+        path,
+        &crate::golden::golden_dir(),
+        fixture,
+    )
+    .await
 }
 
 /// `gateway-under-test` booted in this process, with the replay model over the fixture and the
@@ -88,4 +95,13 @@ impl GatewayTarget for InProcess {
             unused_turns: engine.unused_turns(),
         })
     }
+}
+
+/// Runs a fixture file through `target` (in-process or at a URL), judged against this
+/// workspace's `golden/`.
+pub async fn run_fixture_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+) -> Result<ScenarioRun, HarnessError> {
+    keyless_runner::layer1::run_fixture_on(target, path, &crate::golden::golden_dir()).await
 }

@@ -31,14 +31,22 @@ pub mod scenarios;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;
 pub mod web_flow;
+mod workspace;
 
 // The gateway-free runner, under the paths this package's tests, benchmarks and xtask use.
-pub use keyless_runner::{driver, golden, model_server, recording_store};
+pub use keyless_runner::{driver, model_server, recording_store};
+
+/// Goldens: the runner's [`golden`](keyless_runner::golden), plus this workspace's folders
+/// (`golden/`, `fixtures/`) and its goldens read by stem.
+pub mod golden {
+    pub use crate::workspace::{fixtures_dir, golden_dir, read_golden, workspace_root};
+    pub use keyless_runner::golden::*;
+}
 
 /// Layer 1: the runner's [`layer1`](keyless_runner::layer1), plus the in-process runs of this
 /// workspace's gateway.
 pub mod layer1 {
-    pub use crate::in_process::{run_fixture, run_fixture_with, run_loaded};
+    pub use crate::in_process::{run_fixture, run_fixture_on, run_fixture_with, run_loaded};
     pub use keyless_runner::layer1::*;
 }
 

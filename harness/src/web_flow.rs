@@ -184,7 +184,14 @@ impl WebVerdict {
 pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlowRun, HarnessError> {
     let fixture = Fixture::load(path)?;
     let mut target = InProcess::new(extensions);
-    let (scenario, exchanges) = drive_target(&mut target, path, fixture, drive_web_client).await?;
+    let (scenario, exchanges) = drive_target(
+        &mut target,
+        path,
+        &crate::golden::golden_dir(),
+        fixture,
+        drive_web_client,
+    )
+    .await?;
     Ok(WebFlowRun {
         scenario,
         exchanges,

@@ -509,7 +509,8 @@ mod tests {
     /// The web client's expected run request bodies, one file per mode:
     /// `{"inputs": {"prompt", "mode", "model_name", "thread_id"}, "body": …}`.
     fn run_request_files() -> std::path::PathBuf {
-        crate::golden::workspace_root().join("gateway-under-test/web/src/chat/run-requests")
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../gateway-under-test/web/src/chat/run-requests")
     }
 
     #[test]

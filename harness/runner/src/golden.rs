@@ -1,5 +1,7 @@
-//! Goldens: insta snapshots in the top-level `golden/` folder, one per fixture with the same
-//! stem, whose body is DeerFlow's `{"scenario", "mode", "events"}` document.
+//! Goldens: insta snapshots in a golden folder (this workspace's top-level `golden/`, or the one
+//! a `keyless.toml` configures), one per fixture with the same stem, whose body is DeerFlow's
+//! `{"scenario", "mode", "events"}` document. The folder is always passed in: a fixture from
+//! another repository is never compared with a golden of this one.
 //!
 //! A golden is compared through insta's own snapshot API ([`insta::Snapshot::from_file`] and its
 //! contents' equality, the comparison `assert_snapshot!` makes), so a status computed here always
@@ -13,26 +15,6 @@ use insta::internals::{SnapshotContents, TextSnapshotContents};
 use insta::{Snapshot, TextSnapshotKind};
 use replay_core::GoldenStatus;
 
-/// The repository root (the `harness` package's folder). At run time cargo and nextest set
-/// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
-/// otherwise the repository this crate was built in.
-pub fn workspace_root() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.join("golden").is_dir())
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-}
-
-/// The `golden/` folder at the repository root.
-pub fn golden_dir() -> PathBuf {
-    workspace_root().join("golden")
-}
-
-/// The `fixtures/` folder at the repository root.
-pub fn fixtures_dir() -> PathBuf {
-    workspace_root().join("fixtures")
-}
-
 /// The snapshot name of a fixture: its file name without `.json`
 /// (`write_read_file.ultra.json` → `write_read_file.ultra`).
 pub fn stem_of(fixture: &Path) -> String {
@@ -43,27 +25,27 @@ pub fn stem_of(fixture: &Path) -> String {
     name.strip_suffix(".json").unwrap_or(&name).to_string()
 }
 
-/// The golden file of a stem.
-pub(crate) fn golden_path(stem: &str) -> PathBuf {
-    golden_dir().join(format!("{stem}.snap"))
+/// The golden file of a stem in `golden_dir`.
+pub fn golden_path(golden_dir: &Path, stem: &str) -> PathBuf {
+    golden_dir.join(format!("{stem}.snap"))
 }
 
-/// Compares `document` with the committed golden of `stem`.
-pub(crate) fn golden_status(stem: &str, document: &str) -> GoldenStatus {
-    snapshot_status(&golden_path(stem), document)
+/// Compares `document` with the committed golden of `stem` in `golden_dir`.
+pub fn golden_status(golden_dir: &Path, stem: &str, document: &str) -> GoldenStatus {
+    snapshot_status(&golden_path(golden_dir, stem), document)
 }
 
-/// The committed golden document of `stem` (the snapshot's body, as insta reads it), or an
-/// error naming the file.
-pub fn read_golden(stem: &str) -> Result<String, String> {
-    let path = golden_path(stem);
+/// The committed golden document of `stem` in `golden_dir` (the snapshot's body, as insta reads
+/// it), or an error naming the file.
+pub fn read_golden(golden_dir: &Path, stem: &str) -> Result<String, String> {
+    let path = golden_path(golden_dir, stem);
     let snapshot =
-        Snapshot::from_file(&path).map_err(|err| format!("golden/{stem}.snap: {err}"))?;
+        Snapshot::from_file(&path).map_err(|err| format!("{}: {err}", path.display()))?;
     snapshot
         .contents()
         .as_text()
         .map(ToString::to_string)
-        .ok_or_else(|| format!("golden/{stem}.snap: not a text snapshot"))
+        .ok_or_else(|| format!("{}: not a text snapshot", path.display()))
 }
 
 /// Compares `document` with the snapshot file at `path` as insta does. A file insta cannot read

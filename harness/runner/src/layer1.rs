@@ -68,6 +68,8 @@ pub struct ScenarioRun {
     pub unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
+    /// The golden folder the run is judged against (its golden is `<stem>.snap` there).
+    pub golden_dir: PathBuf,
 }
 
 impl ScenarioRun {
@@ -106,7 +108,7 @@ impl ScenarioRun {
             &shapes,
             self.misses.clone(),
             self.model_errors.clone(),
-            golden_status(&self.stem(), &document),
+            golden_status(&self.golden_dir, &self.stem(), &document),
             self.unused_turns.clone(),
         )
     }
@@ -134,7 +136,7 @@ impl ScenarioRun {
             let _ = writeln!(
                 out,
                 "\ngolden: {} ({})",
-                golden_path(&self.stem()).display(),
+                golden_path(&self.golden_dir, &self.stem()).display(),
                 verdict.golden.as_str()
             );
         }
@@ -206,13 +208,14 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Runs a fixture file through `target`.
+/// Runs a fixture file through `target`, judged against the goldens in `golden_dir`.
 pub async fn run_fixture_on(
     target: &mut dyn GatewayTarget,
     path: &Path,
+    golden_dir: &Path,
 ) -> Result<ScenarioRun, HarnessError> {
     let fixture = Fixture::load(path)?;
-    run_on(target, path, fixture).await
+    run_on(target, path, golden_dir, fixture).await
 }
 
 /// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
@@ -220,9 +223,10 @@ pub async fn run_fixture_on(
 pub async fn run_on(
     target: &mut dyn GatewayTarget,
     path: &Path,
+    golden_dir: &Path,
     fixture: Fixture,
 ) -> Result<ScenarioRun, HarnessError> {
-    let (run, ()) = drive_target(target, path, fixture, async |url, fixture| {
+    let (run, ()) = drive_target(target, path, golden_dir, fixture, async |url, fixture| {
         Ok((drive_prompts(url, fixture).await?, ()))
     })
     .await?;
@@ -231,10 +235,12 @@ pub async fn run_on(
 
 /// Starts `target` for `fixture`, drives it with `drive`, then finishes it, also after a failed
 /// drive, so the gateway stops and the model side is read. `drive` returns the transcripts of
-/// the runs and whatever else it observed (the web client's flow keeps its page requests).
+/// the runs and whatever else it observed (the web client's flow keeps its page requests). The
+/// run is judged against the goldens in `golden_dir`.
 pub async fn drive_target<T>(
     target: &mut dyn GatewayTarget,
     path: &Path,
+    golden_dir: &Path,
     fixture: Fixture,
     drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
 ) -> Result<(ScenarioRun, T), HarnessError> {
@@ -255,6 +261,7 @@ pub async fn drive_target<T>(
         fixture,
         transcripts,
         elapsed: started.elapsed(),
+        golden_dir: golden_dir.to_path_buf(),
     };
     Ok((run, observed))
 }

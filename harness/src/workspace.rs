@@ -1,0 +1,31 @@
+//! This workspace's folders: the repository root, its `golden/` and its `fixtures/`. The runner
+//! (`keyless_runner`) is always given its folders; only this package, whose manifest sits at the
+//! repository root, knows where the shipped ones are.
+
+use std::path::PathBuf;
+
+/// The repository root (the `harness` package's folder). At run time cargo and nextest set
+/// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
+/// otherwise the folder this crate was built in.
+pub fn workspace_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("golden").is_dir())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// The `golden/` folder at the repository root.
+pub fn golden_dir() -> PathBuf {
+    workspace_root().join("golden")
+}
+
+/// The `fixtures/` folder at the repository root.
+pub fn fixtures_dir() -> PathBuf {
+    workspace_root().join("fixtures")
+}
+
+/// The committed golden document of `stem` in this workspace's `golden/`, or an error naming
+/// the file.
+pub fn read_golden(stem: &str) -> Result<String, String> {
+    keyless_runner::golden::read_golden(&golden_dir(), stem)
+}
