@@ -18,7 +18,11 @@
 
 pub mod driver;
 pub mod golden;
+pub mod launched;
 pub mod layer1;
 pub mod model_server;
+pub mod pending;
+pub mod recorded;
 pub mod recording_store;
+pub mod suite;
 pub mod target;

@@ -33,7 +33,7 @@ pub struct ModelLedger {
 
 impl ModelLedger {
     /// Sorts a model server's problems into misses and the rest.
-    fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
+    pub fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
         let mut ledger = ModelLedger {
             unused_turns,
             ..ModelLedger::default()

@@ -1,0 +1,191 @@
+//! `keyless.toml`: the configuration file, parsed once into typed values, and merged with the
+//! flags (every key is also a flag, and a flag wins). Paths in the file are relative to the
+//! file's folder; paths given as flags are relative to the current folder.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The configuration file's name, looked up in the current folder.
+pub const CONFIG_FILE: &str = "keyless.toml";
+
+/// The default readiness path.
+pub const DEFAULT_READY: &str = "/health";
+
+/// The default readiness timeout, in seconds.
+pub const DEFAULT_READY_TIMEOUT_SECS: u64 = 60;
+
+/// The default model server port for `--gateway-url` (a gateway started by someone else must
+/// know its model's base URL in advance).
+pub const DEFAULT_MODEL_PORT: u16 = 8090;
+
+/// A usage or configuration error: the command exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// The API dialect the driver speaks to the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// DeerFlow's gateway API (`/api/v1/auth/register`, `/api/threads`, `runs/stream`).
+    #[default]
+    Deerflow,
+}
+
+/// The file as written: every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The fixture folder.
+    pub fixtures: Option<PathBuf>,
+    /// The golden folder.
+    pub golden: Option<PathBuf>,
+    /// A gateway already running.
+    pub gateway_url: Option<String>,
+    /// The command that starts the gateway for each fixture.
+    pub gateway_cmd: Option<String>,
+    /// The readiness path.
+    pub ready: Option<String>,
+    /// How long the gateway may take to become ready, in seconds.
+    pub ready_timeout_secs: Option<u64>,
+    /// The API dialect.
+    pub api: Option<Api>,
+    /// A model server already running, to reuse.
+    pub model_server: Option<String>,
+    /// The port of the model server `keyless` starts.
+    pub model_port: Option<u16>,
+    /// Where the gateway's logs go.
+    pub logs: Option<PathBuf>,
+    /// How fixtures are recorded.
+    pub record: Option<RecordConfig>,
+}
+
+/// The `[record]` table.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordConfig {
+    /// The upstream's OpenAI base URL.
+    pub upstream: Option<String>,
+    /// The variable holding the upstream's API key.
+    pub key_env: Option<String>,
+}
+
+/// A loaded configuration file and its folder.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The file, if one was found.
+    pub path: Option<PathBuf>,
+    /// What it says.
+    pub file: FileConfig,
+    /// The folder its relative paths are relative to (the current folder without a file).
+    pub base: PathBuf,
+}
+
+impl Loaded {
+    /// `explicit` (`--config FILE`, which must exist), else `keyless.toml` in the current
+    /// folder if there is one, else no file.
+    pub fn find(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
+        let cwd = std::env::current_dir()
+            .map_err(|err| ConfigError(format!("cannot read the current folder: {err}")))?;
+        let path = match explicit {
+            Some(path) => Some(cwd.join(path)),
+            None => Some(cwd.join(CONFIG_FILE)).filter(|path| path.is_file()),
+        };
+        let Some(path) = path else {
+            return Ok(Loaded {
+                path: None,
+                file: FileConfig::default(),
+                base: cwd,
+            });
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| ConfigError(format!("cannot read {}: {err}", path.display())))?;
+        let file = parse(&path, &text)?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or(cwd);
+        Ok(Loaded {
+            path: Some(path),
+            file,
+            base,
+        })
+    }
+
+    /// A folder: the flag (relative to the current folder), else the key (relative to the
+    /// file), else `default` beside the file.
+    pub fn folder(&self, flag: Option<&Path>, key: Option<&PathBuf>, default: &str) -> PathBuf {
+        match (flag, key) {
+            (Some(flag), _) => absolute(flag),
+            (None, Some(key)) => self.base.join(key),
+            (None, None) => self.base.join(default),
+        }
+    }
+
+    /// The file's name for messages (`keyless.toml` at …, or "no configuration file").
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => format!("no {CONFIG_FILE} (flags and defaults only)"),
+        }
+    }
+}
+
+/// Parses the file's text; the error names the file, the line and the key.
+pub fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|err| ConfigError(format!("{}: {err}", path.display())))
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The readiness timeout of a number of seconds.
+pub fn ready_timeout(secs: Option<u64>) -> Duration {
+    Duration::from_secs(secs.unwrap_or(DEFAULT_READY_TIMEOUT_SECS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_file_is_named_with_its_line_and_key() {
+        let path = Path::new("/repo/keyless.toml");
+        let cases = [
+            (
+                "an unknown key",
+                "fixtures = \"f\"\ngatway_cmd = \"x\"\n",
+                "gatway_cmd",
+            ),
+            (
+                "a wrong type",
+                "ready_timeout_secs = \"ten\"\n",
+                "ready_timeout_secs",
+            ),
+            ("an unknown dialect", "api = \"langgraph\"\n", "api"),
+            (
+                "an unknown record key",
+                "[record]\nupstrem = \"u\"\n",
+                "upstrem",
+            ),
+        ];
+        for (name, text, key) in cases {
+            let err = parse(path, text).unwrap_err().to_string();
+            assert!(
+                err.starts_with("/repo/keyless.toml: ")
+                    && err.contains("line ")
+                    && err.contains(key),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_template_parses() {
+        let file = parse(Path::new("keyless.toml"), crate::init::TEMPLATE).unwrap();
+        assert_eq!(file.api, Some(Api::Deerflow));
+        assert_eq!(file.ready.as_deref(), Some(DEFAULT_READY));
+    }
+}

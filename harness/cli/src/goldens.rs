@@ -1,0 +1,97 @@
+//! `keyless accept` and `keyless review`: pending goldens (`<name>.snap.new`, insta's format)
+//! accepted, one by one or all, or reviewed diff by diff. No Rust toolchain is needed; in a Rust
+//! repository `cargo insta review` sees the same files.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use keyless_runner::pending::{self, Pending};
+
+use crate::Folders;
+
+/// Arguments of `accept`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  keyless accept                          # every pending golden
+  keyless accept write_read_file.flash    # one")]
+pub struct AcceptArgs {
+    #[command(flatten)]
+    pub folders: Folders,
+    /// The fixture whose pending golden to accept (default: all).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+/// Arguments of `review`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:
+  keyless review      # for each pending golden: its diff, then accept (y), reject (n) or skip (s)")]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    pub folders: Folders,
+}
+
+/// Runs `accept`.
+pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
+    let golden = args.folders.resolve()?.golden;
+    let chosen: Vec<Pending> = match &args.name {
+        Some(name) => vec![pending::find(&golden, name)?],
+        None => pending::pending(&golden)?,
+    };
+    if chosen.is_empty() {
+        println!("no pending goldens in {}", golden.display());
+    }
+    for one in &chosen {
+        pending::accept(one)?;
+        println!("accepted {}", one.golden_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `review`: reads one answer per pending golden from standard input.
+pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
+    let golden = args.folders.resolve()?.golden;
+    let all = pending::pending(&golden)?;
+    if all.is_empty() {
+        println!("no pending goldens in {}", golden.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stdin = std::io::stdin();
+    let mut answers = stdin.lock().lines();
+    for (index, one) in all.iter().enumerate() {
+        println!(
+            "[{}/{}] {} ({})",
+            index + 1,
+            all.len(),
+            one.stem,
+            if one.golden_path.is_file() {
+                "changed"
+            } else {
+                "new"
+            }
+        );
+        print!("{}", pending::diff(one)?);
+        loop {
+            print!("accept {}? [y]es, [n]o (delete it), [s]kip: ", one.stem);
+            std::io::stdout().flush()?;
+            let Some(answer) = answers.next().transpose()? else {
+                println!("\nno answer: the rest stay pending");
+                return Ok(ExitCode::SUCCESS);
+            };
+            match answer.trim() {
+                "y" | "yes" => {
+                    pending::accept(one)?;
+                    println!("accepted {}", one.golden_path.display());
+                }
+                "n" | "no" => {
+                    pending::reject(one)?;
+                    println!("rejected: deleted {}", one.new_path.display());
+                }
+                "s" | "skip" => println!("skipped: {} stays pending", one.new_path.display()),
+                _ => continue,
+            }
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

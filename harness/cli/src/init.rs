@@ -1,0 +1,74 @@
+//! `keyless init`: a commented `keyless.toml` in the current folder, never over an existing one.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::config::{CONFIG_FILE, ConfigError};
+
+/// The file `init` writes. Every key is also a flag of the same name (`--gateway-cmd`, …).
+pub const TEMPLATE: &str = r#"# keyless: keyless contract tests for your agent gateway.
+#
+# `keyless test` replays every fixture (one recorded model run) through your gateway: it starts a
+# model server that answers the gateway's OpenAI Chat Completions calls from the fixture, starts
+# the gateway with `gateway_cmd`, waits for `ready`, drives the API, stops the gateway, and
+# compares the Server-Sent Events' shapes with the fixture's golden. Every key below is also a
+# flag (`--fixtures`, `--golden`, `--gateway-cmd`, …); a flag wins. Relative paths are relative to
+# this file's folder.
+
+# Recorded model runs, one `<scenario>.<mode>.json` per fixture.
+fixtures = "fixtures"
+
+# Goldens, one insta snapshot `<scenario>.<mode>.snap` per fixture. A missing or changed golden is
+# written as `<name>.snap.new`; accept it with `keyless accept` or `keyless review`.
+golden = "golden"
+
+# How your gateway is started for each fixture (and stopped after it, so no state leaks between
+# fixtures). It runs through `sh -c` in this folder. `{model_base_url}` is the model server's
+# OpenAI base URL (`http://127.0.0.1:<port>/v1`) and `{port}` the port the gateway must listen on
+# (127.0.0.1); both are also in the environment as HARNESS_MODEL_BASE_URL and
+# HARNESS_GATEWAY_PORT. Its output goes to a log file named in any failure.
+gateway_cmd = "python -m my_gateway --port {port} --openai-base-url {model_base_url}"
+
+# Or a gateway that already runs (its model must point at `keyless model-server`, or at the model
+# server `keyless test` starts on `model_port`). Set one of gateway_cmd and gateway_url.
+# gateway_url = "http://127.0.0.1:8000"
+# model_port = 8090
+
+# The path that answers 2xx once the gateway is ready, and how long it may take.
+ready = "/health"
+ready_timeout_secs = 60
+
+# The API the gateway speaks: "deerflow" (DeerFlow's gateway API).
+api = "deerflow"
+
+# Where the gateway's logs go (one `<fixture>.gateway.log` each).
+logs = ".keyless/logs"
+
+# How `keyless record` records a fixture: it proxies the gateway's model calls to a real
+# OpenAI-compatible endpoint and writes what came back. Record with the settings you replay with:
+# the same gateway configuration (model name, message names, prompts, tools), because the
+# replay key is computed from the conversation the gateway sends; a fixture recorded with a
+# different setting misses on replay. The key is read from the variable `key_env` names and is
+# never written anywhere.
+[record]
+upstream = "https://api.openai.com/v1"
+key_env = "OPENAI_API_KEY"
+"#;
+
+/// Writes `keyless.toml` into `folder`; refuses to overwrite one.
+pub fn run(folder: &Path) -> Result<ExitCode, ConfigError> {
+    let path = folder.join(CONFIG_FILE);
+    if path.exists() {
+        return Err(ConfigError(format!(
+            "{} exists; keyless init never overwrites it (edit it, or remove it first)",
+            path.display()
+        )));
+    }
+    std::fs::write(&path, TEMPLATE)
+        .map_err(|err| ConfigError(format!("cannot write {}: {err}", path.display())))?;
+    println!("wrote {}", path.display());
+    println!(
+        "next: set gateway_cmd, put fixtures in fixtures/ (keyless record makes them), then run keyless test"
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,156 @@
+//! `keyless`: keyless contract tests for agent gateways, as one installable command
+//! (`cargo install --path harness/cli --locked`) that lives in your repository beside your
+//! fixtures and goldens. It compiles no gateway: everything it runs is `keyless_runner`'s.
+//!
+//! - [`config`]: `keyless.toml`, parsed once into typed values, merged with the flags;
+//!   [`init`]: the commented file `keyless init` writes.
+//! - [`gateway`]: the gateway a command starts for each fixture, or the one running.
+//! - [`test_run`]: `keyless test`, every fixture through a gateway it starts (or one that runs).
+//! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
+//! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture.
+//! - [`model_server`]: `keyless model-server`, the model server on its own (also behind
+//!   `cargo xtask model-server`).
+
+pub mod config;
+pub mod gateway;
+pub mod goldens;
+pub mod init;
+pub mod model_server;
+pub mod record;
+pub mod test_run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{ConfigError, Loaded};
+
+/// keyless: keyless contract tests for agent gateways.
+///
+/// Record one real model run once (`keyless record`); from then on `keyless test` replays it
+/// through your gateway, keyless and deterministic: a model server answers the gateway's OpenAI
+/// Chat Completions calls from the recording, and the gateway's Server-Sent Events are compared
+/// with a golden snapshot.
+#[derive(Debug, Parser)]
+#[command(
+    name = "keyless",
+    version,
+    after_help = "Examples:
+  keyless init                  # write a commented keyless.toml here
+  keyless test                  # every fixture through the gateway keyless.toml starts
+  keyless review                # look at each new or changed golden, accept or reject it
+  keyless accept                # accept every pending golden
+
+Exit status: 0 success; 1 a fixture failed (or a command's work failed); 2 a usage or
+configuration error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a commented keyless.toml in the current folder (never over an existing one).
+    #[command(after_help = "Example:\n  keyless init && $EDITOR keyless.toml")]
+    Init,
+    /// Replay every fixture through the gateway and compare each with its golden.
+    Test(test_run::Args),
+    /// Accept pending goldens (`<name>.snap.new`): all of them, or the one named.
+    Accept(goldens::AcceptArgs),
+    /// Show each pending golden's diff and ask whether to accept it.
+    Review(goldens::ReviewArgs),
+    /// Record a real model run through the gateway into a fixture.
+    Record(record::Args),
+    /// Serve fixtures (or a recording) as an OpenAI-compatible model on 127.0.0.1, for a gateway
+    /// you start yourself.
+    ModelServer(model_server::Args),
+}
+
+/// The folders every command shares: the configuration file and the fixture and golden
+/// folders.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Folders {
+    /// The configuration file [default: keyless.toml in the current folder, if any].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The fixture folder [default: fixtures/ beside the configuration file].
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
+    /// The golden folder [default: golden/ beside the configuration file].
+    #[arg(long, value_name = "DIR")]
+    pub golden: Option<PathBuf>,
+}
+
+/// [`Folders`] resolved.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The configuration.
+    pub loaded: Loaded,
+    /// The fixture folder.
+    pub fixtures: PathBuf,
+    /// The golden folder.
+    pub golden: PathBuf,
+}
+
+impl Folders {
+    /// Reads the configuration file and settles the folders.
+    pub fn resolve(&self) -> Result<Resolved, ConfigError> {
+        let loaded = Loaded::find(self.config.as_deref())?;
+        Ok(Resolved {
+            fixtures: loaded.folder(
+                self.fixtures.as_deref(),
+                loaded.file.fixtures.as_ref(),
+                "fixtures",
+            ),
+            golden: loaded.folder(
+                self.golden.as_deref(),
+                loaded.file.golden.as_ref(),
+                "golden",
+            ),
+            loaded,
+        })
+    }
+}
+
+/// The Tokio runtime the commands run on (two workers: the model server serves on it while the
+/// driver streams).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// Runs a command; an error is printed with its causes once each, and a usage or configuration
+/// error exits 2.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Init => std::env::current_dir()
+            .map_err(anyhow::Error::from)
+            .and_then(|cwd| init::run(&cwd).map_err(anyhow::Error::from)),
+        Command::Test(args) => test_run::run(args),
+        Command::Accept(args) => goldens::accept(args),
+        Command::Review(args) => goldens::review(args),
+        Command::Record(args) => record::run(args),
+        Command::ModelServer(args) => model_server::run(args),
+    };
+    exit_code(result)
+}
+
+/// The exit code of a command's result, printing its error.
+pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            let message = keyless_runner::suite::error_chain(err.as_ref());
+            eprintln!("keyless: error: {message}");
+            if err.downcast_ref::<ConfigError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! `keyless test`: every fixture through the gateway, compared with its golden. For each fixture
+//! the model server (started in this process on 127.0.0.1, or one already running) is reset to
+//! it, the gateway command is started and waited for (or the running gateway at `--gateway-url`
+//! is used), the API is driven, the gateway is stopped and the run is judged. A missing or
+//! changed golden is written as `<name>.snap.new` for `keyless accept` / `keyless review`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use keyless_runner::launched::Launched;
+use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on};
+use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
+use keyless_runner::pending::write_pending;
+use keyless_runner::suite::{
+    error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
+    table_line,
+};
+use keyless_runner::target::{AtUrl, GatewayTarget};
+use replay_core::{Fixture, GoldenStatus, MissingGolden};
+use serde_json::json;
+
+use crate::Folders;
+use crate::config::{ConfigError, DEFAULT_MODEL_PORT, FileConfig};
+use crate::gateway::{Gateway, GatewayArgs};
+
+/// Arguments of `test`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  keyless test                                    # as keyless.toml says
+  keyless test --gateway-cmd 'python app.py --port {port}' --ready /health
+  keyless test --gateway-url http://127.0.0.1:8000 --model-port 8090
+  keyless test write_read_file.flash --json       # one fixture, JSON lines
+
+Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, or has a changed or
+missing golden (written as <name>.snap.new: see keyless review); 2 a usage or configuration error.")]
+pub struct Args {
+    #[command(flatten)]
+    pub folders: Folders,
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
+    /// Reuse a model server already running (`keyless model-server`) instead of starting one.
+    #[arg(long, value_name = "URL")]
+    pub model_server: Option<String>,
+    /// The port of the model server this command starts [default: a free one with
+    /// --gateway-cmd, 8090 with --gateway-url].
+    #[arg(long, value_name = "PORT")]
+    pub model_port: Option<u16>,
+    /// Print one JSON object per fixture (misses with their diagnostics) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only these fixtures (their names, e.g. `write_read_file.flash`).
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+}
+
+/// The settings of one `test` run, flags over the file over defaults.
+struct Settings {
+    fixtures: Vec<PathBuf>,
+    golden: PathBuf,
+    gateway: Gateway,
+    model_server: Option<String>,
+    model_port: u16,
+}
+
+fn settings(args: &Args) -> Result<Settings, ConfigError> {
+    let resolved = args.folders.resolve()?;
+    let file: &FileConfig = &resolved.loaded.file;
+    let gateway = args.gateway.resolve(&resolved)?;
+    let mut fixtures = fixture_files(&resolved.fixtures).map_err(|err| {
+        ConfigError(format!(
+            "cannot list the fixture folder {}: {err}",
+            resolved.fixtures.display()
+        ))
+    })?;
+    if fixtures.is_empty() {
+        return Err(ConfigError(format!(
+            "no fixtures (*.json) in {} (keyless record makes one)",
+            resolved.fixtures.display()
+        )));
+    }
+    if !args.names.is_empty() {
+        let stems: Vec<String> = fixtures.iter().map(|path| stem(path)).collect();
+        if let Some(unknown) = args.names.iter().find(|name| !stems.contains(name)) {
+            return Err(ConfigError(format!(
+                "no fixture {unknown:?} in {} (fixtures: {})",
+                resolved.fixtures.display(),
+                stems.join(", ")
+            )));
+        }
+        fixtures.retain(|path| args.names.contains(&stem(path)));
+    }
+    let default_port = match gateway {
+        Gateway::Command(_) => 0,
+        Gateway::Url(_) => DEFAULT_MODEL_PORT,
+    };
+    Ok(Settings {
+        fixtures,
+        golden: resolved.golden,
+        gateway,
+        model_server: args
+            .model_server
+            .clone()
+            .or_else(|| file.model_server.clone()),
+        model_port: args.model_port.or(file.model_port).unwrap_or(default_port),
+    })
+}
+
+fn stem(path: &Path) -> String {
+    keyless_runner::golden::stem_of(path)
+}
+
+/// The target the fixtures run through.
+enum Target {
+    Launched(Launched),
+    AtUrl(AtUrl),
+}
+
+impl Target {
+    fn as_dyn(&mut self) -> &mut dyn GatewayTarget {
+        match self {
+            Target::Launched(launched) => launched,
+            Target::AtUrl(at_url) => at_url,
+        }
+    }
+
+    /// The started gateway's log of the last fixture.
+    fn log(&self) -> Option<&Path> {
+        match self {
+            Target::Launched(launched) => launched.log(),
+            Target::AtUrl(_) => None,
+        }
+    }
+}
+
+/// One fixture's outcome.
+struct Outcome {
+    passed: bool,
+    json: serde_json::Value,
+}
+
+/// Judges a finished run: the table line or JSON object, the problems and where to look, the
+/// pending golden written when the golden is missing or changed.
+fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) -> Outcome {
+    let verdict = run.verdict();
+    let passed = verdict.passes(MissingGolden::Fails);
+    let mut pending = None;
+    if matches!(
+        verdict.golden,
+        GoldenStatus::Missing | GoldenStatus::Changed
+    ) {
+        let fixture = run.fixture_path.display().to_string();
+        match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
+            Ok(path) => pending = Some(path),
+            Err(err) => eprintln!("keyless: {err}"),
+        }
+    }
+    let mut line = json_line(run, &verdict);
+    line["pending_golden"] = json!(pending.as_ref().map(|p| p.display().to_string()));
+    line["gateway_log"] = json!(log.map(|p| p.display().to_string()));
+    if !as_json {
+        println!("{}", table_line(run, &verdict));
+    }
+    if !passed {
+        for problem in problem_lines(run, &verdict) {
+            eprintln!("{problem}");
+        }
+        if !verdict.replayed_cleanly() {
+            eprintln!("{}", run.report(&verdict));
+        }
+        if let Some(path) = &pending {
+            eprintln!(
+                "{}: golden {}: the new one is {} (keyless review shows it; keyless accept {} accepts it)",
+                run.fixture_path.display(),
+                verdict.golden.as_str(),
+                path.display(),
+                run.stem()
+            );
+        }
+        if let Some(log) = log {
+            eprintln!(
+                "{}: gateway log: {}",
+                run.fixture_path.display(),
+                log.display()
+            );
+        }
+    }
+    Outcome { passed, json: line }
+}
+
+/// The outcome of a fixture that could not run at all.
+fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
+    let mut message = error_chain(error);
+    if let Some(log) = log
+        && !message.contains(&log.display().to_string())
+    {
+        message.push_str(&format!(" (gateway log: {})", log.display()));
+    }
+    eprintln!("error: {}: {message}", path.display());
+    Outcome {
+        passed: false,
+        json: json!({
+            "fixture": path.display().to_string(),
+            "error": message,
+            "gateway_log": log.map(|p| p.display().to_string()),
+        }),
+    }
+}
+
+/// Runs `test`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let settings = settings(&args)?;
+    let runtime = crate::runtime()?;
+    let passed = runtime.block_on(async {
+        // The model server: one already running, or one in this process with every fixture.
+        let (server, model_root) = match &settings.model_server {
+            Some(url) => (
+                None,
+                url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
+            ),
+            None => {
+                let options = ServerOptions {
+                    port: settings.model_port,
+                    on_problem: None,
+                };
+                let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
+                    .await
+                    .map_err(|err| ConfigError(error_chain(&err)))?;
+                let url = server.url();
+                (Some(server), url)
+            }
+        };
+        let mut target = match &settings.gateway {
+            Gateway::Command(command) => Target::Launched(
+                Launched::new(command.clone(), &format!("{model_root}/v1"))
+                    .context("the model server's URL")?,
+            ),
+            Gateway::Url(url) => {
+                if !args.json {
+                    println!("gateway at {url}; its model must be at {model_root}/v1");
+                }
+                Target::AtUrl(AtUrl::new(url, &model_root).context("the model server's URL")?)
+            }
+        };
+        if !args.json {
+            println!("{}", table_header());
+        }
+        let mut all_passed = true;
+        for path in &settings.fixtures {
+            let outcome = match Fixture::load(path) {
+                Err(err) => broken(path, &HarnessError::Fixture(err), None),
+                Ok(fixture) => {
+                    if let Some(note) = gateway_config_note(path, &fixture) {
+                        eprintln!("{note}");
+                    }
+                    let run = run_on(target.as_dyn(), path, &settings.golden, fixture).await;
+                    let log = target.log();
+                    match run {
+                        Ok(run) => judge(&run, &settings.golden, log, args.json),
+                        Err(err) => broken(path, &err, log),
+                    }
+                }
+            };
+            all_passed &= outcome.passed;
+            if args.json {
+                println!("{}", outcome.json);
+            }
+        }
+        if let Some(server) = server {
+            let _ = server.stop().await;
+        }
+        anyhow::Ok(all_passed)
+    })?;
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,167 @@
+//! A suite of fixtures as a command reports it: the fixture files of a folder, the note a
+//! fixture's `gateway_config` needs for a gateway the harness does not configure, one table line
+//! or one JSON object per run (misses with their diagnostics), and an error's chain said once.
+//! `keyless test` and `cargo xtask replay` both print through this module.
+
+use std::path::{Path, PathBuf};
+
+use replay_core::{Fixture, Framing, Verdict};
+use serde_json::{Value, json};
+
+use crate::layer1::ScenarioRun;
+
+/// The `*.json` files of `dir`, sorted by name.
+pub fn fixture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// A fixture's `gateway_config` cannot be applied to a gateway the harness does not boot: the
+/// note that says what that gateway must be configured with, if anything.
+pub fn gateway_config_note(path: &Path, fixture: &Fixture) -> Option<String> {
+    let overrides = fixture.scenario.gateway_config.as_ref()?;
+    if overrides.is_null() {
+        return None;
+    }
+    Some(format!(
+        "note: {} was recorded with gateway_config {overrides}; the gateway must be configured the same way",
+        path.display()
+    ))
+}
+
+/// The table's header line.
+pub fn table_header() -> String {
+    format!(
+        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+        "scenario", "mode", "events", "turns", "misses", "golden", "ms"
+    )
+}
+
+/// One run's table line: scenario, mode, events, turns used of recorded, misses, golden status,
+/// milliseconds.
+pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
+    format!(
+        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+        run.fixture.scenario.id,
+        run.fixture.scenario.mode.as_str(),
+        run.shapes().len(),
+        format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
+        verdict.misses.len(),
+        verdict.golden.as_str(),
+        run.elapsed.as_millis(),
+    )
+}
+
+/// One run as a JSON object: what the table shows, the shapes, and everything that explains a
+/// failure: each miss with its caller, key and full diagnostic, the model side's other
+/// problems, the framing.
+pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
+    let misses: Vec<Value> = verdict
+        .misses
+        .iter()
+        .map(|miss| {
+            json!({
+                "caller": miss.caller,
+                "input_hash": miss.input_hash,
+                "diagnostic": miss.to_string(),
+            })
+        })
+        .collect();
+    let framing = match &verdict.framing {
+        Framing::Ok => json!("ok"),
+        Framing::Broken { first, last } => json!({"broken": {"first": first, "last": last}}),
+    };
+    json!({
+        "fixture": run.fixture_path.display().to_string(),
+        "scenario": run.fixture.scenario.id,
+        "mode": run.fixture.scenario.mode.as_str(),
+        "events": run.shapes(),
+        "framing": framing,
+        "misses": misses,
+        "model_errors": verdict.model_errors,
+        "unused_turns": verdict.unused_turns,
+        "golden": verdict.golden.as_str(),
+        "elapsed_ms": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// The lines a failed run prints beside the table (on stderr): broken framing, each miss's
+/// diagnostic, each other model-side problem, each prefixed with the fixture.
+pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
+    let fixture = run.fixture_path.display();
+    let mut lines = Vec::new();
+    if let Framing::Broken { .. } = verdict.framing {
+        lines.push(format!(
+            "{fixture}: the stream does not start with metadata and end with end"
+        ));
+    }
+    for miss in &verdict.misses {
+        lines.push(format!("{fixture}: {miss}\n"));
+    }
+    for problem in &verdict.model_errors {
+        lines.push(format!("{fixture}: {problem}\n"));
+    }
+    lines
+}
+
+/// An error and its sources, each said once: a source whose text its parent's message already
+/// contains (`model server POST …: error sending request …` over reqwest's `error sending
+/// request …`) is not repeated.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Leaf(String);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{text}")]
+    struct Wrapped {
+        text: String,
+        source: Leaf,
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let cases = [
+            (
+                "a parent that already says its source",
+                "model server POST http://x/_harness/reset: error sending request",
+                "error sending request",
+                "model server POST http://x/_harness/reset: error sending request",
+            ),
+            (
+                "a parent that does not",
+                "driving the gateway",
+                "connection refused",
+                "driving the gateway: connection refused",
+            ),
+        ];
+        for (name, parent, leaf, expected) in cases {
+            let error = Wrapped {
+                text: parent.into(),
+                source: Leaf(leaf.into()),
+            };
+            assert_eq!(error_chain(&error), expected, "{name}");
+        }
+    }
+}
