@@ -68,11 +68,7 @@ pub struct Recorded {
 }
 
 /// The metadata file of a recording: `<recording>.meta.json`.
-pub fn meta_path_for(recording: &Path) -> PathBuf {
-    let mut name = recording.as_os_str().to_owned();
-    name.push(".meta.json");
-    PathBuf::from(name)
-}
+pub use keyless_runner::recorded::meta_path_for;
 
 /// Drives `scenario` against a gateway whose model is `block`, recording every model call to
 /// `recording_path`, then writes the scenario beside it (its metadata file) and builds the

@@ -141,6 +141,31 @@ fn the_replay_core_depends_on_no_gateway_runtime_or_http_stack() {
     );
 }
 
+/// The packages a user installs or builds on to test a gateway of their own: they never compile
+/// this workspace's gateway (nor the `harness` package, its adapter).
+const GATEWAY_FREE: [&str; 2] = ["keyless-runner", "keyless"];
+
+#[test]
+fn the_runner_and_the_keyless_binary_depend_on_no_gateway() {
+    for package in GATEWAY_FREE {
+        let reached = shipped_dependencies(package);
+        assert!(
+            reached.contains(package) && reached.contains("replay-core"),
+            "the tree of {package} lists it and the core: {reached:?}"
+        );
+        let gateway: Vec<&str> = ["gateway-under-test", "harness"]
+            .into_iter()
+            .filter(|name| reached.contains(*name))
+            .collect();
+        assert!(
+            gateway.is_empty(),
+            "{package} must not compile a gateway, but it depends on {gateway:?} (see \
+             `cargo tree -p {package} -e normal -i NAME`); keep gateway-bound code in the harness \
+             package"
+        );
+    }
+}
+
 /// The files git tracks, relative to the repository root ("tracked" is what a clone gets).
 fn tracked_files() -> Vec<PathBuf> {
     let root = workspace_root();

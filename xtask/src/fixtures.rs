@@ -8,7 +8,7 @@ use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
-use replay_core::{MissingGolden, TurnSummary, first_chars};
+use replay_core::{MissingGolden, TurnSummary};
 
 use crate::record::write_fixture;
 
@@ -44,14 +44,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
 pub fn print_summary(summary: &[TurnSummary]) {
-    for line in summary {
-        println!(
-            "  call {}: {:<18} {}…  {}",
-            line.call_index,
-            line.caller,
-            first_chars(&line.input_hash, 12),
-            line.what
-        );
+    for line in keyless_runner::recorded::summary_lines(summary) {
+        println!("{line}");
     }
 }
 

@@ -12,7 +12,7 @@ use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
 use harness::golden::fixtures_dir;
 use harness::record_run::record_scenario;
 use replay_core::recording::{Access, read_recording};
-use replay_core::{Fixture, SHARED_FILE_MODE, Scenario, UiMode, build_fixture, write_atomically};
+use replay_core::{Fixture, Scenario, UiMode, build_fixture};
 
 use crate::fixtures::print_summary;
 
@@ -76,15 +76,7 @@ fn required(name: &str) -> Option<String> {
 /// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no
 /// half-written fixture.
 pub fn write_fixture(path: &Path, fixture: &Fixture) -> anyhow::Result<()> {
-    if let Some(folder) = path
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(folder)
-            .with_context(|| format!("cannot create {}", folder.display()))?;
-    }
-    write_atomically(path, fixture.to_pretty_json().as_bytes(), SHARED_FILE_MODE)
-        .with_context(|| format!("cannot write {}", path.display()))
+    Ok(keyless_runner::recorded::write_fixture(path, fixture)?)
 }
 
 pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
@@ -178,13 +170,5 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 /// Creates the folder a `--recording-out` file goes into when it does not exist yet (the
 /// recording writer would otherwise fail on its lock file) and returns it, so the caller says so.
 pub(crate) fn create_parent(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
-    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
-        return Ok(None);
-    };
-    if parent.exists() {
-        return Ok(None);
-    }
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("cannot create the folder {}", parent.display()))?;
-    Ok(Some(parent.to_path_buf()))
+    Ok(keyless_runner::recorded::create_parent(path)?)
 }

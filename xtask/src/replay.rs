@@ -10,8 +10,11 @@ use futures::StreamExt;
 use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
 use harness::target::AtUrl;
-use replay_core::{Framing, MissingGolden, Verdict};
-use serde_json::json;
+use keyless_runner::suite::{
+    error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
+    table_line,
+};
+use replay_core::{MissingGolden, Verdict};
 
 /// Arguments of `replay`.
 #[derive(Debug, clap::Args)]
@@ -41,25 +44,16 @@ pub struct Args {
 /// All fixture files in `fixtures/`, sorted.
 pub fn all_fixtures() -> anyhow::Result<Vec<PathBuf>> {
     let dir = fixtures_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    Ok(files)
+    fixture_files(&dir).with_context(|| format!("cannot list {}", dir.display()))
 }
 
 /// A fixture's `gateway_config` cannot be applied to a gateway that runs elsewhere: say what the
 /// gateway must be configured with.
 fn warn_about_overrides(path: &std::path::Path) {
     if let Ok(fixture) = replay_core::Fixture::load(path)
-        && let Some(overrides) = fixture.scenario.gateway_config.filter(|o| !o.is_null())
+        && let Some(note) = gateway_config_note(path, &fixture)
     {
-        eprintln!(
-            "note: {} was recorded with gateway_config {overrides}; the gateway must be configured the same way",
-            path.display()
-        );
+        eprintln!("{note}");
     }
 }
 
@@ -122,17 +116,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut failed = false;
     if !args.json {
-        println!(
-            "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-            "scenario", "mode", "events", "turns", "misses", "golden", "ms"
-        );
+        println!("{}", table_header());
     }
     for result in results {
         let row = match result {
             Ok(row) => row,
             Err(err) => {
                 failed = true;
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", error_chain(err.as_ref()));
                 continue;
             }
         };
@@ -141,40 +132,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             failed = true;
         }
         if args.json {
-            let line = json!({
-                "fixture": run.fixture_path.display().to_string(),
-                "scenario": run.fixture.scenario.id,
-                "mode": run.fixture.scenario.mode.as_str(),
-                "events": run.shapes(),
-                "misses": verdict.misses.iter().map(|m| json!({"caller": m.caller, "input_hash": m.input_hash})).collect::<Vec<_>>(),
-                "unused_turns": verdict.unused_turns,
-                "golden": verdict.golden.as_str(),
-                "elapsed_ms": run.elapsed.as_millis() as u64,
-            });
-            println!("{line}");
+            println!("{}", json_line(run, verdict));
         } else {
-            println!(
-                "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-                run.fixture.scenario.id,
-                run.fixture.scenario.mode.as_str(),
-                run.shapes().len(),
-                format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
-                verdict.misses.len(),
-                verdict.golden.as_str(),
-                run.elapsed.as_millis(),
-            );
+            println!("{}", table_line(run, verdict));
         }
-        if let Framing::Broken { .. } = verdict.framing {
-            eprintln!(
-                "{}: the stream does not start with metadata and end with end",
-                run.fixture_path.display()
-            );
-        }
-        for miss in &verdict.misses {
-            eprintln!("{}: {miss}\n", run.fixture_path.display());
-        }
-        for problem in &verdict.model_errors {
-            eprintln!("{}: {problem}\n", run.fixture_path.display());
+        for problem in problem_lines(run, verdict) {
+            eprintln!("{problem}");
         }
     }
     Ok(if failed {

@@ -105,7 +105,9 @@ fn replay_json_reports_a_green_fixture_with_its_shape() {
             "scenario",
             "mode",
             "events",
+            "framing",
             "misses",
+            "model_errors",
             "unused_turns",
             "golden",
             "elapsed_ms"

@@ -11,7 +11,7 @@ use anyhow::Context;
 use keyless_runner::launched::Launched;
 use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
-use keyless_runner::pending::write_pending;
+use keyless_runner::pending::{pending_path, write_pending};
 use keyless_runner::suite::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
@@ -144,16 +144,21 @@ struct Outcome {
 fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) -> Outcome {
     let verdict = run.verdict();
     let passed = verdict.passes(MissingGolden::Fails);
+    // A run that missed or broke its framing is no golden to accept: only a clean replay
+    // leaves a pending golden, and a passing one removes a stale pending file.
     let mut pending = None;
-    if matches!(
-        verdict.golden,
-        GoldenStatus::Missing | GoldenStatus::Changed
-    ) {
-        let fixture = run.fixture_path.display().to_string();
-        match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
-            Ok(path) => pending = Some(path),
-            Err(err) => eprintln!("keyless: {err}"),
+    match verdict.golden {
+        GoldenStatus::Missing | GoldenStatus::Changed if verdict.replayed_cleanly() => {
+            let fixture = run.fixture_path.display().to_string();
+            match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
+                Ok(path) => pending = Some(path),
+                Err(err) => eprintln!("keyless: {err}"),
+            }
         }
+        GoldenStatus::Ok => {
+            let _ = std::fs::remove_file(pending_path(golden, &run.stem()));
+        }
+        GoldenStatus::Missing | GoldenStatus::Changed => {}
     }
     let mut line = json_line(run, &verdict);
     line["pending_golden"] = json!(pending.as_ref().map(|p| p.display().to_string()));
@@ -162,10 +167,12 @@ fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) ->
         println!("{}", table_line(run, &verdict));
     }
     if !passed {
-        for problem in problem_lines(run, &verdict) {
-            eprintln!("{problem}");
-        }
-        if !verdict.replayed_cleanly() {
+        if verdict.replayed_cleanly() {
+            for problem in problem_lines(run, &verdict) {
+                eprintln!("{problem}");
+            }
+        } else {
+            // The report says every problem, each miss with its diagnostic, and the transcripts.
             eprintln!("{}", run.report(&verdict));
         }
         if let Some(path) = &pending {

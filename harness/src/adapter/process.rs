@@ -70,19 +70,7 @@ impl GatewayProcess {
             .prefix("wire-gw-")
             .tempdir()
             .map_err(ProcessError::TempDir)?;
-        let home = prepare_home(folder.path())?;
-        let block = ModelBlock::Record {
-            model: SCENARIO_MODEL.into(),
-            api_key: PLACEHOLDER_KEY.into(),
-            base_url: model_base_url.to_owned(),
-        };
-        let mut config = hermetic_config(&home, &block, overrides)?;
-        for model in &mut config.models {
-            model
-                .settings
-                .insert("send_message_names".into(), Value::Bool(true));
-        }
-        let config_path = write_config_file(folder.path(), &config)?;
+        let config_path = write_wire_config(folder.path(), model_base_url, overrides, true)?;
         let mut child = Command::new(binary)
             .arg("--config")
             .arg(&config_path)
@@ -153,6 +141,38 @@ impl Drop for GatewayProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Writes the hermetic configuration of a gateway process into `folder` (its home beside it) and
+/// returns the file: its one model block at `model_base_url` (a model server's `/v1`, or a
+/// `$VAR` the gateway expands at load, as `keyless test` sets `HARNESS_MODEL_BASE_URL`), its key
+/// `$OPENAI_API_KEY`, the fixture's `gateway_config` `overrides` applied, and message names sent
+/// (`send_message_names`) or not.
+pub fn write_wire_config(
+    folder: &Path,
+    model_base_url: &str,
+    overrides: Option<&Value>,
+    send_message_names: bool,
+) -> Result<PathBuf, ProcessError> {
+    let home = prepare_home(folder)?;
+    let block = ModelBlock::Record {
+        model: SCENARIO_MODEL.into(),
+        api_key: PLACEHOLDER_KEY.into(),
+        base_url: model_base_url.to_owned(),
+    };
+    let mut config = hermetic_config(&home, &block, overrides)?;
+    for model in &mut config.models {
+        model
+            .settings
+            .insert("send_message_names".into(), Value::Bool(send_message_names));
+    }
+    Ok(write_config_file(folder, &config)?)
+}
+
+/// The key a gateway process started with [`write_wire_config`]'s file needs in
+/// `OPENAI_API_KEY` (a model server ignores it; the OpenAI provider refuses to call without one).
+pub const fn placeholder_key() -> &'static str {
+    PLACEHOLDER_KEY
 }
 
 /// This workspace's `gateway-under-test` binary: `$GATEWAY_UNDER_TEST_BIN` when set, else built

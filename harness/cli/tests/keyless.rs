@@ -1,0 +1,234 @@
+//! The built `keyless` binary as a user runs it: from a temporary folder outside the workspace
+//! (no `Cargo.toml` there) with its own `keyless.toml`, fixture and golden folders, against this
+//! workspace's gateway binary started by `gateway_cmd` for each fixture.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use harness::adapter::process::{placeholder_key, workspace_gateway_binary, write_wire_config};
+use harness::golden::{fixtures_dir, read_golden};
+use replay_core::Fixture;
+use serde_json::Value;
+
+/// The shipped fixture the user's folder gets a copy of.
+const FIXTURE: &str = "write_read_file.flash";
+
+/// A user's repository: a temporary folder with `fixtures/<FIXTURE>.json`, a gateway
+/// configuration template whose model is `$HARNESS_MODEL_BASE_URL`, and `keyless.toml`.
+struct UserRepo {
+    dir: tempfile::TempDir,
+    gateway: PathBuf,
+}
+
+impl UserRepo {
+    fn new() -> UserRepo {
+        let dir = tempfile::Builder::new()
+            .prefix("keyless-user-")
+            .tempdir()
+            .unwrap();
+        assert!(
+            dir.path()
+                .ancestors()
+                .all(|a| !a.join("Cargo.toml").exists()),
+            "the user's folder must be outside any cargo workspace"
+        );
+        let fixtures = dir.path().join("fixtures");
+        std::fs::create_dir(&fixtures).unwrap();
+        std::fs::copy(
+            fixtures_dir().join(format!("{FIXTURE}.json")),
+            fixtures.join(format!("{FIXTURE}.json")),
+        )
+        .unwrap();
+        let gateway = workspace_gateway_binary().expect("the gateway binary");
+        let repo = UserRepo { dir, gateway };
+        let command = repo.gateway_cmd("gateway", true);
+        std::fs::write(
+            repo.path().join("keyless.toml"),
+            format!(
+                "gateway_cmd = {}\nready = \"/health\"\n",
+                toml_string(&command)
+            ),
+        )
+        .unwrap();
+        repo
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a gateway configuration into `<name>/` and returns the command that starts the
+    /// gateway with it on `{port}`.
+    fn gateway_cmd(&self, name: &str, send_message_names: bool) -> String {
+        let folder = self.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let fixture = Fixture::load(&self.path().join(format!("fixtures/{FIXTURE}.json"))).unwrap();
+        let config = write_wire_config(
+            &folder,
+            "$HARNESS_MODEL_BASE_URL",
+            fixture.scenario.gateway_config.as_ref(),
+            send_message_names,
+        )
+        .unwrap();
+        format!(
+            "exec '{}' --config '{}' --port {{port}}",
+            self.gateway.display(),
+            config.display()
+        )
+    }
+
+    /// Runs the built binary in the user's folder.
+    fn keyless(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .args(args)
+            .current_dir(self.path())
+            .env("OPENAI_API_KEY", placeholder_key())
+            .env_remove("CARGO_MANIFEST_DIR")
+            .output()
+            .unwrap()
+    }
+}
+
+fn toml_string(text: &str) -> String {
+    Value::String(text.to_owned()).to_string()
+}
+
+/// stdout and stderr, for assertions and failure messages.
+fn said(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fails() {
+    let repo = UserRepo::new();
+    let golden = repo.path().join("golden");
+
+    // The workspace ships a golden of the same name; the user's folder has none, so it is
+    // missing (a fixture's golden is looked up in the configured folder, never in golden/).
+    let first = repo.keyless(&["test"]);
+    assert_eq!(first.status.code(), Some(1), "{}", said(&first));
+    let table = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        table.contains("write_read_file") && table.contains("missing"),
+        "{}",
+        said(&first)
+    );
+    assert!(
+        golden.join(format!("{FIXTURE}.snap.new")).is_file(),
+        "{}",
+        said(&first)
+    );
+
+    let accepted = repo.keyless(&["accept"]);
+    assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
+    // Over the wire the gateway streams what it streams in-process: the same golden.
+    assert_eq!(
+        keyless_runner::golden::read_golden(&golden, FIXTURE).unwrap(),
+        read_golden(FIXTURE).unwrap()
+    );
+
+    let second = repo.keyless(&["test"]);
+    assert_eq!(second.status.code(), Some(0), "{}", said(&second));
+
+    // Message names off: the conversation the gateway sends differs from the recorded one.
+    let drifted = repo.gateway_cmd("drifted", false);
+    let table_run = repo.keyless(&["test", "--gateway-cmd", &drifted]);
+    assert_eq!(table_run.status.code(), Some(1), "{}", said(&table_run));
+    assert!(
+        String::from_utf8_lossy(&table_run.stderr).contains("replay miss: no recorded output"),
+        "{}",
+        said(&table_run)
+    );
+    let json_run = repo.keyless(&["test", "--json", "--gateway-cmd", &drifted]);
+    assert_eq!(json_run.status.code(), Some(1), "{}", said(&json_run));
+    let line: Value = serde_json::from_slice(&json_run.stdout).expect("one JSON object");
+    let diagnostic = line["misses"][0]["diagnostic"].as_str().unwrap_or_default();
+    assert!(
+        diagnostic.contains("replay miss: no recorded output"),
+        "{line:#}"
+    );
+    assert!(
+        line["gateway_log"]
+            .as_str()
+            .is_some_and(|log| Path::new(log).is_file()),
+        "{line:#}"
+    );
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2_and_say_where() {
+    let repo = UserRepo::new();
+    std::fs::write(
+        repo.path().join("bad.toml"),
+        "fixtures = \"fixtures\"\ngatway_cmd = \"x\"\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join("empty.toml"), "").unwrap();
+    std::fs::create_dir(repo.path().join("other")).unwrap();
+    std::fs::copy(
+        repo.path().join(format!("fixtures/{FIXTURE}.json")),
+        repo.path().join(format!("other/{FIXTURE}.json")),
+    )
+    .unwrap();
+    let one = format!("fixtures/{FIXTURE}.json");
+    let two = format!("other/{FIXTURE}.json");
+    let cases: [(&str, Vec<&str>, &[&str]); 5] = [
+        (
+            "an unknown key",
+            vec!["test", "--config", "bad.toml"],
+            &["bad.toml", "line 2", "gatway_cmd"],
+        ),
+        (
+            "no gateway",
+            vec!["test", "--config", "empty.toml"],
+            &["empty.toml", "--gateway-cmd"],
+        ),
+        (
+            "an unknown flag",
+            vec!["test", "--gateway-command", "x"],
+            &["--gateway-command"],
+        ),
+        (
+            "an unknown fixture",
+            vec!["test", "no_such.flash"],
+            &["no_such.flash", FIXTURE],
+        ),
+        (
+            "two fixtures with one name",
+            vec![
+                "model-server",
+                "--port",
+                "0",
+                "--fixture",
+                &one,
+                "--fixture",
+                &two,
+            ],
+            &[&one, &two],
+        ),
+    ];
+    for (name, args, mentions) in cases {
+        let output = repo.keyless(&args);
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", said(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for mention in mentions {
+            assert!(
+                stderr.contains(mention),
+                "{name}: {mention:?} not in\n{}",
+                said(&output)
+            );
+        }
+    }
+    let init = repo.keyless(&["init"]);
+    assert_eq!(
+        init.status.code(),
+        Some(2),
+        "init over an existing file: {}",
+        said(&init)
+    );
+}
