@@ -203,7 +203,8 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
     {
         message.push_str(&format!(" (gateway log: {})", log.display()));
     }
-    eprintln!("error: {}: {message}", path.display());
+    // The error names the fixture already (`HarnessError` does).
+    eprintln!("error: {message}");
     Outcome {
         passed: false,
         json: json!({

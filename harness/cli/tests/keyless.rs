@@ -232,3 +232,40 @@ fn usage_and_configuration_errors_exit_2_and_say_where() {
         said(&init)
     );
 }
+
+#[test]
+fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
+    let repo = UserRepo::new();
+    let golden = repo.path().join("golden");
+    let document = read_golden(FIXTURE).unwrap();
+    // (answers, whether the golden exists after, whether the pending file is left)
+    let cases = [
+        ("s\n", false, true),
+        ("n\n", false, false),
+        ("maybe\ny\n", true, false),
+    ];
+    for (answers, accepted, left) in cases {
+        keyless_runner::pending::write_pending(&golden, FIXTURE, "fixtures/x.json", &document)
+            .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .arg("review")
+            .current_dir(repo.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), answers.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{answers:?}: {}",
+            said(&output)
+        );
+        let snap = golden.join(format!("{FIXTURE}.snap"));
+        assert_eq!(snap.is_file(), accepted, "{answers:?}: {}", said(&output));
+        let pending = golden.join(format!("{FIXTURE}.snap.new"));
+        assert_eq!(pending.is_file(), left, "{answers:?}: {}", said(&output));
+        let _ = std::fs::remove_file(pending);
+    }
+}
