@@ -41,7 +41,7 @@ ready_timeout_secs = 60
 # The API the gateway speaks: "deerflow" (DeerFlow's gateway API).
 api = "deerflow"
 
-# Where the gateway's logs go (one `<fixture>.gateway.log` each).
+# Where the gateway's logs go (one `<fixture>.gateway.log` each; add `.keyless/` to .gitignore).
 logs = ".keyless/logs"
 
 # How `keyless record` records a fixture: it proxies the gateway's model calls to a real

@@ -269,3 +269,83 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
         let _ = std::fs::remove_file(pending);
     }
 }
+
+/// A `keyless model-server` child replaying the user's fixture: the "real" upstream a recording
+/// proxies to. Killed on drop.
+struct Upstream(std::process::Child, String);
+
+impl Upstream {
+    fn start(repo: &UserRepo) -> Upstream {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .args(["model-server", "--port", "0"])
+            .current_dir(repo.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let url = first
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_owned();
+        Upstream(child, url)
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn record_drives_the_configured_gateway_through_the_proxy_and_builds_the_fixture() {
+    let repo = UserRepo::new();
+    let shipped = Fixture::load(&fixtures_dir().join(format!("{FIXTURE}.json"))).unwrap();
+    let upstream = Upstream::start(&repo);
+    let output = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args([
+            "record",
+            "--fixtures",
+            "recorded",
+            "--scenario",
+            "write_read_file",
+        ])
+        .args(["--mode", "flash", "--prompt", &shipped.scenario.prompt])
+        .args(["--upstream", &format!("{}/v1", upstream.1)])
+        .args(["--key-env", "UPSTREAM_KEY"])
+        .current_dir(repo.path())
+        .env("OPENAI_API_KEY", placeholder_key())
+        .env("UPSTREAM_KEY", "sk-upstream-SECRET-0123456789")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let built = Fixture::load(&repo.path().join(format!("recorded/{FIXTURE}.json")))
+        .unwrap_or_else(|err| panic!("{err}\n{}", said(&output)));
+    let keys = |fixture: &Fixture, n: usize| -> Vec<String> {
+        fixture.turns[..n]
+            .iter()
+            .map(|t| t.input_hash.clone())
+            .collect()
+    };
+    // The drive sends the prompt only (no suggestions call): the shipped fixture's first three.
+    assert_eq!(
+        keys(&built, built.turns.len()),
+        keys(&shipped, 3),
+        "{}",
+        said(&output)
+    );
+    let fixture_text =
+        std::fs::read_to_string(repo.path().join(format!("recorded/{FIXTURE}.json")));
+    assert!(
+        !fixture_text.unwrap().contains("SECRET"),
+        "the key reached the fixture"
+    );
+}
