@@ -123,6 +123,27 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Waits for Ctrl-C or SIGTERM.
+pub(crate) async fn stopped() -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}
+
+/// `work`'s result, or `None` when Ctrl-C or SIGTERM came first (`work` is then dropped, and
+/// the caller stops what it started).
+pub(crate) async fn until_stopped<T>(
+    work: impl std::future::Future<Output = T>,
+) -> anyhow::Result<Option<T>> {
+    tokio::select! {
+        done = work => Ok(Some(done)),
+        stopped = stopped() => stopped.map(|()| None),
+    }
+}
+
 /// Runs a command; an error is printed with its causes once each, and a usage or configuration
 /// error exits 2.
 pub fn run(cli: Cli) -> ExitCode {

@@ -200,17 +200,6 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
     Ok((Mode::Fixtures(files), described))
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-async fn stopped() -> anyhow::Result<()> {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot wait for SIGTERM")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("cannot wait for Ctrl-C")?,
-        _ = terminate.recv() => {}
-    }
-    Ok(())
-}
-
 /// Runs `model-server` until Ctrl-C or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let fixtures = args.folders.resolve()?.fixtures;
@@ -233,7 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
             server.url()
         );
-        stopped().await?;
+        crate::stopped().await?;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some(recording)) = (recorded, recording) {
             save_recorded(&recorded, &recording, args.out.as_ref().unwrap_or(&fixtures))?;

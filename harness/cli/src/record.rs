@@ -107,15 +107,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 url.clone()
             }
         };
-        let driven = async {
+        let driven = crate::until_stopped(async {
             let mut driver = Driver::new(&url)?;
             driver.register().await?;
             driver.run_scenario(&scenario).await
-        }
-        .await;
+        })
+        .await?;
         if let Some(started) = launched.as_mut() {
             started.stop().await;
         }
+        let Some(driven) = driven else {
+            let _ = server.stop().await;
+            anyhow::bail!(
+                "interrupted: the gateway was stopped and no fixture was built (the raw recording is {})",
+                recording.display()
+            );
+        };
         let log = launched.as_ref().and_then(Launched::log);
         let recorded = server.stop().await?;
         if let Err(err) = driven {

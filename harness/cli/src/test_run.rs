@@ -253,27 +253,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !args.json {
             println!("{}", table_header());
         }
-        let mut all_passed = true;
-        for path in &settings.fixtures {
-            let outcome = match Fixture::load(path) {
-                Err(err) => broken(path, &HarnessError::Fixture(err), None),
-                Ok(fixture) => {
-                    if let Some(note) = gateway_config_note(path, &fixture) {
-                        eprintln!("{note}");
-                    }
-                    let run = run_on(target.as_dyn(), path, &settings.golden, fixture).await;
-                    let log = target.log();
-                    match run {
-                        Ok(run) => judge(&run, &settings.golden, log, args.json),
-                        Err(err) => broken(path, &err, log),
+        // Ctrl-C or SIGTERM stops the run, and the started gateway with it: it runs in its own
+        // process group, which the terminal's signal does not reach.
+        let all_passed = {
+            let suite = std::pin::pin!(async {
+                let mut all_passed = true;
+                for path in &settings.fixtures {
+                    let outcome = match Fixture::load(path) {
+                        Err(err) => broken(path, &HarnessError::Fixture(err), None),
+                        Ok(fixture) => {
+                            if let Some(note) = gateway_config_note(path, &fixture) {
+                                eprintln!("{note}");
+                            }
+                            let run =
+                                run_on(target.as_dyn(), path, &settings.golden, fixture).await;
+                            let log = target.log();
+                            match run {
+                                Ok(run) => judge(&run, &settings.golden, log, args.json),
+                                Err(err) => broken(path, &err, log),
+                            }
+                        }
+                    };
+                    all_passed &= outcome.passed;
+                    if args.json {
+                        println!("{}", outcome.json);
                     }
                 }
-            };
-            all_passed &= outcome.passed;
-            if args.json {
-                println!("{}", outcome.json);
-            }
+                all_passed
+            });
+            crate::until_stopped(suite).await?
+        };
+        if let Target::Launched(launched) = &mut target {
+            launched.stop().await;
         }
+        let Some(all_passed) = all_passed else {
+            eprintln!("keyless: interrupted; the gateway was stopped");
+            return anyhow::Ok(false);
+        };
         if let Some(server) = server {
             let _ = server.stop().await;
         }

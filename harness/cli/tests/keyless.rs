@@ -349,3 +349,99 @@ fn record_drives_the_configured_gateway_through_the_proxy_and_builds_the_fixture
         "the key reached the fixture"
     );
 }
+
+/// Whether the process `pid_file` names is gone (reaped, or never started).
+fn gone(pid_file: &Path) -> bool {
+    let pid = std::fs::read_to_string(pid_file).unwrap_or_default();
+    let pid = pid.trim();
+    !pid.is_empty()
+        && (0..50).any(|_| {
+            let alive = Path::new("/proc").join(pid).exists();
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            !alive
+        })
+}
+
+#[test]
+fn a_gateway_that_is_not_ready_fails_naming_its_log_and_is_stopped() {
+    let repo = UserRepo::new();
+    let pid_file = repo.path().join("gw.pid");
+    let never_ready = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    // (command, what stderr says)
+    let cases = [
+        ("echo started; exit 3", "exited (exit status: 3)"),
+        (never_ready.as_str(), "was not ready within 1s"),
+    ];
+    for (command, says) in cases {
+        let output = repo.keyless(&[
+            "test",
+            "--gateway-cmd",
+            command,
+            "--ready-timeout-secs",
+            "1",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{command}: {}",
+            said(&output)
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let log = repo
+            .path()
+            .join(format!(".keyless/logs/{FIXTURE}.gateway.log"));
+        assert!(
+            stderr.contains(says) && stderr.contains(&log.display().to_string()),
+            "{command}: {}",
+            said(&output)
+        );
+    }
+    assert!(
+        gone(&pid_file),
+        "the gateway that never got ready is still running"
+    );
+    let log = std::fs::read_to_string(
+        repo.path()
+            .join(format!(".keyless/logs/{FIXTURE}.gateway.log")),
+    );
+    assert_eq!(
+        log.unwrap_or_default(),
+        "",
+        "the log is the last gateway's, which printed nothing"
+    );
+}
+
+#[test]
+fn sigterm_stops_keyless_and_the_gateway_it_started() {
+    let repo = UserRepo::new();
+    let pid_file = repo.path().join("gw.pid");
+    let command = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["test", "--gateway-cmd", &command])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !pid_file.is_file()
+        || std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .is_empty()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(gone(&pid_file), "the gateway outlived keyless: {stderr}");
+}
