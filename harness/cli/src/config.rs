@@ -183,6 +183,35 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_is_the_flag_else_the_key_beside_the_file_else_the_default_beside_it() {
+        let loaded = Loaded {
+            path: Some(PathBuf::from("/repo/ci/keyless.toml")),
+            file: FileConfig::default(),
+            base: PathBuf::from("/repo/ci"),
+        };
+        let cwd = std::env::current_dir().unwrap();
+        let key = PathBuf::from("recorded");
+        let cases = [
+            (
+                "a flag",
+                Some(Path::new("mine")),
+                Some(&key),
+                cwd.join("mine"),
+            ),
+            (
+                "a key",
+                None,
+                Some(&key),
+                PathBuf::from("/repo/ci/recorded"),
+            ),
+            ("neither", None, None, PathBuf::from("/repo/ci/fixtures")),
+        ];
+        for (name, flag, key, expected) in cases {
+            assert_eq!(loaded.folder(flag, key, "fixtures"), expected, "{name}");
+        }
+    }
+
+    #[test]
     fn the_template_parses() {
         let file = parse(Path::new("keyless.toml"), crate::init::TEMPLATE).unwrap();
         assert_eq!(file.api, Some(Api::Deerflow));
