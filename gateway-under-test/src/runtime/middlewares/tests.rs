@@ -459,3 +459,54 @@ async fn the_error_middleware_turns_a_generic_failure_into_the_fallback_without_
         "LLM request failed: replay miss: nothing recorded"
     );
 }
+
+/// The date reminder is written once per day (`docs/gateway-contract.md` §6.4): each row is a
+/// thread's messages and today's date → the ids the update writes (none: a silent step).
+#[test]
+fn the_date_reminder_is_added_once_per_day() {
+    use super::dynamic_context::{date_reminder, inject};
+    let reminded = |id: &str, date: &str| {
+        let mut reminder = date_reminder(date);
+        reminder.id = Some(id.into());
+        reminder
+    };
+    let first_run = vec![human("h1", "hi")];
+    let second_run = vec![
+        reminded("h1", "2026-12-01, Tuesday"),
+        human("h1__user", "hi"),
+        Message::ai("done", Vec::new()),
+        human("h2", "again"),
+    ];
+    let table: Vec<(&str, Vec<Message>, &str, Vec<&str>)> = vec![
+        (
+            "a first run",
+            first_run,
+            "2026-12-01, Tuesday",
+            vec!["h1", "h1__user"],
+        ),
+        (
+            "a later run on the same day",
+            second_run.clone(),
+            "2026-12-01, Tuesday",
+            vec![],
+        ),
+        (
+            "a later run on a new day",
+            second_run,
+            "2026-12-02, Wednesday",
+            vec!["h2", "h2__user"],
+        ),
+        (
+            "a visible copy only",
+            vec![human("h1__user", "hi")],
+            "2026-12-01, Tuesday",
+            vec![],
+        ),
+    ];
+    for (name, messages, today, expected) in table {
+        let ids: Vec<String> = inject(&messages, today)
+            .map(|update| update.messages.into_iter().filter_map(|m| m.id).collect())
+            .unwrap_or_default();
+        assert_eq!(ids, expected, "{name}");
+    }
+}
