@@ -23,9 +23,10 @@ use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::driver::{
     Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
 };
+use crate::final_messages::{MESSAGES_GOLDEN_SUFFIX, messages_document};
 use crate::layer1::{HarnessError, ScenarioRun, drive_target};
 use crate::target::InProcess;
-use replay_core::{Fixture, Framing, Miss, first_chars, golden_document};
+use replay_core::{Fixture, Framing, GoldenStatus, Miss, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
@@ -60,6 +61,28 @@ impl WebFlowRun {
             fixture.scenario.mode.as_str(),
             &shapes,
         )
+    }
+
+    /// The messages golden's stem: `<fixture stem>.messages`.
+    pub fn messages_stem(&self) -> String {
+        format!("{}{MESSAGES_GOLDEN_SUFFIX}", self.scenario.stem())
+    }
+
+    /// The messages golden document: the thread's messages in the last run's final `values`,
+    /// normalised ([`crate::final_messages::messages_document`]).
+    pub fn messages_document(&self) -> String {
+        let values = self
+            .scenario
+            .transcripts
+            .last()
+            .and_then(RunTranscript::final_values)
+            .unwrap_or(Value::Null);
+        messages_document(&values)
+    }
+
+    /// The messages document against the committed `golden/<stem>.messages.snap`.
+    pub fn messages_status(&self) -> GoldenStatus {
+        crate::golden::golden_status(&self.messages_stem(), &self.messages_document())
     }
 
     /// What the flow concludes: the requests that were not 2xx, each run's framing, the misses

@@ -21,7 +21,7 @@ use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
 use crate::runtime::state::{AgentState, StateUpdate};
 use crate::store::CheckpointRecord;
-use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext};
+use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext, ToolOutput, tool_message};
 
 /// The configuration the agent and its middlewares read: the sections they need, copied out
 /// of the [`Config`] so that neither sees auth settings or API keys.
@@ -351,18 +351,19 @@ impl<'a> AgentLoop<'a> {
         for call in calls {
             let args_limit = agent.settings().message_limits.tool_call_args_bytes;
             let tool = agent.tool(&call.name);
-            let (text, status) = match (tool, message_limits::tool_args_error(&call, args_limit)) {
-                (_, Some(refused)) => (refused, "error"),
-                (Some(tool), None) => (tool.call(&call.args, context).await, "success"),
+            let (output, status) = match (tool, message_limits::tool_args_error(&call, args_limit))
+            {
+                (_, Some(refused)) => (ToolOutput::text(refused), "error"),
+                (Some(tool), None) => (tool.run(&call.args, context).await, "success"),
                 (None, None) => (
-                    format!(
+                    ToolOutput::text(format!(
                         "Error: {} is not a valid tool, try one of the available tools.",
                         call.name
-                    ),
+                    )),
                     "error",
                 ),
             };
-            let message = Message::tool(text, &call.name, &call.id, status);
+            let message = tool_message(output, &call.name, &call.id, status);
             journal.push(("llm.tool.result", "message", message.to_dump(), json!({})));
             update.messages.push(message);
         }

@@ -136,6 +136,13 @@ async fn each_middleware_writes_exactly_its_channels() {
             id: "call_1".into(),
         }],
     );
+    let ai_with_two_calls = {
+        let mut message = ai_with_call.clone();
+        let mut second = message.tool_calls[0].clone();
+        second.id = "call_2".into();
+        message.tool_calls.push(second);
+        message
+    };
     let mut stamped = human("h1", "hi");
     stamped
         .additional_kwargs
@@ -304,6 +311,20 @@ async fn each_middleware_writes_exactly_its_channels() {
                 assert_eq!(
                     attribution["actions"],
                     json!([{"kind": "tool", "tool_name": "write_file", "description": "save", "tool_call_id": "call_1"}])
+                );
+                assert_eq!(attribution["shared_attribution"], false, "one action");
+            },
+        ),
+        (
+            "token usage says two actions share the call's tokens",
+            Arc::new(TokenUsageMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), ai_with_two_calls]),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert_eq!(
+                    message.additional_kwargs["token_usage_attribution"]["shared_attribution"],
+                    true
                 );
             },
         ),

@@ -40,7 +40,8 @@ pub fn attribution(message: &Message) -> Value {
     json!({
         "version": 1,
         "kind": kind,
-        "shared_attribution": message.usage_metadata.clone().unwrap_or(Value::Null),
+        // Whether the call's tokens are shared by more than one action, as DeerFlow says it.
+        "shared_attribution": actions.len() > 1,
         "tool_call_ids": message.tool_calls.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
         "actions": actions,
     })
