@@ -138,6 +138,40 @@ impl WebFlowRun {
     }
 }
 
+/// A four-mode run in the notation of `docs/gateway-contract.md` §5.4: one token per node or
+/// message: `<Node>` for an `updates` frame of a node that wrote, `<Node>°` for one that wrote
+/// nothing (`null`), `<human>`/`<tool>`/`<ai>` for a `messages` tuple of that type, and `<chunks>`
+/// for a run of `AIMessageChunk` tuples. `values`, `custom`, `metadata` and `end` frames are
+/// left out.
+pub fn node_order(transcript: &RunTranscript) -> Vec<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for event in &transcript.events {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        match event.event.as_str() {
+            "updates" => {
+                for (node, writes) in data.as_object().into_iter().flatten() {
+                    let mark = if writes.is_null() { "°" } else { "" };
+                    tokens.push(format!("{node}{mark}"));
+                }
+            }
+            "messages" => {
+                let token = match data[0]["type"].as_str() {
+                    Some("AIMessageChunk") => "<chunks>".to_string(),
+                    Some(kind) => format!("<{kind}>"),
+                    None => "<?>".to_string(),
+                };
+                if !(token == "<chunks>" && tokens.last() == Some(&token)) {
+                    tokens.push(token);
+                }
+            }
+            _ => {}
+        }
+    }
+    tokens
+}
+
 /// Everything the web client's flow concludes about one fixture. It passes when every request
 /// was 2xx, every run was framed by `metadata` and `end`, nothing missed, and every recorded turn
 /// was used: a browser needs all of them, the suggestions turn included.
@@ -320,6 +354,40 @@ async fn thread_page(driver: &Driver, thread_id: &str) -> Result<Vec<Exchange>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DeerFlow's lead-agent node order per mode, as its gateway streams the first run of these
+    /// fixtures (`docs/gateway-contract.md` §5.4).
+    const DEERFLOW_NODE_ORDER: [(&str, &str); 4] = [
+        (
+            "write_read_file.flash",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "write_read_file.pro",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent TodoMiddleware.before_agent° LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° TodoMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "write_read_file.ultra",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent TodoMiddleware.before_agent° LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° TodoMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "model_error.thinking",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° <ai> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+    ];
+
+    #[test]
+    fn the_first_run_streams_deerflows_node_order_per_mode() {
+        let runtime = crate::layer1::runtime().expect("a runtime");
+        for (stem, expected) in DEERFLOW_NODE_ORDER {
+            let path = crate::golden::fixtures_dir().join(format!("{stem}.json"));
+            let run = runtime
+                .block_on(run_web_flow(&path, Extensions::default()))
+                .unwrap_or_else(|err| panic!("{stem}: {err}"));
+            let actual = node_order(&run.scenario.transcripts[0]).join(" ");
+            assert_eq!(actual, expected, "{stem}");
+        }
+    }
 
     fn clean() -> WebVerdict {
         WebVerdict {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::messages::{Message, MessageType};
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// The `__user` suffix of the visible copy.
@@ -99,6 +99,10 @@ pub(crate) fn inject(messages: &[Message], today: &str) -> Option<StateUpdate> {
 impl Middleware for DynamicContextMiddleware {
     fn name(&self) -> &'static str {
         "DynamicContextMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent]
     }
 
     async fn before_agent(&self, state: &AgentState, _run: &RunContext) -> HookResult {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::messages::Message;
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Stamps `token_usage_attribution` (`docs/gateway-contract.md` §6.4) on the newest AI message.
@@ -51,6 +51,10 @@ pub fn attribution(message: &Message) -> Value {
 impl Middleware for TokenUsageMiddleware {
     fn name(&self) -> &'static str {
         "TokenUsageMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::AfterModel]
     }
 
     async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {
