@@ -8,6 +8,9 @@
 //! `token-usage` again and `suggestions` with `n = max_suggestions`; at the end each run's
 //! `workspace-changes`.
 //!
+//! The flow runs against any [`GatewayTarget`]: in-process ([`run_web_flow`]) or a gateway at a
+//! URL replaying through a model server ([`run_web_flow_on`]).
+//!
 //! [`WebFlowRun::check`] demands what a browser needs: every request 2xx, no replay miss, and
 //! every recorded turn used, the suggestions turn included. A suggestions prompt that drifts
 //! from the recorded one is a miss here, although the route still answers `200`.
@@ -25,7 +28,7 @@ use crate::driver::{
 };
 use crate::final_messages::{MESSAGES_GOLDEN_SUFFIX, messages_document};
 use crate::layer1::{HarnessError, ScenarioRun, drive_target};
-use crate::target::InProcess;
+use crate::target::{GatewayTarget, InProcess};
 use replay_core::{Fixture, Framing, GoldenStatus, Miss, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
@@ -46,8 +49,8 @@ impl WebFlowRun {
         format!("{}{WEB_GOLDEN_SUFFIX}", self.scenario.stem())
     }
 
-    /// The web golden document: every run's events reduced by
-    /// [`replay_core::web_shape_of`].
+    /// The web golden document: every run's events reduced by [`replay_core::web_shapes`] (a
+    /// run of streamed chunks of one message as one entry).
     pub fn golden_document(&self) -> String {
         let shapes: Vec<_> = self
             .scenario
@@ -237,15 +240,30 @@ impl WebVerdict {
     }
 }
 
-/// Runs the web client's flow over a fixture file.
+/// Runs the web client's flow over a fixture file, through the gateway in-process.
 pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlowRun, HarnessError> {
+    run_web_flow_on(&mut InProcess::new(extensions), path).await
+}
+
+/// Runs the web client's flow over a fixture file through `target`: in-process, or a gateway at
+/// a URL whose model is a model server ([`crate::target::AtUrl`]), so a gateway elsewhere is
+/// held to the same web golden.
+pub async fn run_web_flow_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+) -> Result<WebFlowRun, HarnessError> {
     let fixture = Fixture::load(path)?;
-    let mut target = InProcess::new(extensions);
-    let (scenario, exchanges) = drive_target(&mut target, path, fixture, drive_web_client).await?;
+    let (scenario, exchanges) = drive_target(target, path, fixture, drive_web_client).await?;
     Ok(WebFlowRun {
         scenario,
         exchanges,
     })
+}
+
+/// The web golden's status of a web flow run: its document against the committed
+/// `golden/<stem>.web.snap`.
+pub fn web_golden_status(run: &WebFlowRun) -> GoldenStatus {
+    crate::golden::golden_status(&run.stem(), &run.golden_document())
 }
 
 /// The requests of a chat page, in the web client's order.

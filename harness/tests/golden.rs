@@ -10,7 +10,7 @@
 //! page requests and its run request with the stream modes `messages-tuple`, `values`,
 //! `updates`, `custom`) and asserts: the flow passes its checks; the `values` frames are exactly
 //! those of the values-only golden (other modes must not change them); and the web reduction
-//! (message chunks by type and keys, updates by node name) equals `golden/<stem>.web.snap`; and
+//! (message tuples by type and keys, a run of streamed chunks as one entry, updates by node name) equals `golden/<stem>.web.snap`; and
 //! the thread's final messages, normalised, equal `golden/<stem>.messages.snap` (values, not
 //! only shapes).
 //!
