@@ -13,7 +13,8 @@
 //! - [`driver`]: the HTTP wire driver; [`layer1`]: one fixture through the gateway and its
 //!   verdict; [`target`]: the gateway Layer 1 drives, in-process or at a URL; [`web_flow`]: one
 //!   fixture through the gateway as DeerFlow's web client drives a chat page; [`golden`]:
-//!   goldens in `golden/`.
+//!   goldens in `golden/`; [`final_messages`]: the value-level golden of a thread's final
+//!   messages.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
 //! - [`record_run`]: recording a scenario and building its fixture.
@@ -27,6 +28,7 @@
 
 pub mod adapter;
 pub mod driver;
+pub mod final_messages;
 pub mod golden;
 pub mod layer1;
 pub mod model_server;
