@@ -15,6 +15,7 @@
 //! - [`layer1`] and [`target`]: the runner's, plus the in-process target and runs
 //!   (`in_process`); [`web_flow`]: one fixture through the gateway as DeerFlow's web client
 //!   drives a chat page.
+//! - [`final_messages`]: the value-level golden of a thread's final messages.
 //! - [`record_run`]: recording a scenario and building its fixture.
 //! - [`replay_gateway`]: replay gateways for a browser (the client served beside the API, a
 //!   replay log written as calls hit or miss), behind `cargo xtask replay-gateway` and Layer 2.
@@ -23,6 +24,7 @@
 //!   with the scripts that produced their fixtures.
 
 pub mod adapter;
+pub mod final_messages;
 mod in_process;
 pub mod record_run;
 pub mod replay_gateway;
@@ -39,7 +41,9 @@ pub use keyless_runner::{driver, model_server, recording_store};
 /// Goldens: the runner's [`golden`](keyless_runner::golden), plus this workspace's folders
 /// (`golden/`, `fixtures/`) and its goldens read by stem.
 pub mod golden {
-    pub use crate::workspace::{fixtures_dir, golden_dir, read_golden, workspace_root};
+    pub use crate::workspace::{
+        fixtures_dir, golden_dir, golden_status, read_golden, workspace_root,
+    };
     pub use keyless_runner::golden::*;
 }
 

@@ -8,6 +8,9 @@
 //! `token-usage` again and `suggestions` with `n = max_suggestions`; at the end each run's
 //! `workspace-changes`.
 //!
+//! The flow runs against any [`GatewayTarget`]: in-process ([`run_web_flow`]) or a gateway at a
+//! URL replaying through a model server ([`run_web_flow_on`]).
+//!
 //! [`WebFlowRun::check`] demands what a browser needs: every request 2xx, no replay miss, and
 //! every recorded turn used, the suggestions turn included. A suggestions prompt that drifts
 //! from the recorded one is a miss here, although the route still answers `200`.
@@ -23,9 +26,10 @@ use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::driver::{
     Driver, DriverError, Exchange, RunTranscript, suggestions_request, visible_conversation,
 };
+use crate::final_messages::{MESSAGES_GOLDEN_SUFFIX, messages_document};
 use crate::layer1::{HarnessError, ScenarioRun, drive_target};
-use crate::target::InProcess;
-use replay_core::{Fixture, Framing, Miss, first_chars, golden_document};
+use crate::target::{GatewayTarget, InProcess};
+use replay_core::{Fixture, Framing, GoldenStatus, Miss, first_chars, golden_document};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
@@ -45,8 +49,8 @@ impl WebFlowRun {
         format!("{}{WEB_GOLDEN_SUFFIX}", self.scenario.stem())
     }
 
-    /// The web golden document: every run's events reduced by
-    /// [`replay_core::web_shape_of`].
+    /// The web golden document: every run's events reduced by [`replay_core::web_shapes`] (a
+    /// run of streamed chunks of one message as one entry).
     pub fn golden_document(&self) -> String {
         let shapes: Vec<_> = self
             .scenario
@@ -60,6 +64,28 @@ impl WebFlowRun {
             fixture.scenario.mode.as_str(),
             &shapes,
         )
+    }
+
+    /// The messages golden's stem: `<fixture stem>.messages`.
+    pub fn messages_stem(&self) -> String {
+        format!("{}{MESSAGES_GOLDEN_SUFFIX}", self.scenario.stem())
+    }
+
+    /// The messages golden document: the thread's messages in the last run's final `values`,
+    /// normalised ([`crate::final_messages::messages_document`]).
+    pub fn messages_document(&self) -> String {
+        let values = self
+            .scenario
+            .transcripts
+            .last()
+            .and_then(RunTranscript::final_values)
+            .unwrap_or(Value::Null);
+        messages_document(&values)
+    }
+
+    /// The messages document against the committed `golden/<stem>.messages.snap`.
+    pub fn messages_status(&self) -> GoldenStatus {
+        crate::golden::golden_status(&self.messages_stem(), &self.messages_document())
     }
 
     /// What the flow concludes: the requests that were not 2xx, each run's framing, the misses
@@ -113,6 +139,40 @@ impl WebFlowRun {
         out.push_str(&self.scenario.details());
         out
     }
+}
+
+/// A four-mode run in the notation of `docs/gateway-contract.md` §5.4: one token per node or
+/// message: `<Node>` for an `updates` frame of a node that wrote, `<Node>°` for one that wrote
+/// nothing (`null`), `<human>`/`<tool>`/`<ai>` for a `messages` tuple of that type, and `<chunks>`
+/// for a run of `AIMessageChunk` tuples. `values`, `custom`, `metadata` and `end` frames are
+/// left out.
+pub fn node_order(transcript: &RunTranscript) -> Vec<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for event in &transcript.events {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        match event.event.as_str() {
+            "updates" => {
+                for (node, writes) in data.as_object().into_iter().flatten() {
+                    let mark = if writes.is_null() { "°" } else { "" };
+                    tokens.push(format!("{node}{mark}"));
+                }
+            }
+            "messages" => {
+                let token = match data[0]["type"].as_str() {
+                    Some("AIMessageChunk") => "<chunks>".to_string(),
+                    Some(kind) => format!("<{kind}>"),
+                    None => "<?>".to_string(),
+                };
+                if !(token == "<chunks>" && tokens.last() == Some(&token)) {
+                    tokens.push(token);
+                }
+            }
+            _ => {}
+        }
+    }
+    tokens
 }
 
 /// Everything the web client's flow concludes about one fixture. It passes when every request
@@ -180,12 +240,21 @@ impl WebVerdict {
     }
 }
 
-/// Runs the web client's flow over a fixture file.
+/// Runs the web client's flow over a fixture file, through the gateway in-process.
 pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlowRun, HarnessError> {
+    run_web_flow_on(&mut InProcess::new(extensions), path).await
+}
+
+/// Runs the web client's flow over a fixture file through `target`: in-process, or a gateway at
+/// a URL whose model is a model server ([`crate::target::AtUrl`]), so a gateway elsewhere is
+/// held to the same web golden.
+pub async fn run_web_flow_on(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+) -> Result<WebFlowRun, HarnessError> {
     let fixture = Fixture::load(path)?;
-    let mut target = InProcess::new(extensions);
     let (scenario, exchanges) = drive_target(
-        &mut target,
+        target,
         path,
         &crate::golden::golden_dir(),
         fixture,
@@ -196,6 +265,12 @@ pub async fn run_web_flow(path: &Path, extensions: Extensions) -> Result<WebFlow
         scenario,
         exchanges,
     })
+}
+
+/// The web golden's status of a web flow run: its document against the committed
+/// `golden/<stem>.web.snap`.
+pub fn web_golden_status(run: &WebFlowRun) -> GoldenStatus {
+    crate::golden::golden_status(&run.stem(), &run.golden_document())
 }
 
 /// The requests of a chat page, in the web client's order.
@@ -304,6 +379,40 @@ async fn thread_page(driver: &Driver, thread_id: &str) -> Result<Vec<Exchange>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DeerFlow's lead-agent node order per mode, as its gateway streams the first run of these
+    /// fixtures (`docs/gateway-contract.md` §5.4).
+    const DEERFLOW_NODE_ORDER: [(&str, &str); 4] = [
+        (
+            "write_read_file.flash",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "write_read_file.pro",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent TodoMiddleware.before_agent° LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° TodoMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "write_read_file.ultra",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent TodoMiddleware.before_agent° LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° <tool> tools DurableContextMiddleware.before_model° TodoMiddleware.before_model° <chunks> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° SubagentLimitMiddleware.after_model° TitleMiddleware.after_model° TokenUsageMiddleware.after_model TodoMiddleware.after_model° DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° TodoMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+        (
+            "model_error.thinking",
+            "ThreadDataMiddleware.before_agent UploadsMiddleware.before_agent SandboxMiddleware.before_agent° <human> DynamicContextMiddleware.before_agent LoopDetectionMiddleware.before_agent° TerminalResponseMiddleware.before_agent° DurableContextMiddleware.before_model° <ai> model SafetyFinishReasonMiddleware.after_model° ModelLengthFinishReasonMiddleware.after_model° TerminalResponseMiddleware.after_model° LoopDetectionMiddleware.after_model° TitleMiddleware.after_model TokenUsageMiddleware.after_model DurableContextMiddleware.after_model° TerminalResponseMiddleware.after_agent° LoopDetectionMiddleware.after_agent° MemoryMiddleware.after_agent° SandboxMiddleware.after_agent°",
+        ),
+    ];
+
+    #[test]
+    fn the_first_run_streams_deerflows_node_order_per_mode() {
+        let runtime = crate::layer1::runtime().expect("a runtime");
+        for (stem, expected) in DEERFLOW_NODE_ORDER {
+            let path = crate::golden::fixtures_dir().join(format!("{stem}.json"));
+            let run = runtime
+                .block_on(run_web_flow(&path, Extensions::default()))
+                .unwrap_or_else(|err| panic!("{stem}: {err}"));
+            let actual = node_order(&run.scenario.transcripts[0]).join(" ");
+            assert_eq!(actual, expected, "{stem}");
+        }
+    }
 
     fn clean() -> WebVerdict {
         WebVerdict {

@@ -29,3 +29,8 @@ pub fn fixtures_dir() -> PathBuf {
 pub fn read_golden(stem: &str) -> Result<String, String> {
     keyless_runner::golden::read_golden(&golden_dir(), stem)
 }
+
+/// Compares `document` with the committed golden of `stem` in this workspace's `golden/`.
+pub fn golden_status(stem: &str, document: &str) -> replay_core::GoldenStatus {
+    keyless_runner::golden::golden_status(&golden_dir(), stem, document)
+}

@@ -489,3 +489,74 @@ fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
         "every request still answers 2xx: {report}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Values below the shapes: the thread's final messages, normalised, against
+// `golden/<stem>.messages.snap` (docs/golden-format.md §9).
+
+/// Rewrites every message of the final state with its `drift` after the agent ran, standing in
+/// for a gateway that writes a value differently (a key-only golden cannot see these).
+struct MessageDrift(Drift);
+
+/// How a message is rewritten.
+type Drift = fn(&mut Message);
+
+#[async_trait]
+impl Middleware for MessageDrift {
+    fn name(&self) -> &'static str {
+        "MessageDriftMiddleware"
+    }
+
+    async fn after_agent(&self, state: &AgentState, _run: &RunContext) -> HookResult {
+        let mut update = StateUpdate::default();
+        for message in &state.messages {
+            let mut drifted = message.clone();
+            (self.0)(&mut drifted);
+            if drifted != *message {
+                update.messages.push(drifted);
+            }
+        }
+        Ok(Some(update))
+    }
+}
+
+#[test]
+fn a_drifted_message_value_changes_the_messages_golden() {
+    let flow = |extensions| {
+        runtime()
+            .expect("Failed to build a runtime")
+            .block_on(harness::web_flow::run_web_flow(
+                &scenario_fixture(),
+                extensions,
+            ))
+            .expect("the web flow runs")
+    };
+    assert_eq!(
+        flow(Extensions::default()).messages_status(),
+        GoldenStatus::Ok,
+        "the unchanged gateway matches its messages golden"
+    );
+    let drifts: [(&str, Drift); 3] = [
+        ("shared_attribution is the usage object again", |m| {
+            if let Some(attribution) = m.additional_kwargs.get_mut("token_usage_attribution") {
+                attribution["shared_attribution"] = json!({"input_tokens": 1});
+            }
+        }),
+        ("a tool message without deerflow_tool_meta", |m| {
+            if m.kind == MessageType::Tool {
+                m.additional_kwargs.remove("deerflow_tool_meta");
+            }
+        }),
+        ("a read_file result without deerflow_read_mark", |m| {
+            m.additional_kwargs.remove("deerflow_read_mark");
+        }),
+    ];
+    for (name, drift) in drifts {
+        let run = flow(Extensions {
+            extend: Box::new(move |builder| builder.middleware(Arc::new(MessageDrift(drift)))),
+            ..Extensions::default()
+        });
+        assert!(run.verdict().misses.is_empty(), "{name}: no miss");
+        assert_eq!(run.messages_status(), GoldenStatus::Changed, "{name}");
+    }
+}

@@ -10,7 +10,9 @@
 //! page requests and its run request with the stream modes `messages-tuple`, `values`,
 //! `updates`, `custom`) and asserts: the flow passes its checks; the `values` frames are exactly
 //! those of the values-only golden (other modes must not change them); and the web reduction
-//! (message chunks by type and keys, updates by node name) equals `golden/<stem>.web.snap`.
+//! (message tuples by type and keys, a run of streamed chunks as one entry, updates by node name) equals `golden/<stem>.web.snap`; and
+//! the thread's final messages, normalised, equal `golden/<stem>.messages.snap` (values, not
+//! only shapes).
 //!
 //! Goldens are asserted with insta itself, so a new or changed shape is written as
 //! `golden/<stem>.snap.new` for `cargo insta review`; under `CI=true` insta never writes, so a
@@ -26,6 +28,7 @@ use serde_json::{Value, json};
 
 /// Compares `document` with `golden/<stem>.snap`; the error names the file and carries `report`.
 fn assert_golden(
+    what: &str,
     fixture_stem: &str,
     stem: &str,
     document: String,
@@ -41,7 +44,7 @@ fn assert_golden(
     }));
     if outcome.is_err() {
         return Err(format!(
-            "the SSE shape of fixtures/{fixture_stem}.json differs from golden/{stem}.snap (review with `cargo insta review`)\n\n{}",
+            "{what} of fixtures/{fixture_stem}.json differs from golden/{stem}.snap (review with `cargo insta review`)\n\n{}",
             report()
         )
         .into());
@@ -56,7 +59,9 @@ fn golden(path: &Path) -> datatest_stable::Result<()> {
         return Err(run.report(&verdict).into());
     }
     let stem = run.stem();
-    assert_golden(&stem, &stem, run.golden_document(), || run.report(&verdict))
+    assert_golden("the SSE shape", &stem, &stem, run.golden_document(), || {
+        run.report(&verdict)
+    })
 }
 
 fn web_golden(path: &Path) -> datatest_stable::Result<()> {
@@ -84,9 +89,20 @@ fn web_golden(path: &Path) -> datatest_stable::Result<()> {
         )
         .into());
     }
-    assert_golden(&fixture_stem, &run.stem(), run.golden_document(), || {
-        run.report()
-    })
+    assert_golden(
+        "the web SSE shape",
+        &fixture_stem,
+        &run.stem(),
+        run.golden_document(),
+        || run.report(),
+    )?;
+    assert_golden(
+        "the final messages (values, normalised)",
+        &fixture_stem,
+        &run.messages_stem(),
+        run.messages_document(),
+        || run.report(),
+    )
 }
 
 datatest_stable::harness! {

@@ -24,18 +24,25 @@ fn fixtures_and_goldens_correspond_one_to_one() {
     let fixtures = stems(&fixtures_dir(), ".json");
     let web_suffix = format!("{}.snap", harness::web_flow::WEB_GOLDEN_SUFFIX);
     let web_goldens = stems(&golden_dir(), &web_suffix);
+    let messages_suffix = format!("{}.snap", harness::final_messages::MESSAGES_GOLDEN_SUFFIX);
+    let messages_goldens = stems(&golden_dir(), &messages_suffix);
     let goldens: BTreeSet<String> = stems(&golden_dir(), ".snap")
         .into_iter()
-        .filter(|stem| !stem.ends_with(harness::web_flow::WEB_GOLDEN_SUFFIX))
+        .filter(|stem| {
+            !stem.ends_with(harness::web_flow::WEB_GOLDEN_SUFFIX)
+                && !stem.ends_with(harness::final_messages::MESSAGES_GOLDEN_SUFFIX)
+        })
         .collect();
     assert!(!fixtures.is_empty(), "no fixtures shipped");
     let without_golden: Vec<_> = fixtures
         .difference(&goldens)
         .chain(fixtures.difference(&web_goldens))
+        .chain(fixtures.difference(&messages_goldens))
         .collect();
     let without_fixture: Vec<_> = goldens
         .difference(&fixtures)
         .chain(web_goldens.difference(&fixtures))
+        .chain(messages_goldens.difference(&fixtures))
         .collect();
     assert!(
         without_golden.is_empty() && without_fixture.is_empty(),

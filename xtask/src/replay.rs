@@ -1,20 +1,24 @@
 //! `cargo xtask replay`: the main job. Every fixture through the in-process gateway (or, with
 //! `--gateway-url`, through a gateway that runs elsewhere against a model server), compared with
-//! its golden, as a table or JSON lines.
+//! its golden, as a table or JSON lines; with `--web`, as the web client drives a chat page,
+//! compared with the web golden.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use futures::StreamExt;
+use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
 use harness::target::AtUrl;
+use harness::web_flow::{run_web_flow, run_web_flow_on, web_golden_status};
 use keyless_runner::suite::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
 };
-use replay_core::{MissingGolden, Verdict};
+use replay_core::{GoldenStatus, MissingGolden, Verdict};
+use serde_json::json;
 
 /// Arguments of `replay`.
 #[derive(Debug, clap::Args)]
@@ -39,6 +43,12 @@ pub struct Args {
         requires = "gateway_url"
     )]
     model_server: String,
+    /// Drive each fixture as DeerFlow's web client drives a chat page (its page requests, the
+    /// four-mode run request, suggestions after each run, the reload) and compare with the web
+    /// golden (`golden/<stem>.web.snap`) instead of the values-only one. Fails on a request that
+    /// is not 2xx, a miss, an unused recorded turn or a changed web golden.
+    #[arg(long)]
+    web: bool,
 }
 
 /// All fixture files in `fixtures/`, sorted.
@@ -77,6 +87,82 @@ struct Row {
     verdict: Verdict,
 }
 
+/// `--web`: every fixture through the web client's flow, one after another, in-process or at
+/// the URL; one line per fixture, the problems after it.
+fn run_web(
+    files: &[PathBuf],
+    external: Option<AtUrl>,
+    json_lines: bool,
+) -> anyhow::Result<ExitCode> {
+    let runtime = crate::runtime()?;
+    let mut failed = false;
+    if !json_lines {
+        println!(
+            "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+            "scenario", "mode", "events", "turns", "misses", "golden", "ms"
+        );
+    }
+    for path in files {
+        let run = runtime.block_on(async {
+            match external.clone() {
+                Some(mut target) => {
+                    warn_about_overrides(path);
+                    run_web_flow_on(&mut target, path).await
+                }
+                None => run_web_flow(path, Extensions::default()).await,
+            }
+        });
+        let run = match run {
+            Ok(run) => run,
+            Err(err) => {
+                failed = true;
+                eprintln!("error: replaying {}: {err:#}", path.display());
+                continue;
+            }
+        };
+        let golden = web_golden_status(&run);
+        let scenario = &run.scenario;
+        let events: usize = scenario.transcripts.iter().map(|t| t.events.len()).sum();
+        if json_lines {
+            let line = json!({
+                "fixture": path.display().to_string(),
+                "scenario": scenario.fixture.scenario.id,
+                "mode": scenario.fixture.scenario.mode.as_str(),
+                "frames": events,
+                "golden_document": run.golden_document(),
+                "misses": scenario.misses.len(),
+                "unused_turns": run.verdict().unused_turns,
+                "golden": golden.as_str(),
+                "elapsed_ms": scenario.elapsed.as_millis() as u64,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+                scenario.fixture.scenario.id,
+                scenario.fixture.scenario.mode.as_str(),
+                events,
+                format!("{}/{}", scenario.turns_used(), scenario.fixture.turns.len()),
+                scenario.misses.len(),
+                golden.as_str(),
+                scenario.elapsed.as_millis(),
+            );
+        }
+        if golden != GoldenStatus::Ok {
+            failed = true;
+        }
+        if let Err(report) = run.check() {
+            failed = true;
+            eprintln!("{}: {report}\n", path.display());
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let named = !args.fixtures.is_empty();
     let files = if named {
@@ -87,11 +173,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         anyhow::bail!("no fixtures found in {}", fixtures_dir().display());
     }
-    let runtime = crate::runtime()?;
     let external = match &args.gateway_url {
         Some(url) => Some(AtUrl::new(url, &args.model_server)?),
         None => None,
     };
+    if args.web {
+        return run_web(&files, external, args.json);
+    }
+    let runtime = crate::runtime()?;
     // One model server serves one fixture at a time, so an external gateway runs them in turn.
     let parallel = if external.is_some() { 1 } else { 4 };
     let external = &external;

@@ -17,11 +17,11 @@ use crate::messages::{Message, MessageType};
 use crate::models::{ChatModel, ModelRequest, ToolSpec};
 use crate::runtime::RunContext;
 use crate::runtime::message_limits;
-use crate::runtime::middleware::{GraphError, Middleware, ModelCall};
+use crate::runtime::middleware::{GraphError, Hook, Middleware, ModelCall, run_hook};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
 use crate::runtime::state::{AgentState, StateUpdate};
 use crate::store::CheckpointRecord;
-use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext};
+use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext, ToolOutput, tool_message};
 
 /// The configuration the agent and its middlewares read: the sections they need, copied out
 /// of the [`Config`] so that neither sees auth settings or API keys.
@@ -208,7 +208,13 @@ impl<'a> AgentLoop<'a> {
     pub fn new(run: &'a RunContext, state: AgentState, parent_checkpoint: Option<String>) -> Self {
         AgentLoop {
             run,
-            chain: run.agent.middlewares().to_vec(),
+            chain: run
+                .agent
+                .middlewares()
+                .iter()
+                .filter(|middleware| middleware.applies_to(&run.flags))
+                .cloned()
+                .collect(),
             state,
             steps: 0,
             parent_checkpoint,
@@ -240,37 +246,49 @@ impl<'a> AgentLoop<'a> {
             self.commit(INPUT_NODE, StateUpdate::messages(input))
                 .await?;
         }
-        for middleware in self.chain.clone() {
-            self.enter_step()?;
-            let update = middleware.before_agent(&self.state, self.run).await?;
-            self.commit_hook(middleware.name(), "before_agent", update)
-                .await?;
-        }
+        self.run_hooks(Hook::BeforeAgent).await?;
         loop {
+            self.run_hooks(Hook::BeforeModel).await?;
             self.enter_step()?;
             let answer = self.call_model().await?;
-            let calls_tools = !answer.tool_calls.is_empty();
             self.commit("model", StateUpdate::messages(vec![answer]))
                 .await?;
-            for middleware in self.chain.clone() {
-                self.enter_step()?;
-                let update = middleware.after_model(&self.state, self.run).await?;
-                self.commit_hook(middleware.name(), "after_model", update)
-                    .await?;
-            }
+            self.run_hooks(Hook::AfterModel).await?;
+            // After the after-model hooks, which may strip the answer's tool calls (loop
+            // detection, the finish-reason checks).
+            let calls_tools = self
+                .state
+                .last_ai()
+                .is_some_and(|message| !message.tool_calls.is_empty());
             if !calls_tools {
                 break;
             }
             self.enter_step()?;
             self.tool_step().await?;
         }
-        for middleware in self.chain.clone() {
+        self.run_hooks(Hook::AfterAgent).await?;
+        Ok(None)
+    }
+
+    /// Runs every `hook` node of the chain, in list order or, for `after_*` hooks, in reverse
+    /// (`docs/gateway-contract.md` §7.3).
+    async fn run_hooks(&mut self, hook: Hook) -> Result<(), GraphError> {
+        let mut nodes: Vec<Arc<dyn Middleware>> = self
+            .chain
+            .iter()
+            .filter(|middleware| middleware.hooks().contains(&hook))
+            .cloned()
+            .collect();
+        if hook.runs_in_reverse() {
+            nodes.reverse();
+        }
+        for middleware in nodes {
             self.enter_step()?;
-            let update = middleware.after_agent(&self.state, self.run).await?;
-            self.commit_hook(middleware.name(), "after_agent", update)
+            let update = run_hook(middleware.as_ref(), hook, &self.state, self.run).await?;
+            self.commit_hook(middleware.name(), hook.as_str(), update)
                 .await?;
         }
-        Ok(None)
+        Ok(())
     }
 
     fn enter_step(&mut self) -> Result<(), GraphError> {
@@ -351,18 +369,19 @@ impl<'a> AgentLoop<'a> {
         for call in calls {
             let args_limit = agent.settings().message_limits.tool_call_args_bytes;
             let tool = agent.tool(&call.name);
-            let (text, status) = match (tool, message_limits::tool_args_error(&call, args_limit)) {
-                (_, Some(refused)) => (refused, "error"),
-                (Some(tool), None) => (tool.call(&call.args, context).await, "success"),
+            let (output, status) = match (tool, message_limits::tool_args_error(&call, args_limit))
+            {
+                (_, Some(refused)) => (ToolOutput::text(refused), "error"),
+                (Some(tool), None) => (tool.run(&call.args, context).await, "success"),
                 (None, None) => (
-                    format!(
+                    ToolOutput::text(format!(
                         "Error: {} is not a valid tool, try one of the available tools.",
                         call.name
-                    ),
+                    )),
                     "error",
                 ),
             };
-            let message = Message::tool(text, &call.name, &call.id, status);
+            let message = tool_message(output, &call.name, &call.id, status);
             journal.push(("llm.tool.result", "message", message.to_dump(), json!({})));
             update.messages.push(message);
         }
@@ -370,17 +389,26 @@ impl<'a> AgentLoop<'a> {
         self.commit("tools", update).await
     }
 
+    /// A hook node's step: its update committed, or, when it wrote nothing, only its `updates`
+    /// frame `{"<Middleware>.<hook>": null}` (no checkpoint, no `values` frame), as LangGraph
+    /// streams a node that returned nothing.
     async fn commit_hook(
         &mut self,
         middleware: &str,
         hook: &str,
         update: Option<StateUpdate>,
     ) -> Result<(), GraphError> {
+        let node = format!("{middleware}.{hook}");
         match update {
-            Some(update) if !update.is_empty() => {
-                self.commit(&format!("{middleware}.{hook}"), update).await
+            Some(update) if !update.is_empty() => self.commit(&node, update).await,
+            _ => {
+                if self.run.modes.updates {
+                    let mut frame = serde_json::Map::new();
+                    frame.insert(node, Value::Null);
+                    self.run.stream.publish("updates", &Value::Object(frame));
+                }
+                Ok(())
             }
-            _ => Ok(()),
         }
     }
 

@@ -4,8 +4,8 @@
 //! Layout: [`paths`] maps virtual paths onto the thread's host folders; `beneath` resolves and
 //! opens them beneath the thread's `user-data` folder at the operating-system level (regular
 //! files only, no hard-linked files for writing); [`read_tracker`] holds the read-before-write
-//! memory; `ls`, `read_file` and `write_file` are one
-//! submodule each; `args` and `output` hold the argument schema and parsing, and the output
+//! memory; [`tool_meta`] the metadata stamped on every tool message; `ls`, `read_file` and
+//! `write_file` are one submodule each; `args` and `output` hold the argument schema and parsing, and the output
 //! shaping, they share.
 //!
 //! Conventions shared by the three tools (the contract leaves them open, §14):
@@ -37,6 +37,7 @@ mod output;
 pub mod paths;
 mod read_file;
 pub mod read_tracker;
+pub mod tool_meta;
 mod write_file;
 
 #[cfg(test)]
@@ -55,6 +56,7 @@ use crate::models::ToolSpec;
 pub use ls::LsTool;
 pub use paths::PathError;
 pub use read_file::ReadFileTool;
+pub use tool_meta::{ToolOutput, tool_message};
 pub use write_file::WriteFileTool;
 
 /// The host folders behind `/mnt/user-data/{workspace,uploads,outputs}` for one thread.
@@ -99,6 +101,12 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> ToolSpec;
     /// Runs the tool with the model's arguments and returns the tool message text.
     async fn call(&self, args: &Value, context: ToolContext<'_>) -> String;
+
+    /// Runs the tool and returns its text with the `additional_kwargs` its message carries
+    /// (`read_file`'s read mark). The default is [`Tool::call`]'s text alone.
+    async fn run(&self, args: &Value, context: ToolContext<'_>) -> ToolOutput {
+        ToolOutput::text(self.call(args, context).await)
+    }
 }
 
 /// Tools by name. Each app owns one; embedding crates may register more.

@@ -26,6 +26,7 @@ use super::beneath::Access;
 use super::output::{describe_io_error, finish, truncate_head};
 use super::paths::PathError;
 use super::read_tracker::content_version;
+use super::tool_meta::{READ_MARK_KEY, ToolOutput, read_mark};
 use super::{SandboxPaths, Tool, ToolContext};
 use crate::models::ToolSpec;
 
@@ -73,13 +74,20 @@ impl Tool for ReadFileTool {
     }
 
     async fn call(&self, args: &Value, context: ToolContext<'_>) -> String {
+        self.run(args, context).await.text
+    }
+
+    /// The read's text and, for a successful read, its `deerflow_read_mark`: the path read and
+    /// the version of the whole file, the one the read-before-write gate checks
+    /// (`docs/gateway-contract.md` §6.4).
+    async fn run(&self, args: &Value, context: ToolContext<'_>) -> ToolOutput {
         let path = match required_path(args) {
             Ok(path) => path.to_string(),
-            Err(error) => return error,
+            Err(error) => return ToolOutput::text(error),
         };
         let range = match LineRange::from_args(args) {
             Ok(range) => range,
-            Err(text) => return text,
+            Err(text) => return ToolOutput::text(text),
         };
         let paths = context.paths.clone();
         let outcome = tokio::task::spawn_blocking({
@@ -87,18 +95,22 @@ impl Tool for ReadFileTool {
             move || read(&paths, &path, range)
         })
         .await;
-        let text = match outcome {
+        match outcome {
             Ok(Ok(read)) => {
+                let mut output = ToolOutput::text(finish(read.text));
+                if read.marked {
+                    let mark = read_mark(&path, &read.version);
+                    output.additional_kwargs.insert(READ_MARK_KEY.into(), mark);
+                }
                 // Recorded here, not in the blocking task, because the tracker is borrowed.
                 context.reads.record(read.host, read.version);
-                read.text
+                output
             }
-            Ok(Err(text)) => text,
-            Err(join_error) => {
-                format!("Error: Unexpected error reading file: JoinError: {join_error}")
-            }
-        };
-        finish(text)
+            Ok(Err(text)) => ToolOutput::text(finish(text)),
+            Err(join_error) => ToolOutput::text(finish(format!(
+                "Error: Unexpected error reading file: JoinError: {join_error}"
+            ))),
+        }
     }
 }
 
@@ -172,6 +184,9 @@ struct Read {
     text: String,
     host: PathBuf,
     version: String,
+    /// Whether the read earns a read mark: the model was shown file content (an empty file
+    /// counts; a start past the end does not), and the file does not read as an `Error:` text.
+    marked: bool,
 }
 
 /// The whole read, blocking. `Err` is the finished error text.
@@ -214,7 +229,9 @@ fn read(paths: &SandboxPaths, path: &str, range: LineRange) -> Result<Read, Stri
     }
     let full = String::from_utf8(bytes).map_err(|_| binary())?;
 
-    let text = match range.select(&full) {
+    let selected = range.select(&full);
+    let marked = selected.is_some() && !full.starts_with("Error:");
+    let text = match selected {
         None => "(start_line exceeds file length)".to_string(),
         Some(selected) if selected.is_empty() => "(empty)".to_string(),
         Some(selected) => truncate_head(
@@ -227,6 +244,7 @@ fn read(paths: &SandboxPaths, path: &str, range: LineRange) -> Result<Read, Stri
         text,
         host: resolved.host,
         version,
+        marked,
     })
 }
 

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::{ReadTracker, SandboxPaths, ToolContext, ToolRegistry};
+use super::read_tracker::content_version;
+use super::tool_meta::READ_MARK_KEY;
+use super::{ReadTracker, SandboxPaths, ToolContext, ToolOutput, ToolRegistry};
 use crate::config::ToolLimitsConfig;
 
 const SECRET: &str = "top secret";
@@ -64,6 +66,20 @@ impl Fixture {
             reads: &self.reads,
         };
         tool.call(&args, context).await
+    }
+
+    /// Runs tool `name` with `args`: its text and its message's extra `additional_kwargs`.
+    async fn run(&self, name: &str, args: Value) -> ToolOutput {
+        let tool = self
+            .registry
+            .get(name)
+            .unwrap_or_else(|| panic!("no tool named {name}"));
+        let context = ToolContext {
+            paths: &self.paths,
+            limits: &self.limits,
+            reads: &self.reads,
+        };
+        tool.run(&args, context).await
     }
 
     async fn write(&self, path: &str, content: &str) -> String {
@@ -179,6 +195,56 @@ async fn write_then_read_the_scenario_file() {
             .as_deref(),
         Some("hi from replay.")
     );
+}
+
+/// A read that showed the model file content carries DeerFlow's read mark: the path read,
+/// normalised, and the SHA-256 of the whole file; other reads and other tools carry none.
+#[tokio::test]
+async fn read_file_results_carry_the_read_mark() {
+    let fixture = Fixture::new();
+    fixture
+        .write("/mnt/user-data/outputs/note.txt", "hi from replay.")
+        .await;
+    fixture.put("outputs/empty.txt", "");
+    let hash = "5e51fd38cec2a69b15e0def3d7dffa83a7ad597fe376fd3a1f7f1d665f831016";
+    let mark = |path: &str, hash: &str| Some(json!({"path": path, "hash": hash}));
+    let note = "/mnt/user-data/outputs/note.txt";
+    let table: Vec<(&str, Value, Option<Value>)> = vec![
+        ("read_file", json!({"path": note}), mark(note, hash)),
+        (
+            "read_file",
+            json!({"path": "/mnt/user-data//outputs/./note.txt"}),
+            mark(note, hash),
+        ),
+        (
+            "read_file",
+            json!({"path": note, "start_line": 1, "end_line": 1}),
+            mark(note, hash),
+        ),
+        (
+            "read_file",
+            json!({"path": "/mnt/user-data/outputs/empty.txt"}),
+            mark("/mnt/user-data/outputs/empty.txt", &content_version(b"")),
+        ),
+        ("read_file", json!({"path": note, "start_line": 5}), None),
+        ("read_file", json!({"path": note, "start_line": 0}), None),
+        (
+            "read_file",
+            json!({"path": "/mnt/user-data/outputs/missing.txt"}),
+            None,
+        ),
+        ("ls", json!({"path": "/mnt/user-data/outputs"}), None),
+    ];
+    for (tool, mut args, expected) in table {
+        args["description"] = json!("test");
+        let output = fixture.run(tool, args.clone()).await;
+        assert_eq!(
+            output.additional_kwargs.get(READ_MARK_KEY).cloned(),
+            expected,
+            "{tool} {args} → {:?}",
+            output.text
+        );
+    }
 }
 
 #[test]

@@ -446,11 +446,13 @@ async fn the_four_web_modes_stream_langgraph_frames_around_unchanged_values() {
         .collect();
     assert_eq!(web_values, values_only);
 
-    // `updates` are named after the node that wrote; the input is not a node.
+    // `updates` are named after the node; the input is not a node. The nodes that wrote
+    // (a node that wrote nothing streams `{"<node>": null}`, docs/gateway-contract.md §5.4):
     let nodes: Vec<String> = web
         .frames
         .iter()
         .filter(|f| f.event == "updates")
+        .filter(|f| f.data.as_object().unwrap().values().all(|v| !v.is_null()))
         .map(|f| {
             f.data
                 .as_object()

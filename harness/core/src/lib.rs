@@ -52,7 +52,7 @@ pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
-pub use shapes::{Shape, golden_document, shape_of, web_shape_of};
+pub use shapes::{Shape, golden_document, shape_of, web_shape_of, web_shapes};
 pub use text::{first_chars, shorten};
 pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
 pub use wire::{WireLookupError, messages_from_chat_completions};

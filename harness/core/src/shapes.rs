@@ -23,6 +23,10 @@ pub struct Shape {
     /// values-only goldens do not mention it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) message_type: Option<String>,
+    /// Only in the web-mode sequence reduction ([`web_shapes`]), for a run of streamed chunks:
+    /// the closing chunk's `chunk_position` (`"last"` for a properly closed run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) chunk_position: Option<String>,
 }
 
 /// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules
@@ -38,6 +42,7 @@ pub fn shape_of(event: Option<&str>, data: &str) -> Shape {
         event: event.map(|name| python_strip(name).to_owned()),
         keys: data_keys(python_strip(data)),
         message_type: None,
+        chunk_position: None,
     }
 }
 
@@ -67,10 +72,67 @@ pub fn web_shape_of(event: Option<&str>, data: &str) -> Shape {
                         .unwrap_or("")
                         .to_owned(),
                 ),
+                chunk_position: None,
             }
         }
         _ => shape,
     }
+}
+
+/// The type of a streamed chunk tuple.
+const CHUNK_TYPE: &str = "AIMessageChunk";
+
+/// The web golden's reduction of a whole run (`docs/golden-format.md` §8): each event by
+/// [`web_shape_of`], then every run of consecutive `AIMessageChunk` tuples of one message id
+/// becomes one entry, whose `keys` are the union of the run's chunk keys and whose
+/// `chunk_position` is the closing chunk's (`"last"`). How many chunks a model call streams
+/// depends on how its answer was chunked (a replay model and a model server chunk differently),
+/// so the golden holds one entry per streamed message wherever the gateway runs.
+pub fn web_shapes<'a>(events: impl IntoIterator<Item = (Option<&'a str>, &'a str)>) -> Vec<Shape> {
+    let mut shapes: Vec<Shape> = Vec::new();
+    // The message id of the chunk run the last shape stands for, if it stands for one.
+    let mut open_run: Option<String> = None;
+    for (event, data) in events {
+        let shape = web_shape_of(event, data);
+        let chunk = (shape.message_type.as_deref() == Some(CHUNK_TYPE))
+            .then(|| chunk_fields(data))
+            .flatten();
+        let Some((id, position)) = chunk else {
+            open_run = None;
+            shapes.push(shape);
+            continue;
+        };
+        match shapes.last_mut() {
+            Some(last) if open_run.as_deref() == Some(id.as_str()) => {
+                let mut keys = last.keys.take().unwrap_or_default();
+                keys.extend(shape.keys.unwrap_or_default());
+                keys.sort_unstable();
+                keys.dedup();
+                last.keys = Some(keys);
+                last.chunk_position = position;
+            }
+            _ => {
+                open_run = Some(id);
+                shapes.push(Shape {
+                    chunk_position: position,
+                    ..shape
+                });
+            }
+        }
+    }
+    shapes
+}
+
+/// The `id` and `chunk_position` of a `messages` tuple's chunk (`None` without an id).
+fn chunk_fields(data: &str) -> Option<(String, Option<String>)> {
+    let value = serde_json::from_str::<Value>(python_strip(data)).ok()?;
+    let chunk = value.get(0)?;
+    let id = chunk.get("id")?.as_str()?.to_owned();
+    let position = chunk
+        .get("chunk_position")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Some((id, position))
 }
 
 /// The sorted top-level keys of one `data:` payload, or `None` when it is not an object.
@@ -117,6 +179,7 @@ mod tests {
             event: event.map(str::to_owned),
             keys: keys.map(|k| k.iter().map(|s| (*s).to_owned()).collect()),
             message_type: None,
+            chunk_position: None,
         }
     }
 
@@ -126,6 +189,7 @@ mod tests {
             event: Some("messages".into()),
             keys: Some(vec!["content".into(), "id".into(), "type".into()]),
             message_type: Some("AIMessageChunk".into()),
+            chunk_position: None,
         };
         let cases = [
             (
@@ -240,6 +304,57 @@ mod tests {
         assert_eq!(
             golden_document("s", "flash", &[]),
             "{\n  \"scenario\": \"s\",\n  \"mode\": \"flash\",\n  \"events\": []\n}"
+        );
+    }
+
+    #[test]
+    fn a_run_of_chunks_of_one_message_is_one_entry_however_it_was_chunked() {
+        let chunk = |id: &str, position: &str| {
+            format!(
+                r#"[{{"type": "AIMessageChunk", "id": "{id}", "content": "", "chunk_position": {position}}}, {{}}]"#
+            )
+        };
+        let (a1, a2, a_last) = (
+            chunk("a", "null"),
+            chunk("a", "null"),
+            chunk("a", r#""last""#),
+        );
+        let b_last = chunk("b", r#""last""#);
+        let tool = r#"[{"type": "tool", "id": "t"}, {}]"#.to_owned();
+        let reduce = |events: &[(&str, &String)]| {
+            web_shapes(
+                events
+                    .iter()
+                    .map(|(event, data)| (Some(*event), data.as_str())),
+            )
+        };
+        let two_chunks = reduce(&[
+            ("messages", &a1),
+            ("messages", &a_last),
+            ("messages", &tool),
+        ]);
+        let five_chunks = reduce(&[
+            ("messages", &a1),
+            ("messages", &a2),
+            ("messages", &a2),
+            ("messages", &a2),
+            ("messages", &a_last),
+            ("messages", &tool),
+        ]);
+        assert_eq!(two_chunks, five_chunks);
+        assert_eq!(two_chunks.len(), 2);
+        assert_eq!(two_chunks[0].chunk_position.as_deref(), Some("last"));
+        // Two messages, or a run left open, stay visible.
+        assert_eq!(
+            reduce(&[("messages", &a_last), ("messages", &b_last)]).len(),
+            2
+        );
+        let open = reduce(&[("messages", &a1), ("messages", &a2)]);
+        assert_eq!((open.len(), open[0].chunk_position.as_deref()), (1, None));
+        let document = golden_document("s", "flash", &two_chunks);
+        assert!(
+            document.contains("\"chunk_position\": \"last\""),
+            "{document}"
         );
     }
 }

@@ -178,6 +178,7 @@ mod tests {
                 event: event.map(str::to_owned),
                 keys: None,
                 message_type: None,
+                chunk_position: None,
             })
             .collect()
     }

@@ -6,7 +6,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use replay_core::{Scenario, Shape, UiMode, first_chars, shape_of, web_shape_of};
+use replay_core::{Scenario, Shape, UiMode, first_chars, shape_of, web_shapes};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -75,12 +75,14 @@ impl RunTranscript {
             .collect()
     }
 
-    /// The web golden's reduction of every event ([`web_shape_of`]).
+    /// The web golden's reduction of the run ([`web_shapes`]: each event by its web shape, a run
+    /// of chunks of one message as one entry).
     pub fn web_shapes(&self) -> Vec<Shape> {
-        self.events
-            .iter()
-            .map(|event| web_shape_of(Some(&event.event), &event.data))
-            .collect()
+        web_shapes(
+            self.events
+                .iter()
+                .map(|event| (Some(event.event.as_str()), event.data.as_str())),
+        )
     }
 
     /// The data of the last `values` event.

@@ -15,6 +15,7 @@
 //! `Debug` redacts it, and every error is scrubbed of it (`[secret removed]`) at the
 //! [`ChatModel`] boundary, in case a provider echoes the key back in an error body.
 
+mod pyrepr;
 mod stream;
 mod wire;
 
@@ -359,9 +360,11 @@ fn status_error_type(status: u16) -> &'static str {
     }
 }
 
-/// Maps a non-success response: `Error code: <code> - <detail>`, where the detail is the
-/// provider's `error.message` (or the raw body, or the status reason) cut to 500 characters,
-/// with the status and any `Retry-After`. The caller scrubs the key.
+/// Maps a non-success response to the message openai-python gives it
+/// (`_make_status_error_from_response`): `Error code: <code> - <the parsed JSON body>` (its Python
+/// `str`, [`pyrepr::python_str`]), the trimmed text of a body that is not JSON, or
+/// `Error code: <code>` for an empty one; the body's part cut to 500 characters, with the status and any
+/// `Retry-After`. The caller scrubs the key.
 async fn status_error(response: reqwest::Response) -> ModelError {
     let status = response.status();
     let retry_after = retry_after(response.headers());
@@ -372,24 +375,16 @@ async fn status_error(response: reqwest::Response) -> ModelError {
 
 fn error_from_status(status: StatusCode, retry_after: Option<Duration>, body: &str) -> ModelError {
     let code = status.as_u16();
-    let detail = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|json| wire::error_body_message(&json))
-        .or_else(|| Some(body.trim().to_string()).filter(|body| !body.is_empty()))
-        .unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("no error detail")
-                .to_string()
-        });
-    let mut error = ModelError::new(
-        status_error_type(code),
-        format!(
+    let text = body.trim();
+    let message = match serde_json::from_str::<Value>(text) {
+        Ok(json) => format!(
             "Error code: {code} - {}",
-            stream::cut(&detail, ERROR_DETAIL_LIMIT)
+            stream::cut(&pyrepr::python_str(&json), ERROR_DETAIL_LIMIT)
         ),
-    )
-    .with_status(code);
+        Err(_) if text.is_empty() => format!("Error code: {code}"),
+        Err(_) => stream::cut(text, ERROR_DETAIL_LIMIT).to_string(),
+    };
+    let mut error = ModelError::new(status_error_type(code), message).with_status(code);
     error.retry_after = retry_after;
     error
 }

@@ -1,17 +1,24 @@
-//! Dynamic context: replaces the run's input message with a hidden date reminder that takes over
-//! its id, and appends a visible copy of the user's message with id `<id>__user`.
+//! Dynamic context: gives the thread its hidden date reminder once per day. The first run (no
+//! reminder yet) and the first run after the date changed replace the newest user message with
+//! a hidden reminder that takes over its id, and append a visible copy of the user's message with
+//! id `<id>__user`; a later run on the same day writes nothing (`docs/gateway-contract.md` §6.4).
 
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::newest_human;
-use crate::messages::Message;
+use crate::messages::{Message, MessageType};
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// The `__user` suffix of the visible copy.
 const USER_COPY_SUFFIX: &str = "__user";
+
+/// The `additional_kwargs` flag of a reminder.
+const REMINDER_FLAG: &str = "dynamic_context_reminder";
+
+/// The `additional_kwargs` key holding a reminder's date.
+const REMINDER_DATE: &str = "reminder_date";
 
 /// Injects the `<system-reminder>` with the server's local date (`docs/gateway-contract.md` §6.4).
 #[derive(Debug, Default)]
@@ -27,11 +34,65 @@ pub fn date_reminder(date: &str) -> Message {
         .insert("hide_from_ui".into(), json!(true));
     reminder
         .additional_kwargs
-        .insert("dynamic_context_reminder".into(), json!(true));
+        .insert(REMINDER_FLAG.into(), json!(true));
     reminder
         .additional_kwargs
-        .insert("reminder_date".into(), json!(date));
+        .insert(REMINDER_DATE.into(), json!(date));
     reminder
+}
+
+/// The date of the newest reminder in `messages`: its `reminder_date`, or for an older reminder
+/// without one, the `<current_date>` of its content.
+fn last_reminder_date(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| {
+            matches!(m.kind, MessageType::Human | MessageType::System)
+                && m.additional_kwargs
+                    .get(REMINDER_FLAG)
+                    .is_some_and(crate::messages::is_truthy)
+        })
+        .find_map(|m| match m.additional_kwargs.get(REMINDER_DATE) {
+            Some(serde_json::Value::String(date)) if !date.is_empty() => Some(date.clone()),
+            _ if m.kind == MessageType::System => {
+                let text = m.text();
+                let start = text.find("<current_date>")? + "<current_date>".len();
+                let end = start + text[start..].find("</current_date>")?;
+                Some(text[start..end].to_string())
+            }
+            _ => None,
+        })
+}
+
+/// Whether `message` can take a reminder: a human message that is not a reminder, not a
+/// summary, and not already a `__user` copy (a copy swapped again would grow its suffix).
+fn is_injection_target(message: &Message) -> bool {
+    message.kind == MessageType::Human
+        && !message
+            .additional_kwargs
+            .get(REMINDER_FLAG)
+            .is_some_and(crate::messages::is_truthy)
+        && message.name.as_deref() != Some("summary")
+        && message
+            .id
+            .as_deref()
+            .is_some_and(|id| !id.ends_with(USER_COPY_SUFFIX))
+}
+
+/// What the middleware writes for `messages` on `today`: nothing when the newest reminder is
+/// of `today`; otherwise the reminder taking the newest target's id and the target's copy.
+pub(crate) fn inject(messages: &[Message], today: &str) -> Option<StateUpdate> {
+    if last_reminder_date(messages).as_deref() == Some(today) {
+        return None;
+    }
+    let target = messages.iter().rev().find(|m| is_injection_target(m))?;
+    let id = target.id.clone()?;
+    let mut reminder = date_reminder(today);
+    reminder.id = Some(id.clone());
+    let mut copy = target.clone();
+    copy.id = Some(format!("{id}{USER_COPY_SUFFIX}"));
+    Some(StateUpdate::messages(vec![reminder, copy]))
 }
 
 #[async_trait]
@@ -40,20 +101,14 @@ impl Middleware for DynamicContextMiddleware {
         "DynamicContextMiddleware"
     }
 
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent]
+    }
+
     async fn before_agent(&self, state: &AgentState, _run: &RunContext) -> HookResult {
-        let Some((_, human)) = newest_human(state) else {
-            return Ok(None);
-        };
-        let Some(id) = human.id.clone() else {
-            return Ok(None);
-        };
-        if id.ends_with(USER_COPY_SUFFIX) {
-            return Ok(None);
-        }
-        let mut reminder = date_reminder(&crate::clock::local_date_with_weekday());
-        reminder.id = Some(id.clone());
-        let mut copy = human.clone();
-        copy.id = Some(format!("{id}{USER_COPY_SUFFIX}"));
-        Ok(Some(StateUpdate::messages(vec![reminder, copy])))
+        Ok(inject(
+            &state.messages,
+            &crate::clock::local_date_with_weekday(),
+        ))
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::messages::{Message, MessageType};
 use crate::models::{ModelError, ModelRequest};
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{Middleware, ModelCall};
+use crate::runtime::middleware::{Hook, Middleware, ModelCall};
 
 /// Wraps user input on the way to the model; state is never changed.
 #[derive(Debug, Default)]
@@ -23,6 +23,11 @@ pub fn wrap_user_input(text: &str) -> String {
 impl Middleware for InputSanitizationMiddleware {
     fn name(&self) -> &'static str {
         "InputSanitizationMiddleware"
+    }
+
+    /// No node: it only wraps model calls.
+    fn hooks(&self) -> &'static [Hook] {
+        &[]
     }
 
     async fn wrap_model_call(

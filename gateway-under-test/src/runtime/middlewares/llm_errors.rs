@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::messages::Message;
 use crate::models::{ErrorClass, ModelError, ModelRequest};
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{Middleware, ModelCall};
+use crate::runtime::middleware::{Hook, Middleware, ModelCall};
 
 /// Wraps every lead-agent model call (`docs/gateway-contract.md` §11.2).
 #[derive(Debug, Default)]
@@ -63,6 +63,11 @@ fn next_wait(previous_ms: u64, base_ms: u64, cap_ms: u64) -> u64 {
 impl Middleware for LlmErrorHandlingMiddleware {
     fn name(&self) -> &'static str {
         "LlmErrorHandlingMiddleware"
+    }
+
+    /// No node: it only wraps model calls.
+    fn hooks(&self) -> &'static [Hook] {
+        &[]
     }
 
     async fn wrap_model_call(

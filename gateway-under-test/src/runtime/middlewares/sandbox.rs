@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Writes `sandbox: {"sandbox_id": "local:<user_id>:<thread_id>"}` on the first tool call.
@@ -16,6 +16,12 @@ pub struct SandboxMiddleware;
 impl Middleware for SandboxMiddleware {
     fn name(&self) -> &'static str {
         "SandboxMiddleware"
+    }
+
+    /// Nodes that write nothing: the local sandbox is acquired lazily in the tool step (and
+    /// folded into the `tools` node) and needs no release.
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent, Hook::AfterAgent]
     }
 
     async fn tool_step(&self, state: &AgentState, run: &RunContext) -> HookResult {

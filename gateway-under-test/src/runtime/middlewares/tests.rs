@@ -38,6 +38,20 @@ struct Harness {
 }
 
 fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
+    let model = Arc::new(CapturingModel::default());
+    let (run, home) = run_context(configure, model.clone());
+    Harness {
+        run,
+        model,
+        _home: home,
+    }
+}
+
+/// A run context whose lead model is `model`, with the built-in chain, in ultra mode.
+fn run_context(
+    configure: impl FnOnce(&mut Config),
+    model: Arc<dyn ChatModel>,
+) -> (RunContext, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
     let mut config = Config {
         home: home.path().to_path_buf(),
@@ -45,11 +59,10 @@ fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
     };
     config.models = vec![ModelConfig::new("m", "capture")];
     configure(&mut config);
-    let model = Arc::new(CapturingModel::default());
     let agent = Agent::new(
         &config,
         AgentParts {
-            models: [("m".to_string(), model.clone() as Arc<dyn ChatModel>)].into(),
+            models: [("m".to_string(), model.clone())].into(),
             tools: Vec::new(),
             middlewares: builtin_chain(),
             skills: Vec::new(),
@@ -69,14 +82,10 @@ fn harness(configure: impl FnOnce(&mut Config)) -> Harness {
         Arc::new(agent),
         store,
         parts,
-        model.clone(),
+        model,
         Arc::new(RunStream::new(8)),
     );
-    Harness {
-        run,
-        model,
-        _home: home,
-    }
+    (run, home)
 }
 
 fn human(id: &str, text: &str) -> Message {
@@ -136,6 +145,13 @@ async fn each_middleware_writes_exactly_its_channels() {
             id: "call_1".into(),
         }],
     );
+    let ai_with_two_calls = {
+        let mut message = ai_with_call.clone();
+        let mut second = message.tool_calls[0].clone();
+        second.id = "call_2".into();
+        message.tool_calls.push(second);
+        message
+    };
     let mut stamped = human("h1", "hi");
     stamped
         .additional_kwargs
@@ -162,7 +178,163 @@ async fn each_middleware_writes_exactly_its_channels() {
         state.apply(StateUpdate::channel("sandbox", json!({"sandbox_id": "x"})));
         state
     };
+    let call = |name: &str, id: &str| ToolCall {
+        name: name.into(),
+        args: json!({"description": "d", "path": "/mnt/user-data/outputs/a.txt"}),
+        id: id.into(),
+    };
+    let looping = |repeats: usize| {
+        let mut messages = vec![human("h1", "q")];
+        for index in 0..repeats {
+            messages.push(Message::ai(
+                "",
+                vec![call("read_file", &format!("c{index}"))],
+            ));
+            if index + 1 < repeats {
+                messages.push(Message::tool(
+                    "x",
+                    "read_file",
+                    &format!("c{index}"),
+                    "success",
+                ));
+            }
+        }
+        state_of(messages)
+    };
+    let finished = |reason: (&str, &str), text: &str, calls: Vec<ToolCall>| {
+        let mut answer = Message::ai(text, calls);
+        answer
+            .response_metadata
+            .insert(reason.0.into(), json!(reason.1));
+        state_of(vec![human("h1", "q"), answer])
+    };
+    let empty_after_tools = state_of(vec![
+        human("h1", "q"),
+        Message::ai("", vec![call("ls", "c1")]),
+        Message::tool("x", "ls", "c1", "success"),
+        Message::ai("", Vec::new()),
+    ]);
+    let five_tasks = state_of(vec![
+        human("h1", "q"),
+        Message::ai(
+            "",
+            (0..5)
+                .map(|i| call("task", &format!("t{i}")))
+                .chain([call("ls", "l1")])
+                .collect(),
+        ),
+    ]);
     let table: Vec<Case> = vec![
+        (
+            "loop detection stops the fifth identical tool-call set of a turn",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping(5),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert!(message.tool_calls.is_empty());
+                assert!(message.text().starts_with("[FORCED STOP]"));
+            },
+        ),
+        (
+            "loop detection lets four repeats through",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping(4),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "a content-filtered answer loses its tool calls",
+            Arc::new(SafetyFinishReasonMiddleware),
+            Hook::AfterModel,
+            finished(
+                ("finish_reason", "content_filter"),
+                "",
+                vec![call("write_file", "c1")],
+            ),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert!(message.tool_calls.is_empty());
+                assert_eq!(
+                    message.additional_kwargs["safety_termination"]["suppressed_tool_call_names"],
+                    json!(["write_file"])
+                );
+                assert!(
+                    message
+                        .text()
+                        .starts_with("The model provider stopped this response")
+                );
+            },
+        ),
+        (
+            "a content-filtered answer without tool calls passes",
+            Arc::new(SafetyFinishReasonMiddleware),
+            Hook::AfterModel,
+            finished(("finish_reason", "content_filter"), "partial", Vec::new()),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "a length-capped answer loses its tool calls and keeps its text",
+            Arc::new(ModelLengthFinishReasonMiddleware),
+            Hook::AfterModel,
+            finished(
+                ("finish_reason", "length"),
+                "so far",
+                vec![call("write_file", "c1")],
+            ),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert!(message.tool_calls.is_empty());
+                assert_eq!(message.text(), "so far");
+                assert_eq!(
+                    message.additional_kwargs["model_length_termination"]["reason_value"],
+                    "length"
+                );
+            },
+        ),
+        (
+            "a length-capped answer with text only passes",
+            Arc::new(ModelLengthFinishReasonMiddleware),
+            Hook::AfterModel,
+            finished(("finish_reason", "length"), "so far", Vec::new()),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "an empty answer after tools becomes the fallback",
+            Arc::new(TerminalResponseMiddleware),
+            Hook::AfterModel,
+            empty_after_tools,
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert!(
+                    message
+                        .text()
+                        .starts_with("The model completed the tool run")
+                );
+                assert_eq!(message.additional_kwargs["deerflow_error_fallback"], true);
+            },
+        ),
+        (
+            "an empty answer without tools passes",
+            Arc::new(TerminalResponseMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), Message::ai("", Vec::new())]),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "the subagent limit keeps three task calls",
+            Arc::new(SubagentLimitMiddleware),
+            Hook::AfterModel,
+            five_tasks,
+            |update, _| {
+                let ids: Vec<&str> = update.as_ref().unwrap().messages[0]
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect();
+                assert_eq!(ids, ["t0", "t1", "t2", "l1"]);
+            },
+        ),
         (
             "thread data stamps the input",
             Arc::new(ThreadDataMiddleware),
@@ -304,6 +476,20 @@ async fn each_middleware_writes_exactly_its_channels() {
                 assert_eq!(
                     attribution["actions"],
                     json!([{"kind": "tool", "tool_name": "write_file", "description": "save", "tool_call_id": "call_1"}])
+                );
+                assert_eq!(attribution["shared_attribution"], false, "one action");
+            },
+        ),
+        (
+            "token usage says two actions share the call's tokens",
+            Arc::new(TokenUsageMiddleware),
+            Hook::AfterModel,
+            state_of(vec![human("h1", "q"), ai_with_two_calls]),
+            |update, _| {
+                let message = &update.as_ref().unwrap().messages[0];
+                assert_eq!(
+                    message.additional_kwargs["token_usage_attribution"]["shared_attribution"],
+                    true
                 );
             },
         ),
@@ -458,4 +644,93 @@ async fn the_error_middleware_turns_a_generic_failure_into_the_fallback_without_
         answer.text(),
         "LLM request failed: replay miss: nothing recorded"
     );
+}
+
+/// The date reminder is written once per day (`docs/gateway-contract.md` §6.4): each row is a
+/// thread's messages and today's date → the ids the update writes (none: a silent step).
+#[test]
+fn the_date_reminder_is_added_once_per_day() {
+    use super::dynamic_context::{date_reminder, inject};
+    let reminded = |id: &str, date: &str| {
+        let mut reminder = date_reminder(date);
+        reminder.id = Some(id.into());
+        reminder
+    };
+    let first_run = vec![human("h1", "hi")];
+    let second_run = vec![
+        reminded("h1", "2026-12-01, Tuesday"),
+        human("h1__user", "hi"),
+        Message::ai("done", Vec::new()),
+        human("h2", "again"),
+    ];
+    let table: Vec<(&str, Vec<Message>, &str, Vec<&str>)> = vec![
+        (
+            "a first run",
+            first_run,
+            "2026-12-01, Tuesday",
+            vec!["h1", "h1__user"],
+        ),
+        (
+            "a later run on the same day",
+            second_run.clone(),
+            "2026-12-01, Tuesday",
+            vec![],
+        ),
+        (
+            "a later run on a new day",
+            second_run,
+            "2026-12-02, Wednesday",
+            vec!["h2", "h2__user"],
+        ),
+        (
+            "a visible copy only",
+            vec![human("h1__user", "hi")],
+            "2026-12-01, Tuesday",
+            vec![],
+        ),
+    ];
+    for (name, messages, today, expected) in table {
+        let ids: Vec<String> = inject(&messages, today)
+            .map(|update| update.messages.into_iter().filter_map(|m| m.id).collect())
+            .unwrap_or_default();
+        assert_eq!(ids, expected, "{name}");
+    }
+}
+
+/// Answers every call with the same tool call.
+#[derive(Debug)]
+struct RepeatingModel;
+
+#[async_trait]
+impl ChatModel for RepeatingModel {
+    async fn invoke(&self, _request: &ModelRequest) -> Result<Message, ModelError> {
+        let call = ToolCall {
+            name: "ls".into(),
+            args: json!({"description": "again", "path": "/mnt/user-data/outputs"}),
+            id: uuid::Uuid::new_v4().to_string(),
+        };
+        Ok(Message::ai("", vec![call]))
+    }
+}
+
+/// A model that repeats itself ends its run after the fifth identical call, with the forced-stop
+/// answer, well inside the recursion limit: the loop reads the answer after the after-model
+/// hooks, which may strip its tool calls.
+#[tokio::test]
+async fn a_repeating_model_is_stopped_by_loop_detection() {
+    let (run, _home) = run_context(|_| {}, Arc::new(RepeatingModel));
+    let outcome = crate::runtime::agent::AgentLoop::new(&run, AgentState::default(), None)
+        .run(vec![human("h1", "list it")])
+        .await;
+    assert_eq!(outcome.error, None);
+    let answers: Vec<&Message> = outcome
+        .state
+        .messages
+        .iter()
+        .filter(|m| m.kind == crate::messages::MessageType::Ai)
+        .collect();
+    assert_eq!(answers.len(), 5, "five model calls");
+    let last = answers[4];
+    assert!(last.tool_calls.is_empty());
+    assert!(last.text().starts_with("[FORCED STOP]"), "{}", last.text());
 }

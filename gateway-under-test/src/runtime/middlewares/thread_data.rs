@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::newest_human;
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{GraphError, HookResult, Middleware};
+use crate::runtime::middleware::{GraphError, Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Writes `thread_data` and stamps the input message with name `user-input`, `run_id` and
@@ -18,6 +18,10 @@ pub struct ThreadDataMiddleware;
 impl Middleware for ThreadDataMiddleware {
     fn name(&self) -> &'static str {
         "ThreadDataMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent]
     }
 
     async fn before_agent(&self, state: &AgentState, run: &RunContext) -> HookResult {

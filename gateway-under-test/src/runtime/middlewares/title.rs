@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::messages::{Message, MessageType};
 use crate::models::ModelRequest;
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Writes the thread title (`docs/gateway-contract.md` §9).
@@ -68,6 +68,10 @@ fn visible_humans(state: &AgentState) -> Vec<&Message> {
 impl Middleware for TitleMiddleware {
     fn name(&self) -> &'static str {
         "TitleMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::AfterModel]
     }
 
     async fn after_model(&self, state: &AgentState, run: &RunContext) -> HookResult {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::messages::Message;
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Stamps `token_usage_attribution` (`docs/gateway-contract.md` §6.4) on the newest AI message.
@@ -40,7 +40,8 @@ pub fn attribution(message: &Message) -> Value {
     json!({
         "version": 1,
         "kind": kind,
-        "shared_attribution": message.usage_metadata.clone().unwrap_or(Value::Null),
+        // Whether the call's tokens are shared by more than one action, as DeerFlow says it.
+        "shared_attribution": actions.len() > 1,
         "tool_call_ids": message.tool_calls.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
         "actions": actions,
     })
@@ -50,6 +51,10 @@ pub fn attribution(message: &Message) -> Value {
 impl Middleware for TokenUsageMiddleware {
     fn name(&self) -> &'static str {
         "TokenUsageMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::AfterModel]
     }
 
     async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::newest_human;
 use crate::runtime::RunContext;
-use crate::runtime::middleware::{HookResult, Middleware};
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
 
 /// Writes `uploaded_files` from the input message's `additional_kwargs.files`.
@@ -17,6 +17,10 @@ pub struct UploadsMiddleware;
 impl Middleware for UploadsMiddleware {
     fn name(&self) -> &'static str {
         "UploadsMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent]
     }
 
     async fn before_agent(&self, state: &AgentState, _run: &RunContext) -> HookResult {

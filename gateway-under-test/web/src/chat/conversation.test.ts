@@ -205,6 +205,21 @@ describe("stream activity", () => {
       "Running tools…",
     ],
     [[["updates", null]], "Starting…"],
+    [
+      [
+        ["updates", { model: {} }],
+        ["updates", { "SafetyFinishReasonMiddleware.after_model": null }],
+        ["updates", { "LoopDetectionMiddleware.after_model": null }],
+      ],
+      "The model is answering…",
+    ],
+    [
+      [
+        ["updates", { "SandboxMiddleware.before_agent": null }],
+        ["updates", { "DynamicContextMiddleware.before_agent": {} }],
+      ],
+      "Working: DynamicContextMiddleware.before_agent…",
+    ],
   ] as const)("%j reads %s", (events, expected) => {
     const activity = events.reduce(
       (current, [kind, data]) => (kind === "updates" ? afterUpdate(current, data) : afterCustom(current, data)),

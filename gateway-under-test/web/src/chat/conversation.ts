@@ -200,12 +200,15 @@ export const IDLE_ACTIVITY: StreamActivity = { node: null, retry: null };
 
 /**
  * `activity` after one `updates` frame: the frame's (last) key names the node. LangGraph's own
- * pseudo-nodes (`__input__`, `__interrupt__`) are not work a person would want named.
+ * pseudo-nodes (`__input__`, `__interrupt__`) are not work a person would want named, and
+ * neither is a node that ran and wrote nothing (`{"<Middleware>.<hook>": null}`, as DeerFlow
+ * streams every middleware hook): it leaves the activity as it was.
  */
 export function afterUpdate(activity: StreamActivity, data: unknown): StreamActivity {
   if (typeof data !== "object" || data === null) return activity;
-  const node = Object.keys(data)
-    .filter((key) => !key.startsWith("__"))
+  const writes = data as Record<string, unknown>;
+  const node = Object.keys(writes)
+    .filter((key) => !key.startsWith("__") && writes[key] !== null)
     .at(-1);
   return node === undefined ? activity : { node, retry: null };
 }

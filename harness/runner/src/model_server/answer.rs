@@ -8,6 +8,8 @@
 //! a recording is streamed with the chunk boundaries it was recorded with; [`completion`] turns
 //! them into one `chat.completion`. [`error_body`] is OpenAI's error object.
 
+mod pyliteral;
+
 use serde_json::{Map, Value, json};
 
 /// The fields of a recorded AI message, from either of its forms: the dump
@@ -216,9 +218,13 @@ impl WireError {
         }
     }
 
-    /// OpenAI's error body for this failure.
+    /// OpenAI's error body for this failure. A message that is the Python repr of a body (the
+    /// OpenAI Python client's `Error code: 400 - {'error': {...}}`) answers that very body, so the
+    /// client prints the recorded message again.
     pub(crate) fn body(&self) -> Value {
-        error_body(&self.message, openai_error_type(self.status), None)
+        pyliteral::parse(&self.message)
+            .filter(Value::is_object)
+            .unwrap_or_else(|| error_body(&self.message, openai_error_type(self.status), None))
     }
 }
 

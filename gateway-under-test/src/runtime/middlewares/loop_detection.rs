@@ -1,0 +1,100 @@
+//! Loop detection (`docs/gateway-contract.md` §7.3): a model that asks for the same set of tool
+//! calls again and again is stopped. After each model call, the answer's tool calls are reduced
+//! to a key (each call's name and canonical arguments, sorted, so the order within a batch does
+//! not matter); when the same key has been asked for [`HARD_LIMIT`] times in the current turn
+//! (since the newest visible user message), the answer loses its tool calls and gets DeerFlow's
+//! forced-stop text appended, so the run ends with what it has.
+//!
+//! The count is read from the thread's messages, not kept in the middleware, so it needs no
+//! state of its own. The before- and after-agent nodes, where DeerFlow resets its per-thread
+//! tracking, write nothing. DeerFlow's earlier warning (at three repeats) and its per-tool
+//! frequency limits are not implemented.
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::messages::{Message, MessageType};
+use crate::runtime::RunContext;
+use crate::runtime::middleware::{Hook, HookResult, Middleware};
+use crate::runtime::state::{AgentState, StateUpdate};
+
+/// Identical tool-call sets in one turn before the tool calls are stripped.
+pub const HARD_LIMIT: usize = 5;
+
+/// DeerFlow's forced-stop text.
+pub const HARD_STOP_MESSAGE: &str = "[FORCED STOP] Repeated tool calls exceeded the safety limit. Producing final answer with results collected so far.";
+
+/// Stops a model that repeats the same tool calls.
+#[derive(Debug, Default)]
+pub struct LoopDetectionMiddleware;
+
+/// The key of an answer's tool calls: `name:args` per call, with arguments serialised with sorted
+/// keys, the list sorted. `None` without tool calls.
+fn calls_key(message: &Message) -> Option<Vec<String>> {
+    if message.tool_calls.is_empty() {
+        return None;
+    }
+    let mut key: Vec<String> = message
+        .tool_calls
+        .iter()
+        .map(|call| {
+            // serde_json's `to_value` of a `Value` keeps its order; sorting goes through a map.
+            let sorted: std::collections::BTreeMap<String, serde_json::Value> = call
+                .args
+                .as_object()
+                .map(|args| args.clone().into_iter().collect())
+                .unwrap_or_default();
+            format!("{}:{}", call.name, json!(sorted))
+        })
+        .collect();
+    key.sort();
+    Some(key)
+}
+
+/// The stripped answer when the newest AI message repeats a tool-call set [`HARD_LIMIT`] times
+/// in the current turn.
+pub(crate) fn hard_stop(messages: &[Message]) -> Option<Message> {
+    let last = messages.last().filter(|m| m.kind == MessageType::Ai)?;
+    let key = calls_key(last)?;
+    let turn_start = messages
+        .iter()
+        .rposition(|m| m.kind == MessageType::Human && !m.is_hidden())
+        .map_or(0, |index| index + 1);
+    let repeats = messages[turn_start..]
+        .iter()
+        .filter(|m| m.kind == MessageType::Ai && calls_key(m).as_ref() == Some(&key))
+        .count();
+    if repeats < HARD_LIMIT {
+        return None;
+    }
+    let mut stopped = last.clone();
+    stopped.tool_calls.clear();
+    stopped.additional_kwargs.remove("tool_calls");
+    stopped.content = match &last.content {
+        serde_json::Value::String(text) if !text.is_empty() => {
+            json!(format!("{text}\n\n{HARD_STOP_MESSAGE}"))
+        }
+        serde_json::Value::Array(blocks) => {
+            let mut blocks = blocks.clone();
+            blocks.push(json!({"type": "text", "text": HARD_STOP_MESSAGE}));
+            serde_json::Value::Array(blocks)
+        }
+        _ => json!(HARD_STOP_MESSAGE),
+    };
+    Some(stopped)
+}
+
+#[async_trait]
+impl Middleware for LoopDetectionMiddleware {
+    fn name(&self) -> &'static str {
+        "LoopDetectionMiddleware"
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        &[Hook::BeforeAgent, Hook::AfterModel, Hook::AfterAgent]
+    }
+
+    async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {
+        Ok(hard_stop(&state.messages).map(|stopped| StateUpdate::messages(vec![stopped])))
+    }
+}
