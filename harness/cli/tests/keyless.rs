@@ -13,6 +13,13 @@ use serde_json::Value;
 /// The shipped fixture the user's folder gets a copy of.
 const FIXTURE: &str = "write_read_file.flash";
 
+/// How the gateway command hands the model server's base URL to the gateway.
+#[derive(Clone, Copy)]
+enum BaseUrl {
+    Placeholder,
+    Env,
+}
+
 /// A user's repository: a temporary folder with `fixtures/<FIXTURE>.json`, a gateway
 /// configuration template whose model is `$HARNESS_MODEL_BASE_URL`, and `keyless.toml`.
 struct UserRepo {
@@ -41,7 +48,7 @@ impl UserRepo {
         .unwrap();
         let gateway = workspace_gateway_binary().expect("the gateway binary");
         let repo = UserRepo { dir, gateway };
-        let command = repo.gateway_cmd("gateway", true);
+        let command = repo.gateway_cmd("gateway", true, BaseUrl::Placeholder);
         std::fs::write(
             repo.path().join("keyless.toml"),
             format!(
@@ -58,23 +65,41 @@ impl UserRepo {
     }
 
     /// Writes a gateway configuration into `<name>/` and returns the command that starts the
-    /// gateway with it on `{port}`.
-    fn gateway_cmd(&self, name: &str, send_message_names: bool) -> String {
+    /// gateway with it on `{port}`. The model's base URL reaches the gateway the two ways
+    /// `keyless` offers: `Placeholder` substitutes `{model_base_url}` in the command (which fills
+    /// in a configuration template), `Env` leaves `$HARNESS_MODEL_BASE_URL` in the configuration
+    /// for the gateway to expand.
+    fn gateway_cmd(&self, name: &str, send_message_names: bool, base_url: BaseUrl) -> String {
         let folder = self.path().join(name);
         std::fs::create_dir_all(&folder).unwrap();
         let fixture = Fixture::load(&self.path().join(format!("fixtures/{FIXTURE}.json"))).unwrap();
+        let written = match base_url {
+            BaseUrl::Placeholder => "@MODEL_BASE_URL@",
+            BaseUrl::Env => "$HARNESS_MODEL_BASE_URL",
+        };
         let config = write_wire_config(
             &folder,
-            "$HARNESS_MODEL_BASE_URL",
+            written,
             fixture.scenario.gateway_config.as_ref(),
             send_message_names,
         )
         .unwrap();
-        format!(
-            "exec '{}' --config '{}' --port {{port}}",
-            self.gateway.display(),
-            config.display()
-        )
+        let gateway = self.gateway.display();
+        match base_url {
+            BaseUrl::Placeholder => {
+                let run = folder.join("run.toml");
+                format!(
+                    "sed 's#@MODEL_BASE_URL@#{{model_base_url}}#' '{}' > '{}' && exec '{gateway}' --config '{}' --port {{port}}",
+                    config.display(),
+                    run.display(),
+                    run.display()
+                )
+            }
+            BaseUrl::Env => format!(
+                "exec '{gateway}' --config '{}' --port {{port}}",
+                config.display()
+            ),
+        }
     }
 
     /// Runs the built binary in the user's folder.
@@ -136,7 +161,7 @@ fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fa
     assert_eq!(second.status.code(), Some(0), "{}", said(&second));
 
     // Message names off: the conversation the gateway sends differs from the recorded one.
-    let drifted = repo.gateway_cmd("drifted", false);
+    let drifted = repo.gateway_cmd("drifted", false, BaseUrl::Env);
     let table_run = repo.keyless(&["test", "--gateway-cmd", &drifted]);
     assert_eq!(table_run.status.code(), Some(1), "{}", said(&table_run));
     assert!(
@@ -271,8 +296,13 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
 }
 
 /// A `keyless model-server` child replaying the user's fixture: the "real" upstream a recording
-/// proxies to. Killed on drop.
-struct Upstream(std::process::Child, String);
+/// proxies to, and its stdout, kept open so its later lines never meet a closed pipe. Killed on
+/// drop.
+struct Upstream {
+    child: std::process::Child,
+    url: String,
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
 
 impl Upstream {
     fn start(repo: &UserRepo) -> Upstream {
@@ -283,25 +313,26 @@ impl Upstream {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut first,
-        )
-        .unwrap();
+        std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
         let url = first
             .split_whitespace()
             .find(|word| word.starts_with("http://"))
             .unwrap_or_else(|| panic!("no address in {first:?}"))
             .to_owned();
-        Upstream(child, url)
+        Upstream {
+            child,
+            url,
+            _stdout: stdout,
+        }
     }
 }
 
 impl Drop for Upstream {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -319,7 +350,7 @@ fn record_drives_the_configured_gateway_through_the_proxy_and_builds_the_fixture
             "write_read_file",
         ])
         .args(["--mode", "flash", "--prompt", &shipped.scenario.prompt])
-        .args(["--upstream", &format!("{}/v1", upstream.1)])
+        .args(["--upstream", &format!("{}/v1", upstream.url)])
         .args(["--key-env", "UPSTREAM_KEY"])
         .current_dir(repo.path())
         .env("OPENAI_API_KEY", placeholder_key())
