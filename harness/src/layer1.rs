@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict, golden_document,
-    shape_of, shorten,
+    Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict,
+    golden_document, shape_of, shorten,
 };
 
 use crate::adapter::boot::{BootError, Extensions};
@@ -62,6 +62,8 @@ pub struct ScenarioRun {
     pub transcripts: Vec<RunTranscript>,
     /// Model calls with no recorded output.
     pub misses: Vec<Miss>,
+    /// Model calls that named no caller and met a key with several different answers.
+    pub(crate) ambiguities: Vec<Ambiguity>,
     /// Other model-side failures reported by a model server (a strict-replay mismatch, an
     /// ambiguous caller, an unreadable request), as their messages.
     pub(crate) model_errors: Vec<String>,
@@ -106,6 +108,7 @@ impl ScenarioRun {
         Verdict::new(
             &shapes,
             self.misses.clone(),
+            self.ambiguities.clone(),
             self.model_errors.clone(),
             golden_status(&self.stem(), &document),
             self.unused_turns.clone(),
@@ -177,6 +180,9 @@ impl ScenarioRun {
         }
         for miss in &self.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
+        }
+        for ambiguity in &self.ambiguities {
+            let _ = writeln!(out, "--- ambiguous ---\n{ambiguity}");
         }
         for problem in &self.model_errors {
             let _ = writeln!(out, "--- model server ---\n{problem}");
@@ -275,6 +281,7 @@ pub(crate) async fn drive_target<T>(
     let run = ScenarioRun {
         fixture_path: path.to_path_buf(),
         misses: ledger.misses,
+        ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
         fixture,

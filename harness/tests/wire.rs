@@ -433,6 +433,85 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
     });
 }
 
+/// Two graph nodes call the model at once with the same conversation (their system prompts,
+/// which the key leaves out, differ). Recorded without a caller header, both turns are
+/// `lead_agent`'s under one key: replayed without the header, each concurrent call is reported as
+/// ambiguous instead of being handed either answer. Recorded with `X-Harness-Caller` per node,
+/// each node that sends the header gets its own answer.
+#[test]
+fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
+    /// (name, the recorded callers of node a and node b, the headers the replay sends, what each
+    /// node gets: its answer, or the error code)
+    type Case = (
+        &'static str,
+        [&'static str; 2],
+        [Option<&'static str>; 2],
+        [&'static str; 2],
+    );
+    let cases: [Case; 3] = [
+        (
+            "recorded and replayed without the header",
+            ["lead_agent", "lead_agent"],
+            [None, None],
+            ["replay_answer_ambiguous", "replay_answer_ambiguous"],
+        ),
+        (
+            "recorded with the header, replayed without",
+            ["node_a", "node_b"],
+            [None, None],
+            ["replay_caller_ambiguous", "replay_caller_ambiguous"],
+        ),
+        (
+            "recorded and replayed with the header",
+            ["node_a", "node_b"],
+            [Some("node_a"), Some("node_b")],
+            ["from node a", "from node b"],
+        ),
+    ];
+    for (name, recorded, headers, expected) in cases {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let fixture = same_conversation_fixture(
+            folder.path(),
+            &[(recorded[0], "from node a"), (recorded[1], "from node b")],
+        );
+        bounded(async {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+                .await
+                .expect("model server");
+            let node = |prompt: &str| {
+                json!({"model": "m", "messages": [
+                    {"role": "system", "content": prompt}, user("same")
+                ]})
+            };
+            let (a, b) = (node("You are node a."), node("You are node b."));
+            let ((status_a, answer_a), (status_b, answer_b)) = tokio::join!(
+                complete(&server, &a, headers[0]),
+                complete(&server, &b, headers[1])
+            );
+            let got = |status: u16, answer: &Value| match status {
+                200 => answer["choices"][0]["message"]["content"].clone(),
+                _ => answer["error"]["code"].clone(),
+            };
+            assert_eq!(
+                [got(status_a, &answer_a), got(status_b, &answer_b)],
+                expected.map(Value::from),
+                "{name}"
+            );
+            let problems = server.problems();
+            let served = expected.iter().all(|e| e.starts_with("from"));
+            assert_eq!(
+                problems.len(),
+                if served { 0 } else { 2 },
+                "{name}: {problems:?}"
+            );
+            if let Some(Problem::AmbiguousAnswer { ambiguity, message }) = problems.first() {
+                assert_eq!(ambiguity.turns, [0, 1], "{name}");
+                assert!(message.contains("X-Harness-Caller"), "{name}: {message}");
+            }
+        });
+    }
+}
+
 #[test]
 fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
     let folder = tempfile::tempdir().expect("tempdir");

@@ -179,7 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         stopped().await?;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some((scenario, recording))) = (recorded, recording_scenario) {
-            print_summary(&recorded.summary);
+            print_summary(&recorded.summary, &recorded.fixture);
             let meta = meta_path_for(&recording);
             let text = serde_json::to_string_pretty(&recorded.fixture.scenario.to_json())? + "\n";
             std::fs::write(&meta, text)

@@ -4,12 +4,13 @@
 //!
 //! A replay passes when its stream is framed (`metadata` first, `end` last), the replay model
 //! missed nothing (the gateway's error middleware hides misses from the stream, so the engine's
-//! ledger is the gate), the model side reported no other problem (a model server at the wire can
+//! ledger is the gate), no call that named no caller met a key with several different answers
+//! (an [`Ambiguity`], never a silent pick), the model side reported no other problem (a model server at the wire can
 //! also see a strict-replay mismatch, an ambiguous caller or an unreadable request), and its
 //! shapes equal the committed golden. Turns no replay used are
 //! reported, never failed (§5.5).
 
-use crate::replay::Miss;
+use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
 
 /// How a run's event stream is framed.
@@ -83,6 +84,9 @@ pub struct Verdict {
     pub framing: Framing,
     /// The model calls that had no recorded answer, oldest first.
     pub misses: Vec<Miss>,
+    /// The model calls that named no caller and whose key has several different recorded
+    /// answers, so none was served (`docs/replay-and-fixtures.md` §5.6), oldest first.
+    pub ambiguities: Vec<Ambiguity>,
     /// Other failures the model side reported, as their messages (empty for the in-process
     /// replay model, which can only miss).
     pub model_errors: Vec<String>,
@@ -98,6 +102,7 @@ impl Verdict {
     pub fn new(
         shapes: &[Shape],
         misses: Vec<Miss>,
+        ambiguities: Vec<Ambiguity>,
         model_errors: Vec<String>,
         golden: GoldenStatus,
         unused_turns: Vec<usize>,
@@ -105,6 +110,7 @@ impl Verdict {
         Verdict {
             framing: Framing::of(shapes),
             misses,
+            ambiguities,
             model_errors,
             golden,
             unused_turns,
@@ -113,7 +119,10 @@ impl Verdict {
 
     /// The checks before the golden comparison: framed, no miss, no other model error.
     pub fn replayed_cleanly(&self) -> bool {
-        self.framing.is_ok() && self.misses.is_empty() && self.model_errors.is_empty()
+        self.framing.is_ok()
+            && self.misses.is_empty()
+            && self.ambiguities.is_empty()
+            && self.model_errors.is_empty()
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
@@ -142,6 +151,9 @@ impl Verdict {
                  (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
                 self.misses.len()
             ));
+        }
+        for ambiguity in &self.ambiguities {
+            problems.push(ambiguity.to_string());
         }
         if !self.model_errors.is_empty() {
             problems.push(format!(
@@ -223,6 +235,7 @@ mod tests {
             &shapes(&[Some("metadata"), Some("end")]),
             Vec::new(),
             Vec::new(),
+            Vec::new(),
             GoldenStatus::Ok,
             vec![3],
         );
@@ -246,6 +259,13 @@ mod tests {
         let broken = Verdict::new(
             &shapes(&[Some("values")]),
             vec![miss("abc")],
+            vec![Ambiguity {
+                caller: "lead_agent".into(),
+                input_hash: "k".into(),
+                fixture_path: PathBuf::from("f.json"),
+                turns: vec![0, 1],
+                answers: vec!["text \"a\"".into(), "text \"b\"".into()],
+            }],
             vec!["ambiguous caller".into()],
             GoldenStatus::Changed,
             Vec::new(),
@@ -258,6 +278,12 @@ mod tests {
                 "the last event is Some(\"values\"), expected \"end\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
                  (cargo xtask record) or fix the drift. Missed hashes: [\"abc\"]",
+                "replay ambiguous: the call's input hash k (caller 'lead_agent') is recorded \
+                 for 2 turns of 'f.json' that answer differently (turn 0: text \"a\"; turn 1: \
+                 text \"b\"), and the call names no caller, so which answer it should get \
+                 cannot be told. Nodes that call the model with the same conversation must name \
+                 themselves: send the X-Harness-Caller header (one value per node) on each model \
+                 call, or a caller tag or run name in process, and record again",
                 "the model server reported 1 problem(s): [\"ambiguous caller\"]",
                 "the SSE shape differs from the golden (review with `cargo insta review`)",
             ]

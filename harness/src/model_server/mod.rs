@@ -478,6 +478,17 @@ fn replay_fixture(
                 "replay_miss",
             )
         }
+        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => {
+            let problem = Problem::ambiguous_answer(*ambiguity);
+            let message = problem.message().to_owned();
+            shared.report(problem);
+            error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "replay_answer_ambiguous",
+            )
+        }
         Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => {
             let message = format!("{error} (send it in the {CALLER_HEADER} header)");
             shared.report(Problem::AmbiguousCaller {

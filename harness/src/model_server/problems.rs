@@ -6,7 +6,7 @@
 //! diagnostic); a miss also carries the whole [`Miss`], so a Rust driver gets back the value the
 //! in-process replay model would have given it.
 
-use replay_core::Miss;
+use replay_core::{Ambiguity, Miss};
 use serde::{Deserialize, Serialize};
 
 /// One problem a model call met.
@@ -27,6 +27,14 @@ pub enum Problem {
         message: String,
         /// The callers whose key is recorded.
         callers: Vec<String>,
+    },
+    /// Fixture replay: the request named no caller and its key is recorded for several turns
+    /// that answer differently (parallel nodes sending one conversation), so none was served.
+    AmbiguousAnswer {
+        /// The ambiguity's diagnostic, naming the turns and the caller header.
+        message: String,
+        /// The ambiguity itself.
+        ambiguity: Box<Ambiguity>,
     },
     /// Strict replay: the request differs from the recorded one at this call, or the recording
     /// has no call left.
@@ -64,12 +72,21 @@ impl Problem {
         }
     }
 
-    /// The `kind` tag: `miss`, `ambiguous_caller`, `mismatch`, `recording`, `bad_request` or
+    /// An ambiguous answer.
+    pub(crate) fn ambiguous_answer(ambiguity: Ambiguity) -> Problem {
+        Problem::AmbiguousAnswer {
+            message: ambiguity.to_string(),
+            ambiguity: Box::new(ambiguity),
+        }
+    }
+
+    /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`, `bad_request` or
     /// `recording_write`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
             Problem::AmbiguousCaller { .. } => "ambiguous_caller",
+            Problem::AmbiguousAnswer { .. } => "ambiguous_answer",
             Problem::Mismatch { .. } => "mismatch",
             Problem::Recording { .. } => "recording",
             Problem::BadRequest { .. } => "bad_request",
@@ -82,6 +99,7 @@ impl Problem {
         match self {
             Problem::Miss { message, .. }
             | Problem::AmbiguousCaller { message, .. }
+            | Problem::AmbiguousAnswer { message, .. }
             | Problem::Mismatch { message, .. }
             | Problem::Recording { message }
             | Problem::BadRequest { message }
@@ -112,6 +130,13 @@ mod tests {
                 message: "m".into(),
                 callers: vec!["a".into(), "b".into()],
             },
+            Problem::ambiguous_answer(Ambiguity {
+                caller: "lead_agent".into(),
+                input_hash: "k".into(),
+                fixture_path: "fixtures/x.json".into(),
+                turns: vec![0, 1],
+                answers: vec!["text \"a\"".into(), "text \"b\"".into()],
+            }),
             Problem::Mismatch {
                 message: "replay mismatch at call 1, field context.messages".into(),
                 call_index: 1,
