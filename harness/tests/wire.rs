@@ -512,6 +512,86 @@ fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
     }
 }
 
+/// Every request the model server does not serve answers an OpenAI error naming the route and is
+/// a problem, so a driver that checks the problems fails the run: LangChain's `ChatOpenAI`
+/// switches to the Responses API for some models, and a bare 404 was invisible.
+#[test]
+fn an_unserved_route_is_an_openai_error_and_a_problem() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(folder.path(), &[("lead_agent", "from the lead")]);
+    // (method, path, status)
+    let cases = [
+        ("POST", "/v1/responses", 404),
+        ("POST", "/v1/embeddings", 404),
+        ("POST", "/v1/completions", 404),
+        ("GET", "/v1/chat/completions", 405),
+        ("DELETE", "/_harness/misses", 405),
+        ("POST", "/v1/messages?key=sk-not-in-the-message", 404),
+    ];
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("model server");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        for (method, path, status) in cases {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+            let response = client
+                .request(method.clone(), format!("{}{path}", server.url()))
+                .json(&json!({"model": "m", "input": "hi"}))
+                .send()
+                .await
+                .expect("answer");
+            assert_eq!(response.status().as_u16(), status, "{method} {path}");
+            let body: Value = response.json().await.expect("an OpenAI error body");
+            let route = format!("{method} {}", path.split('?').next().unwrap_or(path));
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(body["error"]["code"], "unserved_route", "{route}: {body}");
+            assert!(message.starts_with(&route), "{route}: {message}");
+            assert!(
+                !message.contains("sk-not"),
+                "the query stays out: {message}"
+            );
+            let problems = server.problems();
+            let Some(Problem::UnservedRoute {
+                method: m, path: p, ..
+            }) = problems.last()
+            else {
+                panic!("{route}: {problems:?}")
+            };
+            assert_eq!(format!("{m} {p}"), route);
+        }
+        // A reset that discards problems nobody read says so.
+        let (status, _) = complete(
+            &server,
+            &json!({"model": "m", "messages": [user("other")]}),
+            None,
+        )
+        .await;
+        assert_eq!(status, 400, "a miss");
+        let reply: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
+        let again: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert!(again.get("discarded_unread_problems").is_none(), "{again}");
+    });
+}
+
 #[test]
 fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
     let folder = tempfile::tempdir().expect("tempdir");
