@@ -19,7 +19,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::canonical::{ReplayKey, replay_key};
+use super::canonical::{ReplayKey, conversation_hash, replay_key};
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError};
 use super::pyjson::{python_repr, to_python_json};
@@ -83,6 +83,11 @@ pub struct NearestTurn {
     /// `None` when the turn stores no `canonical` (or, rarely, when both are equal and only the
     /// caller differs).
     pub difference: Option<Difference>,
+    /// The turn's stored `canonical` is not the text its key was hashed from (its conversation
+    /// hash says so): recording redacted a credential-shaped value in it, so equal texts do not
+    /// mean equal conversations.
+    #[serde(default)]
+    pub(crate) canonical_rewritten: bool,
 }
 
 /// A call that named no caller, whose key is recorded for several turns that answer differently
@@ -443,12 +448,19 @@ impl ReplayEngine {
             .canonical
             .as_deref()
             .and_then(|recorded| canonical_difference(recorded, &key.canonical));
+        // A miss report compares what was hashed: the stored text stands for the hashed one only
+        // when it hashes to the turn's conversation hash.
+        let canonical_rewritten = match (&turn.canonical, &turn.conversation_hash) {
+            (Some(canonical), Some(hash)) => conversation_hash(canonical) != *hash,
+            _ => false,
+        };
         Some(NearestTurn {
             turn_index,
             input_hash: turn.input_hash.clone(),
             served: served[turn_index],
             common_prefix,
             difference,
+            canonical_rewritten,
         })
     }
 }
@@ -534,6 +546,11 @@ impl fmt::Display for Miss {
         }
         f.write_str(")")?;
         match (&nearest.difference, nearest.common_prefix) {
+            (None, Some(_)) if nearest.canonical_rewritten => f.write_str(
+                "\nthe turn's stored \"canonical\" reads the same, but it is not the text its key \
+                 was hashed from (recording redacted a credential-shaped value in it), so the \
+                 conversations differ where the recording shows \"[secret removed]\"",
+            ),
             (Some(difference), _) => write!(
                 f,
                 "\nfirst differing field: {}: recorded {}, incoming {}",
@@ -844,6 +861,35 @@ mod tests {
         let nearest = miss.nearest.expect("nearest");
         assert_eq!(nearest.turn_index, 2);
         assert_eq!(nearest.common_prefix, Some(1));
+    }
+
+    #[test]
+    fn a_miss_report_compares_what_was_hashed_not_the_redacted_text() {
+        // The recorded call saw a credential-shaped value; its stored canonical text was
+        // redacted, the key was hashed from the original.
+        let lived = [human("the upstream said: Bearer abcd1234efgh5678")];
+        let key = replay_key("lead_agent", &lived);
+        let stored = crate::recording::redact_text(&key.canonical);
+        assert_ne!(stored, key.canonical, "the recording rewrote it");
+        let recorded = Turn {
+            canonical: Some(stored),
+            ..turn("lead_agent", &lived, "x", true)
+        };
+        let engine = engine(vec![recorded]);
+        // A replay that lives the redacted conversation reads the same as the stored text.
+        let replayed = [human("the upstream said: [secret removed]")];
+        let miss = engine
+            .lookup("lead_agent", &replayed)
+            .expect_err("other hash");
+        let message = miss.to_string();
+        assert!(
+            !message.contains("the recorded conversation is identical"),
+            "{message}"
+        );
+        assert!(
+            message.contains("it is not the text its key was hashed from"),
+            "{message}"
+        );
     }
 
     #[test]
