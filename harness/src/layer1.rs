@@ -112,6 +112,7 @@ impl ScenarioRun {
             self.model_errors.clone(),
             golden_status(&self.stem(), &document),
             self.unused_turns.clone(),
+            self.fixture.turns.len(),
         )
     }
 

@@ -7,8 +7,8 @@
 //! ledger is the gate), no call that named no caller met a key with several different answers
 //! (an [`Ambiguity`], never a silent pick), the model side reported no other problem (a model server at the wire can
 //! also see a strict-replay mismatch, an ambiguous caller or an unreadable request), and its
-//! shapes equal the committed golden. Turns no replay used are
-//! reported, never failed (§5.5).
+//! shapes equal the committed golden. A fixture with no recorded turn fails: its replay proves
+//! nothing. Turns no replay used are reported, never failed (§5.5).
 
 use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
@@ -94,6 +94,8 @@ pub struct Verdict {
     pub golden: GoldenStatus,
     /// Indexes of the turns no call used (information, not failure).
     pub unused_turns: Vec<usize>,
+    /// How many turns the fixture recorded: a fixture with none proves nothing, and fails.
+    pub recorded_turns: usize,
 }
 
 impl Verdict {
@@ -106,6 +108,7 @@ impl Verdict {
         model_errors: Vec<String>,
         golden: GoldenStatus,
         unused_turns: Vec<usize>,
+        recorded_turns: usize,
     ) -> Verdict {
         Verdict {
             framing: Framing::of(shapes),
@@ -114,12 +117,15 @@ impl Verdict {
             model_errors,
             golden,
             unused_turns,
+            recorded_turns,
         }
     }
 
-    /// The checks before the golden comparison: framed, no miss, no other model error.
+    /// The checks before the golden comparison: a recorded turn, framed, no miss, no ambiguity,
+    /// no other model error.
     pub fn replayed_cleanly(&self) -> bool {
-        self.framing.is_ok()
+        self.recorded_turns > 0
+            && self.framing.is_ok()
             && self.misses.is_empty()
             && self.ambiguities.is_empty()
             && self.model_errors.is_empty()
@@ -134,6 +140,12 @@ impl Verdict {
     /// errors), golden.
     pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
         let mut problems = Vec::new();
+        if self.recorded_turns == 0 {
+            problems.push(
+                "the fixture has no recorded turn: a replay of it proves nothing (record it again)"
+                    .to_owned(),
+            );
+        }
         if let Framing::Broken { first, last } = &self.framing {
             if first.as_deref() != Some("metadata") {
                 problems.push(format!(
@@ -238,6 +250,7 @@ mod tests {
             Vec::new(),
             GoldenStatus::Ok,
             vec![3],
+            4,
         );
         assert!(clean.replayed_cleanly() && clean.passes(MissingGolden::Fails));
         assert!(clean.problems(MissingGolden::Fails).is_empty());
@@ -256,6 +269,13 @@ mod tests {
         assert!(!model_error.replayed_cleanly());
         assert!(!model_error.passes(MissingGolden::Allowed));
 
+        let no_turn = Verdict {
+            recorded_turns: 0,
+            ..clean.clone()
+        };
+        assert!(!no_turn.replayed_cleanly());
+        assert!(!no_turn.passes(MissingGolden::Allowed));
+
         let broken = Verdict::new(
             &shapes(&[Some("values")]),
             vec![miss("abc")],
@@ -269,11 +289,13 @@ mod tests {
             vec!["ambiguous caller".into()],
             GoldenStatus::Changed,
             Vec::new(),
+            0,
         );
         assert!(!broken.replayed_cleanly());
         assert_eq!(
             broken.problems(MissingGolden::Allowed),
             [
+                "the fixture has no recorded turn: a replay of it proves nothing (record it again)",
                 "the first event is Some(\"values\"), expected \"metadata\"",
                 "the last event is Some(\"values\"), expected \"end\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
