@@ -532,3 +532,25 @@ fn a_fixture_whose_gateway_config_leaves_the_allow_list_is_refused_naming_file_a
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A fixture cannot run unbounded.
+
+#[test]
+fn a_fixture_past_its_time_limit_fails_naming_the_fixture() {
+    let path = scenario_fixture();
+    let error = runtime()
+        .expect("runtime")
+        .block_on(harness::layer1::run_fixture_within(
+            &path,
+            std::time::Duration::from_millis(1),
+        ))
+        .expect_err("past the limit");
+    let message = error.to_string();
+    assert!(
+        matches!(error, harness::layer1::HarnessError::TimedOut { .. })
+            && message.contains(&path.display().to_string())
+            && message.contains("time limit"),
+        "{message}"
+    );
+}
