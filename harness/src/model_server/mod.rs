@@ -536,7 +536,14 @@ fn replay_fixture(
     caller: Option<&str>,
     request: &WireRequest,
 ) -> Response {
-    match engine.lookup_at_wire(caller, &request.messages) {
+    let looked_up = engine.lookup_at_wire(caller, &request.messages);
+    if looked_up.is_err() {
+        // The server's bounded ledger is the one record of what went wrong: the engine's own
+        // ledgers (unbounded, for an in-process run) would keep every miss of a long run.
+        engine.take_misses();
+        engine.take_ambiguities();
+    }
+    match looked_up {
         Ok(served) => match &served.answer {
             Answer::Output(output) => respond(shared, request, &events_from_message(output)),
             Answer::Error(recorded) => failure_response(&WireError::new(
