@@ -9,7 +9,8 @@
 //!   caller comes from the [`CALLER_HEADER`] when the gateway sends it, else it is the one
 //!   caller among the fixture's callers whose key is recorded. The recorded answer goes back as
 //!   one completion or streamed as content and tool-call deltas; a miss answers an OpenAI error
-//!   whose message is the miss diagnostic. Several fixtures may be loaded; one is active at a
+//!   whose message is the miss diagnostic, and so does a request without the header whose key
+//!   holds several different answers (an ambiguity, never a pick). Several fixtures may be loaded; one is active at a
 //!   time, chosen with `POST /_harness/reset`;
 //! - **strict recording replay**: a recording made by this server in record mode, served call by
 //!   call with the existing strict replay (each request compared field by field; chunks as
