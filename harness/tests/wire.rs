@@ -6,7 +6,9 @@
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
 //! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
-//! are named, and a bad request or a provider-boundary recording is refused.
+//! are named, parallel nodes sending one conversation are reported without the caller header
+//! and served with it, a request to a route the server does not serve is an OpenAI error and a
+//! problem, and a bad request or a provider-boundary recording is refused.
 
 mod support;
 
