@@ -3,6 +3,10 @@
 //! its run request, then the suggestions it asks for after every run), write the versioned
 //! recording and its scenario metadata, and build the fixture from them. The stand-in path is
 //! the same with a scripted server in place of the real model.
+//!
+//! The scenario is redacted before anything else ([`redacted_scenario`]): a key typed into
+//! `--prompt` must reach neither the metadata file nor the fixture, and the run drives the
+//! redacted prompt, so the recording and every replay of it live the same conversation.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +18,9 @@ use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::driver::{Driver, DriverError, RunTranscript};
 #[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
-use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
+use replay_core::recording::{
+    Access, RecordingFileError, RecordingSink, read_recording, redact, redact_text,
+};
 use replay_core::{BuildError, Fixture, Scenario, TurnSummary, build_fixture};
 
 /// Why a recording failed.
@@ -74,15 +80,36 @@ pub fn meta_path_for(recording: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Drives `scenario` against a gateway whose model is `block`, recording every model call to
-/// `recording_path`, then writes the scenario beside it (its metadata file) and builds the
-/// fixture.
+/// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
+/// recording is (`docs/recording-format.md` §6): what is driven, written beside the recording and
+/// put in the fixture.
+pub fn redacted_scenario(scenario: &Scenario) -> Scenario {
+    Scenario {
+        prompt: redact_text(&scenario.prompt),
+        followups: scenario.followups.iter().map(|f| redact_text(f)).collect(),
+        context: redact(&scenario.context),
+        gateway_config: scenario.gateway_config.as_ref().map(redact),
+        ..scenario.clone()
+    }
+}
+
+/// Drives `scenario` (redacted first, [`redacted_scenario`]) against a gateway whose model is
+/// `block`, recording every model call to `recording_path`, then writes the scenario beside it
+/// (its metadata file) and builds the fixture.
 pub async fn record_scenario(
     scenario: &Scenario,
     block: ModelBlock,
     recording_path: &Path,
     extensions: Extensions,
 ) -> Result<Recorded, RecordError> {
+    let redacted = redacted_scenario(scenario);
+    if redacted != *scenario {
+        tracing::warn!(
+            "the scenario held a credential-shaped value; it is replaced by \"[secret removed]\" \
+             before the run, as the recording, its metadata and the fixture hold it"
+        );
+    }
+    let scenario = &redacted;
     let origin = recording_path.to_path_buf();
     let sink = RecordingSink::open(recording_path)?;
     let booted = boot(

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use replay_core::{Fixture, Miss, ReplayEngine};
+use replay_core::{Ambiguity, Fixture, Miss, ReplayEngine};
 
 use crate::adapter::boot::{BootedGateway, Extensions, ModelWiring, boot};
 use crate::golden::stem_of;
@@ -26,6 +26,8 @@ use crate::model_server::{ClientError, ModelServerClient, Problem};
 pub struct ModelLedger {
     /// Calls with no recorded output.
     pub(crate) misses: Vec<Miss>,
+    /// Calls that named no caller and met a key with several different answers.
+    pub(crate) ambiguities: Vec<Ambiguity>,
     /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
     /// caller, a request the model server could not read.
     pub(crate) other_problems: Vec<String>,
@@ -43,6 +45,7 @@ impl ModelLedger {
         for problem in problems {
             match problem {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
+                Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
                 other => {
                     ledger
                         .other_problems
@@ -112,6 +115,7 @@ impl GatewayTarget for InProcess {
         }
         Ok(ModelLedger {
             misses: engine.take_misses(),
+            ambiguities: engine.take_ambiguities(),
             other_problems: Vec::new(),
             unused_turns: engine.unused_turns(),
         })

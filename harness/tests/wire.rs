@@ -6,7 +6,9 @@
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
 //! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
-//! are named, and a bad request or a provider-boundary recording is refused.
+//! are named, parallel nodes sending one conversation are reported without the caller header
+//! and served with it, a request to a route the server does not serve is an OpenAI error and a
+//! problem, and a bad request or a provider-boundary recording is refused.
 
 mod support;
 
@@ -430,6 +432,165 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
             answer["choices"][0]["message"]["content"],
             "from suggestions"
         );
+    });
+}
+
+/// Two graph nodes call the model at once with the same conversation (their system prompts,
+/// which the key leaves out, differ). Recorded without a caller header, both turns are
+/// `lead_agent`'s under one key: replayed without the header, each concurrent call is reported as
+/// ambiguous instead of being handed either answer. Recorded with `X-Harness-Caller` per node,
+/// each node that sends the header gets its own answer.
+#[test]
+fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
+    /// (name, the recorded callers of node a and node b, the headers the replay sends, what each
+    /// node gets: its answer, or the error code)
+    type Case = (
+        &'static str,
+        [&'static str; 2],
+        [Option<&'static str>; 2],
+        [&'static str; 2],
+    );
+    let cases: [Case; 3] = [
+        (
+            "recorded and replayed without the header",
+            ["lead_agent", "lead_agent"],
+            [None, None],
+            ["replay_answer_ambiguous", "replay_answer_ambiguous"],
+        ),
+        (
+            "recorded with the header, replayed without",
+            ["node_a", "node_b"],
+            [None, None],
+            ["replay_caller_ambiguous", "replay_caller_ambiguous"],
+        ),
+        (
+            "recorded and replayed with the header",
+            ["node_a", "node_b"],
+            [Some("node_a"), Some("node_b")],
+            ["from node a", "from node b"],
+        ),
+    ];
+    for (name, recorded, headers, expected) in cases {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let fixture = same_conversation_fixture(
+            folder.path(),
+            &[(recorded[0], "from node a"), (recorded[1], "from node b")],
+        );
+        bounded(async {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+                .await
+                .expect("model server");
+            let node = |prompt: &str| {
+                json!({"model": "m", "messages": [
+                    {"role": "system", "content": prompt}, user("same")
+                ]})
+            };
+            let (a, b) = (node("You are node a."), node("You are node b."));
+            let ((status_a, answer_a), (status_b, answer_b)) = tokio::join!(
+                complete(&server, &a, headers[0]),
+                complete(&server, &b, headers[1])
+            );
+            let got = |status: u16, answer: &Value| match status {
+                200 => answer["choices"][0]["message"]["content"].clone(),
+                _ => answer["error"]["code"].clone(),
+            };
+            assert_eq!(
+                [got(status_a, &answer_a), got(status_b, &answer_b)],
+                expected.map(Value::from),
+                "{name}"
+            );
+            let problems = server.problems();
+            let served = expected.iter().all(|e| e.starts_with("from"));
+            assert_eq!(
+                problems.len(),
+                if served { 0 } else { 2 },
+                "{name}: {problems:?}"
+            );
+            if let Some(Problem::AmbiguousAnswer { ambiguity, message }) = problems.first() {
+                assert_eq!(ambiguity.turns, [0, 1], "{name}");
+                assert!(message.contains("X-Harness-Caller"), "{name}: {message}");
+            }
+        });
+    }
+}
+
+/// Every request the model server does not serve answers an OpenAI error naming the route and is
+/// a problem, so a driver that checks the problems fails the run: LangChain's `ChatOpenAI`
+/// switches to the Responses API for some models, and a bare 404 was invisible.
+#[test]
+fn an_unserved_route_is_an_openai_error_and_a_problem() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(folder.path(), &[("lead_agent", "from the lead")]);
+    // (method, path, status)
+    let cases = [
+        ("POST", "/v1/responses", 404),
+        ("POST", "/v1/embeddings", 404),
+        ("POST", "/v1/completions", 404),
+        ("GET", "/v1/chat/completions", 405),
+        ("DELETE", "/_harness/misses", 405),
+        ("POST", "/v1/messages?key=sk-not-in-the-message", 404),
+    ];
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("model server");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        for (method, path, status) in cases {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+            let response = client
+                .request(method.clone(), format!("{}{path}", server.url()))
+                .json(&json!({"model": "m", "input": "hi"}))
+                .send()
+                .await
+                .expect("answer");
+            assert_eq!(response.status().as_u16(), status, "{method} {path}");
+            let body: Value = response.json().await.expect("an OpenAI error body");
+            let route = format!("{method} {}", path.split('?').next().unwrap_or(path));
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(body["error"]["code"], "unserved_route", "{route}: {body}");
+            assert!(message.starts_with(&route), "{route}: {message}");
+            assert!(
+                !message.contains("sk-not"),
+                "the query stays out: {message}"
+            );
+            let problems = server.problems();
+            let Some(Problem::UnservedRoute {
+                method: m, path: p, ..
+            }) = problems.last()
+            else {
+                panic!("{route}: {problems:?}")
+            };
+            assert_eq!(format!("{m} {p}"), route);
+        }
+        // A reset that discards problems nobody read says so.
+        let (status, _) = complete(
+            &server,
+            &json!({"model": "m", "messages": [user("other")]}),
+            None,
+        )
+        .await;
+        assert_eq!(status, 400, "a miss");
+        let reply: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
+        let again: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert!(again.get("discarded_unread_problems").is_none(), "{again}");
     });
 }
 

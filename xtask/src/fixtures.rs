@@ -8,7 +8,7 @@ use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
-use replay_core::{MissingGolden, TurnSummary, first_chars};
+use replay_core::{BuildWarning, Fixture, MissingGolden, TurnSummary, first_chars};
 
 use crate::record::write_fixture;
 
@@ -43,7 +43,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
-pub fn print_summary(summary: &[TurnSummary]) {
+/// One line per recorded call, then each of the builder's warnings about the fixture on stderr
+/// (turns that share a key but answer differently, which a replay reports as ambiguous).
+pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
     for line in summary {
         println!(
             "  call {}: {:<18} {}…  {}",
@@ -52,6 +54,9 @@ pub fn print_summary(summary: &[TurnSummary]) {
             first_chars(&line.input_hash, 12),
             line.what
         );
+    }
+    for warning in BuildWarning::of(fixture) {
+        eprintln!("warning: {warning}");
     }
 }
 
@@ -71,7 +76,7 @@ fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
                 Extensions::default(),
             ))
             .with_context(|| format!("recording {name}"))?;
-        print_summary(&recorded.summary);
+        print_summary(&recorded.summary, &recorded.fixture);
         let path = out.join(&name);
         write_fixture(&path, &recorded.fixture)?;
         println!("  wrote {}", path.display());

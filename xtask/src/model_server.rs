@@ -12,7 +12,7 @@ use harness::golden::fixtures_dir;
 use harness::model_server::{
     CALLER_HEADER, Mode, ModelServer, Problem, RecordConfig, ServerOptions,
 };
-use harness::record_run::meta_path_for;
+use harness::record_run::{meta_path_for, redacted_scenario};
 use replay_core::{Scenario, UiMode};
 
 use crate::fixtures::print_summary;
@@ -110,10 +110,11 @@ fn mode(args: &Args) -> anyhow::Result<Option<(Mode, String)>> {
                 .keep()
                 .join("recording.jsonl"),
         };
-        let scenario = Scenario {
+        // Redacted as the recording is: a key typed into --prompt reaches no file.
+        let scenario = redacted_scenario(&Scenario {
             followups: args.followups.clone(),
             ..Scenario::new(id, ui_mode, prompt)
-        };
+        });
         let described = format!(
             "recording {} to {} through {upstream}",
             scenario.stem(),
@@ -179,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         stopped().await?;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some((scenario, recording))) = (recorded, recording_scenario) {
-            print_summary(&recorded.summary);
+            print_summary(&recorded.summary, &recorded.fixture);
             let meta = meta_path_for(&recording);
             let text = serde_json::to_string_pretty(&recorded.fixture.scenario.to_json())? + "\n";
             std::fs::write(&meta, text)

@@ -19,7 +19,6 @@ use crate::adapter::replay_model::{request_caller, request_messages};
 use replay_core::normalize;
 use replay_core::recording::{
     CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
-    redact_text,
 };
 use replay_core::replay_key;
 
@@ -107,12 +106,28 @@ fn event_value(event: &StreamEvent) -> Value {
 /// The error event written before `call_end` when the provider fails, so a fixture built from
 /// the recording can replay the same failure. Redacted like everything else.
 fn failure_event(error: &ModelError) -> Value {
-    json!({
+    redact(&json!({
         "type": "error",
-        "message": redact_text(&error.message),
+        "message": error.message,
         "error_type": error.error_type,
         "status": error.status,
-    })
+    }))
+}
+
+/// Records the provider's failure in `call` and returns the error the gateway gets: the one
+/// written, redacted, as a replay of this recording will hand it over. Passing the original on
+/// would let the live run continue on a conversation (the error middleware's fallback message,
+/// the suggestions built from it) that no replay produces. What the event does not hold (a
+/// forced class, a `Retry-After`) carries no text and is kept.
+fn record_failure(call: &mut CallWriter, error: ModelError) -> ModelError {
+    let written = failure_event(&error);
+    let _ = call.event(&written);
+    let text = |key: &str| written.get(key).and_then(Value::as_str).map(str::to_owned);
+    ModelError {
+        message: text("message").unwrap_or_default(),
+        error_type: text("error_type").unwrap_or_else(|| error.error_type.clone()),
+        ..error
+    }
 }
 
 /// Wraps the real model and records every call to a shared sink.
@@ -147,8 +162,7 @@ impl RecordingChatModel {
         match self.inner.stream(request).await {
             Ok(source) => Ok((call, source)),
             Err(error) => {
-                call.event(&failure_event(&error))
-                    .map_err(recording_error)?;
+                let error = record_failure(&mut call, error);
                 call.end(Outcome::Error).map_err(recording_error)?;
                 Err(error)
             }
@@ -177,7 +191,7 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
                     let event = match passed_on(written) {
                         Ok(event) => event,
                         Err(err) => {
-                            let _ = call.event(&failure_event(&err));
+                            let err = record_failure(&mut call, err);
                             let _ = call.end(Outcome::Error);
                             return Some((Err(err), (None, source)));
                         }
@@ -193,7 +207,7 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
                     Some((Ok(event), (Some(call), source)))
                 }
                 Some(Err(error)) => {
-                    let _ = call.event(&failure_event(&error));
+                    let error = record_failure(&mut call, error);
                     let _ = call.end(Outcome::Error);
                     Some((Err(error), (None, source)))
                 }
@@ -406,7 +420,11 @@ mod tests {
                 message: Message::ai("hi", Vec::new()).to_dump(),
             };
             let delta = StreamEvent::TextDelta { delta: "hi".into() };
-            let broken = ModelError::new("RemoteProtocolError", "stream broke").with_status(502);
+            let broken = ModelError::new(
+                "RemoteProtocolError",
+                "stream broke: Authorization Bearer sk-abcdefghijklmnop",
+            )
+            .with_status(502);
             let events: EventStream = match self.0 {
                 Script::Answer => Box::pin(futures::stream::iter(vec![
                     Ok(StreamEvent::Start),
@@ -484,8 +502,9 @@ mod tests {
         let (model, path) = model(Script::FailAtStart, folder.path());
         let error = model.invoke(&request()).await.unwrap_err();
         assert_eq!(
-            error.error_type, "AuthenticationError",
-            "the original error is passed on"
+            (error.error_type.as_str(), error.status),
+            ("AuthenticationError", Some(401)),
+            "the error is passed on"
         );
         assert_eq!(outcomes(&path), [(Outcome::Error, vec!["error".into()])]);
         assert!(
@@ -493,6 +512,34 @@ mod tests {
                 .unwrap()
                 .contains("sk-abcdefghijklmnop")
         );
+    }
+
+    #[tokio::test]
+    async fn the_gateway_gets_the_failure_exactly_as_recorded() {
+        for script in [Script::FailAtStart, Script::FailMidway] {
+            let folder = tempfile::tempdir().unwrap();
+            let (model, path) = model(script, folder.path());
+            let handed = model.invoke(&request()).await.unwrap_err();
+            let recording = read_recording(&path, Access::External).unwrap();
+            let recorded = recording.calls[0].events.last().cloned().unwrap();
+            assert_eq!(
+                (
+                    json!(handed.message),
+                    json!(handed.error_type),
+                    json!(handed.status)
+                ),
+                (
+                    recorded["message"].clone(),
+                    recorded["error_type"].clone(),
+                    recorded["status"].clone()
+                ),
+                "{script:?}"
+            );
+            assert!(
+                !handed.message.contains("sk-abcdefghijklmnop"),
+                "{handed:?}"
+            );
+        }
     }
 
     #[tokio::test]
