@@ -344,19 +344,10 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
-/// The Python `openai` client's exception name for an HTTP status.
+/// The Python `openai` client's exception name for an HTTP status (the codec's table, which the
+/// model server's recording proxy uses too).
 fn status_error_type(status: u16) -> &'static str {
-    match status {
-        400 => "BadRequestError",
-        401 => "AuthenticationError",
-        403 => "PermissionDeniedError",
-        404 => "NotFoundError",
-        409 => "ConflictError",
-        422 => "UnprocessableEntityError",
-        429 => "RateLimitError",
-        500.. => "InternalServerError",
-        _ => "APIStatusError",
-    }
+    model_wire::chat_completions::status_exception_name(status)
 }
 
 /// Maps a non-success response: `Error code: <code> - <detail>`, where the detail is the

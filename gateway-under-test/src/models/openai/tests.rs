@@ -1,7 +1,6 @@
 //! Tests of the OpenAI provider against wiremock (whole-body responses) and of the SSE parser on
 //! hand-split byte chunks.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -9,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::stream::{ChunkAssembler, sse_events};
+use super::stream::sse_events;
 use super::wire;
 use super::*;
 use crate::messages::{MessageType, ToolCall};
@@ -567,28 +566,6 @@ async fn truncated_or_broken_streams_are_remote_protocol_errors() {
     );
     let events = ok_events(parse_in_pieces(unterminated.as_bytes(), 100).await);
     assert_eq!(done_message(&events).content, json!("ok"));
-}
-
-#[test]
-fn assembler_opens_a_new_slot_for_a_new_id_under_a_reused_index() {
-    let mut assembler = ChunkAssembler::new("m");
-    let mut out = VecDeque::new();
-    for call in [
-        json!({"index": 0, "id": "a", "function": {"name": "ls", "arguments": "{}"}}),
-        json!({"index": 0, "id": "b", "function": {"name": "ls", "arguments": "{\"x\":1}"}}),
-    ] {
-        let chunk = chunk(json!({"tool_calls": [call]}), Value::Null);
-        assembler.on_chunk(&chunk, &mut out).expect("chunk");
-    }
-    assert!(out.contains(&StreamEvent::ToolcallStart {
-        index: 1,
-        id: "b".into(),
-        name: "ls".into()
-    }));
-    let message = assembler.finish(&mut out).expect("finish").into_message();
-    assert_eq!(message.tool_calls.len(), 2);
-    assert_eq!(message.tool_calls[1].args, json!({"x": 1}));
-    assert_eq!(message.response_metadata["finish_reason"], Value::Null);
 }
 
 async fn error_for(status: u16, body: Value, headers: &[(&str, &str)]) -> ModelError {
