@@ -251,7 +251,11 @@ pub(super) fn message_from_assembled(assembled: &Assembled, model_id: &str) -> M
 /// The gateway's error for an answer the codec could not read, named as the Python client
 /// names it.
 pub(super) fn wire_error(error: &WireError) -> ModelError {
-    ModelError::new(error.exception_name(), error.to_string())
+    let mapped = ModelError::new(error.exception_name(), error.to_string());
+    match error {
+        WireError::Provider { .. } => mapped.reported_in_stream(),
+        _ => mapped,
+    }
 }
 
 /// Turns a non-streaming completion body into the AI message.

@@ -588,25 +588,33 @@ pub fn parse_completion(body: &Value) -> Result<Assembled, WireError> {
     })
 }
 
-/// The events a whole answer gives when it is streamed in one piece per block: its reasoning,
-/// its text, then each call (`toolcall_start`, its arguments as one delta, `toolcall_end`).
-pub fn events_of(assembled: &Assembled) -> Vec<Event> {
+impl Assembled {
+    /// The events this answer gives when it is streamed in one piece per block (see
+    /// [`block_events`]), its calls in the provider's order with their arguments as sent.
+    pub fn events(&self) -> Vec<Event> {
+        block_events(&self.reasoning, &self.text, &self.calls)
+    }
+}
+
+/// The events of an answer streamed in one piece per block: its reasoning, its text, then each
+/// call (`toolcall_start`, its arguments as one delta when there are any, `toolcall_end`).
+pub(crate) fn block_events(reasoning: &str, text: &str, calls: &[AssembledCall]) -> Vec<Event> {
     let mut events = Vec::new();
-    if !assembled.reasoning.is_empty() {
+    if !reasoning.is_empty() {
         events.push(Event::ThinkingStart);
         events.push(Event::ThinkingDelta {
-            delta: assembled.reasoning.clone(),
+            delta: reasoning.to_owned(),
         });
         events.push(Event::ThinkingEnd);
     }
-    if !assembled.text.is_empty() {
+    if !text.is_empty() {
         events.push(Event::TextStart);
         events.push(Event::TextDelta {
-            delta: assembled.text.clone(),
+            delta: text.to_owned(),
         });
         events.push(Event::TextEnd);
     }
-    for (index, call) in assembled.calls.iter().enumerate() {
+    for (index, call) in calls.iter().enumerate() {
         let index = index as u32;
         events.push(Event::ToolcallStart {
             index,

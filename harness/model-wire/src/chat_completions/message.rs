@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::assemble::{Assembled, AssembledCall, Event};
+use super::assemble::{Assembled, AssembledCall, Event, block_events};
 
 /// The `model_provider` every message read from this wire carries in `response_metadata`.
 pub const MODEL_PROVIDER: &str = "openai";
@@ -210,6 +210,16 @@ impl Answer {
             usage: fields.get("usage_metadata").and_then(openai_usage),
             model: metadata_text("model_name"),
         }
+    }
+
+    /// The events of this answer streamed in one piece per block: reasoning, text, then each
+    /// call with its arguments as one delta.
+    pub fn events(&self) -> Vec<Event> {
+        block_events(
+            self.reasoning.as_deref().unwrap_or_default(),
+            &self.text,
+            &self.calls,
+        )
     }
 
     /// The same answer with each call's arguments as the stream `events` carried them (the

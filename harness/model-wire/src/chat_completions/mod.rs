@@ -20,8 +20,7 @@ mod types;
 mod tests;
 
 pub use assemble::{
-    Assembled, AssembledCall, ChunkAssembler, Ending, Event, events_of, fill_call_id,
-    parse_completion,
+    Assembled, AssembledCall, ChunkAssembler, Ending, Event, fill_call_id, parse_completion,
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
 pub use message::{Answer, MODEL_PROVIDER, message_fields, openai_usage, usage_metadata};
