@@ -588,3 +588,245 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
         }
     });
 }
+
+/// A recorded call's answer, for comparing the two recording paths: the `done` message without
+/// its fresh id, or the `error` event; and the text the events streamed.
+fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
+    let read = read_recording(recording, Access::External).expect("a valid recording");
+    let events = &read.calls[call].events;
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    let last = events.last().cloned().unwrap_or(Value::Null);
+    let answer = match last["type"].as_str() {
+        Some("done") => {
+            let mut message = last["message"].clone();
+            message["id"] = Value::Null;
+            message
+        }
+        _ => json!({"error": last["message"], "error_type": last["error_type"],
+                    "in_stream": last["in_stream"]}),
+    };
+    (answer, streamed)
+}
+
+/// What a run's final state says the model answered: each AI message's text, reasoning,
+/// refusal, tool calls (id, name, arguments) and error fallback, and each tool message's result.
+fn answers(transcripts: &[harness::driver::RunTranscript]) -> Vec<Value> {
+    transcripts
+        .iter()
+        .filter_map(|transcript| transcript.final_values())
+        .flat_map(|values| values["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|message| match message["type"].as_str() {
+            Some("ai") => Some(json!({
+                "content": message["content"],
+                "reasoning": message["additional_kwargs"]["reasoning_content"],
+                "refusal": message["additional_kwargs"]["refusal"],
+                "fallback": message["additional_kwargs"]["deerflow_error_fallback"],
+                "calls": message["tool_calls"].as_array().map(|calls| calls.iter()
+                    .map(|c| json!([c["id"], c["name"], c["args"]])).collect::<Vec<_>>()),
+            })),
+            Some("tool") => {
+                Some(json!({"tool": message["tool_call_id"], "content": message["content"]}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The recorded answer must be what the provider sent.
+fn assert_recorded_as_sent(
+    case: &support::ProviderCase,
+    how: &str,
+    answer: &Value,
+    streamed: &str,
+) {
+    let expected = &case.expected;
+    let what = format!("{} through {how}: {answer}", case.name);
+    if let Some(error) = expected.in_stream_error {
+        assert_eq!(answer["error"], error, "{what}");
+        assert_eq!(answer["in_stream"], true, "{what}");
+        assert_eq!(streamed, expected.text, "{what}");
+        return;
+    }
+    assert_eq!(answer["content"], expected.text, "{what}");
+    let kwargs = &answer["additional_kwargs"];
+    assert_eq!(
+        kwargs["reasoning_content"].as_str(),
+        expected.reasoning,
+        "{what}"
+    );
+    assert_eq!(kwargs["refusal"].as_str(), expected.refusal, "{what}");
+    let calls = answer["tool_calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), expected.calls.len(), "{what}");
+    assert_eq!(answer["invalid_tool_calls"], json!([]), "{what}");
+    for (call, (id, name, args)) in calls.iter().zip(&expected.calls) {
+        assert_eq!(&call["name"], name, "{what}");
+        assert_eq!(&call["args"], args, "{what}");
+        let recorded_id = call["id"].as_str().unwrap_or_default();
+        match *id {
+            "" => assert!(recorded_id.starts_with("call_"), "a filled id: {what}"),
+            id => assert_eq!(recorded_id, id, "{what}"),
+        }
+    }
+}
+
+/// `cargo xtask record`'s path: the recording model around the gateway's real OpenAI provider,
+/// driven as the web client drives it. Returns the first call's answer and streamed text, the
+/// live run's answers and the replay's (the fixture it built, in-process, keyless).
+async fn through_xtask_record(
+    case: &support::ProviderCase,
+    folder: &Path,
+) -> ((Value, String), Vec<Value>, Vec<Value>) {
+    let suggestions = support::text_stream(&["[\"Next?\"]"]);
+    let upstream = support::scripted_bodies(case.bodies(&[suggestions])).await;
+    let recording = folder.join("xtask.jsonl");
+    let scenario = Scenario {
+        model: "wiremock-model".into(),
+        ..Scenario::new(case.name, UiMode::Ultra, "Go ahead.")
+    };
+    let block = harness::adapter::hermetic::ModelBlock::Record {
+        model: "wiremock-model".into(),
+        api_key: UPSTREAM_KEY.into(),
+        base_url: format!("{}/v1", upstream.uri()),
+    };
+    let recorded = harness::record_run::record_scenario(
+        &scenario,
+        block,
+        &recording,
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("{}: recording: {err}", case.name));
+    let fixture_path = folder.join(format!("{}.ultra.json", case.name));
+    std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).expect("write fixture");
+    let replay = run_loaded(
+        &fixture_path,
+        recorded.fixture.clone(),
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .expect("in-process replay");
+    assert_replayed(&replay, case.name, "xtask record's fixture, in-process");
+    (
+        recorded_answer(&recording, 0),
+        answers(&recorded.transcripts),
+        answers(&replay.transcripts),
+    )
+}
+
+/// The recording proxy's path: `model-server --record` in front of the gateway binary. Returns
+/// the first call's answer and streamed text, the live run's answers, and the replays' of the
+/// fixture it built, in-process and over the wire.
+async fn through_the_proxy(
+    case: &support::ProviderCase,
+    folder: &Path,
+) -> ((Value, String), Vec<Value>, Vec<Value>, Vec<Value>) {
+    let upstream = support::scripted_bodies(case.bodies(&[])).await;
+    let recording = folder.join("proxy.jsonl");
+    let scenario = Scenario::new(case.name, UiMode::Ultra, "Go ahead.");
+    let proxy = ModelServer::start(
+        Mode::Record(Box::new(RecordConfig {
+            upstream: format!("{}/v1", upstream.uri()),
+            api_key: UPSTREAM_KEY.into(),
+            recording: recording.clone(),
+            scenario: scenario.clone(),
+        })),
+        quiet(),
+    )
+    .await
+    .expect("proxy");
+    let fixture_like = Fixture {
+        scenario,
+        turns: Vec::new(),
+    };
+    let gateway = gateway_for(&proxy, &fixture_like).await;
+    let live = drive_prompts(gateway.url(), &fixture_like)
+        .await
+        .expect("recorded drive");
+    drop(gateway);
+    let built = proxy.stop().await.expect("stops").expect("a fixture");
+    let fixture_path = folder.join(format!("{}.ultra.json", case.name));
+    std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
+    let in_process = run_loaded(
+        &fixture_path,
+        built.fixture.clone(),
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .expect("in-process replay");
+    assert_replayed(&in_process, case.name, "the proxy's fixture, in-process");
+    let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
+        .await
+        .expect("model server");
+    let gateway = gateway_for(&server, &built.fixture).await;
+    let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+    let over_wire = run_fixture_on(&mut target, &fixture_path)
+        .await
+        .expect("the wire replay");
+    assert_replayed(&over_wire, case.name, "the proxy's fixture, over the wire");
+    (
+        recorded_answer(&recording, 0),
+        answers(&live),
+        answers(&in_process.transcripts),
+        answers(&over_wire.transcripts),
+    )
+}
+
+/// Replayed keyless with no miss and no model-side problem (these scenarios have no golden).
+fn assert_replayed(run: &ScenarioRun, case: &str, how: &str) {
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(replay_core::MissingGolden::Allowed),
+        "{case}, {how}:\n{}",
+        run.report(&verdict)
+    );
+}
+
+/// One provider case through both recording paths: recorded as sent, the same answer both
+/// ways, and every replay equal to the live run it came from.
+fn check_provider_case(case: &support::ProviderCase) {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let (xtask_folder, proxy_folder) = (folder.path().join("a"), folder.path().join("b"));
+    std::fs::create_dir_all(&xtask_folder).expect("folder");
+    std::fs::create_dir_all(&proxy_folder).expect("folder");
+    let ((xtask, xtask_text), xtask_live, xtask_replay) =
+        bounded(through_xtask_record(case, &xtask_folder));
+    let ((proxy, proxy_text), proxy_live, in_process, over_wire) =
+        bounded(through_the_proxy(case, &proxy_folder));
+    assert_recorded_as_sent(case, "xtask record", &xtask, &xtask_text);
+    assert_recorded_as_sent(case, "the proxy", &proxy, &proxy_text);
+    let name = case.name;
+    assert_eq!(xtask, proxy, "{name}: both paths record the same answer");
+    assert_eq!(
+        xtask_live, xtask_replay,
+        "{name}: xtask record's live run vs its replay"
+    );
+    assert_eq!(
+        proxy_live, in_process,
+        "{name}: the proxy's live run vs in-process"
+    );
+    assert_eq!(
+        proxy_live, over_wire,
+        "{name}: the proxy's live run vs over the wire"
+    );
+}
+
+#[test]
+fn every_provider_stream_is_recorded_as_sent_through_both_paths_and_replays_as_lived() {
+    // Every case runs, so that one report names all the behaviours a change broke.
+    let failed: Vec<&str> = support::provider_cases()
+        .iter()
+        .filter(|case| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_provider_case(case)))
+                .is_err()
+        })
+        .map(|case| case.name)
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "provider cases that failed (their panics above): {failed:?}"
+    );
+}
