@@ -607,7 +607,7 @@ fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
             message
         }
         _ => json!({"error": last["message"], "error_type": last["error_type"],
-                    "in_stream": last["in_stream"]}),
+                    "in_stream": last["in_stream"], "status": last["status"]}),
     };
     (answer, streamed)
 }
@@ -717,14 +717,27 @@ async fn through_xtask_record(
     )
 }
 
-/// The recording proxy's path: `model-server --record` in front of the gateway binary. Returns
-/// the first call's answer and streamed text, the live run's answers, and the replays' of the
-/// fixture it built, in-process and over the wire.
+/// The events a run streamed, by name (`llm_retry` custom events included), per run.
+fn event_names(transcripts: &[harness::driver::RunTranscript]) -> Vec<Vec<String>> {
+    transcripts
+        .iter()
+        .map(|t| t.events.iter().map(|e| e.event.clone()).collect())
+        .collect()
+}
+
+/// What the proxy's path gives: the first call's answer and streamed text; the live run's
+/// answers, the in-process replay's and the wire replay's; the live run's and the wire replay's
+/// event names (the same request, so the same stream is expected).
+type ProxyRun = ((Value, String), [Vec<Value>; 3], [Vec<Vec<String>>; 2]);
+
+/// The recording proxy's path: `model-server --record` in front of the gateway binary, then the
+/// fixture it built replayed in-process and over the wire.
 async fn through_the_proxy(
     case: &support::ProviderCase,
+    replies: Vec<support::Reply>,
     folder: &Path,
-) -> ((Value, String), Vec<Value>, Vec<Value>, Vec<Value>) {
-    let upstream = support::scripted_bodies(case.bodies(&[])).await;
+) -> ProxyRun {
+    let upstream = support::scripted_bodies(replies).await;
     let recording = folder.join("proxy.jsonl");
     let scenario = Scenario::new(case.name, UiMode::Ultra, "Go ahead.");
     let proxy = ModelServer::start(
@@ -769,9 +782,12 @@ async fn through_the_proxy(
     assert_replayed(&over_wire, case.name, "the proxy's fixture, over the wire");
     (
         recorded_answer(&recording, 0),
-        answers(&live),
-        answers(&in_process.transcripts),
-        answers(&over_wire.transcripts),
+        [
+            answers(&live),
+            answers(&in_process.transcripts),
+            answers(&over_wire.transcripts),
+        ],
+        [event_names(&live), event_names(&over_wire.transcripts)],
     )
 }
 
@@ -794,8 +810,8 @@ fn check_provider_case(case: &support::ProviderCase) {
     std::fs::create_dir_all(&proxy_folder).expect("folder");
     let ((xtask, xtask_text), xtask_live, xtask_replay) =
         bounded(through_xtask_record(case, &xtask_folder));
-    let ((proxy, proxy_text), proxy_live, in_process, over_wire) =
-        bounded(through_the_proxy(case, &proxy_folder));
+    let ((proxy, proxy_text), [proxy_live, in_process, over_wire], [live_events, wire_events]) =
+        bounded(through_the_proxy(case, case.bodies(&[]), &proxy_folder));
     assert_recorded_as_sent(case, "xtask record", &xtask, &xtask_text);
     assert_recorded_as_sent(case, "the proxy", &proxy, &proxy_text);
     let name = case.name;
@@ -828,5 +844,50 @@ fn every_provider_stream_is_recorded_as_sent_through_both_paths_and_replays_as_l
     assert!(
         failed.is_empty(),
         "provider cases that failed (their panics above): {failed:?}"
+    );
+}
+
+#[test]
+fn a_recorded_http_error_keeps_its_status_and_is_not_retried_at_replay() {
+    // A 400 is not transient: the gateway does not retry it. Replayed as anything else (a 502),
+    // the gateway would retry, use up the one recorded turn, and miss.
+    let detail = "This model's maximum context length is 8192 tokens";
+    let case = support::ProviderCase {
+        name: "openai_http_400",
+        body: String::new(),
+        json: true,
+        expected: support::Expected::text(""),
+    };
+    let replies = vec![support::Reply {
+        body: json!({"error": {"message": detail, "type": "invalid_request_error",
+                               "param": "messages", "code": "context_length_exceeded"}})
+        .to_string(),
+        json: true,
+        status: 400,
+    }];
+    let folder = tempfile::tempdir().expect("tempdir");
+    let ((recorded, _), [live, _, over_wire], [live_events, wire_events]) =
+        bounded(through_the_proxy(&case, replies, folder.path()));
+    let calls = read_recording(&folder.path().join("proxy.jsonl"), Access::External)
+        .expect("recording")
+        .calls;
+    assert_eq!(
+        calls.len(),
+        1,
+        "the gateway did not retry the 400 while recording"
+    );
+    assert_eq!(recorded["status"], 400, "{recorded}");
+    assert_eq!(recorded["error_type"], "BadRequestError", "{recorded}");
+    assert!(
+        recorded["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(detail),
+        "{recorded}"
+    );
+    assert_eq!(live, over_wire, "the live run vs over the wire");
+    assert_eq!(
+        live_events, wire_events,
+        "the same stream over the wire: no llm_retry the live run did not have"
     );
 }

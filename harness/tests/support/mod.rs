@@ -142,29 +142,51 @@ pub struct ProviderCase {
     pub expected: Expected,
 }
 
+/// One scripted answer: the body, whether it is a whole JSON body (else SSE), its HTTP status.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub body: String,
+    pub json: bool,
+    pub status: u16,
+}
+
+impl Reply {
+    fn sse(body: String) -> Reply {
+        Reply {
+            body,
+            json: false,
+            status: 200,
+        }
+    }
+}
+
 impl ProviderCase {
     /// The upstream's answers for one recording run: this case's, a closing text answer after
     /// tool calls (the gateway runs them and asks again), then `extra` (the suggestions call
     /// the web client makes, on `cargo xtask record`'s path).
-    pub fn bodies(&self, extra: &[String]) -> Vec<(String, bool)> {
-        let mut bodies = vec![(self.body.clone(), self.json)];
+    pub fn bodies(&self, extra: &[String]) -> Vec<Reply> {
+        let mut bodies = vec![Reply {
+            body: self.body.clone(),
+            json: self.json,
+            status: 200,
+        }];
         if !self.expected.calls.is_empty() {
-            bodies.push((text_stream(&["Done."]), false));
+            bodies.push(Reply::sse(text_stream(&["Done."])));
         }
-        bodies.extend(extra.iter().map(|body| (body.clone(), false)));
+        bodies.extend(extra.iter().cloned().map(Reply::sse));
         bodies
     }
 }
 
 /// Answers each request with the next body, SSE or JSON, in order.
-pub struct ScriptedBodies(pub Mutex<VecDeque<(String, bool)>>);
+pub struct ScriptedBodies(pub Mutex<VecDeque<Reply>>);
 
 impl Respond for ScriptedBodies {
     fn respond(&self, _request: &Request) -> ResponseTemplate {
         match self.0.lock().unwrap().pop_front() {
-            Some((body, json)) => ResponseTemplate::new(200).set_body_raw(
-                body,
-                if json {
+            Some(reply) => ResponseTemplate::new(reply.status).set_body_raw(
+                reply.body,
+                if reply.json {
                     "application/json"
                 } else {
                     "text/event-stream"
@@ -177,7 +199,7 @@ impl Respond for ScriptedBodies {
 }
 
 /// An upstream at `<uri>/v1` answering with `bodies`, in order.
-pub async fn scripted_bodies(bodies: Vec<(String, bool)>) -> MockServer {
+pub async fn scripted_bodies(bodies: Vec<Reply>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
