@@ -726,9 +726,10 @@ fn event_names(transcripts: &[harness::driver::RunTranscript]) -> Vec<Vec<String
 }
 
 /// What the proxy's path gives: the first call's answer and streamed text; the live run's
-/// answers, the in-process replay's and the wire replay's; the live run's and the wire replay's
-/// event names (the same request, so the same stream is expected).
-type ProxyRun = ((Value, String), [Vec<Value>; 3], [Vec<Vec<String>>; 2]);
+/// answers, the in-process replay's, the wire replay's and the strict wire replay's (of the
+/// recording itself); the live run's, the wire replay's and the strict replay's event names
+/// (the same request, so the same stream is expected).
+type ProxyRun = ((Value, String), [Vec<Value>; 4], [Vec<Vec<String>>; 3]);
 
 /// The recording proxy's path: `model-server --record` in front of the gateway binary, then the
 /// fixture it built replayed in-process and over the wire.
@@ -780,14 +781,33 @@ async fn through_the_proxy(
         .await
         .expect("the wire replay");
     assert_replayed(&over_wire, case.name, "the proxy's fixture, over the wire");
+    drop(gateway);
+    let strict = ModelServer::start(Mode::Recording(recording.clone()), quiet())
+        .await
+        .expect("strict server");
+    let gateway = gateway_for(&strict, &built.fixture).await;
+    let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target");
+    let strictly = run_fixture_on(&mut target, &fixture_path)
+        .await
+        .expect("the strict replay");
+    assert_replayed(
+        &strictly,
+        case.name,
+        "the proxy's recording, strictly over the wire",
+    );
     (
         recorded_answer(&recording, 0),
         [
             answers(&live),
             answers(&in_process.transcripts),
             answers(&over_wire.transcripts),
+            answers(&strictly.transcripts),
         ],
-        [event_names(&live), event_names(&over_wire.transcripts)],
+        [
+            event_names(&live),
+            event_names(&over_wire.transcripts),
+            event_names(&strictly.transcripts),
+        ],
     )
 }
 
@@ -810,8 +830,11 @@ fn check_provider_case(case: &support::ProviderCase) {
     std::fs::create_dir_all(&proxy_folder).expect("folder");
     let ((xtask, xtask_text), xtask_live, xtask_replay) =
         bounded(through_xtask_record(case, &xtask_folder));
-    let ((proxy, proxy_text), [proxy_live, in_process, over_wire], [live_events, wire_events]) =
-        bounded(through_the_proxy(case, case.bodies(&[]), &proxy_folder));
+    let (
+        (proxy, proxy_text),
+        [proxy_live, in_process, over_wire, strictly],
+        [live_events, wire_events, strict_events],
+    ) = bounded(through_the_proxy(case, case.bodies(&[]), &proxy_folder));
     assert_recorded_as_sent(case, "xtask record", &xtask, &xtask_text);
     assert_recorded_as_sent(case, "the proxy", &proxy, &proxy_text);
     let name = case.name;
@@ -866,7 +889,7 @@ fn a_recorded_http_error_keeps_its_status_and_is_not_retried_at_replay() {
         status: 400,
     }];
     let folder = tempfile::tempdir().expect("tempdir");
-    let ((recorded, _), [live, _, over_wire], [live_events, wire_events]) =
+    let ((recorded, _), [live, _, over_wire, strictly], [live_events, wire_events, _]) =
         bounded(through_the_proxy(&case, replies, folder.path()));
     let calls = read_recording(&folder.path().join("proxy.jsonl"), Access::External)
         .expect("recording")
@@ -886,8 +909,92 @@ fn a_recorded_http_error_keeps_its_status_and_is_not_retried_at_replay() {
         "{recorded}"
     );
     assert_eq!(live, over_wire, "the live run vs over the wire");
+    assert_eq!(live, strictly, "the live run vs its strict replay");
     assert_eq!(
         live_events, wire_events,
         "the same stream over the wire: no llm_retry the live run did not have"
     );
+}
+
+/// A streamed answer as the gateway reads it: each `data:` payload's text fragment, error
+/// message or `[DONE]`, in order.
+fn stream_outline(answer: &Value) -> Vec<String> {
+    answer
+        .as_str()
+        .unwrap_or_default()
+        .split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .filter_map(|data| {
+            let chunk: Value = serde_json::from_str(data).unwrap_or(json!(data));
+            let text = &chunk["choices"][0]["delta"]["content"];
+            match (&chunk["error"]["message"], text) {
+                (Value::String(error), _) => Some(format!("error: {error}")),
+                (_, Value::String(text)) if !text.is_empty() => Some(text.clone()),
+                _ if chunk == json!("[DONE]") => Some("[DONE]".to_owned()),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
+    let case = support::provider_cases()
+        .into_iter()
+        .find(|case| case.name == "openrouter_error_chunk_after_length")
+        .expect("the case");
+    let message = case.expected.in_stream_error.expect("an in-stream error");
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("in-stream.jsonl");
+    bounded(async {
+        let upstream = support::scripted_bodies(case.bodies(&[])).await;
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(RecordConfig {
+                upstream: format!("{}/v1", upstream.uri()),
+                api_key: "k".into(),
+                recording: recording.clone(),
+                scenario: Scenario::new("same", UiMode::Flash, "same"),
+            })),
+            quiet(),
+        )
+        .await
+        .expect("proxy");
+        let body = json!({"model": "m", "stream": true, "messages": [user("same")]});
+        let lived = complete(&proxy, &body, Some("lead_agent")).await;
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+        let expected = vec!["A long answer".to_owned(), format!("error: {message}")];
+        assert_eq!((lived.0, stream_outline(&lived.1)), (200, expected.clone()));
+
+        let strict = ModelServer::start(Mode::Recording(recording), quiet())
+            .await
+            .expect("strict");
+        let (status, answer) = complete(&strict, &body, Some("lead_agent")).await;
+        assert_eq!(
+            (status, stream_outline(&answer)),
+            (200, expected),
+            "strictly: the recorded chunks, then the error"
+        );
+
+        let fixture_path = folder.path().join("same.flash.json");
+        std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write");
+        let whole = json!({"model": "m", "messages": [user("same")]});
+        // Streamed, then not: each from a fresh server (a turn is served once).
+        for (request, streamed) in [(&body, true), (&whole, false)] {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
+                .await
+                .expect("fixture server");
+            let (status, answer) = complete(&server, request, Some("lead_agent")).await;
+            assert_eq!(status, 200, "{answer}");
+            if streamed {
+                assert_eq!(
+                    stream_outline(&answer),
+                    [format!("error: {message}")],
+                    "from the fixture: the error inside a 200 stream (it keeps no chunks)"
+                );
+            } else {
+                assert_eq!(answer["error"]["message"], message, "a 200 error body");
+            }
+            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        }
+    });
 }
