@@ -8,6 +8,8 @@
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
 //! are named, and a bad request or a provider-boundary recording is refused.
 
+#[path = "support/providers.rs"]
+mod providers;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -638,7 +640,7 @@ fn answers(transcripts: &[harness::driver::RunTranscript]) -> Vec<Value> {
 
 /// The recorded answer must be what the provider sent.
 fn assert_recorded_as_sent(
-    case: &support::ProviderCase,
+    case: &providers::ProviderCase,
     how: &str,
     answer: &Value,
     streamed: &str,
@@ -677,11 +679,11 @@ fn assert_recorded_as_sent(
 /// driven as the web client drives it. Returns the first call's answer and streamed text, the
 /// live run's answers and the replay's (the fixture it built, in-process, keyless).
 async fn through_xtask_record(
-    case: &support::ProviderCase,
+    case: &providers::ProviderCase,
     folder: &Path,
 ) -> ((Value, String), Vec<Value>, Vec<Value>) {
     let suggestions = support::text_stream(&["[\"Next?\"]"]);
-    let upstream = support::scripted_bodies(case.bodies(&[suggestions])).await;
+    let upstream = providers::scripted_bodies(case.bodies(&[suggestions])).await;
     let recording = folder.join("xtask.jsonl");
     let scenario = Scenario {
         model: "wiremock-model".into(),
@@ -734,11 +736,11 @@ type ProxyRun = ((Value, String), [Vec<Value>; 4], [Vec<Vec<String>>; 3]);
 /// The recording proxy's path: `model-server --record` in front of the gateway binary, then the
 /// fixture it built replayed in-process and over the wire.
 async fn through_the_proxy(
-    case: &support::ProviderCase,
-    replies: Vec<support::Reply>,
+    case: &providers::ProviderCase,
+    replies: Vec<providers::Reply>,
     folder: &Path,
 ) -> ProxyRun {
-    let upstream = support::scripted_bodies(replies).await;
+    let upstream = providers::scripted_bodies(replies).await;
     let recording = folder.join("proxy.jsonl");
     let scenario = Scenario::new(case.name, UiMode::Ultra, "Go ahead.");
     let proxy = ModelServer::start(
@@ -823,7 +825,7 @@ fn assert_replayed(run: &ScenarioRun, case: &str, how: &str) {
 
 /// One provider case through both recording paths: recorded as sent, the same answer both
 /// ways, and every replay equal to the live run it came from.
-fn check_provider_case(case: &support::ProviderCase) {
+fn check_provider_case(case: &providers::ProviderCase) {
     let folder = tempfile::tempdir().expect("tempdir");
     let (xtask_folder, proxy_folder) = (folder.path().join("a"), folder.path().join("b"));
     std::fs::create_dir_all(&xtask_folder).expect("folder");
@@ -851,12 +853,24 @@ fn check_provider_case(case: &support::ProviderCase) {
         proxy_live, over_wire,
         "{name}: the proxy's live run vs over the wire"
     );
+    assert_eq!(
+        proxy_live, strictly,
+        "{name}: the proxy's live run vs its strict replay"
+    );
+    assert_eq!(
+        live_events, wire_events,
+        "{name}: the proxy's live stream vs over the wire"
+    );
+    assert_eq!(
+        live_events, strict_events,
+        "{name}: the proxy's live stream vs its strict replay"
+    );
 }
 
 #[test]
 fn every_provider_stream_is_recorded_as_sent_through_both_paths_and_replays_as_lived() {
     // Every case runs, so that one report names all the behaviours a change broke.
-    let failed: Vec<&str> = support::provider_cases()
+    let failed: Vec<&str> = providers::provider_cases()
         .iter()
         .filter(|case| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_provider_case(case)))
@@ -875,13 +889,13 @@ fn a_recorded_http_error_keeps_its_status_and_is_not_retried_at_replay() {
     // A 400 is not transient: the gateway does not retry it. Replayed as anything else (a 502),
     // the gateway would retry, use up the one recorded turn, and miss.
     let detail = "This model's maximum context length is 8192 tokens";
-    let case = support::ProviderCase {
+    let case = providers::ProviderCase {
         name: "openai_http_400",
         body: String::new(),
         json: true,
-        expected: support::Expected::text(""),
+        expected: providers::Expected::text(""),
     };
-    let replies = vec![support::Reply {
+    let replies = vec![providers::Reply {
         body: json!({"error": {"message": detail, "type": "invalid_request_error",
                                "param": "messages", "code": "context_length_exceeded"}})
         .to_string(),
@@ -939,7 +953,7 @@ fn stream_outline(answer: &Value) -> Vec<String> {
 
 #[test]
 fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
-    let case = support::provider_cases()
+    let case = providers::provider_cases()
         .into_iter()
         .find(|case| case.name == "openrouter_error_chunk_after_length")
         .expect("the case");
@@ -947,7 +961,7 @@ fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
     let folder = tempfile::tempdir().expect("tempdir");
     let recording = folder.path().join("in-stream.jsonl");
     bounded(async {
-        let upstream = support::scripted_bodies(case.bodies(&[])).await;
+        let upstream = providers::scripted_bodies(case.bodies(&[])).await;
         let proxy = ModelServer::start(
             Mode::Record(Box::new(RecordConfig {
                 upstream: format!("{}/v1", upstream.uri()),
