@@ -868,3 +868,63 @@ async fn a_json_answer_to_a_streaming_call_is_served_as_one_chunk() {
     assert_eq!(message.content, json!("whole"));
     assert_eq!(message.response_metadata["model_name"], "local");
 }
+
+/// Issue 21, finding 4: reads from the provider are bounded and linear. A long `data:` line
+/// arriving in small pieces is parsed once (the time it takes is reported, not asserted); one
+/// longer than the limit, a whole answer larger than its limit, fail the call; an error body is
+/// read only as far as its detail needs.
+#[tokio::test]
+async fn provider_reads_are_bounded_and_a_long_line_is_parsed_once() {
+    let long_text = "x".repeat(4 * 1024 * 1024);
+    let mut body = sse_body(&[
+        chunk(json!({"content": long_text}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ])
+    .into_bytes();
+    let started = std::time::Instant::now();
+    let events = ok_events(parse_in_pieces(&body, 1024).await);
+    eprintln!(
+        "a {} MiB line in 1 KiB pieces: {:?}",
+        long_text.len() / (1024 * 1024),
+        started.elapsed()
+    );
+    assert_eq!(done_message(&events).text(), long_text);
+
+    // Past the line limit, with no line end in sight.
+    body.truncate(20);
+    body.extend(std::iter::repeat_n(b'x', stream::MAX_SSE_LINE_BYTES + 1));
+    let events = parse_in_pieces(&body, 64 * 1024).await;
+    assert!(
+        matches!(events.last(), Some(Err(e)) if e.error_type == "RemoteProtocolError"
+            && e.message.contains("longer than")),
+        "{:?}",
+        events.last()
+    );
+
+    let server = MockServer::start().await;
+    let huge = format!(
+        "{{\"choices\": [], \"pad\": \"{}\"}}",
+        "y".repeat(33 * 1024 * 1024)
+    );
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge, "application/json"))
+        .mount(&server)
+        .await;
+    let error = model_for(&server)
+        .invoke(&request(vec![Message::human("hi")]))
+        .await
+        .expect_err("too large");
+    assert_eq!(error.error_type, "APIResponseValidationError");
+    assert!(error.message.contains("larger than"), "{}", error.message);
+
+    // An error body far past its limit still reports the status and the start of the body.
+    let detail = format!("bad request {}", "z".repeat(2 * 1024 * 1024));
+    let error = error_for(400, json!({"error": {"message": detail}}), &[]).await;
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error.message.starts_with("Error code: 400 - ") && error.message.contains("bad request"),
+        "{}",
+        error.message
+    );
+}
