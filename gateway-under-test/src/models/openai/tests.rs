@@ -928,3 +928,25 @@ async fn provider_reads_are_bounded_and_a_long_line_is_parsed_once() {
         error.message
     );
 }
+
+/// Issue 21, finding 4: a cancelled call stops reading. The stream reads the provider's bytes
+/// only when polled and owns the source, so dropping it (what cancelling a run does to its model
+/// call) drops the connection at once; nothing goes on reading in the background.
+#[tokio::test]
+async fn dropping_a_streamed_answer_stops_reading_the_provider() {
+    let (sender, receiver) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, ModelError>>();
+    let first = format!(
+        "data: {}\n\n",
+        chunk(json!({"content": "Hel"}), Value::Null)
+    );
+    sender.unbounded_send(Ok(first.into_bytes())).expect("send");
+    let mut events = sse_events(receiver, "m");
+    assert!(matches!(events.next().await, Some(Ok(StreamEvent::Start))));
+    assert!(matches!(
+        events.next().await,
+        Some(Ok(StreamEvent::TextStart))
+    ));
+    assert!(!sender.is_closed(), "the provider is still being read");
+    drop(events);
+    assert!(sender.is_closed(), "the read stopped with the stream");
+}
