@@ -12,7 +12,7 @@
 //! cut off (no `finish_reason` and no `[DONE]`) or without a choice is the error the gateway's
 //! provider raises for it, never a good turn.
 
-use model_wire::chat_completions::{self, Assembled, ChunkAssembler, WireError};
+use model_wire::chat_completions::{self, Assembled, ChunkAssembler, Ending, WireError};
 use serde_json::{Value, json};
 
 use super::answer::event_value;
@@ -90,6 +90,10 @@ impl StreamRecorder {
         this.start(&mut out);
         match this.codec.finish() {
             Ok((closing, assembled)) => {
+                if assembled.ending != Ending::Complete {
+                    tracing::warn!(ending = ?assembled.ending,
+                        "the upstream's stream ended without [DONE] or without a finish reason");
+                }
                 out.extend(closing.iter().map(event_value));
                 out.push(done_event(&assembled, &this.requested_model));
             }

@@ -15,7 +15,7 @@ use std::pin::Pin;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
-use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
+use model_wire::chat_completions::{ChunkAssembler, Ending, Event, WireError};
 
 use super::wire::{message_from_assembled, wire_error};
 
@@ -124,6 +124,12 @@ impl<S> SseState<S> {
             ModelError::new("RemoteProtocolError", "the stream was completed twice")
         })?;
         let (closing, assembled) = assembler.finish().map_err(|err| wire_error(&err))?;
+        // Accepted, as clients accept it, but said: a stream without `[DONE]` or without a
+        // finish reason may have been cut short.
+        if assembled.ending != Ending::Complete {
+            tracing::warn!(ending = ?assembled.ending, model = %self.model_id,
+                "the provider's stream ended without [DONE] or without a finish reason");
+        }
         self.pending.extend(closing.into_iter().map(stream_event));
         self.pending.push_back(StreamEvent::Done {
             message: message_from_assembled(&assembled, &self.model_id).to_dump(),
