@@ -224,6 +224,7 @@ pub fn build_fixture(
                         .and_then(|f| f.get("status"))
                         .and_then(Value::as_u64)
                         .and_then(|status| u16::try_from(status).ok()),
+                    in_stream: failure.and_then(|f| f.get("in_stream")) == Some(&Value::Bool(true)),
                 };
                 let what = CallSummary::Error(error.error_type.clone());
                 (Answer::Error(error), what)

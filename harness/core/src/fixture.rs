@@ -63,7 +63,8 @@ pub enum Answer {
     Error(RecordedError),
 }
 
-/// A model call's failure as recorded: `{"type", "message", "status"}` in the file.
+/// A model call's failure as recorded: `{"type", "message", "status"}` in the file, plus
+/// `"in_stream": true` for a failure the provider reported inside a successful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedError {
     /// The provider's error class name, e.g. `BadRequestError` (the file's `type`).
@@ -72,10 +73,15 @@ pub struct RecordedError {
     pub message: String,
     /// The HTTP status, when the provider answered with one.
     pub status: Option<u16>,
+    /// The provider reported the failure inside a successful (200) answer, e.g. an `error`
+    /// chunk after `finish_reason: length`: replay fails the call inside a 200 answer too
+    /// (`docs/replay-and-fixtures.md` §2.3). Absent from the file (older fixtures) means false.
+    pub in_stream: bool,
 }
 
 impl RecordedError {
-    /// The file form, `{"type", "message", "status"}` (`status` may be `null`).
+    /// The file form, `{"type", "message", "status"}` (`status` may be `null`), with
+    /// `"in_stream": true` only when it is (so fixtures without it are written as they were).
     pub(crate) fn to_value(&self) -> Value {
         let mut map = Map::new();
         map.insert("type".to_owned(), Value::String(self.error_type.clone()));
@@ -84,6 +90,9 @@ impl RecordedError {
             "status".to_owned(),
             self.status.map_or(Value::Null, Value::from),
         );
+        if self.in_stream {
+            map.insert("in_stream".to_owned(), Value::Bool(true));
+        }
         Value::Object(map)
     }
 }
@@ -424,7 +433,8 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
     })
 }
 
-/// `{"type": str, "message": str, "status": int | null}`; `status` may be absent.
+/// `{"type": str, "message": str, "status": int | null, "in_stream": bool}`; `status` and
+/// `in_stream` may be absent.
 fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
     let Value::Object(mut map) = failure else {
         return Err(format!(
@@ -459,10 +469,21 @@ fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
             ));
         }
     };
+    let in_stream = match map.remove("in_stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => flag,
+        Some(other) => {
+            return Err(format!(
+                "\"error.in_stream\" must be a boolean, got {}",
+                json_type(&other)
+            ));
+        }
+    };
     Ok(RecordedError {
         error_type,
         message,
         status,
+        in_stream,
     })
 }
 
@@ -649,6 +670,15 @@ mod tests {
         "message": "reset",
         "status": null
       }
+    },
+    {
+      "input_hash": "c",
+      "error": {
+        "type": "APIError",
+        "message": "Token limit reached",
+        "status": null,
+        "in_stream": true
+      }
     }
   ]
 }
@@ -662,11 +692,19 @@ mod tests {
                     error_type: "BadRequestError".into(),
                     message: "too long".into(),
                     status: Some(400),
+                    in_stream: false,
                 }),
                 &Answer::Error(RecordedError {
                     error_type: "APIConnectionError".into(),
                     message: "reset".into(),
                     status: None,
+                    in_stream: false,
+                }),
+                &Answer::Error(RecordedError {
+                    error_type: "APIError".into(),
+                    message: "Token limit reached".into(),
+                    status: None,
+                    in_stream: true,
                 }),
             ]
         );

@@ -659,6 +659,7 @@ mod tests {
                 error_type: "RateLimitError".into(),
                 message: "slow down".into(),
                 status: Some(429),
+                in_stream: false,
             }),
             ..turn("lead_agent", &hi, "", true)
         };

@@ -106,12 +106,18 @@ fn event_value(event: &StreamEvent) -> Value {
 /// The error event written before `call_end` when the provider fails, so a fixture built from
 /// the recording can replay the same failure. Redacted like everything else.
 fn failure_event(error: &ModelError) -> Value {
-    redact(&json!({
+    let mut event = json!({
         "type": "error",
         "message": error.message,
         "error_type": error.error_type,
         "status": error.status,
-    }))
+    });
+    // A failure the provider reported inside a 200 answer replays inside one
+    // (`docs/recording-format.md` §2.2); the key is absent otherwise, as before.
+    if error.in_stream {
+        event["in_stream"] = json!(true);
+    }
+    redact(&event)
 }
 
 /// Records the provider's failure in `call` and returns the error the gateway gets: the one
@@ -302,6 +308,9 @@ fn replayed_events(events: Vec<Value>) -> Vec<Result<StreamEvent, ModelError>> {
                 let mut error = ModelError::new(kind, message);
                 if let Some(status) = event.get("status").and_then(Value::as_u64) {
                     error = error.with_status(status as u16);
+                }
+                if event.get("in_stream").and_then(Value::as_bool) == Some(true) {
+                    error = error.reported_in_stream();
                 }
                 return Err(error);
             }

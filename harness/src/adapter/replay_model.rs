@@ -103,11 +103,14 @@ impl ReplayChatModel {
 
 /// Rebuilds a recorded failure as the gateway's error.
 fn recorded_error(error: &RecordedError) -> ModelError {
-    let rebuilt = ModelError::new(&error.error_type, &error.message);
-    match error.status {
-        Some(status) => rebuilt.with_status(status),
-        None => rebuilt,
+    let mut rebuilt = ModelError::new(&error.error_type, &error.message);
+    if let Some(status) = error.status {
+        rebuilt = rebuilt.with_status(status);
     }
+    if error.in_stream {
+        rebuilt = rebuilt.reported_in_stream();
+    }
+    rebuilt
 }
 
 /// The provider: every configured entry that names it gets a model over the same engine, and

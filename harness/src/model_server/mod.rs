@@ -63,7 +63,9 @@ use replay_core::{
 };
 
 use crate::golden::stem_of;
-use answer::{AnswerId, Completion, WireError, completion, error_body, events_from_message};
+use answer::{
+    AnswerId, Completion, WireError, completion, error_body, events_from_error, events_from_message,
+};
 use request::{WIRE_API, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ServerState};
@@ -479,13 +481,17 @@ fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 
 /// The answer for a complete event list: one completion, or the stream of chunks. A call whose
 /// events fail before any content fails with the recorded status, as a provider refusing a
-/// request does, streaming or not.
+/// request does, streaming or not; a failure the provider reported inside its answer
+/// (`in_stream`) is served inside a 200 answer, as it came.
 fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
     let identity = shared.answer_id(&request.model);
     let failed_at_start = events
         .iter()
         .find(|e| e.get("type").and_then(Value::as_str) != Some("start"))
-        .is_some_and(|e| e.get("type").and_then(Value::as_str) == Some("error"));
+        .is_some_and(|e| {
+            e.get("type").and_then(Value::as_str) == Some("error")
+                && e.get("in_stream").and_then(Value::as_bool) != Some(true)
+        });
     if !request.stream || failed_at_start {
         return match completion(&identity, events) {
             Completion::Message(body) => Json(body).into_response(),
@@ -547,11 +553,7 @@ fn replay_fixture(
     match looked_up {
         Ok(served) => match &served.answer {
             Answer::Output(output) => respond(shared, request, &events_from_message(output)),
-            Answer::Error(recorded) => failure_response(&WireError::new(
-                recorded.status,
-                &recorded.error_type,
-                &recorded.message,
-            )),
+            Answer::Error(recorded) => respond(shared, request, &events_from_error(recorded)),
         },
         Err(WireLookupError::Miss(miss)) => {
             let problem = Problem::miss(*miss);
@@ -627,6 +629,12 @@ fn replay_strictly(
                         .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
                 });
             if let Some(event) = failed {
+                // Reported inside the answer: its recorded chunks, then the error, in a 200.
+                if event.get("in_stream").and_then(Value::as_bool) == Some(true)
+                    && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
+                {
+                    return respond(shared, request, &call.events);
+                }
                 return failure_response(&WireError::from_event(event));
             }
             let message = error.to_string();
