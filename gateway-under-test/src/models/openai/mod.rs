@@ -367,11 +367,12 @@ async fn status_error(response: reqwest::Response) -> ModelError {
     let retry_after = retry_after(response.headers());
     // A body that cannot be read still leaves the status to report; only its first
     // `MAX_ERROR_BODY_BYTES` are read (the detail kept is far shorter).
-    let body = read_capped(response, MAX_ERROR_BODY_BYTES)
+    let (body, whole) = read_capped(response, MAX_ERROR_BODY_BYTES)
         .await
-        .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default();
-    error_from_status(status, retry_after, &body)
+        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
+        // An unreadable body reads as an empty one: `Error code: <code>`.
+        .unwrap_or_else(|_| (String::new(), true));
+    error_from_status(status, retry_after, &body, whole)
 }
 
 /// The most of a whole (non-streamed) answer the provider reads (issue 21, finding 4: a body is
@@ -399,10 +400,21 @@ async fn read_capped(
     Ok((body, true))
 }
 
-fn error_from_status(status: StatusCode, retry_after: Option<Duration>, body: &str) -> ModelError {
+fn error_from_status(
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: &str,
+    whole: bool,
+) -> ModelError {
     let code = status.as_u16();
     let text = body.trim();
     let message = match serde_json::from_str::<Value>(text) {
+        // A body cut at the read cap no longer parses, so the Python client's rule for a text
+        // body (the text alone) would drop the status from the message; say both instead.
+        Err(_) if !whole => format!(
+            "Error code: {code} - {}",
+            stream::cut(text, ERROR_DETAIL_LIMIT)
+        ),
         Ok(json) => format!(
             "Error code: {code} - {}",
             stream::cut(&pyrepr::python_str(&json), ERROR_DETAIL_LIMIT)
