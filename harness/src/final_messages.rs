@@ -24,7 +24,7 @@ const VOLATILE_KWARGS: [(&str, &str); 3] = [
 /// The messages golden document of a thread's final `values`: its `messages`, with each message
 /// id replaced by its order of first appearance (`#1`, `#2`, …; a `<id>__user` copy becomes
 /// `#<n>__user`, so the reminder taking the user message's id stays visible), the volatile
-/// `additional_kwargs` of [`VOLATILE_KWARGS`] replaced, and the date in a reminder's content
+/// `additional_kwargs` of `VOLATILE_KWARGS` replaced, and the date in a reminder's content
 /// replaced by `<date>`. Pretty-printed JSON, two-space indent.
 pub fn messages_document(values: &Value) -> String {
     let mut ids: Vec<String> = Vec::new();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on};
+use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on, run_on_within};
 use keyless_runner::target::{GatewayTarget, ModelLedger};
 use replay_core::{Fixture, ReplayEngine};
 
@@ -91,6 +91,7 @@ impl GatewayTarget for InProcess {
         }
         Ok(ModelLedger {
             misses: engine.take_misses(),
+            ambiguities: engine.take_ambiguities(),
             other_problems: Vec::new(),
             unused_turns: engine.unused_turns(),
         })
@@ -104,4 +105,30 @@ pub async fn run_fixture_on(
     path: &Path,
 ) -> Result<ScenarioRun, HarnessError> {
     keyless_runner::layer1::run_fixture_on(target, path, &crate::golden::golden_dir()).await
+}
+
+/// [`run_fixture_on`] with a time limit for the drive.
+pub async fn run_fixture_on_within(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    limit: std::time::Duration,
+) -> Result<ScenarioRun, HarnessError> {
+    keyless_runner::layer1::run_fixture_on_within(target, path, &crate::golden::golden_dir(), limit)
+        .await
+}
+
+/// [`run_fixture`] through the in-process gateway with a time limit for the drive.
+pub async fn run_fixture_within(
+    path: &Path,
+    limit: std::time::Duration,
+) -> Result<ScenarioRun, HarnessError> {
+    let fixture = Fixture::load(path)?;
+    run_on_within(
+        &mut InProcess::new(Extensions::default()),
+        path,
+        &crate::golden::golden_dir(),
+        fixture,
+        limit,
+    )
+    .await
 }

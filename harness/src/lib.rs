@@ -50,7 +50,10 @@ pub mod golden {
 /// Layer 1: the runner's [`layer1`](keyless_runner::layer1), plus the in-process runs of this
 /// workspace's gateway.
 pub mod layer1 {
-    pub use crate::in_process::{run_fixture, run_fixture_on, run_fixture_with, run_loaded};
+    pub use crate::in_process::{
+        run_fixture, run_fixture_on, run_fixture_on_within, run_fixture_with, run_fixture_within,
+        run_loaded,
+    };
     pub use keyless_runner::layer1::*;
 }
 

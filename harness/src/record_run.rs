@@ -3,6 +3,10 @@
 //! its run request, then the suggestions it asks for after every run), write the versioned
 //! recording and its scenario metadata, and build the fixture from them. The stand-in path is
 //! the same with a scripted server in place of the real model.
+//!
+//! The scenario is redacted before anything else ([`redacted_scenario`]): a key typed into
+//! `--prompt` must reach neither the metadata file nor the fixture, and the run drives the
+//! redacted prompt, so the recording and every replay of it live the same conversation.
 
 use std::path::{Path, PathBuf};
 
@@ -70,15 +74,27 @@ pub struct Recorded {
 /// The metadata file of a recording: `<recording>.meta.json`.
 pub use keyless_runner::recorded::meta_path_for;
 
-/// Drives `scenario` against a gateway whose model is `block`, recording every model call to
-/// `recording_path`, then writes the scenario beside it (its metadata file) and builds the
-/// fixture.
+/// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
+/// recording is (`docs/recording-format.md` §6).
+pub use keyless_runner::recorded::redacted_scenario;
+
+/// Drives `scenario` (redacted first, [`redacted_scenario`]) against a gateway whose model is
+/// `block`, recording every model call to `recording_path`, then writes the scenario beside it
+/// (its metadata file) and builds the fixture.
 pub async fn record_scenario(
     scenario: &Scenario,
     block: ModelBlock,
     recording_path: &Path,
     extensions: Extensions,
 ) -> Result<Recorded, RecordError> {
+    let redacted = redacted_scenario(scenario);
+    if redacted != *scenario {
+        tracing::warn!(
+            "the scenario held a credential-shaped value; it is replaced by \"[secret removed]\" \
+             before the run, as the recording, its metadata and the fixture hold it"
+        );
+    }
+    let scenario = &redacted;
     let origin = recording_path.to_path_buf();
     let sink = RecordingSink::open(recording_path)?;
     let booted = boot(

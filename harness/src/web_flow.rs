@@ -105,7 +105,9 @@ impl WebFlowRun {
                 .map(|transcript| Framing::of(&transcript.shapes()))
                 .collect(),
             misses: self.scenario.misses.clone(),
-            model_errors: self.scenario.model_errors.clone(),
+            model_errors: (self.scenario.ambiguities.iter().map(ToString::to_string))
+                .chain(self.scenario.model_errors.iter().cloned())
+                .collect(),
             unused_turns: self.scenario.unused_turns.clone(),
         }
     }

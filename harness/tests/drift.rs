@@ -560,3 +560,68 @@ fn a_drifted_message_value_changes_the_messages_golden() {
         assert_eq!(run.messages_status(), GoldenStatus::Changed, "{name}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A fixture cannot point a replay at the network or move its files.
+
+#[test]
+fn a_fixture_whose_gateway_config_leaves_the_allow_list_is_refused_naming_file_and_key() {
+    let shipped: Value =
+        serde_json::from_str(&std::fs::read_to_string(scenario_fixture()).expect("read"))
+            .expect("json");
+    // (overrides, the key the error names)
+    let cases = [
+        (
+            json!({"models": [{"name": "scenario-model", "use": "openai",
+                   "base_url": "https://api.openai.com/v1", "api_key": "$OPENAI_API_KEY"}]}),
+            "\"models\"",
+        ),
+        (json!({"home": "/tmp/elsewhere"}), "\"home\""),
+        (
+            json!({"database": {"sqlite_dir": "/tmp/db"}}),
+            "\"database\"",
+        ),
+        (
+            json!({"suggestions": {"model_name": "http://127.0.0.1:9/v1"}}),
+            "\"suggestions.model_name\"",
+        ),
+    ];
+    for (overrides, key) in cases {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let path = folder.path().join("hostile.ultra.json");
+        let mut fixture = shipped.clone();
+        fixture["gateway_config"] = overrides.clone();
+        std::fs::write(&path, fixture.to_string()).expect("write");
+        let error = runtime()
+            .expect("runtime")
+            .block_on(run_fixture_with(&path, Extensions::default()))
+            .expect_err("refused");
+        let message = error.to_string();
+        assert!(
+            message.contains(&path.display().to_string()) && message.contains(key),
+            "{overrides}: {message}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fixture cannot run unbounded.
+
+#[test]
+fn a_fixture_past_its_time_limit_fails_naming_the_fixture() {
+    let path = scenario_fixture();
+    let error = runtime()
+        .expect("runtime")
+        .block_on(harness::layer1::run_fixture_within(
+            &path,
+            std::time::Duration::from_millis(1),
+        ))
+        .expect_err("past the limit");
+    let message = error.to_string();
+    assert!(
+        matches!(error, harness::layer1::HarnessError::TimedOut { .. })
+            && message.contains(&path.display().to_string())
+            && message.contains("time limit"),
+        "{message}"
+    );
+}

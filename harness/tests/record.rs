@@ -219,30 +219,35 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_planted_in_the_request_never_reach_the_recording() {
     let prompt = "Use my key sk-live-abcdefghijklmnop with header Authorization: Bearer abc.def.ghi123456 \
-                  against https://alice:hunter2@example.com/x?api_key=QWERTY123456 and say done.";
+                  against https://alice:hunter2@example.com/x?api_key=QWERTY123456 and \
+                  https://gemini.example.com/v1?key=AIzaSyGEMINI98765 and say done.";
     let server = scripted_upstream(vec![text_stream(&["done"]), text_stream(&["[]"])]).await;
     let folder = tempfile::tempdir().unwrap();
     let recording = folder.path().join("recording.jsonl");
-    record_ultra(&server, prompt, &recording).await;
-    let bytes = std::fs::read_to_string(&recording).unwrap();
+    let recorded = record_ultra(&server, prompt, &recording).await;
+    let meta = std::fs::read_to_string(harness::record_run::meta_path_for(&recording)).unwrap();
+    let files = [
+        (
+            "the recording",
+            std::fs::read_to_string(&recording).unwrap(),
+        ),
+        ("the metadata file", meta),
+        ("the fixture", recorded.fixture.to_pretty_json()),
+    ];
     for secret in [
         "sk-live-abcdefghijklmnop",
         "abc.def.ghi123456",
         "hunter2",
         "QWERTY123456",
+        "AIzaSyGEMINI98765",
         API_KEY,
     ] {
-        assert!(
-            !bytes.contains(secret),
-            "{secret} leaked into the recording"
-        );
+        for (file, bytes) in &files {
+            assert!(!bytes.contains(secret), "{secret} leaked into {file}");
+        }
     }
+    let bytes = &files[0].1;
     assert!(bytes.contains("[secret removed]"));
-    assert!(
-        !std::fs::read_to_string(harness::record_run::meta_path_for(&recording))
-            .unwrap()
-            .contains(API_KEY)
-    );
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&recording).unwrap().permissions(),
     ) & 0o777;

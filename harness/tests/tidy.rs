@@ -1,7 +1,7 @@
 //! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
 //! web modes) and every golden a fixture; every Rust module starts with a `//!` doc; no test
-//! carries the ignore attribute; the replay core depends on no gateway, async runtime or HTTP
-//! stack; nothing points outside the repository for its specification; every section a file
+//! carries the ignore attribute; the replay core and the model-wire codec depend on no gateway,
+//! async runtime or HTTP stack (nor the codec on record/replay or SSE framing); nothing points outside the repository for its specification; every section a file
 //! cites exists in the cited document under `docs/`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,16 +87,39 @@ fn every_module_says_what_it_is_for_and_nothing_is_ignored() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Packages the replay core must never reach through its normal or build dependencies: the
-/// gateway under test and this harness (the adapter's side), the async runtime and the HTTP
-/// stack. `replay-core` is what another gateway's harness reuses as it is.
-const FORBIDDEN_IN_CORE: [&str; 6] = [
-    "gateway-under-test",
-    "harness",
-    "tokio",
-    "axum",
-    "reqwest",
-    "hyper",
+/// The packages that must stay independent, each with what it must never reach through its
+/// normal or build dependencies and where the offending code belongs instead. `replay-core` is
+/// what another gateway's harness reuses as it is: no gateway, no harness, no async runtime, no
+/// HTTP stack. `model-wire` is the one codec per model wire, shared by the gateway's provider
+/// and the harness's model server: it depends on neither of them, on no record/replay concept
+/// (`replay-core`), no async runtime, no HTTP stack and no SSE framing (the transports keep it).
+const INDEPENDENT: [(&str, &[&str], &str); 2] = [
+    (
+        "replay-core",
+        &[
+            "gateway-under-test",
+            "harness",
+            "tokio",
+            "axum",
+            "reqwest",
+            "hyper",
+        ],
+        "move that code to the harness package",
+    ),
+    (
+        "model-wire",
+        &[
+            "gateway-under-test",
+            "harness",
+            "replay-core",
+            "tokio",
+            "axum",
+            "reqwest",
+            "hyper",
+            "eventsource-stream",
+        ],
+        "keep transports and recording in their users (the gateway's provider, the model server)",
+    ),
 ];
 
 /// The names of every package `package` reaches through normal and build dependencies on this
@@ -130,22 +153,24 @@ fn shipped_dependencies(package: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn the_replay_core_depends_on_no_gateway_runtime_or_http_stack() {
-    let reached = shipped_dependencies("replay-core");
-    assert!(
-        reached.contains("serde_json") && reached.contains("replay-core"),
-        "the tree lists the core and its own dependencies: {reached:?}"
-    );
-    let forbidden: Vec<&str> = FORBIDDEN_IN_CORE
-        .into_iter()
-        .filter(|name| reached.contains(*name))
-        .collect();
-    assert!(
-        forbidden.is_empty(),
-        "harness/core (replay-core) must stay independent of any gateway, async runtime and \
-         HTTP stack, but it depends on {forbidden:?} (see `cargo tree -p replay-core -i NAME`); \
-         move that code to the harness package"
-    );
+fn the_shared_crates_depend_on_no_gateway_runtime_or_http_stack() {
+    for (package, forbidden, advice) in INDEPENDENT {
+        let reached = shipped_dependencies(package);
+        assert!(
+            reached.contains("serde_json") && reached.contains(package),
+            "the tree lists {package} and its own dependencies: {reached:?}"
+        );
+        let reached_forbidden: Vec<&str> = forbidden
+            .iter()
+            .copied()
+            .filter(|name| reached.contains(*name))
+            .collect();
+        assert!(
+            reached_forbidden.is_empty(),
+            "{package} must stay independent of {forbidden:?}, but it depends on \
+             {reached_forbidden:?} (see `cargo tree -p {package} -i NAME`); {advice}"
+        );
+    }
 }
 
 /// The packages a user installs or builds on to test a gateway of their own: they never compile

@@ -6,8 +6,12 @@
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
 //! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
-//! are named, and a bad request or a provider-boundary recording is refused.
+//! are named, parallel nodes sending one conversation are reported without the caller header
+//! and served with it, a request to a route the server does not serve is an OpenAI error and a
+//! problem, and a bad request or a provider-boundary recording is refused.
 
+#[path = "support/providers.rs"]
+mod providers;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -433,6 +437,165 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
     });
 }
 
+/// Two graph nodes call the model at once with the same conversation (their system prompts,
+/// which the key leaves out, differ). Recorded without a caller header, both turns are
+/// `lead_agent`'s under one key: replayed without the header, each concurrent call is reported as
+/// ambiguous instead of being handed either answer. Recorded with `X-Harness-Caller` per node,
+/// each node that sends the header gets its own answer.
+#[test]
+fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
+    /// (name, the recorded callers of node a and node b, the headers the replay sends, what each
+    /// node gets: its answer, or the error code)
+    type Case = (
+        &'static str,
+        [&'static str; 2],
+        [Option<&'static str>; 2],
+        [&'static str; 2],
+    );
+    let cases: [Case; 3] = [
+        (
+            "recorded and replayed without the header",
+            ["lead_agent", "lead_agent"],
+            [None, None],
+            ["replay_answer_ambiguous", "replay_answer_ambiguous"],
+        ),
+        (
+            "recorded with the header, replayed without",
+            ["node_a", "node_b"],
+            [None, None],
+            ["replay_caller_ambiguous", "replay_caller_ambiguous"],
+        ),
+        (
+            "recorded and replayed with the header",
+            ["node_a", "node_b"],
+            [Some("node_a"), Some("node_b")],
+            ["from node a", "from node b"],
+        ),
+    ];
+    for (name, recorded, headers, expected) in cases {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let fixture = same_conversation_fixture(
+            folder.path(),
+            &[(recorded[0], "from node a"), (recorded[1], "from node b")],
+        );
+        bounded(async {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+                .await
+                .expect("model server");
+            let node = |prompt: &str| {
+                json!({"model": "m", "messages": [
+                    {"role": "system", "content": prompt}, user("same")
+                ]})
+            };
+            let (a, b) = (node("You are node a."), node("You are node b."));
+            let ((status_a, answer_a), (status_b, answer_b)) = tokio::join!(
+                complete(&server, &a, headers[0]),
+                complete(&server, &b, headers[1])
+            );
+            let got = |status: u16, answer: &Value| match status {
+                200 => answer["choices"][0]["message"]["content"].clone(),
+                _ => answer["error"]["code"].clone(),
+            };
+            assert_eq!(
+                [got(status_a, &answer_a), got(status_b, &answer_b)],
+                expected.map(Value::from),
+                "{name}"
+            );
+            let problems = server.problems();
+            let served = expected.iter().all(|e| e.starts_with("from"));
+            assert_eq!(
+                problems.len(),
+                if served { 0 } else { 2 },
+                "{name}: {problems:?}"
+            );
+            if let Some(Problem::AmbiguousAnswer { ambiguity, message }) = problems.first() {
+                assert_eq!(ambiguity.turns, [0, 1], "{name}");
+                assert!(message.contains("X-Harness-Caller"), "{name}: {message}");
+            }
+        });
+    }
+}
+
+/// Every request the model server does not serve answers an OpenAI error naming the route and is
+/// a problem, so a driver that checks the problems fails the run: LangChain's `ChatOpenAI`
+/// switches to the Responses API for some models, and a bare 404 was invisible.
+#[test]
+fn an_unserved_route_is_an_openai_error_and_a_problem() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(folder.path(), &[("lead_agent", "from the lead")]);
+    // (method, path, status)
+    let cases = [
+        ("POST", "/v1/responses", 404),
+        ("POST", "/v1/embeddings", 404),
+        ("POST", "/v1/completions", 404),
+        ("GET", "/v1/chat/completions", 405),
+        ("DELETE", "/_harness/misses", 405),
+        ("POST", "/v1/messages?key=sk-not-in-the-message", 404),
+    ];
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("model server");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        for (method, path, status) in cases {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+            let response = client
+                .request(method.clone(), format!("{}{path}", server.url()))
+                .json(&json!({"model": "m", "input": "hi"}))
+                .send()
+                .await
+                .expect("answer");
+            assert_eq!(response.status().as_u16(), status, "{method} {path}");
+            let body: Value = response.json().await.expect("an OpenAI error body");
+            let route = format!("{method} {}", path.split('?').next().unwrap_or(path));
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(body["error"]["code"], "unserved_route", "{route}: {body}");
+            assert!(message.starts_with(&route), "{route}: {message}");
+            assert!(
+                !message.contains("sk-not"),
+                "the query stays out: {message}"
+            );
+            let problems = server.problems();
+            let Some(Problem::UnservedRoute {
+                method: m, path: p, ..
+            }) = problems.last()
+            else {
+                panic!("{route}: {problems:?}")
+            };
+            assert_eq!(format!("{m} {p}"), route);
+        }
+        // A reset that discards problems nobody read says so.
+        let (status, _) = complete(
+            &server,
+            &json!({"model": "m", "messages": [user("other")]}),
+            None,
+        )
+        .await;
+        assert_eq!(status, 400, "a miss");
+        let reply: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
+        let again: Value = client
+            .post(format!("{}/_harness/reset", server.url()))
+            .send()
+            .await
+            .expect("reset")
+            .json()
+            .await
+            .expect("json");
+        assert!(again.get("discarded_unread_problems").is_none(), "{again}");
+    });
+}
+
 #[test]
 fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -584,6 +747,428 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
                 .map(|call| json!({"name": call.name, "args": call.args, "id": call.id, "type": "tool_call"}))
                 .collect();
             assert_eq!(Value::Array(calls), recorded_calls, "streamed: {streamed}");
+            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        }
+    });
+}
+
+/// A recorded call's answer, for comparing the two recording paths: the `done` message without
+/// its fresh id, or the `error` event; and the text the events streamed.
+fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
+    let read = read_recording(recording, Access::External).expect("a valid recording");
+    let events = &read.calls[call].events;
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    let last = events.last().cloned().unwrap_or(Value::Null);
+    let answer = match last["type"].as_str() {
+        Some("done") => {
+            let mut message = last["message"].clone();
+            message["id"] = Value::Null;
+            message
+        }
+        _ => json!({"error": last["message"], "error_type": last["error_type"],
+                    "in_stream": last["in_stream"], "status": last["status"]}),
+    };
+    (answer, streamed)
+}
+
+/// What a run's final state says the model answered: each AI message's text, reasoning,
+/// refusal, tool calls (id, name, arguments) and error fallback, and each tool message's result.
+fn answers(transcripts: &[harness::driver::RunTranscript]) -> Vec<Value> {
+    transcripts
+        .iter()
+        .filter_map(|transcript| transcript.final_values())
+        .flat_map(|values| values["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|message| match message["type"].as_str() {
+            Some("ai") => Some(json!({
+                "content": message["content"],
+                "reasoning": message["additional_kwargs"]["reasoning_content"],
+                "refusal": message["additional_kwargs"]["refusal"],
+                "fallback": message["additional_kwargs"]["deerflow_error_fallback"],
+                "calls": message["tool_calls"].as_array().map(|calls| calls.iter()
+                    .map(|c| json!([c["id"], c["name"], c["args"]])).collect::<Vec<_>>()),
+            })),
+            Some("tool") => {
+                Some(json!({"tool": message["tool_call_id"], "content": message["content"]}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The recorded answer must be what the provider sent.
+fn assert_recorded_as_sent(
+    case: &providers::ProviderCase,
+    how: &str,
+    answer: &Value,
+    streamed: &str,
+) {
+    let expected = &case.expected;
+    let what = format!("{} through {how}: {answer}", case.name);
+    if let Some(error) = expected.in_stream_error {
+        assert_eq!(answer["error"], error, "{what}");
+        assert_eq!(answer["in_stream"], true, "{what}");
+        assert_eq!(streamed, expected.text, "{what}");
+        return;
+    }
+    assert_eq!(answer["content"], expected.text, "{what}");
+    let kwargs = &answer["additional_kwargs"];
+    assert_eq!(
+        kwargs["reasoning_content"].as_str(),
+        expected.reasoning,
+        "{what}"
+    );
+    assert_eq!(kwargs["refusal"].as_str(), expected.refusal, "{what}");
+    let calls = answer["tool_calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), expected.calls.len(), "{what}");
+    assert_eq!(answer["invalid_tool_calls"], json!([]), "{what}");
+    for (call, (id, name, args)) in calls.iter().zip(&expected.calls) {
+        assert_eq!(&call["name"], name, "{what}");
+        assert_eq!(&call["args"], args, "{what}");
+        let recorded_id = call["id"].as_str().unwrap_or_default();
+        match *id {
+            "" => assert!(recorded_id.starts_with("call_"), "a filled id: {what}"),
+            id => assert_eq!(recorded_id, id, "{what}"),
+        }
+    }
+}
+
+/// `cargo xtask record`'s path: the recording model around the gateway's real OpenAI provider,
+/// driven as the web client drives it. Returns the first call's answer and streamed text, the
+/// live run's answers and the replay's (the fixture it built, in-process, keyless).
+async fn through_xtask_record(
+    case: &providers::ProviderCase,
+    folder: &Path,
+) -> ((Value, String), Vec<Value>, Vec<Value>) {
+    let suggestions = support::text_stream(&["[\"Next?\"]"]);
+    let upstream = providers::scripted_bodies(case.bodies(&[suggestions])).await;
+    let recording = folder.join("xtask.jsonl");
+    let scenario = Scenario {
+        model: "wiremock-model".into(),
+        ..Scenario::new(case.name, UiMode::Ultra, "Go ahead.")
+    };
+    let block = harness::adapter::hermetic::ModelBlock::Record {
+        model: "wiremock-model".into(),
+        api_key: UPSTREAM_KEY.into(),
+        base_url: format!("{}/v1", upstream.uri()),
+    };
+    let recorded = harness::record_run::record_scenario(
+        &scenario,
+        block,
+        &recording,
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("{}: recording: {err}", case.name));
+    let fixture_path = folder.join(format!("{}.ultra.json", case.name));
+    std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).expect("write fixture");
+    let replay = run_loaded(
+        &fixture_path,
+        recorded.fixture.clone(),
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .expect("in-process replay");
+    assert_replayed(&replay, case.name, "xtask record's fixture, in-process");
+    (
+        recorded_answer(&recording, 0),
+        answers(&recorded.transcripts),
+        answers(&replay.transcripts),
+    )
+}
+
+/// The events a run streamed, by name (`llm_retry` custom events included), per run.
+fn event_names(transcripts: &[harness::driver::RunTranscript]) -> Vec<Vec<String>> {
+    transcripts
+        .iter()
+        .map(|t| t.events.iter().map(|e| e.event.clone()).collect())
+        .collect()
+}
+
+/// What the proxy's path gives: the first call's answer and streamed text; the live run's
+/// answers, the in-process replay's, the wire replay's and the strict wire replay's (of the
+/// recording itself); the live run's, the wire replay's and the strict replay's event names
+/// (the same request, so the same stream is expected).
+type ProxyRun = ((Value, String), [Vec<Value>; 4], [Vec<Vec<String>>; 3]);
+
+/// The recording proxy's path: `model-server --record` in front of the gateway binary, then the
+/// fixture it built replayed in-process and over the wire.
+async fn through_the_proxy(
+    case: &providers::ProviderCase,
+    replies: Vec<providers::Reply>,
+    folder: &Path,
+) -> ProxyRun {
+    let upstream = providers::scripted_bodies(replies).await;
+    let recording = folder.join("proxy.jsonl");
+    let scenario = Scenario::new(case.name, UiMode::Ultra, "Go ahead.");
+    let proxy = ModelServer::start(
+        Mode::Record(Box::new(RecordConfig {
+            upstream: format!("{}/v1", upstream.uri()),
+            api_key: UPSTREAM_KEY.into(),
+            recording: recording.clone(),
+            scenario: scenario.clone(),
+        })),
+        quiet(),
+    )
+    .await
+    .expect("proxy");
+    let fixture_like = Fixture {
+        scenario,
+        turns: Vec::new(),
+    };
+    let gateway = gateway_for(&proxy, &fixture_like).await;
+    let live = drive_prompts(gateway.url(), &fixture_like)
+        .await
+        .expect("recorded drive");
+    drop(gateway);
+    let built = proxy.stop().await.expect("stops").expect("a fixture");
+    let fixture_path = folder.join(format!("{}.ultra.json", case.name));
+    std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
+    let in_process = run_loaded(
+        &fixture_path,
+        built.fixture.clone(),
+        harness::adapter::Extensions::default(),
+    )
+    .await
+    .expect("in-process replay");
+    assert_replayed(&in_process, case.name, "the proxy's fixture, in-process");
+    let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
+        .await
+        .expect("model server");
+    let gateway = gateway_for(&server, &built.fixture).await;
+    let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+    let over_wire = run_fixture_on(&mut target, &fixture_path)
+        .await
+        .expect("the wire replay");
+    assert_replayed(&over_wire, case.name, "the proxy's fixture, over the wire");
+    drop(gateway);
+    let strict = ModelServer::start(Mode::Recording(recording.clone()), quiet())
+        .await
+        .expect("strict server");
+    let gateway = gateway_for(&strict, &built.fixture).await;
+    let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target");
+    let strictly = run_fixture_on(&mut target, &fixture_path)
+        .await
+        .expect("the strict replay");
+    assert_replayed(
+        &strictly,
+        case.name,
+        "the proxy's recording, strictly over the wire",
+    );
+    (
+        recorded_answer(&recording, 0),
+        [
+            answers(&live),
+            answers(&in_process.transcripts),
+            answers(&over_wire.transcripts),
+            answers(&strictly.transcripts),
+        ],
+        [
+            event_names(&live),
+            event_names(&over_wire.transcripts),
+            event_names(&strictly.transcripts),
+        ],
+    )
+}
+
+/// Replayed keyless with no miss and no model-side problem (these scenarios have no golden).
+fn assert_replayed(run: &ScenarioRun, case: &str, how: &str) {
+    let verdict = run.verdict();
+    assert!(
+        verdict.passes(replay_core::MissingGolden::Allowed),
+        "{case}, {how}:\n{}",
+        run.report(&verdict)
+    );
+}
+
+/// One provider case through both recording paths: recorded as sent, the same answer both
+/// ways, and every replay equal to the live run it came from.
+fn check_provider_case(case: &providers::ProviderCase) {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let (xtask_folder, proxy_folder) = (folder.path().join("a"), folder.path().join("b"));
+    std::fs::create_dir_all(&xtask_folder).expect("folder");
+    std::fs::create_dir_all(&proxy_folder).expect("folder");
+    let ((xtask, xtask_text), xtask_live, xtask_replay) =
+        bounded(through_xtask_record(case, &xtask_folder));
+    let (
+        (proxy, proxy_text),
+        [proxy_live, in_process, over_wire, strictly],
+        [live_events, wire_events, strict_events],
+    ) = bounded(through_the_proxy(case, case.bodies(&[]), &proxy_folder));
+    assert_recorded_as_sent(case, "xtask record", &xtask, &xtask_text);
+    assert_recorded_as_sent(case, "the proxy", &proxy, &proxy_text);
+    let name = case.name;
+    assert_eq!(xtask, proxy, "{name}: both paths record the same answer");
+    assert_eq!(
+        xtask_live, xtask_replay,
+        "{name}: xtask record's live run vs its replay"
+    );
+    assert_eq!(
+        proxy_live, in_process,
+        "{name}: the proxy's live run vs in-process"
+    );
+    assert_eq!(
+        proxy_live, over_wire,
+        "{name}: the proxy's live run vs over the wire"
+    );
+    assert_eq!(
+        proxy_live, strictly,
+        "{name}: the proxy's live run vs its strict replay"
+    );
+    assert_eq!(
+        live_events, wire_events,
+        "{name}: the proxy's live stream vs over the wire"
+    );
+    assert_eq!(
+        live_events, strict_events,
+        "{name}: the proxy's live stream vs its strict replay"
+    );
+}
+
+#[test]
+fn every_provider_stream_is_recorded_as_sent_through_both_paths_and_replays_as_lived() {
+    // Every case runs, so that one report names all the behaviours a change broke.
+    let failed: Vec<&str> = providers::provider_cases()
+        .iter()
+        .filter(|case| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_provider_case(case)))
+                .is_err()
+        })
+        .map(|case| case.name)
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "provider cases that failed (their panics above): {failed:?}"
+    );
+}
+
+#[test]
+fn a_recorded_http_error_keeps_its_status_and_is_not_retried_at_replay() {
+    // A 400 is not transient: the gateway does not retry it. Replayed as anything else (a 502),
+    // the gateway would retry, use up the one recorded turn, and miss.
+    let detail = "This model's maximum context length is 8192 tokens";
+    let case = providers::ProviderCase {
+        name: "openai_http_400",
+        body: String::new(),
+        json: true,
+        expected: providers::Expected::text(""),
+    };
+    let replies = vec![providers::Reply {
+        body: json!({"error": {"message": detail, "type": "invalid_request_error",
+                               "param": "messages", "code": "context_length_exceeded"}})
+        .to_string(),
+        json: true,
+        status: 400,
+    }];
+    let folder = tempfile::tempdir().expect("tempdir");
+    let ((recorded, _), [live, _, over_wire, strictly], [live_events, wire_events, _]) =
+        bounded(through_the_proxy(&case, replies, folder.path()));
+    let calls = read_recording(&folder.path().join("proxy.jsonl"), Access::External)
+        .expect("recording")
+        .calls;
+    assert_eq!(
+        calls.len(),
+        1,
+        "the gateway did not retry the 400 while recording"
+    );
+    assert_eq!(recorded["status"], 400, "{recorded}");
+    assert_eq!(recorded["error_type"], "BadRequestError", "{recorded}");
+    assert!(
+        recorded["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(detail),
+        "{recorded}"
+    );
+    assert_eq!(live, over_wire, "the live run vs over the wire");
+    assert_eq!(live, strictly, "the live run vs its strict replay");
+    assert_eq!(
+        live_events, wire_events,
+        "the same stream over the wire: no llm_retry the live run did not have"
+    );
+}
+
+/// A streamed answer as the gateway reads it: each `data:` payload's text fragment, error
+/// message or `[DONE]`, in order.
+fn stream_outline(answer: &Value) -> Vec<String> {
+    answer
+        .as_str()
+        .unwrap_or_default()
+        .split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .filter_map(|data| {
+            let chunk: Value = serde_json::from_str(data).unwrap_or(json!(data));
+            let text = &chunk["choices"][0]["delta"]["content"];
+            match (&chunk["error"]["message"], text) {
+                (Value::String(error), _) => Some(format!("error: {error}")),
+                (_, Value::String(text)) if !text.is_empty() => Some(text.clone()),
+                _ if chunk == json!("[DONE]") => Some("[DONE]".to_owned()),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
+    let case = providers::provider_cases()
+        .into_iter()
+        .find(|case| case.name == "openrouter_error_chunk_after_length")
+        .expect("the case");
+    let message = case.expected.in_stream_error.expect("an in-stream error");
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("in-stream.jsonl");
+    bounded(async {
+        let upstream = providers::scripted_bodies(case.bodies(&[])).await;
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(RecordConfig {
+                upstream: format!("{}/v1", upstream.uri()),
+                api_key: "k".into(),
+                recording: recording.clone(),
+                scenario: Scenario::new("same", UiMode::Flash, "same"),
+            })),
+            quiet(),
+        )
+        .await
+        .expect("proxy");
+        let body = json!({"model": "m", "stream": true, "messages": [user("same")]});
+        let lived = complete(&proxy, &body, Some("lead_agent")).await;
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+        let expected = vec!["A long answer".to_owned(), format!("error: {message}")];
+        assert_eq!((lived.0, stream_outline(&lived.1)), (200, expected.clone()));
+
+        let strict = ModelServer::start(Mode::Recording(recording), quiet())
+            .await
+            .expect("strict");
+        let (status, answer) = complete(&strict, &body, Some("lead_agent")).await;
+        assert_eq!(
+            (status, stream_outline(&answer)),
+            (200, expected),
+            "strictly: the recorded chunks, then the error"
+        );
+
+        let fixture_path = folder.path().join("same.flash.json");
+        std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write");
+        let whole = json!({"model": "m", "messages": [user("same")]});
+        // Streamed, then not: each from a fresh server (a turn is served once).
+        for (request, streamed) in [(&body, true), (&whole, false)] {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
+                .await
+                .expect("fixture server");
+            let (status, answer) = complete(&server, request, Some("lead_agent")).await;
+            assert_eq!(status, 200, "{answer}");
+            if streamed {
+                assert_eq!(
+                    stream_outline(&answer),
+                    [format!("error: {message}")],
+                    "from the fixture: the error inside a 200 stream (it keeps no chunks)"
+                );
+            } else {
+                assert_eq!(answer["error"]["message"], message, "a 200 error body");
+            }
             assert!(server.problems().is_empty(), "{:?}", server.problems());
         }
     });

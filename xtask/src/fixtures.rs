@@ -8,7 +8,7 @@ use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
-use replay_core::{MissingGolden, TurnSummary};
+use replay_core::{Fixture, MissingGolden, TurnSummary};
 
 use crate::record::write_fixture;
 
@@ -43,9 +43,14 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
-pub fn print_summary(summary: &[TurnSummary]) {
+/// One line per recorded call, then each of the builder's warnings about the fixture on stderr
+/// (turns that share a key but answer differently, which a replay reports as ambiguous).
+pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
     for line in keyless_runner::recorded::summary_lines(summary) {
         println!("{line}");
+    }
+    for warning in keyless_runner::recorded::warning_lines(fixture) {
+        eprintln!("{warning}");
     }
 }
 
@@ -65,7 +70,7 @@ fn stand_in(out: PathBuf, only: Vec<String>) -> anyhow::Result<ExitCode> {
                 Extensions::default(),
             ))
             .with_context(|| format!("recording {name}"))?;
-        print_summary(&recorded.summary);
+        print_summary(&recorded.summary, &recorded.fixture);
         let path = out.join(&name);
         write_fixture(&path, &recorded.fixture)?;
         println!("  wrote {}", path.display());

@@ -142,7 +142,7 @@ pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
             }
         }
     })?;
-    print_summary(&recorded.summary);
+    print_summary(&recorded.summary, &recorded.fixture);
     let fixture_path = args.out.join(format!("{}.json", scenario.stem()));
     write_fixture(&fixture_path, &recorded.fixture)?;
     println!("scenario metadata: {}", recorded.meta_path.display());
@@ -157,7 +157,7 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let recording = read_recording(&args.recording, Access::External)?;
     let scenario = Scenario::load(&args.meta, &args.model)?;
     let (fixture, summary) = build_fixture(&recording, &scenario)?;
-    print_summary(&summary);
+    print_summary(&summary, &fixture);
     write_fixture(&args.out, &fixture)?;
     println!(
         "wrote {} ({} turns)",

@@ -10,7 +10,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on};
+use harness::layer1::{FIXTURE_TIME_LIMIT, ScenarioRun, run_fixture_on_within, run_fixture_within};
 use harness::target::AtUrl;
 use harness::web_flow::{run_web_flow, run_web_flow_on, web_golden_status};
 use keyless_runner::suite::{
@@ -49,6 +49,9 @@ pub struct Args {
     /// is not 2xx, a miss, an unused recorded turn or a changed web golden.
     #[arg(long)]
     web: bool,
+    /// How long one fixture's drive may take, in seconds; past it the fixture fails, named.
+    #[arg(long, value_name = "SECS", default_value_t = FIXTURE_TIME_LIMIT.as_secs())]
+    fixture_time_limit: u64,
 }
 
 /// All fixture files in `fixtures/`, sorted.
@@ -71,13 +74,14 @@ fn warn_about_overrides(path: &std::path::Path) {
 async fn run_one(
     path: &std::path::Path,
     external: Option<AtUrl>,
+    limit: std::time::Duration,
 ) -> Result<ScenarioRun, harness::layer1::HarnessError> {
     match external {
         Some(mut target) => {
             warn_about_overrides(path);
-            run_fixture_on(&mut target, path).await
+            run_fixture_on_within(&mut target, path, limit).await
         }
-        None => run_fixture(path).await,
+        None => run_fixture_within(path, limit).await,
     }
 }
 
@@ -184,10 +188,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // One model server serves one fixture at a time, so an external gateway runs them in turn.
     let parallel = if external.is_some() { 1 } else { 4 };
     let external = &external;
+    let limit = std::time::Duration::from_secs(args.fixture_time_limit);
     let results: Vec<anyhow::Result<Row>> = runtime.block_on(async {
         futures::stream::iter(files.iter().cloned())
             .map(|path| async move {
-                let run = run_one(&path, external.clone())
+                let run = run_one(&path, external.clone(), limit)
                     .await
                     .with_context(|| format!("replaying {}", path.display()))?;
                 let verdict = run.verdict();

@@ -246,8 +246,11 @@ fn report_and_exit_code(reports: &[GatewayReport]) -> ExitCode {
     }
     let missed: Vec<String> = reports
         .iter()
-        .filter(|report| !report.misses.is_empty())
-        .map(|report| format!("{} ({})", report.name, report.misses.len()))
+        .filter(|report| !report.misses.is_empty() || !report.ambiguities.is_empty())
+        .map(|report| {
+            let count = report.misses.len() + report.ambiguities.len();
+            format!("{} ({count})", report.name)
+        })
         .collect();
     if !missed.is_empty() {
         eprintln!(

@@ -194,6 +194,11 @@ pub struct ModelError {
     pub retry_after: Option<Duration>,
     /// A class forced by the provider; `None` means classify from status and message.
     pub forced_class: Option<ErrorClass>,
+    /// The provider reported the failure inside a successful (200) answer (an `error` chunk
+    /// mid-stream, an SSE `error` event, or an error body instead of a completion) rather than
+    /// with an HTTP error status. A recording keeps this, so that a replay fails the call the
+    /// same way (`docs/recording-format.md` §2.2).
+    pub in_stream: bool,
 }
 
 impl ModelError {
@@ -205,7 +210,14 @@ impl ModelError {
             status: None,
             retry_after: None,
             forced_class: None,
+            in_stream: false,
         }
+    }
+
+    /// The same error, reported inside a successful answer (see [`ModelError::in_stream`]).
+    pub fn reported_in_stream(mut self) -> ModelError {
+        self.in_stream = true;
+        self
     }
 
     /// The same error with an HTTP status.

@@ -13,7 +13,9 @@ use keyless_runner::golden::stem_of;
 use keyless_runner::model_server::{
     CALLER_HEADER, Mode, ModelServer, Problem, RecordConfig, RecordedFixture, ServerOptions,
 };
-use keyless_runner::recorded::{create_parent, summary_lines, write_fixture, write_meta};
+use keyless_runner::recorded::{
+    create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
+};
 use keyless_runner::suite::fixture_files;
 use replay_core::{Scenario, UiMode};
 
@@ -91,10 +93,11 @@ impl ScenarioArgs {
                 "recording needs --scenario, --mode and --prompt".into(),
             ));
         };
-        Ok(Scenario {
+        // Redacted as the recording is: a key typed into --prompt reaches no file.
+        Ok(redacted_scenario(&Scenario {
             followups: self.followups.clone(),
             ..Scenario::new(id, mode, prompt)
-        })
+        }))
     }
 }
 
@@ -149,6 +152,9 @@ pub fn save_recorded(
 ) -> anyhow::Result<PathBuf> {
     for line in summary_lines(&recorded.summary) {
         println!("{line}");
+    }
+    for warning in warning_lines(&recorded.fixture) {
+        eprintln!("{warning}");
     }
     let meta = write_meta(recording, &recorded.fixture)?;
     let fixture_path = fixtures.join(format!("{}.json", recorded.fixture.scenario.stem()));

@@ -2,16 +2,21 @@
 //! plus its [`Scenario`] into a hash-keyed fixture. Each completed call becomes one turn
 //! `{caller, conversation_hash, input_hash, output, canonical}` with the keys the recorder
 //! computed (the same hashing function replay uses); a call whose provider failed becomes an
-//! `error` turn; cancelled or abandoned calls are skipped and reported.
+//! `error` turn; cancelled or abandoned calls are skipped and reported. [`BuildWarning::of`] says
+//! what replay will report about the built fixture: turns that share a key but answer
+//! differently, which only a caller header tells apart (`docs/replay-and-fixtures.md` §9.3).
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::fixture::{Answer, Fixture, RecordedError, Turn};
+use crate::fixture::{Answer, Fixture, RecordedError, SharedKey, Turn};
+use crate::pyjson::python_repr;
 use crate::recording::{Outcome, RecordedCall, Recording};
 use crate::scenario::Scenario;
+use crate::text::first_chars;
+use crate::wire::CALLER_HEADER;
 
 /// Why a fixture could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +67,46 @@ impl fmt::Display for CallSummary {
             CallSummary::Text => f.write_str("text"),
             CallSummary::Error(error_type) => write!(f, "error {error_type}"),
             CallSummary::Skipped(outcome) => write!(f, "skipped ({})", outcome.as_str()),
+        }
+    }
+}
+
+/// What the builder noticed about a built fixture that its replay will report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildWarning {
+    /// Turns share one key but answer differently: a replayed call that names no caller gets
+    /// none of them (an ambiguity, `docs/replay-and-fixtures.md` §5.6).
+    SharedKey(SharedKey),
+}
+
+impl BuildWarning {
+    /// The warnings about `fixture`, in order of first appearance.
+    pub fn of(fixture: &Fixture) -> Vec<BuildWarning> {
+        fixture
+            .shared_keys()
+            .into_iter()
+            .map(BuildWarning::SharedKey)
+            .collect()
+    }
+}
+
+impl fmt::Display for BuildWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildWarning::SharedKey(shared) => {
+                let turns: Vec<String> = shared.turns.iter().map(usize::to_string).collect();
+                write!(
+                    f,
+                    "turns {} share the input hash {}… (caller {}) but answer differently: a \
+                     replayed call that does not name its caller cannot be told which answer \
+                     is its own, so replay reports it as ambiguous. If these are graph nodes \
+                     calling the model with the same conversation, send the {CALLER_HEADER} \
+                     header with each node's name on its model calls and record again",
+                    turns.join(", "),
+                    first_chars(&shared.input_hash, 12),
+                    python_repr(shared.caller.as_deref().unwrap_or("<none>")),
+                )
+            }
         }
     }
 }
@@ -179,6 +224,7 @@ pub fn build_fixture(
                         .and_then(|f| f.get("status"))
                         .and_then(Value::as_u64)
                         .and_then(|status| u16::try_from(status).ok()),
+                    in_stream: failure.and_then(|f| f.get("in_stream")) == Some(&Value::Bool(true)),
                 };
                 let what = CallSummary::Error(error.error_type.clone());
                 (Answer::Error(error), what)
@@ -203,4 +249,104 @@ pub fn build_fixture(
         turns,
     };
     Ok((fixture, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::RecordedRequest;
+    use crate::scenario::UiMode;
+
+    /// A completed call by `caller` under `input_hash` answering `content` (or failing).
+    fn call(index: usize, caller: &str, input_hash: &str, content: Option<&str>) -> RecordedCall {
+        let context = json!({"caller": caller, "input_hash": input_hash, "conversation_hash": "c"});
+        let (events, outcome) = match content {
+            Some(text) => (
+                vec![
+                    json!({"type": "done", "message": {"type": "ai", "content": text, "id": format!("run-{index}")}}),
+                ],
+                Outcome::Complete,
+            ),
+            None => (
+                vec![
+                    json!({"type": "error", "error_type": "RateLimitError", "message": "slow", "status": 429}),
+                ],
+                Outcome::Error,
+            ),
+        };
+        RecordedCall {
+            call_index: index,
+            request: RecordedRequest::new(json!({}), context, Value::Null),
+            events,
+            outcome,
+            line: index + 2,
+        }
+    }
+
+    #[test]
+    fn the_builder_names_turns_that_share_a_key_but_answer_differently() {
+        /// (name, calls as (caller, input hash, answer), the turns of the warnings)
+        type Case = (
+            &'static str,
+            Vec<(&'static str, &'static str, Option<&'static str>)>,
+            Vec<Vec<usize>>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "parallel nodes recorded without a caller header",
+                vec![
+                    ("lead_agent", "k", Some("a")),
+                    ("lead_agent", "k", Some("b")),
+                ],
+                vec![vec![0, 1]],
+            ),
+            (
+                "the same answer twice",
+                vec![
+                    ("lead_agent", "k", Some("a")),
+                    ("lead_agent", "k", Some("a")),
+                ],
+                vec![],
+            ),
+            (
+                "a failure and its retry",
+                vec![("lead_agent", "k", None), ("lead_agent", "k", Some("a"))],
+                vec![],
+            ),
+            (
+                "nodes named by the header have keys of their own",
+                vec![("node_a", "ka", Some("a")), ("node_b", "kb", Some("b"))],
+                vec![],
+            ),
+        ];
+        for (name, calls, expected) in cases {
+            let recording = Recording {
+                path: PathBuf::from("r.jsonl"),
+                format_version: 2,
+                header: Value::Null,
+                calls: calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (caller, key, answer))| call(i, caller, key, *answer))
+                    .collect(),
+                rows: Vec::new(),
+            };
+            let scenario = Scenario::new("s", UiMode::Flash, "p");
+            let (fixture, _) = build_fixture(&recording, &scenario).expect(name);
+            let warnings = BuildWarning::of(&fixture);
+            let turns: Vec<Vec<usize>> = warnings
+                .iter()
+                .map(|BuildWarning::SharedKey(shared)| shared.turns.clone())
+                .collect();
+            assert_eq!(turns, expected, "{name}");
+            for warning in warnings {
+                let text = warning.to_string();
+                assert!(
+                    text.starts_with("turns 0, 1 share the input hash k… (caller 'lead_agent')")
+                        && text.contains("X-Harness-Caller"),
+                    "{name}: {text}"
+                );
+            }
+        }
+    }
 }

@@ -125,6 +125,17 @@ pub fn caller_identity(tags: &[String], run_name: Option<&str>) -> String {
     normalize_caller(raw)
 }
 
+/// Whether a call's tags or run name name its caller (§4.7): a caller tag, or a run name that is
+/// not blank. A call with neither is `lead_agent` by default, and replay treats it as a call that
+/// names no caller (`docs/replay-and-fixtures.md` §5.6).
+pub fn names_caller(tags: &[String], run_name: Option<&str>) -> bool {
+    tags.iter().any(|tag| {
+        tag.as_str() == DEFAULT_CALLER
+            || tag.starts_with("middleware:")
+            || tag.starts_with("subagent:")
+    }) || run_name.is_some_and(|name| !python_strip(name).is_empty())
+}
+
 fn sha256_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }

@@ -63,7 +63,8 @@ pub enum Answer {
     Error(RecordedError),
 }
 
-/// A model call's failure as recorded: `{"type", "message", "status"}` in the file.
+/// A model call's failure as recorded: `{"type", "message", "status"}` in the file, plus
+/// `"in_stream": true` for a failure the provider reported inside a successful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedError {
     /// The provider's error class name, e.g. `BadRequestError` (the file's `type`).
@@ -72,10 +73,15 @@ pub struct RecordedError {
     pub message: String,
     /// The HTTP status, when the provider answered with one.
     pub status: Option<u16>,
+    /// The provider reported the failure inside a successful (200) answer, e.g. an `error`
+    /// chunk after `finish_reason: length`: replay fails the call inside a 200 answer too
+    /// (`docs/replay-and-fixtures.md` §2.3). Absent from the file (older fixtures) means false.
+    pub in_stream: bool,
 }
 
 impl RecordedError {
-    /// The file form, `{"type", "message", "status"}` (`status` may be `null`).
+    /// The file form, `{"type", "message", "status"}` (`status` may be `null`), with
+    /// `"in_stream": true` only when it is (so fixtures without it are written as they were).
     pub(crate) fn to_value(&self) -> Value {
         let mut map = Map::new();
         map.insert("type".to_owned(), Value::String(self.error_type.clone()));
@@ -84,6 +90,9 @@ impl RecordedError {
             "status".to_owned(),
             self.status.map_or(Value::Null, Value::from),
         );
+        if self.in_stream {
+            map.insert("in_stream".to_owned(), Value::Bool(true));
+        }
         Value::Object(map)
     }
 }
@@ -224,6 +233,124 @@ impl Fixture {
     }
 }
 
+/// Turns that share one replay key but answer differently (`docs/replay-and-fixtures.md` §5.6).
+///
+/// A sequence (a retry after a recorded failure, the same node asked twice) is served in recorded
+/// order only when the call names its caller; a call that names none could be any of the nodes
+/// that recorded these turns, so the replay reports it instead of picking one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedKey {
+    /// The key.
+    pub input_hash: String,
+    /// The caller the turns were recorded under (`None` for legacy turns).
+    pub caller: Option<String>,
+    /// Every turn with this key, in file order.
+    pub turns: Vec<usize>,
+}
+
+impl Fixture {
+    /// The keys whose turns hold two or more different answers, in order of first appearance.
+    ///
+    /// Answers are compared by what the gateway acts on: the message type, its text and its tool
+    /// calls' names and arguments (ids, metadata and usage differ between any two recorded
+    /// answers and are left out). A recorded failure is not counted: the gateway retries a
+    /// failed call with the same conversation only after it failed, so an error followed by an
+    /// answer is a sequence, never two nodes at once.
+    pub fn shared_keys(&self) -> Vec<SharedKey> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut groups: std::collections::HashMap<&str, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (index, turn) in self.turns.iter().enumerate() {
+            let group = groups.entry(turn.input_hash.as_str()).or_insert_with(|| {
+                order.push(turn.input_hash.as_str());
+                Vec::new()
+            });
+            group.push(index);
+        }
+        let mut shared = Vec::new();
+        for key in order {
+            let turns = &groups[key];
+            let mut distinct: Vec<Value> = Vec::new();
+            for &index in turns {
+                if let Some(said) = self.turns[index].answer.what_it_says()
+                    && !distinct.contains(&said)
+                {
+                    distinct.push(said);
+                }
+            }
+            if distinct.len() > 1 {
+                shared.push(SharedKey {
+                    input_hash: key.to_owned(),
+                    caller: self.turns[turns[0]].caller.clone(),
+                    turns: turns.clone(),
+                });
+            }
+        }
+        shared
+    }
+}
+
+impl Answer {
+    /// What the gateway acts on in a recorded message: its type, text and tool calls (name and
+    /// arguments); `None` for a recorded failure.
+    pub(crate) fn what_it_says(&self) -> Option<Value> {
+        let Answer::Output(output) = self else {
+            return None;
+        };
+        let data = output.get("data").unwrap_or(&Value::Null);
+        let calls: Vec<Value> = data
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .map(|calls| {
+                calls
+                    .iter()
+                    .map(|call| {
+                        serde_json::json!([
+                            call.get("name").unwrap_or(&Value::Null),
+                            call.get("args").unwrap_or(&Value::Null)
+                        ])
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(serde_json::json!([
+            output.get("type").unwrap_or(&Value::Null),
+            data.get("content").unwrap_or(&Value::Null),
+            calls
+        ]))
+    }
+
+    /// A one-line description for diagnostics: `tool_calls ["ls"]`, `text "…"` (cut), or
+    /// `error <type>`.
+    pub fn describe(&self) -> String {
+        match self {
+            Answer::Error(error) => format!("error {}", error.error_type),
+            Answer::Output(output) => {
+                let data = output.get("data").unwrap_or(&Value::Null);
+                let names: Vec<&str> = data
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map(|calls| {
+                        calls
+                            .iter()
+                            .filter_map(|c| c.get("name").and_then(Value::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !names.is_empty() {
+                    return format!("tool_calls {names:?}");
+                }
+                let text = match data.get("content") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                format!("text {:?}", crate::text::shorten(&text, 60))
+            }
+        }
+    }
+}
+
 impl Turn {
     /// The turn as a JSON object in file key order, omitting `None` fields.
     pub(crate) fn to_value(&self) -> Value {
@@ -306,7 +433,8 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
     })
 }
 
-/// `{"type": str, "message": str, "status": int | null}`; `status` may be absent.
+/// `{"type": str, "message": str, "status": int | null, "in_stream": bool}`; `status` and
+/// `in_stream` may be absent.
 fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
     let Value::Object(mut map) = failure else {
         return Err(format!(
@@ -341,10 +469,21 @@ fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
             ));
         }
     };
+    let in_stream = match map.remove("in_stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => flag,
+        Some(other) => {
+            return Err(format!(
+                "\"error.in_stream\" must be a boolean, got {}",
+                json_type(&other)
+            ));
+        }
+    };
     Ok(RecordedError {
         error_type,
         message,
         status,
+        in_stream,
     })
 }
 
@@ -531,6 +670,15 @@ mod tests {
         "message": "reset",
         "status": null
       }
+    },
+    {
+      "input_hash": "c",
+      "error": {
+        "type": "APIError",
+        "message": "Token limit reached",
+        "status": null,
+        "in_stream": true
+      }
     }
   ]
 }
@@ -544,11 +692,19 @@ mod tests {
                     error_type: "BadRequestError".into(),
                     message: "too long".into(),
                     status: Some(400),
+                    in_stream: false,
                 }),
                 &Answer::Error(RecordedError {
                     error_type: "APIConnectionError".into(),
                     message: "reset".into(),
                     status: None,
+                    in_stream: false,
+                }),
+                &Answer::Error(RecordedError {
+                    error_type: "APIError".into(),
+                    message: "Token limit reached".into(),
+                    status: None,
+                    in_stream: true,
                 }),
             ]
         );

@@ -44,15 +44,17 @@ mod verdict;
 mod wire;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
-pub use build_fixture::{BuildError, CallSummary, TurnSummary, build_fixture};
-pub use canonical::{DEFAULT_CALLER, ReplayKey, caller_identity, normalize_caller, replay_key};
+pub use build_fixture::{BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture};
+pub use canonical::{
+    DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,
+};
 pub use diff::{Difference, first_difference};
-pub use fixture::{Answer, Fixture, FixtureError, RecordedError, Turn};
+pub use fixture::{Answer, Fixture, FixtureError, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
 pub use pyjson::to_python_json;
-pub use replay::{Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
+pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of, web_shape_of, web_shapes};
 pub use text::{first_chars, shorten};
 pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
-pub use wire::{WireLookupError, messages_from_chat_completions};
+pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions};

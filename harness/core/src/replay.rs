@@ -19,7 +19,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::canonical::{ReplayKey, replay_key};
+use super::canonical::{ReplayKey, conversation_hash, replay_key};
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError};
 use super::pyjson::{python_repr, to_python_json};
@@ -83,7 +83,77 @@ pub struct NearestTurn {
     /// `None` when the turn stores no `canonical` (or, rarely, when both are equal and only the
     /// caller differs).
     pub difference: Option<Difference>,
+    /// The turn's stored `canonical` is not the text its key was hashed from (its conversation
+    /// hash says so): recording redacted a credential-shaped value in it, so equal texts do not
+    /// mean equal conversations.
+    #[serde(default)]
+    pub(crate) canonical_rewritten: bool,
 }
+
+/// A call that named no caller, whose key is recorded for several turns that answer differently
+/// (`docs/replay-and-fixtures.md` §5.6): the engine serves none of them, since picking one would
+/// silently hand one node another node's answer.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Ambiguity {
+    /// The caller the call was taken for (inferred, not named).
+    pub caller: String,
+    /// The shared key.
+    pub input_hash: String,
+    /// The fixture, as given to the engine.
+    pub fixture_path: PathBuf,
+    /// Every turn recorded under the key, in file order.
+    pub turns: Vec<usize>,
+    /// What each of those turns answers, one line each (`text "…"`, `tool_calls [...]`).
+    pub answers: Vec<String>,
+}
+
+impl fmt::Display for Ambiguity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let turns: Vec<String> = self
+            .turns
+            .iter()
+            .zip(&self.answers)
+            .map(|(turn, answer)| format!("turn {turn}: {answer}"))
+            .collect();
+        write!(
+            f,
+            "replay ambiguous: the call's input hash {} (caller {}) is recorded for {} turns of \
+             {} that answer differently ({}), and the call names no caller, so which answer it \
+             should get cannot be told. Nodes that call the model with the same conversation \
+             must name themselves: send the {} header (one value per node) on each model call, \
+             or a caller tag or run name in process, and record again",
+            self.input_hash,
+            python_repr(&self.caller),
+            self.turns.len(),
+            python_repr(&self.fixture_path.display().to_string()),
+            turns.join("; "),
+            crate::wire::CALLER_HEADER,
+        )
+    }
+}
+
+impl std::error::Error for Ambiguity {}
+
+/// Why a lookup served nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LookupError {
+    /// No recorded output for the call (also in the engine's miss ledger).
+    Miss(Box<Miss>),
+    /// The call named no caller and its key has several different recorded answers (also in the
+    /// engine's ambiguity ledger).
+    Ambiguous(Box<Ambiguity>),
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LookupError::Miss(miss) => miss.fmt(f),
+            LookupError::Ambiguous(ambiguity) => ambiguity.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for LookupError {}
 
 #[derive(Debug)]
 struct QueueState {
@@ -100,6 +170,11 @@ pub trait ReplayObserver: Send + Sync + fmt::Debug {
     fn served(&self, served: &Served);
     /// A call missed (the miss is in the engine's ledger as well).
     fn missed(&self, miss: &Miss);
+    /// A call named no caller and its key has several different answers (in the engine's
+    /// ambiguity ledger as well). Ignored unless an observer cares.
+    fn ambiguous(&self, ambiguity: &Ambiguity) {
+        let _ = ambiguity;
+    }
 }
 
 /// Serves a fixture's recorded outputs by replay key, each turn at most once.
@@ -112,7 +187,10 @@ pub struct ReplayEngine {
     /// The distinct callers of the turns, in order of first appearance.
     callers: Vec<String>,
     state: Mutex<QueueState>,
+    /// input_hash → every turn of a key whose turns answer differently (§5.6).
+    shared_keys: HashMap<String, Vec<usize>>,
     misses: Mutex<Vec<Miss>>,
+    ambiguities: Mutex<Vec<Ambiguity>>,
     observer: Option<Arc<dyn ReplayObserver>>,
 }
 
@@ -138,13 +216,20 @@ impl ReplayEngine {
                 callers.push(caller.clone());
             }
         }
+        let shared_keys = fixture
+            .shared_keys()
+            .into_iter()
+            .map(|shared| (shared.input_hash, shared.turns))
+            .collect();
         Ok(ReplayEngine {
             fixture,
             path,
             known_hashes,
             callers,
             state: Mutex::new(QueueState { queues, served }),
+            shared_keys,
             misses: Mutex::new(Vec::new()),
+            ambiguities: Mutex::new(Vec::new()),
             observer: None,
         })
     }
@@ -156,7 +241,8 @@ impl ReplayEngine {
     }
 
     /// Serves the next recorded output for a call by `caller` (raw; normalised here) with the
-    /// model-facing `messages`.
+    /// model-facing `messages`; the call names its caller, so several different answers recorded
+    /// under its key are served in recorded order (§5.6).
     ///
     /// Tries the caller-aware input hash first, then the legacy bare conversation hash (§5.3).
     /// Duplicate keys are served in file order, each turn once. On a miss the [`Miss`] is also
@@ -166,18 +252,61 @@ impl ReplayEngine {
         reason = "a miss carries its diagnostics by value; misses are rare and end the test"
     )]
     pub fn lookup(&self, caller: &str, messages: &[Value]) -> Result<Served, Miss> {
-        self.lookup_key(replay_key(caller, messages))
+        self.serve(replay_key(caller, messages))
     }
 
-    /// [`ReplayEngine::lookup`] with the key already computed (the wire lookup computes the
-    /// conversation's part once to find the caller).
+    /// Serves a call that names no caller (a gateway's lead agent, which carries no caller tag
+    /// or run name): the caller is `lead_agent`, and a key recorded with several different
+    /// answers is an [`Ambiguity`] instead of a pick (§5.6).
+    pub fn lookup_unnamed(&self, messages: &[Value]) -> Result<Served, LookupError> {
+        self.lookup_inferred(replay_key("", messages))
+    }
+
+    /// The lookup of a call whose caller was inferred or defaulted, with the key already
+    /// computed (the wire lookup computes the conversation's part once to find the caller): only
+    /// a named caller may be served one of several different answers recorded under its key.
+    pub(crate) fn lookup_inferred(&self, key: ReplayKey) -> Result<Served, LookupError> {
+        if let Some(ambiguity) = self.ambiguity(&key) {
+            self.ambiguities.lock().push(ambiguity.clone());
+            if let Some(observer) = &self.observer {
+                observer.ambiguous(&ambiguity);
+            }
+            return Err(LookupError::Ambiguous(Box::new(ambiguity)));
+        }
+        self.serve(key)
+            .map_err(|miss| LookupError::Miss(Box::new(miss)))
+    }
+
+    /// The ambiguity of serving `key` to a call that names no caller: the key it would be
+    /// served from (the caller-aware one, else the legacy one) has different recorded answers.
+    fn ambiguity(&self, key: &ReplayKey) -> Option<Ambiguity> {
+        let recorded_key = if self.shared_keys.contains_key(&key.input_hash) {
+            &key.input_hash
+        } else if !self.is_recorded(&key.input_hash) {
+            &key.conversation_hash
+        } else {
+            return None;
+        };
+        let turns = self.shared_keys.get(recorded_key)?;
+        Some(Ambiguity {
+            caller: key.caller.clone(),
+            input_hash: recorded_key.clone(),
+            fixture_path: self.path.clone(),
+            turns: turns.clone(),
+            answers: turns
+                .iter()
+                .map(|&turn| self.fixture.turns[turn].answer.describe())
+                .collect(),
+        })
+    }
+
+    /// Serves the next turn of `key` in recorded order, or records and returns the miss.
     #[expect(
         clippy::result_large_err,
         reason = "a miss carries its diagnostics by value; misses are rare and end the test"
     )]
-    pub(crate) fn lookup_key(&self, key: ReplayKey) -> Result<Served, Miss> {
+    fn serve(&self, key: ReplayKey) -> Result<Served, Miss> {
         let mut state = self.state.lock();
-
         let mut recorded_key = &key.input_hash;
         let mut found = state
             .queues
@@ -221,6 +350,16 @@ impl ReplayEngine {
             observer.missed(&miss);
         }
         Err(miss)
+    }
+
+    /// A copy of this engine's ambiguity ledger (§5.6), oldest first.
+    pub fn ambiguities(&self) -> Vec<Ambiguity> {
+        self.ambiguities.lock().clone()
+    }
+
+    /// Returns this engine's ambiguities and clears the ledger.
+    pub fn take_ambiguities(&self) -> Vec<Ambiguity> {
+        std::mem::take(&mut *self.ambiguities.lock())
     }
 
     /// A copy of this engine's miss ledger, oldest first.
@@ -309,12 +448,19 @@ impl ReplayEngine {
             .canonical
             .as_deref()
             .and_then(|recorded| canonical_difference(recorded, &key.canonical));
+        // A miss report compares what was hashed: the stored text stands for the hashed one only
+        // when it hashes to the turn's conversation hash.
+        let canonical_rewritten = match (&turn.canonical, &turn.conversation_hash) {
+            (Some(canonical), Some(hash)) => conversation_hash(canonical) != *hash,
+            _ => false,
+        };
         Some(NearestTurn {
             turn_index,
             input_hash: turn.input_hash.clone(),
             served: served[turn_index],
             common_prefix,
             difference,
+            canonical_rewritten,
         })
     }
 }
@@ -400,6 +546,11 @@ impl fmt::Display for Miss {
         }
         f.write_str(")")?;
         match (&nearest.difference, nearest.common_prefix) {
+            (None, Some(_)) if nearest.canonical_rewritten => f.write_str(
+                "\nthe turn's stored \"canonical\" reads the same, but it is not the text its key \
+                 was hashed from (recording redacted a credential-shaped value in it), so the \
+                 conversations differ where the recording shows \"[secret removed]\"",
+            ),
             (Some(difference), _) => write!(
                 f,
                 "\nfirst differing field: {}: recorded {}, incoming {}",
@@ -487,6 +638,91 @@ mod tests {
         assert_eq!(suggest.turn_index, 1);
         assert!(engine.unused_turns().is_empty());
         assert_eq!(engine.misses().len(), 1);
+    }
+
+    /// A turn like [`turn`] with its answer given as JSON (`data` of the output).
+    fn turn_saying(caller: &str, messages: &[Value], data: Value) -> Turn {
+        Turn {
+            answer: Answer::Output(json!({"type": "ai", "data": data})),
+            ..turn(caller, messages, "", true)
+        }
+    }
+
+    #[test]
+    fn a_key_with_different_answers_is_ambiguous_unless_the_caller_is_named() {
+        let hi = [human("hi")];
+        let text = |t: &str| json!({"content": t, "type": "ai", "tool_calls": []});
+        let with_id = |t: &str, id: &str| json!({"content": t, "type": "ai", "id": id});
+        let call = json!({"content": "", "type": "ai", "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "c1"}]});
+        let failed = Turn {
+            answer: Answer::Error(crate::fixture::RecordedError {
+                error_type: "RateLimitError".into(),
+                message: "slow down".into(),
+                status: Some(429),
+                in_stream: false,
+            }),
+            ..turn("lead_agent", &hi, "", true)
+        };
+        // (name, the key's turns, ambiguous for a call that names no caller)
+        let cases: Vec<(&str, Vec<Turn>, bool)> = vec![
+            (
+                "two texts",
+                vec![
+                    turn_saying("lead_agent", &hi, text("a")),
+                    turn_saying("lead_agent", &hi, text("b")),
+                ],
+                true,
+            ),
+            (
+                "a text and a tool call",
+                vec![
+                    turn_saying("lead_agent", &hi, text("")),
+                    turn_saying("lead_agent", &hi, call.clone()),
+                ],
+                true,
+            ),
+            (
+                "the same answer under other ids",
+                vec![
+                    turn_saying("lead_agent", &hi, with_id("a", "run-1")),
+                    turn_saying("lead_agent", &hi, with_id("a", "run-2")),
+                ],
+                false,
+            ),
+            (
+                "a failure, then the retry's answer",
+                vec![failed.clone(), turn_saying("lead_agent", &hi, text("a"))],
+                false,
+            ),
+            (
+                "one answer",
+                vec![turn_saying("lead_agent", &hi, text("a"))],
+                false,
+            ),
+        ];
+        for (name, turns, ambiguous) in cases {
+            let engine = engine(turns);
+            let unnamed = engine.lookup_unnamed(&hi);
+            match (&unnamed, ambiguous) {
+                (Err(LookupError::Ambiguous(ambiguity)), true) => {
+                    assert_eq!(ambiguity.turns, [0, 1], "{name}");
+                    let message = ambiguity.to_string();
+                    assert!(
+                        message.contains("turn 0: ")
+                            && message.contains("; turn 1: ")
+                            && message.contains("X-Harness-Caller"),
+                        "{name}: {message}"
+                    );
+                    assert_eq!(engine.ambiguities(), [(**ambiguity).clone()], "{name}");
+                    assert_eq!(engine.unused_turns(), [0, 1], "{name}: nothing was served");
+                }
+                (Ok(served), false) => assert_eq!(served.turn_index, 0, "{name}"),
+                other => panic!("{name}: {other:?}"),
+            }
+            // A named caller is served in recorded order either way.
+            let named = engine.lookup("lead_agent", &hi);
+            assert!(named.is_ok() || !ambiguous, "{name}: {named:?}");
+        }
     }
 
     #[test]
@@ -626,6 +862,35 @@ mod tests {
         let nearest = miss.nearest.expect("nearest");
         assert_eq!(nearest.turn_index, 2);
         assert_eq!(nearest.common_prefix, Some(1));
+    }
+
+    #[test]
+    fn a_miss_report_compares_what_was_hashed_not_the_redacted_text() {
+        // The recorded call saw a credential-shaped value; its stored canonical text was
+        // redacted, the key was hashed from the original.
+        let lived = [human("the upstream said: Bearer abcd1234efgh5678")];
+        let key = replay_key("lead_agent", &lived);
+        let stored = crate::recording::redact_text(&key.canonical);
+        assert_ne!(stored, key.canonical, "the recording rewrote it");
+        let recorded = Turn {
+            canonical: Some(stored),
+            ..turn("lead_agent", &lived, "x", true)
+        };
+        let engine = engine(vec![recorded]);
+        // A replay that lives the redacted conversation reads the same as the stored text.
+        let replayed = [human("the upstream said: [secret removed]")];
+        let miss = engine
+            .lookup("lead_agent", &replayed)
+            .expect_err("other hash");
+        let message = miss.to_string();
+        assert!(
+            !message.contains("the recorded conversation is identical"),
+            "{message}"
+        );
+        assert!(
+            message.contains("it is not the text its key was hashed from"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //!
 //! A replay passes when its stream is framed (`metadata` first, `end` last), the replay model
 //! missed nothing (the gateway's error middleware hides misses from the stream, so the engine's
-//! ledger is the gate), the model side reported no other problem (a model server at the wire can
+//! ledger is the gate), no call that named no caller met a key with several different answers
+//! (an [`Ambiguity`], never a silent pick), the model side reported no other problem (a model server at the wire can
 //! also see a strict-replay mismatch, an ambiguous caller or an unreadable request), and its
-//! shapes equal the committed golden. Turns no replay used are
-//! reported, never failed (§5.5).
+//! shapes equal the committed golden. A fixture with no recorded turn fails: its replay proves
+//! nothing. Turns no replay used are reported, never failed (§5.5).
 
-use crate::replay::Miss;
+use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
 
 /// How a run's event stream is framed.
@@ -83,6 +84,9 @@ pub struct Verdict {
     pub framing: Framing,
     /// The model calls that had no recorded answer, oldest first.
     pub misses: Vec<Miss>,
+    /// The model calls that named no caller and whose key has several different recorded
+    /// answers, so none was served (`docs/replay-and-fixtures.md` §5.6), oldest first.
+    pub ambiguities: Vec<Ambiguity>,
     /// Other failures the model side reported, as their messages (empty for the in-process
     /// replay model, which can only miss).
     pub model_errors: Vec<String>,
@@ -90,6 +94,8 @@ pub struct Verdict {
     pub golden: GoldenStatus,
     /// Indexes of the turns no call used (information, not failure).
     pub unused_turns: Vec<usize>,
+    /// How many turns the fixture recorded: a fixture with none proves nothing, and fails.
+    pub recorded_turns: usize,
 }
 
 impl Verdict {
@@ -98,22 +104,31 @@ impl Verdict {
     pub fn new(
         shapes: &[Shape],
         misses: Vec<Miss>,
+        ambiguities: Vec<Ambiguity>,
         model_errors: Vec<String>,
         golden: GoldenStatus,
         unused_turns: Vec<usize>,
+        recorded_turns: usize,
     ) -> Verdict {
         Verdict {
             framing: Framing::of(shapes),
             misses,
+            ambiguities,
             model_errors,
             golden,
             unused_turns,
+            recorded_turns,
         }
     }
 
-    /// The checks before the golden comparison: framed, no miss, no other model error.
+    /// The checks before the golden comparison: a recorded turn, framed, no miss, no ambiguity,
+    /// no other model error.
     pub fn replayed_cleanly(&self) -> bool {
-        self.framing.is_ok() && self.misses.is_empty() && self.model_errors.is_empty()
+        self.recorded_turns > 0
+            && self.framing.is_ok()
+            && self.misses.is_empty()
+            && self.ambiguities.is_empty()
+            && self.model_errors.is_empty()
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
@@ -125,6 +140,12 @@ impl Verdict {
     /// errors), golden.
     pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
         let mut problems = Vec::new();
+        if self.recorded_turns == 0 {
+            problems.push(
+                "the fixture has no recorded turn: a replay of it proves nothing (record it again)"
+                    .to_owned(),
+            );
+        }
         if let Framing::Broken { first, last } = &self.framing {
             if first.as_deref() != Some("metadata") {
                 problems.push(format!(
@@ -142,6 +163,9 @@ impl Verdict {
                  (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
                 self.misses.len()
             ));
+        }
+        for ambiguity in &self.ambiguities {
+            problems.push(ambiguity.to_string());
         }
         if !self.model_errors.is_empty() {
             problems.push(format!(
@@ -224,8 +248,10 @@ mod tests {
             &shapes(&[Some("metadata"), Some("end")]),
             Vec::new(),
             Vec::new(),
+            Vec::new(),
             GoldenStatus::Ok,
             vec![3],
+            4,
         );
         assert!(clean.replayed_cleanly() && clean.passes(MissingGolden::Fails));
         assert!(clean.problems(MissingGolden::Fails).is_empty());
@@ -244,21 +270,43 @@ mod tests {
         assert!(!model_error.replayed_cleanly());
         assert!(!model_error.passes(MissingGolden::Allowed));
 
+        let no_turn = Verdict {
+            recorded_turns: 0,
+            ..clean.clone()
+        };
+        assert!(!no_turn.replayed_cleanly());
+        assert!(!no_turn.passes(MissingGolden::Allowed));
+
         let broken = Verdict::new(
             &shapes(&[Some("values")]),
             vec![miss("abc")],
+            vec![Ambiguity {
+                caller: "lead_agent".into(),
+                input_hash: "k".into(),
+                fixture_path: PathBuf::from("f.json"),
+                turns: vec![0, 1],
+                answers: vec!["text \"a\"".into(), "text \"b\"".into()],
+            }],
             vec!["ambiguous caller".into()],
             GoldenStatus::Changed,
             Vec::new(),
+            0,
         );
         assert!(!broken.replayed_cleanly());
         assert_eq!(
             broken.problems(MissingGolden::Allowed),
             [
+                "the fixture has no recorded turn: a replay of it proves nothing (record it again)",
                 "the first event is Some(\"values\"), expected \"metadata\"",
                 "the last event is Some(\"values\"), expected \"end\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
                  (cargo xtask record) or fix the drift. Missed hashes: [\"abc\"]",
+                "replay ambiguous: the call's input hash k (caller 'lead_agent') is recorded \
+                 for 2 turns of 'f.json' that answer differently (turn 0: text \"a\"; turn 1: \
+                 text \"b\"), and the call names no caller, so which answer it should get \
+                 cannot be told. Nodes that call the model with the same conversation must name \
+                 themselves: send the X-Harness-Caller header (one value per node) on each model \
+                 call, or a caller tag or run name in process, and record again",
                 "the model server reported 1 problem(s): [\"ambiguous caller\"]",
                 "the SSE shape differs from the golden (review with `cargo insta review`)",
             ]

@@ -38,7 +38,12 @@ use crate::canonical::{
     normalize_caller,
 };
 use crate::pyjson::python_repr;
-use crate::replay::{Miss, ReplayEngine, Served};
+use crate::replay::{Ambiguity, LookupError, Miss, ReplayEngine, Served};
+
+/// The HTTP header a gateway sends to name the caller of a model call at the wire
+/// (`docs/replay-and-fixtures.md` §11, §5.6): one value per graph node that calls the model, so
+/// nodes that send the same conversation get their own recorded answers.
+pub const CALLER_HEADER: &str = "X-Harness-Caller";
 
 /// The message dicts of a Chat Completions request's `messages`, ready for
 /// [`replay_key`](crate::replay_key). See the module documentation for the rules.
@@ -162,12 +167,16 @@ pub enum WireLookupError {
         /// The fixture, as given to the engine.
         fixture_path: PathBuf,
     },
+    /// The request named no caller and its key is recorded for several turns that answer
+    /// differently (parallel nodes sending one conversation); also in the engine's ledger.
+    AmbiguousAnswer(Box<Ambiguity>),
 }
 
 impl fmt::Display for WireLookupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WireLookupError::Miss(miss) => miss.fmt(f),
+            WireLookupError::AmbiguousAnswer(ambiguity) => ambiguity.fmt(f),
             WireLookupError::AmbiguousCaller {
                 callers,
                 conversation_hash,
@@ -197,7 +206,9 @@ impl ReplayEngine {
     /// of the fixture's callers and the one whose key is recorded is
     /// used (a legacy, caller-less key serves any caller). When several are recorded the call is
     /// [`WireLookupError::AmbiguousCaller`]; when none is, the call misses under the caller of the
-    /// recorded turn nearest to it, so the miss names the turn the run diverged from.
+    /// recorded turn nearest to it, so the miss names the turn the run diverged from. A call
+    /// without a caller whose key holds several different answers is
+    /// [`WireLookupError::AmbiguousAnswer`], never a pick (§5.6).
     pub fn lookup_at_wire(
         &self,
         caller: Option<&str>,
@@ -235,8 +246,10 @@ impl ReplayEngine {
             canonical,
             conversation_hash: conversation,
         };
-        self.lookup_key(key)
-            .map_err(|miss| WireLookupError::Miss(Box::new(miss)))
+        self.lookup_inferred(key).map_err(|error| match error {
+            LookupError::Miss(miss) => WireLookupError::Miss(miss),
+            LookupError::Ambiguous(ambiguity) => WireLookupError::AmbiguousAnswer(ambiguity),
+        })
     }
 
     /// The caller of the recorded turn whose canonical conversation shares the most leading
@@ -463,6 +476,41 @@ mod tests {
             .lookup_at_wire(Some("suggest_agent"), &messages)
             .expect("named");
         assert_eq!(served.turn_index, 1);
+    }
+
+    fn turn_answering(caller: &str, wire: &[Value], answer: &str) -> Turn {
+        Turn {
+            answer: Answer::Output(
+                json!({"type": "ai", "data": {"content": answer, "type": "ai"}}),
+            ),
+            ..turn(caller, wire)
+        }
+    }
+
+    #[test]
+    fn one_key_with_two_answers_is_ambiguous_without_a_caller_and_served_with_one() {
+        // Two parallel nodes recorded without a caller header: both under `lead_agent`.
+        let engine = engine(vec![
+            turn_answering("lead_agent", &[human("same")], "from node a"),
+            turn_answering("lead_agent", &[human("same")], "from node b"),
+        ]);
+        let messages = messages_from_chat_completions(&[human("same")]);
+        for _ in 0..2 {
+            let error = engine
+                .lookup_at_wire(None, &messages)
+                .expect_err("ambiguous");
+            let WireLookupError::AmbiguousAnswer(ambiguity) = &error else {
+                panic!("{error:?}")
+            };
+            assert_eq!(ambiguity.turns, [0, 1]);
+            assert!(error.to_string().contains(CALLER_HEADER), "{error}");
+        }
+        assert_eq!(engine.ambiguities().len(), 2);
+        assert!(engine.misses().is_empty());
+        let named = engine
+            .lookup_at_wire(Some("lead_agent"), &messages)
+            .expect("named");
+        assert_eq!(named.turn_index, 0);
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict, golden_document,
-    shape_of, shorten,
+    Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict,
+    golden_document, shape_of, shorten,
 };
 
 use crate::driver::{Driver, DriverError, RunTranscript};
@@ -40,6 +40,19 @@ pub enum HarnessError {
         /// Why.
         source: DriverError,
     },
+    /// The fixture's drive ran past its time limit (a fixture with thousands of follow-ups
+    /// would otherwise run unbounded).
+    #[error(
+        "{fixture}: the drive ran past the fixture's time limit of {} s and was stopped (raise it \
+         with --fixture-time-limit if the fixture is meant to be that long)",
+        .limit.as_secs_f64()
+    )]
+    TimedOut {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// The limit.
+        limit: Duration,
+    },
     /// The model server of a gateway that runs elsewhere could not select the fixture or report.
     #[error("model server for {fixture}: {source}")]
     ModelServer {
@@ -61,6 +74,8 @@ pub struct ScenarioRun {
     pub transcripts: Vec<RunTranscript>,
     /// Model calls with no recorded output.
     pub misses: Vec<Miss>,
+    /// Model calls that named no caller and met a key with several different answers.
+    pub ambiguities: Vec<Ambiguity>,
     /// Other model-side failures reported by a model server (a strict-replay mismatch, an
     /// ambiguous caller, an unreadable request), as their messages.
     pub model_errors: Vec<String>,
@@ -107,9 +122,11 @@ impl ScenarioRun {
         Verdict::new(
             &shapes,
             self.misses.clone(),
+            self.ambiguities.clone(),
             self.model_errors.clone(),
             golden_status(&self.golden_dir, &self.stem(), &document),
             self.unused_turns.clone(),
+            self.fixture.turns.len(),
         )
     }
 
@@ -179,6 +196,9 @@ impl ScenarioRun {
         for miss in &self.misses {
             let _ = writeln!(out, "--- miss ---\n{miss}");
         }
+        for ambiguity in &self.ambiguities {
+            let _ = writeln!(out, "--- ambiguous ---\n{ambiguity}");
+        }
         for problem in &self.model_errors {
             let _ = writeln!(out, "--- model server ---\n{problem}");
         }
@@ -214,8 +234,23 @@ pub async fn run_fixture_on(
     path: &Path,
     golden_dir: &Path,
 ) -> Result<ScenarioRun, HarnessError> {
+    run_fixture_on_within(target, path, golden_dir, FIXTURE_TIME_LIMIT).await
+}
+
+/// How long one fixture's drive may take by default: far above any shipped fixture (a few
+/// seconds on a debug build), far below "unbounded".
+pub const FIXTURE_TIME_LIMIT: Duration = Duration::from_secs(300);
+
+/// [`run_fixture_on`] with a time limit for the drive: past it, the drive stops, the target
+/// finishes, and the run is [`HarnessError::TimedOut`], naming the fixture.
+pub async fn run_fixture_on_within(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    golden_dir: &Path,
+    limit: Duration,
+) -> Result<ScenarioRun, HarnessError> {
     let fixture = Fixture::load(path)?;
-    run_on(target, path, golden_dir, fixture).await
+    run_on_within(target, path, golden_dir, fixture, limit).await
 }
 
 /// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
@@ -226,9 +261,25 @@ pub async fn run_on(
     golden_dir: &Path,
     fixture: Fixture,
 ) -> Result<ScenarioRun, HarnessError> {
-    let (run, ()) = drive_target(target, path, golden_dir, fixture, async |url, fixture| {
-        Ok((drive_prompts(url, fixture).await?, ()))
-    })
+    run_on_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT).await
+}
+
+/// [`run_on`] with a time limit for the drive.
+pub async fn run_on_within(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    golden_dir: &Path,
+    fixture: Fixture,
+    limit: Duration,
+) -> Result<ScenarioRun, HarnessError> {
+    let (run, ()) = drive_target_within(
+        target,
+        path,
+        golden_dir,
+        fixture,
+        limit,
+        async |url, fixture| Ok((drive_prompts(url, fixture).await?, ())),
+    )
     .await?;
     Ok(run)
 }
@@ -244,10 +295,29 @@ pub async fn drive_target<T>(
     fixture: Fixture,
     drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
 ) -> Result<(ScenarioRun, T), HarnessError> {
+    drive_target_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT, drive).await
+}
+
+/// [`drive_target`] with a time limit for the drive: past it the drive is dropped (its requests
+/// cancelled), the target finishes, and the run is [`HarnessError::TimedOut`].
+async fn drive_target_within<T>(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    golden_dir: &Path,
+    fixture: Fixture,
+    limit: Duration,
+    drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
+) -> Result<(ScenarioRun, T), HarnessError> {
     let started = Instant::now();
     let url = target.start(path, &fixture).await?;
-    let drive = drive(&url, &fixture).await;
+    let drive = tokio::time::timeout(limit, drive(&url, &fixture)).await;
     let ledger = target.finish().await;
+    let Ok(drive) = drive else {
+        return Err(HarnessError::TimedOut {
+            fixture: path.to_path_buf(),
+            limit,
+        });
+    };
     let (transcripts, observed) = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
@@ -256,6 +326,7 @@ pub async fn drive_target<T>(
     let run = ScenarioRun {
         fixture_path: path.to_path_buf(),
         misses: ledger.misses,
+        ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
         fixture,

@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use replay_core::{Fixture, SHARED_FILE_MODE, TurnSummary, first_chars, write_atomically};
+use replay_core::recording::{redact, redact_text};
+use replay_core::{
+    BuildWarning, Fixture, SHARED_FILE_MODE, Scenario, TurnSummary, first_chars, write_atomically,
+};
 
 /// Why a fixture or its metadata could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +72,28 @@ pub fn summary_lines(summary: &[TurnSummary]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The fixture builder's warnings about `fixture` (turns that share a key but answer
+/// differently, which a replay reports as ambiguous), one line each.
+pub fn warning_lines(fixture: &Fixture) -> Vec<String> {
+    BuildWarning::of(fixture)
+        .into_iter()
+        .map(|warning| format!("warning: {warning}"))
+        .collect()
+}
+
+/// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
+/// recording is (`docs/recording-format.md` §6): what is driven, written beside the recording and
+/// put in the fixture, so a key typed into a prompt reaches no file.
+pub fn redacted_scenario(scenario: &Scenario) -> Scenario {
+    Scenario {
+        prompt: redact_text(&scenario.prompt),
+        followups: scenario.followups.iter().map(|f| redact_text(f)).collect(),
+        context: redact(&scenario.context),
+        gateway_config: scenario.gateway_config.as_ref().map(redact),
+        ..scenario.clone()
+    }
 }
 
 /// Creates the folder `path` goes into when it does not exist yet (the recording writer would

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use async_trait::async_trait;
-use replay_core::{Fixture, Miss};
+use replay_core::{Ambiguity, Fixture, Miss};
 
 use crate::golden::stem_of;
 use crate::layer1::HarnessError;
@@ -24,6 +24,8 @@ use crate::model_server::{ClientError, ModelServerClient, Problem};
 pub struct ModelLedger {
     /// Calls with no recorded output.
     pub misses: Vec<Miss>,
+    /// Calls that named no caller and met a key with several different answers.
+    pub ambiguities: Vec<Ambiguity>,
     /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
     /// caller, a request the model server could not read.
     pub other_problems: Vec<String>,
@@ -41,6 +43,7 @@ impl ModelLedger {
         for problem in problems {
             match problem {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
+                Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
                 other => {
                     ledger
                         .other_problems

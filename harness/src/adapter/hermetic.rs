@@ -72,6 +72,80 @@ pub enum HermeticError {
     /// A fixture's `gateway_config` overrides did not fit the configuration.
     #[error("gateway_config overrides: {0}")]
     Overrides(String),
+    /// A fixture's `gateway_config` sets a key it may not (`docs/replay-and-fixtures.md` §7.6).
+    #[error(
+        "gateway_config key {key:?} is refused: {why}; a fixture may set only what shapes the \
+         prompt or the client's view: {}",
+        ALLOWED_OVERRIDES.join(", ")
+    )]
+    Refused {
+        /// The key, as a dotted path (`models`, `title.model_name`).
+        key: String,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+/// The tables a fixture's `gateway_config` may set (`docs/replay-and-fixtures.md` §7.6): each
+/// shapes what the model is asked or what a client sees, and none names a model block, a URL or a
+/// path. Everything else (`models`, `home`, `database`, `server`, `auth`, `sandbox`, `skills`,
+/// `tools`, `memory`, …) could point a replay at the network or move its files, and is refused.
+pub(crate) const ALLOWED_OVERRIDES: [&str; 8] = [
+    "title",
+    "suggestions",
+    "token_usage",
+    "uploads",
+    "tool_limits",
+    "message_limits",
+    "llm_retry",
+    "runs",
+];
+
+/// Refuses overrides outside [`ALLOWED_OVERRIDES`], and any string in them that reads as a URL
+/// or a path, naming the key.
+fn check_overrides(overrides: &Value) -> Result<(), HermeticError> {
+    let Value::Object(tables) = overrides else {
+        return Err(HermeticError::Overrides("must be a JSON object".into()));
+    };
+    for (key, value) in tables {
+        if !ALLOWED_OVERRIDES.contains(&key.as_str()) {
+            let why = if key == "models" {
+                "a fixture may not bring a model block (replay must never reach a model)"
+            } else {
+                "it does not shape the prompt, and may point the gateway at the network or move its files"
+            };
+            return Err(HermeticError::Refused {
+                key: key.clone(),
+                why,
+            });
+        }
+        check_leaves(key, value)?;
+    }
+    Ok(())
+}
+
+fn check_leaves(path: &str, value: &Value) -> Result<(), HermeticError> {
+    match value {
+        Value::String(text) => {
+            let url = text.contains("://");
+            let file = text.starts_with(['/', '~', '.']) || text.contains(['/', '\\']);
+            if url || file {
+                return Err(HermeticError::Refused {
+                    key: path.to_owned(),
+                    why: "its value reads as a URL or a path",
+                });
+            }
+            Ok(())
+        }
+        Value::Object(map) => map
+            .iter()
+            .try_for_each(|(key, item)| check_leaves(&format!("{path}.{key}"), item)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(index, item)| check_leaves(&format!("{path}[{index}]"), item)),
+        _ => Ok(()),
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HermeticError + '_ {
@@ -99,7 +173,8 @@ pub fn prepare_home(root: &Path) -> Result<PathBuf, HermeticError> {
 }
 
 /// The pinned configuration for `home` with `block`, plus a fixture's `gateway_config` overrides
-/// (a JSON object deep-merged into the configuration; applied the same way when recording).
+/// (a JSON object deep-merged into the configuration; applied the same way when recording), which
+/// may set only `ALLOWED_OVERRIDES`.
 pub fn hermetic_config(
     home: &Path,
     block: &ModelBlock,
@@ -121,6 +196,7 @@ pub fn hermetic_config(
     config.auth.password_hash = PasswordHashConfig::cheap();
     config.auth.jwt_secret = Some("ci-replay-secret".into());
     if let Some(overrides) = overrides.filter(|o| !o.is_null()) {
+        check_overrides(overrides)?;
         config = apply_overrides(&config, overrides)?;
     }
     config
@@ -232,6 +308,53 @@ mod tests {
         let err =
             hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&bad)).unwrap_err();
         assert!(err.to_string().contains("title.model_name"), "{err}");
+    }
+
+    #[test]
+    fn overrides_outside_the_allow_list_are_refused_by_key() {
+        // (overrides, the refused key, or None when they apply)
+        let cases = [
+            (json!({"title": {"model_name": SCENARIO_MODEL}}), None),
+            (
+                json!({"suggestions": {"max_suggestions": 2}, "token_usage": {"enabled": true}}),
+                None,
+            ),
+            (json!({"runs": {"default_recursion_limit": 30}}), None),
+            (
+                json!({"models": [{"name": "live", "use": "openai", "base_url": "https://api.openai.com/v1"}]}),
+                Some("models"),
+            ),
+            (json!({"home": "/tmp/elsewhere"}), Some("home")),
+            (
+                json!({"database": {"sqlite_dir": "/var/db"}}),
+                Some("database"),
+            ),
+            (json!({"server": {"web_dir": "/etc"}}), Some("server")),
+            (
+                json!({"skills": {"path": "/home/me/skills"}}),
+                Some("skills"),
+            ),
+            (json!({"memory": {"enabled": true}}), Some("memory")),
+            (
+                json!({"title": {"model_name": "https://evil.example/v1"}}),
+                Some("title.model_name"),
+            ),
+            (
+                json!({"suggestions": {"model_name": "../../etc/passwd"}}),
+                Some("suggestions.model_name"),
+            ),
+        ];
+        for (overrides, refused) in cases {
+            let result =
+                hermetic_config(Path::new("/tmp/h"), &ModelBlock::Replay, Some(&overrides));
+            match (result, refused) {
+                (Ok(_), None) => {}
+                (Err(HermeticError::Refused { key, .. }), Some(expected)) => {
+                    assert_eq!(key, expected, "{overrides}")
+                }
+                (other, _) => panic!("{overrides}: {:?}", other.map(|_| "applied")),
+            }
+        }
     }
 
     #[test]

@@ -19,7 +19,6 @@ use crate::adapter::replay_model::{request_caller, request_messages};
 use keyless_runner::model_server::normalized;
 use replay_core::recording::{
     CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
-    redact_text,
 };
 use replay_core::replay_key;
 
@@ -93,12 +92,34 @@ fn event_value(event: &StreamEvent) -> Value {
 /// The error event written before `call_end` when the provider fails, so a fixture built from
 /// the recording can replay the same failure. Redacted like everything else.
 fn failure_event(error: &ModelError) -> Value {
-    json!({
+    let mut event = json!({
         "type": "error",
-        "message": redact_text(&error.message),
+        "message": error.message,
         "error_type": error.error_type,
         "status": error.status,
-    })
+    });
+    // A failure the provider reported inside a 200 answer replays inside one
+    // (`docs/recording-format.md` §2.2); the key is absent otherwise, as before.
+    if error.in_stream {
+        event["in_stream"] = json!(true);
+    }
+    redact(&event)
+}
+
+/// Records the provider's failure in `call` and returns the error the gateway gets: the one
+/// written, redacted, as a replay of this recording will hand it over. Passing the original on
+/// would let the live run continue on a conversation (the error middleware's fallback message,
+/// the suggestions built from it) that no replay produces. What the event does not hold (a
+/// forced class, a `Retry-After`) carries no text and is kept.
+fn record_failure(call: &mut CallWriter, error: ModelError) -> ModelError {
+    let written = failure_event(&error);
+    let _ = call.event(&written);
+    let text = |key: &str| written.get(key).and_then(Value::as_str).map(str::to_owned);
+    ModelError {
+        message: text("message").unwrap_or_default(),
+        error_type: text("error_type").unwrap_or_else(|| error.error_type.clone()),
+        ..error
+    }
 }
 
 /// Wraps the real model and records every call to a shared sink.
@@ -133,8 +154,7 @@ impl RecordingChatModel {
         match self.inner.stream(request).await {
             Ok(source) => Ok((call, source)),
             Err(error) => {
-                call.event(&failure_event(&error))
-                    .map_err(recording_error)?;
+                let error = record_failure(&mut call, error);
                 call.end(Outcome::Error).map_err(recording_error)?;
                 Err(error)
             }
@@ -163,7 +183,7 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
                     let event = match passed_on(written) {
                         Ok(event) => event,
                         Err(err) => {
-                            let _ = call.event(&failure_event(&err));
+                            let err = record_failure(&mut call, err);
                             let _ = call.end(Outcome::Error);
                             return Some((Err(err), (None, source)));
                         }
@@ -179,7 +199,7 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
                     Some((Ok(event), (Some(call), source)))
                 }
                 Some(Err(error)) => {
-                    let _ = call.event(&failure_event(&error));
+                    let error = record_failure(&mut call, error);
                     let _ = call.end(Outcome::Error);
                     Some((Err(error), (None, source)))
                 }
@@ -274,6 +294,9 @@ fn replayed_events(events: Vec<Value>) -> Vec<Result<StreamEvent, ModelError>> {
                 let mut error = ModelError::new(kind, message);
                 if let Some(status) = event.get("status").and_then(Value::as_u64) {
                     error = error.with_status(status as u16);
+                }
+                if event.get("in_stream").and_then(Value::as_bool) == Some(true) {
+                    error = error.reported_in_stream();
                 }
                 return Err(error);
             }
@@ -392,7 +415,11 @@ mod tests {
                 message: Message::ai("hi", Vec::new()).to_dump(),
             };
             let delta = StreamEvent::TextDelta { delta: "hi".into() };
-            let broken = ModelError::new("RemoteProtocolError", "stream broke").with_status(502);
+            let broken = ModelError::new(
+                "RemoteProtocolError",
+                "stream broke: Authorization Bearer sk-abcdefghijklmnop",
+            )
+            .with_status(502);
             let events: EventStream = match self.0 {
                 Script::Answer => Box::pin(futures::stream::iter(vec![
                     Ok(StreamEvent::Start),
@@ -470,8 +497,9 @@ mod tests {
         let (model, path) = model(Script::FailAtStart, folder.path());
         let error = model.invoke(&request()).await.unwrap_err();
         assert_eq!(
-            error.error_type, "AuthenticationError",
-            "the original error is passed on"
+            (error.error_type.as_str(), error.status),
+            ("AuthenticationError", Some(401)),
+            "the error is passed on"
         );
         assert_eq!(outcomes(&path), [(Outcome::Error, vec!["error".into()])]);
         assert!(
@@ -479,6 +507,34 @@ mod tests {
                 .unwrap()
                 .contains("sk-abcdefghijklmnop")
         );
+    }
+
+    #[tokio::test]
+    async fn the_gateway_gets_the_failure_exactly_as_recorded() {
+        for script in [Script::FailAtStart, Script::FailMidway] {
+            let folder = tempfile::tempdir().unwrap();
+            let (model, path) = model(script, folder.path());
+            let handed = model.invoke(&request()).await.unwrap_err();
+            let recording = read_recording(&path, Access::External).unwrap();
+            let recorded = recording.calls[0].events.last().cloned().unwrap();
+            assert_eq!(
+                (
+                    json!(handed.message),
+                    json!(handed.error_type),
+                    json!(handed.status)
+                ),
+                (
+                    recorded["message"].clone(),
+                    recorded["error_type"].clone(),
+                    recorded["status"].clone()
+                ),
+                "{script:?}"
+            );
+            assert!(
+                !handed.message.contains("sk-abcdefghijklmnop"),
+                "{handed:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -14,7 +14,9 @@ use gateway_under_test::models::{
 };
 use serde_json::Value;
 
-use replay_core::{Answer, RecordedError, ReplayEngine, caller_identity};
+use replay_core::{
+    Answer, LookupError, RecordedError, ReplayEngine, Served, caller_identity, names_caller,
+};
 
 /// The model. Tool binding is a no-op: the recorded tool calls drive the agent loop.
 #[derive(Debug, Clone)]
@@ -44,13 +46,13 @@ impl ChatModel for ReplayChatModel {
     /// Non-streaming: the recorded AI message as it is, metadata included; a recorded error turn
     /// fails the same way again.
     async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
-        let caller = request_caller(request);
-        let served = self
-            .engine
-            .lookup(&caller, &request_messages(request))
-            .map_err(|miss| {
-                ModelError::new("ReplayMiss", miss.to_string()).with_class(ErrorClass::Generic)
-            })?;
+        let served = self.lookup(request).map_err(|error| {
+            let kind = match error {
+                LookupError::Miss(_) => "ReplayMiss",
+                LookupError::Ambiguous(_) => "ReplayAmbiguous",
+            };
+            ModelError::new(kind, error.to_string()).with_class(ErrorClass::Generic)
+        })?;
         let output = match &served.answer {
             Answer::Output(output) => output,
             Answer::Error(error) => return Err(recorded_error(error)),
@@ -69,6 +71,22 @@ impl ChatModel for ReplayChatModel {
 }
 
 impl ReplayChatModel {
+    /// The engine's answer for `request`: a call whose tags or run name name its caller is served
+    /// in recorded order; one that names none (the lead agent) is a call without a caller, for
+    /// which a key with several different answers is an ambiguity
+    /// (`docs/replay-and-fixtures.md` §5.6).
+    fn lookup(&self, request: &ModelRequest) -> Result<Served, LookupError> {
+        let metadata = &request.metadata;
+        let messages = request_messages(request);
+        if names_caller(&metadata.tags, metadata.run_name.as_deref()) {
+            self.engine
+                .lookup(&request_caller(request), &messages)
+                .map_err(|miss| LookupError::Miss(Box::new(miss)))
+        } else {
+            self.engine.lookup_unnamed(&messages)
+        }
+    }
+
     /// Streaming: the recorded message as **one** chunk carrying content, tool calls,
     /// `additional_kwargs` and id, without response or usage metadata (as DeerFlow's replay
     /// model streams).
@@ -85,11 +103,14 @@ impl ReplayChatModel {
 
 /// Rebuilds a recorded failure as the gateway's error.
 fn recorded_error(error: &RecordedError) -> ModelError {
-    let rebuilt = ModelError::new(&error.error_type, &error.message);
-    match error.status {
-        Some(status) => rebuilt.with_status(status),
-        None => rebuilt,
+    let mut rebuilt = ModelError::new(&error.error_type, &error.message);
+    if let Some(status) = error.status {
+        rebuilt = rebuilt.with_status(status);
     }
+    if error.in_stream {
+        rebuilt = rebuilt.reported_in_stream();
+    }
+    rebuilt
 }
 
 /// The provider: every configured entry that names it gets a model over the same engine, and
@@ -150,6 +171,28 @@ mod tests {
         );
         assert_eq!(message.response_metadata["finish_reason"], "stop");
         assert!(message.usage_metadata.is_some());
+    }
+
+    #[tokio::test]
+    async fn parallel_nodes_without_a_caller_are_ambiguous_in_process() {
+        let (engine, request) = engine_with_answer();
+        let mut fixture = engine.fixture().clone();
+        let mut other = fixture.turns[0].clone();
+        other.answer = Answer::Output(
+            json!({"type": "ai", "data": {"content": "the other node", "type": "ai"}}),
+        );
+        fixture.turns.push(other);
+        let engine = Arc::new(ReplayEngine::new(fixture, "f.json").unwrap());
+        let model = ReplayChatModel::new(engine.clone());
+        let error = model.invoke(&request).await.expect_err("ambiguous");
+        assert_eq!(error.error_type, "ReplayAmbiguous", "{error:?}");
+        assert_eq!(engine.ambiguities().len(), 1);
+        assert!(engine.misses().is_empty());
+        // A node that names itself (a caller tag) is served in recorded order.
+        let mut named = request.clone();
+        named.metadata.tags = vec!["lead_agent".into()];
+        let message = model.invoke(&named).await.expect("named");
+        assert_eq!(message.id.as_deref(), Some("lc_run--1"));
     }
 
     #[tokio::test]

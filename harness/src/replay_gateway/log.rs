@@ -3,7 +3,10 @@
 //! sees half a line), and every miss also on stderr with its diagnostic.
 //!
 //! - `{"event": "hit", "turn": <index in the fixture's turns>, "caller": "<caller>"}`
-//! - `{"event": "miss", "caller": "<caller>", "diagnostic": "<the miss message>"}`
+//! - `{"event": "miss", "caller": "<caller>", "diagnostic": "<the miss message>"}`; a call that
+//!   named no caller and met a key with several different answers (an ambiguity,
+//!   `docs/replay-and-fixtures.md` §5.6) got no answer either, and is logged the same way with
+//!   the ambiguity's diagnostic, so the suite fails on it as on a miss
 //!
 //! The browser suite reads the file after each test and at its end
 //! (`gateway-under-test/web/tests/e2e/support/replay-log.ts`).
@@ -15,7 +18,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use replay_core::{Miss, ReplayObserver, Served};
+use replay_core::{Ambiguity, Miss, ReplayObserver, Served};
 
 /// The observer a replay gateway's engine reports to.
 #[derive(Debug)]
@@ -75,6 +78,17 @@ impl ReplayObserver for ReplayLog {
             self.gateway, miss.caller
         );
         self.append(&json!({"event": "miss", "caller": miss.caller, "diagnostic": diagnostic}));
+    }
+
+    fn ambiguous(&self, ambiguity: &Ambiguity) {
+        let diagnostic = ambiguity.to_string();
+        eprintln!(
+            "replay gateway {}: replay ambiguous (caller {}): {diagnostic}",
+            self.gateway, ambiguity.caller
+        );
+        self.append(
+            &json!({"event": "miss", "caller": ambiguity.caller, "diagnostic": diagnostic}),
+        );
     }
 }
 
@@ -141,6 +155,36 @@ mod tests {
                 .contains("nearest recorded turn for caller 'suggest_agent': turn 0"),
             "{}",
             written[1]
+        );
+    }
+
+    #[test]
+    fn an_ambiguity_is_logged_as_a_call_that_got_no_answer() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("gw.replay.jsonl");
+        let log = Arc::new(ReplayLog::create("gw", &path).unwrap());
+        let messages = vec![json!({"type": "human", "content": "hi", "name": "user-input"})];
+        let key = replay_key("", &messages);
+        let turn = |answer: &str| Turn {
+            caller: Some(key.caller.clone()),
+            conversation_hash: Some(key.conversation_hash.clone()),
+            input_hash: key.input_hash.clone(),
+            answer: Answer::Output(
+                json!({"type": "ai", "data": {"content": answer, "type": "ai"}}),
+            ),
+            canonical: None,
+        };
+        let fixture = Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "hi"),
+            turns: vec![turn("node a"), turn("node b")],
+        };
+        let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
+            .unwrap()
+            .with_observer(log);
+        let error = engine.lookup_unnamed(&messages).unwrap_err();
+        assert_eq!(
+            lines(&path),
+            [json!({"event": "miss", "caller": "lead_agent", "diagnostic": error.to_string()})]
         );
     }
 }

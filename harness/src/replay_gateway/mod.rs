@@ -16,7 +16,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
-use replay_core::{Fixture, FixtureError, Miss, ReplayEngine};
+use replay_core::{Ambiguity, Fixture, FixtureError, Miss, ReplayEngine};
 
 pub(crate) use log::ReplayLog;
 
@@ -256,6 +256,7 @@ impl ReplayGateway {
             hits: turns.len() - unused_turns.len(),
             unused_turns,
             misses: self.engine.misses(),
+            ambiguities: self.engine.ambiguities(),
             shutdown_error,
         }
     }
@@ -272,6 +273,8 @@ pub struct GatewayReport {
     pub unused_turns: Vec<(usize, String)>,
     /// Every miss, with its diagnostic.
     pub misses: Vec<Miss>,
+    /// Every call that named no caller and met a key with several different answers.
+    pub ambiguities: Vec<Ambiguity>,
     /// Why the server did not stop cleanly, if it did not.
     pub shutdown_error: Option<String>,
 }
@@ -280,7 +283,7 @@ impl GatewayReport {
     /// One line: hits, misses and the unused turns (`#3 suggest_agent`), or that no model call
     /// reached it.
     pub fn summary(&self) -> String {
-        if self.hits == 0 && self.misses.is_empty() {
+        if self.hits == 0 && self.misses.is_empty() && self.ambiguities.is_empty() {
             return format!("{}: no model call", self.name);
         }
         let unused: Vec<String> = self
@@ -288,8 +291,12 @@ impl GatewayReport {
             .iter()
             .map(|(index, caller)| format!("#{index} {caller}"))
             .collect();
+        let ambiguous = match self.ambiguities.len() {
+            0 => String::new(),
+            count => format!(", {count} ambiguous"),
+        };
         format!(
-            "{}: {} hit(s), {} miss(es), unused turns: {}",
+            "{}: {} hit(s), {} miss(es){ambiguous}, unused turns: {}",
             self.name,
             self.hits,
             self.misses.len(),

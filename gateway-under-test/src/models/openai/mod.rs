@@ -273,12 +273,18 @@ impl OpenAiChatModel {
         self.read_completion(response).await
     }
 
-    /// Reads a whole (non-streamed) chat completion body as the answer message.
+    /// Reads a whole (non-streamed) chat completion body as the answer message, at most
+    /// [`MAX_COMPLETION_BYTES`] of it: a larger body fails the call rather than fill memory.
     async fn read_completion(&self, response: reqwest::Response) -> Result<Message, ModelError> {
-        let bytes = response
-            .bytes()
+        let (bytes, whole) = read_capped(response, MAX_COMPLETION_BYTES)
             .await
             .map_err(|err| transport_error(err, true))?;
+        if !whole {
+            return Err(ModelError::new(
+                "APIResponseValidationError",
+                format!("the provider's answer is larger than {MAX_COMPLETION_BYTES} bytes"),
+            ));
+        }
         let answer: Value = serde_json::from_slice(&bytes).map_err(|err| {
             ModelError::new(
                 "APIResponseValidationError",
@@ -345,19 +351,10 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
-/// The Python `openai` client's exception name for an HTTP status.
+/// The Python `openai` client's exception name for an HTTP status (the codec's table, which the
+/// model server's recording proxy uses too).
 fn status_error_type(status: u16) -> &'static str {
-    match status {
-        400 => "BadRequestError",
-        401 => "AuthenticationError",
-        403 => "PermissionDeniedError",
-        404 => "NotFoundError",
-        409 => "ConflictError",
-        422 => "UnprocessableEntityError",
-        429 => "RateLimitError",
-        500.. => "InternalServerError",
-        _ => "APIStatusError",
-    }
+    model_wire::chat_completions::status_exception_name(status)
 }
 
 /// Maps a non-success response to the message openai-python gives it
@@ -368,15 +365,56 @@ fn status_error_type(status: u16) -> &'static str {
 async fn status_error(response: reqwest::Response) -> ModelError {
     let status = response.status();
     let retry_after = retry_after(response.headers());
-    // A body that cannot be read still leaves the status to report.
-    let body = response.text().await.unwrap_or_default();
-    error_from_status(status, retry_after, &body)
+    // A body that cannot be read still leaves the status to report; only its first
+    // `MAX_ERROR_BODY_BYTES` are read (the detail kept is far shorter).
+    let (body, whole) = read_capped(response, MAX_ERROR_BODY_BYTES)
+        .await
+        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
+        // An unreadable body reads as an empty one: `Error code: <code>`.
+        .unwrap_or_else(|_| (String::new(), true));
+    error_from_status(status, retry_after, &body, whole)
 }
 
-fn error_from_status(status: StatusCode, retry_after: Option<Duration>, body: &str) -> ModelError {
+/// The most of a whole (non-streamed) answer the provider reads (issue 21, finding 4: a body is
+/// never buffered without bound).
+const MAX_COMPLETION_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most of an error body the provider reads.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// A body's first `limit` bytes, and whether that is all of it. Reading stops at the limit (the
+/// rest is never received into memory; dropping the response closes the connection).
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, true))
+}
+
+fn error_from_status(
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: &str,
+    whole: bool,
+) -> ModelError {
     let code = status.as_u16();
     let text = body.trim();
     let message = match serde_json::from_str::<Value>(text) {
+        // A body cut at the read cap no longer parses, so the Python client's rule for a text
+        // body (the text alone) would drop the status from the message; say both instead.
+        Err(_) if !whole => format!(
+            "Error code: {code} - {}",
+            stream::cut(text, ERROR_DETAIL_LIMIT)
+        ),
         Ok(json) => format!(
             "Error code: {code} - {}",
             stream::cut(&pyrepr::python_str(&json), ERROR_DETAIL_LIMIT)

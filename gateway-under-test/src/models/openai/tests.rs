@@ -1,7 +1,6 @@
 //! Tests of the OpenAI provider against wiremock (whole-body responses) and of the SSE parser on
 //! hand-split byte chunks.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -9,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::stream::{ChunkAssembler, sse_events};
+use super::stream::sse_events;
 use super::wire;
 use super::*;
 use crate::messages::{MessageType, ToolCall};
@@ -569,28 +568,6 @@ async fn truncated_or_broken_streams_are_remote_protocol_errors() {
     assert_eq!(done_message(&events).content, json!("ok"));
 }
 
-#[test]
-fn assembler_opens_a_new_slot_for_a_new_id_under_a_reused_index() {
-    let mut assembler = ChunkAssembler::new("m");
-    let mut out = VecDeque::new();
-    for call in [
-        json!({"index": 0, "id": "a", "function": {"name": "ls", "arguments": "{}"}}),
-        json!({"index": 0, "id": "b", "function": {"name": "ls", "arguments": "{\"x\":1}"}}),
-    ] {
-        let chunk = chunk(json!({"tool_calls": [call]}), Value::Null);
-        assembler.on_chunk(&chunk, &mut out).expect("chunk");
-    }
-    assert!(out.contains(&StreamEvent::ToolcallStart {
-        index: 1,
-        id: "b".into(),
-        name: "ls".into()
-    }));
-    let message = assembler.finish(&mut out).expect("finish").into_message();
-    assert_eq!(message.tool_calls.len(), 2);
-    assert_eq!(message.tool_calls[1].args, json!({"x": 1}));
-    assert_eq!(message.response_metadata["finish_reason"], Value::Null);
-}
-
 async fn error_for(status: u16, body: Value, headers: &[(&str, &str)]) -> ModelError {
     let server = MockServer::start().await;
     let mut template = ResponseTemplate::new(status).set_body_json(body);
@@ -892,4 +869,86 @@ async fn a_json_answer_to_a_streaming_call_is_served_as_one_chunk() {
     let message = done_message(&events);
     assert_eq!(message.content, json!("whole"));
     assert_eq!(message.response_metadata["model_name"], "local");
+}
+
+/// Issue 21, finding 4: reads from the provider are bounded and linear. A long `data:` line
+/// arriving in small pieces is parsed once (the time it takes is reported, not asserted); one
+/// longer than the limit, a whole answer larger than its limit, fail the call; an error body is
+/// read only as far as its detail needs.
+#[tokio::test]
+async fn provider_reads_are_bounded_and_a_long_line_is_parsed_once() {
+    let long_text = "x".repeat(4 * 1024 * 1024);
+    let mut body = sse_body(&[
+        chunk(json!({"content": long_text}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ])
+    .into_bytes();
+    let started = std::time::Instant::now();
+    let events = ok_events(parse_in_pieces(&body, 1024).await);
+    eprintln!(
+        "a {} MiB line in 1 KiB pieces: {:?}",
+        long_text.len() / (1024 * 1024),
+        started.elapsed()
+    );
+    assert_eq!(done_message(&events).text(), long_text);
+
+    // Past the line limit, with no line end in sight.
+    body.truncate(20);
+    body.extend(std::iter::repeat_n(b'x', stream::MAX_SSE_LINE_BYTES + 1));
+    let events = parse_in_pieces(&body, 64 * 1024).await;
+    assert!(
+        matches!(events.last(), Some(Err(e)) if e.error_type == "RemoteProtocolError"
+            && e.message.contains("longer than")),
+        "{:?}",
+        events.last()
+    );
+
+    let server = MockServer::start().await;
+    let huge = format!(
+        "{{\"choices\": [], \"pad\": \"{}\"}}",
+        "y".repeat(33 * 1024 * 1024)
+    );
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(huge, "application/json"))
+        .mount(&server)
+        .await;
+    let error = model_for(&server)
+        .invoke(&request(vec![Message::human("hi")]))
+        .await
+        .expect_err("too large");
+    assert_eq!(error.error_type, "APIResponseValidationError");
+    assert!(error.message.contains("larger than"), "{}", error.message);
+
+    // An error body far past its limit still reports the status and the start of the body.
+    let detail = format!("bad request {}", "z".repeat(2 * 1024 * 1024));
+    let error = error_for(400, json!({"error": {"message": detail}}), &[]).await;
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error.message.starts_with("Error code: 400 - ") && error.message.contains("bad request"),
+        "{}",
+        error.message
+    );
+}
+
+/// Issue 21, finding 4: a cancelled call stops reading. The stream reads the provider's bytes
+/// only when polled and owns the source, so dropping it (what cancelling a run does to its model
+/// call) drops the connection at once; nothing goes on reading in the background.
+#[tokio::test]
+async fn dropping_a_streamed_answer_stops_reading_the_provider() {
+    let (sender, receiver) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, ModelError>>();
+    let first = format!(
+        "data: {}\n\n",
+        chunk(json!({"content": "Hel"}), Value::Null)
+    );
+    sender.unbounded_send(Ok(first.into_bytes())).expect("send");
+    let mut events = sse_events(receiver, "m");
+    assert!(matches!(events.next().await, Some(Ok(StreamEvent::Start))));
+    assert!(matches!(
+        events.next().await,
+        Some(Ok(StreamEvent::TextStart))
+    ));
+    assert!(!sender.is_closed(), "the provider is still being read");
+    drop(events);
+    assert!(sender.is_closed(), "the read stopped with the stream");
 }

@@ -1,16 +1,12 @@
 //! The Chat Completions JSON: building the request body from our [`Message`]s and tools, and
-//! turning a provider's answer (whole or streamed) into the AI [`Message`] both call paths return.
-//!
-//! Responses are read by navigating [`Value`]s rather than through typed structs, so any field a
-//! provider adds (or leaves out) is tolerated.
+//! turning a provider's answer (whole or streamed), as the shared codec (`model_wire`) reads
+//! it, into the AI [`Message`] both call paths return.
 
+use model_wire::chat_completions::{self, Assembled, WireError, WireToolCall};
 use serde_json::{Map, Value, json};
 
-use crate::messages::{Message, MessageType, ToolCall};
+use crate::messages::{Message, MessageType};
 use crate::models::{ModelError, ModelRequest};
-
-/// The `model_provider` every message from this provider carries in `response_metadata`.
-pub(super) const MODEL_PROVIDER: &str = "openai";
 
 /// Model settings (`[[models]]` keys outside the typed ones) copied into the request body as they
 /// are. Anything else in `settings` (DeerFlow keys such as `supports_vision`) is not for the wire.
@@ -203,7 +199,7 @@ fn is_openai_name(name: &str) -> bool {
 }
 
 fn wire_tool_call(id: &str, name: &str, arguments: String) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+    serde_json::to_value(WireToolCall::function(id, name, &arguments)).unwrap_or(Value::Null)
 }
 
 /// User content: a string stays a string; a list becomes content parts. Strings and `text`
@@ -234,278 +230,33 @@ fn user_content(content: &Value) -> Value {
     }
 }
 
-/// `usage_metadata` from an OpenAI `usage` object, or `None` when there is no usage object.
-/// `total_tokens` falls back to input plus output when the provider leaves it out; the detail
-/// counts default to 0.
-pub(super) fn usage_metadata(usage: &Value) -> Option<Value> {
-    let usage = usage.as_object()?;
-    let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-    let detail = |group: &str, key: &str| count(usage.get(group).and_then(|g| g.get(key)));
-    let input = count(usage.get("prompt_tokens"));
-    let output = count(usage.get("completion_tokens"));
-    let total = usage
-        .get("total_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(input + output);
-    Some(json!({
-        "input_tokens": input,
-        "output_tokens": output,
-        "total_tokens": total,
-        "input_token_details": {
-            "audio": detail("prompt_tokens_details", "audio_tokens"),
-            "cache_read": detail("prompt_tokens_details", "cached_tokens"),
-        },
-        "output_token_details": {
-            "audio": detail("completion_tokens_details", "audio_tokens"),
-            "reasoning": detail("completion_tokens_details", "reasoning_tokens"),
-        },
-    }))
-}
-
 /// A message id in LangChain's run form, `lc_run--<uuid4>`.
 pub(super) fn new_message_id() -> String {
     format!("lc_run--{}", uuid::Uuid::new_v4())
 }
 
-/// A tool call id for providers that send none, so that the tool message answering the call
-/// still has something to refer to.
-pub(super) fn new_call_id() -> String {
-    format!("call_{}", uuid::Uuid::new_v4().simple())
+/// The AI message of an answer the codec read (`model_wire`'s `Assembled`), with a fresh
+/// `lc_run--` id: the same message the harness's model server records for the same answer, but
+/// for the id (`docs/recording-format.md` §15).
+pub(super) fn message_from_assembled(assembled: &Assembled, model_id: &str) -> Message {
+    let dump = assembled.to_ai_message(&new_message_id(), model_id);
+    // The codec writes exactly the dump form `Message::from_json` reads; a failure would be a
+    // codec bug, and the text alone is still the answer.
+    Message::from_json(&dump).unwrap_or_else(|_| Message::ai(assembled.text.clone(), Vec::new()))
 }
 
-/// A tool call as the provider sent it, before its arguments are parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct RawToolCall {
-    /// Provider call id; empty when the provider sent none.
-    pub id: String,
-    /// Tool name.
-    pub name: String,
-    /// The arguments: normally a JSON string, but some compatible servers send an object.
-    pub arguments: Value,
-}
-
-/// Splits raw calls into valid tool calls (arguments parse to a JSON object; empty arguments
-/// mean `{}`) and `invalid_tool_calls` entries `{name, args: <raw string>, id, error, type}`.
-pub(super) fn split_tool_calls(raw: Vec<RawToolCall>) -> (Vec<ToolCall>, Vec<Value>) {
-    let mut valid = Vec::new();
-    let mut invalid = Vec::new();
-    for call in raw {
-        let id = if call.id.is_empty() {
-            new_call_id()
-        } else {
-            call.id
-        };
-        let (parsed, raw_text) = match call.arguments {
-            Value::Object(_) => (Ok(call.arguments.clone()), call.arguments.to_string()),
-            Value::Null => (Ok(Value::Object(Map::new())), String::new()),
-            Value::String(text) if text.trim().is_empty() => (Ok(Value::Object(Map::new())), text),
-            Value::String(text) => {
-                let parsed = match serde_json::from_str::<Value>(&text) {
-                    Ok(value @ Value::Object(_)) => Ok(value),
-                    Ok(_) => Err("the arguments are not a JSON object".to_string()),
-                    Err(err) => Err(format!("the arguments are not valid JSON: {err}")),
-                };
-                (parsed, text)
-            }
-            other => (
-                Err("the arguments are not a JSON object".to_string()),
-                other.to_string(),
-            ),
-        };
-        match parsed {
-            Ok(args) => valid.push(ToolCall {
-                name: call.name,
-                args,
-                id,
-            }),
-            Err(error) => invalid.push(json!({
-                "name": call.name,
-                "args": raw_text,
-                "id": id,
-                "error": error,
-                "type": "invalid_tool_call",
-            })),
-        }
+/// The gateway's error for an answer the codec could not read, named as the Python client
+/// names it.
+pub(super) fn wire_error(error: &WireError) -> ModelError {
+    let mapped = ModelError::new(error.exception_name(), error.to_string());
+    match error {
+        WireError::Provider { .. } => mapped.reported_in_stream(),
+        _ => mapped,
     }
-    (valid, invalid)
-}
-
-/// What both call paths know at the end of an answer.
-#[derive(Debug, Default)]
-pub(super) struct Assembled {
-    /// The answer text.
-    pub text: String,
-    /// Reasoning text (`reasoning_content`), empty when none.
-    pub reasoning: String,
-    /// A refusal, when the provider sent one.
-    pub refusal: Option<String>,
-    /// The tool calls, in index order.
-    pub calls: Vec<RawToolCall>,
-    /// `finish_reason`, when known.
-    pub finish_reason: Option<String>,
-    /// The model name the provider reported (falls back to the configured id).
-    pub model_name: String,
-    /// The raw `usage` object, when the provider sent one.
-    pub usage: Option<Value>,
-    /// Non-streaming extras for `response_metadata`, in order (`id`, `system_fingerprint`, …).
-    pub extra_metadata: Map<String, Value>,
-}
-
-impl Assembled {
-    /// The AI message: content, tool calls, `additional_kwargs` (`{}` plus `reasoning_content`
-    /// and `refusal` when present), `response_metadata` (`finish_reason`, `model_name`,
-    /// `model_provider`, then any extras), `usage_metadata` and a fresh `lc_run--` id.
-    pub fn into_message(self) -> Message {
-        let (tool_calls, invalid) = split_tool_calls(self.calls);
-        let mut message = Message::ai(self.text, tool_calls);
-        message.invalid_tool_calls = invalid;
-        if !self.reasoning.is_empty() {
-            message
-                .additional_kwargs
-                .insert("reasoning_content".into(), Value::String(self.reasoning));
-        }
-        if let Some(refusal) = self.refusal {
-            message
-                .additional_kwargs
-                .insert("refusal".into(), Value::String(refusal));
-        }
-        let metadata = &mut message.response_metadata;
-        metadata.insert(
-            "finish_reason".into(),
-            self.finish_reason.map(Value::String).unwrap_or(Value::Null),
-        );
-        metadata.insert("model_name".into(), Value::String(self.model_name));
-        metadata.insert(
-            "model_provider".into(),
-            Value::String(MODEL_PROVIDER.into()),
-        );
-        metadata.extend(self.extra_metadata);
-        message.usage_metadata = self.usage.as_ref().and_then(usage_metadata);
-        message.id = Some(new_message_id());
-        message
-    }
-}
-
-/// The text of a `content` field in a response: a string, or (from some compatible servers) a
-/// list of parts whose `text` is concatenated.
-pub(super) fn response_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| match part {
-                Value::String(text) => Some(text.as_str()),
-                other => other.get("text").and_then(Value::as_str),
-            })
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-/// The provider's error message in a JSON body: `error.message`, `error` as a string, or a
-/// top-level `message` or `detail`.
-pub(super) fn error_body_message(body: &Value) -> Option<String> {
-    let error = body.get("error");
-    error
-        .and_then(|error| error.get("message"))
-        .and_then(Value::as_str)
-        .or_else(|| error.and_then(Value::as_str))
-        .or_else(|| body.get("message").and_then(Value::as_str))
-        .or_else(|| body.get("detail").and_then(Value::as_str))
-        .filter(|text| !text.trim().is_empty())
-        .map(str::to_string)
 }
 
 /// Turns a non-streaming completion body into the AI message.
 pub(super) fn parse_completion(body: &Value, model_id: &str) -> Result<Message, ModelError> {
-    if !body.is_object() {
-        return Err(ModelError::new(
-            "APIResponseValidationError",
-            "the provider's answer is not a JSON object",
-        ));
-    }
-    let choice = match body.get("choices").and_then(Value::as_array) {
-        Some(choices) if !choices.is_empty() => &choices[0],
-        _ => {
-            // Some servers answer 200 with an error body instead of an error status.
-            if let Some(message) = error_body_message(body).filter(|_| body.get("error").is_some())
-            {
-                return Err(ModelError::new("APIError", message));
-            }
-            return Err(ModelError::new(
-                "EmptyResponseError",
-                "the provider returned no choices",
-            ));
-        }
-    };
-    let message = choice.get("message").cloned().unwrap_or(Value::Null);
-    let text = |key: &str| {
-        message
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|text| !text.is_empty())
-            .map(str::to_string)
-    };
-    let calls = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|call| {
-                    let function = call.get("function");
-                    RawToolCall {
-                        id: call
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        name: function
-                            .and_then(|f| f.get("name"))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        arguments: function
-                            .and_then(|f| f.get("arguments"))
-                            .cloned()
-                            .unwrap_or(Value::Null),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-
-    let mut extra_metadata = Map::new();
-    for key in ["id", "system_fingerprint", "service_tier"] {
-        if let Some(value) = body.get(key).filter(|value| !value.is_null()) {
-            extra_metadata.insert(key.to_string(), value.clone());
-        }
-    }
-    let usage = body.get("usage").filter(|usage| usage.is_object()).cloned();
-    if let Some(usage) = &usage {
-        extra_metadata.insert("token_usage".into(), usage.clone());
-    }
-    if let Some(logprobs) = choice.get("logprobs").filter(|value| !value.is_null()) {
-        extra_metadata.insert("logprobs".into(), logprobs.clone());
-    }
-
-    Ok(Assembled {
-        text: response_text(message.get("content")),
-        reasoning: text("reasoning_content").unwrap_or_default(),
-        refusal: text("refusal"),
-        calls,
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        model_name: body
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|name| !name.is_empty())
-            .unwrap_or(model_id)
-            .to_string(),
-        usage,
-        extra_metadata,
-    }
-    .into_message())
+    let assembled = chat_completions::parse_completion(body).map_err(|err| wire_error(&err))?;
+    Ok(message_from_assembled(&assembled, model_id))
 }

@@ -4,8 +4,9 @@
 //! Two rules: a value under a secret-looking key is replaced whole ([`is_secret_key`]), and every
 //! string has four fixed credential patterns rewritten ([`redact_text`]). There is no entropy
 //! rule, on purpose: it would rewrite ordinary prompts and break replay. Redaction cannot be
-//! switched off. Pattern 1 also rewrites prose such as `key points` or `token budget`; replay
-//! applies the same rewrite to the incoming request, so matching is unaffected.
+//! switched off. Pattern 1 (a scheme or secret word, then a value) removes the value only when
+//! it is credential-shaped ([`credential_shaped`]): `Bearer sk-…`, `token: 8f3a…`, `api_key=…`
+//! go, while prose such as `Token limit reached` or `key points` stays as it was written.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -40,13 +41,32 @@ const SECRET_KEYS: [&str; 17] = [
 /// The four value patterns of §6.4, quoted exactly, in the order they are applied.
 static VALUE_PATTERNS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
     [
-        r"(?i)\b(?:bearer|basic|bot|token|key)\s+[\w.:\-~+/]+=*",
+        r"(?i)\b((?:bearer|basic|bot|token|key|api[_-]?key|access[_-]?token|secret|password)(?:\s*[:=]\s*|\s+))([\w.:\-~+/]+=*)",
         r"\bsk-[A-Za-z0-9_\-]{8,}",
-        r"(?i)([?&](?:api[_-]?key|access[_-]?token|token)=)[^&\s]+",
+        r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|auth[_-]?token|token|auth|secret|client[_-]?secret|password|sig|signature)=)[^&\s]+",
         r"(?i)(https?://)[^/@\s]+:[^/@\s]+@",
     ]
     .map(|pattern| Regex::new(pattern).expect("redaction pattern compiles"))
 });
+
+/// The index of the pattern whose group 1 is the value to check, not a prefix to keep.
+const SCHEME_PATTERN: usize = 0;
+
+/// Whether the value after a scheme or secret word (pattern 1) looks like a credential rather
+/// than a word of prose (§6.4): at least 4 characters (a closing `.`, `,`, `:`, `;`, `!`, `?` or
+/// `)` not counted) holding a digit or one of `~+/=`, or at least 16 characters that are not all
+/// lower-case letters and hyphens. `sk-abcdefgh12`, `dXNlcjpwYXNz==`, `xyz789` and
+/// `abcdEFGHijklMNOPqrst` are credentials; `limit`, `points.`, `budget`, `step-by-step` and
+/// `internationalization` are not.
+fn credential_shaped(value: &str) -> bool {
+    let core = value.trim_end_matches(['.', ',', ':', ';', '!', '?', ')']);
+    let long_and_mixed =
+        core.chars().count() >= 16 && !core.chars().all(|c| c.is_lowercase() || c == '-');
+    core.chars().count() >= 4
+        && (core.chars().any(|c| c.is_ascii_digit())
+            || core.contains(['~', '+', '/', '='])
+            || long_and_mixed)
+}
 
 /// The suffix rule of §6.3. Python's `$` also matches before one final newline; `\n?\z` keeps
 /// that, so a key such as `"api_key\n"` is still a secret.
@@ -81,21 +101,55 @@ pub fn redact(value: &Value) -> Value {
 
 /// Applies the four value patterns of §6.4 to `text`, in order.
 ///
-/// For each match: when the pattern has a capture group and group 1 starts with `http`, it
+/// Pattern 1's match is replaced only when its value is `credential_shaped`. For each match of
+/// the others: when the pattern has a capture group and group 1 starts with `http`, it
 /// becomes group 1 + placeholder + `@`; with any other group 1, group 1 + placeholder; without a
 /// group, the placeholder alone. Like the reference, `starts with http` is case-sensitive, so
 /// `HTTPS://u:p@h` becomes `HTTPS://[secret removed]h` (still redacted, the `@` is lost).
 pub fn redact_text(text: &str) -> String {
     let mut current = Cow::Borrowed(text);
-    for pattern in VALUE_PATTERNS.iter() {
-        if let Cow::Owned(replaced) = pattern.replace_all(&current, replacement) {
+    for (index, pattern) in VALUE_PATTERNS.iter().enumerate() {
+        let replaced = if index == SCHEME_PATTERN {
+            pattern.replace_all(&current, scheme_replacement)
+        } else {
+            pattern.replace_all(&current, |caps: &Captures<'_>| replacement(caps, &current))
+        };
+        if let Cow::Owned(replaced) = replaced {
             current = Cow::Owned(replaced);
         }
     }
     current.into_owned()
 }
 
-fn replacement(caps: &Captures<'_>) -> String {
+/// Pattern 1: when the value (group 2) is credential-shaped, an assignment (`token: …`,
+/// `api_key=…`) keeps its name and separator (group 1) before the placeholder, and a scheme and
+/// its credential (`Bearer …`) become the placeholder together; any other match stays as it is.
+fn scheme_replacement(caps: &Captures<'_>) -> String {
+    let whole = caps.get(0).map_or("", |m| m.as_str());
+    let (Some(name), Some(value)) = (caps.get(1), caps.get(2)) else {
+        return whole.to_owned();
+    };
+    if !credential_shaped(value.as_str()) {
+        return whole.to_owned();
+    }
+    if name.as_str().contains([':', '=']) {
+        format!("{}{PLACEHOLDER}", name.as_str())
+    } else {
+        PLACEHOLDER.to_owned()
+    }
+}
+
+fn replacement(caps: &Captures<'_>, text: &str) -> String {
+    // A value pattern 1 already replaced (`?api_key=[secret removed]`) is left alone.
+    let whole = caps.get(0).map_or("", |m| m.as_str());
+    let value_start = match (caps.get(1), caps.get(0)) {
+        (Some(prefix), _) => prefix.end(),
+        (None, Some(whole)) => whole.start(),
+        (None, None) => 0,
+    };
+    if text[value_start..].starts_with(PLACEHOLDER) {
+        return whole.to_owned();
+    }
     match caps.get(1) {
         Some(group) if group.as_str().starts_with("http") => {
             format!("{}{PLACEHOLDER}@", group.as_str())
@@ -230,23 +284,76 @@ mod tests {
     }
 
     #[test]
-    fn pattern_one_rewrites_prose_such_as_key_points() {
-        // Documented behaviour (§6.4 notes): ordinary prose is rewritten too. Replay applies the
-        // same rewrite to the incoming request, so matching is unaffected.
+    fn prose_that_is_not_a_credential_stays_as_written() {
         let cases = [
-            // The credential class includes `.`, so the full stop goes too.
-            ("Summarise the key points.", format!("Summarise the {P}")),
-            ("key points: one", format!("{P} one")),
-            ("mind the token budget", format!("mind the {P}")),
-            ("the monkey ate", "the monkey ate".to_owned()),
+            "Token limit reached",
+            "Summarise the key points.",
+            "key points: one",
+            "mind the token budget",
+            "the bearer of bad news",
+            "a key step-by-step guide",
+            "the key internationalization rule",
+            "the secret ingredient",
+            "password reset link",
+            "the monkey ate",
+            "max_tokens is 4096 and the token count is low",
+        ];
+        for input in cases {
+            assert_eq!(redact_text(input), input, "input {input:?}");
+        }
+        assert_eq!(
+            redact(&json!({"content": "Token limit reached"})),
+            json!({"content": "Token limit reached"})
+        );
+    }
+
+    #[test]
+    fn credential_shaped_values_after_a_scheme_or_secret_word_are_removed() {
+        let cases = [
+            ("Bearer sk-abcdefgh12345678", P.to_owned()),
+            ("token: abcdEFGH1234ijklMNOP", format!("token: {P}")),
+            ("token=abcdEFGHijklMNOPqrst", format!("token={P}")),
+            ("api_key=k3y-value-42", format!("api_key={P}")),
+            ("API-KEY: 0123456789abcdef", format!("API-KEY: {P}")),
+            (
+                "access_token = ya29.a0AfH6SM",
+                format!("access_token = {P}"),
+            ),
+            ("password: hunter2", format!("password: {P}")),
+            ("secret=s3cr3t!", format!("secret={P}!")),
+            ("set key abcd1234. then", format!("set {P} then")),
+            (
+                "error: Bearer eyJhbGciOiJIUzI1NiJ9 rejected",
+                format!("error: {P} rejected"),
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redact_text(input), expected, "input {input:?}");
         }
-        assert_eq!(
-            redact(&json!({"content": "key points"})),
-            json!({"content": P})
-        );
+    }
+
+    #[test]
+    fn query_string_credentials_are_removed_and_their_names_kept() {
+        let cases = [
+            ("https://h/v1?key=AIzaSyExample", "?key="),
+            ("https://h/v1?x=1&key=AIzaSyExample", "&key="),
+            ("https://h/?auth=abc", "?auth="),
+            ("https://h/?auth_token=abc", "?auth_token="),
+            ("https://h/?client_secret=abc", "?client_secret="),
+            ("https://h/?sig=abc&x=1", "?sig="),
+            ("https://h/?signature=abc", "?signature="),
+            ("https://h/?password=abc", "?password="),
+        ];
+        for (input, name) in cases {
+            let redacted = redact_text(input);
+            assert!(
+                redacted.contains(&format!("{name}{P}"))
+                    && !redacted.contains("abc")
+                    && !redacted.contains("AIza"),
+                "input {input:?}: {redacted}"
+            );
+        }
+        assert_eq!(redact_text("https://h/?monkey=1"), "https://h/?monkey=1");
     }
 
     #[test]

@@ -112,6 +112,28 @@ fn escape_char(ch: char) -> String {
     }
 }
 
+/// Replaces every tool call's `function.arguments` JSON text with the value it holds (§7.5), so
+/// arguments compare as JSON values: a call recorded streamed keeps the model's key order and
+/// spacing, and the same call replayed non-streamed comes back re-serialised with sorted keys.
+/// Text that is not JSON stays text, and a real difference is still found, inside the value
+/// (`...function.arguments.path`).
+fn arguments_as_values(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(function)) = map.get_mut("function")
+                && let Some(arguments) = function.get_mut("arguments")
+                && let Value::String(text) = arguments
+                && let Ok(parsed) = serde_json::from_str::<Value>(text)
+            {
+                *arguments = parsed;
+            }
+            map.values_mut().for_each(arguments_as_values);
+        }
+        Value::Array(items) => items.iter_mut().for_each(arguments_as_values),
+        _ => {}
+    }
+}
+
 /// Why a replayed call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StrictReplayError {
@@ -184,8 +206,10 @@ impl StrictReplayer {
         for (root, recorded, incoming) in pairs {
             // Walking single-key objects yields the rooted path directly (`model`, `model.x`,
             // `model[0]`), with no special case for a difference at the payload's top.
-            let recorded = Value::Object(Map::from_iter([(root.to_owned(), recorded.clone())]));
-            let incoming = Value::Object(Map::from_iter([(root.to_owned(), incoming)]));
+            let mut recorded = Value::Object(Map::from_iter([(root.to_owned(), recorded.clone())]));
+            let mut incoming = Value::Object(Map::from_iter([(root.to_owned(), incoming)]));
+            arguments_as_values(&mut recorded);
+            arguments_as_values(&mut incoming);
             if let Some(difference) = first_difference(&recorded, &incoming, &SKIPPED_KEYS) {
                 return Err(ReplayMismatch {
                     call_index: index,

@@ -1470,3 +1470,65 @@ fn loading_applies_the_permission_rules() {
     StrictReplayer::load(&path, Access::Managed).unwrap();
     assert_eq!(mode_of(&path), 0o600);
 }
+
+/// A request whose third message is an assistant tool call with `arguments` as given.
+fn tool_call_request(arguments: &str) -> RecordedRequest {
+    RecordedRequest::new(
+        json!({"api": "openai-completions", "id": "test-model"}),
+        json!({"messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "write it"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "write_file", "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "OK"},
+        ]}),
+        json!({"temperature": 0}),
+    )
+}
+
+#[test]
+fn tool_call_arguments_compare_as_json_values() {
+    // As streamed: the model's key order and spacing.
+    let recorded = r#"{"path": "/mnt/a.txt", "content": "hi"}"#;
+    // (name, incoming arguments, the mismatching field or None)
+    let cases = [
+        (
+            "re-serialised with sorted keys and no spaces (replayed non-streamed)",
+            r#"{"content":"hi","path":"/mnt/a.txt"}"#,
+            None,
+        ),
+        ("the same text", recorded, None),
+        (
+            "a different value",
+            r#"{"content":"hi","path":"/mnt/b.txt"}"#,
+            Some("context.messages[2].tool_calls[0].function.arguments.path"),
+        ),
+        (
+            "a missing key",
+            r#"{"path":"/mnt/a.txt"}"#,
+            Some("context.messages[2].tool_calls[0].function.arguments.content"),
+        ),
+        (
+            "text that is not JSON",
+            r#"{"path": "/mnt/a.txt""#,
+            Some("context.messages[2].tool_calls[0].function.arguments"),
+        ),
+    ];
+    for (name, incoming, expected) in cases {
+        let dir = tempdir();
+        let path = dir.path().join("rec.jsonl");
+        let sink = RecordingSink::open(&path).unwrap();
+        record_call(
+            &sink,
+            &tool_call_request(recorded),
+            &text_events("done"),
+            Outcome::Complete,
+        );
+        let replayer = StrictReplayer::load(&path, Access::External).unwrap();
+        let result = replayer.next_call(&tool_call_request(incoming));
+        match expected {
+            None => assert!(result.is_ok(), "{name}: {result:?}"),
+            Some(field) => assert_eq!(mismatch(result).public_path(), field, "{name}"),
+        }
+    }
+}

@@ -1,4 +1,5 @@
-//! Answers in OpenAI's Chat Completions format, from what a fixture or a recording holds.
+//! Answers in OpenAI's Chat Completions format, from what a fixture or a recording holds, through
+//! the shared codec (`model_wire::chat_completions`, the one the gateway's provider reads with).
 //!
 //! The common currency is the recording format's event list (`start`, `text_delta`,
 //! `toolcall_start`/`toolcall_delta`/`toolcall_end`, `thinking_delta`, `done` with the assembled
@@ -6,193 +7,75 @@
 //! becomes one with [`events_from_message`] (its text as one delta, each tool call's arguments as
 //! one delta). [`ChunkRenderer`] turns events into `chat.completion.chunk` objects one by one, so
 //! a recording is streamed with the chunk boundaries it was recorded with; [`completion`] turns
-//! them into one `chat.completion`. [`error_body`] is OpenAI's error object.
+//! them into one `chat.completion`, with each tool call's arguments as the recording streamed
+//! them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error object.
 
 mod pyliteral;
 
-use serde_json::{Map, Value, json};
+use model_wire::chat_completions::{self, Answer, ErrorBody, Event};
+use replay_core::RecordedError;
+use serde_json::{Value, json};
 
-/// The fields of a recorded AI message, from either of its forms: the dump
-/// `{"content", "tool_calls", ...}` or the fixture's `{"type": "ai", "data": {...}}`.
-pub(crate) fn message_fields(message: &Value) -> Map<String, Value> {
-    let object = message.as_object().cloned().unwrap_or_default();
-    match object.get("data") {
-        Some(Value::Object(data)) if !object.contains_key("content") => data.clone(),
-        _ => object,
-    }
-}
+/// The identity every chunk or completion of one answer carries.
+pub(crate) type AnswerId = chat_completions::Identity;
 
-/// The text of a message's `content`: a string, or the `text` of its parts, concatenated.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| match part {
-                Value::String(text) => Some(text.as_str()),
-                other => other.get("text").and_then(Value::as_str),
-            })
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-/// One tool call as the wire carries it: id, function name and the arguments as JSON text.
-#[derive(Debug, Clone, PartialEq)]
-struct WireCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-/// A recorded AI message reduced to what the wire carries.
-#[derive(Debug, Clone, PartialEq)]
-struct WireAnswer {
-    text: String,
-    reasoning: Option<String>,
-    calls: Vec<WireCall>,
-    finish_reason: String,
-    usage: Option<Value>,
-    model: Option<String>,
-}
-
-impl WireAnswer {
-    /// Valid tool calls (arguments serialised compactly), then invalid ones with their raw
-    /// arguments, as a LangChain client sends them back.
-    fn from_message(fields: &Map<String, Value>) -> WireAnswer {
-        let text_of = |call: &Value, key: &str| {
-            call.get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let list = |key: &str| {
-            fields
-                .get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let mut calls: Vec<WireCall> = list("tool_calls")
-            .iter()
-            .map(|call| WireCall {
-                id: text_of(call, "id"),
-                name: text_of(call, "name"),
-                arguments: match call.get("args") {
-                    Some(Value::String(raw)) => raw.clone(),
-                    Some(args) => args.to_string(),
-                    None => "{}".to_owned(),
-                },
-            })
-            .collect();
-        calls.extend(list("invalid_tool_calls").iter().map(|call| WireCall {
-            id: text_of(call, "id"),
-            name: text_of(call, "name"),
-            arguments: match call.get("args") {
-                Some(Value::String(raw)) => raw.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
-            },
-        }));
-        let metadata = fields.get("response_metadata");
-        let metadata_text = |key: &str| {
-            metadata
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_str)
-                .filter(|text| !text.is_empty())
-                .map(str::to_owned)
-        };
-        let finish_reason = metadata_text("finish_reason").unwrap_or_else(|| {
-            if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            }
-            .to_owned()
-        });
-        WireAnswer {
-            text: content_text(fields.get("content")),
-            reasoning: fields
-                .get("additional_kwargs")
-                .and_then(|kwargs| kwargs.get("reasoning_content"))
-                .and_then(Value::as_str)
-                .filter(|text| !text.is_empty())
-                .map(str::to_owned),
-            calls,
-            finish_reason,
-            usage: fields.get("usage_metadata").and_then(openai_usage),
-            model: metadata_text("model_name"),
-        }
-    }
-}
-
-/// OpenAI's `usage` object from LangChain's `usage_metadata`; `None` when there is none.
-fn openai_usage(usage: &Value) -> Option<Value> {
-    let usage = usage.as_object()?;
-    let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-    let detail = |group: &str, key: &str| count(usage.get(group).and_then(|g| g.get(key)));
-    let input = count(usage.get("input_tokens"));
-    let output = count(usage.get("output_tokens"));
-    Some(json!({
-        "prompt_tokens": input,
-        "completion_tokens": output,
-        "total_tokens": usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(input + output),
-        "prompt_tokens_details": {
-            "cached_tokens": detail("input_token_details", "cache_read"),
-            "audio_tokens": detail("input_token_details", "audio"),
-        },
-        "completion_tokens_details": {
-            "reasoning_tokens": detail("output_token_details", "reasoning"),
-            "audio_tokens": detail("output_token_details", "audio"),
-        },
-    }))
+/// The codec's events among recording events (`start`, `done` and `error` are the recording's
+/// own framing).
+fn wire_events(events: &[Value]) -> Vec<Event> {
+    events
+        .iter()
+        .filter_map(|event| serde_json::from_value::<Event>(event.clone()).ok())
+        .collect()
 }
 
 /// The recording events of a recorded AI message, as a streaming provider would have sent it in
 /// one piece per block: `start`, the reasoning, the text, each tool call (`toolcall_start`, its
 /// arguments as one `toolcall_delta`, `toolcall_end`), then `done` with the message itself.
 pub(crate) fn events_from_message(message: &Value) -> Vec<Value> {
-    let fields = message_fields(message);
-    let answer = WireAnswer::from_message(&fields);
+    let fields = chat_completions::message_fields(message);
+    let answer = Answer::from_ai_message(message);
     let mut events = vec![json!({"type": "start"})];
-    if let Some(reasoning) = &answer.reasoning {
-        events.push(json!({"type": "thinking_start"}));
-        events.push(json!({"type": "thinking_delta", "delta": reasoning}));
-        events.push(json!({"type": "thinking_end"}));
-    }
-    if !answer.text.is_empty() {
-        events.push(json!({"type": "text_start"}));
-        events.push(json!({"type": "text_delta", "delta": answer.text}));
-        events.push(json!({"type": "text_end"}));
-    }
-    for (index, call) in answer.calls.iter().enumerate() {
-        events.push(
-            json!({"type": "toolcall_start", "index": index, "id": call.id, "name": call.name}),
-        );
-        events.push(json!({"type": "toolcall_delta", "index": index, "delta": call.arguments}));
-        events.push(json!({"type": "toolcall_end", "index": index}));
-    }
+    events.extend(answer.events().iter().map(event_value));
     events.push(json!({"type": "done", "message": Value::Object(fields)}));
     events
 }
 
-/// A recorded provider failure, from an `error` event (`message`, and the `error_type` and
-/// `status` this harness records) or a fixture's `error` turn.
+/// The recording events of a fixture's recorded failure: `start` then the `error` (which
+/// carries `in_stream` when the provider reported it inside a successful answer).
+pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<Value> {
+    let mut error = json!({"type": "error", "message": recorded.message,
+                           "error_type": recorded.error_type, "status": recorded.status});
+    if recorded.in_stream {
+        error["in_stream"] = json!(true);
+    }
+    vec![json!({"type": "start"}), error]
+}
+
+/// One codec event in the recording's form.
+pub(crate) fn event_value(event: &Event) -> Value {
+    serde_json::to_value(event).unwrap_or(Value::Null)
+}
+
+/// A recorded provider failure, from an `error` event (`message`, and the `error_type`,
+/// `status` and `in_stream` this harness records) or a fixture's `error` turn.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WireError {
-    /// The HTTP status to answer with.
+    /// The HTTP status to answer with: 200 for a failure reported inside a successful answer.
     pub(crate) status: u16,
     /// The provider's error class name, e.g. `BadRequestError`.
     pub(crate) error_type: String,
     /// The message as the provider sent it.
     pub(crate) message: String,
+    /// The provider reported it inside a successful answer: a stream carries it as an error
+    /// chunk, a whole answer as a 200 error body.
+    pub(crate) in_stream: bool,
 }
 
 impl WireError {
     /// The failure an `error` event records. A recorded message in an OpenAI client's form
     /// (`Error code: 400 - <detail>`) answers `<detail>` under its status, so that the client
-    /// builds the same message again; without a status the call failed in transport and answers
-    /// 502.
+    /// builds the same message again; an `in_stream` failure answers 200, and one without a
+    /// status failed in transport and answers 502.
     pub(crate) fn from_event(event: &Value) -> WireError {
         let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
         let status = event
@@ -200,21 +83,28 @@ impl WireError {
             .and_then(Value::as_u64)
             .and_then(|status| u16::try_from(status).ok())
             .filter(|status| (400..600).contains(status));
-        WireError::new(status, text("error_type"), text("message"))
+        let in_stream = event.get("in_stream").and_then(Value::as_bool) == Some(true);
+        WireError::new(status, text("error_type"), text("message"), in_stream)
     }
 
-    /// A failure with an optional status (502 without one); see [`WireError::from_event`].
-    pub(crate) fn new(status: Option<u16>, error_type: &str, message: &str) -> WireError {
-        let status_value = status.unwrap_or(502);
-        let prefix = format!("Error code: {status_value} - ");
+    /// A failure with an optional status; see [`WireError::from_event`].
+    pub(crate) fn new(
+        status: Option<u16>,
+        error_type: &str,
+        message: &str,
+        in_stream: bool,
+    ) -> WireError {
+        let http_status = status.unwrap_or(502);
+        let prefix = format!("Error code: {http_status} - ");
         WireError {
-            status: status_value,
+            status: if in_stream { 200 } else { http_status },
             error_type: if error_type.is_empty() {
                 "APIError".to_owned()
             } else {
                 error_type.to_owned()
             },
             message: message.strip_prefix(&prefix).unwrap_or(message).to_owned(),
+            in_stream,
         }
     }
 
@@ -222,60 +112,26 @@ impl WireError {
     /// OpenAI Python client's `Error code: 400 - {'error': {...}}`) answers that very body, so the
     /// client prints the recorded message again.
     pub(crate) fn body(&self) -> Value {
+        let kind = if self.in_stream {
+            "api_error"
+        } else {
+            ErrorBody::kind_for_status(self.status)
+        };
         pyliteral::parse(&self.message)
             .filter(Value::is_object)
-            .unwrap_or_else(|| error_body(&self.message, openai_error_type(self.status), None))
-    }
-}
-
-/// OpenAI's `error.type` for a status.
-fn openai_error_type(status: u16) -> &'static str {
-    match status {
-        400 | 404 | 409 | 422 => "invalid_request_error",
-        401 => "authentication_error",
-        403 => "permission_error",
-        429 => "rate_limit_error",
-        _ => "api_error",
+            .unwrap_or_else(|| error_body(&self.message, kind, None))
     }
 }
 
 /// OpenAI's error body: `{"error": {"message", "type", "param": null, "code"}}`.
 pub(crate) fn error_body(message: &str, error_type: &str, code: Option<&str>) -> Value {
-    json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
+    ErrorBody::new(message, error_type, code).to_value()
 }
 
-/// The message of an error body: `error.message`, `error` as a string, or a top-level `message`
-/// or `detail`.
-pub(crate) fn error_message_of(body: &Value) -> Option<String> {
-    let error = body.get("error");
-    error
-        .and_then(|error| error.get("message"))
-        .and_then(Value::as_str)
-        .or_else(|| error.and_then(Value::as_str))
-        .or_else(|| body.get("message").and_then(Value::as_str))
-        .or_else(|| body.get("detail").and_then(Value::as_str))
-        .filter(|text| !text.trim().is_empty())
-        .map(str::to_owned)
-}
-
-/// The identity every chunk or completion of one answer carries.
-#[derive(Debug, Clone)]
-pub(crate) struct AnswerId {
-    /// `chatcmpl-…`.
-    pub(crate) id: String,
-    /// The model the request named (a recorded model name wins in completions).
-    pub(crate) model: String,
-    /// Unix seconds.
-    pub(crate) created: u64,
-}
-
-/// Turns events into `chat.completion.chunk` objects, one event at a time.
+/// Turns recording events into `chat.completion.chunk` objects, one event at a time.
 #[derive(Debug)]
 pub(crate) struct ChunkRenderer {
-    identity: AnswerId,
-    /// Tool calls seen, so a `done` that follows deltas does not repeat them.
-    streamed_calls: usize,
-    finished: bool,
+    codec: chat_completions::ChunkRenderer,
 }
 
 /// What one event became on the stream.
@@ -283,93 +139,50 @@ pub(crate) struct ChunkRenderer {
 pub(crate) enum Rendered {
     /// `data:` payloads to send, in order.
     Chunks(Vec<Value>),
-    /// The answer failed: send this error payload and end the stream.
-    Failed(Value),
+    /// The answer failed: for a failure the provider reported inside the stream, this error
+    /// payload is sent; the stream then ends (without `[DONE]`).
+    Failed(Option<Value>),
 }
 
 impl ChunkRenderer {
     /// A renderer for one answer.
     pub(crate) fn new(identity: AnswerId) -> ChunkRenderer {
         ChunkRenderer {
-            identity,
-            streamed_calls: 0,
-            finished: false,
+            codec: chat_completions::ChunkRenderer::new(identity),
         }
-    }
-
-    fn chunk(&self, delta: Value, finish_reason: Value) -> Value {
-        json!({
-            "id": self.identity.id,
-            "object": "chat.completion.chunk",
-            "created": self.identity.created,
-            "model": self.identity.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
-        })
     }
 
     /// The chunks of one event. `done` closes the answer with the finish reason and, when the
     /// message has usage, a usage chunk; the caller then sends `[DONE]`.
     pub(crate) fn render(&mut self, event: &Value) -> Rendered {
-        let field = |key: &str| event.get(key).cloned().unwrap_or(Value::Null);
-        let none = Value::Null;
         let chunks = match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "start" => vec![self.chunk(json!({"role": "assistant", "content": ""}), none)],
-            "text_delta" => vec![self.chunk(json!({"content": field("delta")}), none)],
-            "thinking_delta" => {
-                vec![self.chunk(json!({"reasoning_content": field("delta")}), none)]
+            "start" => vec![self.codec.start()],
+            "done" => {
+                let message = event.get("message").cloned().unwrap_or(Value::Null);
+                self.codec.finish(&Answer::from_ai_message(&message))
             }
-            "toolcall_start" => {
-                self.streamed_calls += 1;
-                let call = json!({"index": field("index"), "id": field("id"), "type": "function",
-                                  "function": {"name": field("name"), "arguments": ""}});
-                vec![self.chunk(json!({"tool_calls": [call]}), none)]
-            }
-            "toolcall_delta" => {
-                let call =
-                    json!({"index": field("index"), "function": {"arguments": field("delta")}});
-                vec![self.chunk(json!({"tool_calls": [call]}), none)]
-            }
-            "done" => self.finish(&field("message")),
             "error" => {
                 let error = WireError::from_event(event);
-                return Rendered::Failed(error.body());
+                return Rendered::Failed(error.in_stream.then(|| error.body()));
             }
-            _ => Vec::new(),
+            _ => serde_json::from_value::<Event>(event.clone())
+                .ok()
+                .and_then(|event| self.codec.event(&event))
+                .into_iter()
+                .collect(),
         };
-        Rendered::Chunks(chunks)
-    }
-
-    /// The closing chunks for the final message: any tool call the deltas did not carry, the
-    /// finish reason, then usage.
-    fn finish(&mut self, message: &Value) -> Vec<Value> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
-        let answer = WireAnswer::from_message(&message_fields(message));
-        let mut chunks = Vec::new();
-        for (index, call) in answer.calls.iter().enumerate().skip(self.streamed_calls) {
-            let call = json!({"index": index, "id": call.id, "type": "function",
-                              "function": {"name": call.name, "arguments": call.arguments}});
-            chunks.push(self.chunk(json!({"tool_calls": [call]}), Value::Null));
-        }
-        chunks.push(self.chunk(json!({}), json!(answer.finish_reason)));
-        if let Some(usage) = answer.usage {
-            chunks.push(json!({
-                "id": self.identity.id,
-                "object": "chat.completion.chunk",
-                "created": self.identity.created,
-                "model": self.identity.model,
-                "choices": [],
-                "usage": usage,
-            }));
-        }
-        chunks
+        Rendered::Chunks(
+            chunks
+                .iter()
+                .map(chat_completions::Chunk::to_value)
+                .collect(),
+        )
     }
 }
 
 /// A whole SSE body for a complete event list: every chunk as a `data:` line, then
-/// `data: [DONE]` (or the error payload, which ends the stream without it).
+/// `data: [DONE]`; a failure ends it without the marker (after its error payload when the
+/// provider reported it inside the stream).
 pub(crate) fn sse_body(identity: AnswerId, events: &[Value]) -> String {
     let mut renderer = ChunkRenderer::new(identity);
     let mut body = String::new();
@@ -381,7 +194,9 @@ pub(crate) fn sse_body(identity: AnswerId, events: &[Value]) -> String {
                 }
             }
             Rendered::Failed(error) => {
-                push_data(&mut body, &error);
+                if let Some(error) = error {
+                    push_data(&mut body, &error);
+                }
                 return body;
             }
         }
@@ -407,7 +222,8 @@ pub(crate) enum Completion {
 }
 
 /// One `chat.completion` from an event list: the `done` message when there is one, else the
-/// message the deltas spell; the first `error` event fails it.
+/// message the deltas spell, with each tool call's arguments as the events streamed them; the
+/// first `error` event fails it.
 pub(crate) fn completion(identity: &AnswerId, events: &[Value]) -> Completion {
     if let Some(error) = events
         .iter()
@@ -421,21 +237,21 @@ pub(crate) fn completion(identity: &AnswerId, events: &[Value]) -> Completion {
         .and_then(|e| e.get("message"))
         .cloned();
     let message = done.unwrap_or_else(|| message_from_deltas(events));
-    Completion::Message(completion_of_message(identity, &message))
+    let answer = Answer::from_ai_message(&message).with_streamed_arguments(&wire_events(events));
+    Completion::Message(chat_completions::completion(identity, &answer).to_value())
 }
 
 /// The message the deltas of an unfinished event list spell (a call that ended without `done`).
 fn message_from_deltas(events: &[Value]) -> Value {
     let mut text = String::new();
-    let mut calls: Vec<(Value, Value, String)> = Vec::new();
-    for event in events {
-        let field = |key: &str| event.get(key).cloned().unwrap_or(Value::Null);
-        match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "text_delta" => text.push_str(field("delta").as_str().unwrap_or_default()),
-            "toolcall_start" => calls.push((field("id"), field("name"), String::new())),
-            "toolcall_delta" => {
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for event in wire_events(events) {
+        match event {
+            Event::TextDelta { delta } => text.push_str(&delta),
+            Event::ToolcallStart { id, name, .. } => calls.push((id, name, String::new())),
+            Event::ToolcallDelta { delta, .. } => {
                 if let Some(call) = calls.last_mut() {
-                    call.2.push_str(field("delta").as_str().unwrap_or_default());
+                    call.2.push_str(&delta);
                 }
             }
             _ => {}
@@ -446,45 +262,6 @@ fn message_from_deltas(events: &[Value]) -> Value {
         .map(|(id, name, args)| json!({"id": id, "name": name, "args": args}))
         .collect();
     json!({"content": text, "tool_calls": calls, "type": "ai"})
-}
-
-/// A `chat.completion` carrying a recorded AI message.
-pub(crate) fn completion_of_message(identity: &AnswerId, message: &Value) -> Value {
-    let answer = WireAnswer::from_message(&message_fields(message));
-    let mut wire = Map::new();
-    wire.insert("role".into(), json!("assistant"));
-    let content = if answer.text.is_empty() && !answer.calls.is_empty() {
-        Value::Null
-    } else {
-        Value::String(answer.text)
-    };
-    wire.insert("content".into(), content);
-    if let Some(reasoning) = answer.reasoning {
-        wire.insert("reasoning_content".into(), Value::String(reasoning));
-    }
-    if !answer.calls.is_empty() {
-        let calls: Vec<Value> = answer
-            .calls
-            .iter()
-            .map(|call| {
-                json!({"id": call.id, "type": "function",
-                               "function": {"name": call.name, "arguments": call.arguments}})
-            })
-            .collect();
-        wire.insert("tool_calls".into(), Value::Array(calls));
-    }
-    let mut body = json!({
-        "id": identity.id,
-        "object": "chat.completion",
-        "created": identity.created,
-        "model": answer.model.unwrap_or_else(|| identity.model.clone()),
-        "choices": [{"index": 0, "message": Value::Object(wire), "logprobs": null,
-                     "finish_reason": answer.finish_reason}],
-    });
-    if let Some(usage) = answer.usage {
-        body["usage"] = usage;
-    }
-    body
 }
 
 #[cfg(test)]
@@ -513,7 +290,10 @@ mod tests {
 
     #[test]
     fn a_recorded_message_becomes_one_completion() {
-        let body = completion_of_message(&identity(), &recorded());
+        let Completion::Message(body) = completion(&identity(), &events_from_message(&recorded()))
+        else {
+            panic!("a message")
+        };
         assert_eq!(
             body,
             json!({
@@ -530,6 +310,39 @@ mod tests {
                           "completion_tokens_details": {"reasoning_tokens": 1, "audio_tokens": 0}},
             })
         );
+    }
+
+    #[test]
+    fn a_call_recorded_streamed_completes_with_its_arguments_as_streamed() {
+        // Issue 17 item 4: the provider streamed `{"b": 1, "a": 2}` (spaces, this key order);
+        // the done message holds the parsed object. A non-streamed replay must send the text.
+        let streamed = "{\"b\": 1, \"a\": 2}";
+        let events = [
+            json!({"type": "start"}),
+            json!({"type": "toolcall_start", "index": 0, "id": "c1", "name": "ls"}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "{\"b\": 1, "}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "\"a\": 2}"}),
+            json!({"type": "toolcall_end", "index": 0}),
+            json!({"type": "done", "message": {"content": "", "type": "ai", "tool_calls": [
+                {"name": "ls", "args": {"a": 2, "b": 1}, "id": "c1", "type": "tool_call"}]}}),
+        ];
+        let Completion::Message(body) = completion(&identity(), &events) else {
+            panic!("a message")
+        };
+        let arguments = &body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
+        assert_eq!(arguments, streamed);
+        let sse = sse_body(identity(), &events);
+        let sent: String = sse
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .filter_map(|chunk| {
+                chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(sent, streamed, "streamed the same way");
     }
 
     #[test]
@@ -581,6 +394,10 @@ mod tests {
                 json!({"type": "error", "message": "connection reset"}),
                 (502, "connection reset", "api_error"),
             ),
+            (
+                json!({"type": "error", "message": "Token limit", "error_type": "APIError", "in_stream": true}),
+                (200, "Token limit", "api_error"),
+            ),
         ];
         for (event, (status, message, kind)) in cases {
             let Completion::Failed(error) =
@@ -591,6 +408,29 @@ mod tests {
             assert_eq!(error.status, status, "{event}");
             assert_eq!(error.body()["error"]["message"], message, "{event}");
             assert_eq!(error.body()["error"]["type"], kind, "{event}");
+        }
+    }
+
+    #[test]
+    fn an_in_stream_failure_is_an_error_chunk_and_other_failures_end_the_stream() {
+        let text = json!({"type": "text_delta", "delta": "par"});
+        let cases = [
+            (
+                json!({"type": "error", "message": "boom", "in_stream": true}),
+                true,
+            ),
+            (
+                json!({"type": "error", "message": "broke", "error_type": "RemoteProtocolError"}),
+                false,
+            ),
+        ];
+        for (error, in_stream) in cases {
+            let body = sse_body(
+                identity(),
+                &[json!({"type": "start"}), text.clone(), error.clone()],
+            );
+            assert!(!body.contains("[DONE]"), "{body}");
+            assert_eq!(body.contains("\"error\""), in_stream, "{error}: {body}");
         }
     }
 

@@ -9,7 +9,8 @@
 //!   caller comes from the [`CALLER_HEADER`] when the gateway sends it, else it is the one
 //!   caller among the fixture's callers whose key is recorded. The recorded answer goes back as
 //!   one completion or streamed as content and tool-call deltas; a miss answers an OpenAI error
-//!   whose message is the miss diagnostic. Several fixtures may be loaded; one is active at a
+//!   whose message is the miss diagnostic, and so does a request without the header whose key
+//!   holds several different answers (an ambiguity, never a pick). Several fixtures may be loaded; one is active at a
 //!   time, chosen with `POST /_harness/reset`;
 //! - **strict recording replay**: a recording made by this server in record mode, served call by
 //!   call with the existing strict replay (each request compared field by field; chunks as
@@ -17,12 +18,16 @@
 //! - **record**: a proxy to a real OpenAI-compatible endpoint that writes the versioned, redacted
 //!   recording and, when the server stops, builds the fixture (see `record`).
 //!
-//! Routes: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models`,
-//! `GET /health`, and the driver's `GET /_harness/misses` (every [`Problem`] so far, as JSON),
-//! `GET /_harness/state` and `POST /_harness/reset` (`{"fixture": "<stem>"}` selects a fixture;
-//! either way the replay starts afresh and the problem ledger is cleared). Problems are also
-//! handed to [`ServerOptions::on_problem`] the moment they happen. [`ModelServerClient`] is the
-//! driver's side of those routes.
+//! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
+//! `/chat/completions`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
+//! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
+//! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
+//! ledger is cleared, and a reply that discarded problems no driver had read says how many). Any
+//! other request (`POST /v1/responses`, `/v1/embeddings`, a wrong method) answers an OpenAI error
+//! naming the route and is an `unserved_route` problem: a gateway that calls something no
+//! recording answers is not a clean run. Problems are also handed to [`ServerOptions::on_problem`]
+//! the moment they happen; the ledger is bounded (`problems::Ledger`). [`ModelServerClient`] is
+//! the driver's side of those routes.
 
 mod answer;
 mod assemble;
@@ -41,9 +46,9 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -58,10 +63,13 @@ use replay_core::{
 };
 
 use crate::golden::stem_of;
-use answer::{AnswerId, Completion, WireError, completion, error_body, events_from_message};
+use answer::{
+    AnswerId, Completion, WireError, completion, error_body, events_from_error, events_from_message,
+};
 use request::{WIRE_API, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ServerState};
+use problems::Ledger;
 pub use problems::Problem;
 pub use record::{RecordConfig, RecordedFixture};
 pub use request::normalized;
@@ -70,6 +78,80 @@ pub use request::normalized;
 /// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
 /// `docs/replay-and-fixtures.md` normalise). Without it the server infers the caller.
 pub const CALLER_HEADER: &str = "x-harness-caller";
+
+/// Every route the model server serves; any other request is an `unserved_route` problem. A new
+/// wire (the Responses API, Anthropic's Messages) becomes served by a variant here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `POST /v1/chat/completions`.
+    ChatCompletions,
+    /// `POST /chat/completions`, for clients whose base URL has no `/v1`.
+    ChatCompletionsUnversioned,
+    /// `GET /v1/models`.
+    Models,
+    /// `GET /models`.
+    ModelsUnversioned,
+    /// `GET /health`.
+    Health,
+    /// `GET /_harness/misses`.
+    Misses,
+    /// `GET /_harness/state`.
+    State,
+    /// `POST /_harness/reset`.
+    Reset,
+}
+
+impl Route {
+    /// Every served route.
+    pub(crate) const ALL: [Route; 8] = [
+        Route::ChatCompletions,
+        Route::ChatCompletionsUnversioned,
+        Route::Models,
+        Route::ModelsUnversioned,
+        Route::Health,
+        Route::Misses,
+        Route::State,
+        Route::Reset,
+    ];
+
+    /// Its method and path.
+    pub(crate) fn method_and_path(self) -> (Method, &'static str) {
+        match self {
+            Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
+            Route::ChatCompletionsUnversioned => (Method::POST, "/chat/completions"),
+            Route::Models => (Method::GET, "/v1/models"),
+            Route::ModelsUnversioned => (Method::GET, "/models"),
+            Route::Health => (Method::GET, "/health"),
+            Route::Misses => (Method::GET, "/_harness/misses"),
+            Route::State => (Method::GET, "/_harness/state"),
+            Route::Reset => (Method::POST, "/_harness/reset"),
+        }
+    }
+
+    /// Its handler.
+    fn handler(self) -> MethodRouter<Arc<Shared>> {
+        match self {
+            Route::ChatCompletions | Route::ChatCompletionsUnversioned => post(complete),
+            Route::Models | Route::ModelsUnversioned => get(models),
+            Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
+            Route::Misses => get(misses),
+            Route::State => get(state),
+            Route::Reset => post(reset),
+        }
+    }
+
+    /// `POST /v1/chat/completions, GET /v1/models, …`: what the server serves, for messages.
+    fn listed() -> String {
+        let routes: Vec<String> = Route::ALL
+            .iter()
+            .map(|route| {
+                let (method, path) = route.method_and_path();
+                format!("{method} {path}")
+            })
+            .collect();
+        routes.join(", ")
+    }
+}
 
 /// The largest request body accepted: long conversations are large, and the default limit of
 /// 2 MB would refuse some.
@@ -182,7 +264,7 @@ enum Backend {
 /// State shared by the handlers.
 struct Shared {
     backend: Backend,
-    problems: Mutex<Vec<Problem>>,
+    problems: Mutex<Ledger>,
     on_problem: Option<ProblemHook>,
     answers: AtomicU64,
 }
@@ -302,7 +384,7 @@ impl ModelServer {
         };
         let shared = Arc::new(Shared {
             backend,
-            problems: Mutex::new(Vec::new()),
+            problems: Mutex::new(Ledger::default()),
             on_problem: options.on_problem,
             answers: AtomicU64::new(0),
         });
@@ -318,15 +400,13 @@ impl ModelServer {
                 port: options.port,
                 source,
             })?;
-        let router = Router::new()
-            .route("/v1/chat/completions", post(complete))
-            .route("/chat/completions", post(complete))
-            .route("/v1/models", get(models))
-            .route("/models", get(models))
-            .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
-            .route("/_harness/misses", get(misses))
-            .route("/_harness/state", get(state))
-            .route("/_harness/reset", post(reset))
+        let mut router = Router::new();
+        for route in Route::ALL {
+            router = router.route(route.method_and_path().1, route.handler());
+        }
+        let router = router
+            .fallback(unserved)
+            .method_not_allowed_fallback(wrong_method)
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(shared.clone());
         let stop = CancellationToken::new();
@@ -355,9 +435,10 @@ impl ModelServer {
         format!("{}/v1", self.url())
     }
 
-    /// Every problem since the start or the last reset, oldest first.
+    /// Every problem since the start or the last reset, oldest first (the first ones in full,
+    /// then a count of the rest).
     pub fn problems(&self) -> Vec<Problem> {
-        self.shared.problems.lock().clone()
+        self.shared.problems.lock().read()
     }
 
     /// Stops serving (open streams end first). In record mode, reads the finished recording back
@@ -401,13 +482,17 @@ fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 
 /// The answer for a complete event list: one completion, or the stream of chunks. A call whose
 /// events fail before any content fails with the recorded status, as a provider refusing a
-/// request does, streaming or not.
+/// request does, streaming or not; a failure the provider reported inside its answer
+/// (`in_stream`) is served inside a 200 answer, as it came.
 fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
     let identity = shared.answer_id(&request.model);
     let failed_at_start = events
         .iter()
         .find(|e| e.get("type").and_then(Value::as_str) != Some("start"))
-        .is_some_and(|e| e.get("type").and_then(Value::as_str) == Some("error"));
+        .is_some_and(|e| {
+            e.get("type").and_then(Value::as_str) == Some("error")
+                && e.get("in_stream").and_then(Value::as_bool) != Some(true)
+        });
     if !request.stream || failed_at_start {
         return match completion(&identity, events) {
             Completion::Message(body) => Json(body).into_response(),
@@ -459,14 +544,17 @@ fn replay_fixture(
     caller: Option<&str>,
     request: &WireRequest,
 ) -> Response {
-    match engine.lookup_at_wire(caller, &request.messages) {
+    let looked_up = engine.lookup_at_wire(caller, &request.messages);
+    if looked_up.is_err() {
+        // The server's bounded ledger is the one record of what went wrong: the engine's own
+        // ledgers (unbounded, for an in-process run) would keep every miss of a long run.
+        engine.take_misses();
+        engine.take_ambiguities();
+    }
+    match looked_up {
         Ok(served) => match &served.answer {
             Answer::Output(output) => respond(shared, request, &events_from_message(output)),
-            Answer::Error(recorded) => failure_response(&WireError::new(
-                recorded.status,
-                &recorded.error_type,
-                &recorded.message,
-            )),
+            Answer::Error(recorded) => respond(shared, request, &events_from_error(recorded)),
         },
         Err(WireLookupError::Miss(miss)) => {
             let problem = Problem::miss(*miss);
@@ -477,6 +565,17 @@ fn replay_fixture(
                 &message,
                 "invalid_request_error",
                 "replay_miss",
+            )
+        }
+        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => {
+            let problem = Problem::ambiguous_answer(*ambiguity);
+            let message = problem.message().to_owned();
+            shared.report(problem);
+            error_response(
+                StatusCode::BAD_REQUEST,
+                &message,
+                "invalid_request_error",
+                "replay_answer_ambiguous",
             )
         }
         Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => {
@@ -531,6 +630,12 @@ fn replay_strictly(
                         .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
                 });
             if let Some(event) = failed {
+                // Reported inside the answer: its recorded chunks, then the error, in a 200.
+                if event.get("in_stream").and_then(Value::as_bool) == Some(true)
+                    && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
+                {
+                    return respond(shared, request, &call.events);
+                }
                 return failure_response(&WireError::from_event(event));
             }
             let message = error.to_string();
@@ -573,12 +678,37 @@ async fn models(State(shared): State<Arc<Shared>>) -> Response {
     Json(json!({"object": "list", "data": data})).into_response()
 }
 
+/// A request no [`Route`] serves: an OpenAI error naming it, and a problem.
+fn unserved_response(shared: &Shared, status: StatusCode, method: &Method, uri: &Uri) -> Response {
+    // The path only: a query string may carry a credential.
+    let path = uri.path();
+    let message = format!(
+        "{method} {path} is not served by the model server (it serves {}); no recording answers \
+         it, so the run that called it is not replayed",
+        Route::listed()
+    );
+    shared.report(Problem::UnservedRoute {
+        message: message.clone(),
+        method: method.to_string(),
+        path: path.to_owned(),
+    });
+    error_response(status, &message, "invalid_request_error", "unserved_route")
+}
+
+async fn unserved(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
+    unserved_response(&shared, StatusCode::NOT_FOUND, &method, &uri)
+}
+
+async fn wrong_method(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {
+    unserved_response(&shared, StatusCode::METHOD_NOT_ALLOWED, &method, &uri)
+}
+
 async fn misses(State(shared): State<Arc<Shared>>) -> Response {
-    Json(shared.problems.lock().clone()).into_response()
+    Json(shared.problems.lock().read()).into_response()
 }
 
 async fn state(State(shared): State<Arc<Shared>>) -> Response {
-    let problems = shared.problems.lock().clone();
+    let problems = shared.problems.lock().read();
     let state = match &shared.backend {
         Backend::Fixtures { fixtures, active } => {
             let active = active.lock();
@@ -688,6 +818,16 @@ async fn reset(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                 .into_response();
         }
     };
-    shared.problems.lock().clear();
-    Json(selected).into_response()
+    let discarded = shared.problems.lock().clear();
+    let mut reply = selected;
+    if discarded > 0 {
+        let warning = format!(
+            "the reset discarded {discarded} problem(s) no driver had read (GET /_harness/misses \
+             reads them)"
+        );
+        tracing::warn!("model server: {warning}");
+        reply["discarded_unread_problems"] = json!(discarded);
+        reply["warning"] = json!(warning);
+    }
+    Json(reply).into_response()
 }

@@ -5,9 +5,19 @@
 //! Every problem serialises as an object with a `kind` and a `message` (the full, human-readable
 //! diagnostic); a miss also carries the whole [`Miss`], so a Rust driver gets back the value the
 //! in-process replay model would have given it.
+//!
+//! The ledger is bounded ([`Ledger`]): a run that misses thousands of times must not grow the
+//! server without limit (3,000 misses once took 312 MB). It keeps the first [`KEPT_PROBLEMS`]
+//! problems in full and counts the rest by kind; a last [`Problem::Overflow`] entry says how many
+//! were not kept, so the list a driver reads is never shorter than the truth makes it look.
 
-use replay_core::Miss;
+use std::collections::BTreeMap;
+
+use replay_core::{Ambiguity, Miss};
 use serde::{Deserialize, Serialize};
+
+/// How many problems the ledger keeps in full; later ones are counted by kind only.
+pub(crate) const KEPT_PROBLEMS: usize = 100;
 
 /// One problem a model call met.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +37,14 @@ pub enum Problem {
         message: String,
         /// The callers whose key is recorded.
         callers: Vec<String>,
+    },
+    /// Fixture replay: the request named no caller and its key is recorded for several turns
+    /// that answer differently (parallel nodes sending one conversation), so none was served.
+    AmbiguousAnswer {
+        /// The ambiguity's diagnostic, naming the turns and the caller header.
+        message: String,
+        /// The ambiguity itself.
+        ambiguity: Box<Ambiguity>,
     },
     /// Strict replay: the request differs from the recorded one at this call, or the recording
     /// has no call left.
@@ -53,6 +71,25 @@ pub enum Problem {
         /// The recording file error.
         message: String,
     },
+    /// A request to a route the server does not serve (`POST /v1/responses`, `/v1/embeddings`,
+    /// a wrong method, …): the gateway called something no recording answers.
+    UnservedRoute {
+        /// What was asked and what the server serves.
+        message: String,
+        /// The request's method.
+        method: String,
+        /// The request's path (without its query, which may hold a credential).
+        path: String,
+    },
+    /// The ledger's bound was reached: these problems happened but are not kept in full.
+    Overflow {
+        /// How many, and of which kinds.
+        message: String,
+        /// How many problems are not in the list.
+        not_kept: usize,
+        /// Those problems, counted by kind.
+        by_kind: BTreeMap<String, usize>,
+    },
 }
 
 impl Problem {
@@ -64,16 +101,27 @@ impl Problem {
         }
     }
 
-    /// The `kind` tag: `miss`, `ambiguous_caller`, `mismatch`, `recording`, `bad_request` or
-    /// `recording_write`.
+    /// An ambiguous answer.
+    pub(crate) fn ambiguous_answer(ambiguity: Ambiguity) -> Problem {
+        Problem::AmbiguousAnswer {
+            message: ambiguity.to_string(),
+            ambiguity: Box::new(ambiguity),
+        }
+    }
+
+    /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
+    /// `bad_request`, `recording_write`, `unserved_route` or `overflow`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
             Problem::AmbiguousCaller { .. } => "ambiguous_caller",
+            Problem::AmbiguousAnswer { .. } => "ambiguous_answer",
             Problem::Mismatch { .. } => "mismatch",
             Problem::Recording { .. } => "recording",
             Problem::BadRequest { .. } => "bad_request",
             Problem::RecordingWrite { .. } => "recording_write",
+            Problem::UnservedRoute { .. } => "unserved_route",
+            Problem::Overflow { .. } => "overflow",
         }
     }
 
@@ -82,11 +130,74 @@ impl Problem {
         match self {
             Problem::Miss { message, .. }
             | Problem::AmbiguousCaller { message, .. }
+            | Problem::AmbiguousAnswer { message, .. }
             | Problem::Mismatch { message, .. }
             | Problem::Recording { message }
             | Problem::BadRequest { message }
-            | Problem::RecordingWrite { message } => message,
+            | Problem::RecordingWrite { message }
+            | Problem::UnservedRoute { message, .. }
+            | Problem::Overflow { message, .. } => message,
         }
+    }
+}
+
+/// The bounded problem ledger, and whether a driver has read it.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    /// The first [`KEPT_PROBLEMS`] problems, in full.
+    kept: Vec<Problem>,
+    /// The later ones, by kind.
+    not_kept: BTreeMap<String, usize>,
+    /// Problems recorded since a driver last read the ledger.
+    unread: usize,
+}
+
+impl Ledger {
+    /// Records a problem: in full while there is room, else as a count.
+    pub(crate) fn push(&mut self, problem: Problem) {
+        self.unread += 1;
+        if self.kept.len() < KEPT_PROBLEMS {
+            self.kept.push(problem);
+        } else {
+            *self.not_kept.entry(problem.kind().to_owned()).or_default() += 1;
+        }
+    }
+
+    /// Every problem kept, oldest first, then an [`Problem::Overflow`] entry when some were not
+    /// kept; marks them read.
+    pub(crate) fn read(&mut self) -> Vec<Problem> {
+        self.unread = 0;
+        self.list()
+    }
+
+    /// [`Ledger::read`] without marking anything read.
+    pub(crate) fn list(&self) -> Vec<Problem> {
+        let mut list = self.kept.clone();
+        let not_kept: usize = self.not_kept.values().sum();
+        if not_kept > 0 {
+            let kinds: Vec<String> = self
+                .not_kept
+                .iter()
+                .map(|(kind, count)| format!("{kind} {count}"))
+                .collect();
+            list.push(Problem::Overflow {
+                message: format!(
+                    "{not_kept} more problem(s) happened after the first {KEPT_PROBLEMS} and are \
+                     not kept in full ({})",
+                    kinds.join(", ")
+                ),
+                not_kept,
+                by_kind: self.not_kept.clone(),
+            });
+        }
+        list
+    }
+
+    /// Clears the ledger; returns how many problems no driver had read.
+    pub(crate) fn clear(&mut self) -> usize {
+        let unread = self.unread;
+        *self = Ledger::default();
+        unread
     }
 }
 
@@ -112,6 +223,13 @@ mod tests {
                 message: "m".into(),
                 callers: vec!["a".into(), "b".into()],
             },
+            Problem::ambiguous_answer(Ambiguity {
+                caller: "lead_agent".into(),
+                input_hash: "k".into(),
+                fixture_path: "fixtures/x.json".into(),
+                turns: vec![0, 1],
+                answers: vec!["text \"a\"".into(), "text \"b\"".into()],
+            }),
             Problem::Mismatch {
                 message: "replay mismatch at call 1, field context.messages".into(),
                 call_index: 1,
@@ -126,6 +244,16 @@ mod tests {
             Problem::RecordingWrite {
                 message: "w".into(),
             },
+            Problem::UnservedRoute {
+                message: "u".into(),
+                method: "POST".into(),
+                path: "/v1/responses".into(),
+            },
+            Problem::Overflow {
+                message: "o".into(),
+                not_kept: 2,
+                by_kind: BTreeMap::from([("miss".to_owned(), 2)]),
+            },
         ];
         for problem in problems {
             let value = serde_json::to_value(&problem).expect("serialises");
@@ -134,5 +262,55 @@ mod tests {
             let back: Problem = serde_json::from_value(value).expect("deserialises");
             assert_eq!(back, problem);
         }
+    }
+
+    fn bad_request(index: usize) -> Problem {
+        Problem::BadRequest {
+            message: format!("request {index}"),
+        }
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_first_problems_in_full_and_counts_the_rest() {
+        // (problems recorded, list length, the overflow's count)
+        let cases = [
+            (0, 0, None),
+            (KEPT_PROBLEMS, KEPT_PROBLEMS, None),
+            (KEPT_PROBLEMS + 1, KEPT_PROBLEMS + 1, Some(1)),
+            (3_000, KEPT_PROBLEMS + 1, Some(3_000 - KEPT_PROBLEMS)),
+        ];
+        for (recorded, length, overflow) in cases {
+            let mut ledger = Ledger::default();
+            for index in 0..recorded {
+                ledger.push(bad_request(index));
+            }
+            let list = ledger.read();
+            assert_eq!(list.len(), length, "{recorded}");
+            let counted = match list.last() {
+                Some(Problem::Overflow {
+                    not_kept, by_kind, ..
+                }) => {
+                    assert_eq!(by_kind["bad_request"], *not_kept, "{recorded}");
+                    Some(*not_kept)
+                }
+                _ => None,
+            };
+            assert_eq!(counted, overflow, "{recorded}");
+            if recorded > 0 {
+                assert_eq!(list[0], bad_request(0), "the first problem is kept in full");
+            }
+        }
+    }
+
+    #[test]
+    fn clearing_says_how_many_problems_nobody_read() {
+        let mut ledger = Ledger::default();
+        ledger.push(bad_request(0));
+        ledger.push(bad_request(1));
+        ledger.read();
+        ledger.push(bad_request(2));
+        assert_eq!(ledger.clear(), 1, "one problem came after the last read");
+        assert!(ledger.list().is_empty());
+        assert_eq!(ledger.clear(), 0);
     }
 }

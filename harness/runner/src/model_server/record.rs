@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::response::Response;
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use replay_core::recording::{
@@ -32,8 +32,10 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::answer::{ChunkRenderer, Rendered, WireError, error_message_of, push_data};
-use super::assemble::{ChunkAssembler, events_from_completion};
+use model_wire::chat_completions::{error_message, status_exception_name};
+
+use super::answer::{ChunkRenderer, Rendered, WireError, push_data};
+use super::assemble::{StreamRecorder, events_from_completion};
 use super::request::WireRequest;
 use super::{
     ModelServerError, Problem, Shared, error_response, failure_response, respond, sse_response,
@@ -93,19 +95,27 @@ impl std::fmt::Debug for Recorder {
     }
 }
 
-/// The Python `openai` client's exception name for an HTTP status, as the recording stores it.
-fn status_error_type(status: u16) -> &'static str {
-    match status {
-        400 => "BadRequestError",
-        401 => "AuthenticationError",
-        403 => "PermissionDeniedError",
-        404 => "NotFoundError",
-        409 => "ConflictError",
-        422 => "UnprocessableEntityError",
-        429 => "RateLimitError",
-        500.. => "InternalServerError",
-        _ => "APIStatusError",
-    }
+/// How long the proxy waits for the upstream's next bytes (connecting, or reading a body)
+/// before the call fails as `APITimeoutError`, as the gateway's provider does with its
+/// `request_timeout_secs`: a stalled upstream must not hold a recording open forever.
+const UPSTREAM_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A reqwest failure as the gateway's provider classifies it (the Python client's names):
+/// a timeout is `APITimeoutError`; a failure once the answer has started (`in_body`) is
+/// `RemoteProtocolError`; a failure to connect `APIConnectionError`.
+fn transport_error_event(err: &reqwest::Error, in_body: bool) -> Value {
+    let detail = redact_text(&err.to_string());
+    let (error_type, message) = if err.is_timeout() {
+        ("APITimeoutError", format!("Request timed out: {detail}"))
+    } else if in_body || err.is_body() || err.is_decode() {
+        (
+            "RemoteProtocolError",
+            format!("the response broke off: {detail}"),
+        )
+    } else {
+        ("APIConnectionError", format!("Connection error: {detail}"))
+    };
+    json!({"type": "error", "message": message, "error_type": error_type})
 }
 
 impl Recorder {
@@ -121,7 +131,9 @@ impl Recorder {
             ));
         }
         let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-        let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(UPSTREAM_READ_TIMEOUT);
         if loopback {
             builder = builder.no_proxy();
         }
@@ -235,23 +247,18 @@ pub(super) async fn proxy(
         .await;
     let upstream = match sent {
         Ok(upstream) => upstream,
-        Err(err) => {
-            let message = format!("Connection error: {err}");
-            let event =
-                json!({"type": "error", "message": message, "error_type": "APIConnectionError"});
-            return fail(shared, call, event);
-        }
+        Err(err) => return fail(shared, call, transport_error_event(&err, false)),
     };
     let status = upstream.status().as_u16();
     if !upstream.status().is_success() {
         let body = upstream.text().await.unwrap_or_default();
         let detail = serde_json::from_str::<Value>(&body)
             .ok()
-            .and_then(|json| error_message_of(&json))
+            .and_then(|json| error_message(&json))
             .or_else(|| Some(body.trim().to_owned()).filter(|body| !body.is_empty()))
             .unwrap_or_else(|| "no error detail".to_owned());
         let event = json!({"type": "error", "message": format!("Error code: {status} - {detail}"),
-                           "error_type": status_error_type(status), "status": status});
+                           "error_type": status_exception_name(status), "status": status});
         return fail(shared, call, event);
     }
     // As OpenAI clients read it: a JSON body is one completion, anything else a stream (some
@@ -264,11 +271,12 @@ pub(super) async fn proxy(
     if whole {
         let events = match upstream.json::<Value>().await {
             Ok(body) => events_from_completion(&body, &request.model),
-            Err(err) => {
+            Err(err) if err.is_decode() => {
                 let event = json!({"type": "error", "error_type": "APIResponseValidationError",
-                                   "message": format!("the upstream's answer is not valid JSON: {err}")});
+                                   "message": format!("the provider's answer is not valid JSON: {err}")});
                 return fail(shared, call, event);
             }
+            Err(err) => return fail(shared, call, transport_error_event(&err, true)),
         };
         let written: Vec<Value> = events
             .iter()
@@ -325,7 +333,9 @@ struct PumpTarget {
 }
 
 impl PumpTarget {
-    /// Sends an event's chunks; false once the gateway has gone.
+    /// Sends an event's chunks; false once the gateway has gone. A failure the upstream
+    /// reported inside its stream is passed on as its error chunk; any other failure (a cut-off
+    /// or broken stream) ends the gateway's stream the same way, with nothing more.
     async fn deliver(&mut self, event: &Value) -> bool {
         let Some(sender) = &self.sender else {
             return true;
@@ -337,12 +347,13 @@ impl PumpTarget {
                     push_data(&mut body, &chunk);
                 }
             }
-            Rendered::Failed(error) => push_data(&mut body, &error),
+            Rendered::Failed(Some(error)) => push_data(&mut body, &error),
+            Rendered::Failed(None) => {}
         }
         body.is_empty() || sender.send(Ok(Bytes::from(body))).await.is_ok()
     }
 
-    /// Ends the gateway's stream.
+    /// Ends the gateway's stream with `[DONE]`, sent only when the upstream sent it.
     async fn close(&self) {
         if let Some(sender) = &self.sender {
             let _ = sender
@@ -358,7 +369,7 @@ fn is_error(event: &Value) -> bool {
 
 /// Reads the upstream's stream, writing each event before passing its chunks on; returns the
 /// written events. A gateway that stops reading leaves the call `abandoned` (the writer's drop
-/// outcome); a stream that breaks or reports an error ends it with `error`.
+/// outcome); a stream that breaks, is cut off or reports an error ends it with `error`.
 async fn pump(
     shared: Arc<Shared>,
     mut call: CallWriter,
@@ -366,23 +377,22 @@ async fn pump(
     requested_model: String,
     mut target: PumpTarget,
 ) -> Vec<Value> {
-    let mut assembler = ChunkAssembler::new(&requested_model);
+    let mut recorder = StreamRecorder::new(&requested_model);
     let mut written = Vec::new();
     let mut source = upstream.bytes_stream().eventsource();
     let mut failed = false;
-    while !failed {
+    while !failed && !recorder.done() {
         let events = match source.next().await {
             None => break,
-            Some(Ok(frame)) if frame.data.trim() == "[DONE]" => break,
-            Some(Ok(frame)) => match serde_json::from_str::<Value>(&frame.data) {
-                Ok(chunk) => assembler.on_chunk(&chunk),
-                Err(err) => vec![
-                    json!({"type": "error", "error_type": "APIResponseValidationError",
-                                        "message": format!("the upstream sent a chunk that is not JSON: {err}")}),
-                ],
-            },
-            Some(Err(err)) => vec![json!({"type": "error", "error_type": "APIConnectionError",
-                                          "message": format!("the upstream's stream broke: {err}")})],
+            Some(Ok(frame)) if frame.event == "error" => recorder.on_error_event(&frame.data),
+            // Only `message` events carry chunks; others (and comments) are not the answer.
+            Some(Ok(frame)) if frame.event != "message" => continue,
+            Some(Ok(frame)) => recorder.on_data(&frame.data),
+            Some(Err(EventStreamError::Transport(err))) => {
+                vec![transport_error_event(&err, true)]
+            }
+            Some(Err(err)) => vec![json!({"type": "error", "error_type": "RemoteProtocolError",
+                                          "message": format!("malformed event stream: {err}")})],
         };
         for event in events {
             let event = write(&shared, &mut call, &event);
@@ -398,15 +408,19 @@ async fn pump(
         }
     }
     if !failed {
-        for event in assembler.finish() {
+        let done_marker = recorder.done();
+        for event in recorder.finish() {
             let event = write(&shared, &mut call, &event);
+            failed = is_error(&event);
             let delivered = target.deliver(&event).await;
             written.push(event);
             if !delivered {
                 return written;
             }
         }
-        target.close().await;
+        if !failed && done_marker {
+            target.close().await;
+        }
     }
     end(
         &shared,

@@ -1,0 +1,31 @@
+//! OpenAI's Chat Completions wire (`POST {base}/chat/completions`), as OpenAI and the
+//! OpenAI-compatible servers (DeepSeek, Mistral, Ollama, Gemini's compatible endpoint,
+//! OpenRouter, vLLM, …) speak it.
+//!
+//! - `types.rs`: the JSON as types (completions, chunks, tool calls, the error body).
+//! - `assemble.rs`: reading an answer: a stream's `data:` payloads ([`ChunkAssembler`]) or a
+//!   whole completion ([`parse_completion`]) into [`Event`]s and one [`Assembled`] answer.
+//! - `message.rs`: the AI message (LangChain's dump form) built from an answer, and read back
+//!   into an [`Answer`] to render.
+//! - `render.rs`: writing an answer as one completion or as chunks.
+//! - `error.rs`: what can be wrong with an answer, and the Python client's exception names.
+
+mod assemble;
+mod error;
+mod message;
+mod render;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use assemble::{
+    Assembled, AssembledCall, ChunkAssembler, Ending, Event, fill_call_id, parse_completion,
+};
+pub use error::{WireError, cut, error_message, status_exception_name};
+pub use message::{Answer, MODEL_PROVIDER, message_fields, openai_usage, usage_metadata};
+pub use render::{ChunkRenderer, Identity, completion};
+pub use types::{
+    Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,
+    ResponseMessage, ToolCallDelta, WireFunction, WireToolCall,
+};
