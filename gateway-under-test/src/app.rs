@@ -216,6 +216,7 @@ impl AppBuilder {
             shutdown.clone(),
         );
         let web_client = Arc::new(WebClientSettings::from_config(&config));
+        let serve_limits = ServeLimits::from(&config);
         Ok(App {
             auth: Arc::new(AuthState {
                 settings: config.auth,
@@ -228,7 +229,7 @@ impl AppBuilder {
             runs: Arc::new(runs),
             web_client,
             suggestions: Arc::new(config.suggestions),
-            serve_limits: ServeLimits::from(&config.server),
+            serve_limits,
             shutdown,
             test_seed_route: self.test_seed_route,
         })
@@ -387,7 +388,7 @@ impl App {
 
     /// The limits [`App::serve`] applies to connections (`[server]`).
     pub(crate) fn serve_limits(&self) -> ServeLimits {
-        self.serve_limits
+        self.serve_limits.clone()
     }
 
     /// Whether the test-only seed route is mounted.

@@ -150,9 +150,18 @@ pub struct ServerConfig {
     /// steadily it trickles in; the request then fails and the connection closes. At least 1.
     /// Default 120 (the 2 MiB body limit at about 17 KiB/s).
     pub request_body_deadline_secs: u64,
-    /// `server.max_connections`: connections served at once; further clients wait in the
-    /// listen backlog until one closes. At least 1. Default 512.
+    /// `server.max_connections`: connections served at once. At the bound a new client closes
+    /// the oldest idle connection (one with no request in flight); when none is idle it waits
+    /// in the listen backlog until one closes. At least 1. Default 512.
     pub max_connections: usize,
+    /// `server.max_connections_per_client`: connections one peer address may hold at once, so
+    /// that one client cannot take every slot. At the bound its oldest idle connection is
+    /// closed; when none is idle the new one is refused with a 503. Peers listed in
+    /// `auth.trusted_proxies` are exempt (a proxy carries every user). At least 1. Default 256.
+    pub max_connections_per_client: usize,
+    /// `server.write_timeout_secs`: how long a response write may make no progress (a client
+    /// that stopped reading) before the connection is closed. At least 1. Default 30.
+    pub write_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -165,6 +174,8 @@ impl Default for ServerConfig {
             request_body_timeout_secs: 30,
             request_body_deadline_secs: 120,
             max_connections: 512,
+            max_connections_per_client: 256,
+            write_timeout_secs: 30,
         }
     }
 }
@@ -806,6 +817,11 @@ impl Config {
                 "server.max_connections",
                 u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
             ),
+            (
+                "server.max_connections_per_client",
+                u64::try_from(self.server.max_connections_per_client).unwrap_or(u64::MAX),
+            ),
+            ("server.write_timeout_secs", self.server.write_timeout_secs),
         ] {
             if value == 0 {
                 return Err(invalid(key, "must be at least 1"));
@@ -1088,6 +1104,8 @@ mod tests {
             "request_body_timeout_secs",
             "request_body_deadline_secs",
             "max_connections",
+            "max_connections_per_client",
+            "write_timeout_secs",
         ] {
             let text = format!("[server]\n{key} = 0\n");
             let config = Config::from_toml_str(&text, Path::new("c.toml")).unwrap();

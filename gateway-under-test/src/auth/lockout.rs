@@ -222,13 +222,19 @@ impl LoginAttempt<'_> {
 /// listener counts the same client under one key.
 pub fn client_ip(peer: IpAddr, x_real_ip: Option<&str>, trusted_proxies: &[String]) -> String {
     let peer = peer.to_canonical();
-    let trusted = trusted_proxies
-        .iter()
-        .any(|entry| proxy_entry_matches(entry.trim(), peer));
+    let trusted = is_trusted_proxy(peer, trusted_proxies);
     let forwarded = x_real_ip
         .filter(|_| trusted)
         .and_then(|value| value.trim().parse::<IpAddr>().ok());
     forwarded.map_or(peer, |ip| ip.to_canonical()).to_string()
+}
+
+/// Whether `peer` is one of `trusted_proxies` (addresses or CIDR ranges, as for [`client_ip`]).
+pub fn is_trusted_proxy(peer: IpAddr, trusted_proxies: &[String]) -> bool {
+    let peer = peer.to_canonical();
+    trusted_proxies
+        .iter()
+        .any(|entry| proxy_entry_matches(entry.trim(), peer))
 }
 
 /// Whether `peer` is the address or inside the CIDR range `entry`.

@@ -27,7 +27,7 @@ pub use cookies::{
 };
 pub use csrf::{new_csrf_token, normalize_origin, origin_allowed, tokens_match};
 pub use jwt::{Claims, JwtError, JwtKeys, token_id};
-pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip};
+pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip, is_trusted_proxy};
 pub use password::{PasswordError, PasswordHasher};
 
 /// Passwords refused at registration whatever their length, compared case-insensitively (all
