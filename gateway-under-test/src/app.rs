@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::extract::FromRef;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{JwtKeys, LoginLockout, PasswordHasher};
+use crate::auth::{HashGate, JwtKeys, LoginLockout, PasswordHasher};
 use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
 use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
 use crate::runtime::agent::{Agent, AgentParts};
@@ -219,6 +219,10 @@ impl AppBuilder {
         let serve_limits = ServeLimits::from(&config);
         Ok(App {
             auth: Arc::new(AuthState {
+                hashes: HashGate::new(
+                    HashGate::concurrency_for(config.auth.max_concurrent_hashes),
+                    config.auth.hash_queue,
+                ),
                 settings: config.auth,
                 jwt,
                 passwords,
@@ -263,6 +267,8 @@ pub struct AuthState {
     pub passwords: PasswordHasher,
     /// Failed-login tracking.
     pub lockout: LoginLockout,
+    /// The bound on concurrent password hashes.
+    pub hashes: HashGate,
 }
 
 impl std::fmt::Debug for AuthState {

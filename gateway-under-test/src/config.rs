@@ -234,6 +234,12 @@ pub struct AuthConfig {
     pub lockout_seconds: u64,
     /// `[auth.password_hash]`: argon2id cost.
     pub password_hash: PasswordHashConfig,
+    /// `auth.max_concurrent_hashes`: password hashes (logins, registrations) computed at once,
+    /// each costing `password_hash.memory_kib`; `0` means one per available core. Default 0.
+    pub max_concurrent_hashes: usize,
+    /// `auth.hash_queue`: hashes that may wait for one of those; past it a login or
+    /// registration is refused with 503 and `Retry-After`. Default 64.
+    pub hash_queue: usize,
 }
 
 impl Default for AuthConfig {
@@ -251,6 +257,8 @@ impl Default for AuthConfig {
             login_max_failures_per_account: 20,
             lockout_seconds: 300,
             password_hash: PasswordHashConfig::default(),
+            max_concurrent_hashes: 0,
+            hash_queue: 64,
         }
     }
 }

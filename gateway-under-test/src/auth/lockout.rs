@@ -65,6 +65,16 @@ struct Count {
     locked_until: Option<Instant>,
 }
 
+/// The (account, client) and account keys of a login.
+fn keys(account: &str, client: &str) -> (Key, Key) {
+    let digest: [u8; 32] = Sha256::digest(account.trim().to_lowercase().as_bytes()).into();
+    let pair = Key::Pair {
+        account: digest,
+        client: client.to_string(),
+    };
+    (pair, Key::Account(digest))
+}
+
 /// Login attempts are refused until `retry_after` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Locked {
@@ -132,20 +142,10 @@ impl LoginLockout {
         client: &str,
         now: Instant,
     ) -> Result<LoginAttempt<'_>, Locked> {
-        let digest: [u8; 32] = Sha256::digest(account.trim().to_lowercase().as_bytes()).into();
-        let pair = Key::Pair {
-            account: digest,
-            client: client.to_string(),
-        };
-        let account = Key::Account(digest);
+        let (pair, account) = keys(account, client);
         let mut counts = self.lock();
-        let retry_after = [&pair, &account]
-            .into_iter()
-            .filter_map(|key| self.current(&mut counts, key, now)?.locked_until)
-            .map(|until| until.saturating_duration_since(now))
-            .max();
-        if let Some(retry_after) = retry_after {
-            return Err(Locked { retry_after });
+        if let Some(locked) = self.refusal(&mut counts, [&pair, &account], now) {
+            return Err(locked);
         }
         if counts.len() >= MAX_TRACKED_KEYS - 1 {
             counts.retain(|_, count| count.locked_until.is_some_and(|until| now < until));
@@ -171,6 +171,29 @@ impl LoginLockout {
             pair,
             account,
         })
+    }
+
+    /// Whether a login for `account` from `client` would be refused at `now`, without counting
+    /// it: a locked client is answered before it waits for the hash bound.
+    pub fn check(&self, account: &str, client: &str, now: Instant) -> Result<(), Locked> {
+        let (pair, account) = keys(account, client);
+        let mut counts = self.lock();
+        self.refusal(&mut counts, [&pair, &account], now)
+            .map_or(Ok(()), Err)
+    }
+
+    /// The lock, if any, of `keys` at `now` (the longest).
+    fn refusal(
+        &self,
+        counts: &mut HashMap<Key, Count>,
+        keys: [&Key; 2],
+        now: Instant,
+    ) -> Option<Locked> {
+        keys.into_iter()
+            .filter_map(|key| self.current(counts, key, now)?.locked_until)
+            .map(|until| until.saturating_duration_since(now))
+            .max()
+            .map(|retry_after| Locked { retry_after })
     }
 
     /// The count of `key` at `now`, forgetting it first when its lock or its window is over.
