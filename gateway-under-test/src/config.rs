@@ -485,12 +485,20 @@ pub struct MessageLimitsConfig {
     /// `message_limits.user_message_bytes`: the text of one input message; a larger one is
     /// refused with 413. Default 1 MiB.
     pub user_message_bytes: usize,
-    /// `message_limits.model_answer_bytes`: the text plus tool-call arguments of one model
-    /// answer; a larger one fails the model call (not retried). Default 1 MiB.
+    /// `message_limits.model_answer_bytes`: everything one model answer carries (text,
+    /// reasoning, refusal, tool-call names, ids and arguments, metadata); a larger one fails the
+    /// model call (not retried). Default 1 MiB.
     pub model_answer_bytes: usize,
     /// `message_limits.tool_call_args_bytes`: the JSON arguments of one tool call; a larger one
     /// is not run and the model sees a tool error. Default 256 KiB.
     pub tool_call_args_bytes: usize,
+    /// `message_limits.tool_calls_per_answer`: tool calls of one answer that are run; each
+    /// further call is not run and the model sees a tool error. 0 disables. Default 32.
+    pub tool_calls_per_answer: usize,
+    /// `message_limits.tool_result_bytes_per_step`: bytes of tool results one tool step adds;
+    /// a result that would pass it, and every later call of the step, become tool errors.
+    /// 0 disables. Default 1 MiB.
+    pub tool_result_bytes_per_step: usize,
 }
 
 impl Default for MessageLimitsConfig {
@@ -499,6 +507,8 @@ impl Default for MessageLimitsConfig {
             user_message_bytes: 1024 * 1024,
             model_answer_bytes: 1024 * 1024,
             tool_call_args_bytes: 256 * 1024,
+            tool_calls_per_answer: 32,
+            tool_result_bytes_per_step: 1024 * 1024,
         }
     }
 }
