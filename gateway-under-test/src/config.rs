@@ -227,7 +227,8 @@ pub struct AuthConfig {
     /// pair is locked out. Default 5.
     pub login_max_failures: u32,
     /// `auth.login_max_failures_per_account`: failed logins for one account from all clients
-    /// before the account is locked out for everyone; at least `login_max_failures`. Default 20.
+    /// before the account is locked out for every client that has not signed in to it
+    /// successfully in the last 30 days; at least `login_max_failures`. Default 20.
     pub login_max_failures_per_account: u32,
     /// `auth.lockout_seconds`: how long failures are counted, and how long a lockout lasts.
     /// Default 300.

@@ -535,6 +535,29 @@ async fn parallel_logins_past_the_hash_bound_get_503_with_retry_after() {
     gateway.stop().await;
 }
 
+/// Finding 7 of issue 21: failures spread over addresses locked the account for everyone, its
+/// owner included. The owner's client, known from an earlier sign-in, still signs in; a new
+/// client is refused until the lock ends.
+#[tokio::test]
+async fn account_lockout_by_anyone_leaves_the_owner_signing_in_from_a_known_client() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        config.auth.login_max_failures_per_account = 8;
+    })
+    .await;
+    let owner = registered_email(&gateway).await;
+    let url = gateway.url();
+    let home = "203.0.113.1";
+    assert_eq!(login_as(&url, home, &owner, PASSWORD).await.0, 200);
+    for i in 0..8 {
+        let stranger = format!("198.51.100.{i}");
+        assert_eq!(login_as(&url, &stranger, &owner, WRONG).await.0, 401);
+    }
+    assert_eq!(login_as(&url, "203.0.113.9", &owner, PASSWORD).await.0, 429);
+    assert_eq!(login_as(&url, home, &owner, PASSWORD).await.0, 200);
+    gateway.stop().await;
+}
+
 /// The `access_token` a response set.
 fn access_token(response: &reqwest::Response) -> String {
     response
