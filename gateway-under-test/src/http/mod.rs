@@ -221,8 +221,12 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation("json", rejection.body_text())
 }
 
-/// A form body's rejection: 408 when the body stopped arriving, else a 422 naming the form.
+/// A form body's rejection: 413 over the size limit (as for JSON), 408 when the body stopped
+/// arriving, else a 422 naming the form.
 pub(crate) fn form_rejection(rejection: FormRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return body_too_large();
+    }
     if body_timed_out(&rejection) {
         return body_timeout();
     }
