@@ -494,6 +494,29 @@ async fn search_threads_filters_orders_and_pages() {
     );
 }
 
+/// Finding 11 of issue 21: deleting 315 MB of threads grew the WAL from 0 to 821 MB, and it was
+/// never truncated. A delete now checkpoints the WAL and truncates it.
+#[tokio::test]
+async fn storage_a_large_delete_leaves_the_wal_truncated() {
+    let (dir, store) = open_temp();
+    store
+        .create_thread(
+            thread("t1", "u1", "2025-01-01T00:00:00Z"),
+            checkpoint("t1", "c0", -1),
+        )
+        .await
+        .expect("create");
+    for step in 0..40 {
+        let mut record = checkpoint("t1", &format!("c{}", step + 1), step);
+        record.values = json!({"pad": "x".repeat(100_000)});
+        store.put_checkpoint(record).await.expect("checkpoint");
+    }
+    assert!(store.delete_thread("t1").await.expect("delete"));
+    let wal = dir.path().join(format!("{DATABASE_FILE}-wal"));
+    let size = std::fs::metadata(&wal).map_or(0, |meta| meta.len());
+    assert_eq!(size, 0, "the WAL after the delete");
+}
+
 #[tokio::test]
 async fn delete_thread_removes_everything_of_that_thread_only() {
     let (_dir, store) = open_temp();
