@@ -255,6 +255,8 @@ async fn one_client_holding_every_slot_a_stalled_answer_is_closed_at_the_write_t
     })
     .await;
     let mut hostile = pipelining_never_reading(&gateway, Duration::from_secs(3)).await;
+    // Reading at once could unstall the server before its timer ran out: wait well past it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
     let received = read_until_closed(&mut hostile).await;
     let received = received.expect("closed by the write timeout");
     assert!(
