@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::extract::FromRef;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{JwtKeys, LoginLockout, PasswordHasher};
+use crate::auth::{HashGate, JwtKeys, LoginLockout, PasswordHasher};
 use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
 use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
 use crate::runtime::agent::{Agent, AgentParts};
@@ -216,8 +216,13 @@ impl AppBuilder {
             shutdown.clone(),
         );
         let web_client = Arc::new(WebClientSettings::from_config(&config));
+        let serve_limits = ServeLimits::from(&config);
         Ok(App {
             auth: Arc::new(AuthState {
+                hashes: HashGate::new(
+                    HashGate::concurrency_for(config.auth.max_concurrent_hashes),
+                    config.auth.hash_queue,
+                ),
                 settings: config.auth,
                 jwt,
                 passwords,
@@ -228,7 +233,7 @@ impl AppBuilder {
             runs: Arc::new(runs),
             web_client,
             suggestions: Arc::new(config.suggestions),
-            serve_limits: ServeLimits::from(&config.server),
+            serve_limits,
             shutdown,
             test_seed_route: self.test_seed_route,
         })
@@ -262,6 +267,8 @@ pub struct AuthState {
     pub passwords: PasswordHasher,
     /// Failed-login tracking.
     pub lockout: LoginLockout,
+    /// The bound on concurrent password hashes.
+    pub hashes: HashGate,
 }
 
 impl std::fmt::Debug for AuthState {
@@ -387,7 +394,7 @@ impl App {
 
     /// The limits [`App::serve`] applies to connections (`[server]`).
     pub(crate) fn serve_limits(&self) -> ServeLimits {
-        self.serve_limits
+        self.serve_limits.clone()
     }
 
     /// Whether the test-only seed route is mounted.

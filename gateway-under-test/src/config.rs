@@ -150,9 +150,18 @@ pub struct ServerConfig {
     /// steadily it trickles in; the request then fails and the connection closes. At least 1.
     /// Default 120 (the 2 MiB body limit at about 17 KiB/s).
     pub request_body_deadline_secs: u64,
-    /// `server.max_connections`: connections served at once; further clients wait in the
-    /// listen backlog until one closes. At least 1. Default 512.
+    /// `server.max_connections`: connections served at once. At the bound a new client closes
+    /// the oldest idle connection (one with no request in flight); when none is idle it waits
+    /// in the listen backlog until one closes. At least 1. Default 512.
     pub max_connections: usize,
+    /// `server.max_connections_per_client`: connections one peer address may hold at once, so
+    /// that one client cannot take every slot. At the bound its oldest idle connection is
+    /// closed; when none is idle the new one is refused with a 503. Peers listed in
+    /// `auth.trusted_proxies` are exempt (a proxy carries every user). At least 1. Default 256.
+    pub max_connections_per_client: usize,
+    /// `server.write_timeout_secs`: how long a response write may make no progress (a client
+    /// that stopped reading) before the connection is closed. At least 1. Default 30.
+    pub write_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -165,6 +174,8 @@ impl Default for ServerConfig {
             request_body_timeout_secs: 30,
             request_body_deadline_secs: 120,
             max_connections: 512,
+            max_connections_per_client: 256,
+            write_timeout_secs: 30,
         }
     }
 }
@@ -216,13 +227,20 @@ pub struct AuthConfig {
     /// pair is locked out. Default 5.
     pub login_max_failures: u32,
     /// `auth.login_max_failures_per_account`: failed logins for one account from all clients
-    /// before the account is locked out for everyone; at least `login_max_failures`. Default 20.
+    /// before the account is locked out for every client that has not signed in to it
+    /// successfully in the last 30 days; at least `login_max_failures`. Default 20.
     pub login_max_failures_per_account: u32,
     /// `auth.lockout_seconds`: how long failures are counted, and how long a lockout lasts.
     /// Default 300.
     pub lockout_seconds: u64,
     /// `[auth.password_hash]`: argon2id cost.
     pub password_hash: PasswordHashConfig,
+    /// `auth.max_concurrent_hashes`: password hashes (logins, registrations) computed at once,
+    /// each costing `password_hash.memory_kib`; `0` means one per available core. Default 0.
+    pub max_concurrent_hashes: usize,
+    /// `auth.hash_queue`: hashes that may wait for one of those; past it a login or
+    /// registration is refused with 503 and `Retry-After`. Default 64.
+    pub hash_queue: usize,
 }
 
 impl Default for AuthConfig {
@@ -240,6 +258,8 @@ impl Default for AuthConfig {
             login_max_failures_per_account: 20,
             lockout_seconds: 300,
             password_hash: PasswordHashConfig::default(),
+            max_concurrent_hashes: 0,
+            hash_queue: 64,
         }
     }
 }
@@ -466,12 +486,20 @@ pub struct MessageLimitsConfig {
     /// `message_limits.user_message_bytes`: the text of one input message; a larger one is
     /// refused with 413. Default 1 MiB.
     pub user_message_bytes: usize,
-    /// `message_limits.model_answer_bytes`: the text plus tool-call arguments of one model
-    /// answer; a larger one fails the model call (not retried). Default 1 MiB.
+    /// `message_limits.model_answer_bytes`: everything one model answer carries (text,
+    /// reasoning, refusal, tool-call names, ids and arguments, metadata); a larger one fails the
+    /// model call (not retried). Default 1 MiB.
     pub model_answer_bytes: usize,
     /// `message_limits.tool_call_args_bytes`: the JSON arguments of one tool call; a larger one
     /// is not run and the model sees a tool error. Default 256 KiB.
     pub tool_call_args_bytes: usize,
+    /// `message_limits.tool_calls_per_answer`: tool calls of one answer that are run; each
+    /// further call is not run and the model sees a tool error. 0 disables. Default 32.
+    pub tool_calls_per_answer: usize,
+    /// `message_limits.tool_result_bytes_per_step`: bytes of tool results one tool step adds;
+    /// a result that would pass it, and every later call of the step, become tool errors.
+    /// 0 disables. Default 1 MiB.
+    pub tool_result_bytes_per_step: usize,
 }
 
 impl Default for MessageLimitsConfig {
@@ -480,6 +508,8 @@ impl Default for MessageLimitsConfig {
             user_message_bytes: 1024 * 1024,
             model_answer_bytes: 1024 * 1024,
             tool_call_args_bytes: 256 * 1024,
+            tool_calls_per_answer: 32,
+            tool_result_bytes_per_step: 1024 * 1024,
         }
     }
 }
@@ -806,6 +836,11 @@ impl Config {
                 "server.max_connections",
                 u64::try_from(self.server.max_connections).unwrap_or(u64::MAX),
             ),
+            (
+                "server.max_connections_per_client",
+                u64::try_from(self.server.max_connections_per_client).unwrap_or(u64::MAX),
+            ),
+            ("server.write_timeout_secs", self.server.write_timeout_secs),
         ] {
             if value == 0 {
                 return Err(invalid(key, "must be at least 1"));
@@ -1088,6 +1123,8 @@ mod tests {
             "request_body_timeout_secs",
             "request_body_deadline_secs",
             "max_connections",
+            "max_connections_per_client",
+            "write_timeout_secs",
         ] {
             let text = format!("[server]\n{key} = 0\n");
             let config = Config::from_toml_str(&text, Path::new("c.toml")).unwrap();

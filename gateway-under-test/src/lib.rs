@@ -9,6 +9,7 @@ pub mod auth;
 mod body_deadline;
 pub mod clock;
 pub mod config;
+mod connections;
 pub mod http;
 mod lock;
 pub mod messages;
@@ -20,6 +21,7 @@ mod server;
 pub mod store;
 pub mod tools;
 pub mod workspace;
+mod write_timeout;
 
 pub use app::{App, AppBuilder, AppError};
 pub use config::Config;

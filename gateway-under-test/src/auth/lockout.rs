@@ -15,11 +15,20 @@
 //!   accounts and other clients to the locked account, and only a success for the same account
 //!   and client clears it;
 //! - a second, higher count per **account** bounds guessing spread over many addresses; a
-//!   success only takes its own attempt back from it, so it expires with its window.
+//!   success only takes its own attempt back from it, so it expires with its window;
+//! - the per-account lock does not refuse a **known client**: one that signed in to the
+//!   account successfully within the last [`KNOWN_CLIENT_TTL`]. Otherwise anyone could lock
+//!   a known account out for everyone, its owner included, by spreading failures over
+//!   addresses. The trade-off (docs/gateway-contract.md §2.3): guessing from a known address
+//!   is bounded by the pair limit alone, and the owner signing in from a new address still
+//!   waits out the account lock.
 //!
 //! Failures are counted within a window of `lockout` from the first one; a lock lasts `lockout`.
 //! Accounts are keyed by the SHA-256 of the trimmed, lower-cased name, so that unknown names cost
-//! no more memory than known ones (and are treated the same).
+//! no more memory than known ones (and are treated the same). Both tables are bounded: past
+//! [`MAX_TRACKED_KEYS`] the expired counts and then the oldest tenth of the unlocked ones are
+//! dropped (never every count, which a spray of random names could otherwise use to wipe a
+//! victim's count), and past [`MAX_KNOWN_CLIENTS`] the known clients that expire first.
 //!
 //! State is in memory and belongs to one gateway instance (hold a [`LoginLockout`] in the app
 //! state), so parallel gateways in one test process never see each other's counters. Time is
@@ -32,10 +41,17 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-/// Above this many tracked keys, starting an attempt with a new key forgets every key that is not
-/// currently locked, so a spray of attempts with many names or addresses cannot grow memory
-/// without bound.
+/// Above this many tracked keys, starting an attempt with a new key first forgets the expired
+/// counts, then the oldest tenth of the unlocked ones, so a spray of attempts with many names or
+/// addresses cannot grow memory without bound, nor wipe every count.
 const MAX_TRACKED_KEYS: usize = 10_000;
+
+/// How long a successful sign-in makes its client known to the account (passing the account
+/// lock).
+pub const KNOWN_CLIENT_TTL: Duration = Duration::from_secs(30 * 86_400);
+
+/// At most this many (account, client) pairs are remembered as known.
+const MAX_KNOWN_CLIENTS: usize = 10_000;
 
 /// Longest lock; keeps `Instant` arithmetic far from overflow whatever the configuration says.
 const MAX_LOCKOUT: Duration = Duration::from_secs(365 * 86_400);
@@ -65,6 +81,16 @@ struct Count {
     locked_until: Option<Instant>,
 }
 
+/// The (account, client) and account keys of a login.
+fn keys(account: &str, client: &str) -> (Key, Key) {
+    let digest: [u8; 32] = Sha256::digest(account.trim().to_lowercase().as_bytes()).into();
+    let pair = Key::Pair {
+        account: digest,
+        client: client.to_string(),
+    };
+    (pair, Key::Account(digest))
+}
+
 /// Login attempts are refused until `retry_after` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Locked {
@@ -85,10 +111,17 @@ impl Locked {
     }
 }
 
+/// The counts, and the known clients (pair keys) with when they stop being known.
+#[derive(Debug, Default)]
+struct Tables {
+    counts: HashMap<Key, Count>,
+    known: HashMap<Key, Instant>,
+}
+
 /// Failed-login counters per (account, client) and per account.
 #[derive(Debug)]
 pub struct LoginLockout {
-    counts: Mutex<HashMap<Key, Count>>,
+    tables: Mutex<Tables>,
     /// Failures of one account from one client that trigger a lock; at least 1.
     max_failures: u32,
     /// Failures of one account from all clients that trigger a lock; at least `max_failures`.
@@ -115,7 +148,7 @@ impl LoginLockout {
     pub fn new(max_failures: u32, max_account_failures: u32, lockout: Duration) -> LoginLockout {
         let max_failures = max_failures.max(1);
         LoginLockout {
-            counts: Mutex::new(HashMap::new()),
+            tables: Mutex::default(),
             max_failures,
             max_account_failures: max_account_failures.max(max_failures),
             lockout: lockout.min(MAX_LOCKOUT),
@@ -132,24 +165,15 @@ impl LoginLockout {
         client: &str,
         now: Instant,
     ) -> Result<LoginAttempt<'_>, Locked> {
-        let digest: [u8; 32] = Sha256::digest(account.trim().to_lowercase().as_bytes()).into();
-        let pair = Key::Pair {
-            account: digest,
-            client: client.to_string(),
-        };
-        let account = Key::Account(digest);
-        let mut counts = self.lock();
-        let retry_after = [&pair, &account]
-            .into_iter()
-            .filter_map(|key| self.current(&mut counts, key, now)?.locked_until)
-            .map(|until| until.saturating_duration_since(now))
-            .max();
-        if let Some(retry_after) = retry_after {
-            return Err(Locked { retry_after });
+        let (pair, account) = keys(account, client);
+        let mut tables = self.lock();
+        if let Some(locked) = self.refusal(&mut tables, &pair, &account, now) {
+            return Err(locked);
         }
-        if counts.len() >= MAX_TRACKED_KEYS - 1 {
-            counts.retain(|_, count| count.locked_until.is_some_and(|until| now < until));
+        if tables.counts.len() >= MAX_TRACKED_KEYS - 1 {
+            self.make_room(&mut tables.counts, now);
         }
+        let counts = &mut tables.counts;
         for (key, limit) in [
             (&pair, self.max_failures),
             (&account, self.max_account_failures),
@@ -173,6 +197,62 @@ impl LoginLockout {
         })
     }
 
+    /// Whether a login for `account` from `client` would be refused at `now`, without counting
+    /// it: a locked client is answered before it waits for the hash bound.
+    pub fn check(&self, account: &str, client: &str, now: Instant) -> Result<(), Locked> {
+        let (pair, account) = keys(account, client);
+        let mut tables = self.lock();
+        self.refusal(&mut tables, &pair, &account, now)
+            .map_or(Ok(()), Err)
+    }
+
+    /// The lock, if any, on `pair` and `account` at `now` (the longest); the account's lock does
+    /// not apply to a known client.
+    fn refusal(
+        &self,
+        tables: &mut Tables,
+        pair: &Key,
+        account: &Key,
+        now: Instant,
+    ) -> Option<Locked> {
+        let known = tables.known.get(pair).is_some_and(|until| now < *until);
+        let keys = if known {
+            vec![pair]
+        } else {
+            vec![pair, account]
+        };
+        keys.into_iter()
+            .filter_map(|key| self.current(&mut tables.counts, key, now)?.locked_until)
+            .map(|until| until.saturating_duration_since(now))
+            .max()
+            .map(|retry_after| Locked { retry_after })
+    }
+
+    /// Frees room in a full table: the counts whose window or lock is over go first, then the
+    /// oldest tenth of the unlocked ones; locked counts stay.
+    fn make_room(&self, counts: &mut HashMap<Key, Count>, now: Instant) {
+        counts.retain(|_, count| match count.locked_until {
+            Some(until) => now < until,
+            None => now.saturating_duration_since(count.since) < self.lockout,
+        });
+        if counts.len() < MAX_TRACKED_KEYS - 1 {
+            return;
+        }
+        let mut unlocked: Vec<(Instant, Key)> = counts
+            .iter()
+            .filter(|(_, count)| count.locked_until.is_none())
+            .map(|(key, count)| (count.since, key.clone()))
+            .collect();
+        let evict = (MAX_TRACKED_KEYS / 10).min(unlocked.len());
+        if evict == 0 {
+            return;
+        }
+        unlocked.select_nth_unstable_by_key(evict - 1, |(since, _)| *since);
+        for (_, key) in unlocked.into_iter().take(evict) {
+            counts.remove(&key);
+        }
+    }
+
     /// The count of `key` at `now`, forgetting it first when its lock or its window is over.
     fn current(&self, counts: &mut HashMap<Key, Count>, key: &Key, now: Instant) -> Option<Count> {
         let count = *counts.get(key)?;
@@ -187,18 +267,40 @@ impl LoginLockout {
         Some(count)
     }
 
-    /// The map, even if a panicking thread poisoned the mutex: the counters stay consistent
+    /// The tables, even if a panicking thread poisoned the mutex: the counters stay consistent
     /// because every update is a single assignment.
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Count>> {
-        crate::lock::unpoisoned(&self.counts)
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        crate::lock::unpoisoned(&self.tables)
     }
 }
 
 impl LoginAttempt<'_> {
-    /// The credentials were right: clears the (account, client) count and takes this attempt
-    /// back from the account's count (unlocking the account if this attempt had locked it).
+    /// The credentials were right: clears the (account, client) count, makes the client known
+    /// to the account for [`KNOWN_CLIENT_TTL`], and takes this attempt back from the account's
+    /// count (unlocking the account if this attempt had locked it).
     pub fn succeeded(self) {
-        let mut counts = self.lockout.lock();
+        self.succeeded_at(Instant::now());
+    }
+
+    /// [`LoginAttempt::succeeded`] at `now`.
+    pub fn succeeded_at(self, now: Instant) {
+        let mut tables = self.lockout.lock();
+        if tables.known.len() >= MAX_KNOWN_CLIENTS && !tables.known.contains_key(&self.pair) {
+            tables.known.retain(|_, until| now < *until);
+            if tables.known.len() >= MAX_KNOWN_CLIENTS {
+                let first_to_expire = tables
+                    .known
+                    .iter()
+                    .min_by_key(|(_, until)| **until)
+                    .map(|(key, _)| key.clone());
+                if let Some(key) = first_to_expire {
+                    tables.known.remove(&key);
+                }
+            }
+        }
+        let until = now.checked_add(KNOWN_CLIENT_TTL).unwrap_or(now);
+        tables.known.insert(self.pair.clone(), until);
+        let counts = &mut tables.counts;
         counts.remove(&self.pair);
         if let Some(count) = counts.get_mut(&self.account) {
             count.failures = count.failures.saturating_sub(1);
@@ -222,13 +324,19 @@ impl LoginAttempt<'_> {
 /// listener counts the same client under one key.
 pub fn client_ip(peer: IpAddr, x_real_ip: Option<&str>, trusted_proxies: &[String]) -> String {
     let peer = peer.to_canonical();
-    let trusted = trusted_proxies
-        .iter()
-        .any(|entry| proxy_entry_matches(entry.trim(), peer));
+    let trusted = is_trusted_proxy(peer, trusted_proxies);
     let forwarded = x_real_ip
         .filter(|_| trusted)
         .and_then(|value| value.trim().parse::<IpAddr>().ok());
     forwarded.map_or(peer, |ip| ip.to_canonical()).to_string()
+}
+
+/// Whether `peer` is one of `trusted_proxies` (addresses or CIDR ranges, as for [`client_ip`]).
+pub fn is_trusted_proxy(peer: IpAddr, trusted_proxies: &[String]) -> bool {
+    let peer = peer.to_canonical();
+    trusted_proxies
+        .iter()
+        .any(|entry| proxy_entry_matches(entry.trim(), peer))
 }
 
 /// Whether `peer` is the address or inside the CIDR range `entry`.
@@ -402,8 +510,61 @@ mod tests {
         for i in 0..MAX_TRACKED_KEYS {
             let _ = fail(&lockout, &format!("a{i}"), "c", t0);
         }
-        assert!(lockout.lock().len() <= MAX_TRACKED_KEYS);
+        assert!(lockout.lock().counts.len() <= MAX_TRACKED_KEYS);
         assert!(lockout.begin("locked", "c", t0).is_err());
+    }
+
+    /// Finding 8 of issue 21: past 10,000 keys every unlocked count was dropped, so a spray of
+    /// random names wiped a victim's four failures. The oldest tenth goes instead.
+    #[test]
+    fn a_spray_of_random_names_evicts_the_oldest_counts_not_all() {
+        let lockout = lockout();
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(10);
+        for i in 0..MAX_TRACKED_KEYS / 4 {
+            let _ = fail(&lockout, &format!("early{i}"), "c", t0);
+        }
+        for _ in 0..4 {
+            assert_eq!(fail(&lockout, "victim", "c", later), Ok(()));
+        }
+        // Each attempt tracks two keys (pair and account): this crosses the bound.
+        for i in 0..MAX_TRACKED_KEYS / 4 {
+            let _ = fail(&lockout, &format!("late{i}"), "c", later);
+        }
+        assert!(lockout.lock().counts.len() <= MAX_TRACKED_KEYS);
+        assert_eq!(fail(&lockout, "victim", "c", later), Ok(()), "the fifth");
+        assert!(lockout.begin("victim", "c", later).is_err(), "locked");
+    }
+
+    /// Finding 7 of issue 21: twenty failures from any clients locked the account for everyone,
+    /// its owner included. A client that signed in before passes the account lock; a new one
+    /// does not, and the known client still has its own pair limit.
+    #[test]
+    fn account_lockout_by_anyone_leaves_the_owner_signing_in_from_a_known_client() {
+        let lockout = lockout();
+        let t0 = Instant::now();
+        lockout
+            .begin("victim", "home", t0)
+            .expect("not locked")
+            .succeeded_at(t0);
+        for client in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+            assert_eq!(fail(&lockout, "victim", client, t0), Ok(()));
+        }
+        assert!(
+            lockout.begin("victim", "new", t0).is_err(),
+            "account locked"
+        );
+        assert!(
+            lockout.check("victim", "home", t0).is_ok(),
+            "the owner's client"
+        );
+        for _ in 0..5 {
+            assert_eq!(fail(&lockout, "victim", "home", t0), Ok(()));
+        }
+        assert!(
+            lockout.begin("victim", "home", t0).is_err(),
+            "its pair limit"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!
 //! - [`JwtKeys`] issues and verifies the HS256 session token (§2.6); [`JwtError`] maps to the
 //!   401 codes `token_expired` / `token_invalid` (§2.9).
+//! - [`HashGate`] bounds how many password hashes run and wait at once (§2.3).
 //! - [`PasswordHasher`] hashes and verifies argon2id passwords; [`validate_email`] and
 //!   [`validate_password`] are the register-time checks (§2.2, 422 on failure).
 //! - [`LoginLockout`] and [`client_ip`] implement the 5-failures / 300-seconds login lockout
@@ -17,6 +18,7 @@
 
 mod cookies;
 mod csrf;
+mod hash_gate;
 mod jwt;
 mod lockout;
 mod password;
@@ -26,8 +28,9 @@ pub use cookies::{
     cookie_value, session_cookies,
 };
 pub use csrf::{new_csrf_token, normalize_origin, origin_allowed, tokens_match};
+pub use hash_gate::{HashBusy, HashGate, HashGateError, HashPermit};
 pub use jwt::{Claims, JwtError, JwtKeys, token_id};
-pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip};
+pub use lockout::{Locked, LoginAttempt, LoginLockout, client_ip, is_trusted_proxy};
 pub use password::{PasswordError, PasswordHasher};
 
 /// Passwords refused at registration whatever their length, compared case-insensitively (all

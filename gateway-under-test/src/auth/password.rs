@@ -8,11 +8,18 @@
 //! **No account enumeration by timing.** A login for an unknown e-mail is verified against a
 //! dummy hash of the configured cost ([`PasswordHasher::verify_or_dummy`]), so it takes as long
 //! as a wrong password for a known one. The dummy is made on first use and kept by the hasher.
+//!
+//! **Working memory is reused.** Each hash needs `memory_kib` of blocks. Left to the allocator,
+//! every freed 19 MiB buffer raised glibc's dynamic mmap threshold, so later buffers came from
+//! arenas that were never given back: 66 hashes, two at a time, left 670 MB behind. The hasher
+//! keeps the buffers it used ([`BlockPool`]) and hands them to argon2
+//! (`hash_password_into_with_memory`), so memory stays at the number of hashes running at once
+//! (bounded by `HashGate`) times `memory_kib`. A buffer is zeroed before it goes back.
 
-use argon2::password_hash::{PasswordHash, SaltString};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
+use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
 
 use crate::config::PasswordHashConfig;
@@ -28,6 +35,32 @@ pub enum PasswordError {
     Hash(String),
 }
 
+/// Buffers of argon2 blocks kept for the next hash.
+#[derive(Debug, Default)]
+struct BlockPool(Mutex<Vec<Vec<Block>>>);
+
+/// At most this many buffers are kept; more than `HashGate` lets run at once only happen
+/// without the gate (tests), and are then freed.
+const POOL_KEEP: usize = 16;
+
+impl BlockPool {
+    /// Runs `work` with `count` blocks of working memory, reusing a kept buffer.
+    fn with<T>(&self, count: usize, work: impl FnOnce(&mut [Block]) -> T) -> T {
+        let mut blocks = crate::lock::unpoisoned(&self.0).pop().unwrap_or_default();
+        if blocks.len() < count {
+            blocks.resize(count, Block::default());
+        }
+        let result = work(&mut blocks[..count]);
+        // Derived from a password: zeroed before it waits for the next hash.
+        blocks.fill(Block::default());
+        let mut kept = crate::lock::unpoisoned(&self.0);
+        if kept.len() < POOL_KEEP {
+            kept.push(blocks);
+        }
+        result
+    }
+}
+
 /// Hashes and verifies passwords with argon2id (version 0x13).
 #[derive(Debug, Clone)]
 pub struct PasswordHasher {
@@ -36,6 +69,8 @@ pub struct PasswordHasher {
     /// The hash unknown accounts are verified against: a random password's, made on first use
     /// and shared by the hasher's clones. Not secret: nothing verifies against it successfully.
     dummy: Arc<OnceLock<String>>,
+    /// Working memory, shared by the clones.
+    blocks: Arc<BlockPool>,
 }
 
 impl PasswordHasher {
@@ -52,6 +87,7 @@ impl PasswordHasher {
         Ok(PasswordHasher {
             params,
             dummy: Arc::default(),
+            blocks: Arc::default(),
         })
     }
 
@@ -60,12 +96,28 @@ impl PasswordHasher {
     pub fn hash(&self, password: &str) -> Result<String, PasswordError> {
         let mut salt = [0u8; SALT_BYTES];
         rand::thread_rng().fill_bytes(&mut salt);
-        let salt =
-            SaltString::encode_b64(&salt).map_err(|err| PasswordError::Hash(err.to_string()))?;
-        Argon2::new(Algorithm::Argon2id, Version::V0x13, self.params.clone())
-            .hash_password(password.as_bytes(), &salt)
-            .map(|hash| hash.to_string())
-            .map_err(|err| PasswordError::Hash(err.to_string()))
+        let fail = |err: &dyn std::fmt::Display| PasswordError::Hash(err.to_string());
+        let salt_string = SaltString::encode_b64(&salt).map_err(|err| fail(&err))?;
+        let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, self.params.clone());
+        let mut output = [0u8; Params::DEFAULT_OUTPUT_LEN];
+        self.blocks
+            .with(self.params.block_count(), |blocks| {
+                argon2.hash_password_into_with_memory(
+                    password.as_bytes(),
+                    &salt,
+                    &mut output,
+                    blocks,
+                )
+            })
+            .map_err(|err| fail(&err))?;
+        let hash = PasswordHash {
+            algorithm: Algorithm::Argon2id.ident(),
+            version: Some(Version::V0x13.into()),
+            params: ParamsString::try_from(&self.params).map_err(|err| fail(&err))?,
+            salt: Some(salt_string.as_salt()),
+            hash: Some(Output::new(&output).map_err(|err| fail(&err))?),
+        };
+        Ok(hash.to_string())
     }
 
     /// Checks a login: true when `password` matches the stored PHC string `phc`. For an unknown
@@ -97,14 +149,37 @@ impl PasswordHasher {
     /// True when `password` matches the PHC string `phc`. A malformed or non-argon2 `phc` gives
     /// `false`, never a panic. The comparison inside argon2 is constant time.
     pub fn verify(&self, password: &str, phc: &str) -> bool {
-        let Ok(hash) = PasswordHash::new(phc) else {
-            return false;
+        self.verify_stored(password, phc).unwrap_or(false)
+    }
+
+    /// [`PasswordHasher::verify`]; `None` for a malformed hash. It re-hashes with the algorithm,
+    /// version and cost stored in `phc`, not with `self.params`, so the configured cost only
+    /// matters for new hashes.
+    fn verify_stored(&self, password: &str, phc: &str) -> Option<bool> {
+        let hash = PasswordHash::new(phc).ok()?;
+        let algorithm = Algorithm::try_from(hash.algorithm).ok()?;
+        let version = match hash.version {
+            Some(version) => Version::try_from(version).ok()?,
+            None => Version::default(),
         };
-        // `verify_password` re-hashes with the algorithm, version and cost stored in `hash`, not
-        // with `self.params`, so the configured cost only matters for new hashes.
-        Argon2::default()
-            .verify_password(password.as_bytes(), &hash)
-            .is_ok()
+        let params = Params::try_from(&hash).ok()?;
+        let expected = hash.hash?;
+        let mut salt = [0u8; 64];
+        let salt = hash.salt?.decode_b64(&mut salt).ok()?;
+        let mut computed = vec![0u8; expected.len()];
+        let argon2 = Argon2::new(algorithm, version, params.clone());
+        self.blocks
+            .with(params.block_count(), |blocks| {
+                argon2.hash_password_into_with_memory(
+                    password.as_bytes(),
+                    salt,
+                    &mut computed,
+                    blocks,
+                )
+            })
+            .ok()?;
+        // `Output`'s equality is constant time.
+        Some(Output::new(&computed).ok()? == expected)
     }
 }
 
@@ -173,6 +248,46 @@ mod tests {
             assert!(hasher.verify_or_dummy("very-strong-password-123", Some(&stored)));
             assert!(!hasher.verify_or_dummy("wrong", Some(&stored)));
         }
+    }
+
+    /// Hashes written by argon2's own `PasswordHasher` (what earlier builds stored) verify, and
+    /// the hasher's own hashes verify with argon2's `PasswordVerifier`.
+    #[test]
+    fn hashes_stay_compatible_with_argon2s_phc_api() {
+        use argon2::{PasswordHasher as _, PasswordVerifier as _};
+        let params = Params::new(8, 1, 1, None).unwrap();
+        let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+        let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
+        let theirs = argon2
+            .hash_password(b"pw-123456789", &salt)
+            .unwrap()
+            .to_string();
+        assert!(hasher().verify("pw-123456789", &theirs));
+        assert!(!hasher().verify("pw-123456788", &theirs));
+        let ours = hasher().hash("pw-123456789").unwrap();
+        let parsed = PasswordHash::new(&ours).unwrap();
+        assert!(
+            Argon2::default()
+                .verify_password(b"pw-123456789", &parsed)
+                .is_ok()
+        );
+    }
+
+    /// Finding 2 of issue 21: the working memory of a hash is kept for the next one instead of
+    /// being left to the allocator, and is zeroed when kept.
+    #[test]
+    fn parallel_logins_reuse_the_working_memory_of_a_hash() {
+        let hasher = hasher();
+        for _ in 0..3 {
+            hasher.hash("very-strong-password-123").unwrap();
+        }
+        let kept = crate::lock::unpoisoned(&hasher.blocks.0);
+        assert_eq!(kept.len(), 1, "one buffer, reused");
+        assert!(
+            kept[0]
+                .iter()
+                .all(|block| block.as_ref().iter().all(|word| *word == 0))
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use crate::app::{App, AuthState};
 use crate::auth::{
-    ACCESS_TOKEN_COOKIE, CookieJarPolicy, Locked, clear_session_cookies, client_ip, new_csrf_token,
-    session_cookies, token_id, validate_email, validate_password,
+    ACCESS_TOKEN_COOKIE, CookieJarPolicy, HashGateError, Locked, clear_session_cookies, client_ip,
+    new_csrf_token, session_cookies, token_id, validate_email, validate_password,
 };
 use crate::http::guard::{CurrentUser, header, is_https, request_cookie};
 use crate::http::{ApiError, ApiJson, form_rejection};
@@ -83,11 +83,20 @@ fn check_credentials_shape(email: &str, password: &str) -> Result<(), ApiError> 
     validate_password(password).map_err(|msg| ApiError::validation("password", msg))
 }
 
+/// A gated hash's failure: the bound's 503, or a 500 for a task that panicked.
+fn hash_gate_error(err: HashGateError) -> ApiError {
+    match err {
+        HashGateError::Busy(busy) => ApiError::busy(busy.to_string()),
+        HashGateError::Task(err) => ApiError::internal("password hashing task", err),
+    }
+}
+
 async fn hash_password(auth: &Arc<AuthState>, password: String) -> Result<String, ApiError> {
-    let auth = auth.clone();
-    tokio::task::spawn_blocking(move || auth.passwords.hash(&password))
+    let hasher = auth.clone();
+    auth.hashes
+        .run(move || hasher.passwords.hash(&password))
         .await
-        .map_err(|err| ApiError::internal("password hashing task", err))?
+        .map_err(hash_gate_error)?
         .map_err(|err| ApiError::internal("password hashing", err))
 }
 
@@ -178,11 +187,19 @@ async fn login(
         header(&headers, "x-real-ip"),
         &auth.settings.trusted_proxies,
     );
+    let now = std::time::Instant::now;
+    // A locked client is answered at once, before it waits for the hash bound.
+    if let Err(locked) = auth.lockout.check(&form.username, &client, now()) {
+        return Ok(too_many_attempts(locked));
+    }
+    // A login past the hash bound is refused before it is counted: it checked no password.
+    let permit = auth
+        .hashes
+        .acquire()
+        .await
+        .map_err(|busy| ApiError::busy(busy.to_string()))?;
     // Counted before the slow hash check, so parallel attempts cannot overshoot the limit.
-    let attempt = match auth
-        .lockout
-        .begin(&form.username, &client, std::time::Instant::now())
-    {
+    let attempt = match auth.lockout.begin(&form.username, &client, now()) {
         Ok(attempt) => attempt,
         Err(locked) => return Ok(too_many_attempts(locked)),
     };
@@ -193,11 +210,10 @@ async fn login(
         form.password.clone(),
         user.as_ref().map(|user| user.password_hash.clone()),
     );
-    let verified = tokio::task::spawn_blocking(move || {
-        hasher.passwords.verify_or_dummy(&password, hash.as_deref())
-    })
-    .await
-    .unwrap_or(false);
+    let verified = permit
+        .run(move || hasher.passwords.verify_or_dummy(&password, hash.as_deref()))
+        .await
+        .unwrap_or(false);
     let Some(user) = user.filter(|_| verified) else {
         attempt.failed();
         return Err(ApiError::coded(

@@ -137,6 +137,11 @@ impl ApiError {
         }
     }
 
+    /// A 503 for a bound that frees within moments; its answer says `Retry-After: 1`.
+    pub fn busy(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, detail)
+    }
+
     /// A 500 that hides internals from the client and logs them.
     pub fn internal(context: &str, error: impl std::fmt::Display) -> ApiError {
         tracing::error!("{context}: {error}");
@@ -174,7 +179,15 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"detail": self.detail}))).into_response()
+        let mut response = (self.status, Json(json!({"detail": self.detail}))).into_response();
+        // A 503 is always a bound that frees within moments (docs/gateway-contract.md §0).
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }
 
@@ -208,8 +221,12 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     ApiError::validation("json", rejection.body_text())
 }
 
-/// A form body's rejection: 408 when the body stopped arriving, else a 422 naming the form.
+/// A form body's rejection: 413 over the size limit (as for JSON), 408 when the body stopped
+/// arriving, else a 422 naming the form.
 pub(crate) fn form_rejection(rejection: FormRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return body_too_large();
+    }
     if body_timed_out(&rejection) {
         return body_timeout();
     }

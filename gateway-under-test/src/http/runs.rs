@@ -149,15 +149,22 @@ fn parse_stream_modes(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
     Ok(names)
 }
 
-fn recursion_limit(limits: &RunsConfig, config: Option<&Value>) -> u32 {
-    match config
-        .and_then(|c| c.get("recursion_limit"))
-        .and_then(Value::as_i64)
-    {
-        Some(limit) if limit >= 1 => {
-            (limit as u64).min(u64::from(limits.max_recursion_limit)) as u32
-        }
-        _ => limits.default_recursion_limit,
+/// `config.recursion_limit`: absent or `null` is the default; a number keeps DeerFlow's clamp
+/// (an integer of at least 1, capped at the maximum, anything else the default); any other JSON
+/// value is refused (422) rather than silently becoming the default.
+fn recursion_limit(limits: &RunsConfig, config: Option<&Value>) -> Result<u32, ApiError> {
+    match config.and_then(|c| c.get("recursion_limit")) {
+        None | Some(Value::Null) => Ok(limits.default_recursion_limit),
+        Some(Value::Number(number)) => Ok(match number.as_i64() {
+            Some(limit) if limit >= 1 => {
+                (limit as u64).min(u64::from(limits.max_recursion_limit)) as u32
+            }
+            _ => limits.default_recursion_limit,
+        }),
+        Some(other) => Err(ApiError::validation(
+            "config.recursion_limit",
+            format!("recursion_limit must be a number, not {other}"),
+        )),
     }
 }
 
@@ -354,9 +361,9 @@ async fn build_spec(
             return Err(ApiError::thread_not_found(thread_id));
         }
     }
+    let limit = recursion_limit(starter.runs.settings(), body.config.as_ref())?;
     let mut config = body.config.clone().unwrap_or_else(|| json!({}));
     if let Value::Object(object) = &mut config {
-        let limit = recursion_limit(starter.runs.settings(), body.config.as_ref());
         object.insert("recursion_limit".into(), json!(limit));
         for target in ["configurable", "context"] {
             let entry = object.entry(target).or_insert_with(|| json!({}));
@@ -376,7 +383,7 @@ async fn build_spec(
         flags,
         model_name,
         modes: StreamModes::from_names(&modes),
-        recursion_limit: recursion_limit(starter.runs.settings(), body.config.as_ref()),
+        recursion_limit: limit,
         multitask_strategy: strategy,
         continue_on_disconnect: on_disconnect == "continue",
         metadata: body

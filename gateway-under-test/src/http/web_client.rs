@@ -7,8 +7,16 @@
 //! always reach the API router, whatever the folder holds, so a client build can never shadow a
 //! route or its JSON 404. Client files are public: they pass neither the auth gate nor the CSRF
 //! check, which guard the API only.
+//!
+//! **Only the folder's own, visible files** (docs/gateway-contract.md §1.5). A path with a
+//! segment that starts with `.` (`/.env`, `/.git/config`, `..`), an empty segment inside it
+//! (`//assets`), a segment longer than 255 bytes, or that is not UTF-8 once decoded is answered
+//! the JSON 404 without touching the disk; a file that resolves (through a symlink) outside the
+//! folder is a 404 too. Directories are never redirected to `<path>/` (`ServeDir` would send
+//! `//assets` to the protocol-relative `//assets/`, another host); a page path answers
+//! `index.html` instead.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use axum::Router;
 use axum::body::Body;
@@ -18,20 +26,59 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tower_http::services::{ServeDir, ServeFile};
 
+/// The longest file name most file systems accept; a longer segment cannot name a file.
+const MAX_SEGMENT_BYTES: usize = 255;
+
 /// The client's folder, and its `index.html` for page paths.
 #[derive(Debug, Clone)]
 struct ClientFiles {
     files: ServeDir,
     index: ServeFile,
+    /// The folder, symlinks resolved: every served file must resolve inside it.
+    root: PathBuf,
 }
 
 /// `api` with the client in `web_dir` served at every path the API does not own.
 pub(super) fn beside(api: Router, web_dir: &Path) -> Router {
     let client = ClientFiles {
-        files: ServeDir::new(web_dir),
+        files: ServeDir::new(web_dir).append_index_html_on_directories(false),
         index: ServeFile::new(web_dir.join("index.html")),
+        root: std::fs::canonicalize(web_dir).unwrap_or_else(|_| web_dir.to_path_buf()),
     };
     api.layer(middleware::from_fn_with_state(client, serve))
+}
+
+/// The path relative to the folder, decoded, when it may name one of its files: no hidden or
+/// parent segment, no empty segment inside, none over [`MAX_SEGMENT_BYTES`], valid UTF-8.
+fn visible_relative_path(path: &str) -> Option<String> {
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .ok()?;
+    let relative = decoded.strip_prefix('/')?;
+    let segments: Vec<&str> = relative.split('/').collect();
+    let last = segments.len() - 1;
+    let fine = segments.iter().enumerate().all(|(index, segment)| {
+        let empty_inside = segment.is_empty() && index != last;
+        !empty_inside
+            && !segment.starts_with('.')
+            && !segment.contains('\\')
+            && segment.len() <= MAX_SEGMENT_BYTES
+    });
+    fine.then(|| relative.to_string())
+}
+
+/// Whether `relative` resolves, through symlinks, to a place outside `root`. A path that does
+/// not exist escapes nothing (the file server answers it 404).
+async fn escapes(root: &Path, relative: &str) -> bool {
+    match tokio::fs::canonicalize(root.join(relative)).await {
+        Ok(real) => !real.starts_with(root),
+        Err(_) => false,
+    }
+}
+
+/// The JSON 404 of the API, for a path the client may not serve.
+fn not_found() -> Response {
+    crate::http::ApiError::new(StatusCode::NOT_FOUND, "Not Found").into_response()
 }
 
 /// `/api`, `/api/…`, `/health` and `/health/…`: the API's, never the client's.
@@ -52,6 +99,13 @@ async fn serve(State(mut client): State<ClientFiles>, request: Request, next: Ne
     if is_api_path(&path) {
         return next.run(request).await;
     }
+    let Some(relative) = visible_relative_path(&path) else {
+        return not_found();
+    };
+    if escapes(&client.root, &relative).await {
+        tracing::warn!(%path, "web client path resolves outside server.web_dir");
+        return not_found();
+    }
     // The same request again, for index.html when the path turns out to be a page.
     let mut page_request = Request::new(Body::empty());
     *page_request.method_mut() = request.method().clone();
@@ -68,8 +122,8 @@ async fn serve(State(mut client): State<ClientFiles>, request: Request, next: Ne
     let mut response = match served {
         Ok(response) => response,
         Err(err) => {
-            tracing::error!("web client file for {path}: {err}");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            return crate::http::ApiError::internal(&format!("web client file for {path}"), err)
+                .into_response();
         }
     };
     let is_html = response
@@ -107,6 +161,30 @@ mod tests {
             ("/assets/index.js", false),
         ] {
             assert_eq!(is_api_path(path), api, "{path}");
+        }
+    }
+
+    /// Finding 9 of issue 21: dotfiles were served, `//assets` was redirected to a
+    /// protocol-relative URL, and a name over 255 bytes was an empty 500.
+    #[test]
+    fn web_dir_paths_name_only_visible_files_of_the_folder() {
+        let long = format!("/{}", "a".repeat(256));
+        for (path, allowed) in [
+            ("/", Some("")),
+            ("/assets/index.js", Some("assets/index.js")),
+            ("/chats/", Some("chats/")),
+            ("/a%20b.txt", Some("a b.txt")),
+            ("/.env", None),
+            ("/.git/config", None),
+            ("/assets/.hidden.js", None),
+            ("/%2e%2e/secret", None),
+            ("//assets", None),
+            ("/assets//x.js", None),
+            ("/a%5c..%5csecret", None),
+            ("/%ff", None),
+            (long.as_str(), None),
+        ] {
+            assert_eq!(visible_relative_path(path).as_deref(), allowed, "{path}");
         }
     }
 

@@ -366,13 +366,13 @@ impl<'a> AgentLoop<'a> {
             reads: agent.read_tracker(),
         };
         let mut journal = Vec::new();
+        let limits = &agent.settings().message_limits;
+        let mut budget = message_limits::ToolStepBudget::new(limits, calls.len());
         for call in calls {
-            let args_limit = agent.settings().message_limits.tool_call_args_bytes;
             let tool = agent.tool(&call.name);
-            let (output, status) = match (tool, message_limits::tool_args_error(&call, args_limit))
-            {
+            let (output, status) = match (tool, budget.refusal(&call)) {
                 (_, Some(refused)) => (ToolOutput::text(refused), "error"),
-                (Some(tool), None) => (tool.run(&call.args, context).await, "success"),
+                (Some(tool), None) => budget.result(tool.run(&call.args, context).await),
                 (None, None) => (
                     ToolOutput::text(format!(
                         "Error: {} is not a valid tool, try one of the available tools.",

@@ -303,6 +303,31 @@ impl RunManager {
     }
 }
 
+/// How often, and how many times, a run's final record that met a full disk is written again.
+const FINAL_RECORD_RETRY: Duration = Duration::from_secs(5);
+const FINAL_RECORD_ATTEMPTS: u32 = 120;
+
+/// Writes a run's final record again until the disk has room (someone deleted a thread, or an
+/// operator freed space), for ten minutes: otherwise the run would read `running` until a
+/// restart's crash recovery (issue 21, finding 12).
+async fn write_final_record_later(store: Store, record: RunRecord) {
+    for _ in 0..FINAL_RECORD_ATTEMPTS {
+        tokio::time::sleep(FINAL_RECORD_RETRY).await;
+        match store.put_run(record.clone()).await {
+            Ok(()) => {
+                tracing::info!(run_id = %record.run_id, "run record written after a full disk");
+                return;
+            }
+            Err(err) if err.is_disk_full() => continue,
+            Err(err) => {
+                tracing::warn!(run_id = %record.run_id, "run record write failed: {err}");
+                return;
+            }
+        }
+    }
+    tracing::error!(run_id = %record.run_id, "run record lost: the disk stayed full");
+}
+
 async fn set_status(store: &Store, run: &ActiveRun, status: RunStatus) {
     let record = {
         let mut record = unpoisoned(&run.record);
@@ -420,8 +445,11 @@ async fn execute(
         record.updated_at = crate::clock::now_iso();
         record.clone()
     };
-    if let Err(err) = store.put_run(record).await {
+    if let Err(err) = store.put_run(record.clone()).await {
         tracing::warn!(%run_id, "run record write failed: {err}");
+        if err.is_disk_full() {
+            tokio::spawn(write_final_record_later(store.clone(), record));
+        }
     }
     *unpoisoned(&run.final_values) = final_state.map(|state| state.to_values());
     let thread_status = match status {

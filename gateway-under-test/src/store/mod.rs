@@ -14,6 +14,7 @@ mod checkpoints;
 mod events;
 mod owner_lock;
 mod private_files;
+mod reserve;
 mod runs;
 mod schema;
 mod sessions;
@@ -32,6 +33,7 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use owner_lock::OwnerLock;
+use reserve::Reserve;
 use sql::write_transaction;
 use worker::DbThread;
 
@@ -276,6 +278,15 @@ pub struct EventQuery {
 pub struct Store {
     db: DbThread,
     _owner: Arc<OwnerLock>,
+    /// Space given up when the disk is full (`reserve.rs`).
+    reserve: Arc<Reserve>,
+}
+
+impl StoreError {
+    /// Whether SQLite refused the write because the disk (or the database) is full.
+    pub fn is_disk_full(&self) -> bool {
+        reserve::is_disk_full(self)
+    }
 }
 
 impl Store {
@@ -303,7 +314,21 @@ impl Store {
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,
             _owner: Arc::new(owner),
+            reserve: Arc::new(Reserve::new(dir)),
         })
+    }
+
+    /// Runs `write`, and once more after giving up the disk-space reserve when it failed because
+    /// the disk is full: for the writes that free space or must not be lost.
+    async fn with_reserve<T, F, Fut>(&self, write: F) -> Result<T, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        match write().await {
+            Err(err) if reserve::is_disk_full(&err) && self.reserve.release() => write().await,
+            done => done,
+        }
     }
 
     /// The schema version after migrations.
@@ -446,11 +471,26 @@ impl Store {
     }
 
     /// Deletes the thread row, its checkpoints, runs and journal rows. True when a row existed.
+    /// It works on a full disk too, through the disk-space reserve (only deletes use it, so
+    /// that ordinary writes cannot spend it), which it puts back once the delete has freed
+    /// space.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.db
-            .call(move |conn| threads::delete(conn, &thread_id))
-            .await
+        let deleted = self
+            .with_reserve(|| {
+                let thread_id = thread_id.to_owned();
+                self.db.call(move |conn| threads::delete(conn, &thread_id))
+            })
+            .await?;
+        let reserve = self.reserve.clone();
+        // On the database thread: writing the reserve is blocking file I/O.
+        let _ = self
+            .db
+            .call(move |_| {
+                reserve.restore();
+                Ok(())
+            })
+            .await;
+        Ok(deleted)
     }
 
     /// Stores a checkpoint.

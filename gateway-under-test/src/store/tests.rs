@@ -225,6 +225,7 @@ async fn a_stopped_database_thread_is_reported_as_closed() {
     let store = Store {
         db: DbThread::stopped(),
         _owner: Arc::new(OwnerLock::take(dir.path()).expect("lock")),
+        reserve: Arc::new(Reserve::new(dir.path())),
     };
     assert!(matches!(store.count_users().await, Err(StoreError::Closed)));
     assert!(matches!(
@@ -492,6 +493,59 @@ async fn search_threads_filters_orders_and_pages() {
         ["t2"],
         "offset applies after the metadata filter"
     );
+}
+
+/// Finding 11 of issue 21: deleting 315 MB of threads grew the WAL from 0 to 821 MB, and it was
+/// never truncated. A delete now checkpoints the WAL and truncates it.
+#[tokio::test]
+async fn storage_a_large_delete_leaves_the_wal_truncated() {
+    let (dir, store) = open_temp();
+    store
+        .create_thread(
+            thread("t1", "u1", "2025-01-01T00:00:00Z"),
+            checkpoint("t1", "c0", -1),
+        )
+        .await
+        .expect("create");
+    for step in 0..40 {
+        let mut record = checkpoint("t1", &format!("c{}", step + 1), step);
+        record.values = json!({"pad": "x".repeat(100_000)});
+        store.put_checkpoint(record).await.expect("checkpoint");
+    }
+    assert!(store.delete_thread("t1").await.expect("delete"));
+    let wal = dir.path().join(format!("{DATABASE_FILE}-wal"));
+    let size = std::fs::metadata(&wal).map_or(0, |meta| meta.len());
+    assert_eq!(size, 0, "the WAL after the delete");
+}
+
+/// Finding 12 of issue 21: on a full disk deleting a thread failed too, so no space could be
+/// freed through the API, and a run's final record was lost. A write that fails with
+/// `SQLITE_FULL` gives up the disk-space reserve and is tried once more; a delete puts the
+/// reserve back.
+#[tokio::test]
+async fn a_full_disk_gives_up_the_reserve_and_the_write_is_tried_again() {
+    let (dir, store) = open_temp();
+    let reserve = dir.path().join(reserve::RESERVE_FILE);
+    let size = || std::fs::metadata(&reserve).map_or(0, |meta| meta.len() as usize);
+    assert_eq!(size(), reserve::RESERVE_BYTES, "made at open");
+    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    let written = store
+        .with_reserve(|| async {
+            let attempt = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if attempt == 0 {
+                let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+                Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                    full, None,
+                )))
+            } else {
+                Ok("written")
+            }
+        })
+        .await;
+    assert_eq!(written.expect("the second attempt"), "written");
+    assert_eq!(size(), 0, "given up");
+    assert!(!store.delete_thread("none").await.expect("delete"));
+    assert_eq!(size(), reserve::RESERVE_BYTES, "put back after a delete");
 }
 
 #[tokio::test]

@@ -1,7 +1,14 @@
 //! Comparing two snapshots: which paths changed, how, and their unified diffs (from the
 //! `similar` crate, in the form of Python's `difflib.unified_diff(..., lineterm="")`).
+//!
+//! **Time-bounded** (docs/gateway-contract.md §12). Myers' diff costs O(N·D): rewriting one
+//! 40,000-line file cost minutes of gateway CPU at the end of its run. A side with more than
+//! [`MAX_DIFF_LINES`] lines gets no diff: the file is reported `large`, as if rewritten (all its
+//! new lines added, all its old lines removed); and every diff runs under `similar`'s deadline
+//! ([`DIFF_DEADLINE`]), past which it falls back to a coarser, still correct diff.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use similar::{ChangeTag, TextDiff};
 
@@ -9,6 +16,12 @@ use super::{
     ChangeStatus, ChangeSummary, DiffUnavailable, FileChange, FileSnapshot, WorkspaceChanges,
     WorkspaceLimits, WorkspaceSnapshot,
 };
+
+/// A side with more lines than this is reported rewritten, without a diff.
+pub const MAX_DIFF_LINES: usize = 10_000;
+
+/// How long one file's diff may search for a minimal diff before it settles for a coarser one.
+pub const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 
 /// What the run changed between `before` and `after`.
 pub fn compare(
@@ -170,6 +183,15 @@ fn file_diff(
     let (Some(old_text), Some(new_text)) = (text_of(old), text_of(new)) else {
         return FileDiff::unavailable(None);
     };
+    let (old_lines, new_lines) = (old_text.lines().count(), new_text.lines().count());
+    if old_lines.max(new_lines) > MAX_DIFF_LINES {
+        // Rewritten, as far as the report goes: no diff, every line counted.
+        return FileDiff {
+            additions: new_lines,
+            deletions: old_lines,
+            ..FileDiff::unavailable(Some(DiffUnavailable::Large))
+        };
+    }
     let (text, additions, deletions) = unified_diff(path, old_text, new_text);
     if text.len() > remaining_bytes {
         return FileDiff {
@@ -196,7 +218,9 @@ fn file_diff(
 pub(super) fn unified_diff(path: &str, old: &str, new: &str) -> (String, usize, usize) {
     let old_lines: Vec<&str> = old.lines().collect();
     let new_lines: Vec<&str> = new.lines().collect();
-    let diff = TextDiff::from_slices(&old_lines, &new_lines);
+    let diff = TextDiff::configure()
+        .deadline(Instant::now() + DIFF_DEADLINE)
+        .diff_slices(&old_lines, &new_lines);
     let mut lines = Vec::new();
     let (mut additions, mut deletions) = (0, 0);
     for hunk in diff.unified_diff().context_radius(3).iter_hunks() {

@@ -494,6 +494,70 @@ async fn login_lockout_bypass_one_client_cannot_lock_everyone_out() {
     gateway.stop().await;
 }
 
+/// Finding 2 of issue 21: 200 parallel logins with random e-mails ran 200 argon2 hashes at once
+/// (5 GB). With one hash at a time and none waiting, parallel logins past the bound are
+/// refused at once with a JSON 503 and `Retry-After`, and do not count as failed logins.
+#[tokio::test]
+async fn parallel_logins_past_the_hash_bound_get_503_with_retry_after() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        config.auth.password_hash.memory_kib = 4096;
+        config.auth.password_hash.iterations = 4;
+        config.auth.max_concurrent_hashes = 1;
+        config.auth.hash_queue = 0;
+    })
+    .await;
+    let url = gateway.url();
+    let email = registered_email(&gateway).await;
+    let attempts = (0..8).map(|_| login_as(&url, "198.51.100.7", &email, WRONG));
+    let answers = futures::future::join_all(attempts).await;
+    let busy: Vec<_> = answers
+        .iter()
+        .filter(|(status, _)| *status == 503)
+        .collect();
+    assert!(!busy.is_empty(), "{answers:?}");
+    assert!(
+        busy.iter().all(|(_, retry)| retry.as_deref() == Some("1")),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| [401, 503].contains(status)),
+        "{answers:?}"
+    );
+    // Fewer than five were checked, so the pair is not locked: a refused login is no failure.
+    assert!(answers.iter().filter(|(status, _)| *status == 401).count() < 5);
+    assert_eq!(
+        login_as(&url, "198.51.100.7", &email, PASSWORD).await.0,
+        200
+    );
+    gateway.stop().await;
+}
+
+/// Finding 7 of issue 21: failures spread over addresses locked the account for everyone, its
+/// owner included. The owner's client, known from an earlier sign-in, still signs in; a new
+/// client is refused until the lock ends.
+#[tokio::test]
+async fn account_lockout_by_anyone_leaves_the_owner_signing_in_from_a_known_client() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        config.auth.login_max_failures_per_account = 8;
+    })
+    .await;
+    let owner = registered_email(&gateway).await;
+    let url = gateway.url();
+    let home = "203.0.113.1";
+    assert_eq!(login_as(&url, home, &owner, PASSWORD).await.0, 200);
+    for i in 0..8 {
+        let stranger = format!("198.51.100.{i}");
+        assert_eq!(login_as(&url, &stranger, &owner, WRONG).await.0, 401);
+    }
+    assert_eq!(login_as(&url, "203.0.113.9", &owner, PASSWORD).await.0, 429);
+    assert_eq!(login_as(&url, home, &owner, PASSWORD).await.0, 200);
+    gateway.stop().await;
+}
+
 /// The `access_token` a response set.
 fn access_token(response: &reqwest::Response) -> String {
     response

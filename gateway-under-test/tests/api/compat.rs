@@ -181,6 +181,61 @@ async fn the_catalog_routes_answer_from_the_configuration() {
     gateway.stop().await;
 }
 
+/// Finding 14 of issue 21: `/api/skills` followed symlinks, read files whole, and hung on a
+/// FIFO. Linked folders and files are skipped, a FIFO is not waited on, and a huge `SKILL.md`
+/// is read only as far as its front matter needs.
+#[tokio::test]
+async fn leftovers_skills_skip_symlinks_and_fifos_and_read_a_bounded_prefix() {
+    let gateway = spawn_gateway().await;
+    let skills = gateway.home.path().join("skills");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("leak")).unwrap();
+    std::fs::write(
+        outside.path().join("leak/SKILL.md"),
+        "---\nname: leaked\n---",
+    )
+    .unwrap();
+    let public = skills.join("public");
+    for folder in ["big", "fifo", "linked-file"] {
+        std::fs::create_dir_all(public.join(folder)).unwrap();
+    }
+    let huge = format!("---\nname: big\n---\n{}", "x".repeat(8 * 1024 * 1024));
+    std::fs::write(public.join("big/SKILL.md"), huge).unwrap();
+    let fifo = public.join("fifo/SKILL.md");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+    std::os::unix::fs::symlink(outside.path().join("leak"), public.join("linked-folder")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("leak/SKILL.md"),
+        public.join("linked-file/SKILL.md"),
+    )
+    .unwrap();
+    let mut client = gateway.client();
+    client.register().await;
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.get("/api/skills"),
+    )
+    .await;
+    let Ok(answer) = answer else {
+        // Releases a reader stuck on the FIFO, so that the failure does not hang the tests.
+        use std::os::unix::fs::OpenOptionsExt;
+        let _writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+        panic!("/api/skills was stuck on a FIFO");
+    };
+    let names: Vec<&str> = answer.1["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|skill| skill["name"].as_str())
+        .collect();
+    assert_eq!((answer.0, names), (200, vec!["big"]));
+    gateway.stop().await;
+}
+
 #[tokio::test]
 async fn upload_limits_are_the_configured_ones() {
     let gateway = spawn_gateway_configured(|config| config.uploads.max_files = 3).await;

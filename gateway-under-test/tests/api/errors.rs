@@ -117,3 +117,25 @@ async fn every_provoked_error_is_json_and_names_the_problem() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     gateway.stop().await;
 }
+
+/// Finding 14 of issue 21: an oversize login form was a 422, where an oversize JSON body is a
+/// 413 naming the limit.
+#[tokio::test]
+async fn leftovers_an_oversize_login_form_is_413_like_json() {
+    let gateway = spawn_gateway().await;
+    let password = "x".repeat(3 * 1024 * 1024);
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/auth/login/local", gateway.url()))
+        .form(&[
+            ("username", "a@example.com"),
+            ("password", password.as_str()),
+        ])
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    let body = response.text().await.expect("body");
+    assert_eq!(status, 413, "{body:.300}");
+    assert!(body.contains("limit of 2097152 bytes"), "{body:.300}");
+    gateway.stop().await;
+}

@@ -4,8 +4,12 @@
 
 use serde_json::{Value, json};
 
+use gateway_under_test::messages::{Message, ToolCall};
+use gateway_under_test::models::ModelError;
+
 use crate::vocabulary::{
-    GatewayOptions, TestGateway, answer, run_body, spawn_gateway_with, tool_call, ultra_context,
+    GatewayOptions, TestGateway, answer, run_body, spawn_gateway_configured, spawn_gateway_with,
+    tool_call, ultra_context,
 };
 
 /// The user-message and tool-argument limits.
@@ -32,6 +36,14 @@ fn big() -> String {
 
 fn too_big_an_answer() -> String {
     "y".repeat(ANSWER_LIMIT + 1)
+}
+
+/// A short answer carrying `value` in `additional_kwargs[key]`, as a provider puts reasoning and
+/// refusals.
+fn with_kwarg(key: &str, value: &str) -> Result<Message, ModelError> {
+    let mut message = Message::ai("short", Vec::new());
+    message.additional_kwargs.insert(key.into(), json!(value));
+    Ok(message)
 }
 
 #[tokio::test]
@@ -98,6 +110,35 @@ async fn oversized_model_output_never_enters_the_state() {
             expect_text: "ModelAnswerTooLarge",
             absent: Some(too_big_an_answer()),
         },
+        // Finding 3 of issue 21: reasoning, a refusal and a tool call's name were not counted.
+        Row {
+            name: "reasoning (invoke)",
+            script: vec![with_kwarg("reasoning_content", &too_big_an_answer())],
+            stream_mode: json!(["values"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
+        Row {
+            name: "reasoning (streamed)",
+            script: vec![with_kwarg("reasoning_content", &too_big_an_answer())],
+            stream_mode: json!(["values", "messages-tuple"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
+        Row {
+            name: "refusal",
+            script: vec![with_kwarg("refusal", &too_big_an_answer())],
+            stream_mode: json!(["values", "messages-tuple"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
+        Row {
+            name: "tool call name",
+            script: vec![tool_call(&too_big_an_answer(), json!({}), "call_named")],
+            stream_mode: json!(["values", "messages-tuple"]),
+            expect_text: "ModelAnswerTooLarge",
+            absent: Some(too_big_an_answer()),
+        },
     ];
     for row in rows {
         let gateway = gateway_with_small_limits().await;
@@ -131,4 +172,68 @@ async fn oversized_model_output_never_enters_the_state() {
             transcript.raw
         );
     }
+}
+
+/// Finding 3 of issue 21: 2,000 `read_file` calls in one answer streamed 305 MB. Calls past
+/// `tool_calls_per_answer`, and results past `tool_result_bytes_per_step`, become tool errors
+/// the model sees (naming the key), and the run goes on.
+#[tokio::test]
+async fn amplification_tool_calls_and_results_past_their_bounds_become_tool_errors() {
+    let gateway = spawn_gateway_configured(|config| {
+        config.message_limits.tool_calls_per_answer = 3;
+        config.message_limits.tool_result_bytes_per_step = 1000;
+    })
+    .await;
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let path = "/mnt/user-data/outputs/a.txt";
+    let read = |id: &str| ToolCall {
+        name: "read_file".into(),
+        args: json!({"description": "read", "path": path}),
+        id: id.into(),
+    };
+    let reads = ["r1", "r2", "r3", "r4"].map(read).to_vec();
+    gateway.model.push([
+        tool_call(
+            "write_file",
+            json!({"description": "write", "path": path, "content": "z".repeat(600)}),
+            "w",
+        ),
+        Ok(Message::ai("", reads)),
+        answer("done"),
+    ]);
+    client
+        .stream_run(&thread_id, run_body("hi", ultra_context()))
+        .await;
+    let state = client
+        .get(&format!("/api/threads/{thread_id}/state"))
+        .await
+        .1;
+    let results: Vec<(String, String)> = state["values"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|message| message["type"] == "tool" && message["name"] == "read_file")
+        .map(|message| {
+            let content = message["content"].as_str().unwrap_or_default();
+            let status = message["status"].as_str().unwrap_or_default().to_string();
+            let seen = ["tool_result_bytes_per_step", "tool_calls_per_answer"]
+                .into_iter()
+                .find(|key| content.contains(key))
+                .map_or(format!("{} bytes", content.len()), str::to_string);
+            (status, seen)
+        })
+        .collect();
+    let expected = [
+        ("success", "600 bytes"),
+        ("error", "tool_result_bytes_per_step"),
+        ("error", "tool_result_bytes_per_step"),
+        ("error", "tool_calls_per_answer"),
+    ]
+    .map(|(status, seen)| (status.to_string(), seen.to_string()));
+    assert_eq!(results, expected);
+    assert_eq!(
+        gateway.model.requests().len(),
+        3,
+        "the run went on to the final answer"
+    );
 }

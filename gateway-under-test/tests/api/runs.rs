@@ -154,6 +154,49 @@ async fn the_recursion_limit_is_clamped_and_enforced() {
     gateway.stop().await;
 }
 
+/// Finding 14 of issue 21: junk `recursion_limit` values silently became 100. Numbers keep
+/// DeerFlow's clamp; anything else is a 422 naming the field.
+#[tokio::test]
+async fn leftovers_a_recursion_limit_that_is_not_a_number_is_refused() {
+    let gateway = spawn_gateway().await;
+    gateway.model.answer_always("ok");
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let rows = [
+        (json!("50"), 422, None),
+        (json!(true), 422, None),
+        (json!([5]), 422, None),
+        (json!({"n": 5}), 422, None),
+        (json!(null), 200, Some(100)),
+        (json!(0), 200, Some(100)),
+        (json!(2.5), 200, Some(100)),
+        (json!(7), 200, Some(7)),
+        (json!(1e12), 200, Some(100)),
+        (json!(5_000), 200, Some(1000)),
+    ];
+    for (value, status, stored) in rows {
+        let mut body = run_body("hi", json!({}));
+        body["config"] = json!({"recursion_limit": value});
+        let (got, answer) = client
+            .post(&format!("/api/threads/{thread_id}/runs/wait"), body)
+            .await;
+        assert_eq!(got, status, "{value}: {answer}");
+        if status == 422 {
+            assert!(
+                answer.to_string().contains("config.recursion_limit"),
+                "{answer}"
+            );
+        }
+        if let Some(stored) = stored {
+            let (_, runs) = client.get(&format!("/api/threads/{thread_id}/runs")).await;
+            assert_eq!(
+                runs[0]["kwargs"]["config"]["recursion_limit"], stored,
+                "{value}"
+            );
+        }
+    }
+    gateway.stop().await;
+}
+
 #[tokio::test]
 async fn a_concurrent_run_is_rejected_with_409() {
     let gateway = spawn_gateway().await;

@@ -167,3 +167,62 @@ async fn without_a_web_dir_the_gateway_serves_no_page() {
     }
     gateway.stop().await;
 }
+
+/// Finding 9 of issue 21: a planted symlink served a file outside the folder, dotfiles were
+/// served, `//assets` was redirected to the protocol-relative `//assets/` (another host), and a
+/// name over 255 bytes answered an empty 500. Each is now the JSON 404, and no answer redirects.
+#[tokio::test]
+async fn web_dir_serves_no_symlink_out_no_dotfile_no_redirect_and_json_for_long_names() {
+    let folder = tempfile::tempdir().unwrap();
+    let dist = client_build(folder.path());
+    std::os::unix::fs::symlink(folder.path().join("secret.txt"), dist.join("leak.txt")).unwrap();
+    std::os::unix::fs::symlink(folder.path(), dist.join("up")).unwrap();
+    std::fs::write(dist.join(".env"), "KEY=outside the web dir").unwrap();
+    std::fs::create_dir_all(dist.join(".git")).unwrap();
+    std::fs::write(dist.join(".git/config"), "outside the web dir").unwrap();
+    let gateway = spawn_gateway_configured(move |config| config.server.web_dir = Some(dist)).await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let long = format!("/{}.js", "a".repeat(300));
+    let paths = [
+        "/leak.txt",
+        "/up/secret.txt",
+        "/.env",
+        "/.git/config",
+        "//assets",
+        "/assets//index-B7c1.js",
+        long.as_str(),
+    ];
+    let mut problems = Vec::new();
+    for path in paths {
+        let response = no_redirects
+            .get(format!("{}{path}", gateway.url()))
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let body = response.text().await.unwrap_or_default();
+        if status != 404 || content_type != "application/json" || body.contains("outside") {
+            problems.push(format!("{path}: {status} {content_type:?} {body:?}"));
+        }
+    }
+    // `/assets` (a folder) is a page path now, not a redirect.
+    let folder_path = no_redirects
+        .get(format!("{}/assets", gateway.url()))
+        .send()
+        .await
+        .expect("request");
+    if folder_path.status() != 200 {
+        problems.push(format!("/assets: {}", folder_path.status()));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gateway.stop().await;
+}
