@@ -276,7 +276,7 @@ impl LoginLockout {
 
 impl LoginAttempt<'_> {
     /// The credentials were right: clears the (account, client) count, makes the client known
-    /// to the account for [`KNOWN_CLIENT_TTL`], and takes this attempt back from the account's
+    /// to the account for `KNOWN_CLIENT_TTL`, and takes this attempt back from the account's
     /// count (unlocking the account if this attempt had locked it).
     pub fn succeeded(self) {
         self.succeeded_at(Instant::now());
