@@ -149,7 +149,15 @@ fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) ->
     let mut pending = None;
     match verdict.golden {
         GoldenStatus::Missing | GoldenStatus::Changed if verdict.replayed_cleanly() => {
-            let fixture = run.fixture_path.display().to_string();
+            // Named from the folder that holds the golden folder (the configuration's), as the
+            // workspace's goldens name `fixtures/…`, so a committed golden holds no machine's path.
+            let base = golden.parent().unwrap_or(golden);
+            let fixture = run
+                .fixture_path
+                .strip_prefix(base)
+                .unwrap_or(&run.fixture_path)
+                .display()
+                .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
                 Err(err) => eprintln!("keyless: {err}"),
