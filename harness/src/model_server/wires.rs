@@ -1,6 +1,6 @@
 //! The two wires the model server serves besides Chat Completions: Anthropic's Messages API
 //! (`POST /v1/messages`) and OpenAI's Responses API (`POST /v1/responses`), in fixture replay
-//! (`docs/testing-your-own-gateway.md` §9).
+//! (`docs/testing-your-own-gateway.md`, "The three wires").
 //!
 //! A request's conversation is rebuilt with `replay_core::messages_from_anthropic` /
 //! `messages_from_responses` and looked up with the name-free key
