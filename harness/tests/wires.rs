@@ -3,7 +3,9 @@
 //! carries its conversation (names dropped where the wire has none, as LangChain's conversions
 //! drop them), hits its recorded turn with no problem, and the answer, read back with that
 //! wire's codec, streamed and whole, is the recorded message. A drifted conversation is a miss
-//! in the wire's error shape whose report names the name-free key tried.
+//! in the wire's error shape whose report names the name-free key tried. And the official
+//! `anthropic` and `openai` Python clients (`sdk/check_wire_sdks.py`) assemble the recorded
+//! answers from these wires' streams.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -330,6 +332,100 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
                 "{wire:?}: {problems:?}"
             );
         }
+        server.stop().await.expect("stop");
+    });
+}
+
+/// Real clients nobody here wrote: the official `anthropic` package's `messages.stream(...)` and
+/// the `openai` package's `responses.create(stream=True)` replay every turn of a shipped fixture
+/// with tool calls, and assemble its recorded text and tool calls. `.ci/run` installs both in its
+/// venv and points `WIRE_SDK_PYTHON` at its interpreter; without it the check is skipped with a
+/// notice, except under `CI`, where it is a failure.
+#[test]
+fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
+    let python = match std::env::var("WIRE_SDK_PYTHON") {
+        Ok(python) => python,
+        Err(_)
+            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
+        {
+            panic!(
+                "CI must set WIRE_SDK_PYTHON to a Python with anthropic and openai installed (see .ci/run)"
+            )
+        }
+        Err(_) => {
+            eprintln!(
+                "skipped: set WIRE_SDK_PYTHON to run the official anthropic and openai clients (.ci/run does)"
+            );
+            return;
+        }
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let folder = tempfile::tempdir().expect("tempdir");
+    let mut jobs = Vec::new();
+    let mut wanted = Vec::new();
+    for (wire, name) in [
+        (Wire::Anthropic, "anthropic"),
+        (Wire::Responses, "responses"),
+    ] {
+        jobs.push(json!({"wire": "reset"}));
+        for turn in &fixture.turns {
+            let Recorded::Output(output) = &turn.answer else {
+                continue;
+            };
+            let mut body = request(wire, turn.canonical.as_deref().expect("canonical"), false);
+            if let Some(fields) = body.as_object_mut() {
+                fields.remove("stream");
+            }
+            jobs.push(json!({"wire": name, "caller": turn.caller, "body": body}));
+            let answer = Answer::from_ai_message(output);
+            let calls: Vec<Value> = answer
+                .calls
+                .iter()
+                .map(|c| json!({"name": c.name, "args": serde_json::from_str::<Value>(&c.arguments).unwrap_or(json!({})), "id": c.id}))
+                .collect();
+            wanted.push(json!({"text": answer.text, "reasoning": answer.reasoning.unwrap_or_default(), "calls": calls}));
+        }
+    }
+    assert!(
+        wanted
+            .iter()
+            .any(|w| w["calls"].as_array().is_some_and(|c| !c.is_empty())),
+        "the fixture has tool calls"
+    );
+    let jobs_path = folder.path().join("jobs.json");
+    std::fs::write(&jobs_path, Value::Array(jobs).to_string()).expect("write the jobs");
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/harness/tests/sdk/check_wire_sdks.py"
+        );
+        let url = server.url();
+        let output = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(python)
+                .arg(script)
+                .arg(url)
+                .arg(jobs_path)
+                .output()
+        })
+        .await
+        .expect("join")
+        .expect("the SDK check's Python starts");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        );
+        let got: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+        assert_eq!(got, Value::Array(wanted));
+        let problems = server.problems();
+        assert!(problems.is_empty(), "{problems:?}");
         server.stop().await.expect("stop");
     });
 }
