@@ -429,3 +429,85 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
         server.stop().await.expect("stop");
     });
 }
+
+/// A fixture `extra.flash.json` whose turns answer `think` with reasoning and text and `fail`
+/// with a failure the provider reported inside its answer.
+fn reasoning_and_in_stream_failure_fixture(folder: &std::path::Path) -> PathBuf {
+    let key = |text: &str| {
+        replay_core::replay_key("lead_agent", &[json!({"type": "human", "content": text})])
+    };
+    let (think, fail) = (key("think"), key("fail"));
+    let fixture = json!({"scenario": "extra", "mode": "flash", "turns": [
+        {"caller": think.caller, "conversation_hash": think.conversation_hash,
+         "input_hash": think.input_hash, "canonical": think.canonical,
+         "output": {"type": "ai", "data": {"content": "Yes.", "type": "ai",
+            "additional_kwargs": {"reasoning_content": "Let me think."},
+            "usage_metadata": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}}}},
+        {"caller": fail.caller, "conversation_hash": fail.conversation_hash,
+         "input_hash": fail.input_hash, "canonical": fail.canonical,
+         "error": {"type": "APIError", "message": "the provider broke down", "in_stream": true}},
+    ]});
+    let path = folder.join("extra.flash.json");
+    std::fs::write(&path, fixture.to_string()).expect("write");
+    path
+}
+
+#[test]
+fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture_path = reasoning_and_in_stream_failure_fixture(folder.path());
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        for wire in [Wire::Anthropic, Wire::Responses] {
+            for stream in [true, false] {
+                let (status, _) = post(
+                    &format!("{}/_harness/reset", server.url()),
+                    &json!({}),
+                    None,
+                )
+                .await;
+                assert_eq!(status, 200, "reset");
+                let how = format!("{wire:?} (stream: {stream})");
+                let url = format!("{}{}", server.url(), path(wire));
+                let think = request(wire, r#"[{"content": "think", "type": "human"}]"#, stream);
+                let (status, text) = post(&url, &think, None).await;
+                assert_eq!(status, 200, "{how}: {text}");
+                let got = read(wire, stream, &text).unwrap_or_else(|e| panic!("{how}: {e}"));
+                assert_eq!(
+                    (got.text.as_str(), got.reasoning.as_str()),
+                    ("Yes.", "Let me think."),
+                    "{how}"
+                );
+                assert_eq!(
+                    got.usage
+                        .as_ref()
+                        .map(|usage| usage["total_tokens"].clone()),
+                    Some(json!(5)),
+                    "{how}"
+                );
+                let fail = request(wire, r#"[{"content": "fail", "type": "human"}]"#, stream);
+                let (status, text) = post(&url, &fail, None).await;
+                // Inside a 200 answer: an `error` event on a stream, an error body otherwise.
+                assert_eq!(status, 200, "{how}: {text}");
+                let error = read(wire, stream, &text).expect_err(&how);
+                assert_eq!(error, "the provider broke down", "{how}: {text}");
+                if stream {
+                    assert!(text.contains("event: error\n"), "{how}: {text}");
+                }
+            }
+            let (status, _) = post(
+                &format!("{}/_harness/reset", server.url()),
+                &json!({}),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200);
+        }
+        let problems = server.problems();
+        assert!(problems.is_empty(), "{problems:?}");
+        server.stop().await.expect("stop");
+    });
+}
