@@ -525,12 +525,12 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
     let fixture = same_conversation_fixture(folder.path(), &[("lead_agent", "from the lead")]);
     // (method, path, status)
     let cases = [
-        ("POST", "/v1/responses", 404),
+        ("POST", "/v1/audio/speech", 404),
         ("POST", "/v1/embeddings", 404),
         ("POST", "/v1/completions", 404),
         ("GET", "/v1/chat/completions", 405),
         ("DELETE", "/_harness/misses", 405),
-        ("POST", "/v1/messages?key=sk-not-in-the-message", 404),
+        ("POST", "/v1/complete?key=sk-not-in-the-message", 404),
     ];
     bounded(async {
         let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())

@@ -23,6 +23,9 @@
 //!   ([`Verdict`]);
 //! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
 //!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
+//! - `wire_formats`: the same conversation from an Anthropic Messages or OpenAI Responses request
+//!   ([`messages_from_anthropic`], [`messages_from_responses`]), looked up with the name-free key
+//!   ([`ReplayEngine::lookup_at_wire_without_names`]);
 //! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
 //!
 //! The specification is `docs/replay-and-fixtures.md` §2 to §5, §8.2, §8.3 and §11, and
@@ -42,6 +45,7 @@ mod shapes;
 mod text;
 mod verdict;
 mod wire;
+mod wire_formats;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture};
@@ -57,4 +61,5 @@ pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{Shape, golden_document, shape_of, web_shape_of, web_shapes};
 pub use text::{first_chars, shorten};
 pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
-pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions};
+pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};
+pub use wire_formats::{messages_from_anthropic, messages_from_responses};

@@ -305,7 +305,7 @@ impl ReplayEngine {
         clippy::result_large_err,
         reason = "a miss carries its diagnostics by value; misses are rare and end the test"
     )]
-    fn serve(&self, key: ReplayKey) -> Result<Served, Miss> {
+    pub(crate) fn serve(&self, key: ReplayKey) -> Result<Served, Miss> {
         let mut state = self.state.lock();
         let mut recorded_key = &key.input_hash;
         let mut found = state

@@ -37,7 +37,7 @@ use crate::canonical::{
     DEFAULT_CALLER, ReplayKey, canonical_conversation, conversation_hash, input_hash,
     normalize_caller,
 };
-use crate::pyjson::python_repr;
+use crate::pyjson::{python_repr, to_python_json};
 use crate::replay::{Ambiguity, LookupError, Miss, ReplayEngine, Served};
 
 /// The HTTP header a gateway sends to name the caller of a model call at the wire
@@ -152,6 +152,30 @@ fn parsed_arguments(arguments: Option<&Value>) -> Option<Value> {
     }
 }
 
+/// The entries of a canonical conversation text with the messages' names left out (a `tool`
+/// entry keeps its name: it is the tool's, which every wire carries); `None` when the text is
+/// not a JSON list.
+fn name_free_entries(canonical: &str) -> Option<Vec<Value>> {
+    let Ok(Value::Array(mut entries)) = serde_json::from_str::<Value>(canonical) else {
+        return None;
+    };
+    for entry in &mut entries {
+        if let Some(fields) = entry.as_object_mut()
+            && fields.get("type").and_then(Value::as_str) != Some("tool")
+        {
+            fields.remove("name");
+        }
+    }
+    Some(entries)
+}
+
+/// The name-free key of a conversation (`messages` as the key reads them): the hash of its
+/// canonical entries with the messages' names left out, as a miss report names it.
+pub fn name_free_key(messages: &[Value]) -> String {
+    let entries = name_free_entries(&canonical_conversation(messages)).unwrap_or_default();
+    conversation_hash(&to_python_json(&Value::Array(entries)))
+}
+
 /// Why a call at the wire got no recorded output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WireLookupError {
@@ -221,6 +245,78 @@ impl ReplayEngine {
         }
         let canonical = canonical_conversation(messages);
         let conversation = conversation_hash(&canonical);
+        self.lookup_conversation(None, canonical, conversation)
+    }
+
+    /// [`ReplayEngine::lookup_at_wire`] for a wire that carries no message names (Anthropic's
+    /// Messages API, OpenAI's Responses API; `docs/replay-and-fixtures.md` §11.1). When the
+    /// request's own key is recorded it is served as at any wire. Otherwise its **name-free key**
+    /// is tried: the turn whose stored canonical conversation, with the messages' names left out
+    /// (tool names stay: the wires carry them), equals the request's is served under its own
+    /// recorded key. No such turn, or several different conversations that read the same
+    /// without names, is the miss of the request's own key; [`name_free_key`] says which
+    /// name-free key was tried.
+    pub fn lookup_at_wire_without_names(
+        &self,
+        caller: Option<&str>,
+        messages: &[Value],
+    ) -> Result<Served, WireLookupError> {
+        let canonical = canonical_conversation(messages);
+        let conversation = conversation_hash(&canonical);
+        let recorded = self.is_recorded(&conversation)
+            || match caller {
+                Some(caller) => self.is_recorded(&input_hash(caller, &conversation)),
+                None => self
+                    .callers()
+                    .iter()
+                    .any(|caller| self.is_recorded(&input_hash(caller, &conversation))),
+            };
+        if recorded {
+            return self.lookup_at_wire(caller, messages);
+        }
+        let wanted = name_free_entries(&canonical);
+        let mut matches: Vec<(String, String)> = Vec::new();
+        for turn in &self.fixture().turns {
+            let Some(stored) = &turn.canonical else {
+                continue;
+            };
+            if wanted.is_some() && name_free_entries(stored) == wanted {
+                let hash = turn
+                    .conversation_hash
+                    .clone()
+                    .unwrap_or_else(|| conversation_hash(stored));
+                if !matches.iter().any(|(_, h)| *h == hash) {
+                    matches.push((stored.clone(), hash));
+                }
+            }
+        }
+        match matches.as_slice() {
+            [(stored, hash)] => self.lookup_conversation(caller, stored.clone(), hash.clone()),
+            _ => self.lookup_at_wire(caller, messages),
+        }
+    }
+
+    /// Serves the conversation `canonical` (hashed `conversation`) for `caller`, or for the one
+    /// caller whose key is recorded when the request named none (see
+    /// [`ReplayEngine::lookup_at_wire`]).
+    fn lookup_conversation(
+        &self,
+        caller: Option<&str>,
+        canonical: String,
+        conversation: String,
+    ) -> Result<Served, WireLookupError> {
+        if let Some(caller) = caller {
+            let caller = normalize_caller(caller);
+            let key = ReplayKey {
+                input_hash: input_hash(&caller, &conversation),
+                caller,
+                canonical,
+                conversation_hash: conversation,
+            };
+            return self
+                .serve(key)
+                .map_err(|miss| WireLookupError::Miss(Box::new(miss)));
+        }
         let recorded: Vec<&String> = self
             .callers()
             .iter()

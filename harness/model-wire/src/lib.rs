@@ -1,15 +1,17 @@
 //! The codecs of the model wires: what a model provider sends and receives, as plain JSON types
 //! and functions, with no HTTP, no async runtime and no knowledge of who uses them.
 //!
-//! One module per wire. [`chat_completions`] is OpenAI's Chat Completions API (and every
-//! OpenAI-compatible server's); other wires (the Responses API, Anthropic Messages) get a module
-//! of their own beside it, with the same parts: request and answer types, the assembler that folds
-//! a streamed answer into events and one message, and the renderer that turns a message back into
-//! a whole answer or into chunks.
+//! One module per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
+//! OpenAI-compatible server's), [`responses`] OpenAI's Responses API and [`anthropic_messages`]
+//! Anthropic's Messages API, each with the same parts: the assembler that folds a streamed answer
+//! into events and one answer, and the renderer that turns an answer back into a whole answer or
+//! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared.
 //!
 //! The gateway's OpenAI provider and the harness's model server both use these modules, so the
 //! way a stream is read when a gateway calls a real provider and the way it is read (and
 //! rendered again) when the harness records or replays it cannot drift apart. SSE framing stays
 //! with the transports (`eventsource-stream`): the codecs take the parsed `data:` payloads.
 
+pub mod anthropic_messages;
 pub mod chat_completions;
+pub mod responses;

@@ -19,11 +19,12 @@
 //!   recording and, when the server stops, builds the fixture (see `record`).
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
-//! `/chat/completions`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
+//! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and
+//! OpenAI's Responses API, in fixture replay: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
 //! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many). Any
-//! other request (`POST /v1/responses`, `/v1/embeddings`, a wrong method) answers an OpenAI error
+//! other request (`POST /v1/embeddings`, a wrong method) answers an OpenAI error
 //! naming the route and is an `unserved_route` problem: a gateway that calls something no
 //! recording answers is not a clean run. Problems are also handed to [`ServerOptions::on_problem`]
 //! the moment they happen; the ledger is bounded (`problems::Ledger`). [`ModelServerClient`] is
@@ -35,6 +36,7 @@ mod client;
 mod problems;
 mod record;
 mod request;
+mod wires;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -80,13 +82,17 @@ pub use request::normalized;
 pub const CALLER_HEADER: &str = "x-harness-caller";
 
 /// Every route the model server serves; any other request is an `unserved_route` problem. A new
-/// wire (the Responses API, Anthropic's Messages) becomes served by a variant here.
+/// wire becomes served by a variant here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     /// `POST /v1/chat/completions`.
     ChatCompletions,
     /// `POST /chat/completions`, for clients whose base URL has no `/v1`.
     ChatCompletionsUnversioned,
+    /// `POST /v1/messages`, Anthropic's Messages API (`wires.rs`).
+    AnthropicMessages,
+    /// `POST /v1/responses`, OpenAI's Responses API (`wires.rs`).
+    Responses,
     /// `GET /v1/models`.
     Models,
     /// `GET /models`.
@@ -103,9 +109,11 @@ pub(crate) enum Route {
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 8] = [
+    pub(crate) const ALL: [Route; 10] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
+        Route::AnthropicMessages,
+        Route::Responses,
         Route::Models,
         Route::ModelsUnversioned,
         Route::Health,
@@ -119,6 +127,8 @@ impl Route {
         match self {
             Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
             Route::ChatCompletionsUnversioned => (Method::POST, "/chat/completions"),
+            Route::AnthropicMessages => (Method::POST, "/v1/messages"),
+            Route::Responses => (Method::POST, "/v1/responses"),
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),
@@ -132,6 +142,8 @@ impl Route {
     fn handler(self) -> MethodRouter<Arc<Shared>> {
         match self {
             Route::ChatCompletions | Route::ChatCompletionsUnversioned => post(complete),
+            Route::AnthropicMessages => post(wires::anthropic),
+            Route::Responses => post(wires::responses),
             Route::Models | Route::ModelsUnversioned => get(models),
             Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
             Route::Misses => get(misses),

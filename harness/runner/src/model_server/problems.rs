@@ -71,7 +71,7 @@ pub enum Problem {
         /// The recording file error.
         message: String,
     },
-    /// A request to a route the server does not serve (`POST /v1/responses`, `/v1/embeddings`,
+    /// A request to a route the server does not serve (`POST /v1/embeddings`, `/v1/audio/speech`,
     /// a wrong method, …): the gateway called something no recording answers.
     UnservedRoute {
         /// What was asked and what the server serves.

@@ -1,0 +1,316 @@
+//! The conversation of a request at the two wires besides Chat Completions
+//! (`docs/replay-and-fixtures.md` §11.1), as the message dicts [`replay_key`](crate::replay_key)
+//! reads, so that one fixture serves all three wires with the same key.
+//!
+//! - [`messages_from_anthropic`]: Anthropic's Messages API `messages` (the top-level `system` is
+//!   not a message and is left out, as `system` messages are at Chat Completions). A `user`
+//!   message's `tool_result` blocks are `tool` messages (in order, before the rest of its
+//!   content), with the tool name recovered from the earlier `tool_use` block of the same id; its
+//!   other blocks (text, images) are the human message's content. An `assistant` message's
+//!   `tool_use` blocks are its tool calls (`input` is the arguments), its `text` blocks its
+//!   content; `thinking` blocks are left out, as the AI message keeps reasoning outside its
+//!   content.
+//! - [`messages_from_responses`]: the Responses API's `input` (a string is one user message;
+//!   `instructions` is not an input item). Message items by role (`system`/`developer` left out),
+//!   their `input_text`/`output_text` parts the content; `function_call` items are tool calls of
+//!   the assistant message they follow (a new, empty one when none does), `call_id` the id and
+//!   `arguments` JSON text; `function_call_output` items are `tool` messages, the name recovered
+//!   by `call_id`; `reasoning` items are left out.
+//!
+//! Neither wire carries message names, so their keys are looked up with
+//! [`ReplayEngine::lookup_at_wire_without_names`](crate::ReplayEngine::lookup_at_wire_without_names).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+/// Arguments as LangChain parses them: an object as it is, JSON text holding an object (blank
+/// means `{}`); anything else is `None` (an invalid call, which the key ignores).
+fn arguments(value: Option<&Value>) -> Option<Value> {
+    match value {
+        None | Some(Value::Null) => Some(json!({})),
+        Some(object @ Value::Object(_)) => Some(object.clone()),
+        Some(Value::String(text)) if text.trim().is_empty() => Some(json!({})),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(object @ Value::Object(_)) => Some(object),
+            _ => None,
+        },
+        Some(_) => None,
+    }
+}
+
+fn text_of(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+fn tool_message(content: Value, call_id: &str, names: &HashMap<String, String>) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), json!("tool"));
+    out.insert("content".into(), content);
+    if let Some(name) = names.get(call_id) {
+        out.insert("name".into(), json!(name));
+    }
+    out.insert("tool_call_id".into(), json!(call_id));
+    Value::Object(out)
+}
+
+/// The message dicts of an Anthropic Messages request's `messages`. See the module
+/// documentation for the rules.
+pub fn messages_from_anthropic(messages: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = message.get("content").cloned().unwrap_or(Value::Null);
+        let blocks = match &content {
+            Value::Array(blocks) => Some(blocks.clone()),
+            _ => None,
+        };
+        let kind = |block: &Value| text_of(block.get("type"));
+        match role {
+            "user" => {
+                let Some(blocks) = blocks else {
+                    converted.push(json!({"type": "human", "content": content}));
+                    continue;
+                };
+                let mut rest = Vec::new();
+                for block in blocks {
+                    if kind(&block) == "tool_result" {
+                        let id = text_of(block.get("tool_use_id"));
+                        let result = block.get("content").cloned().unwrap_or(json!(""));
+                        converted.push(tool_message(result, &id, &names));
+                    } else {
+                        rest.push(block);
+                    }
+                }
+                if !rest.is_empty() {
+                    converted.push(json!({"type": "human", "content": rest}));
+                }
+            }
+            "assistant" => {
+                let Some(blocks) = blocks else {
+                    converted.push(json!({"type": "ai", "content": content, "tool_calls": []}));
+                    continue;
+                };
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for block in blocks {
+                    match kind(&block).as_str() {
+                        "text" => text.push_str(&text_of(block.get("text"))),
+                        "tool_use" => {
+                            let id = text_of(block.get("id"));
+                            let name = text_of(block.get("name"));
+                            names.insert(id.clone(), name.clone());
+                            if let Some(args) = arguments(block.get("input")) {
+                                calls.push(json!({"name": name, "args": args, "id": id}));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            }
+            _ => converted.push(message.clone()),
+        }
+    }
+    converted
+}
+
+/// The text of a Responses message item's `content`: a string, or its parts' `text`
+/// concatenated.
+fn responses_text(content: Option<&Value>) -> Value {
+    match content {
+        Some(Value::Array(parts)) => json!(
+            parts
+                .iter()
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect::<String>()
+        ),
+        Some(Value::String(text)) => json!(text),
+        _ => json!(""),
+    }
+}
+
+/// The message dicts of a Responses request's `input`. See the module documentation for the
+/// rules.
+pub fn messages_from_responses(input: &Value) -> Vec<Value> {
+    let items = match input {
+        Value::String(text) => return vec![json!({"type": "human", "content": text})],
+        Value::Array(items) => items,
+        _ => return Vec::new(),
+    };
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted: Vec<Value> = Vec::with_capacity(items.len());
+    // Whether the last converted message is an assistant message that calls may join.
+    let mut open_ai = false;
+    for item in items {
+        let kind = item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
+        match kind {
+            "message" => {
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+                let content = responses_text(item.get("content"));
+                open_ai = false;
+                match role {
+                    "system" | "developer" => {}
+                    "user" => converted.push(json!({"type": "human", "content": content})),
+                    "assistant" => {
+                        converted.push(json!({"type": "ai", "content": content, "tool_calls": []}));
+                        open_ai = true;
+                    }
+                    _ => converted.push(item.clone()),
+                }
+            }
+            "function_call" => {
+                let id = text_of(item.get("call_id"));
+                let name = text_of(item.get("name"));
+                names.insert(id.clone(), name.clone());
+                if !open_ai {
+                    converted.push(json!({"type": "ai", "content": "", "tool_calls": []}));
+                    open_ai = true;
+                }
+                if let Some(args) = arguments(item.get("arguments"))
+                    && let Some(Value::Array(calls)) = converted
+                        .last_mut()
+                        .and_then(|message| message.get_mut("tool_calls"))
+                {
+                    calls.push(json!({"name": name, "args": args, "id": id}));
+                }
+            }
+            "function_call_output" => {
+                open_ai = false;
+                let id = text_of(item.get("call_id"));
+                let output = item.get("output").cloned().unwrap_or(json!(""));
+                converted.push(tool_message(output, &id, &names));
+            }
+            // `reasoning` items, and built-in tools' items.
+            _ => {}
+        }
+    }
+    converted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::replay_key;
+    use crate::fixture::{Answer, Fixture, Turn};
+    use crate::scenario::{Scenario, UiMode};
+    use crate::{ReplayEngine, WireLookupError, messages_from_chat_completions, name_free_key};
+
+    const ARGS: &str = r#"{"path": "/mnt/user-data/outputs/note.txt", "content": "hi"}"#;
+
+    /// One conversation (system prompt, named user input, a tool call, its result, the answer)
+    /// as each wire carries it.
+    fn chat_completions(named: bool) -> Vec<Value> {
+        let mut user = json!({"role": "user", "content": "write it"});
+        if named {
+            user["name"] = json!("user-input");
+        }
+        vec![
+            json!({"role": "system", "content": "You are DeerFlow."}),
+            user,
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                "type": "function", "function": {"name": "write_file", "arguments": ARGS}}]}),
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "OK"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
+    fn anthropic() -> Vec<Value> {
+        let input: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "content": [{"type": "text", "text": "write it"}]}),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Hm.", "signature": "x"},
+                {"type": "tool_use", "id": "call_1", "name": "write_file", "input": input}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "OK"}]}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
+    fn responses() -> Value {
+        json!([
+            {"role": "developer", "content": "You are DeerFlow."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "write it"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "call_id": "call_1", "name": "write_file", "arguments": ARGS},
+            {"type": "function_call_output", "call_id": "call_1", "output": "OK"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+            {"role": "user", "content": "thanks"},
+        ])
+    }
+
+    #[test]
+    fn each_wire_gives_the_chat_completions_key_of_the_same_conversation() {
+        let want = replay_key(
+            "",
+            &messages_from_chat_completions(&chat_completions(false)),
+        );
+        for (wire, messages) in [
+            ("anthropic", messages_from_anthropic(&anthropic())),
+            ("responses", messages_from_responses(&responses())),
+        ] {
+            let got = replay_key("", &messages);
+            assert_eq!(got.canonical, want.canonical, "{wire}");
+            assert_eq!(got.input_hash, want.input_hash, "{wire}");
+        }
+    }
+
+    #[test]
+    fn a_string_input_is_one_user_message() {
+        assert_eq!(
+            replay_key("", &messages_from_responses(&json!("hi"))).input_hash,
+            replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash
+        );
+    }
+
+    fn engine_recorded_with_names() -> ReplayEngine {
+        let key = replay_key(
+            "lead_agent",
+            &messages_from_chat_completions(&chat_completions(true)),
+        );
+        let turn = Turn {
+            caller: Some(key.caller),
+            conversation_hash: Some(key.conversation_hash),
+            input_hash: key.input_hash,
+            answer: Answer::Output(json!({"type": "ai", "data": {"content": "ok", "type": "ai"}})),
+            canonical: Some(key.canonical),
+        };
+        let fixture = Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
+            turns: vec![turn],
+        };
+        ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
+    }
+
+    #[test]
+    fn a_turn_recorded_with_names_is_served_by_its_name_free_key_only_where_asked() {
+        let engine = engine_recorded_with_names();
+        let messages = messages_from_anthropic(&anthropic());
+        // The named lookup misses: the recorded key has the input's name.
+        assert!(matches!(
+            engine.lookup_at_wire(None, &messages),
+            Err(WireLookupError::Miss(_))
+        ));
+        for caller in [None, Some("lead_agent")] {
+            let engine = engine_recorded_with_names();
+            let served = engine.lookup_at_wire_without_names(caller, &messages);
+            assert_eq!(served.map(|s| s.turn_index).ok(), Some(0), "{caller:?}");
+        }
+        // A different conversation still misses, and its name-free key is not the turn's.
+        let mut other = anthropic();
+        other[4] = json!({"role": "user", "content": "no thanks"});
+        let other = messages_from_anthropic(&other);
+        assert!(engine.lookup_at_wire_without_names(None, &other).is_err());
+        assert_ne!(name_free_key(&other), name_free_key(&messages));
+        assert_eq!(
+            name_free_key(&messages),
+            name_free_key(&messages_from_chat_completions(&chat_completions(true)))
+        );
+    }
+}
