@@ -20,7 +20,7 @@ use crate::runtime::message_limits;
 use crate::runtime::middleware::{GraphError, Hook, Middleware, ModelCall, run_hook};
 use crate::runtime::prompt::{PromptInputs, system_prompt};
 use crate::runtime::state::{AgentState, StateUpdate};
-use crate::store::CheckpointRecord;
+use crate::store::{CheckpointRecord, MessageChanges};
 use crate::tools::{ReadTracker, SandboxPaths, Tool, ToolContext, ToolOutput, tool_message};
 
 /// The configuration the agent and its middlewares read: the sections they need, copied out
@@ -224,6 +224,9 @@ impl<'a> AgentLoop<'a> {
 
     /// Runs the loop with the run's input messages.
     pub async fn run(mut self, input: Vec<Message>) -> AgentOutcome {
+        // The thread's messages are known to the client; each step then marks only the messages
+        // it changed (see `commit`), so a step's cost does not grow with the conversation.
+        self.run.mark_messages_sent(&self.state.messages);
         let result = self.drive(input).await;
         let (error, stop_reason) = match result {
             Ok(stop_reason) => (None, stop_reason),
@@ -424,18 +427,31 @@ impl<'a> AgentLoop<'a> {
             for message in update.messages.iter_mut().filter(|m| m.id.is_none()) {
                 message.id = Some(uuid::Uuid::new_v4().to_string());
             }
-            self.run.mark_messages_sent(&self.state.messages);
             self.run.publish_new_messages(node, &update.messages);
         }
-        self.state.apply(update);
-        let values = self.state.to_values();
+        // Only what the step added or replaced is serialised, stored and marked sent: the rest
+        // of the conversation is the parent checkpoint's and already known to the client.
+        let changed = self.state.apply(update);
+        let changed_messages: Vec<&Message> = changed
+            .iter()
+            .map(|&index| &self.state.messages[index])
+            .collect();
+        self.run.mark_messages_sent_by_ref(&changed_messages);
+        let changes = MessageChanges {
+            len: self.state.messages.len(),
+            changed: changed
+                .iter()
+                .zip(&changed_messages)
+                .map(|(&index, message)| (index, message.to_dump()))
+                .collect(),
+        };
         let checkpoint_id = uuid::Uuid::new_v4().to_string();
         let checkpoint = CheckpointRecord {
             thread_id: self.run.thread_id.clone(),
             checkpoint_id: checkpoint_id.clone(),
             parent_checkpoint_id: self.parent_checkpoint.clone(),
             step: i64::from(self.steps),
-            values: values.clone(),
+            values: self.state.to_values_without_messages(),
             metadata: json!({
                 "source": if is_input { "input" } else { "loop" },
                 "step": self.steps,
@@ -448,7 +464,7 @@ impl<'a> AgentLoop<'a> {
         };
         self.run
             .store()
-            .put_checkpoint(checkpoint)
+            .put_checkpoint_changes(checkpoint, changes)
             .await
             .map_err(|err| GraphError::new("CheckpointError", err.to_string()))?;
         self.parent_checkpoint = Some(checkpoint_id);
@@ -458,7 +474,8 @@ impl<'a> AgentLoop<'a> {
             self.run.stream.publish("updates", &Value::Object(frame));
         }
         if self.run.modes.values {
-            self.run.stream.publish("values", &values);
+            // By contract the whole state, at every step (docs/gateway-contract.md §7.2).
+            self.run.stream.publish("values", &self.state.to_values());
         }
         Ok(())
     }

@@ -406,6 +406,15 @@ impl RunContext {
         sent.extend(messages.iter().filter_map(|m| m.id.clone()));
     }
 
+    /// [`RunContext::mark_messages_sent`] for the messages a step changed.
+    pub fn mark_messages_sent_by_ref(&self, messages: &[&Message]) {
+        if !self.modes.messages {
+            return;
+        }
+        let mut sent = self.sent();
+        sent.extend(messages.iter().filter_map(|m| m.id.clone()));
+    }
+
     /// Publishes `[message, metadata]` on the `messages` stream for each of `messages` (a
     /// node's output) not sent before: a tool result, the user's visible copy, an AI message
     /// that was not streamed (the error fallback). Messages must carry their ids.

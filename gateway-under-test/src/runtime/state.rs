@@ -138,16 +138,33 @@ impl AgentState {
         Value::Object(values)
     }
 
+    /// The serialised state with an empty `messages` list in place of the conversation: what a
+    /// checkpoint stores besides the messages a step changed (see [`AgentState::apply`]).
+    pub fn to_values_without_messages(&self) -> Value {
+        let mut values = Map::new();
+        values.insert("messages".into(), Value::Array(Vec::new()));
+        for (name, value) in &self.channels {
+            values.insert(name.clone(), value.clone());
+        }
+        Value::Object(values)
+    }
+
     /// The value of a channel, if written.
     pub fn channel(&self, name: &str) -> Option<&Value> {
         self.channels.get(name)
     }
 
-    /// Applies an update with each channel's reducer.
-    pub fn apply(&mut self, update: StateUpdate) {
-        for message in update.messages {
-            self.add_message(message);
-        }
+    /// Applies an update with each channel's reducer, and returns the positions of the messages
+    /// it added or replaced, ascending and once each: a step costs what it changed, not the
+    /// conversation (only these are serialised, stored and marked sent).
+    pub fn apply(&mut self, update: StateUpdate) -> Vec<usize> {
+        let mut changed: Vec<usize> = update
+            .messages
+            .into_iter()
+            .map(|message| self.add_message(message))
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
         for (name, value) in update.channels {
             let merged = match (name.as_str(), self.channels.remove(&name)) {
                 ("artifacts", Some(Value::Array(old))) => merge_artifacts(old, value),
@@ -167,24 +184,27 @@ impl AgentState {
             };
             self.channels.insert(name, merged);
         }
+        changed
     }
 
     /// LangGraph's `add_messages`: a message whose id is already present replaces it in place;
-    /// others are appended, with a fresh UUID id when they have none.
-    fn add_message(&mut self, mut message: Message) {
+    /// others are appended, with a fresh UUID id when they have none. Returns the message's
+    /// position.
+    fn add_message(&mut self, mut message: Message) -> usize {
         if let Some(id) = &message.id
-            && let Some(slot) = self
+            && let Some(index) = self
                 .messages
-                .iter_mut()
-                .find(|existing| existing.id.as_deref() == Some(id))
+                .iter()
+                .position(|existing| existing.id.as_deref() == Some(id))
         {
-            *slot = message;
-            return;
+            self.messages[index] = message;
+            return index;
         }
         if message.id.is_none() {
             message.id = Some(uuid::Uuid::new_v4().to_string());
         }
         self.messages.push(message);
+        self.messages.len() - 1
     }
 
     /// The last AI message, if any.
@@ -272,6 +292,25 @@ mod tests {
             state.messages[1].id.as_deref(),
             Some(format!("{id}__user").as_str())
         );
+    }
+
+    #[test]
+    fn apply_reports_the_positions_it_added_or_replaced() {
+        let mut state = AgentState::default();
+        let first = state.apply(StateUpdate::messages(vec![
+            Message::human("a"),
+            Message::human("b"),
+        ]));
+        assert_eq!(first, [0, 1], "two appended messages");
+        let mut replaced = Message::human("b2");
+        replaced.id = state.messages[1].id.clone();
+        let second = state.apply(
+            StateUpdate::messages(vec![Message::human("c"), replaced])
+                .with_channel("title", json!("t")),
+        );
+        assert_eq!(second, [1, 2], "a replacement in place and an append");
+        let third = state.apply(StateUpdate::channel("title", json!("u")));
+        assert!(third.is_empty(), "a channel write changes no message");
     }
 
     #[test]

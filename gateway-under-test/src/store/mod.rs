@@ -158,6 +158,15 @@ pub struct CheckpointRecord {
     pub created_at: String,
 }
 
+/// The messages one step changed: what a checkpoint stored from its parent's needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MessageChanges {
+    /// How many messages the state holds after the step.
+    pub len: usize,
+    /// Each message the step added or replaced: its position and its dump.
+    pub changed: Vec<(usize, Value)>,
+}
+
 /// One run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
@@ -499,6 +508,23 @@ impl Store {
             .call(move |conn| {
                 let tx = write_transaction(conn)?;
                 checkpoints::insert(&tx, &checkpoint)?;
+                Ok(tx.commit()?)
+            })
+            .await
+    }
+
+    /// Stores a checkpoint whose messages are its parent's with `changes` applied: the cost of a
+    /// step is what it changed, not the conversation. `checkpoint.values` holds every other
+    /// channel; its parent must be stored (its id is `parent_checkpoint_id`, none for the first).
+    pub async fn put_checkpoint_changes(
+        &self,
+        checkpoint: CheckpointRecord,
+        changes: MessageChanges,
+    ) -> Result<(), StoreError> {
+        self.db
+            .call(move |conn| {
+                let tx = write_transaction(conn)?;
+                checkpoints::insert_changes(&tx, &checkpoint, &changes)?;
                 Ok(tx.commit()?)
             })
             .await

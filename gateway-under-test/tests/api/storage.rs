@@ -1,12 +1,14 @@
 //! How a run's storage and stream grow with its steps (issue: "unbounded amplification of large
-//! outputs"). One run writes the same total bytes with `write_file` in 1, 10 or 100 tool steps;
+//! outputs"). One run writes the same total bytes with `write_file` in 1, 10, 100 or 1,000 tool steps;
 //! the database must grow with what was said, not with steps × conversation. The SSE stream in
 //! `values` mode carries the whole state at every step by contract, so its growth is measured
-//! and printed (`--nocapture`), not bounded.
+//! and printed (`--nocapture`), not bounded; at 1,000 steps it would be gigabytes, so that run
+//! streams `updates` and `messages-tuple` instead, which is how a client keeps its stream growing
+//! with what was said.
 
 use serde_json::json;
 
-use crate::vocabulary::{answer, spawn_gateway, tool_call, ultra_context};
+use crate::vocabulary::{answer, spawn_gateway_configured, tool_call, ultra_context};
 
 /// Total bytes written by each run, split evenly over its tool steps.
 const TOTAL_CONTENT_BYTES: usize = 200 * 1024;
@@ -25,8 +27,10 @@ fn database_bytes(home: &std::path::Path) -> u64 {
 
 #[tokio::test]
 async fn storage_grows_with_what_was_said_not_with_steps() {
-    for steps in [1_usize, 10, 100] {
-        let gateway = spawn_gateway().await;
+    for steps in [1_usize, 10, 100, 1000] {
+        let gateway =
+            spawn_gateway_configured(|config| config.runs.max_recursion_limit = 40_000).await;
+        gateway.model.forget_requests();
         let (client, thread_id) = gateway.client_with_thread().await;
         let before = database_bytes(gateway.home.path());
         let chunk = "x".repeat(TOTAL_CONTENT_BYTES / steps);
@@ -40,7 +44,13 @@ async fn storage_grows_with_what_was_said_not_with_steps() {
         }));
         gateway.model.push([answer("done")]);
         let mut body = crate::vocabulary::run_body("write the parts", ultra_context());
-        body["config"]["recursion_limit"] = json!(1000);
+        body["config"]["recursion_limit"] = json!(30 * steps + 100);
+        let mode = if steps <= 100 {
+            "values"
+        } else {
+            body["stream_mode"] = json!(["updates", "messages-tuple"]);
+            "updates"
+        };
         let transcript = client.stream_run(&thread_id, body).await;
         assert_eq!(
             transcript.events().last(),
@@ -48,14 +58,25 @@ async fn storage_grows_with_what_was_said_not_with_steps() {
             "{}",
             transcript.raw
         );
+        assert!(
+            !transcript.events().contains(&"error"),
+            "{steps} steps: the run failed: {:?}",
+            transcript
+                .frames
+                .iter()
+                .filter(|frame| frame.event == "error")
+                .map(|frame| &frame.data)
+                .collect::<Vec<_>>()
+        );
 
-        let messages = &transcript.last_values()["messages"];
-        let message_bytes = messages.to_string().len() as f64;
+        let (status, state) = client.get(&format!("/api/threads/{thread_id}/state")).await;
+        assert_eq!(status, 200, "{state}");
+        let message_bytes = state["values"]["messages"].to_string().len() as f64;
         let database = (database_bytes(gateway.home.path()) - before) as f64;
         let sse = transcript.raw.len() as f64;
         eprintln!(
-            "{steps:>3} steps: messages {message_bytes:>8} B, database +{database:>9} B \
-             ({:.2}×), SSE {sse:>10} B ({:.1}×)",
+            "{steps:>4} steps: messages {message_bytes:>8} B, database +{database:>9} B \
+             ({:.2}×), SSE {sse:>10} B ({:.1}×, {mode})",
             database / message_bytes,
             sse / message_bytes,
         );

@@ -25,6 +25,9 @@ pub struct ScriptedModel {
     fallback_text: Mutex<Option<String>>,
     /// How long each call takes.
     delay: Mutex<std::time::Duration>,
+    /// When set, requests are not kept: a long run's requests hold its conversation once per
+    /// step, which would make its cost grow with steps × conversation.
+    forget_requests: std::sync::atomic::AtomicBool,
 }
 
 impl ScriptedModel {
@@ -43,6 +46,12 @@ impl ScriptedModel {
         *self.delay.lock().unwrap() = std::time::Duration::from_millis(millis);
     }
 
+    /// Stops keeping the requests received ([`ScriptedModel::requests`] stays empty).
+    pub fn forget_requests(&self) {
+        self.forget_requests
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The requests received so far.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().unwrap().clone()
@@ -52,7 +61,12 @@ impl ScriptedModel {
 #[async_trait]
 impl ChatModel for ScriptedModel {
     async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
-        self.requests.lock().unwrap().push(request.clone());
+        if !self
+            .forget_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.requests.lock().unwrap().push(request.clone());
+        }
         let delay = *self.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;

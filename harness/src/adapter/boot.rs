@@ -10,7 +10,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::adapter::hermetic::{
-    HermeticError, ModelBlock, REPLAY_PROVIDER, hermetic_config, prepare_home, write_config_file,
+    HermeticError, ModelBlock, REPLAY_PROVIDER, hermetic_config, prepare_home,
 };
 use crate::adapter::replay_model::replay_provider;
 use replay_core::ReplayEngine;
@@ -61,7 +61,7 @@ impl std::fmt::Debug for Extensions {
 pub(crate) struct BootedGateway {
     /// The running server.
     pub(crate) gateway: RunningGateway,
-    /// The hermetic home and `config.toml`, removed when the gateway is dropped.
+    /// The hermetic home, removed when the gateway is dropped.
     _folder: TempDir,
 }
 
@@ -118,7 +118,6 @@ pub(crate) async fn boot_at(
     };
     let mut config = hermetic_config(&home, &block, overrides)?;
     (extensions.configure)(&mut config);
-    write_config_file(folder.path(), &config)?;
     let builder = match wiring {
         ModelWiring::Replay(engine) => {
             AppBuilder::new(config).provider(REPLAY_PROVIDER, replay_provider(engine))

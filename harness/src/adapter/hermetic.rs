@@ -226,7 +226,7 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Writes the configuration as TOML beside the home, for people debugging a run. The record
+/// Writes the configuration as TOML beside the home, for a gateway started as a process. The record
 /// block's key is replaced by `$OPENAI_API_KEY`, so the file never holds a secret.
 pub(crate) fn write_config_file(root: &Path, config: &Config) -> Result<PathBuf, HermeticError> {
     let mut shown = config.clone();
