@@ -160,7 +160,8 @@ impl Verdict {
             let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
             problems.push(format!(
                 "replay miss ({}): the fixture is stale vs the current gateway; re-record it \
-                 (cargo xtask record) or fix the drift. Missed hashes: {hashes:?}",
+                 (keyless record; in this workspace cargo xtask record) or fix the drift. \
+                 Missed hashes: {hashes:?}",
                 self.misses.len()
             ));
         }
@@ -176,11 +177,14 @@ impl Verdict {
         }
         match (self.golden, missing) {
             (GoldenStatus::Changed, _) => problems.push(
-                "the SSE shape differs from the golden (review with `cargo insta review`)".into(),
+                "the SSE shape differs from the golden (review it with `keyless review`; in this \
+                 workspace `cargo insta review`)"
+                    .into(),
             ),
             (GoldenStatus::Missing, MissingGolden::Fails) => problems.push(
-                "no golden is committed for this fixture (run `cargo test -p harness --test \
-                 golden`, then `cargo insta review`)"
+                "no golden is committed for this fixture (accept the pending one with `keyless \
+                 accept`; in this workspace run `cargo test -p harness --test golden`, then \
+                 `cargo insta review`)"
                     .into(),
             ),
             _ => {}
@@ -300,7 +304,8 @@ mod tests {
                 "the first event is Some(\"values\"), expected \"metadata\"",
                 "the last event is Some(\"values\"), expected \"end\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
-                 (cargo xtask record) or fix the drift. Missed hashes: [\"abc\"]",
+                 (keyless record; in this workspace cargo xtask record) or fix the drift. \
+                 Missed hashes: [\"abc\"]",
                 "replay ambiguous: the call's input hash k (caller 'lead_agent') is recorded \
                  for 2 turns of 'f.json' that answer differently (turn 0: text \"a\"; turn 1: \
                  text \"b\"), and the call names no caller, so which answer it should get \
@@ -308,7 +313,8 @@ mod tests {
                  themselves: send the X-Harness-Caller header (one value per node) on each model \
                  call, or a caller tag or run name in process, and record again",
                 "the model server reported 1 problem(s): [\"ambiguous caller\"]",
-                "the SSE shape differs from the golden (review with `cargo insta review`)",
+                "the SSE shape differs from the golden (review it with `keyless review`; in this \
+                 workspace `cargo insta review`)",
             ]
         );
     }
