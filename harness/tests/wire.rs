@@ -106,17 +106,7 @@ async fn record_at_the_wire(path: &Path, fixture: &Fixture, folder: &Path) -> (P
         .await
         .expect("upstream");
     let recording = folder.join(format!("{}.jsonl", fixture.scenario.stem()));
-    let proxy = ModelServer::start(
-        Mode::Record(Box::new(RecordConfig {
-            upstream: upstream.base_url(),
-            api_key: "sk-upstream-key-0123456789".into(),
-            recording: recording.clone(),
-            scenario: fixture.scenario.clone(),
-        })),
-        quiet(),
-    )
-    .await
-    .expect("proxy");
+    let proxy = recording_proxy(upstream.base_url(), &recording, fixture.scenario.clone()).await;
     let gateway = gateway_for(&proxy, fixture).await;
     drive_prompts(gateway.url(), fixture)
         .await
@@ -215,6 +205,22 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
 
 const UPSTREAM_KEY: &str = "sk-test-SECRETabcdefghijklmnop";
 
+/// A recording proxy for `scenario` in front of `upstream` (an OpenAI base URL), writing
+/// `recording` and sending [`UPSTREAM_KEY`], which no recording may contain.
+async fn recording_proxy(upstream: String, recording: &Path, scenario: Scenario) -> ModelServer {
+    ModelServer::start(
+        Mode::Record(Box::new(RecordConfig {
+            upstream,
+            api_key: UPSTREAM_KEY.into(),
+            recording: recording.to_path_buf(),
+            scenario,
+        })),
+        quiet(),
+    )
+    .await
+    .expect("proxy")
+}
+
 #[test]
 fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -226,17 +232,12 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
     );
     bounded(async {
         let upstream = scripted_upstream(write_read_file_streams()).await;
-        let proxy = ModelServer::start(
-            Mode::Record(Box::new(RecordConfig {
-                upstream: format!("{}/v1", upstream.uri()),
-                api_key: UPSTREAM_KEY.into(),
-                recording: recording.clone(),
-                scenario: scenario.clone(),
-            })),
-            quiet(),
+        let proxy = recording_proxy(
+            format!("{}/v1", upstream.uri()),
+            &recording,
+            scenario.clone(),
         )
-        .await
-        .expect("proxy");
+        .await;
         let fixture_like = Fixture {
             scenario: scenario.clone(),
             turns: Vec::new(),
@@ -606,17 +607,12 @@ fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
         let upstream = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
             .await
             .expect("upstream");
-        let proxy = ModelServer::start(
-            Mode::Record(Box::new(RecordConfig {
-                upstream: upstream.base_url(),
-                api_key: "k".into(),
-                recording: recording.clone(),
-                scenario: Scenario::new("same", UiMode::Flash, "same"),
-            })),
-            quiet(),
+        let proxy = recording_proxy(
+            upstream.base_url(),
+            &recording,
+            Scenario::new("same", UiMode::Flash, "same"),
         )
-        .await
-        .expect("proxy");
+        .await;
         let body = json!({"model": "m", "stream": true, "messages": [user("same")]});
         let (status, _) = complete(&proxy, &body, Some("lead_agent")).await;
         assert_eq!(status, 200);
@@ -904,17 +900,12 @@ async fn through_the_proxy(
     let upstream = providers::scripted_bodies(replies).await;
     let recording = folder.join("proxy.jsonl");
     let scenario = Scenario::new(case.name, UiMode::Ultra, "Go ahead.");
-    let proxy = ModelServer::start(
-        Mode::Record(Box::new(RecordConfig {
-            upstream: format!("{}/v1", upstream.uri()),
-            api_key: UPSTREAM_KEY.into(),
-            recording: recording.clone(),
-            scenario: scenario.clone(),
-        })),
-        quiet(),
+    let proxy = recording_proxy(
+        format!("{}/v1", upstream.uri()),
+        &recording,
+        scenario.clone(),
     )
-    .await
-    .expect("proxy");
+    .await;
     let fixture_like = Fixture {
         scenario,
         turns: Vec::new(),
@@ -1123,17 +1114,12 @@ fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
     let recording = folder.path().join("in-stream.jsonl");
     bounded(async {
         let upstream = providers::scripted_bodies(case.bodies(&[])).await;
-        let proxy = ModelServer::start(
-            Mode::Record(Box::new(RecordConfig {
-                upstream: format!("{}/v1", upstream.uri()),
-                api_key: "k".into(),
-                recording: recording.clone(),
-                scenario: Scenario::new("same", UiMode::Flash, "same"),
-            })),
-            quiet(),
+        let proxy = recording_proxy(
+            format!("{}/v1", upstream.uri()),
+            &recording,
+            Scenario::new("same", UiMode::Flash, "same"),
         )
-        .await
-        .expect("proxy");
+        .await;
         let body = json!({"model": "m", "stream": true, "messages": [user("same")]});
         let lived = complete(&proxy, &body, Some("lead_agent")).await;
         let built = proxy.stop().await.expect("stops").expect("a fixture");
