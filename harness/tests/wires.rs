@@ -27,13 +27,9 @@ fn bounded<T>(work: impl Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
 }
 
+/// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures/")
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
+    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
