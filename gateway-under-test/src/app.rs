@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{HashGate, JwtKeys, LoginLockout, PasswordHasher};
 use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
+use crate::http::compat::skills::SkillsCatalog;
 use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
 use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
@@ -216,6 +217,10 @@ impl AppBuilder {
             shutdown.clone(),
         );
         let web_client = Arc::new(WebClientSettings::from_config(&config));
+        let skills_catalog = Arc::new(SkillsCatalog::new(
+            web_client.skills_dir.clone(),
+            web_client.extensions_config.clone(),
+        ));
         let serve_limits = ServeLimits::from(&config);
         Ok(App {
             auth: Arc::new(AuthState {
@@ -232,6 +237,7 @@ impl AppBuilder {
             store,
             runs: Arc::new(runs),
             web_client,
+            skills_catalog,
             suggestions: Arc::new(config.suggestions),
             serve_limits,
             shutdown,
@@ -356,6 +362,8 @@ pub struct App {
     runs: Arc<RunManager>,
     suggestions: Arc<SuggestionsConfig>,
     web_client: Arc<WebClientSettings>,
+    /// What `GET /api/skills` lists, re-read only when the skills folder changed.
+    skills_catalog: Arc<SkillsCatalog>,
     /// `[server]`'s timeouts and connection bound, for [`App::serve`].
     serve_limits: ServeLimits,
     shutdown: CancellationToken,
@@ -430,6 +438,12 @@ impl FromRef<App> for Arc<RunManager> {
 impl FromRef<App> for Arc<SuggestionsConfig> {
     fn from_ref(app: &App) -> Self {
         app.suggestions.clone()
+    }
+}
+
+impl FromRef<App> for Arc<SkillsCatalog> {
+    fn from_ref(app: &App) -> Self {
+        app.skills_catalog.clone()
     }
 }
 

@@ -1,7 +1,6 @@
 //! What the web client reads once per page: the configured models, the feature flags, the
 //! skills on disk and the channel providers.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -11,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::{App, WebClientSettings};
 use crate::http::ApiError;
+use crate::http::compat::skills::SkillsCatalog;
 use crate::http::guard::CurrentUser;
 
 pub(super) fn routes() -> Router<App> {
@@ -56,104 +56,16 @@ async fn channel_providers(_user: CurrentUser) -> Json<Value> {
     Json(json!({"enabled": false, "providers": []}))
 }
 
-/// `{"skills": [{"name", "description", "license", "category", "enabled", "editable"}]}`: every
-/// `<skills.path>/{public,custom}/<folder>/SKILL.md`, read now, sorted by category then name.
-/// `enabled` comes from `<home>/extensions_config.json` (`{"skills": {"<name>": {"enabled":
-/// bool}}}`, default true); custom skills are editable, public ones are not.
-///
-/// Every read is bounded (docs/gateway-contract.md §4.9): at most [`MAX_SKILLS`] folders per
-/// category, symlinked folders and files skipped, only regular files read (a FIFO is never
-/// waited on), and only the first [`MAX_SKILL_FILE_BYTES`] of a `SKILL.md` (the front matter is
-/// at its top) and [`MAX_EXTENSIONS_BYTES`] of `extensions_config.json`.
+/// `{"skills": [{"name", "description", "license", "category", "enabled", "editable"}]}`, read
+/// through the gateway's [`SkillsCatalog`] (docs/gateway-contract.md §4.9).
 async fn skills(
-    State(settings): State<Arc<WebClientSettings>>,
+    State(catalog): State<Arc<SkillsCatalog>>,
     _user: CurrentUser,
 ) -> Result<Json<Value>, ApiError> {
-    let root = settings.skills_dir.clone();
-    let extensions = settings.extensions_config.clone();
-    let skills = tokio::task::spawn_blocking(move || list_skills(&root, &extensions))
+    let skills = tokio::task::spawn_blocking(move || catalog.list().0)
         .await
         .map_err(|err| ApiError::internal("listing skills", err))?;
-    Ok(Json(json!({ "skills": skills })))
-}
-
-/// Skill folders read per category.
-const MAX_SKILLS: usize = 500;
-/// Bytes of one `SKILL.md` read.
-const MAX_SKILL_FILE_BYTES: u64 = 64 * 1024;
-/// Bytes of `extensions_config.json` read; a larger file is ignored.
-const MAX_EXTENSIONS_BYTES: u64 = 1024 * 1024;
-
-/// The first `limit` bytes of the regular file at `path` (invalid UTF-8 replaced), without
-/// following a symlink in its place and without blocking on a FIFO; `None` for anything else.
-fn read_regular_file(path: &Path, limit: u64) -> Option<String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn list_skills(root: &Path, extensions: &Path) -> Vec<Value> {
-    let switches = read_regular_file(extensions, MAX_EXTENSIONS_BYTES + 1)
-        .filter(|text| text.len() as u64 <= MAX_EXTENSIONS_BYTES)
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|config| config.get("skills").cloned())
-        .unwrap_or(Value::Null);
-    let mut skills = Vec::new();
-    for category in ["public", "custom"] {
-        let Ok(entries) = std::fs::read_dir(root.join(category)) else {
-            continue;
-        };
-        // `file_type` does not follow symlinks: a linked folder is not a skill folder.
-        let mut folders: Vec<_> = entries
-            .flatten()
-            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-            .map(|entry| entry.path())
-            .take(MAX_SKILLS)
-            .collect();
-        folders.sort();
-        for folder in folders {
-            let Some(text) = read_regular_file(&folder.join("SKILL.md"), MAX_SKILL_FILE_BYTES)
-            else {
-                continue;
-            };
-            let front = front_matter(&text);
-            let folder_name = folder
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let name = front
-                .get("name")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .unwrap_or(folder_name);
-            let enabled = switches
-                .pointer(&format!(
-                    "/{}/enabled",
-                    name.replace('~', "~0").replace('/', "~1")
-                ))
-                .and_then(Value::as_bool)
-                .unwrap_or(true);
-            skills.push(json!({
-                "name": name,
-                "description": front.get("description").cloned().unwrap_or(json!("")),
-                "license": front.get("license").cloned().unwrap_or(Value::Null),
-                "category": category,
-                "enabled": enabled,
-                "editable": category == "custom",
-            }));
-        }
-    }
-    skills
+    Ok(Json(json!({ "skills": *skills })))
 }
 
 /// The `key: value` lines of a SKILL.md front matter block (between the leading `---` lines).

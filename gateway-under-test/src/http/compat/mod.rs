@@ -4,6 +4,7 @@
 
 mod catalog;
 mod messages_page;
+pub(crate) mod skills;
 mod thread_info;
 mod workspace_changes;
 
