@@ -43,6 +43,11 @@ impl StreamAssembler {
         StreamAssembler::default()
     }
 
+    /// True once `message_stop` has arrived: the answer is over, and the caller reads no more.
+    pub fn ended(&self) -> bool {
+        self.stopped
+    }
+
     /// One `data:` payload (the event's name is also its `type` field, so the name is not
     /// needed).
     pub fn push_data(&mut self, data: &str) -> Result<Vec<Event>, WireError> {
