@@ -29,6 +29,8 @@ pub(super) mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wire_tests;
 
 use secrecy::ExposeSecret;
 use std::fmt;
