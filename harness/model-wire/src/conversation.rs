@@ -74,3 +74,98 @@ pub(crate) fn image_url(block: &Value) -> Option<&str> {
         None => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{anthropic_messages::MessagesRequest, responses::ResponsesRequest};
+
+    fn call(id: &str, arguments: &str) -> Call {
+        Call {
+            id: id.into(),
+            name: "ls".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// Edge cases of the two request builders, each conversation with the messages (Messages
+    /// wire) and the input items (Responses wire) it must become.
+    #[test]
+    fn each_wire_writes_the_edge_cases_of_a_conversation() {
+        let image = "data:image/png;base64,AA==";
+        let table = [
+            (
+                "an image, and a block of another kind passed on",
+                vec![Message::User {
+                    content: json!(["look", {"type": "image_url", "image_url": {"url": image}},
+                        {"type": "file", "file": {"id": "f1"}}]),
+                }],
+                json!([{"role": "user", "content": [{"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                        "data": "AA=="}},
+                    {"type": "file", "file": {"id": "f1"}}]}]),
+                json!([{"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "look"},
+                    {"type": "input_image", "image_url": image},
+                    {"type": "file", "file": {"id": "f1"}}]}]),
+            ),
+            (
+                "parallel calls, invalid arguments, two results and the next input merged",
+                vec![
+                    Message::Assistant {
+                        text: String::new(),
+                        calls: vec![call("c1", "{\"path\": \"/\"}"), call("c2", "{\"pa")],
+                    },
+                    Message::Tool {
+                        call_id: "c1".into(),
+                        content: "a".into(),
+                    },
+                    Message::Tool {
+                        call_id: "c2".into(),
+                        content: "bad".into(),
+                    },
+                    Message::User {
+                        content: json!("go on"),
+                    },
+                ],
+                json!([
+                    {"role": "assistant", "content": [
+                        {"type": "tool_use", "id": "c1", "name": "ls", "input": {"path": "/"}},
+                        {"type": "tool_use", "id": "c2", "name": "ls", "input": {}}]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "c1", "content": "a"},
+                        {"type": "tool_result", "tool_use_id": "c2", "content": "bad"},
+                        {"type": "text", "text": "go on"}]}
+                ]),
+                json!([
+                    {"type": "function_call", "call_id": "c1", "name": "ls",
+                        "arguments": "{\"path\": \"/\"}"},
+                    {"type": "function_call", "call_id": "c2", "name": "ls", "arguments": "{\"pa"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "a"},
+                    {"type": "function_call_output", "call_id": "c2", "output": "bad"},
+                    {"type": "message", "role": "user", "content": "go on"}
+                ]),
+            ),
+            (
+                "an empty assistant message",
+                vec![Message::Assistant {
+                    text: String::new(),
+                    calls: Vec::new(),
+                }],
+                json!([{"role": "assistant", "content": ""}]),
+                json!([{"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": ""}]}]),
+            ),
+        ];
+        for (case, conversation, messages, input) in table {
+            let anthropic = MessagesRequest::new("m", 10, &conversation, &[], false).to_value();
+            assert_eq!(anthropic["messages"], messages, "Messages wire: {case}");
+            assert!(anthropic.get("system").is_none(), "{case}");
+            let responses = ResponsesRequest::new("m", &conversation, &[], false).to_value();
+            assert_eq!(responses["input"], input, "Responses wire: {case}");
+            assert!(responses.get("stream").is_none(), "{case}");
+        }
+    }
+}
