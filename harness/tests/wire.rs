@@ -101,6 +101,8 @@ fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
             .await
             .expect("model server");
         for api in Api::ALL {
+            // Reported, not asserted: how long the shipped suite takes at each wire.
+            let started = std::time::Instant::now();
             for path in &fixtures {
                 let fixture = Fixture::load(path).expect("fixture");
                 let gateway = gateway_at(&server, &fixture, api).await;
@@ -113,6 +115,11 @@ fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
                     server.problems()
                 );
             }
+            eprintln!(
+                "{} shipped fixtures at {api:?}: {:?}",
+                fixtures.len(),
+                started.elapsed()
+            );
         }
         server.stop().await.expect("stops");
     });

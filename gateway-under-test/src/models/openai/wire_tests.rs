@@ -706,7 +706,7 @@ fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
         assert!(built(&config).is_ok(), "{use_} {settings}");
     }
     for bad in [json!({"api": "completions"}), json!({"api": 3})] {
-        let error = built(&entry("openai", bad.clone())).err().expect("refused");
+        let error = built(&entry("openai", bad.clone())).expect_err("refused");
         assert_eq!(error.error_type, "ConfigurationError", "{bad}");
         assert!(
             error.message.contains("'my-model'") && error.message.contains("api must be"),
