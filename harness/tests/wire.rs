@@ -96,6 +96,8 @@ fn assert_green(run: &ScenarioRun, how: &str) {
 #[test]
 fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
     let fixtures = shipped_fixtures();
+    // Built (or found up to date) before the clock starts.
+    gateway_binary();
     bounded(async {
         let server = ModelServer::start(Mode::Fixtures(fixtures.clone()), quiet())
             .await
