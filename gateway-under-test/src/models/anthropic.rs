@@ -17,7 +17,7 @@ use model_wire::anthropic_messages::MessagesRequest;
 use serde_json::{Map, Value};
 
 use crate::config::ModelConfig;
-use crate::models::openai::{Api, WireChatModel};
+use crate::models::openai::{API_SETTING, Api, RESPONSES_FLAG, WireChatModel};
 use crate::models::{ChatModel, ModelError, ModelProvider, ModelRequest, ProviderContext};
 
 use super::openai::wire::effective_settings;
@@ -56,6 +56,20 @@ impl ModelProvider for AnthropicProvider {
         config: &ModelConfig,
         _context: &ProviderContext,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        // The OpenAI provider's choice of wire means nothing here: refused rather than ignored.
+        if let Some(key) = [API_SETTING, RESPONSES_FLAG]
+            .into_iter()
+            .find(|key| config.settings.contains_key(*key))
+        {
+            return Err(ModelError::new(
+                "ConfigurationError",
+                format!(
+                    "model '{}': {key} is a setting of use = \"openai\"; use = \"anthropic\" \
+                     always speaks the Messages API",
+                    config.name
+                ),
+            ));
+        }
         Ok(Arc::new(WireChatModel::new(
             config,
             Api::AnthropicMessages,

@@ -63,6 +63,9 @@ const ERROR_DETAIL_LIMIT: usize = 500;
 /// `api = "responses"`. LangChain's spelling, `use_responses_api = true`, means the same.
 pub const API_SETTING: &str = "api";
 
+/// LangChain's `ChatOpenAI` spelling of `api = "responses"`.
+pub const RESPONSES_FLAG: &str = "use_responses_api";
+
 /// The wire a model's calls cross.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
@@ -78,27 +81,42 @@ impl Api {
     /// Every wire, Chat Completions first.
     pub const ALL: [Api; 3] = [Api::ChatCompletions, Api::Responses, Api::AnthropicMessages];
 
-    /// The wire an `openai` entry chose (see [`API_SETTING`]); an unknown value names the model
+    /// The wire an `openai` entry chose (see [`API_SETTING`]). An unknown value, a
+    /// `use_responses_api` that is not a boolean, or one that contradicts `api` names the model
     /// and the key.
     pub fn of_openai_entry(config: &ModelConfig) -> Result<Api, ModelError> {
-        let responses_flag = config
-            .settings
-            .get("use_responses_api")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        match config.settings.get(API_SETTING) {
-            None | Some(Value::Null) if responses_flag => Ok(Api::Responses),
-            None | Some(Value::Null) => Ok(Api::ChatCompletions),
-            Some(Value::String(api)) if api == "chat_completions" => Ok(Api::ChatCompletions),
-            Some(Value::String(api)) if api == "responses" => Ok(Api::Responses),
-            Some(other) => Err(ModelError::new(
+        let refused = |problem: String| {
+            ModelError::new(
                 "ConfigurationError",
-                format!(
-                    "model '{}': {API_SETTING} must be \"chat_completions\" or \"responses\", \
-                     not {other}",
-                    config.name
-                ),
-            )),
+                format!("model '{}': {problem}", config.name),
+            )
+        };
+        let responses_flag = match config.settings.get(RESPONSES_FLAG) {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(other) => {
+                return Err(refused(format!(
+                    "{RESPONSES_FLAG} must be true or false, not {other}"
+                )));
+            }
+        };
+        let chosen = match config.settings.get(API_SETTING) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(api)) if api == "chat_completions" => Some(Api::ChatCompletions),
+            Some(Value::String(api)) if api == "responses" => Some(Api::Responses),
+            Some(other) => {
+                return Err(refused(format!(
+                    "{API_SETTING} must be \"chat_completions\" or \"responses\", not {other}"
+                )));
+            }
+        };
+        match (chosen, responses_flag) {
+            (Some(Api::ChatCompletions), Some(true)) => Err(refused(format!(
+                "{API_SETTING} = \"chat_completions\" contradicts {RESPONSES_FLAG} = true"
+            ))),
+            (Some(api), _) => Ok(api),
+            (None, Some(true)) => Ok(Api::Responses),
+            (None, _) => Ok(Api::ChatCompletions),
         }
     }
 

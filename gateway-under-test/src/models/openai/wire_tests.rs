@@ -705,12 +705,32 @@ fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
         assert_eq!(model.endpoint(), endpoint, "{use_} {settings}");
         assert!(built(&config).is_ok(), "{use_} {settings}");
     }
-    for bad in [json!({"api": "completions"}), json!({"api": 3})] {
-        let error = built(&entry("openai", bad.clone())).expect_err("refused");
-        assert_eq!(error.error_type, "ConfigurationError", "{bad}");
+    // (use, settings, what the error names besides the model)
+    let refused = [
+        ("openai", json!({"api": "completions"}), "api must be"),
+        ("openai", json!({"api": 3}), "api must be"),
+        (
+            "openai",
+            json!({"use_responses_api": "yes"}),
+            "use_responses_api must be",
+        ),
+        (
+            "openai",
+            json!({"api": "chat_completions", "use_responses_api": true}),
+            "contradicts",
+        ),
+        (
+            "anthropic",
+            json!({"api": "responses"}),
+            "api is a setting of use = \"openai\"",
+        ),
+    ];
+    for (use_, settings, named) in refused {
+        let error = built(&entry(use_, settings.clone())).expect_err("refused");
+        assert_eq!(error.error_type, "ConfigurationError", "{settings}");
         assert!(
-            error.message.contains("'my-model'") && error.message.contains("api must be"),
-            "{bad}: {}",
+            error.message.contains("'my-model'") && error.message.contains(named),
+            "{use_} {settings}: {}",
             error.message
         );
     }
