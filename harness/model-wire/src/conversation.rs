@@ -21,12 +21,16 @@ pub enum Message {
         /// The content.
         content: Value,
     },
-    /// An assistant message: its text and the tool calls it made.
+    /// An assistant message: its text, the tool calls it made, and its signed reasoning.
     Assistant {
         /// The text (empty when the message only called tools).
         text: String,
         /// The calls, in order.
         calls: Vec<Call>,
+        /// Reasoning the provider signed, which the Messages wire sends back (Anthropic refuses a
+        /// tool loop with extended thinking whose earlier thinking is missing); `None` when the
+        /// answer had none or it was not signed.
+        thinking: Option<Thinking>,
     },
     /// The result of a tool call.
     Tool {
@@ -35,6 +39,15 @@ pub enum Message {
         /// The result text.
         content: String,
     },
+}
+
+/// Signed reasoning: its text and the provider's signature of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thinking {
+    /// The reasoning text.
+    pub text: String,
+    /// The provider's signature.
+    pub signature: String,
 }
 
 /// A tool call the assistant made.
@@ -112,11 +125,15 @@ mod tests {
                     {"type": "file", "file": {"id": "f1"}}]}]),
             ),
             (
-                "parallel calls, invalid arguments, two results and the next input merged",
+                "signed thinking, parallel calls, invalid arguments, two results and the next input merged",
                 vec![
                     Message::Assistant {
                         text: String::new(),
                         calls: vec![call("c1", "{\"path\": \"/\"}"), call("c2", "{\"pa")],
+                        thinking: Some(Thinking {
+                            text: "Both.".into(),
+                            signature: "EqQB".into(),
+                        }),
                     },
                     Message::Tool {
                         call_id: "c1".into(),
@@ -132,6 +149,7 @@ mod tests {
                 ],
                 json!([
                     {"role": "assistant", "content": [
+                        {"type": "thinking", "thinking": "Both.", "signature": "EqQB"},
                         {"type": "tool_use", "id": "c1", "name": "ls", "input": {"path": "/"}},
                         {"type": "tool_use", "id": "c2", "name": "ls", "input": {}}]},
                     {"role": "user", "content": [
@@ -153,6 +171,7 @@ mod tests {
                 vec![Message::Assistant {
                     text: String::new(),
                     calls: Vec::new(),
+                    thinking: None,
                 }],
                 json!([{"role": "assistant", "content": ""}]),
                 json!([{"type": "message", "role": "assistant",

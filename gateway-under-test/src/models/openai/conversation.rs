@@ -2,10 +2,12 @@
 //! ([`model_wire::conversation`]), which the Responses and Messages request builders write in
 //! their wire's terms. The choices mirror the Chat Completions mapping (`wire.rs`): user content
 //! keeps its blocks, other roles send their text, invalid tool calls are sent back with their
-//! raw arguments (so the tool messages answering them still have a call), and reasoning is not
-//! sent back. Message names are not carried: neither wire has them.
+//! raw arguments (so the tool messages answering them still have a call), and reasoning goes back
+//! only when the provider signed it (Anthropic's thinking, `additional_kwargs.reasoning_content`
+//! with its `reasoning_signature`). Message names are not carried: neither wire has them.
 
-use model_wire::conversation::{Call, Message as WireMessage, Tool};
+use model_wire::chat_completions::REASONING_SIGNATURE;
+use model_wire::conversation::{Call, Message as WireMessage, Thinking, Tool};
 use serde_json::Value;
 
 use crate::messages::{Message, MessageType};
@@ -68,9 +70,21 @@ fn message(message: &Message) -> WireMessage {
                     },
                 }
             }));
+            let kwarg = |key: &str| {
+                message
+                    .additional_kwargs
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|value| !value.is_empty())
+            };
+            let thinking = kwarg(REASONING_SIGNATURE).map(|signature| Thinking {
+                text: kwarg("reasoning_content").unwrap_or_default().to_owned(),
+                signature: signature.to_owned(),
+            });
             WireMessage::Assistant {
                 text: message.text(),
                 calls,
+                thinking,
             }
         }
     }

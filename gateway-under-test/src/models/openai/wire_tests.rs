@@ -735,3 +735,79 @@ fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
         );
     }
 }
+
+/// Anthropic refuses a tool loop with extended thinking unless the earlier thinking comes back
+/// signed: a signed thinking block (streamed as a `signature_delta`, or whole with its
+/// `signature`) is kept with the answer and sent first in that message on the next call.
+#[tokio::test]
+async fn signed_thinking_at_the_messages_wire_goes_back_with_its_signature() {
+    let api = Api::AnthropicMessages;
+    let event = |data: Value| {
+        format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap_or("")
+        )
+    };
+    let stream: String = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-x",
+            "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "List it."}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "signature_delta", "signature": "EqQB"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block":
+            {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"/mnt\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]
+    .into_iter()
+    .map(event)
+    .collect();
+    let whole = json!({"type": "message", "model": "claude-x", "stop_reason": "tool_use",
+        "content": [{"type": "thinking", "thinking": "List it.", "signature": "EqQB"},
+            {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "/mnt"}}],
+        "usage": {"input_tokens": 3, "output_tokens": 9}});
+    for streamed in [true, false] {
+        let server = MockServer::start().await;
+        let template = if streamed {
+            sse(stream.clone())
+        } else {
+            ResponseTemplate::new(200).set_body_json(whole.clone())
+        };
+        mount(&server, api, template).await;
+        let model = model(api, &server);
+        let answer = if streamed {
+            done_message(
+                &model
+                    .stream(&hi())
+                    .await
+                    .expect("opens")
+                    .collect::<Vec<_>>()
+                    .await,
+            )
+        } else {
+            model.invoke(&hi()).await.expect("invoke")
+        };
+        assert_eq!(
+            answer.additional_kwargs.get("reasoning_signature"),
+            Some(&json!("EqQB")),
+            "streamed: {streamed}"
+        );
+        let tool = Message::tool("a.txt", "ls", "toolu_1", "success");
+        let next = request(vec![Message::human("hi"), answer, tool]);
+        let body = super::super::anthropic::request_body("m", &next, &Map::new(), false);
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "thinking", "thinking": "List it.", "signature": "EqQB"},
+                {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "/mnt"}}]),
+            "streamed: {streamed}"
+        );
+    }
+}

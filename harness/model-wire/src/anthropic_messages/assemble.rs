@@ -91,6 +91,11 @@ impl StreamAssembler {
                     }
                     "thinking" => {
                         events.push(Event::ThinkingStart);
+                        // A whole message's block carries its signature; a stream's arrives as
+                        // a `signature_delta`.
+                        self.assembled
+                            .reasoning_signature
+                            .push_str(&text(block.get("signature")));
                         Block::Thinking
                     }
                     "tool_use" => {
@@ -154,7 +159,12 @@ impl StreamAssembler {
                             });
                         }
                     }
-                    // `signature_delta` and deltas of blocks this codec does not read.
+                    (Some("signature_delta"), Some(Block::Thinking)) => {
+                        self.assembled
+                            .reasoning_signature
+                            .push_str(&text(delta.get("signature")));
+                    }
+                    // Deltas of blocks this codec does not read.
                     _ => {}
                 }
             }

@@ -5,8 +5,10 @@
 //! - a user message is `{"role": "user", "content"}`: a string stays a string; blocks become
 //!   `text` blocks, `image_url` blocks `image` blocks (a base64 `data:` URL as a `base64`
 //!   source, any other URL as a `url` source); other blocks pass as they are;
-//! - an assistant message's text is a `text` block (left out when empty) and each call a
-//!   `tool_use` block whose `input` is the arguments object (`{}` when they are not one);
+//! - an assistant message's signed thinking is a `thinking` block first (the API requires it
+//!   back in a tool loop with extended thinking), its text a `text` block (left out when empty)
+//!   and each call a `tool_use` block whose `input` is the arguments object (`{}` when they are
+//!   not one);
 //! - a tool result is a `tool_result` block in a user message; consecutive user-side messages
 //!   (results, then the next user input) are merged into one, as the API asks for alternating
 //!   roles;
@@ -37,6 +39,13 @@ pub enum Block {
     Text {
         /// The text.
         text: String,
+    },
+    /// Signed reasoning the model wrote earlier.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// The provider's signature.
+        signature: String,
     },
     /// An image, with its `source` (`base64` or `url`).
     Image {
@@ -222,8 +231,18 @@ fn messages(conversation: &[conversation::Message]) -> Vec<MessageParam> {
                     content: content.clone(),
                 })]),
             ),
-            Message::Assistant { text, calls } => {
+            Message::Assistant {
+                text,
+                calls,
+                thinking,
+            } => {
                 let mut blocks = Vec::new();
+                if let Some(thinking) = thinking {
+                    blocks.push(BlockParam::Known(Block::Thinking {
+                        thinking: thinking.text.clone(),
+                        signature: thinking.signature.clone(),
+                    }));
+                }
                 if !text.is_empty() {
                     blocks.push(BlockParam::Known(Block::Text { text: text.clone() }));
                 }

@@ -213,7 +213,9 @@ fn items(message: &Message) -> Vec<InputItem> {
             call_id: call_id.clone(),
             output: content.clone(),
         }],
-        Message::Assistant { text, calls } => {
+        // Reasoning is not sent back: this wire's reasoning items carry ids and encrypted
+        // content that the AI message does not keep.
+        Message::Assistant { text, calls, .. } => {
             let mut items = Vec::new();
             if !text.is_empty() || calls.is_empty() {
                 items.push(InputItem::Message {
