@@ -17,9 +17,9 @@
 //! error-handling middleware classifies them as DeerFlow does.
 //!
 //! **The API key never leaves this module** except in the `Authorization` (or `x-api-key`)
-//! header: the model's
-//! `Debug` redacts it, and every error is scrubbed of it (`[secret removed]`) at the
-//! [`ChatModel`] boundary, in case a provider echoes the key back in an error body.
+//! header: the model's `Debug` redacts it, and every error is scrubbed of it
+//! (`[secret removed]`) at the [`ChatModel`] boundary, in case a provider echoes the key back in
+//! an error body.
 
 pub(super) mod conversation;
 mod pyrepr;
