@@ -1,8 +1,9 @@
 //! Replay at the model's wire agrees with in-process replay. The `gateway-under-test` binary runs
 //! as a separate process whose one `[[models]]` block is `use = "openai"` with its `base_url` at a
 //! model server, exactly as any other gateway would be set up; Layer 1 drives it through
-//! `target::AtUrl` and must get every committed golden with no miss, from the fixtures and from a
-//! strict recording of each; a recording made through the proxy against a wiremock upstream
+//! `target::AtUrl` and must get every committed golden with no miss, from the fixtures at each of
+//! the gateway's three wires (Chat Completions, `api = "responses"`, `use = "anthropic"`) and
+//! from a strict recording of each; a recording made through the proxy against a wiremock upstream
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
 //! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use gateway_under_test::models::openai::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
 use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded, runtime};
@@ -69,6 +71,18 @@ async fn gateway_for(model_server: &ModelServer, fixture: &Fixture) -> GatewayPr
     .unwrap_or_else(|err| panic!("gateway process: {err}"))
 }
 
+/// A gateway whose model block speaks `api` to `model_server`.
+async fn gateway_at(model_server: &ModelServer, fixture: &Fixture, api: Api) -> GatewayProcess {
+    GatewayProcess::spawn_at_wire(
+        gateway_binary(),
+        &model_server.url(),
+        fixture.scenario.gateway_config.as_ref(),
+        api,
+    )
+    .await
+    .unwrap_or_else(|err| panic!("gateway process at {api:?}: {err}"))
+}
+
 /// The Layer 1 verdict: framing, no miss, no model-server problem, and the committed golden.
 fn assert_green(run: &ScenarioRun, how: &str) {
     if let Err(report) = run.check() {
@@ -76,20 +90,38 @@ fn assert_green(run: &ScenarioRun, how: &str) {
     }
 }
 
+/// Issue 18's "done when": every shipped fixture, recorded over Chat Completions, replays with no
+/// miss through the gateway at each of its wires, to the one committed golden (the wire is below
+/// the gateway's stream, so the golden cannot depend on it).
 #[test]
-fn every_shipped_fixture_replays_over_the_wire_to_its_golden() {
+fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
     let fixtures = shipped_fixtures();
+    // Built (or found up to date) before the clock starts.
+    gateway_binary();
     bounded(async {
         let server = ModelServer::start(Mode::Fixtures(fixtures.clone()), quiet())
             .await
             .expect("model server");
-        for path in &fixtures {
-            let fixture = Fixture::load(path).expect("fixture");
-            let gateway = gateway_for(&server, &fixture).await;
-            let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
-            let run = run_fixture_on(&mut target, path).await.expect("the run");
-            assert_green(&run, "over the wire");
-            assert!(server.problems().is_empty(), "{:?}", server.problems());
+        for api in Api::ALL {
+            // Reported, not asserted: how long the shipped suite takes at each wire.
+            let started = std::time::Instant::now();
+            for path in &fixtures {
+                let fixture = Fixture::load(path).expect("fixture");
+                let gateway = gateway_at(&server, &fixture, api).await;
+                let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+                let run = run_fixture_on(&mut target, path).await.expect("the run");
+                assert_green(&run, &format!("over the wire at {api:?}"));
+                assert!(
+                    server.problems().is_empty(),
+                    "{api:?}: {:?}",
+                    server.problems()
+                );
+            }
+            eprintln!(
+                "{} shipped fixtures at {api:?}: {:?}",
+                fixtures.len(),
+                started.elapsed()
+            );
         }
         server.stop().await.expect("stops");
     });
@@ -678,13 +710,17 @@ fn a_provider_boundary_recording_is_refused_with_the_command_that_makes_a_wire_o
     );
 }
 
+/// The gateway's provider at each wire (Chat Completions, Responses, Anthropic Messages) reads
+/// the model server's answer, streamed and whole, as the recorded message: the codec that writes
+/// each wire and the one that reads it agree.
 #[test]
-fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_message() {
+fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_recorded() {
     use futures::StreamExt;
     use gateway_under_test::config::ModelConfig;
     use gateway_under_test::messages::Message;
-    use gateway_under_test::models::openai::OpenAiChatModel;
+    use gateway_under_test::models::openai::WireChatModel;
     use gateway_under_test::models::{ChatModel, ModelRequest, StreamEvent, collect_stream};
+    use harness::adapter::process::model_block_at;
 
     let path = fixtures_dir().join("write_read_file.ultra.json");
     let fixture = Fixture::load(&path).expect("fixture");
@@ -697,13 +733,6 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
         let server = ModelServer::start(Mode::Fixtures(vec![path.clone()]), quiet())
             .await
             .expect("model server");
-        let mut entry = ModelConfig::new("scenario-model", "openai");
-        entry.api_key = Some("any-key".into());
-        entry.base_url = Some(server.base_url());
-        entry
-            .settings
-            .insert("send_message_names".into(), Value::Bool(true));
-        let model = OpenAiChatModel::new(&entry).expect("client");
         let mut input = Message::human(fixture.scenario.prompt.clone());
         input.name = Some("user-input".into());
         let request = ModelRequest {
@@ -712,7 +741,21 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
             metadata: Default::default(),
             options: Default::default(),
         };
-        for streamed in [true, false] {
+        for (api, streamed) in Api::ALL
+            .into_iter()
+            .flat_map(|api| [(api, true), (api, false)])
+        {
+            let mut entry = ModelConfig::new("scenario-model", "openai");
+            entry.api_key = Some("any-key".into());
+            entry.base_url = Some(match api {
+                Api::AnthropicMessages => server.url(),
+                _ => server.base_url(),
+            });
+            entry
+                .settings
+                .insert("send_message_names".into(), Value::Bool(true));
+            model_block_at(&mut entry, api);
+            let model = WireChatModel::new(&entry, api).expect("client");
             let client = harness::model_server::ModelServerClient::new(&server.url()).unwrap();
             client.reset(None).await.expect("a fresh replay");
             let message = if streamed {
@@ -726,7 +769,7 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
                     .iter()
                     .filter(|e| matches!(e, Ok(StreamEvent::ToolcallDelta { .. })))
                     .count();
-                assert_eq!(deltas, 1, "the arguments as one delta: {events:?}");
+                assert_eq!(deltas, 1, "{api:?}: the arguments as one delta: {events:?}");
                 collect_stream(Box::pin(futures::stream::iter(events)))
                     .await
                     .expect("message")
@@ -738,7 +781,11 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
                 .iter()
                 .map(|call| json!({"name": call.name, "args": call.args, "id": call.id, "type": "tool_call"}))
                 .collect();
-            assert_eq!(Value::Array(calls), recorded_calls, "streamed: {streamed}");
+            assert_eq!(
+                Value::Array(calls),
+                recorded_calls,
+                "{api:?}, streamed: {streamed}"
+            );
             assert!(server.problems().is_empty(), "{:?}", server.problems());
         }
     });

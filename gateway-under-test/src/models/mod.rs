@@ -4,6 +4,7 @@
 //! The gateway knows nothing of record or replay. Other crates (the harness) register their own
 //! providers by name before the app starts, and the configuration selects them with `use`.
 
+pub mod anthropic;
 pub mod openai;
 
 use std::collections::BTreeMap;
@@ -423,12 +424,16 @@ impl ProviderRegistry {
     }
 
     /// A registry with the built-in providers: `openai` (also reachable as
-    /// `langchain_openai:ChatOpenAI`, the DeerFlow spelling).
+    /// `langchain_openai:ChatOpenAI`, the DeerFlow spelling) and `anthropic` (also
+    /// `langchain_anthropic:ChatAnthropic`).
     pub fn with_builtins() -> ProviderRegistry {
         let mut registry = ProviderRegistry::empty();
         let openai: Arc<dyn ModelProvider> = Arc::new(openai::OpenAiProvider);
         registry.register_arc(OPENAI_PROVIDER, openai.clone());
         registry.register_arc("langchain_openai:ChatOpenAI", openai);
+        let anthropic: Arc<dyn ModelProvider> = Arc::new(anthropic::AnthropicProvider);
+        registry.register_arc(anthropic::ANTHROPIC_PROVIDER, anthropic.clone());
+        registry.register_arc("langchain_anthropic:ChatAnthropic", anthropic);
         registry
     }
 

@@ -66,15 +66,30 @@ async fn the_binary_prints_its_address_serves_and_stops_on_ctrl_c() {
 
 #[test]
 fn a_bad_config_exits_non_zero_naming_the_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), "[auth]\ntoken_expiry_days = 99\n");
-    let output = Command::new(BINARY)
-        .args(["--config", config.to_str().unwrap()])
-        .output()
-        .expect("Failed to start the gateway binary");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("auth.token_expiry_days"), "{stderr}");
+    // (the configuration, what its error must name)
+    let table = [
+        (
+            "[auth]\ntoken_expiry_days = 99\n",
+            ["auth.token_expiry_days", ""],
+        ),
+        (
+            "[[models]]\nname = \"m\"\nuse = \"openai\"\napi = \"completions\"\n",
+            ["model 'm'", "api must be"],
+        ),
+    ];
+    for (text, names) in table {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write_config(dir.path(), text);
+        let output = Command::new(BINARY)
+            .args(["--config", config.to_str().unwrap()])
+            .output()
+            .expect("Failed to start the gateway binary");
+        assert!(!output.status.success(), "{text}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for name in names {
+            assert!(stderr.contains(name), "{text}: {stderr}");
+        }
+    }
 }
 
 /// Two gateways on one database would each finish the other's live runs as crash leftovers at

@@ -12,6 +12,7 @@ mod langgraph_sdk;
 mod layers;
 mod message_limits;
 mod messages_page;
+mod providers;
 mod runs;
 mod scenario;
 mod seed;

@@ -5,7 +5,9 @@
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API and [`anthropic_messages`]
 //! Anthropic's Messages API, each with the same parts: the assembler that folds a streamed answer
 //! into events and one answer, and the renderer that turns an answer back into a whole answer or
-//! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared.
+//! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
+//! what a call sends ([`conversation`]), which the Responses and Messages request builders write
+//! in their wire's terms.
 //!
 //! The gateway's OpenAI provider and the harness's model server both use these modules, so the
 //! way a stream is read when a gateway calls a real provider and the way it is read (and
@@ -14,4 +16,5 @@
 
 pub mod anthropic_messages;
 pub mod chat_completions;
+pub mod conversation;
 pub mod responses;

@@ -3,13 +3,18 @@
 //! model server, written to a temporary folder, and the binary started on 127.0.0.1 port 0.
 //!
 //! This is how the harness proves that replay at the wire agrees with in-process replay: the same
-//! gateway, driven as any other gateway would be, must give the same goldens.
+//! gateway, driven as any other gateway would be, must give the same goldens. The model block may
+//! speak any of the gateway's wires ([`Api`]: Chat Completions, Responses, Anthropic Messages),
+//! each of which the model server serves.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use gateway_under_test::config::ModelConfig;
+use gateway_under_test::models::anthropic::ANTHROPIC_PROVIDER;
+use gateway_under_test::models::openai::{API_SETTING, Api};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -66,11 +71,37 @@ impl GatewayProcess {
         model_base_url: &str,
         overrides: Option<&Value>,
     ) -> Result<GatewayProcess, ProcessError> {
+        Self::spawn_with(binary, model_base_url, overrides, Api::ChatCompletions).await
+    }
+
+    /// [`GatewayProcess::spawn`] with the model block at `api` (see [`model_block_at`]), for a
+    /// model server at `server_url` (`http://127.0.0.1:<port>`, without `/v1`).
+    pub async fn spawn_at_wire(
+        binary: &Path,
+        server_url: &str,
+        overrides: Option<&Value>,
+        api: Api,
+    ) -> Result<GatewayProcess, ProcessError> {
+        let base_url = match api {
+            Api::ChatCompletions | Api::Responses => format!("{server_url}/v1"),
+            // The Anthropic SDK's base URL is the root: it appends `/v1/messages` itself.
+            Api::AnthropicMessages => server_url.to_owned(),
+        };
+        Self::spawn_with(binary, &base_url, overrides, api).await
+    }
+
+    async fn spawn_with(
+        binary: &Path,
+        model_base_url: &str,
+        overrides: Option<&Value>,
+        api: Api,
+    ) -> Result<GatewayProcess, ProcessError> {
         let folder = tempfile::Builder::new()
             .prefix("wire-gw-")
             .tempdir()
             .map_err(ProcessError::TempDir)?;
-        let config_path = write_wire_config(folder.path(), model_base_url, overrides, true)?;
+        let config_path =
+            write_config_at_wire(folder.path(), model_base_url, overrides, true, api)?;
         let mut child = Command::new(binary)
             .arg("--config")
             .arg(&config_path)
@@ -154,6 +185,36 @@ pub fn write_wire_config(
     overrides: Option<&Value>,
     send_message_names: bool,
 ) -> Result<PathBuf, ProcessError> {
+    write_config_at_wire(
+        folder,
+        model_base_url,
+        overrides,
+        send_message_names,
+        Api::ChatCompletions,
+    )
+}
+
+/// The hermetic model block set to speak `api`: `use = "openai"` as it is (Chat Completions),
+/// with `api = "responses"`, or `use = "anthropic"`.
+pub fn model_block_at(model: &mut ModelConfig, api: Api) {
+    match api {
+        Api::ChatCompletions => {}
+        Api::Responses => {
+            model
+                .settings
+                .insert(API_SETTING.into(), Value::String("responses".into()));
+        }
+        Api::AnthropicMessages => model.use_ = ANTHROPIC_PROVIDER.into(),
+    }
+}
+
+fn write_config_at_wire(
+    folder: &Path,
+    model_base_url: &str,
+    overrides: Option<&Value>,
+    send_message_names: bool,
+    api: Api,
+) -> Result<PathBuf, ProcessError> {
     let home = prepare_home(folder)?;
     let block = ModelBlock::Record {
         model: SCENARIO_MODEL.into(),
@@ -165,6 +226,7 @@ pub fn write_wire_config(
         model
             .settings
             .insert("send_message_names".into(), Value::Bool(send_message_names));
+        model_block_at(model, api);
     }
     Ok(write_config_file(folder, &config)?)
 }

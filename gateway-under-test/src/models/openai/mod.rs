@@ -1,26 +1,36 @@
-//! The built-in OpenAI-compatible Chat Completions provider (`use = "openai"`, also reachable as
-//! `langchain_openai:ChatOpenAI`).
+//! The built-in OpenAI provider (`use = "openai"`, also reachable as
+//! `langchain_openai:ChatOpenAI`), and the HTTP transport it shares with the Anthropic provider
+//! (`models/anthropic.rs`).
 //!
-//! One [`OpenAiChatModel`] per `[[models]]` entry, each with its own `reqwest::Client`. Calls go
-//! to `POST {base_url}/chat/completions`: [`ChatModel::invoke`] without streaming,
-//! [`ChatModel::stream`] with `"stream": true` and `stream_options.include_usage`, parsed as SSE
-//! (see `stream.rs`). Both paths build the same AI message (see `wire.rs`): LangChain's shape,
-//! with `response_metadata.model_provider = "openai"` and an `lc_run--<uuid>` id.
+//! One [`WireChatModel`] per `[[models]]` entry, each with its own `reqwest::Client`, speaking one
+//! [`Api`]: OpenAI's Chat Completions (the default: `POST {base_url}/chat/completions`), OpenAI's
+//! Responses (`api = "responses"`: `POST {base_url}/responses`) or Anthropic's Messages
+//! (`use = "anthropic"`: `POST {base_url}/v1/messages`). [`ChatModel::invoke`] calls without
+//! streaming, [`ChatModel::stream`] with `"stream": true` (and, for Chat Completions,
+//! `stream_options.include_usage`), parsed as SSE (see `stream.rs`). Every wire's answer is read
+//! by its `model_wire` codec into the same AI message (see `wire.rs`): LangChain's shape, with
+//! `response_metadata.model_provider` (`openai`, or `anthropic`) and an `lc_run--<uuid>` id. The
+//! reads are bounded alike on every wire (a whole answer, an error body, an SSE line).
 //!
-//! Failures become [`ModelError`]s named like the Python `openai` client's exceptions
-//! (`AuthenticationError`, `RateLimitError`, `APIConnectionError`, …) so that the LLM
+//! Failures become [`ModelError`]s named like the Python `openai` (or `anthropic`) client's
+//! exceptions (`AuthenticationError`, `RateLimitError`, `APIConnectionError`, …) so that the LLM
 //! error-handling middleware classifies them as DeerFlow does.
 //!
-//! **The API key never leaves this module** except in the `Authorization` header: the model's
-//! `Debug` redacts it, and every error is scrubbed of it (`[secret removed]`) at the
-//! [`ChatModel`] boundary, in case a provider echoes the key back in an error body.
+//! **The API key never leaves this module** except in the `Authorization` (or `x-api-key`)
+//! header: the model's `Debug` redacts it, and every error is scrubbed of it
+//! (`[secret removed]`) at the [`ChatModel`] boundary, in case a provider echoes the key back in
+//! an error body.
 
+pub(super) mod conversation;
 mod pyrepr;
+mod responses;
 mod stream;
-mod wire;
+pub(super) mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wire_tests;
 
 use secrecy::ExposeSecret;
 use std::fmt;
@@ -49,7 +59,104 @@ pub const SECRET_REMOVED: &str = "[secret removed]";
 /// The longest provider error detail kept in an error message, in characters.
 const ERROR_DETAIL_LIMIT: usize = 500;
 
-/// Builds [`OpenAiChatModel`]s from `[[models]]` entries with `use = "openai"`.
+/// The model setting that chooses the OpenAI wire: `api = "chat_completions"` (the default) or
+/// `api = "responses"`. LangChain's spelling, `use_responses_api = true`, means the same.
+pub const API_SETTING: &str = "api";
+
+/// LangChain's `ChatOpenAI` spelling of `api = "responses"`.
+pub const RESPONSES_FLAG: &str = "use_responses_api";
+
+/// The wire a model's calls cross.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI's Chat Completions (`POST {base}/chat/completions`), and every compatible server.
+    ChatCompletions,
+    /// OpenAI's Responses (`POST {base}/responses`).
+    Responses,
+    /// Anthropic's Messages (`POST {base}/v1/messages`).
+    AnthropicMessages,
+}
+
+impl Api {
+    /// Every wire, Chat Completions first.
+    pub const ALL: [Api; 3] = [Api::ChatCompletions, Api::Responses, Api::AnthropicMessages];
+
+    /// The wire an `openai` entry chose (see [`API_SETTING`]). An unknown value, a
+    /// `use_responses_api` that is not a boolean, or one that contradicts `api` names the model
+    /// and the key.
+    pub fn of_openai_entry(config: &ModelConfig) -> Result<Api, ModelError> {
+        let refused = |problem: String| {
+            ModelError::new(
+                "ConfigurationError",
+                format!("model '{}': {problem}", config.name),
+            )
+        };
+        let responses_flag = match config.settings.get(RESPONSES_FLAG) {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(other) => {
+                return Err(refused(format!(
+                    "{RESPONSES_FLAG} must be true or false, not {other}"
+                )));
+            }
+        };
+        let chosen = match config.settings.get(API_SETTING) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(api)) if api == "chat_completions" => Some(Api::ChatCompletions),
+            Some(Value::String(api)) if api == "responses" => Some(Api::Responses),
+            Some(other) => {
+                return Err(refused(format!(
+                    "{API_SETTING} must be \"chat_completions\" or \"responses\", not {other}"
+                )));
+            }
+        };
+        match (chosen, responses_flag) {
+            (Some(Api::ChatCompletions), Some(true)) => Err(refused(format!(
+                "{API_SETTING} = \"chat_completions\" contradicts {RESPONSES_FLAG} = true"
+            ))),
+            (Some(api), _) => Ok(api),
+            (None, Some(true)) => Ok(Api::Responses),
+            (None, _) => Ok(Api::ChatCompletions),
+        }
+    }
+
+    /// The endpoint root of an entry without `base_url`.
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Api::ChatCompletions | Api::Responses => DEFAULT_BASE_URL,
+            Api::AnthropicMessages => crate::models::anthropic::DEFAULT_BASE_URL,
+        }
+    }
+
+    /// The path appended to the base URL.
+    fn path(self) -> &'static str {
+        match self {
+            Api::ChatCompletions => "/chat/completions",
+            Api::Responses => "/responses",
+            Api::AnthropicMessages => "/v1/messages",
+        }
+    }
+
+    /// The exception name the wire's Python client gives an HTTP status.
+    fn status_exception_name(self, status: u16) -> &'static str {
+        match self {
+            Api::ChatCompletions | Api::Responses => {
+                model_wire::chat_completions::status_exception_name(status)
+            }
+            Api::AnthropicMessages => model_wire::anthropic_messages::status_exception_name(status),
+        }
+    }
+
+    /// `response_metadata.model_provider` of the answers, as LangChain's chat models set it.
+    fn model_provider(self) -> &'static str {
+        match self {
+            Api::ChatCompletions | Api::Responses => "openai",
+            Api::AnthropicMessages => "anthropic",
+        }
+    }
+}
+
+/// Builds [`WireChatModel`]s from `[[models]]` entries with `use = "openai"`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenAiProvider;
 
@@ -59,7 +166,8 @@ impl ModelProvider for OpenAiProvider {
         config: &ModelConfig,
         _context: &ProviderContext,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
-        Ok(Arc::new(OpenAiChatModel::new(config)?))
+        let api = Api::of_openai_entry(config)?;
+        Ok(Arc::new(WireChatModel::new(config, api)?))
     }
 }
 
@@ -95,16 +203,18 @@ impl Redactor {
     }
 }
 
-/// A chat model behind an OpenAI-compatible Chat Completions endpoint.
+/// A chat model behind an HTTP endpoint of one [`Api`].
 ///
 /// Cheap to share: calls take `&self` and the client pools connections.
 #[derive(Clone)]
-pub struct OpenAiChatModel {
+pub struct WireChatModel {
+    /// The wire its calls cross.
+    api: Api,
     /// The configured model name (`models[].name`), used in messages.
     name: String,
     /// The provider's model id sent as `model`.
     model: String,
-    /// `{base}/chat/completions`.
+    /// `{base}/chat/completions`, `{base}/responses` or `{base}/v1/messages`.
     endpoint: Url,
     /// The key, absent when none is configured (calls then fail without a network call).
     api_key: Option<Arc<str>>,
@@ -115,10 +225,11 @@ pub struct OpenAiChatModel {
     settings: Map<String, Value>,
 }
 
-impl fmt::Debug for OpenAiChatModel {
+impl fmt::Debug for WireChatModel {
     // Written by hand so that the key can never show up in logs or panics.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiChatModel")
+        f.debug_struct("WireChatModel")
+            .field("api", &self.api)
             .field("name", &self.name)
             .field("model", &self.model)
             .field("endpoint", &self.endpoint.as_str())
@@ -135,10 +246,11 @@ impl fmt::Debug for OpenAiChatModel {
     }
 }
 
-impl OpenAiChatModel {
-    /// Builds the model for one `[[models]]` entry.
+impl WireChatModel {
+    /// Builds the model for one `[[models]]` entry, at `api`.
     ///
-    /// - Base URL: `base_url` (a trailing slash is tolerated), else [`DEFAULT_BASE_URL`].
+    /// - Base URL: `base_url` (a trailing slash is tolerated), else [`DEFAULT_BASE_URL`] (for
+    ///   Anthropic, `https://api.anthropic.com`).
     /// - Model id: `model`, else the entry's `name`.
     /// - Key: `api_key` (already `$ENV`-expanded by config loading). A missing or blank key is
     ///   **not** a build error; calls then fail with `AuthenticationError`.
@@ -148,7 +260,7 @@ impl OpenAiChatModel {
     ///
     /// Fails with `ConfigurationError` only when the base URL is not an http(s) URL or the HTTP
     /// client cannot be built.
-    pub fn new(config: &ModelConfig) -> Result<OpenAiChatModel, ModelError> {
+    pub fn new(config: &ModelConfig, api: Api) -> Result<WireChatModel, ModelError> {
         let api_key: Option<Arc<str>> = config
             .api_key
             .as_ref()
@@ -170,7 +282,7 @@ impl OpenAiChatModel {
             .as_deref()
             .map(str::trim)
             .filter(|base| !base.is_empty())
-            .unwrap_or(DEFAULT_BASE_URL)
+            .unwrap_or(api.default_base_url())
             .trim_end_matches('/');
         // The base is checked on its own (`http://` + `/chat/completions` would otherwise
         // parse with `chat` as the host). The URL itself is not quoted in the error: it may
@@ -185,7 +297,7 @@ impl OpenAiChatModel {
                 "base_url must be an http:// or https:// URL with a host".to_string(),
             ));
         }
-        let endpoint = Url::parse(&format!("{base}/chat/completions"))
+        let endpoint = Url::parse(&format!("{base}{}", api.path()))
             .map_err(|err| not_a_url(err.to_string()))?;
 
         let timeout = Some(Duration::from_secs(config.request_timeout_secs))
@@ -205,7 +317,8 @@ impl OpenAiChatModel {
             .build()
             .map_err(|err| configuration_error(format!("cannot build the HTTP client: {err}")))?;
 
-        Ok(OpenAiChatModel {
+        Ok(WireChatModel {
+            api,
             name: config.name.clone(),
             model: config
                 .model
@@ -231,7 +344,12 @@ impl OpenAiChatModel {
         &self.model
     }
 
-    /// The full Chat Completions URL.
+    /// The wire its calls cross.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// The full endpoint URL.
     pub fn endpoint(&self) -> &str {
         self.endpoint.as_str()
     }
@@ -246,34 +364,53 @@ impl OpenAiChatModel {
             )
             .with_class(ErrorClass::Auth));
         };
-        tracing::debug!(model = %self.name, model_id = %self.model, stream, "chat completions call");
+        tracing::debug!(model = %self.name, model_id = %self.model, api = ?self.api, stream,
+            "model call");
         let accept = if stream {
             "text/event-stream"
         } else {
             "application/json"
         };
-        let response = self
+        let post = self
             .client
             .post(self.endpoint.clone())
-            .bearer_auth(key)
-            .header(reqwest::header::ACCEPT, accept)
+            .header(reqwest::header::ACCEPT, accept);
+        let post = match self.api {
+            Api::ChatCompletions | Api::Responses => post.bearer_auth(key),
+            Api::AnthropicMessages => post
+                .header("x-api-key", key)
+                .header("anthropic-version", crate::models::anthropic::API_VERSION),
+        };
+        let response = post
             .json(body)
             .send()
             .await
             .map_err(|err| transport_error(err, false))?;
         if !response.status().is_success() {
-            return Err(status_error(response).await);
+            return Err(status_error(response, self.api).await);
         }
         Ok(response)
     }
 
+    /// The request body at this model's wire.
+    fn body(&self, request: &ModelRequest, stream: bool) -> Value {
+        let (model, settings) = (&self.model, &self.settings);
+        match self.api {
+            Api::ChatCompletions => wire::request_body(model, request, settings, stream),
+            Api::Responses => responses::request_body(model, request, settings, stream),
+            Api::AnthropicMessages => {
+                crate::models::anthropic::request_body(model, request, settings, stream)
+            }
+        }
+    }
+
     async fn invoke_inner(&self, request: &ModelRequest) -> Result<Message, ModelError> {
-        let body = wire::request_body(&self.model, request, &self.settings, false);
+        let body = self.body(request, false);
         let response = self.post(&body, false).await?;
         self.read_completion(response).await
     }
 
-    /// Reads a whole (non-streamed) chat completion body as the answer message, at most
+    /// Reads a whole (non-streamed) answer body as the answer message, at most
     /// [`MAX_COMPLETION_BYTES`] of it: a larger body fails the call rather than fill memory.
     async fn read_completion(&self, response: reqwest::Response) -> Result<Message, ModelError> {
         let (bytes, whole) = read_capped(response, MAX_COMPLETION_BYTES)
@@ -291,11 +428,11 @@ impl OpenAiChatModel {
                 format!("the provider's answer is not valid JSON: {err}"),
             )
         })?;
-        wire::parse_completion(&answer, &self.model)
+        wire::parse_answer(self.api, &answer, &self.model)
     }
 
     async fn stream_inner(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
-        let body = wire::request_body(&self.model, request, &self.settings, true);
+        let body = self.body(request, true);
         let response = self.post(&body, true).await?;
         // Some compatible servers ignore `stream` and answer with one JSON body: serve it as a
         // single chunk rather than failing.
@@ -311,12 +448,12 @@ impl OpenAiChatModel {
         let bytes = response
             .bytes_stream()
             .map(|chunk| chunk.map_err(|err| transport_error(err, true)));
-        Ok(stream::sse_events(bytes, &self.model))
+        Ok(stream::sse_events(bytes, &self.model, self.api))
     }
 }
 
 #[async_trait]
-impl ChatModel for OpenAiChatModel {
+impl ChatModel for WireChatModel {
     async fn invoke(&self, request: &ModelRequest) -> Result<Message, ModelError> {
         self.invoke_inner(request)
             .await
@@ -351,18 +488,13 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
-/// The Python `openai` client's exception name for an HTTP status (the codec's table, which the
-/// model server's recording proxy uses too).
-fn status_error_type(status: u16) -> &'static str {
-    model_wire::chat_completions::status_exception_name(status)
-}
-
-/// Maps a non-success response to the message openai-python gives it
+/// Maps a non-success response to the message openai-python (and the `anthropic` client, which
+/// words it alike) gives it
 /// (`_make_status_error_from_response`): `Error code: <code> - <the parsed JSON body>` (its Python
 /// `str`, [`pyrepr::python_str`]), the trimmed text of a body that is not JSON, or
 /// `Error code: <code>` for an empty one; the body's part cut to 500 characters, with the status and any
 /// `Retry-After`. The caller scrubs the key.
-async fn status_error(response: reqwest::Response) -> ModelError {
+async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
     let status = response.status();
     let retry_after = retry_after(response.headers());
     // A body that cannot be read still leaves the status to report; only its first
@@ -372,7 +504,7 @@ async fn status_error(response: reqwest::Response) -> ModelError {
         .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
         // An unreadable body reads as an empty one: `Error code: <code>`.
         .unwrap_or_else(|_| (String::new(), true));
-    error_from_status(status, retry_after, &body, whole)
+    error_from_status(api, status, retry_after, &body, whole)
 }
 
 /// The most of a whole (non-streamed) answer the provider reads (issue 21, finding 4: a body is
@@ -401,6 +533,7 @@ async fn read_capped(
 }
 
 fn error_from_status(
+    api: Api,
     status: StatusCode,
     retry_after: Option<Duration>,
     body: &str,
@@ -422,7 +555,7 @@ fn error_from_status(
         Err(_) if text.is_empty() => format!("Error code: {code}"),
         Err(_) => stream::cut(text, ERROR_DETAIL_LIMIT).to_string(),
     };
-    let mut error = ModelError::new(status_error_type(code), message).with_status(code);
+    let mut error = ModelError::new(api.status_exception_name(code), message).with_status(code);
     error.retry_after = retry_after;
     error
 }

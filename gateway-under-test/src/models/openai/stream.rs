@@ -1,10 +1,12 @@
-//! Streaming answers: SSE bytes → Chat Completions chunks → [`StreamEvent`]s.
+//! Streaming answers: SSE bytes → the wire's events (Chat Completions chunks, Responses events or
+//! Messages events) → [`StreamEvent`]s.
 //!
 //! [`sse_events`] takes any byte stream, so tests feed it chunks split mid-line or mid-UTF-8
 //! without HTTP. eventsource-stream does the SSE framing (and keeps an incomplete UTF-8 sequence
-//! until its next bytes arrive); the shared Chat Completions codec (`model_wire`'s
-//! [`ChunkAssembler`], the one the harness's model server reads the same streams with) turns each
-//! `data:` payload into events and assembles the final message.
+//! until its next bytes arrive); the wire's shared codec (`model_wire`'s [`ChunkAssembler`] or
+//! the Responses and Messages `StreamAssembler`s, the ones the harness's model server reads and
+//! writes the same streams with) turns each `data:` payload into events and assembles the final
+//! message. The bounds (the line length, below, and the caller's) are the same on every wire.
 //!
 //! Event order: `start`; the codec's events (text and thinking blocks, tool calls); then `done`
 //! with the assembled message. Failures end the stream with an `Err` item (not an
@@ -15,8 +17,10 @@ use std::pin::Pin;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
-use model_wire::chat_completions::{ChunkAssembler, Ending, Event, WireError};
+use model_wire::chat_completions::{Assembled, ChunkAssembler, Ending, Event, WireError};
+use model_wire::{anthropic_messages, responses};
 
+use super::Api;
 use super::wire::{message_from_assembled, wire_error};
 
 use crate::models::{EventStream, ModelError, StreamEvent};
@@ -107,10 +111,65 @@ where
     })
 }
 
+/// The wire's stream reader: the codec's assembler for that wire.
+#[derive(Debug)]
+enum Reader {
+    Chat(ChunkAssembler),
+    Responses(responses::StreamAssembler),
+    Messages(anthropic_messages::StreamAssembler),
+}
+
+impl Reader {
+    fn new(api: Api) -> Reader {
+        match api {
+            Api::ChatCompletions => Reader::Chat(ChunkAssembler::new()),
+            Api::Responses => Reader::Responses(responses::StreamAssembler::new()),
+            Api::AnthropicMessages => Reader::Messages(anthropic_messages::StreamAssembler::new()),
+        }
+    }
+
+    /// One SSE event. Chat Completions sends its chunks as unnamed (`message`) events and a
+    /// failure as an `error` event; the other two wires name every event after its payload's
+    /// `type`, so the payload alone says what it is (`ping` and unknown types are ignored by
+    /// their codecs).
+    fn push(&mut self, event: &eventsource_stream::Event) -> Result<Vec<Event>, WireError> {
+        match self {
+            Reader::Chat(_) if event.event == "error" => {
+                Err(WireError::from_error_event(&event.data))
+            }
+            Reader::Chat(_) if event.event != "message" => Ok(Vec::new()),
+            _ if event.data.trim().is_empty() => Ok(Vec::new()),
+            Reader::Chat(assembler) => assembler.push_data(&event.data),
+            Reader::Responses(assembler) => assembler.push_data(&event.data),
+            Reader::Messages(assembler) => assembler.push_data(&event.data),
+        }
+    }
+
+    /// True once the wire's last event has arrived (`[DONE]`, `response.completed`,
+    /// `message_stop`): the reader reads no more.
+    fn ended(&self) -> bool {
+        match self {
+            Reader::Chat(assembler) => assembler.done(),
+            Reader::Responses(assembler) => assembler.ended(),
+            Reader::Messages(assembler) => assembler.ended(),
+        }
+    }
+
+    /// The closing events and the answer.
+    fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {
+        match self {
+            Reader::Chat(assembler) => assembler.finish(),
+            Reader::Responses(assembler) => Ok((Vec::new(), assembler.finish()?)),
+            Reader::Messages(assembler) => Ok((Vec::new(), assembler.finish()?)),
+        }
+    }
+}
+
 /// The state [`sse_events`] carries between items.
 struct SseState<S> {
     source: Pin<Box<eventsource_stream::EventStream<S>>>,
-    assembler: Option<ChunkAssembler>,
+    api: Api,
+    reader: Option<Reader>,
     model_id: String,
     pending: VecDeque<StreamEvent>,
     done: bool,
@@ -120,10 +179,10 @@ impl<S> SseState<S> {
     /// Finishes the answer: closing events and `done` go to `pending`, or the error is returned.
     fn complete(&mut self) -> Result<(), ModelError> {
         self.done = true;
-        let assembler = self.assembler.take().ok_or_else(|| {
+        let reader = self.reader.take().ok_or_else(|| {
             ModelError::new("RemoteProtocolError", "the stream was completed twice")
         })?;
-        let (closing, assembled) = assembler.finish().map_err(|err| wire_error(&err))?;
+        let (closing, assembled) = reader.finish().map_err(|err| wire_error(&err))?;
         // Accepted, as clients accept it, but said: a stream without `[DONE]` or without a
         // finish reason may have been cut short.
         if assembled.ending != Ending::Complete {
@@ -132,36 +191,32 @@ impl<S> SseState<S> {
         }
         self.pending.extend(closing.into_iter().map(stream_event));
         self.pending.push_back(StreamEvent::Done {
-            message: message_from_assembled(&assembled, &self.model_id).to_dump(),
+            message: message_from_assembled(self.api, &assembled, &self.model_id).to_dump(),
         });
-        Ok(())
-    }
-
-    fn push(&mut self, data: &str) -> Result<(), WireError> {
-        let Some(assembler) = self.assembler.as_mut() else {
-            return Ok(());
-        };
-        let events = assembler.push_data(data)?;
-        self.pending.extend(events.into_iter().map(stream_event));
         Ok(())
     }
 }
 
-/// Turns the SSE body of a streaming call into events: `start`, the answer's events, `done`.
+/// Turns the SSE body of a streaming call at `api` into events: `start`, the answer's events,
+/// `done`.
 ///
-/// The stream stops at `data: [DONE]`. A body that ends without `[DONE]` is accepted when a
-/// choice has already finished (some compatible servers omit the marker); with neither, or when
-/// the bytes break, the stream ends with a `RemoteProtocolError` (transport errors arrive
-/// already mapped, e.g. `APITimeoutError`). A provider's `error` chunk or SSE `error` event is an
-/// `APIError`. Events named other than `message` (the default) or `error` are ignored.
-pub(super) fn sse_events<S, B>(bytes: S, model_id: &str) -> EventStream
+/// The stream stops at the wire's last event: `data: [DONE]` (Chat Completions),
+/// `response.completed` / `response.incomplete` (Responses), `message_stop` (Messages). A Chat
+/// Completions body that ends without `[DONE]` is accepted when a choice has already finished
+/// (some compatible servers omit the marker); a body that ends before its wire's last event, or
+/// whose bytes break, ends the stream with a `RemoteProtocolError` (transport errors arrive
+/// already mapped, e.g. `APITimeoutError`). A provider's error (an `error` chunk or event,
+/// `response.failed`) is an `APIError`. Chat Completions events named other than `message` (the
+/// default) or `error` are ignored.
+pub(super) fn sse_events<S, B>(bytes: S, model_id: &str, api: Api) -> EventStream
 where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
     let state = SseState {
         source: Box::pin(whole_lines(bytes).eventsource()),
-        assembler: Some(ChunkAssembler::new()),
+        api,
+        reader: Some(Reader::new(api)),
         model_id: model_id.to_string(),
         pending: VecDeque::from([StreamEvent::Start]),
         done: false,
@@ -197,14 +252,12 @@ fn on_sse_event<S>(
     state: &mut SseState<S>,
     event: &eventsource_stream::Event,
 ) -> Result<(), ModelError> {
-    if event.event == "error" {
-        return Err(wire_error(&WireError::from_error_event(&event.data)));
-    }
-    if event.event != "message" {
+    let Some(reader) = state.reader.as_mut() else {
         return Ok(());
-    }
-    state.push(&event.data).map_err(|err| wire_error(&err))?;
-    if state.assembler.as_ref().is_some_and(ChunkAssembler::done) {
+    };
+    let events = reader.push(event).map_err(|err| wire_error(&err))?;
+    state.pending.extend(events.into_iter().map(stream_event));
+    if reader.ended() {
         return state.complete();
     }
     Ok(())

@@ -25,8 +25,8 @@ fn config(base_url: &str) -> ModelConfig {
     config
 }
 
-fn model_for(server: &MockServer) -> OpenAiChatModel {
-    OpenAiChatModel::new(&config(&server.uri())).expect("model builds")
+fn model_for(server: &MockServer) -> WireChatModel {
+    WireChatModel::new(&config(&server.uri()), Api::ChatCompletions).expect("model builds")
 }
 
 fn request(messages: Vec<Message>) -> ModelRequest {
@@ -491,7 +491,12 @@ async fn unparsable_tool_arguments_become_invalid_tool_calls() {
 async fn parse_in_pieces(body: &[u8], size: usize) -> Vec<Result<StreamEvent, ModelError>> {
     let pieces: Vec<Result<Vec<u8>, ModelError>> =
         body.chunks(size).map(|piece| Ok(piece.to_vec())).collect();
-    events_of(sse_events(futures::stream::iter(pieces), "fallback-model")).await
+    events_of(sse_events(
+        futures::stream::iter(pieces),
+        "fallback-model",
+        Api::ChatCompletions,
+    ))
+    .await
 }
 
 #[tokio::test]
@@ -552,7 +557,12 @@ async fn truncated_or_broken_streams_are_remote_protocol_errors() {
         Err(ModelError::new("RemoteProtocolError", "connection reset")),
         Ok(b"data: [DONE]\n\n".to_vec()),
     ];
-    let events = events_of(sse_events(futures::stream::iter(pieces), "m")).await;
+    let events = events_of(sse_events(
+        futures::stream::iter(pieces),
+        "m",
+        Api::ChatCompletions,
+    ))
+    .await;
     assert!(matches!(events.last(), Some(Err(e)) if e.message == "connection reset"));
 
     // [DONE] without any choice: an empty answer.
@@ -682,7 +692,8 @@ async fn connection_refused_is_an_api_connection_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = listener.local_addr().expect("address");
     drop(listener);
-    let model = OpenAiChatModel::new(&config(&format!("http://{address}"))).expect("builds");
+    let model = WireChatModel::new(&config(&format!("http://{address}")), Api::ChatCompletions)
+        .expect("builds");
     let error = model
         .invoke(&request(vec![Message::human("hi")]))
         .await
@@ -706,7 +717,7 @@ async fn a_slow_provider_is_an_api_timeout_error() {
         .await;
     let mut config = config(&server.uri());
     config.request_timeout_secs = 1;
-    let model = OpenAiChatModel::new(&config).expect("builds");
+    let model = WireChatModel::new(&config, Api::ChatCompletions).expect("builds");
     let error = model
         .invoke(&request(vec![Message::human("hi")]))
         .await
@@ -799,7 +810,8 @@ async fn a_missing_key_fails_with_authentication_error_without_calling() {
     for key in [None, Some("  ".to_string())] {
         let mut config = config(&server.uri());
         config.api_key = key.map(Into::into);
-        let model = OpenAiChatModel::new(&config).expect("a missing key is not a build error");
+        let model = WireChatModel::new(&config, Api::ChatCompletions)
+            .expect("a missing key is not a build error");
         let error = model
             .invoke(&request(vec![Message::human("hi")]))
             .await
@@ -821,7 +833,7 @@ async fn a_missing_key_fails_with_authentication_error_without_calling() {
 #[test]
 fn build_resolves_base_url_model_id_and_rejects_bad_urls() {
     let mut config = ModelConfig::new("my-model", "openai");
-    let model = OpenAiChatModel::new(&config).expect("defaults");
+    let model = WireChatModel::new(&config, Api::ChatCompletions).expect("defaults");
     assert_eq!(
         model.endpoint(),
         "https://api.openai.com/v1/chat/completions"
@@ -831,7 +843,7 @@ fn build_resolves_base_url_model_id_and_rejects_bad_urls() {
 
     config.base_url = Some("http://localhost:8000/v1//".into());
     config.model = Some("qwen".into());
-    let model = OpenAiChatModel::new(&config).expect("builds");
+    let model = WireChatModel::new(&config, Api::ChatCompletions).expect("builds");
     assert_eq!(
         model.endpoint(),
         "http://localhost:8000/v1/chat/completions"
@@ -840,7 +852,7 @@ fn build_resolves_base_url_model_id_and_rejects_bad_urls() {
 
     for bad in ["not a url", "ftp://host/v1", "http://"] {
         config.base_url = Some(bad.into());
-        let error = OpenAiChatModel::new(&config).expect_err(bad);
+        let error = WireChatModel::new(&config, Api::ChatCompletions).expect_err(bad);
         assert_eq!(error.error_type, "ConfigurationError", "{bad}");
         assert!(error.message.contains("my-model"), "{}", error.message);
     }
@@ -942,7 +954,7 @@ async fn dropping_a_streamed_answer_stops_reading_the_provider() {
         chunk(json!({"content": "Hel"}), Value::Null)
     );
     sender.unbounded_send(Ok(first.into_bytes())).expect("send");
-    let mut events = sse_events(receiver, "m");
+    let mut events = sse_events(receiver, "m", Api::ChatCompletions);
     assert!(matches!(events.next().await, Some(Ok(StreamEvent::Start))));
     assert!(matches!(
         events.next().await,

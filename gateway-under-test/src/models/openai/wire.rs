@@ -1,10 +1,12 @@
 //! The Chat Completions JSON: building the request body from our [`Message`]s and tools, and
-//! turning a provider's answer (whole or streamed), as the shared codec (`model_wire`) reads
-//! it, into the AI [`Message`] both call paths return.
+//! turning a provider's answer at any of the three wires (whole or streamed), as the shared codec
+//! (`model_wire`) reads it, into the AI [`Message`] both call paths return.
 
 use model_wire::chat_completions::{self, Assembled, WireError, WireToolCall};
+use model_wire::{anthropic_messages, responses};
 use serde_json::{Map, Value, json};
 
+use super::Api;
 use crate::messages::{Message, MessageType};
 use crate::models::{ModelError, ModelRequest};
 
@@ -98,7 +100,10 @@ pub(super) fn request_body(
 /// The settings with `when_thinking_enabled` laid over them when thinking is on. `extra_body`
 /// tables are merged key by key rather than replaced, so that a thinking switch does not drop
 /// other extra keys.
-fn effective_settings(settings: &Map<String, Value>, thinking: bool) -> Map<String, Value> {
+pub(crate) fn effective_settings(
+    settings: &Map<String, Value>,
+    thinking: bool,
+) -> Map<String, Value> {
     let mut effective = settings.clone();
     let overlay = match settings.get("when_thinking_enabled") {
         Some(Value::Object(overlay)) if thinking => overlay.clone(),
@@ -237,9 +242,17 @@ pub(super) fn new_message_id() -> String {
 
 /// The AI message of an answer the codec read (`model_wire`'s `Assembled`), with a fresh
 /// `lc_run--` id: the same message the harness's model server records for the same answer, but
-/// for the id (`docs/recording-format.md` §15).
-pub(super) fn message_from_assembled(assembled: &Assembled, model_id: &str) -> Message {
-    let dump = assembled.to_ai_message(&new_message_id(), model_id);
+/// for the id (`docs/recording-format.md` §15), whichever wire it crossed, but for
+/// `response_metadata.model_provider` (`anthropic` for the Messages wire, as `ChatAnthropic` sets
+/// it).
+pub(super) fn message_from_assembled(api: Api, assembled: &Assembled, model_id: &str) -> Message {
+    let mut dump = assembled.to_ai_message(&new_message_id(), model_id);
+    if let Some(metadata) = dump
+        .get_mut("response_metadata")
+        .and_then(Value::as_object_mut)
+    {
+        metadata.insert("model_provider".into(), json!(api.model_provider()));
+    }
     // The codec writes exactly the dump form `Message::from_json` reads; a failure would be a
     // codec bug, and the text alone is still the answer.
     Message::from_json(&dump).unwrap_or_else(|_| Message::ai(assembled.text.clone(), Vec::new()))
@@ -255,8 +268,14 @@ pub(super) fn wire_error(error: &WireError) -> ModelError {
     }
 }
 
-/// Turns a non-streaming completion body into the AI message.
-pub(super) fn parse_completion(body: &Value, model_id: &str) -> Result<Message, ModelError> {
-    let assembled = chat_completions::parse_completion(body).map_err(|err| wire_error(&err))?;
-    Ok(message_from_assembled(&assembled, model_id))
+/// Turns a whole (non-streamed) answer at `api` (a completion, a response object or a message)
+/// into the AI message.
+pub(super) fn parse_answer(api: Api, body: &Value, model_id: &str) -> Result<Message, ModelError> {
+    let assembled = match api {
+        Api::ChatCompletions => chat_completions::parse_completion(body),
+        Api::Responses => responses::parse_response(body),
+        Api::AnthropicMessages => anthropic_messages::parse_message(body),
+    }
+    .map_err(|err| wire_error(&err))?;
+    Ok(message_from_assembled(api, &assembled, model_id))
 }

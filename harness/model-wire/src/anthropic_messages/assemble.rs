@@ -43,6 +43,11 @@ impl StreamAssembler {
         StreamAssembler::default()
     }
 
+    /// True once `message_stop` has arrived: the answer is over, and the caller reads no more.
+    pub fn ended(&self) -> bool {
+        self.stopped
+    }
+
     /// One `data:` payload (the event's name is also its `type` field, so the name is not
     /// needed).
     pub fn push_data(&mut self, data: &str) -> Result<Vec<Event>, WireError> {
@@ -86,6 +91,11 @@ impl StreamAssembler {
                     }
                     "thinking" => {
                         events.push(Event::ThinkingStart);
+                        // A whole message's block carries its signature; a stream's arrives as
+                        // a `signature_delta`.
+                        self.assembled
+                            .reasoning_signature
+                            .push_str(&text(block.get("signature")));
                         Block::Thinking
                     }
                     "tool_use" => {
@@ -149,7 +159,12 @@ impl StreamAssembler {
                             });
                         }
                     }
-                    // `signature_delta` and deltas of blocks this codec does not read.
+                    (Some("signature_delta"), Some(Block::Thinking)) => {
+                        self.assembled
+                            .reasoning_signature
+                            .push_str(&text(delta.get("signature")));
+                    }
+                    // Deltas of blocks this codec does not read.
                     _ => {}
                 }
             }

@@ -9,6 +9,8 @@
 //!   [`Assembled`](crate::chat_completions::Assembled) answer.
 //! - `render.rs`: writing an [`Answer`](crate::chat_completions::Answer) as one message or as
 //!   the stream's named events, and Anthropic's error body.
+//! - `request.rs`: writing a request ([`MessagesRequest`]) from a
+//!   [`conversation`](crate::conversation).
 //!
 //! The answer types are the Chat Completions module's: an answer is the same whichever wire it
 //! crossed, and the finish reason and usage are kept in OpenAI's terms inside it (`end_turn` is
@@ -16,12 +18,14 @@
 
 mod assemble;
 mod render;
+mod request;
 
 #[cfg(test)]
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_message};
 pub use render::{SseEvent, error_body, error_kind_for_status, message, stream_events};
+pub use request::{Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam};
 
 /// Anthropic's `stop_reason` for an OpenAI finish reason.
 pub fn stop_reason(finish_reason: &str) -> &str {
@@ -40,5 +44,25 @@ pub fn finish_reason(stop_reason: &str) -> &str {
         "tool_use" => "tool_calls",
         "max_tokens" => "length",
         other => other,
+    }
+}
+
+/// The `anthropic` Python client's exception name for an HTTP status (`_make_status_error`),
+/// which the gateway's error classification reads as it reads openai-python's.
+pub fn status_exception_name(status: u16) -> &'static str {
+    match status {
+        400 => "BadRequestError",
+        401 => "AuthenticationError",
+        403 => "PermissionDeniedError",
+        404 => "NotFoundError",
+        409 => "ConflictError",
+        413 => "RequestTooLargeError",
+        422 => "UnprocessableEntityError",
+        429 => "RateLimitError",
+        503 => "ServiceUnavailableError",
+        504 => "DeadlineExceededError",
+        529 => "OverloadedError",
+        500.. => "InternalServerError",
+        _ => "APIStatusError",
     }
 }

@@ -109,6 +109,9 @@ pub struct Assembled {
     pub text: String,
     /// Reasoning text, empty when none.
     pub reasoning: String,
+    /// The signature of the reasoning, empty when none: Anthropic signs its thinking blocks and
+    /// requires a thinking block sent back in a tool loop to carry its signature.
+    pub reasoning_signature: String,
     /// A refusal, when the provider sent one.
     pub refusal: Option<String>,
     /// The tool calls, in order of first appearance.
@@ -445,6 +448,7 @@ impl ChunkAssembler {
         let assembled = Assembled {
             text: self.text,
             reasoning: self.reasoning,
+            reasoning_signature: String::new(),
             refusal: Some(self.refusal).filter(|refusal| !refusal.is_empty()),
             calls,
             finish_reason: self.finish_reason,
@@ -571,6 +575,7 @@ pub fn parse_completion(body: &Value) -> Result<Assembled, WireError> {
     Ok(Assembled {
         text,
         reasoning,
+        reasoning_signature: String::new(),
         refusal: text_field("refusal"),
         calls,
         finish_reason: choice

@@ -11,6 +11,10 @@ use super::assemble::{Assembled, AssembledCall, Event, block_events};
 /// The `model_provider` every message read from this wire carries in `response_metadata`.
 pub const MODEL_PROVIDER: &str = "openai";
 
+/// The `additional_kwargs` key of a reasoning's signature ([`Assembled::reasoning_signature`]),
+/// which a client sends back with the reasoning.
+pub const REASONING_SIGNATURE: &str = "reasoning_signature";
+
 impl Assembled {
     /// The AI message dump with message id `id`: content, `additional_kwargs` (`{}`, plus
     /// `reasoning_content` and `refusal` when present), `response_metadata` (`finish_reason`,
@@ -33,6 +37,9 @@ impl Assembled {
         let mut kwargs = Map::new();
         if !self.reasoning.is_empty() {
             kwargs.insert("reasoning_content".into(), json!(self.reasoning));
+        }
+        if !self.reasoning_signature.is_empty() {
+            kwargs.insert(REASONING_SIGNATURE.into(), json!(self.reasoning_signature));
         }
         if let Some(refusal) = &self.refusal {
             kwargs.insert("refusal".into(), json!(refusal));

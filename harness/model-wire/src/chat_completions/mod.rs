@@ -23,7 +23,9 @@ pub use assemble::{
     Assembled, AssembledCall, ChunkAssembler, Ending, Event, fill_call_id, parse_completion,
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
-pub use message::{Answer, MODEL_PROVIDER, message_fields, openai_usage, usage_metadata};
+pub use message::{
+    Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, openai_usage, usage_metadata,
+};
 pub use render::{ChunkRenderer, Identity, completion};
 pub use types::{
     Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,

@@ -46,6 +46,12 @@ impl StreamAssembler {
         StreamAssembler::default()
     }
 
+    /// True once `response.completed` or `response.incomplete` has arrived: the answer is over,
+    /// and the caller reads no more.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
     /// One `data:` payload.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<Event>, WireError> {
         let payload: Value = serde_json::from_str(data).map_err(|err| WireError::ChunkNotJson {

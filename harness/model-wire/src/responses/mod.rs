@@ -9,6 +9,8 @@
 //!   [`Assembled`](crate::chat_completions::Assembled) answer.
 //! - `render.rs`: writing an [`Answer`](crate::chat_completions::Answer) as one response object
 //!   or as the stream's events, each with its `sequence_number`.
+//! - `request.rs`: writing a request ([`ResponsesRequest`]) from a
+//!   [`conversation`](crate::conversation).
 //!
 //! Output items: `reasoning` (its summary text is the answer's reasoning), `message` (its
 //! `output_text` parts are the text) and `function_call` (`call_id` is the call id, `arguments`
@@ -18,9 +20,11 @@
 
 mod assemble;
 mod render;
+mod request;
 
 #[cfg(test)]
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
 pub use render::{SseEvent, error_event, response, stream_events};
+pub use request::{Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role};
