@@ -2,7 +2,9 @@
 # The example as a user runs it, from a folder outside the workspace (a copy of this one): one
 # `langgraph dev` serves the graphs, and the built `keyless test` replays every fixture through it
 # in both stream-mode sets (values against golden/, the web client's four modes against
-# golden-web/) with no miss, in one server start per set. Then the drift proofs, each on a patched copy with its own server:
+# golden-web/) with no miss, one server start for both. `write_read_file.flash` is a fixture
+# recorded through DeerFlow's gateway (the workspace's `fixtures/`): it replays through this graph
+# too, held to its own goldens here. Then the drift proofs, each on a patched copy with its own server:
 #
 # - a tool result string changed (agent.py's write_file answer): a miss, with the diagnostic;
 # - a state key renamed (review.py's `drafts`) and the agent's system prompt rewritten: the
@@ -85,22 +87,22 @@ copy app
 serve app
 run app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in values mode (exit $status)"; }
-expect app write_read.flash=ok:0 review.flash=ok:0
+expect app write_read.flash=ok:0 review.flash=ok:0 write_read_file.flash=ok:0
 # Not the review graph: its writer and critic run in parallel, and the order their streamed
 # chunks and `updates` frames arrive in is the scheduler's (a values run is ordered by steps).
-run app --stream-modes web --golden golden-web write_read.flash
+run app --stream-modes web --golden golden-web write_read.flash write_read_file.flash
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in the web modes (exit $status)"; }
-expect app write_read.flash=ok:0
+expect app write_read.flash=ok:0 write_read_file.flash=ok:0
 
 echo "langgraph example: drift: a changed tool result string must miss, with the diagnostic"
 copy tool_result
-sed -i 's/return f"OK: wrote /return f"Wrote /' "$work/tool_result/agent.py"
-grep -q 'return f"Wrote ' "$work/tool_result/agent.py" || fail "the tool result patch did not apply"
+sed -i 's/return "OK"$/return "Written."/' "$work/tool_result/agent.py"
+grep -q 'return "Written."' "$work/tool_result/agent.py" || fail "the tool result patch did not apply"
 serve tool_result
 run tool_result write_read.flash
 [ "$status" -eq 1 ] || fail "a changed tool result exited $status, not 1"
 grep -q 'first differing field' "$work/tool_result.json" || fail "no miss diagnostic in --json"
-grep -q 'Wrote 13 bytes' "$work/tool_result.json" || fail "the miss does not show the changed tool result"
+grep -q 'Written\.' "$work/tool_result.json" || fail "the miss does not show the changed tool result"
 
 echo "langgraph example: drift: a renamed state key must change the values golden; a rewritten system prompt must not"
 copy state_key
@@ -111,7 +113,7 @@ grep -q 'terse file clerk' "$work/state_key/agent.py" || fail "the system prompt
 serve state_key
 run state_key
 [ "$status" -eq 1 ] || fail "a renamed state key exited $status, not 1"
-expect state_key write_read.flash=ok:0 review.flash=changed:0
+expect state_key write_read.flash=ok:0 write_read_file.flash=ok:0 review.flash=changed:0
 grep -q 'review.flash.json: golden changed' "$work/state_key.out" || fail "no golden diagnostic"
 [ -e "$work/state_key/golden/review.flash.snap.new" ] || fail "the changed golden left no pending golden"
 

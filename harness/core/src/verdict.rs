@@ -15,8 +15,8 @@ use crate::shapes::Shape;
 
 /// How a run's event stream is framed. DeerFlow's rule is [`Framing::of`] (`metadata` first,
 /// `end` last); LangGraph's server sends no `end` (the body just closes), so its rule
-/// (`docs/testing-your-own-gateway.md` §9) is checked per run by the driver and fails with
-/// [`Framing::NoMetadata`] or [`Framing::ErrorFrame`].
+/// (`docs/testing-your-own-gateway.md`, "LangGraph's own API server") is checked per run by the
+/// driver and fails with [`Framing::NoMetadata`] or [`Framing::ErrorFrame`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framing {
     /// The stream is framed as its dialect demands.
@@ -271,6 +271,44 @@ mod tests {
                 },
                 "{events:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_broken_langgraph_framing_is_one_problem_naming_the_run() {
+        let clean = Verdict::new(
+            &shapes(&[Some("metadata"), Some("end")]),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            GoldenStatus::Ok,
+            Vec::new(),
+            1,
+        );
+        let cases = [
+            (
+                Framing::NoMetadata {
+                    run: 1,
+                    first: Some("values".into()),
+                },
+                "run 1: the first event is Some(\"values\"), expected \"metadata\"",
+            ),
+            (
+                Framing::ErrorFrame {
+                    run: 0,
+                    data: "{\"error\":\"APIConnectionError\"}".into(),
+                },
+                "run 0: the server sent an error frame although the fixture records no model \
+                 error: {\"error\":\"APIConnectionError\"}",
+            ),
+        ];
+        for (framing, problem) in cases {
+            let verdict = Verdict {
+                framing,
+                ..clean.clone()
+            };
+            assert!(!verdict.replayed_cleanly());
+            assert_eq!(verdict.problems(MissingGolden::Fails), [problem]);
         }
     }
 

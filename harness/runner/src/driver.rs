@@ -3,7 +3,8 @@
 //! ([`deerflow`]: register → CSRF cookie → thread → `runs/stream` below `/api`, the way its
 //! frontend does) and LangGraph's own API server's ([`langgraph`]: no session, an optional static
 //! auth header, `POST /assistants/search`, threads and `runs/stream` at the root). A third
-//! dialect is one more file implementing [`Dialect`] (`docs/testing-your-own-gateway.md` §9).
+//! dialect is one more file implementing [`Dialect`] (`docs/testing-your-own-gateway.md`,
+//! "LangGraph's own API server").
 
 pub mod deerflow;
 pub mod langgraph;
@@ -100,7 +101,8 @@ pub struct RunTranscript {
     pub framing_rule: FramingRule,
 }
 
-/// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md` §9).
+/// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "LangGraph's own API
+/// server").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Api {
     /// DeerFlow's gateway API: register, cookie session and CSRF, routes below `/api`.
@@ -150,7 +152,8 @@ impl StreamModes {
     }
 }
 
-/// How a dialect's streams are framed (`docs/testing-your-own-gateway.md` §9).
+/// How a dialect's streams are framed (`docs/testing-your-own-gateway.md`, "LangGraph's own
+/// API server").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FramingRule {
     /// DeerFlow: `metadata` first, `end` last.
@@ -875,6 +878,151 @@ pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn transcript(events: &[&str], rule: FramingRule) -> RunTranscript {
+        RunTranscript {
+            request: Value::Null,
+            events: (events.iter())
+                .map(|event| SseEvent {
+                    event: (*event).to_owned(),
+                    data: r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned(),
+                    id: None,
+                })
+                .collect(),
+            raw: String::new(),
+            modes: StreamModes::Values,
+            framing_rule: rule,
+        }
+    }
+
+    #[test]
+    fn each_dialects_framing_rule_fails_what_it_must() {
+        use FramingRule::{MetadataThenClose as Close, MetadataThenEnd as End};
+        let error = r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned();
+        // (case, rule, runs, the fixture records a model error, expected framing)
+        let cases: [(&str, FramingRule, &[&[&str]], bool, Framing); 7] = [
+            (
+                "deerflow framed",
+                End,
+                &[&["metadata", "values", "end"]],
+                false,
+                Framing::Ok,
+            ),
+            (
+                "deerflow without end",
+                End,
+                &[&["metadata", "values"]],
+                false,
+                Framing::Broken {
+                    first: Some("metadata".into()),
+                    last: Some("values".into()),
+                },
+            ),
+            (
+                "langgraph closes without end",
+                Close,
+                &[&["metadata", "values"], &["metadata"]],
+                false,
+                Framing::Ok,
+            ),
+            (
+                "langgraph follow-up without metadata",
+                Close,
+                &[&["metadata"], &["values"]],
+                false,
+                Framing::NoMetadata {
+                    run: 1,
+                    first: Some("values".into()),
+                },
+            ),
+            (
+                "langgraph empty run",
+                Close,
+                &[&[]],
+                false,
+                Framing::NoMetadata {
+                    run: 0,
+                    first: None,
+                },
+            ),
+            (
+                "langgraph error frame, no model error recorded",
+                Close,
+                &[&["metadata", "values", "error"]],
+                false,
+                Framing::ErrorFrame {
+                    run: 0,
+                    data: error,
+                },
+            ),
+            (
+                "langgraph error frame of a recorded model error",
+                Close,
+                &[&["metadata", "values", "error"]],
+                true,
+                Framing::Ok,
+            ),
+        ];
+        for (case, rule, runs, model_error, expected) in cases {
+            let runs: Vec<RunTranscript> = runs.iter().map(|run| transcript(run, rule)).collect();
+            assert_eq!(rule.framing(&runs, model_error), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_auth_header_value_is_read_from_the_environment_and_never_shown() {
+        let header =
+            AuthHeader::from_value("x-api-key", "MY_KEY", Some("sk-secret-1".into())).unwrap();
+        let options = DriveOptions {
+            auth: Some(header.clone()),
+            ..DriveOptions::default()
+        };
+        let shown = format!("{header:?} {options:?}");
+        assert!(
+            !shown.contains("sk-secret-1") && shown.contains("x-api-key"),
+            "{shown}"
+        );
+        // (case, name, value, the error names)
+        let cases = [
+            ("unset", "x-api-key", None, "set MY_KEY"),
+            ("empty", "x-api-key", Some(" "), "set MY_KEY"),
+            (
+                "bad name",
+                "x api key",
+                Some("v"),
+                "not a valid HTTP header name",
+            ),
+            (
+                "bad value",
+                "x-api-key",
+                Some("a\nb"),
+                "MY_KEY is not a valid header value",
+            ),
+        ];
+        for (case, name, value, names) in cases {
+            let err = AuthHeader::from_value(name, "MY_KEY", value.map(str::to_owned)).unwrap_err();
+            assert!(err.to_string().contains(names), "{case}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_base_path_defaults_to_the_dialects_and_is_normalised() {
+        let cases = [
+            (Api::Deerflow, None, "/api"),
+            (Api::Langgraph, None, ""),
+            (Api::Langgraph, Some("/"), ""),
+            (Api::Langgraph, Some("agents/"), "/agents"),
+            (Api::Deerflow, Some("/gw/api/"), "/gw/api"),
+        ];
+        for (api, base_path, expected) in cases {
+            let options = DriveOptions {
+                api,
+                base_path: base_path.map(str::to_owned),
+                ..DriveOptions::default()
+            };
+            assert_eq!(options.base_path(), expected, "{api:?} {base_path:?}");
+        }
+    }
 
     /// The web client's expected run request bodies, one file per mode:
     /// `{"inputs": {"prompt", "mode", "model_name", "thread_id"}, "body": …}`.

@@ -1,10 +1,11 @@
 //! LangGraph's own API server's dialect (`langgraph dev`, the same API as a LangSmith
-//! deployment; `docs/testing-your-own-gateway.md` §9): no register, cookie or CSRF (an optional
-//! static auth header instead), routes at the root, UUID threads, `assistant_id` a graph id of
-//! `langgraph.json` (the configured one, else the only graph `POST /assistants/search` lists),
-//! the fixture's human message as recorded (its `name` too), `context` only when the fixture has
-//! one, and its framing: `metadata` first, no `end` (the body just closes), an `error` frame a
-//! failure unless the fixture records a model error.
+//! deployment; `docs/testing-your-own-gateway.md`, "LangGraph's own API server"): no register,
+//! cookie or CSRF (an optional static auth header instead), routes at the root, UUID threads,
+//! `assistant_id` a graph id of `langgraph.json` (the configured one, else the only graph
+//! `POST /assistants/search` lists), the fixture's human message as recorded (its `name` too),
+//! `context` only when the fixture has one, and its framing: `metadata` first, no `end` (the body
+//! just closes), an `error` frame a failure unless the fixture records a model error. Its lines
+//! end in CRLF and its heartbeats are SSE comments (`: heartbeat`): the SSE parser takes both.
 
 use std::collections::BTreeMap;
 
@@ -153,8 +154,9 @@ impl Dialect for LangGraph {
 
 #[cfg(test)]
 mod tests {
-    use replay_core::{Answer, UiMode};
+    use replay_core::{Answer, Framing, UiMode};
 
+    use super::super::{Api, AuthHeader, DriveOptions, Session};
     use super::*;
 
     fn turn(canonical: &str) -> Turn {
@@ -276,6 +278,87 @@ mod tests {
                 (got, want) => panic!("{case}: got {got:?}, expected {want:?}"),
             }
         }
+    }
+
+    /// A stand-in for LangGraph's API server: one graph, threads, and a run stream as `langgraph
+    /// dev` frames it (CRLF lines, a heartbeat comment, no `end`), which answers 401 without the
+    /// auth header and echoes the run request in its `values` frame.
+    async fn stand_in_server() -> String {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::routing::post;
+        let stream = |headers: HeaderMap, axum::Json(body): axum::Json<Value>| async move {
+            if headers.get("x-api-key").map(|v| v.as_bytes()) != Some(b"sk-test-value") {
+                return (StatusCode::UNAUTHORIZED, String::new());
+            }
+            let run = r#"{"run_id":"r","attempt":1}"#;
+            let frames = format!(
+                "event: metadata\r\ndata: {run}\r\n\r\n: heartbeat\r\n\r\n\
+                 event: values\r\ndata: {body}\r\n\r\n"
+            );
+            (StatusCode::OK, frames)
+        };
+        let app = axum::Router::new()
+            .route(
+                "/assistants/search",
+                post(|| async { axum::Json(json!([{"graph_id": "agent", "assistant_id": "1"}])) }),
+            )
+            .route("/threads", post(|| async { axum::Json(json!({})) }))
+            .route("/threads/{id}/runs/stream", post(stream));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_session_drives_a_langgraph_server_with_its_auth_header_and_reads_its_framing() {
+        let url = stand_in_server().await;
+        let auth =
+            AuthHeader::from_value("x-api-key", "KEY_VAR", Some("sk-test-value".into())).unwrap();
+        let options = DriveOptions {
+            api: Api::Langgraph,
+            auth: Some(auth),
+            ..DriveOptions::default()
+        };
+        let scenario = Scenario {
+            context: json!({}),
+            followups: vec!["Again".into()],
+            ..Scenario::new("s", UiMode::Flash, "Hi")
+        };
+        let recorded = [turn(
+            r#"[{"content": "Hi", "name": "user-input", "type": "human"}]"#,
+        )];
+        let session = Session::open(&url, &options).await.unwrap();
+        let runs = session.run_scenario(&scenario, &recorded).await.unwrap();
+        assert_eq!(runs.len(), 2, "the prompt and the follow-up");
+        for run in &runs {
+            let events: Vec<&str> = run.events.iter().map(|e| e.event.as_str()).collect();
+            assert_eq!(
+                events,
+                ["metadata", "values"],
+                "CRLF frames, the heartbeat skipped"
+            );
+            assert_eq!(run.framing_rule, FramingRule::MetadataThenClose);
+            let sent: Value = serde_json::from_str(&run.events[1].data).unwrap();
+            assert_eq!(sent["assistant_id"], "agent", "the only graph listed");
+        }
+        let sent: Value = serde_json::from_str(&runs[0].events[1].data).unwrap();
+        assert_eq!(sent["input"]["messages"][0]["name"], "user-input");
+        assert_eq!(
+            FramingRule::MetadataThenClose.framing(&runs, false),
+            Framing::Ok
+        );
+
+        let anonymous = DriveOptions {
+            api: Api::Langgraph,
+            ..DriveOptions::default()
+        };
+        let session = Session::open(&url, &anonymous).await.unwrap();
+        let err = session
+            .run_scenario(&scenario, &recorded)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("expected 200, got 401"), "{err}");
     }
 
     #[test]
