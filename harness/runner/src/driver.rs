@@ -895,12 +895,14 @@ mod tests {
         }
     }
 
+    /// (case, rule, each run's events, the fixture records a model error, expected framing)
+    type Case<'a> = (&'a str, FramingRule, &'a [&'a [&'a str]], bool, Framing);
+
     #[test]
     fn each_dialects_framing_rule_fails_what_it_must() {
         use FramingRule::{MetadataThenClose as Close, MetadataThenEnd as End};
         let error = r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned();
-        // (case, rule, runs, the fixture records a model error, expected framing)
-        let cases: [(&str, FramingRule, &[&[&str]], bool, Framing); 7] = [
+        let cases: [Case; 7] = [
             (
                 "deerflow framed",
                 End,
