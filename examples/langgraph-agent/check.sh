@@ -103,6 +103,7 @@ run tool_result write_read.flash
 [ "$status" -eq 1 ] || fail "a changed tool result exited $status, not 1"
 grep -q 'first differing field' "$work/tool_result.json" || fail "no miss diagnostic in --json"
 grep -q 'Written\.' "$work/tool_result.json" || fail "the miss does not show the changed tool result"
+grep -m1 -o 'first differing field[^"]*' "$work/tool_result.json" | sed 's/^/  /'
 
 echo "langgraph example: drift: a renamed state key must change the values golden; a rewritten system prompt must not"
 copy state_key

@@ -26,7 +26,7 @@ serve_langgraph() {
       cat "$log" >&2
       return 1
     fi
-    if [ -z "$LANGGRAPH_URL" ]; then
+    if [ -z "$LANGGRAPH_URL" ] && [ -f "$log" ]; then
       # The banner colours the address: strip the escapes first.
       LANGGRAPH_URL="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -o 'API: http://127\.0\.0\.1:[0-9]*' | head -1 | sed 's/^API: //' || true)"
     fi
