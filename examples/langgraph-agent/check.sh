@@ -6,7 +6,10 @@
 # recorded through DeerFlow's gateway (the workspace's `fixtures/`): it replays through this graph
 # too, held to its own goldens here. Then the drift proofs, each on a patched copy with its own server:
 #
-# - a tool result string changed (agent.py's write_file answer): a miss, with the diagnostic;
+# - a tool result string changed (agent.py's write_file answer): a miss, with the diagnostic, and
+#   the server's `error` frame for the failed model call breaks the framing rule (where
+#   `model_error.flash`, which records its model error, passes with the `error` frame its golden
+#   holds);
 # - a state key renamed (review.py's `drafts`) and the agent's system prompt rewritten: the
 #   review's values golden goes red (changed, no miss), the agent's fixture stays green (the
 #   system prompt is not part of the replay key).
@@ -87,12 +90,12 @@ copy app
 serve app
 run app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in values mode (exit $status)"; }
-expect app write_read.flash=ok:0 review.flash=ok:0 write_read_file.flash=ok:0
+expect app write_read.flash=ok:0 review.flash=ok:0 write_read_file.flash=ok:0 model_error.flash=ok:0
 # Not the review graph: its writer and critic run in parallel, and the order their streamed
 # chunks and `updates` frames arrive in is the scheduler's (a values run is ordered by steps).
-run app --stream-modes web --golden golden-web write_read.flash write_read_file.flash
+run app --stream-modes web --golden golden-web write_read.flash write_read_file.flash model_error.flash
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in the web modes (exit $status)"; }
-expect app write_read.flash=ok:0 write_read_file.flash=ok:0
+expect app write_read.flash=ok:0 write_read_file.flash=ok:0 model_error.flash=ok:0
 
 echo "langgraph example: drift: a changed tool result string must miss, with the diagnostic"
 copy tool_result
@@ -103,7 +106,10 @@ run tool_result write_read.flash
 [ "$status" -eq 1 ] || fail "a changed tool result exited $status, not 1"
 grep -q 'first differing field' "$work/tool_result.json" || fail "no miss diagnostic in --json"
 grep -q 'Written\.' "$work/tool_result.json" || fail "the miss does not show the changed tool result"
-grep -m1 -o 'first differing field[^"]*' "$work/tool_result.json" | sed 's/^/  /'
+# The miss fails the model call, so the server fails the run with an `error` frame, which the
+# fixture does not record: the framing rule fails it too.
+grep -q '"error_frame"' "$work/tool_result.json" || fail "the unrecorded error frame did not fail the framing"
+grep -m1 'first differing field' "$work/tool_result.out" | sed 's/^ */  /' 
 
 echo "langgraph example: drift: a renamed state key must change the values golden; a rewritten system prompt must not"
 copy state_key

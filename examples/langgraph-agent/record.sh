@@ -37,6 +37,9 @@ cd "$here"
 record write_read --prompt "Write 'hello keyless' to notes.txt, then read it back." \
   --followup "Now read missing.txt."
 record review --prompt "Should we ship on Friday?"
+# The provider refuses this one: the fixture records the model error, and the server's `error`
+# frame is then what the golden expects.
+record model_error --prompt "Summarise the whole archive in one line."
 for modes in "--stream-modes values" "--stream-modes web --golden golden-web"; do
   # shellcheck disable=SC2086 # two flags (and their values) per set
   "$keyless" test --gateway-url "$LANGGRAPH_URL" --model-port "$model_port" $modes || true

@@ -7,7 +7,9 @@ answers Chat Completions, streamed or not, as OpenAI does:
 - the agent (`agent.py`): a user message naming a file gets a `write_file` call when it says
   "write '<text>' to <file>", else a `read_file` call; after a `write_file` result, a `read_file`
   call on the same file; after a `read_file` result, an answer quoting it;
-- the review graph (`review.py`): the writer's system prompt gets a sentence, the critic's a risk.
+- the review graph (`review.py`): the writer's system prompt gets a sentence, the critic's a risk;
+- a user message asking for "the whole archive" gets a 400 (the context is too long), as a
+  provider answers a request it refuses.
 
     python scripted_upstream.py --port 8099    # then --upstream http://127.0.0.1:8099/v1
 """
@@ -55,6 +57,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if any("the whole archive" in str(m.get("content")) for m in body["messages"]):
+            error = {"error": {"message": "This model's maximum context length is 8192 tokens; "
+                                          "the request asked for more.",
+                               "type": "invalid_request_error"}}
+            data = json.dumps(error).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         delta = reply(body["messages"])
         finish = "tool_calls" if "tool_calls" in delta else "stop"
         base = {"id": f"chatcmpl-scripted-{len(body['messages'])}", "created": 1700000000,
