@@ -265,6 +265,26 @@ mod tests {
     }
 
     #[test]
+    fn the_examples_configurations_parse_with_their_dialects() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let cases = [
+            ("python-gateway", Api::Deerflow, None),
+            ("langgraph-agent", Api::Langgraph, Some("agent")),
+        ];
+        for (example, api, assistant) in cases {
+            let path = examples.join(example).join(CONFIG_FILE);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = parse(&path, &text).unwrap_or_else(|err| panic!("{err}"));
+            assert_eq!(file.api, Some(api), "{example}");
+            assert_eq!(file.assistant.as_deref(), assistant, "{example}");
+        }
+        let path = examples.join("langgraph-agent").join(CONFIG_FILE);
+        let file = parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+        let assistants = file.assistants.unwrap_or_default();
+        assert_eq!(assistants.get("review").map(String::as_str), Some("review"));
+    }
+
+    #[test]
     fn the_template_parses() {
         let file = parse(Path::new("keyless.toml"), crate::init::TEMPLATE).unwrap();
         assert_eq!(file.api, Some(Api::Deerflow));
