@@ -64,7 +64,7 @@ run() {
 }
 
 # Checks the JSON lines of run $1: each `stem=golden:misses` (golden ok/changed/missing, the
-# number of misses) must hold.
+# number of misses) must hold, and every named fixture's framing must be ok.
 expect() {
   local name="$1"; shift
   "$PYTHON" - "$work/$name.json" "$@" <<'PY' || { cat "$work/$name.out" >&2; fail "$name: unexpected outcome"; }
@@ -80,6 +80,8 @@ for want in sys.argv[2:]:
         line.get("error") or f'{line["golden"]}:{len(line["misses"])}')
     if got != f"{golden}:{misses}":
         bad.append(f"{stem}: expected golden {golden} with {misses} miss(es), got {got}")
+    elif line["framing"] != "ok":
+        bad.append(f"{stem}: framing {line['framing']}")
 if bad:
     sys.exit("\n".join(bad))
 PY
@@ -91,11 +93,14 @@ serve app
 run app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in values mode (exit $status)"; }
 expect app write_read.flash=ok:0 review.flash=ok:0 write_read_file.flash=ok:0 model_error.flash=ok:0
-# Not the review graph: its writer and critic run in parallel, and the order their streamed
-# chunks and `updates` frames arrive in is the scheduler's (a values run is ordered by steps).
 run app --stream-modes web --golden golden-web write_read.flash write_read_file.flash model_error.flash
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixtures failed in the web modes (exit $status)"; }
 expect app write_read.flash=ok:0 write_read_file.flash=ok:0 model_error.flash=ok:0
+# The review graph has no web golden: its writer and critic run in parallel, and the order their
+# streamed chunks and `updates` frames arrive in is the scheduler's (a values run is ordered by
+# its steps). It must still replay in the web modes with no miss and framed.
+run app --stream-modes web --golden golden-web review.flash
+expect app review.flash=missing:0
 
 echo "langgraph example: drift: a changed tool result string must miss, with the diagnostic"
 copy tool_result
