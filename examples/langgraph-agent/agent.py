@@ -41,18 +41,22 @@ def confined(folder: pathlib.Path, path: str) -> pathlib.Path:
     return target
 
 
+# The tools take and answer what DeerFlow's `write_file` and `read_file` take and answer (a
+# `description` of why, "OK" once written), so a fixture recorded through DeerFlow's gateway
+# replays through this graph too.
 @tool
-def write_file(path: str, content: str, config: RunnableConfig) -> str:
-    """Write `content` to the text file `path` (relative to the workspace), replacing it."""
+def write_file(path: str, content: str, config: RunnableConfig, description: str = "") -> str:
+    """Write `content` to the text file `path` (relative to the workspace), replacing it;
+    `description` says why."""
     target = confined(thread_folder(config), path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(content, encoding="utf-8")
-    return f"OK: wrote {len(content.encode())} bytes to {path}"
+    return "OK"
 
 
 @tool
-def read_file(path: str, config: RunnableConfig) -> str:
-    """Read the text file `path` (relative to the workspace)."""
+def read_file(path: str, config: RunnableConfig, description: str = "") -> str:
+    """Read the text file `path` (relative to the workspace); `description` says why."""
     target = confined(thread_folder(config), path)
     if not target.is_file():
         return f"Error: {path} does not exist"

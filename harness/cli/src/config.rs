@@ -2,6 +2,7 @@
 //! flags (every key is also a flag, and a flag wins). Paths in the file are relative to the
 //! file's folder; paths given as flags are relative to the current folder.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,6 +33,41 @@ pub enum Api {
     /// DeerFlow's gateway API (`/api/v1/auth/register`, `/api/threads`, `runs/stream`).
     #[default]
     Deerflow,
+    /// LangGraph's own API server (`langgraph dev`, a LangSmith deployment): no session,
+    /// `/assistants/search`, `/threads`, `runs/stream`, ready at `/ok`.
+    Langgraph,
+}
+
+impl Api {
+    /// The driver's dialect.
+    pub fn dialect(self) -> keyless_runner::driver::Api {
+        match self {
+            Api::Deerflow => keyless_runner::driver::Api::Deerflow,
+            Api::Langgraph => keyless_runner::driver::Api::Langgraph,
+        }
+    }
+}
+
+/// The stream modes every run asks for, and so the golden it is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamModes {
+    /// `["values"]`: every event's shape.
+    #[default]
+    Values,
+    /// The web client's four modes (`messages-tuple`, `values`, `updates`, `custom`), runs of
+    /// chunks of one message as one entry.
+    Web,
+}
+
+impl StreamModes {
+    /// The driver's stream modes.
+    pub fn driver(self) -> keyless_runner::driver::StreamModes {
+        match self {
+            StreamModes::Values => keyless_runner::driver::StreamModes::Values,
+            StreamModes::Web => keyless_runner::driver::StreamModes::Web,
+        }
+    }
 }
 
 /// The file as written: every key optional.
@@ -52,6 +88,18 @@ pub struct FileConfig {
     pub ready_timeout_secs: Option<u64>,
     /// The API dialect.
     pub api: Option<Api>,
+    /// The prefix of the dialect's routes (`/api` for DeerFlow, the root for LangGraph).
+    pub base_path: Option<String>,
+    /// LangGraph: the assistant (graph id) of every run.
+    pub assistant: Option<String>,
+    /// LangGraph: the assistant of each scenario id, over `assistant`.
+    pub assistants: Option<BTreeMap<String, String>>,
+    /// A static auth header sent with every request (its value read from `auth_env`).
+    pub auth_header: Option<String>,
+    /// The variable holding the auth header's value.
+    pub auth_env: Option<String>,
+    /// The stream modes every run asks for.
+    pub stream_modes: Option<StreamModes>,
     /// A model server already running, to reuse.
     pub model_server: Option<String>,
     /// The port of the model server `keyless` starts.
@@ -164,7 +212,12 @@ mod tests {
                 "ready_timeout_secs = \"ten\"\n",
                 "ready_timeout_secs",
             ),
-            ("an unknown dialect", "api = \"langgraph\"\n", "api"),
+            ("an unknown dialect", "api = \"langchain\"\n", "api"),
+            (
+                "an unknown stream mode set",
+                "stream_modes = \"all\"\n",
+                "stream_modes",
+            ),
             (
                 "an unknown record key",
                 "[record]\nupstrem = \"u\"\n",
@@ -209,6 +262,26 @@ mod tests {
         for (name, flag, key, expected) in cases {
             assert_eq!(loaded.folder(flag, key, "fixtures"), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn the_examples_configurations_parse_with_their_dialects() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let cases = [
+            ("python-gateway", Api::Deerflow, None),
+            ("langgraph-agent", Api::Langgraph, Some("agent")),
+        ];
+        for (example, api, assistant) in cases {
+            let path = examples.join(example).join(CONFIG_FILE);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = parse(&path, &text).unwrap_or_else(|err| panic!("{err}"));
+            assert_eq!(file.api, Some(api), "{example}");
+            assert_eq!(file.assistant.as_deref(), assistant, "{example}");
+        }
+        let path = examples.join("langgraph-agent").join(CONFIG_FILE);
+        let file = parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+        let assistants = file.assistants.unwrap_or_default();
+        assert_eq!(assistants.get("review").map(String::as_str), Some("review"));
     }
 
     #[test]

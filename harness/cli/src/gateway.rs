@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
+use keyless_runner::driver::{AuthHeader, DriveOptions};
 use keyless_runner::launched::GatewayCommand;
 
 use crate::Resolved;
-use crate::config::{Api, ConfigError, DEFAULT_READY, ready_timeout};
+use crate::config::{Api, ConfigError, StreamModes, ready_timeout};
 
 /// How the gateway is started, or where it runs.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -19,7 +20,8 @@ pub struct GatewayArgs {
     /// A gateway already running, whose model points at the model server.
     #[arg(long, value_name = "URL")]
     pub gateway_url: Option<String>,
-    /// The path that answers 2xx once the started gateway is ready [default: /health].
+    /// The path that answers 2xx once the started gateway is ready [default: /health; /ok with
+    /// --api langgraph].
     #[arg(long, value_name = "PATH")]
     pub ready: Option<String>,
     /// How long the started gateway may take to become ready, in seconds [default: 60].
@@ -28,6 +30,24 @@ pub struct GatewayArgs {
     /// The API the gateway speaks [default: deerflow].
     #[arg(long, value_enum)]
     pub api: Option<Api>,
+    /// The prefix of the API's routes [default: /api for deerflow, the root for langgraph].
+    #[arg(long, value_name = "PATH")]
+    pub base_path: Option<String>,
+    /// LangGraph: the assistant (a graph id of langgraph.json) every run goes to [default: the
+    /// only graph POST /assistants/search lists].
+    #[arg(long, value_name = "ID")]
+    pub assistant: Option<String>,
+    /// A static auth header sent with every request (e.g. x-api-key for a LangSmith
+    /// deployment); its value is read from --auth-env and never written.
+    #[arg(long, value_name = "NAME", requires = "auth_env")]
+    pub auth_header: Option<String>,
+    /// The environment variable holding --auth-header's value.
+    #[arg(long, value_name = "VAR")]
+    pub auth_env: Option<String>,
+    /// The stream modes every run asks for: values (the golden in --golden) or web (the web
+    /// client's four modes) [default: values].
+    #[arg(long, value_enum)]
+    pub stream_modes: Option<StreamModes>,
     /// Where the started gateway's logs go [default: .keyless/logs beside the configuration].
     #[arg(long, value_name = "DIR")]
     pub logs: Option<PathBuf>,
@@ -46,8 +66,7 @@ impl GatewayArgs {
     /// The gateway, flags over the file's keys; exactly one of a command and a URL.
     pub fn resolve(&self, resolved: &Resolved) -> Result<Gateway, ConfigError> {
         let file = &resolved.loaded.file;
-        // The dialect: DeerFlow's is the only one so far, so there is nothing to choose yet.
-        let Api::Deerflow = self.api.or(file.api).unwrap_or_default();
+        let api = self.api.or(file.api).unwrap_or_default();
         // A flag for one kind replaces the file's other kind.
         let (command, url) = match (&self.gateway_cmd, &self.gateway_url) {
             (Some(command), _) => (Some(command.clone()), None),
@@ -62,7 +81,7 @@ impl GatewayArgs {
                     .ready
                     .clone()
                     .or_else(|| file.ready.clone())
-                    .unwrap_or_else(|| DEFAULT_READY.to_owned()),
+                    .unwrap_or_else(|| api.dialect().default_ready_path().to_owned()),
                 ready_timeout: ready_timeout(self.ready_timeout_secs.or(file.ready_timeout_secs)),
                 log_dir: resolved.loaded.folder(
                     self.logs.as_deref(),
@@ -80,5 +99,44 @@ impl GatewayArgs {
                 resolved.loaded.describe()
             ))),
         }
+    }
+}
+
+impl GatewayArgs {
+    /// How the driver drives the gateway: the dialect, its base path, the assistant, the auth
+    /// header (its value read from the environment now, so a missing one is a usage error before
+    /// any fixture runs) and the stream modes, flags over the file's keys.
+    pub fn drive_options(&self, resolved: &Resolved) -> Result<DriveOptions, ConfigError> {
+        let file = &resolved.loaded.file;
+        let header = self
+            .auth_header
+            .clone()
+            .or_else(|| file.auth_header.clone());
+        let var = self.auth_env.clone().or_else(|| file.auth_env.clone());
+        let auth = match (header, var) {
+            (None, None) => None,
+            (Some(header), Some(var)) => Some(
+                AuthHeader::from_env(&header, &var).map_err(|err| ConfigError(err.to_string()))?,
+            ),
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(ConfigError(format!(
+                    "{}: set both auth_header and auth_env (the header's name and the variable \
+                     holding its value), or neither",
+                    resolved.loaded.describe()
+                )));
+            }
+        };
+        Ok(DriveOptions {
+            api: self.api.or(file.api).unwrap_or_default().dialect(),
+            base_path: self.base_path.clone().or_else(|| file.base_path.clone()),
+            assistant: self.assistant.clone().or_else(|| file.assistant.clone()),
+            assistants: file.assistants.clone().unwrap_or_default(),
+            auth,
+            stream_modes: self
+                .stream_modes
+                .or(file.stream_modes)
+                .unwrap_or_default()
+                .driver(),
+        })
     }
 }

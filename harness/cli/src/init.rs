@@ -34,12 +34,21 @@ gateway_cmd = "python -m my_gateway --port {port} --openai-base-url {model_base_
 # gateway_url = "http://127.0.0.1:8000"
 # model_port = 8090
 
-# The path that answers 2xx once the gateway is ready, and how long it may take.
+# The path that answers 2xx once the gateway is ready (LangGraph's server: "/ok"), and how long
+# it may take.
 ready = "/health"
 ready_timeout_secs = 60
 
-# The API the gateway speaks: "deerflow" (DeerFlow's gateway API).
+# The API the gateway speaks: "deerflow" (DeerFlow's gateway API) or "langgraph" (LangGraph's own
+# API server, `langgraph dev` or a LangSmith deployment: ready at /ok, and `assistant = "<graph
+# id>"` when langgraph.json has several graphs; an `[assistants]` table sends a scenario to
+# another). A deployment's static auth header: auth_header = "x-api-key", auth_env = "VAR" (the
+# value is read from VAR and never written).
 api = "deerflow"
+
+# The stream modes of every run: "values" (the golden folder above) or "web" (the web client's
+# four modes; keep their goldens in another folder, `--golden golden-web`).
+# stream_modes = "values"
 
 # Where the gateway's logs go (one `<fixture>.gateway.log` each; add `.keyless/` to .gitignore).
 logs = ".keyless/logs"

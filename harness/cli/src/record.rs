@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use keyless_runner::driver::Driver;
+use keyless_runner::driver::{Api, Session};
 use keyless_runner::launched::Launched;
 use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
 use keyless_runner::suite::error_chain;
@@ -55,6 +55,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let resolved = args.folders.resolve()?;
     let gateway = args.gateway.resolve(&resolved)?;
+    let drive = args.gateway.drive_options(&resolved)?;
     let record = resolved.loaded.file.record.clone().unwrap_or_default();
     let upstream = args.upstream.clone().or(record.upstream).ok_or_else(|| {
         ConfigError(format!(
@@ -68,7 +69,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or(record.key_env)
         .unwrap_or_else(|| "OPENAI_API_KEY".into());
     let api_key = api_key(&key_env)?;
-    let scenario = args.scenario.scenario()?;
+    let mut scenario = args.scenario.scenario()?;
+    if drive.api == Api::Langgraph {
+        // A LangGraph graph declares its own context schema, if any: the UI mode's DeerFlow
+        // context is not sent, and the fixture records none.
+        scenario.context = serde_json::json!({});
+    }
     let recording = recording_path(args.recording_out.as_ref())?;
     let port = match gateway {
         Gateway::Command(_) => args.model_port.unwrap_or(0),
@@ -108,9 +114,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         };
         let driven = crate::until_stopped(async {
-            let mut driver = Driver::new(&url)?;
-            driver.register().await?;
-            driver.run_scenario(&scenario).await
+            let session = Session::open(&url, &drive).await?;
+            session.run_scenario(&scenario, &[]).await
         })
         .await?;
         if let Some(started) = launched.as_mut() {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
-use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on};
+use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::pending::{pending_path, write_pending};
 use keyless_runner::suite::{
@@ -59,6 +60,7 @@ struct Settings {
     fixtures: Vec<PathBuf>,
     golden: PathBuf,
     gateway: Gateway,
+    drive: DriveOptions,
     model_server: Option<String>,
     model_port: u16,
 }
@@ -67,6 +69,7 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
     let resolved = args.folders.resolve()?;
     let file: &FileConfig = &resolved.loaded.file;
     let gateway = args.gateway.resolve(&resolved)?;
+    let drive = args.gateway.drive_options(&resolved)?;
     let mut fixtures = fixture_files(&resolved.fixtures).map_err(|err| {
         ConfigError(format!(
             "cannot list the fixture folder {}: {err}",
@@ -98,6 +101,7 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         fixtures,
         golden: resolved.golden,
         gateway,
+        drive,
         model_server: args
             .model_server
             .clone()
@@ -273,8 +277,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                             if let Some(note) = gateway_config_note(path, &fixture) {
                                 eprintln!("{note}");
                             }
-                            let run =
-                                run_on(target.as_dyn(), path, &settings.golden, fixture).await;
+                            let run = run_on_with(
+                                target.as_dyn(),
+                                path,
+                                &settings.golden,
+                                fixture,
+                                &settings.drive,
+                            )
+                            .await;
                             let log = target.log();
                             match run {
                                 Ok(run) => judge(&run, &settings.golden, log, args.json),

@@ -202,7 +202,25 @@ fn usage_and_configuration_errors_exit_2_and_say_where() {
     .unwrap();
     let one = format!("fixtures/{FIXTURE}.json");
     let two = format!("other/{FIXTURE}.json");
-    let cases: [(&str, Vec<&str>, &[&str]); 5] = [
+    let cases: [(&str, Vec<&str>, &[&str]); 7] = [
+        (
+            "an auth header whose variable is unset",
+            vec![
+                "test",
+                "--api",
+                "langgraph",
+                "--auth-header",
+                "x-api-key",
+                "--auth-env",
+                "KEYLESS_TEST_UNSET_AUTH_VALUE",
+            ],
+            &["x-api-key", "set KEYLESS_TEST_UNSET_AUTH_VALUE"],
+        ),
+        (
+            "an unknown dialect",
+            vec!["test", "--api", "langchain"],
+            &["langchain", "deerflow", "langgraph"],
+        ),
         (
             "an unknown key",
             vec!["test", "--config", "bad.toml"],

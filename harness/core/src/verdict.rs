@@ -13,17 +13,35 @@
 use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
 
-/// How a run's event stream is framed.
+/// How a run's event stream is framed. DeerFlow's rule is [`Framing::of`] (`metadata` first,
+/// `end` last); LangGraph's server sends no `end` (the body just closes), so its rule
+/// (`docs/testing-your-own-gateway.md`, "LangGraph's own API server") is checked per run by the
+/// driver and fails with [`Framing::NoMetadata`] or [`Framing::ErrorFrame`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framing {
-    /// The first event is `metadata` and the last is `end`.
+    /// The stream is framed as its dialect demands.
     Ok,
-    /// Anything else.
+    /// DeerFlow's rule broken: the first event is not `metadata` or the last is not `end`.
     Broken {
         /// The first event's name (`None`: no event, or one without a name).
         first: Option<String>,
         /// The last event's name.
         last: Option<String>,
+    },
+    /// LangGraph's rule broken: a run's first frame is not `metadata`.
+    NoMetadata {
+        /// The run (0: the prompt, then each follow-up).
+        run: usize,
+        /// Its first event's name (`None`: no event).
+        first: Option<String>,
+    },
+    /// LangGraph's rule broken: a run sent an `error` frame although the fixture records no
+    /// model error (the server failed the run for a reason of its own).
+    ErrorFrame {
+        /// The run (0: the prompt, then each follow-up).
+        run: usize,
+        /// The frame's data, cut short.
+        data: String,
     },
 }
 
@@ -146,15 +164,25 @@ impl Verdict {
                     .to_owned(),
             );
         }
-        if let Framing::Broken { first, last } = &self.framing {
-            if first.as_deref() != Some("metadata") {
-                problems.push(format!(
-                    "the first event is {first:?}, expected \"metadata\""
-                ));
+        match &self.framing {
+            Framing::Ok => {}
+            Framing::Broken { first, last } => {
+                if first.as_deref() != Some("metadata") {
+                    problems.push(format!(
+                        "the first event is {first:?}, expected \"metadata\""
+                    ));
+                }
+                if last.as_deref() != Some("end") {
+                    problems.push(format!("the last event is {last:?}, expected \"end\""));
+                }
             }
-            if last.as_deref() != Some("end") {
-                problems.push(format!("the last event is {last:?}, expected \"end\""));
-            }
+            Framing::NoMetadata { run, first } => problems.push(format!(
+                "run {run}: the first event is {first:?}, expected \"metadata\""
+            )),
+            Framing::ErrorFrame { run, data } => problems.push(format!(
+                "run {run}: the server sent an error frame although the fixture records no model \
+                 error: {data}"
+            )),
         }
         if !self.misses.is_empty() {
             let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
@@ -243,6 +271,44 @@ mod tests {
                 },
                 "{events:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_broken_langgraph_framing_is_one_problem_naming_the_run() {
+        let clean = Verdict::new(
+            &shapes(&[Some("metadata"), Some("end")]),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            GoldenStatus::Ok,
+            Vec::new(),
+            1,
+        );
+        let cases = [
+            (
+                Framing::NoMetadata {
+                    run: 1,
+                    first: Some("values".into()),
+                },
+                "run 1: the first event is Some(\"values\"), expected \"metadata\"",
+            ),
+            (
+                Framing::ErrorFrame {
+                    run: 0,
+                    data: "{\"error\":\"APIConnectionError\"}".into(),
+                },
+                "run 0: the server sent an error frame although the fixture records no model \
+                 error: {\"error\":\"APIConnectionError\"}",
+            ),
+        ];
+        for (framing, problem) in cases {
+            let verdict = Verdict {
+                framing,
+                ..clean.clone()
+            };
+            assert!(!verdict.replayed_cleanly());
+            assert_eq!(verdict.problems(MissingGolden::Fails), [problem]);
         }
     }
 

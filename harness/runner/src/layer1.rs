@@ -13,7 +13,7 @@ use replay_core::{
     golden_document, shape_of, shorten,
 };
 
-use crate::driver::{Driver, DriverError, RunTranscript};
+use crate::driver::{DriveOptions, Driver, DriverError, FramingRule, RunTranscript, Session};
 use crate::golden::{golden_path, golden_status, stem_of};
 use crate::model_server::ClientError;
 use crate::target::GatewayTarget;
@@ -93,11 +93,12 @@ impl ScenarioRun {
         stem_of(&self.fixture_path)
     }
 
-    /// The shape sequence of every run, in order.
+    /// The shape sequence of every run, in order (each run reduced as its stream modes' golden
+    /// holds it: [`RunTranscript::golden_shapes`]).
     pub fn shapes(&self) -> Vec<Shape> {
         self.transcripts
             .iter()
-            .flat_map(RunTranscript::shapes)
+            .flat_map(RunTranscript::golden_shapes)
             .collect()
     }
 
@@ -119,7 +120,7 @@ impl ScenarioRun {
             self.fixture.scenario.mode.as_str(),
             &shapes,
         );
-        Verdict::new(
+        let mut verdict = Verdict::new(
             &shapes,
             self.misses.clone(),
             self.ambiguities.clone(),
@@ -127,7 +128,15 @@ impl ScenarioRun {
             golden_status(&self.golden_dir, &self.stem(), &document),
             self.unused_turns.clone(),
             self.fixture.turns.len(),
-        )
+        );
+        // A dialect whose streams close without `end` is held to its own rule, run by run.
+        let rule = self.transcripts.first().map(|t| t.framing_rule);
+        if let Some(rule @ FramingRule::MetadataThenClose) = rule {
+            let model_error_recorded = (self.fixture.turns.iter())
+                .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
+            verdict.framing = rule.framing(&self.transcripts, model_error_recorded);
+        }
+        verdict
     }
 
     /// `Ok` when the run's verdict passes with a missing golden failing it, as a test or a
@@ -262,6 +271,40 @@ pub async fn run_on(
     fixture: Fixture,
 ) -> Result<ScenarioRun, HarnessError> {
     run_on_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT).await
+}
+
+/// [`run_on`] driving the gateway in the dialect and stream modes `options` say (`keyless test
+/// --api langgraph`, `--stream-modes web`).
+pub async fn run_on_with(
+    target: &mut dyn GatewayTarget,
+    path: &Path,
+    golden_dir: &Path,
+    fixture: Fixture,
+    options: &DriveOptions,
+) -> Result<ScenarioRun, HarnessError> {
+    let (run, ()) = drive_target_within(
+        target,
+        path,
+        golden_dir,
+        fixture,
+        FIXTURE_TIME_LIMIT,
+        async |url, fixture| Ok((drive_prompts_with(url, fixture, options).await?, ())),
+    )
+    .await?;
+    Ok(run)
+}
+
+/// Opens a session in `options`' dialect and streams the fixture's prompt and follow-ups in one
+/// thread, each human message as the fixture recorded it.
+pub async fn drive_prompts_with(
+    url: &str,
+    fixture: &Fixture,
+    options: &DriveOptions,
+) -> Result<Vec<RunTranscript>, DriverError> {
+    let session = Session::open(url, options).await?;
+    session
+        .run_scenario(&fixture.scenario, &fixture.turns)
+        .await
 }
 
 /// [`run_on`] with a time limit for the drive.

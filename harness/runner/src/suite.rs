@@ -74,6 +74,8 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
     let framing = match &verdict.framing {
         Framing::Ok => json!("ok"),
         Framing::Broken { first, last } => json!({"broken": {"first": first, "last": last}}),
+        Framing::NoMetadata { run, first } => json!({"no_metadata": {"run": run, "first": first}}),
+        Framing::ErrorFrame { run, data } => json!({"error_frame": {"run": run, "data": data}}),
     };
     json!({
         "fixture": run.fixture_path.display().to_string(),
@@ -94,9 +96,9 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
 pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
     let fixture = run.fixture_path.display();
     let mut lines = Vec::new();
-    if let Framing::Broken { .. } = verdict.framing {
+    if !matches!(verdict.framing, Framing::Ok) {
         lines.push(format!(
-            "{fixture}: the stream does not start with metadata and end with end"
+            "{fixture}: the stream is not framed as its API demands"
         ));
     }
     for miss in &verdict.misses {
