@@ -339,21 +339,8 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
 /// notice, except under `CI`, where it is a failure.
 #[test]
 fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
-    let python = match std::env::var("WIRE_SDK_PYTHON") {
-        Ok(python) => python,
-        Err(_)
-            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
-        {
-            panic!(
-                "CI must set WIRE_SDK_PYTHON to a Python with anthropic and openai installed (see .ci/run)"
-            )
-        }
-        Err(_) => {
-            eprintln!(
-                "skipped: set WIRE_SDK_PYTHON to run the official anthropic and openai clients (.ci/run does)"
-            );
-            return;
-        }
+    let Some(python) = sdk_python() else {
+        return;
     };
     let fixture_path = fixtures_dir().join("write_read_file.flash.json");
     let fixture = Fixture::load(&fixture_path).expect("fixture");
@@ -396,30 +383,123 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/harness/tests/sdk/check_wire_sdks.py"
-        );
-        let url = server.url();
-        let output = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(python)
-                .arg(script)
-                .arg(url)
-                .arg(jobs_path)
-                .output()
-        })
-        .await
-        .expect("join")
-        .expect("the SDK check's Python starts");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            output.status
-        );
-        let got: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+        let got = run_sdk_script(
+            python,
+            "check_wire_sdks.py",
+            vec![server.url(), jobs_path.display().to_string()],
+        )
+        .await;
         assert_eq!(got, Value::Array(wanted));
+        let problems = server.problems();
+        assert!(problems.is_empty(), "{problems:?}");
+        server.stop().await.expect("stop");
+    });
+}
+
+/// The Python with the official clients and LangChain installed (`WIRE_SDK_PYTHON`, which
+/// `.ci/run` sets to its venv's); `None`, with a notice, when it is not set, except under `CI`,
+/// where it is a failure.
+fn sdk_python() -> Option<String> {
+    match std::env::var("WIRE_SDK_PYTHON") {
+        Ok(python) => Some(python),
+        Err(_)
+            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
+        {
+            panic!(
+                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, langchain-anthropic and langchain-openai installed (see .ci/run)"
+            )
+        }
+        Err(_) => {
+            eprintln!(
+                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai and LangChain clients (.ci/run does)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs one of `harness/tests/sdk/`'s scripts with `args`; its one JSON line.
+async fn run_sdk_script(python: String, script: &str, args: Vec<String>) -> Value {
+    let script = format!("{}/harness/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(script)
+            .args(args)
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("the SDK check's Python starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// Issue 18, item 4: LangChain's `ChatAnthropic` and `ChatOpenAI(use_responses_api=True)` drive
+/// a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
+/// `write_file` and `read_file` tools over an in-memory store, each call executed and its
+/// result appended, invoked and streamed) against the model server replaying
+/// `write_read_file.flash`: every answer's text and tool calls (name, arguments, id) are the
+/// fixture's lead-agent turns, in order, with no problem.
+#[test]
+fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let lead: Vec<&replay_core::Turn> = fixture
+        .turns
+        .iter()
+        .filter(|turn| turn.caller.as_deref() == Some("lead_agent"))
+        .collect();
+    let first: Vec<Value> =
+        serde_json::from_str(lead[0].canonical.as_deref().expect("canonical")).expect("entries");
+    let prompt = first[0]["content"].as_str().expect("the prompt").to_owned();
+    let wanted: Vec<Value> = lead
+        .iter()
+        .map(|turn| {
+            let Recorded::Output(output) = &turn.answer else {
+                panic!("a lead-agent turn that failed")
+            };
+            let answer = Answer::from_ai_message(output);
+            let calls: Vec<Value> = answer
+                .calls
+                .iter()
+                .map(|c| json!({"name": c.name, "args": serde_json::from_str::<Value>(&c.arguments).unwrap_or(json!({})), "id": c.id}))
+                .collect();
+            json!({"text": answer.text, "calls": calls})
+        })
+        .collect();
+    assert!(
+        wanted.len() >= 3,
+        "a loop with two tool calls and an answer"
+    );
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let got = run_sdk_script(
+            python,
+            "check_langchain_tool_loop.py",
+            vec![server.url(), prompt],
+        )
+        .await;
+        let runs = [
+            "ChatAnthropic.invoke",
+            "ChatAnthropic.stream",
+            "ChatOpenAI(use_responses_api=True).invoke",
+            "ChatOpenAI(use_responses_api=True).stream",
+        ];
+        for (index, run) in runs.iter().enumerate() {
+            assert_eq!(got[index], Value::Array(wanted.clone()), "{run}");
+        }
         let problems = server.problems();
         assert!(problems.is_empty(), "{problems:?}");
         server.stop().await.expect("stop");
