@@ -1248,7 +1248,9 @@ fn the_recording_proxy_s_upstream_reads_are_bounded_and_a_long_line_is_parsed_on
         Pieces(Vec<Vec<u8>>),
         Body(u16, String),
     }
-    let cases: Vec<(&str, Upstream, Result<&str, (&str, &str)>)> = vec![
+    /// The recorded text, or the recorded failure's type and the start of its message.
+    type Expected<'a> = Result<&'a str, (&'a str, &'a str)>;
+    let cases: Vec<(&str, Upstream, Expected)> = vec![
         (
             "a 1 MiB line in 1 KiB pieces",
             Upstream::Pieces(in_pieces(long_answer.as_bytes(), 1024)),

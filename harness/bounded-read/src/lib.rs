@@ -135,7 +135,9 @@ mod tests {
 
     #[test]
     fn lines_are_cut_at_their_ends_and_a_line_past_the_limit_ends_the_stream() {
-        let cases: [(&[&str], usize, Vec<Result<&str, Failed>>); 4] = [
+        /// The pieces, the limit, and the lines (or the error) they are cut into.
+        type Case<'a> = (&'a [&'a str], usize, Vec<Result<&'a str, Failed>>);
+        let cases: [Case; 4] = [
             (
                 &["da", "ta: a\ndata", ": b\n\n"],
                 64,

@@ -1,6 +1,7 @@
-//! The model server: an OpenAI-compatible Chat Completions server on 127.0.0.1 that replays at
-//! the model's wire, so a gateway in any language, running in its own process, can be tested by
-//! pointing its OpenAI base URL here.
+//! The model server: a server on 127.0.0.1 that replays at the model's wire (OpenAI's Chat
+//! Completions, Anthropic's Messages and OpenAI's Responses API, [`Wire`]), so a gateway in any
+//! language, running in its own process, can be tested by pointing its OpenAI (or Anthropic)
+//! base URL here. Every call, at any wire and in any mode, goes through `serve`.
 //!
 //! Three modes ([`Mode`]):
 //!
@@ -13,14 +14,15 @@
 //!   holds several different answers (an ambiguity, never a pick). Several fixtures may be loaded; one is active at a
 //!   time, chosen with `POST /_harness/reset`;
 //! - **strict recording replay**: a recording made by this server in record mode, served call by
-//!   call with the existing strict replay (each request compared field by field; chunks as
-//!   recorded);
-//! - **record**: a proxy to a real OpenAI-compatible endpoint that writes the versioned, redacted
-//!   recording and, when the server stops, builds the fixture (see `record`).
+//!   call with the existing strict replay (each request compared field by field in its wire's
+//!   own terms; Chat Completions chunks as recorded);
+//! - **record**: a proxy to a real endpoint of the request's wire that writes the versioned,
+//!   redacted recording, the wire named in each call, and, when the server stops, builds the
+//!   fixture (see `record`).
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
 //! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and
-//! OpenAI's Responses API, in fixture replay: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
+//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
 //! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many). Any

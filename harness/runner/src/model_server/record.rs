@@ -1,13 +1,17 @@
-//! Record mode: a proxy between the gateway and a real OpenAI-compatible endpoint. Each call's
-//! request (the wire view of `request.rs`) and the upstream's answer, as recording events, go to
-//! a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
+//! Record mode: a proxy between the gateway and a real endpoint of the wire the gateway calls
+//! (Chat Completions, Anthropic's Messages, OpenAI's Responses; `docs/recording-format.md` §17).
+//! Each call's request (the wire view of `request.rs`, the wire named) and the upstream's
+//! answer, as recording events, go to a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
 //! answer, so a live run continues on exactly the conversation its replay will produce. When the
 //! server stops, the fixture is built from the recording.
 //!
 //! A streamed answer is passed on chunk by chunk as it arrives (each event written before it is
 //! sent); the recording keeps the upstream's chunk boundaries, tool-call arguments split mid-JSON
-//! included. The API key lives in memory only: it is sent in the `Authorization` header and
-//! nowhere else, and neither `Debug` nor any error shows it.
+//! included (at the Messages and Responses wires the upstream's SSE events are passed on as they
+//! come). The API key lives in memory only: it is sent in the wire's key header
+//! (`Authorization`, or Anthropic's `x-api-key`) and nowhere else, and neither `Debug` nor any
+//! error shows it. Every read of the upstream is bounded (issue 21, finding 4: answer, error body
+//! and SSE line caps through `bounded_read`), and a gateway that stops reading stops the read.
 //!
 //! The caller of each call is the [`CALLER_HEADER`](super::CALLER_HEADER) when the gateway sends
 //! it, else `lead_agent`: nothing else on the wire names it. A fixture recorded from a gateway
