@@ -445,7 +445,8 @@ async fn run_sdk_script(python: String, script: &str, args: Vec<String>) -> Valu
 /// `write_file` and `read_file` tools over an in-memory store, each call executed and its
 /// result appended, invoked and streamed) against the model server replaying
 /// `write_read_file.flash`: every answer's text and tool calls (name, arguments, id) are the
-/// fixture's lead-agent turns, in order, with no problem.
+/// fixture's lead-agent turns, in order, with no problem; and the same four loops recorded
+/// through the proxy (in front of that fixture) replay strictly with no mismatch.
 #[test]
 fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire() {
     let Some(python) = sdk_python() else {
@@ -485,23 +486,55 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        let got = run_sdk_script(
-            python,
-            "check_langchain_tool_loop.py",
-            vec![server.url(), prompt],
-        )
-        .await;
         let runs = [
             "ChatAnthropic.invoke",
             "ChatAnthropic.stream",
             "ChatOpenAI(use_responses_api=True).invoke",
             "ChatOpenAI(use_responses_api=True).stream",
         ];
-        for (index, run) in runs.iter().enumerate() {
-            assert_eq!(got[index], Value::Array(wanted.clone()), "{run}");
+        let check = |got: &Value, how: &str| {
+            for (index, run) in runs.iter().enumerate() {
+                assert_eq!(got[index], Value::Array(wanted.clone()), "{run} {how}");
+            }
+        };
+        let loops = |url: String, reset: String| {
+            run_sdk_script(
+                python.clone(),
+                "check_langchain_tool_loop.py",
+                vec![url, prompt.clone(), reset],
+            )
+        };
+        check(&loops(server.url(), server.url()).await, "from the fixture");
+
+        // Recorded through the proxy in front of the fixture, then replayed strictly: the
+        // same answers, with no mismatch.
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("langchain.jsonl");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(harness::model_server::RecordConfig {
+                upstream: server.base_url(),
+                api_key: UPSTREAM_KEY.into(),
+                recording: recording.clone(),
+                scenario: fixture.scenario.clone(),
+            })),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("proxy");
+        check(&loops(proxy.url(), server.url()).await, "through the proxy");
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+        assert_eq!(built.fixture.turns.len(), 4 * wanted.len());
+        let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+            .await
+            .expect("strict replay");
+        check(
+            &loops(strict.url(), "none".into()).await,
+            "replayed strictly",
+        );
+        for (server, how) in [(&server, "the fixture"), (&strict, "strict replay")] {
+            let problems = server.problems();
+            assert!(problems.is_empty(), "{how}: {problems:?}");
         }
-        let problems = server.problems();
-        assert!(problems.is_empty(), "{problems:?}");
         server.stop().await.expect("stop");
     });
 }

@@ -1,9 +1,11 @@
 """LangChain's chat models driving a tool loop against the model server.
 
-Usage: check_langchain_tool_loop.py <model server URL> <prompt>
+Usage: check_langchain_tool_loop.py <model server URL> <prompt> [<URL to reset> | none]
 
 Runs the same loop four times: `ChatAnthropic` and `ChatOpenAI(use_responses_api=True)`, each
-with `invoke` and then with `stream` (the chunks added up), the replay reset before each. The
+with `invoke` and then with `stream` (the chunks added up), the fixture replay at the model
+server (or at the URL given: the upstream of a recording proxy) reset before each; `none` resets
+nothing (a strict replay serves the four runs' calls in order). The
 loop is LangChain's own: the model bound to two real tools over an in-memory file store
 (`write_file` answers "OK", `read_file` the file's content), each tool call executed and its
 `ToolMessage` appended, until an answer calls no tool. Prints one JSON line: for each run, its
@@ -40,6 +42,8 @@ HEADERS = {"X-Harness-Caller": "lead_agent"}
 
 
 def reset(url):
+    if url == "none":
+        return
     request = urllib.request.Request(url + "/_harness/reset", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request) as answer:
@@ -75,6 +79,7 @@ def tool_loop(model, prompt, streamed):
 
 def main():
     url, prompt = sys.argv[1], sys.argv[2]
+    reset_url = sys.argv[3] if len(sys.argv) > 3 else url
     models = [
         ChatAnthropic(model="claude-replay", base_url=url, api_key="not-a-key", max_retries=0,
                       max_tokens=1024, default_headers=HEADERS),
@@ -84,7 +89,7 @@ def main():
     runs = []
     for model in models:
         for streamed in (False, True):
-            reset(url)
+            reset(reset_url)
             runs.append(tool_loop(model, prompt, streamed))
     print(json.dumps(runs))
 

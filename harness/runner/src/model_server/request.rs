@@ -92,6 +92,22 @@ impl Wire {
         }
     }
 
+    /// The conversation as sent, without the ids a server assigned and the client echoes back:
+    /// a Responses client sends each output item of an earlier answer again with its `id`
+    /// (`fc_…`, `msg_…`, `rs_…`), which the provider chose and a replay chooses anew, so the
+    /// recorded request leaves them out (a `function_call`'s `call_id` stays: it pairs the call
+    /// with its output). The other wires echo no server id.
+    fn without_server_ids(self, mut conversation: Value) -> Value {
+        if self == Wire::Responses
+            && let Value::Array(items) = &mut conversation
+        {
+            for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                item.remove("id");
+            }
+        }
+        conversation
+    }
+
     /// The conversation the replay key reads; the error names what is missing.
     fn conversation(self, body: &Map<String, Value>) -> Result<Vec<Value>, String> {
         match (self, body.get(self.conversation_key())) {
@@ -175,7 +191,7 @@ impl WireRequest {
             "input_hash": key.input_hash,
             "canonical": key.canonical,
         });
-        context[conversation] = normalized(&field(conversation));
+        context[conversation] = normalized(&self.wire.without_server_ids(field(conversation)));
         context["tools"] = normalized(&field("tools"));
         RecordedRequest::new(
             json!({"api": self.wire.api(), "model": self.model}),
@@ -283,5 +299,21 @@ mod tests {
                 "{wire:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_responses_request_is_recorded_without_the_item_ids_a_server_assigned() {
+        let call =
+            json!({"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"});
+        let mut sent = call.clone();
+        sent["id"] = json!("fc_from_the_provider_123");
+        let body = json!({"model": "gpt", "input": [
+            {"role": "user", "content": "hi"}, sent,
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"}]});
+        let request =
+            WireRequest::parse(Wire::Responses, body.to_string().as_bytes()).expect("parses");
+        let recorded = request.recorded("");
+        assert_eq!(recorded.context["input"][1], call);
+        assert_eq!(recorded.context["input"][2]["call_id"], "call_1");
     }
 }
