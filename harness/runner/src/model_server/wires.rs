@@ -1,6 +1,8 @@
 //! The two wires the model server serves besides Chat Completions: Anthropic's Messages API
-//! (`POST /v1/messages`) and OpenAI's Responses API (`POST /v1/responses`), in fixture replay
-//! (`docs/testing-your-own-gateway.md`, "The three wires").
+//! (`POST /v1/messages`) and OpenAI's Responses API (`POST /v1/responses`), in every mode
+//! (`docs/testing-your-own-gateway.md`, "The three wires"): their routes, answers and error
+//! shapes. `mod.rs` answers Chat Completions with its own renderer and never calls these for it;
+//! were it to, they answer in the Responses shape, the nearest, rather than fail.
 //!
 //! A request's conversation is rebuilt with `replay_core::messages_from_anthropic` /
 //! `messages_from_responses` and looked up with the name-free key
