@@ -8,7 +8,9 @@
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
 //! are named, parallel nodes sending one conversation are reported without the caller header
 //! and served with it, a request to a route the server does not serve is an OpenAI error and a
-//! problem, and a bad request or a provider-boundary recording is refused.
+//! problem, and a bad request or a provider-boundary recording is refused. The recording proxy's
+//! reads of its upstream are bounded and linear, and stop when the gateway goes away (issue 21,
+//! finding 4).
 
 #[path = "support/providers.rs"]
 mod providers;

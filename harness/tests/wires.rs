@@ -3,9 +3,13 @@
 //! carries its conversation (names dropped where the wire has none, as LangChain's conversions
 //! drop them), hits its recorded turn with no problem, and the answer, read back with that
 //! wire's codec, streamed and whole, is the recorded message. A drifted conversation is a miss
-//! in the wire's error shape whose report names the name-free key tried. And the official
-//! `anthropic` and `openai` Python clients (`sdk/check_wire_sdks.py`) assemble the recorded
-//! answers from these wires' streams.
+//! in the wire's error shape whose report names the name-free key tried. A tool loop recorded
+//! through the proxy at each of these wires, against a scripted upstream answering in the wire's
+//! own format, replays from its fixture and strictly, and a drifted request is a strict mismatch
+//! naming the field in the wire's terms. The official `anthropic` and `openai` Python clients
+//! (`sdk/check_wire_sdks.py`) assemble the recorded answers from these wires' streams, and
+//! LangChain's chat models (`sdk/check_langchain_tool_loop.py`) drive a tool loop of their own
+//! to them, from the fixture, through the proxy and from the recording.
 
 use std::path::PathBuf;
 use std::time::Duration;
