@@ -282,4 +282,77 @@ mod tests {
         assert_eq!(no_choices[1]["message"], "nope");
         assert_eq!(no_choices[1]["in_stream"], true);
     }
+
+    /// Each wire's stream through the recorder: a complete one ends with `done` (and says it is
+    /// done at its last event, so the proxy stops reading there); one cut off before its last
+    /// event, or carrying the provider's `error` event, ends with that failure, never a good turn.
+    #[test]
+    fn each_wire_s_stream_is_recorded_as_its_answer_or_its_failure() {
+        let text_start = json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}});
+        let text = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}});
+        let stop = json!({"type": "message_stop"});
+        let failure = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let added = json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "m", "type": "message", "role": "assistant", "content": []}});
+        let delta = json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "delta": "Hi"});
+        let completed = json!({"type": "response.completed", "response": {"status": "completed", "output": []}});
+        type Case = (Wire, Vec<Value>, bool, &'static str, Option<&'static str>);
+        let cases: [Case; 5] = [
+            (
+                Wire::AnthropicMessages,
+                vec![text_start.clone(), text.clone(), stop],
+                true,
+                "done",
+                None,
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![text_start.clone(), text.clone()],
+                false,
+                "error",
+                Some("RemoteProtocolError"),
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![text_start, text, failure],
+                false,
+                "error",
+                Some("APIError"),
+            ),
+            (
+                Wire::Responses,
+                vec![added.clone(), delta.clone(), completed],
+                true,
+                "done",
+                None,
+            ),
+            (
+                Wire::Responses,
+                vec![added, delta],
+                false,
+                "error",
+                Some("RemoteProtocolError"),
+            ),
+        ];
+        for (wire, payloads, ended, last, error_type) in cases {
+            let mut recorder = StreamRecorder::new(wire, "m");
+            let mut events: Vec<Value> = payloads
+                .iter()
+                .flat_map(|p| recorder.on_event(p["type"].as_str().unwrap(), &p.to_string()))
+                .collect();
+            let how = format!("{wire:?} {payloads:?}");
+            assert_eq!(recorder.done(), ended, "{how}");
+            if !events.iter().any(|e| e["type"] == "error") {
+                events.extend(recorder.finish());
+            }
+            let final_event = events.last().unwrap();
+            assert_eq!(final_event["type"], last, "{how}: {events:?}");
+            assert_eq!(final_event["error_type"].as_str(), error_type, "{how}");
+            if last == "done" {
+                assert_eq!(final_event["message"]["content"], "Hi", "{how}");
+            }
+            for event in &events {
+                replay_core::recording::validate_event(event).expect("a valid recording event");
+            }
+        }
+    }
 }
