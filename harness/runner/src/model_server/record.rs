@@ -165,6 +165,14 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
+        // Checked once here, so a key no header can carry fails at start, not as a 401 later.
+        if reqwest::header::HeaderValue::from_str(config.api_key.expose_secret()).is_err() {
+            return Err(ModelServerError::Upstream(
+                "the API key holds characters an HTTP header cannot carry (a newline, a control \
+                 character)"
+                    .into(),
+            ));
+        }
         let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
@@ -230,6 +238,7 @@ impl Recorder {
             .header(reqwest::header::ACCEPT, accept);
         builder = match wire {
             Wire::AnthropicMessages => {
+                // `Recorder::new` checked that the key is a header value.
                 let mut key = reqwest::header::HeaderValue::from_str(self.api_key.expose_secret())
                     .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
                 key.set_sensitive(true);
@@ -618,13 +627,18 @@ mod tests {
     }
 
     #[test]
-    fn an_upstream_that_is_not_an_http_url_is_refused_before_anything_is_written() {
+    fn an_upstream_that_is_not_an_http_url_or_a_key_no_header_carries_is_refused_before_anything_is_written()
+     {
         let folder = tempfile::tempdir().expect("tempdir");
         let recording = folder.path().join("r.jsonl");
-        for upstream in ["not a url", "ftp://example.com/v1"] {
+        for (upstream, key) in [
+            ("not a url", "k"),
+            ("ftp://example.com/v1", "k"),
+            ("https://example.com/v1", "sk-with\na-newline"),
+        ] {
             let error = Recorder::new(RecordConfig {
                 upstream: upstream.into(),
-                api_key: "k".into(),
+                api_key: key.into(),
                 recording: recording.clone(),
                 scenario: Scenario::new("s", UiMode::Flash, "p"),
             })
