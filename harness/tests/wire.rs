@@ -1387,3 +1387,49 @@ fn a_gateway_that_goes_away_stops_the_proxy_s_read_of_the_upstream() {
         );
     });
 }
+
+/// Issue 21, finding 4, for the recording proxy: a gateway that gives up on a whole
+/// (non-streamed) answer stops the proxy's read of the upstream too: the whole answer is read in
+/// the call's own handler (never a task of its own that would outlive it), which is dropped with
+/// the connection, and the read with it. A guard: this held before the streamed case was fixed.
+#[test]
+fn a_gateway_that_gives_up_on_a_whole_answer_stops_the_proxy_s_read_of_the_upstream() {
+    let mut pieces = vec![b"{\"choices\": [], \"pad\": \"".to_vec()];
+    pieces.extend(std::iter::repeat_n(b"x".to_vec(), 30_000));
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("gone.jsonl");
+    bounded(async {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        let (url, upstream) = piecewise_upstream(head, pieces, Duration::from_millis(20)).await;
+        let proxy = recording_proxy(url, &recording, Scenario::new("g", UiMode::Flash, "g")).await;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let call = client
+            .post(format!("{}/chat/completions", proxy.base_url()))
+            .json(&json!({"model": "m", "messages": [user("hi")]}))
+            .send();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), call)
+                .await
+                .is_err(),
+            "the answer never completes"
+        );
+        let gone = std::time::Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(30), upstream)
+            .await
+            .expect("the proxy went on reading the upstream after the gateway gave up")
+            .expect("upstream");
+        eprintln!(
+            "the upstream's connection closed {:?} after the gateway's ({written} pieces written)",
+            gone.elapsed()
+        );
+        proxy.stop().await.expect("stops");
+        let read = read_recording(&recording, Access::External).expect("a valid recording");
+        assert_eq!(
+            read.calls[0].outcome,
+            replay_core::recording::Outcome::Abandoned
+        );
+    });
+}
