@@ -9,7 +9,9 @@
 //! mismatch through a gateway fails the run's verdict, an ambiguous caller and a strict mismatch
 //! are named, parallel nodes sending one conversation are reported without the caller header
 //! and served with it, a request to a route the server does not serve is an OpenAI error and a
-//! problem, and a bad request or a provider-boundary recording is refused.
+//! problem, and a bad request or a provider-boundary recording is refused. The recording proxy's
+//! reads of its upstream are bounded and linear, and stop when the gateway goes away (issue 21,
+//! finding 4).
 
 #[path = "support/providers.rs"]
 mod providers;
@@ -1200,5 +1202,281 @@ fn an_error_inside_a_stream_replays_inside_a_200_stream_as_it_came() {
             }
             assert!(server.problems().is_empty(), "{:?}", server.problems());
         }
+    });
+}
+
+/// An upstream that answers one call with `head` (status line and headers, no length: the body
+/// ends when the connection closes) and then `pieces`, each written and flushed on its own
+/// after `pause`. The task ends with how many pieces were written before a write failed (the
+/// proxy closed the connection), or all of them.
+async fn piecewise_upstream(
+    head: &'static str,
+    pieces: Vec<Vec<u8>>,
+    pause: Duration,
+) -> (String, tokio::task::JoinHandle<usize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let task = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        // The request: its headers, then as many body bytes as they announce.
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 8192];
+        loop {
+            let read = socket.read(&mut buffer).await.expect("read");
+            request.extend_from_slice(&buffer[..read]);
+            let text = String::from_utf8_lossy(&request).to_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse().ok())
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length || read == 0 {
+                    break;
+                }
+            }
+        }
+        if socket.write_all(head.as_bytes()).await.is_err() {
+            return 0;
+        }
+        for (written, piece) in pieces.iter().enumerate() {
+            if socket.write_all(piece).await.is_err() || socket.flush().await.is_err() {
+                return written;
+            }
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+        }
+        let _ = socket.shutdown().await;
+        pieces.len()
+    });
+    (url, task)
+}
+
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+fn in_pieces(bytes: &[u8], size: usize) -> Vec<Vec<u8>> {
+    bytes.chunks(size).map(<[u8]>::to_vec).collect()
+}
+
+fn sse_chunk(delta: Value, finish: Value) -> String {
+    let chunk = json!({"id": "c", "model": "up", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {chunk}\n\n")
+}
+
+/// Issue 21, finding 4, for the recording proxy: its reads of the upstream are bounded and
+/// linear. A 1 MiB `data:` line arriving in 1 KiB pieces is parsed once (the time is reported,
+/// not asserted); a line past the cap, a whole answer past its cap and an error body past its
+/// cap are each recorded as the failure that says so, never read whole into memory.
+#[test]
+fn the_recording_proxy_s_upstream_reads_are_bounded_and_a_long_line_is_parsed_once() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let long_text = "x".repeat(1024 * 1024);
+    let long_answer = format!(
+        "{}{}data: [DONE]\n\n",
+        sse_chunk(
+            json!({"role": "assistant", "content": long_text}),
+            Value::Null
+        ),
+        sse_chunk(json!({}), json!("stop"))
+    );
+    let mut past_the_line_cap = b"data: {\"choices\": [{\"delta\": {\"content\": \"".to_vec();
+    past_the_line_cap.extend(std::iter::repeat_n(b'x', 8 * 1024 * 1024 + 1));
+    let huge_answer = format!(
+        "{{\"choices\": [], \"pad\": \"{}\"}}",
+        "y".repeat(33 * 1024 * 1024)
+    );
+    let huge_error =
+        json!({"error": {"message": format!("bad request {}", "z".repeat(2 * 1024 * 1024))}});
+    enum Upstream {
+        Pieces(Vec<Vec<u8>>),
+        Body(u16, String),
+    }
+    /// The recorded text, or the recorded failure's type and the start of its message.
+    type Expected<'a> = Result<&'a str, (&'a str, &'a str)>;
+    let cases: Vec<(&str, Upstream, Expected)> = vec![
+        (
+            "a 1 MiB line in 1 KiB pieces",
+            Upstream::Pieces(in_pieces(long_answer.as_bytes(), 1024)),
+            Ok(long_text.as_str()),
+        ),
+        (
+            "a line past the cap",
+            Upstream::Pieces(in_pieces(&past_the_line_cap, 64 * 1024)),
+            Err((
+                "RemoteProtocolError",
+                "a stream line is longer than 8388608 bytes",
+            )),
+        ),
+        (
+            "a whole answer past the cap",
+            Upstream::Body(200, huge_answer),
+            Err((
+                "APIResponseValidationError",
+                "the provider's answer is larger than 33554432 bytes",
+            )),
+        ),
+        (
+            "an error body past the cap",
+            Upstream::Body(400, huge_error.to_string()),
+            Err((
+                "BadRequestError",
+                "Error code: 400 - {\"error\":{\"message\":\"bad request zzz",
+            )),
+        ),
+    ];
+    bounded(async {
+        for (case, upstream, expected) in cases {
+            let folder = tempfile::tempdir().expect("tempdir");
+            let recording = folder.path().join("bounded.jsonl");
+            let mock = MockServer::start().await;
+            let (url, pieces) = match upstream {
+                Upstream::Pieces(pieces) => {
+                    let (url, task) = piecewise_upstream(SSE_HEAD, pieces, Duration::ZERO).await;
+                    (url, Some(task))
+                }
+                Upstream::Body(status, body) => {
+                    Mock::given(method("POST"))
+                        .respond_with(
+                            ResponseTemplate::new(status).set_body_raw(body, "application/json"),
+                        )
+                        .mount(&mock)
+                        .await;
+                    (format!("{}/v1", mock.uri()), None)
+                }
+            };
+            let proxy =
+                recording_proxy(url, &recording, Scenario::new("b", UiMode::Flash, "b")).await;
+            let started = std::time::Instant::now();
+            let body = json!({"model": "m", "stream": pieces.is_some(), "messages": [user("hi")]});
+            complete(&proxy, &body, Some("lead_agent")).await;
+            eprintln!("{case}: {:?} through the proxy", started.elapsed());
+            proxy.stop().await.expect("stops");
+            if let Some(task) = pieces {
+                task.await.expect("upstream");
+            }
+            let (answer, _) = recorded_answer(&recording, 0);
+            match expected {
+                Ok(text) => assert_eq!(answer["content"], text, "{case}"),
+                Err((error_type, start)) => {
+                    assert_eq!(answer["error_type"], error_type, "{case}: {answer}");
+                    let message = answer["error"].as_str().unwrap_or_default();
+                    assert!(
+                        message.starts_with(start),
+                        "{case}: {}",
+                        &message[..message.len().min(300)]
+                    );
+                    assert!(
+                        message.len() <= 65 * 1024,
+                        "{case}: a {} byte message",
+                        message.len()
+                    );
+                }
+            }
+        }
+    });
+}
+
+/// Issue 21, finding 4, for the recording proxy: a gateway that stops reading its stream stops
+/// the proxy's read of the upstream at once, even in the middle of a line that never ends.
+#[test]
+fn a_gateway_that_goes_away_stops_the_proxy_s_read_of_the_upstream() {
+    let mut pieces =
+        vec![sse_chunk(json!({"role": "assistant", "content": "Hel"}), Value::Null).into_bytes()];
+    pieces.push(b"data: {\"choices\": [{\"delta\": {\"content\": \"".to_vec());
+    // A line that trickles on for ten minutes, one byte every 20 ms.
+    pieces.extend(std::iter::repeat_n(b"x".to_vec(), 30_000));
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("gone.jsonl");
+    bounded(async {
+        let (url, upstream) = piecewise_upstream(SSE_HEAD, pieces, Duration::from_millis(20)).await;
+        let proxy = recording_proxy(url, &recording, Scenario::new("g", UiMode::Flash, "g")).await;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let mut answer = client
+            .post(format!("{}/chat/completions", proxy.base_url()))
+            .json(&json!({"model": "m", "stream": true, "messages": [user("hi")]}))
+            .send()
+            .await
+            .expect("answer");
+        let mut seen = String::new();
+        while !seen.contains("Hel") {
+            let chunk = answer
+                .chunk()
+                .await
+                .expect("a chunk")
+                .expect("the first chunks");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        drop(answer);
+        let gone = std::time::Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(30), upstream)
+            .await
+            .expect("the proxy went on reading the upstream after the gateway went away")
+            .expect("upstream");
+        eprintln!(
+            "the upstream's connection closed {:?} after the gateway's ({written} pieces written)",
+            gone.elapsed()
+        );
+        assert!(written < 30_002, "every piece was read");
+        proxy.stop().await.expect("stops");
+        let read = read_recording(&recording, Access::External).expect("a valid recording");
+        assert_eq!(
+            read.calls[0].outcome,
+            replay_core::recording::Outcome::Abandoned
+        );
+    });
+}
+
+/// Issue 21, finding 4, for the recording proxy: a gateway that gives up on a whole
+/// (non-streamed) answer stops the proxy's read of the upstream too: the whole answer is read in
+/// the call's own handler (never a task of its own that would outlive it), which is dropped with
+/// the connection, and the read with it. A guard: this held before the streamed case was fixed.
+#[test]
+fn a_gateway_that_gives_up_on_a_whole_answer_stops_the_proxy_s_read_of_the_upstream() {
+    let mut pieces = vec![b"{\"choices\": [], \"pad\": \"".to_vec()];
+    pieces.extend(std::iter::repeat_n(b"x".to_vec(), 30_000));
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("gone.jsonl");
+    bounded(async {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        let (url, upstream) = piecewise_upstream(head, pieces, Duration::from_millis(20)).await;
+        let proxy = recording_proxy(url, &recording, Scenario::new("g", UiMode::Flash, "g")).await;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let call = client
+            .post(format!("{}/chat/completions", proxy.base_url()))
+            .json(&json!({"model": "m", "messages": [user("hi")]}))
+            .send();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), call)
+                .await
+                .is_err(),
+            "the answer never completes"
+        );
+        let gone = std::time::Instant::now();
+        let written = tokio::time::timeout(Duration::from_secs(30), upstream)
+            .await
+            .expect("the proxy went on reading the upstream after the gateway gave up")
+            .expect("upstream");
+        eprintln!(
+            "the upstream's connection closed {:?} after the gateway's ({written} pieces written)",
+            gone.elapsed()
+        );
+        proxy.stop().await.expect("stops");
+        let read = read_recording(&recording, Access::External).expect("a valid recording");
+        assert_eq!(
+            read.calls[0].outcome,
+            replay_core::recording::Outcome::Abandoned
+        );
     });
 }

@@ -3,9 +3,13 @@
 //! carries its conversation (names dropped where the wire has none, as LangChain's conversions
 //! drop them), hits its recorded turn with no problem, and the answer, read back with that
 //! wire's codec, streamed and whole, is the recorded message. A drifted conversation is a miss
-//! in the wire's error shape whose report names the name-free key tried. And the official
-//! `anthropic` and `openai` Python clients (`sdk/check_wire_sdks.py`) assemble the recorded
-//! answers from these wires' streams.
+//! in the wire's error shape whose report names the name-free key tried. A tool loop recorded
+//! through the proxy at each of these wires, against a scripted upstream answering in the wire's
+//! own format, replays from its fixture and strictly, and a drifted request is a strict mismatch
+//! naming the field in the wire's terms. The official `anthropic` and `openai` Python clients
+//! (`sdk/check_wire_sdks.py`) assemble the recorded answers from these wires' streams, and
+//! LangChain's chat models (`sdk/check_langchain_tool_loop.py`) drive a tool loop of their own
+//! to them, from the fixture, through the proxy and from the recording.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -339,21 +343,8 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
 /// notice, except under `CI`, where it is a failure.
 #[test]
 fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
-    let python = match std::env::var("WIRE_SDK_PYTHON") {
-        Ok(python) => python,
-        Err(_)
-            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
-        {
-            panic!(
-                "CI must set WIRE_SDK_PYTHON to a Python with anthropic and openai installed (see .ci/run)"
-            )
-        }
-        Err(_) => {
-            eprintln!(
-                "skipped: set WIRE_SDK_PYTHON to run the official anthropic and openai clients (.ci/run does)"
-            );
-            return;
-        }
+    let Some(python) = sdk_python() else {
+        return;
     };
     let fixture_path = fixtures_dir().join("write_read_file.flash.json");
     let fixture = Fixture::load(&fixture_path).expect("fixture");
@@ -396,32 +387,158 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/harness/tests/sdk/check_wire_sdks.py"
-        );
-        let url = server.url();
-        let output = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(python)
-                .arg(script)
-                .arg(url)
-                .arg(jobs_path)
-                .output()
-        })
-        .await
-        .expect("join")
-        .expect("the SDK check's Python starts");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            output.status
-        );
-        let got: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+        let got = run_sdk_script(
+            python,
+            "check_wire_sdks.py",
+            vec![server.url(), jobs_path.display().to_string()],
+        )
+        .await;
         assert_eq!(got, Value::Array(wanted));
         let problems = server.problems();
         assert!(problems.is_empty(), "{problems:?}");
+        server.stop().await.expect("stop");
+    });
+}
+
+/// The Python with the official clients and LangChain installed (`WIRE_SDK_PYTHON`, which
+/// `.ci/run` sets to its venv's); `None`, with a notice, when it is not set, except under `CI`,
+/// where it is a failure.
+fn sdk_python() -> Option<String> {
+    match std::env::var("WIRE_SDK_PYTHON") {
+        Ok(python) => Some(python),
+        Err(_)
+            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
+        {
+            panic!(
+                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, langchain-anthropic and langchain-openai installed (see .ci/run)"
+            )
+        }
+        Err(_) => {
+            eprintln!(
+                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai and LangChain clients (.ci/run does)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs one of `harness/tests/sdk/`'s scripts with `args`; its one JSON line.
+async fn run_sdk_script(python: String, script: &str, args: Vec<String>) -> Value {
+    let script = format!("{}/harness/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(script)
+            .args(args)
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("the SDK check's Python starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "SDK check failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// Issue 18, item 4: LangChain's `ChatAnthropic` and `ChatOpenAI(use_responses_api=True)` drive
+/// a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
+/// `write_file` and `read_file` tools over an in-memory store, each call executed and its
+/// result appended, invoked and streamed) against the model server replaying
+/// `write_read_file.flash`: every answer's text and tool calls (name, arguments, id) are the
+/// fixture's lead-agent turns, in order, with no problem; and the same four loops recorded
+/// through the proxy (in front of that fixture) replay strictly with no mismatch.
+#[test]
+fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let lead: Vec<&replay_core::Turn> = fixture
+        .turns
+        .iter()
+        .filter(|turn| turn.caller.as_deref() == Some("lead_agent"))
+        .collect();
+    let first: Vec<Value> =
+        serde_json::from_str(lead[0].canonical.as_deref().expect("canonical")).expect("entries");
+    let prompt = first[0]["content"].as_str().expect("the prompt").to_owned();
+    let wanted: Vec<Value> = lead
+        .iter()
+        .map(|turn| {
+            let Recorded::Output(output) = &turn.answer else {
+                panic!("a lead-agent turn that failed")
+            };
+            let answer = Answer::from_ai_message(output);
+            let calls: Vec<Value> = answer
+                .calls
+                .iter()
+                .map(|c| json!({"name": c.name, "args": serde_json::from_str::<Value>(&c.arguments).unwrap_or(json!({})), "id": c.id}))
+                .collect();
+            json!({"text": answer.text, "calls": calls})
+        })
+        .collect();
+    assert!(
+        wanted.len() >= 3,
+        "a loop with two tool calls and an answer"
+    );
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let runs = [
+            "ChatAnthropic.invoke",
+            "ChatAnthropic.stream",
+            "ChatOpenAI(use_responses_api=True).invoke",
+            "ChatOpenAI(use_responses_api=True).stream",
+        ];
+        let check = |got: &Value, how: &str| {
+            for (index, run) in runs.iter().enumerate() {
+                assert_eq!(got[index], Value::Array(wanted.clone()), "{run} {how}");
+            }
+        };
+        let loops = |url: String, reset: String| {
+            run_sdk_script(
+                python.clone(),
+                "check_langchain_tool_loop.py",
+                vec![url, prompt.clone(), reset],
+            )
+        };
+        check(&loops(server.url(), server.url()).await, "from the fixture");
+
+        // Recorded through the proxy in front of the fixture, then replayed strictly: the
+        // same answers, with no mismatch.
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("langchain.jsonl");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(harness::model_server::RecordConfig {
+                upstream: server.base_url(),
+                api_key: UPSTREAM_KEY.into(),
+                recording: recording.clone(),
+                scenario: fixture.scenario.clone(),
+            })),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("proxy");
+        check(&loops(proxy.url(), server.url()).await, "through the proxy");
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+        assert_eq!(built.fixture.turns.len(), 4 * wanted.len());
+        let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+            .await
+            .expect("strict replay");
+        check(
+            &loops(strict.url(), "none".into()).await,
+            "replayed strictly",
+        );
+        for (server, how) in [(&server, "the fixture"), (&strict, "strict replay")] {
+            let problems = server.problems();
+            assert!(problems.is_empty(), "{how}: {problems:?}");
+        }
         server.stop().await.expect("stop");
     });
 }
@@ -505,5 +622,418 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
         let problems = server.problems();
         assert!(problems.is_empty(), "{problems:?}");
         server.stop().await.expect("stop");
+    });
+}
+
+/// The key the recording proxy sends upstream; no recording or fixture may contain it.
+const UPSTREAM_KEY: &str = "sk-ant-test-SECRETabcdefghijklmnop";
+
+/// One call of a two-call tool loop recorded through the proxy: the request the client sends,
+/// the upstream's literal answer (in that wire's own format, as its API reference shows it),
+/// and what the client must read from the proxy and later from strict replay.
+struct ScriptedCall {
+    request: Value,
+    /// The upstream's body: an SSE stream when the request streams, else a JSON answer.
+    upstream: String,
+    text: &'static str,
+    calls: Vec<(&'static str, Value)>,
+}
+
+fn sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+const ARGS_START: &str = "{\"path\": \"/mnt/user-data/outputs/a.txt\", \"con";
+const ARGS_END: &str = "tent\": \"hi\"}";
+
+fn written_args() -> Value {
+    json!({"path": "/mnt/user-data/outputs/a.txt", "content": "hi"})
+}
+
+/// A tool loop at the Messages API: a streamed `tool_use` (arguments split mid-JSON, a `ping`
+/// between events), then a whole text answer to its `tool_result`.
+fn anthropic_script() -> Vec<ScriptedCall> {
+    let tools = json!([{"name": "write_file", "description": "Write a file.",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"},
+                         "content": {"type": "string"}}}}]);
+    let user = json!({"role": "user", "content": "Write hi to a.txt"});
+    let first = json!({"model": "claude-test", "max_tokens": 1024, "stream": true,
+        "system": "You are a helper. Today is 2026-05-17.", "tools": tools, "messages": [user]});
+    let mut second = first.clone();
+    second["stream"] = json!(false);
+    second["messages"] = json!([user,
+        {"role": "assistant", "content": [{"type": "text", "text": "Writing it."},
+            {"type": "tool_use", "id": "toolu_01", "name": "write_file", "input": written_args()}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "OK"}]}]);
+    let delta = |index: u64, delta: Value| json!({"type": "content_block_delta", "index": index, "delta": delta});
+    vec![
+        ScriptedCall {
+            request: first,
+            upstream: sse(&[
+                json!({"type": "message_start", "message": {"id": "msg_01", "type": "message",
+                    "role": "assistant", "model": "claude-upstream", "content": [],
+                    "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+                json!({"type": "ping"}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                delta(0, json!({"type": "text_delta", "text": "Writing it."})),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use",
+                    "id": "toolu_01", "name": "write_file", "input": {}}}),
+                delta(1, json!({"type": "input_json_delta", "partial_json": ARGS_START})),
+                delta(1, json!({"type": "input_json_delta", "partial_json": ARGS_END})),
+                json!({"type": "content_block_stop", "index": 1}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+                json!({"type": "message_stop"}),
+            ]),
+            text: "Writing it.",
+            calls: vec![("write_file", written_args())],
+        },
+        ScriptedCall {
+            request: second,
+            upstream: json!({"id": "msg_02", "type": "message", "role": "assistant",
+                "model": "claude-upstream", "content": [{"type": "text", "text": "Done: a.txt holds hi."}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 30, "output_tokens": 8}})
+            .to_string(),
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// The same tool loop at the Responses API: a streamed `function_call` item, then a whole
+/// response with an output message.
+fn responses_script() -> Vec<ScriptedCall> {
+    let tools = json!([{"type": "function", "name": "write_file", "description": "Write a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"},
+                       "content": {"type": "string"}}}}]);
+    let user = json!({"role": "user", "content": "Write hi to a.txt"});
+    let first = json!({"model": "gpt-test", "stream": true, "instructions": "You are a helper.",
+        "tools": tools, "input": [user]});
+    let arguments = format!("{ARGS_START}{ARGS_END}");
+    let call = json!({"type": "function_call", "id": "fc_01", "call_id": "call_01",
+        "name": "write_file", "arguments": arguments, "status": "completed"});
+    let mut second = first.clone();
+    second["stream"] = json!(false);
+    second["input"] = json!([user, call,
+        {"type": "function_call_output", "call_id": "call_01", "output": "OK"}]);
+    let mut added = call.clone();
+    added["arguments"] = json!("");
+    added["status"] = json!("in_progress");
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_01", "object": "response",
+        "status": status, "model": "gpt-upstream", "output": output,
+        "usage": {"input_tokens": 12, "output_tokens": 20, "total_tokens": 32}})
+    };
+    let args_delta = |n: u64, delta: &str| {
+        json!({"type": "response.function_call_arguments.delta",
+        "sequence_number": n, "item_id": "fc_01", "output_index": 0, "delta": delta})
+    };
+    vec![
+        ScriptedCall {
+            request: first,
+            upstream: sse(&[
+                json!({"type": "response.created", "sequence_number": 0, "response": response("in_progress", json!([]))}),
+                json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": added}),
+                args_delta(2, ARGS_START),
+                args_delta(3, ARGS_END),
+                json!({"type": "response.function_call_arguments.done", "sequence_number": 4,
+                    "item_id": "fc_01", "output_index": 0, "arguments": arguments}),
+                json!({"type": "response.output_item.done", "sequence_number": 5, "output_index": 0, "item": call}),
+                json!({"type": "response.completed", "sequence_number": 6, "response": response("completed", json!([call]))}),
+            ]),
+            text: "",
+            calls: vec![("write_file", written_args())],
+        },
+        ScriptedCall {
+            request: second,
+            upstream: json!({"id": "resp_02", "object": "response", "status": "completed",
+                "model": "gpt-upstream", "output": [{"id": "msg_02", "type": "message",
+                "role": "assistant", "status": "completed", "content": [{"type": "output_text",
+                "text": "Done: a.txt holds hi.", "annotations": []}]}],
+                "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}})
+            .to_string(),
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// Posts a call as a client of the wire would, with its own (dummy) credential and version
+/// headers; the status and body.
+async fn post_as_client(url: &str, body: &Value) -> (u16, String) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let response = client
+        .post(url)
+        .header("x-api-key", "gateway-dummy-key")
+        .header("authorization", "Bearer gateway-dummy-key")
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "tools-2024-05-16")
+        .json(body)
+        .send()
+        .await
+        .expect("answer");
+    (
+        response.status().as_u16(),
+        response.text().await.expect("body"),
+    )
+}
+
+/// What a client reads from an answer: text and calls (name, parsed arguments).
+fn read_answer(wire: Wire, call: &ScriptedCall, status: u16, body: &str, how: &str) -> Value {
+    assert_eq!(status, 200, "{how}: {body}");
+    let stream = call.request["stream"] == json!(true);
+    let got = read(wire, stream, body).unwrap_or_else(|e| panic!("{how}: {e}\n{body}"));
+    let calls: Vec<Value> = got
+        .calls
+        .iter()
+        .map(|c| {
+            json!([
+                c.name,
+                serde_json::from_str::<Value>(&c.arguments).unwrap_or_default()
+            ])
+        })
+        .collect();
+    json!({"text": got.text, "calls": calls})
+}
+
+fn expected_answer(call: &ScriptedCall) -> Value {
+    let calls: Vec<Value> = call.calls.iter().map(|(n, a)| json!([n, a])).collect();
+    json!({"text": call.text, "calls": calls})
+}
+
+/// Issue 18, item 2: a tool loop recorded through the proxy at the Messages and the Responses
+/// API (against a scripted upstream answering in the wire's own format) is written with the
+/// wire named and the upstream's key nowhere, reaches the upstream with the proxy's key in the
+/// wire's header and the client's version headers, builds a fixture that replays at that wire
+/// with no miss, and replays strictly with no mismatch; a drifted request is a strict mismatch
+/// in the wire's error shape naming the field, in the wire's own terms.
+#[test]
+fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drift_names_the_field()
+{
+    use wiremock::matchers::{method, path as route};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let cases = [
+        (
+            Wire::Anthropic,
+            anthropic_script(),
+            "x-api-key",
+            UPSTREAM_KEY.to_owned(),
+            "anthropic.messages",
+            "context.messages[0].content",
+            "max_tokens",
+        ),
+        (
+            Wire::Responses,
+            responses_script(),
+            "authorization",
+            format!("Bearer {UPSTREAM_KEY}"),
+            "openai.responses",
+            "context.input[0].content",
+            "max_output_tokens",
+        ),
+    ];
+    bounded(async {
+        for (wire, script, key_header, key_value, api, drifted_field, option) in cases {
+            let folder = tempfile::tempdir().expect("tempdir");
+            let upstream = MockServer::start().await;
+            for call in &script {
+                let kind = if call.request["stream"] == json!(true) {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                Mock::given(method("POST"))
+                    .and(route(path(wire)))
+                    .respond_with(
+                        ResponseTemplate::new(200).set_body_raw(call.upstream.clone(), kind),
+                    )
+                    .up_to_n_times(1)
+                    .mount(&upstream)
+                    .await;
+            }
+            let recording = folder.path().join("loop.jsonl");
+            let scenario =
+                replay_core::Scenario::new("loop", replay_core::UiMode::Flash, "Write hi");
+            let proxy = ModelServer::start(
+                Mode::Record(Box::new(harness::model_server::RecordConfig {
+                    upstream: format!("{}/v1", upstream.uri()),
+                    api_key: UPSTREAM_KEY.into(),
+                    recording: recording.clone(),
+                    scenario,
+                })),
+                ServerOptions::default(),
+            )
+            .await
+            .expect("proxy");
+            for (index, call) in script.iter().enumerate() {
+                let how = format!("{wire:?} call {index} through the proxy");
+                let (status, body) =
+                    post_as_client(&format!("{}{}", proxy.url(), path(wire)), &call.request).await;
+                assert_eq!(
+                    read_answer(wire, call, status, &body, &how),
+                    expected_answer(call),
+                    "{how}"
+                );
+            }
+            let sent = upstream.received_requests().await.expect("requests");
+            assert_eq!(
+                sent.len(),
+                script.len(),
+                "{wire:?}: one upstream call per call"
+            );
+            for request in &sent {
+                let header = |name: &str| {
+                    request
+                        .headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                assert_eq!(
+                    header(key_header),
+                    Some(key_value.clone()),
+                    "{wire:?}: the proxy's key"
+                );
+                assert_eq!(
+                    header("anthropic-version").as_deref(),
+                    Some("2023-06-01"),
+                    "{wire:?}"
+                );
+                assert_eq!(
+                    header("anthropic-beta").as_deref(),
+                    Some("tools-2024-05-16"),
+                    "{wire:?}"
+                );
+                let shown = format!("{:?}", request.headers);
+                assert!(
+                    !shown.contains("gateway-dummy-key"),
+                    "{wire:?}: the client's key went upstream"
+                );
+            }
+            let built = proxy.stop().await.expect("stops").expect("a fixture");
+            let text = std::fs::read_to_string(&recording).expect("recording");
+            let fixture_text = built.fixture.to_pretty_json();
+            for written in [&text, &fixture_text] {
+                assert!(
+                    !written.contains("SECRET"),
+                    "{wire:?}: the upstream key was written"
+                );
+            }
+            let rows: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("row"))
+                .collect();
+            let apis: Vec<&str> = rows
+                .iter()
+                .filter_map(|r| r["model"]["api"].as_str())
+                .collect();
+            assert_eq!(
+                apis,
+                vec![api; script.len()],
+                "{wire:?}: the wire is named per call"
+            );
+            assert_eq!(built.fixture.turns.len(), script.len(), "{wire:?}");
+
+            // The fixture built replays at the wire it was recorded at, with no miss.
+            let fixture_path = folder.path().join("loop.flash.json");
+            std::fs::write(&fixture_path, &fixture_text).expect("fixture");
+            let replay =
+                ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                    .await
+                    .expect("fixture replay");
+            for (index, call) in script.iter().enumerate() {
+                let how = format!("{wire:?} call {index} from the built fixture");
+                let (status, body) =
+                    post_as_client(&format!("{}{}", replay.url(), path(wire)), &call.request).await;
+                assert_eq!(
+                    read_answer(wire, call, status, &body, &how),
+                    expected_answer(call),
+                    "{how}"
+                );
+            }
+            assert!(
+                replay.problems().is_empty(),
+                "{wire:?}: {:?}",
+                replay.problems()
+            );
+
+            // Strict replay: the same calls match; a drifted one is a mismatch naming the field.
+            let strict =
+                ModelServer::start(Mode::Recording(recording.clone()), ServerOptions::default())
+                    .await
+                    .expect("strict replay");
+            let url = format!("{}{}", strict.url(), path(wire));
+            for (index, call) in script.iter().enumerate() {
+                let how = format!("{wire:?} call {index} replayed strictly");
+                let (status, body) = post_as_client(&url, &call.request).await;
+                assert_eq!(
+                    read_answer(wire, call, status, &body, &how),
+                    expected_answer(call),
+                    "{how}"
+                );
+            }
+            assert!(
+                strict.problems().is_empty(),
+                "{wire:?}: {:?}",
+                strict.problems()
+            );
+            let option_field = format!("options.{option}");
+            let drifts = [
+                ("text", drifted_field, json!("Write bye to a.txt")),
+                ("option", option_field.as_str(), json!(7)),
+            ];
+            for (what, field, value) in drifts {
+                let (status, _) = post(
+                    &format!("{}/_harness/reset", strict.url()),
+                    &json!({}),
+                    None,
+                )
+                .await;
+                assert_eq!(status, 200, "reset");
+                let mut drifted = script[0].request.clone();
+                match what {
+                    "text" => {
+                        drifted[if wire == Wire::Anthropic {
+                            "messages"
+                        } else {
+                            "input"
+                        }][0]["content"] = value
+                    }
+                    _ => drifted[option] = value,
+                }
+                let (status, body) = post_as_client(&url, &drifted).await;
+                let how = format!("{wire:?} drifted {what}");
+                assert_eq!(status, 400, "{how}: {body}");
+                let error: Value = serde_json::from_str(&body).expect("an error body");
+                assert!(
+                    error["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains(field)),
+                    "{how}: {body}"
+                );
+                if wire == Wire::Anthropic {
+                    assert_eq!(
+                        error["type"], "error",
+                        "{how}: Anthropic's error shape: {body}"
+                    );
+                }
+                let problems = strict.problems();
+                assert!(
+                    matches!(problems.as_slice(), [Problem::Mismatch { field_path, call_index: 0, .. }] if field_path == field),
+                    "{how}: {problems:?}"
+                );
+            }
+        }
     });
 }

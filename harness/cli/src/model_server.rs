@@ -28,7 +28,9 @@ use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
   keyless model-server                                  # every fixture in fixtures/, port 8090
   keyless model-server --port 0 --fixture fixtures/write_read_file.flash.json
   OPENAI_API_KEY=… keyless model-server --record --upstream https://api.openai.com/v1 \\
-      --scenario hello --mode flash --prompt 'Say hello'   # then drive your gateway; Ctrl-C builds the fixture")]
+      --scenario hello --mode flash --prompt 'Say hello'   # then drive your gateway; Ctrl-C builds the fixture
+  ANTHROPIC_API_KEY=… keyless model-server --record --upstream https://api.anthropic.com/v1 \\
+      --key-env ANTHROPIC_API_KEY --scenario hello --mode flash --prompt 'Say hello'")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -48,7 +50,9 @@ pub struct Args {
     /// fixture when stopped (Ctrl-C). The key is read from the environment (--key-env).
     #[arg(long, requires_all = ["upstream", "scenario", "mode", "prompt"])]
     pub record: bool,
-    /// Record: the upstream's OpenAI base URL, e.g. `https://api.openai.com/v1`.
+    /// Record: the upstream's base URL, e.g. `https://api.openai.com/v1` (Chat Completions and
+    /// Responses) or `https://api.anthropic.com/v1` (Messages, with `--key-env
+    /// ANTHROPIC_API_KEY`); each call goes to the route the gateway called under it.
     #[arg(long, value_name = "URL", requires = "record")]
     pub upstream: Option<String>,
     /// Record: the variable holding the upstream's API key (never written anywhere).

@@ -514,22 +514,14 @@ const MAX_COMPLETION_BYTES: usize = 32 * 1024 * 1024;
 /// The most of an error body the provider reads.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
-/// A body's first `limit` bytes, and whether that is all of it. Reading stops at the limit (the
-/// rest is never received into memory; dropping the response closes the connection).
+/// A body's first `limit` bytes, and whether that is all of it (`bounded_read::read_capped`,
+/// shared with the harness's recording proxy). Reading stops at the limit (the rest is never
+/// received into memory; dropping the response closes the connection).
 async fn read_capped(
-    mut response: reqwest::Response,
+    response: reqwest::Response,
     limit: usize,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = limit - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok((body, false));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((body, true))
+    bounded_read::read_capped(response.bytes_stream(), limit).await
 }
 
 fn error_from_status(

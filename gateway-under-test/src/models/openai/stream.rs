@@ -47,68 +47,22 @@ pub(super) fn stream_event(event: Event) -> StreamEvent {
 /// (`RemoteProtocolError`) instead of growing without bound (issue 21, finding 4).
 pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
 
-/// The byte stream re-cut at line ends: each item ends with `\n` (but the last), so the SSE
-/// parser sees every line once, whole. Without this, a long `data:` line arriving in many
-/// pieces is re-parsed from its start on every piece (eventsource-stream keeps the incomplete
-/// line and parses it again), which is quadratic. Only the new bytes of each piece are searched
-/// for a line end, so the cut is linear; a line longer than [`MAX_SSE_LINE_BYTES`] is an error.
+/// The byte stream re-cut at line ends (`bounded_read::whole_lines`, shared with the harness's
+/// recording proxy), so the SSE parser sees every line once, whole: linear, where a long
+/// `data:` line arriving in many pieces would otherwise be re-parsed on every piece; a line
+/// longer than [`MAX_SSE_LINE_BYTES`] is a `RemoteProtocolError`.
 pub(super) fn whole_lines<S, B>(bytes: S) -> impl Stream<Item = Result<Vec<u8>, ModelError>>
 where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
-    struct Lines<S> {
-        source: Pin<Box<S>>,
-        /// Bytes after the last line end seen (no `\n` among them).
-        partial: Vec<u8>,
-        ended: bool,
+    bounded_read::whole_lines(bytes, MAX_SSE_LINE_BYTES)
+}
+
+impl From<bounded_read::LineTooLong> for ModelError {
+    fn from(err: bounded_read::LineTooLong) -> ModelError {
+        ModelError::new("RemoteProtocolError", err.to_string())
     }
-    let state = Lines {
-        source: Box::pin(bytes),
-        partial: Vec::new(),
-        ended: false,
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if state.ended {
-                return None;
-            }
-            match state.source.next().await {
-                Some(Ok(piece)) => {
-                    let piece = piece.as_ref();
-                    match piece.iter().rposition(|&byte| byte == b'\n') {
-                        Some(end) => {
-                            let mut lines = std::mem::take(&mut state.partial);
-                            lines.extend_from_slice(&piece[..=end]);
-                            state.partial.extend_from_slice(&piece[end + 1..]);
-                            return Some((Ok(lines), state));
-                        }
-                        None if state.partial.len() + piece.len() > MAX_SSE_LINE_BYTES => {
-                            state.ended = true;
-                            let error = ModelError::new(
-                                "RemoteProtocolError",
-                                format!("a stream line is longer than {MAX_SSE_LINE_BYTES} bytes"),
-                            );
-                            return Some((Err(error), state));
-                        }
-                        None => state.partial.extend_from_slice(piece),
-                    }
-                }
-                Some(Err(err)) => {
-                    state.ended = true;
-                    return Some((Err(err), state));
-                }
-                None => {
-                    state.ended = true;
-                    let rest = std::mem::take(&mut state.partial);
-                    if !rest.is_empty() {
-                        return Some((Ok(rest), state));
-                    }
-                    return None;
-                }
-            }
-        }
-    })
 }
 
 /// The wire's stream reader: the codec's assembler for that wire.

@@ -19,6 +19,12 @@ use crate::diff::first_difference;
 /// The non-deterministic keys skipped at every depth (§7.5); fixed, not configurable.
 pub(crate) const SKIPPED_KEYS: [&str; 1] = ["timestamp"];
 
+/// The `context` keys a model server derives from the conversation (the replay key,
+/// `docs/recording-format.md` §17): compared after the conversation as sent, so a drifted
+/// request's mismatch names the field of the request itself (`context.messages[0].content`),
+/// not the key computed from it.
+const DERIVED_KEYS: [&str; 4] = ["timestamp", "canonical", "conversation_hash", "input_hash"];
+
 /// The longest `public_path` in a mismatch message, `...` included (§7.2).
 pub(crate) const PUBLIC_PATH_CAP: usize = 384;
 
@@ -148,7 +154,8 @@ pub enum StrictReplayError {
 /// Serves a recording call by call (§8.2): past the end → mismatch with field `call_index`,
 /// recorded `"<n> recorded calls"`, incoming `"call <i>"`; otherwise redact the incoming request,
 /// compare `model`, then `context`, then `options` (root paths `model`, `context`, `options`)
-/// with first_difference skipping exactly {"timestamp"}; a mismatch does NOT consume; a match
+/// with first_difference skipping exactly {"timestamp"} (within each, the fields other than the
+/// derived replay key first, [`DERIVED_KEYS`]); a mismatch does NOT consume; a match
 /// consumes; a recorded outcome other than complete → RecordingFileError reason `recorded call
 /// ended with <outcome>` for that call (consumed); else the recorded events (each re-validated).
 ///
@@ -210,7 +217,11 @@ impl StrictReplayer {
             let mut incoming = Value::Object(Map::from_iter([(root.to_owned(), incoming)]));
             arguments_as_values(&mut recorded);
             arguments_as_values(&mut incoming);
-            if let Some(difference) = first_difference(&recorded, &incoming, &SKIPPED_KEYS) {
+            // The request's own fields first, then everything (the derived keys included, so
+            // nothing goes uncompared).
+            let difference = first_difference(&recorded, &incoming, &DERIVED_KEYS)
+                .or_else(|| first_difference(&recorded, &incoming, &SKIPPED_KEYS));
+            if let Some(difference) = difference {
                 return Err(ReplayMismatch {
                     call_index: index,
                     field_path: difference.path,

@@ -1,7 +1,7 @@
-//! An upstream's answer as recording events, read by the shared codec
-//! (`model_wire::chat_completions`, the one the gateway's provider reads the same answers with):
-//! streamed `data:` payloads one by one, or a whole `chat.completion`, become the recording
-//! format's events, ending with `done` and the assembled AI message in LangChain's dump form
+//! An upstream's answer as recording events, read by the shared codec of its wire
+//! (`model_wire::chat_completions`, the one the gateway's provider reads the same answers with,
+//! `model_wire::anthropic_messages`, `model_wire::responses`): streamed `data:` payloads one by
+//! one, or a whole answer, become the recording format's events, ending with `done` and the assembled AI message in LangChain's dump form
 //! (the form a fixture's `output` holds), so the fixture built from a proxy's recording replays
 //! in-process as well as over the wire.
 //!
@@ -12,10 +12,12 @@
 //! cut off (no `finish_reason` and no `[DONE]`) or without a choice is the error the gateway's
 //! provider raises for it, never a good turn.
 
-use model_wire::chat_completions::{self, Assembled, ChunkAssembler, Ending, WireError};
+use model_wire::chat_completions::{self, Assembled, ChunkAssembler, Ending, Event, WireError};
+use model_wire::{anthropic_messages, responses};
 use serde_json::{Value, json};
 
 use super::answer::event_value;
+use super::request::Wire;
 
 /// The recording's `error` event for an answer the codec could not read.
 pub(crate) fn error_event(error: &WireError) -> Value {
@@ -32,21 +34,50 @@ fn done_event(assembled: &Assembled, requested_model: &str) -> Value {
     json!({"type": "done", "message": assembled.to_ai_message(&id, requested_model)})
 }
 
-/// Folds an upstream's stream into recording events and, at the end, the AI message.
+/// The wire's stream assembler.
+#[derive(Debug)]
+enum Codec {
+    ChatCompletions(ChunkAssembler),
+    AnthropicMessages(anthropic_messages::StreamAssembler),
+    Responses(responses::StreamAssembler),
+}
+
+/// The SSE event names that end a Messages or Responses stream: nothing after them is the
+/// answer, so the proxy stops reading there (Chat Completions ends at `data: [DONE]`).
+const LAST_EVENTS: [&str; 4] = [
+    "message_stop",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+];
+
+/// Folds an upstream's stream, at one wire, into recording events and, at the end, the AI
+/// message.
 #[derive(Debug)]
 pub(crate) struct StreamRecorder {
-    codec: ChunkAssembler,
+    codec: Codec,
     requested_model: String,
     started: bool,
+    /// A Messages or Responses stream's last event has arrived.
+    ended: bool,
 }
 
 impl StreamRecorder {
-    /// A recorder for a request that named `requested_model` (the fallback `model_name`).
-    pub(crate) fn new(requested_model: &str) -> StreamRecorder {
+    /// A recorder for a request at `wire` that named `requested_model` (the fallback
+    /// `model_name`).
+    pub(crate) fn new(wire: Wire, requested_model: &str) -> StreamRecorder {
+        let codec = match wire {
+            Wire::ChatCompletions => Codec::ChatCompletions(ChunkAssembler::new()),
+            Wire::AnthropicMessages => {
+                Codec::AnthropicMessages(anthropic_messages::StreamAssembler::new())
+            }
+            Wire::Responses => Codec::Responses(responses::StreamAssembler::new()),
+        };
         StreamRecorder {
-            codec: ChunkAssembler::new(),
+            codec,
             requested_model: requested_model.to_owned(),
             started: false,
+            ended: false,
         }
     }
 
@@ -58,28 +89,36 @@ impl StreamRecorder {
         }
     }
 
-    /// The events one `data:` payload causes; a failure is an `error` event, last.
-    pub(crate) fn on_data(&mut self, data: &str) -> Vec<Value> {
+    /// The events one SSE event causes; a failure is an `error` event, last. At Chat
+    /// Completions only `message` events carry chunks and an `error` event is the provider's
+    /// failure; at the other two wires every event's `data` is the payload (its `type` is the
+    /// event's name, `error` included).
+    pub(crate) fn on_event(&mut self, name: &str, data: &str) -> Vec<Value> {
         let mut out = Vec::new();
+        let pushed = match &mut self.codec {
+            Codec::ChatCompletions(_) if name == "error" => Err(WireError::from_error_event(data)),
+            // Others (and comments) are not the answer.
+            Codec::ChatCompletions(_) if name != "message" => return out,
+            Codec::ChatCompletions(codec) => codec.push_data(data),
+            Codec::AnthropicMessages(codec) => codec.push_data(data),
+            Codec::Responses(codec) => codec.push_data(data),
+        };
+        self.ended |= LAST_EVENTS.contains(&name);
         self.start(&mut out);
-        match self.codec.push_data(data) {
+        match pushed {
             Ok(events) => out.extend(events.iter().map(event_value)),
             Err(error) => out.push(error_event(&error)),
         }
         out
     }
 
-    /// The events of an SSE `error` event: the provider's failure, inside the stream.
-    pub(crate) fn on_error_event(&mut self, data: &str) -> Vec<Value> {
-        let mut out = Vec::new();
-        self.start(&mut out);
-        out.push(error_event(&WireError::from_error_event(data)));
-        out
-    }
-
-    /// True once `data: [DONE]` has arrived.
+    /// True once the answer's last event (`data: [DONE]`, `message_stop`, `response.completed`,
+    /// …) has arrived.
     pub(crate) fn done(&self) -> bool {
-        self.codec.done()
+        match &self.codec {
+            Codec::ChatCompletions(codec) => codec.done(),
+            Codec::AnthropicMessages(_) | Codec::Responses(_) => self.ended,
+        }
     }
 
     /// The last events: closing ones, then `done` with the assembled message; or the `error` of
@@ -88,12 +127,20 @@ impl StreamRecorder {
         let mut out = Vec::new();
         let mut this = self;
         this.start(&mut out);
-        match this.codec.finish() {
-            Ok((closing, assembled)) => {
+        let finished: Result<(Vec<Event>, Assembled), WireError> = match this.codec {
+            Codec::ChatCompletions(codec) => codec.finish().inspect(|(_, assembled)| {
                 if assembled.ending != Ending::Complete {
                     tracing::warn!(ending = ?assembled.ending,
                         "the upstream's stream ended without [DONE] or without a finish reason");
                 }
+            }),
+            Codec::AnthropicMessages(codec) => {
+                codec.finish().map(|assembled| (Vec::new(), assembled))
+            }
+            Codec::Responses(codec) => codec.finish().map(|assembled| (Vec::new(), assembled)),
+        };
+        match finished {
+            Ok((closing, assembled)) => {
                 out.extend(closing.iter().map(event_value));
                 out.push(done_event(&assembled, &this.requested_model));
             }
@@ -103,10 +150,20 @@ impl StreamRecorder {
     }
 }
 
-/// The events of a whole `chat.completion`: what a stream of it in one piece would give.
-pub(crate) fn events_from_completion(body: &Value, requested_model: &str) -> Vec<Value> {
+/// The events of a whole answer at `wire` (a `chat.completion`, a Messages `message`, a
+/// Responses `response`): what a stream of it in one piece would give.
+pub(crate) fn events_from_completion(
+    wire: Wire,
+    body: &Value,
+    requested_model: &str,
+) -> Vec<Value> {
     let mut events = vec![json!({"type": "start"})];
-    match chat_completions::parse_completion(body) {
+    let parsed = match wire {
+        Wire::ChatCompletions => chat_completions::parse_completion(body),
+        Wire::AnthropicMessages => anthropic_messages::parse_message(body),
+        Wire::Responses => responses::parse_response(body),
+    };
+    match parsed {
         Ok(assembled) => {
             events.extend(assembled.events().iter().map(event_value));
             events.push(done_event(&assembled, requested_model));
@@ -134,7 +191,7 @@ mod tests {
 
     #[test]
     fn streamed_tool_call_arguments_split_mid_json_assemble_into_one_call() {
-        let mut recorder = StreamRecorder::new("asked");
+        let mut recorder = StreamRecorder::new(Wire::ChatCompletions, "asked");
         let mut events = Vec::new();
         for data in [
             chunk(
@@ -153,7 +210,7 @@ mod tests {
             json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).to_string(),
             "[DONE]".to_owned(),
         ] {
-            events.extend(recorder.on_data(&data));
+            events.extend(recorder.on_event("message", &data));
         }
         assert!(recorder.done());
         events.extend(recorder.finish());
@@ -190,9 +247,11 @@ mod tests {
             (&[&text, &failure], "APIError", Some(true)),
         ];
         for (payloads, error_type, in_stream) in cases {
-            let mut recorder = StreamRecorder::new("m");
-            let mut events: Vec<Value> =
-                payloads.iter().flat_map(|p| recorder.on_data(p)).collect();
+            let mut recorder = StreamRecorder::new(Wire::ChatCompletions, "m");
+            let mut events: Vec<Value> = payloads
+                .iter()
+                .flat_map(|p| recorder.on_event("message", p))
+                .collect();
             if !events.iter().any(|e| e["type"] == "error") {
                 events.extend(recorder.finish());
             }
@@ -210,13 +269,90 @@ mod tests {
             {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
             {"id": "b", "type": "function", "function": {"name": "bad", "arguments": "{\"x"}},
         ]}}]});
-        let events = events_from_completion(&body, "asked");
+        let events = events_from_completion(Wire::ChatCompletions, &body, "asked");
         let message = &events.last().unwrap()["message"];
         assert_eq!(message["tool_calls"][0]["name"], "ls");
         assert_eq!(message["invalid_tool_calls"][0]["args"], "{\"x");
-        let no_choices = events_from_completion(&json!({"error": {"message": "nope"}}), "m");
+        let no_choices = events_from_completion(
+            Wire::ChatCompletions,
+            &json!({"error": {"message": "nope"}}),
+            "m",
+        );
         assert_eq!(types(&no_choices), ["start", "error"]);
         assert_eq!(no_choices[1]["message"], "nope");
         assert_eq!(no_choices[1]["in_stream"], true);
+    }
+
+    /// Each wire's stream through the recorder: a complete one ends with `done` (and says it is
+    /// done at its last event, so the proxy stops reading there); one cut off before its last
+    /// event, or carrying the provider's `error` event, ends with that failure, never a good turn.
+    #[test]
+    fn each_wire_s_stream_is_recorded_as_its_answer_or_its_failure() {
+        let text_start = json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}});
+        let text = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}});
+        let stop = json!({"type": "message_stop"});
+        let failure = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let added = json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "m", "type": "message", "role": "assistant", "content": []}});
+        let delta = json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "delta": "Hi"});
+        let completed = json!({"type": "response.completed", "response": {"status": "completed", "output": []}});
+        type Case = (Wire, Vec<Value>, bool, &'static str, Option<&'static str>);
+        let cases: [Case; 5] = [
+            (
+                Wire::AnthropicMessages,
+                vec![text_start.clone(), text.clone(), stop],
+                true,
+                "done",
+                None,
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![text_start.clone(), text.clone()],
+                false,
+                "error",
+                Some("RemoteProtocolError"),
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![text_start, text, failure],
+                false,
+                "error",
+                Some("APIError"),
+            ),
+            (
+                Wire::Responses,
+                vec![added.clone(), delta.clone(), completed],
+                true,
+                "done",
+                None,
+            ),
+            (
+                Wire::Responses,
+                vec![added, delta],
+                false,
+                "error",
+                Some("RemoteProtocolError"),
+            ),
+        ];
+        for (wire, payloads, ended, last, error_type) in cases {
+            let mut recorder = StreamRecorder::new(wire, "m");
+            let mut events: Vec<Value> = payloads
+                .iter()
+                .flat_map(|p| recorder.on_event(p["type"].as_str().unwrap(), &p.to_string()))
+                .collect();
+            let how = format!("{wire:?} {payloads:?}");
+            assert_eq!(recorder.done(), ended, "{how}");
+            if !events.iter().any(|e| e["type"] == "error") {
+                events.extend(recorder.finish());
+            }
+            let final_event = events.last().unwrap();
+            assert_eq!(final_event["type"], last, "{how}: {events:?}");
+            assert_eq!(final_event["error_type"].as_str(), error_type, "{how}");
+            if last == "done" {
+                assert_eq!(final_event["message"]["content"], "Hi", "{how}");
+            }
+            for event in &events {
+                replay_core::recording::validate_event(event).expect("a valid recording event");
+            }
+        }
     }
 }

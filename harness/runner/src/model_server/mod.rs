@@ -1,6 +1,7 @@
-//! The model server: an OpenAI-compatible Chat Completions server on 127.0.0.1 that replays at
-//! the model's wire, so a gateway in any language, running in its own process, can be tested by
-//! pointing its OpenAI base URL here.
+//! The model server: a server on 127.0.0.1 that replays at the model's wire (OpenAI's Chat
+//! Completions, Anthropic's Messages and OpenAI's Responses API, [`Wire`]), so a gateway in any
+//! language, running in its own process, can be tested by pointing its OpenAI (or Anthropic)
+//! base URL here. Every call, at any wire and in any mode, goes through `serve`.
 //!
 //! Three modes ([`Mode`]):
 //!
@@ -13,14 +14,15 @@
 //!   holds several different answers (an ambiguity, never a pick). Several fixtures may be loaded; one is active at a
 //!   time, chosen with `POST /_harness/reset`;
 //! - **strict recording replay**: a recording made by this server in record mode, served call by
-//!   call with the existing strict replay (each request compared field by field; chunks as
-//!   recorded);
-//! - **record**: a proxy to a real OpenAI-compatible endpoint that writes the versioned, redacted
-//!   recording and, when the server stops, builds the fixture (see `record`).
+//!   call with the existing strict replay (each request compared field by field in its wire's
+//!   own terms; Chat Completions chunks as recorded);
+//! - **record**: a proxy to a real endpoint of the request's wire that writes the versioned,
+//!   redacted recording, the wire named in each call, and, when the server stops, builds the
+//!   fixture (see `record`).
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
 //! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and
-//! OpenAI's Responses API, in fixture replay: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
+//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
 //! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many). Any
@@ -62,13 +64,14 @@ use replay_core::recording::{
 };
 use replay_core::{
     Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, WireLookupError,
+    name_free_key,
 };
 
 use crate::golden::stem_of;
 use answer::{
     AnswerId, Completion, WireError, completion, error_body, events_from_error, events_from_message,
 };
-use request::{WIRE_API, WireRequest};
+use request::{Wire, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ServerState};
 use problems::Ledger;
@@ -358,10 +361,14 @@ fn engine_for(loaded: &LoadedFixture) -> Result<Arc<ReplayEngine>, FixtureError>
 /// Reads a recording for strict replay and checks it was made at the wire.
 fn wire_recording(path: &Path) -> Result<Recording, ModelServerError> {
     let recording = read_recording(path, Access::External)?;
-    let at_wire = recording
-        .calls
-        .first()
-        .is_none_or(|call| call.request.model.get("api").and_then(Value::as_str) == Some(WIRE_API));
+    let at_wire = recording.calls.first().is_none_or(|call| {
+        call.request
+            .model
+            .get("api")
+            .and_then(Value::as_str)
+            .and_then(Wire::from_api)
+            .is_some()
+    });
     if !at_wire {
         return Err(ModelServerError::NotAWireRecording(path.to_path_buf()));
     }
@@ -515,18 +522,51 @@ fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response
 }
 
 async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let request = match WireRequest::parse(&body) {
+    serve(Wire::ChatCompletions, &shared, &headers, &body).await
+}
+
+/// An error answer in the wire's shape ([`wires::error`]).
+fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Response {
+    match wire {
+        Wire::ChatCompletions => error_response(
+            status,
+            message,
+            model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
+            code,
+        ),
+        Wire::AnthropicMessages | Wire::Responses => wires::error(wire, status, message, code),
+    }
+}
+
+/// The answer for a complete event list in the request's wire.
+fn respond_at(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
+    match request.wire {
+        Wire::ChatCompletions => respond(shared, request, events),
+        Wire::AnthropicMessages | Wire::Responses => wires::respond(shared, request, events),
+    }
+}
+
+/// A recorded failure in the request's wire.
+fn failure_at(shared: &Shared, request: &WireRequest, error: &WireError) -> Response {
+    match request.wire {
+        Wire::ChatCompletions => failure_response(error),
+        Wire::AnthropicMessages | Wire::Responses => wires::failure(shared, request, error),
+    }
+}
+
+/// One model call at `wire`, whatever the mode: fixture replay, strict replay or recording.
+async fn serve(wire: Wire, shared: &Arc<Shared>, headers: &HeaderMap, body: &[u8]) -> Response {
+    let request = match WireRequest::parse(wire, body) {
         Ok(request) => request,
         Err(message) => {
+            let message = match wire {
+                Wire::ChatCompletions => message,
+                _ => format!("{} request: {message}", wire.name()),
+            };
             shared.report(Problem::BadRequest {
                 message: message.clone(),
             });
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request_error",
-                "invalid_request",
-            );
+            return wire_error(wire, StatusCode::BAD_REQUEST, &message, "invalid_request");
         }
     };
     let caller = headers
@@ -536,7 +576,7 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     match &shared.backend {
         Backend::Fixtures { active, .. } => {
             let engine = active.lock().engine.clone();
-            replay_fixture(&shared, &engine, caller.as_deref(), &request)
+            replay_fixture(shared, &engine, caller.as_deref(), &request)
         }
         Backend::Recording {
             recording,
@@ -544,68 +584,74 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
         } => {
             let replayer = replayer.lock().clone();
             let caller = caller.as_deref().unwrap_or(DEFAULT_CALLER);
-            replay_strictly(&shared, recording, &replayer, caller, &request)
+            replay_strictly(shared, recording, &replayer, caller, &request)
         }
-        Backend::Record(recorder) => record::proxy(&shared, recorder, caller, request).await,
+        Backend::Record(recorder) => {
+            record::proxy(shared, recorder, caller, headers, request).await
+        }
     }
 }
 
+/// Fixture replay at the request's wire: the named key where the wire carries names, the
+/// name-free key where it does not (`docs/replay-and-fixtures.md` §11.1); a miss or an
+/// ambiguity is a problem and an error in the wire's shape.
 fn replay_fixture(
     shared: &Shared,
     engine: &ReplayEngine,
     caller: Option<&str>,
     request: &WireRequest,
 ) -> Response {
-    let looked_up = engine.lookup_at_wire(caller, &request.messages);
+    let wire = request.wire;
+    let looked_up = if wire.carries_names() {
+        engine.lookup_at_wire(caller, &request.messages)
+    } else {
+        engine.lookup_at_wire_without_names(caller, &request.messages)
+    };
     if looked_up.is_err() {
         // The server's bounded ledger is the one record of what went wrong: the engine's own
         // ledgers (unbounded, for an in-process run) would keep every miss of a long run.
         engine.take_misses();
         engine.take_ambiguities();
     }
-    match looked_up {
-        Ok(served) => match &served.answer {
-            Answer::Output(output) => respond(shared, request, &events_from_message(output)),
-            Answer::Error(recorded) => respond(shared, request, &events_from_error(recorded)),
-        },
+    let (problem, code) = match looked_up {
+        Ok(served) => {
+            let events = match &served.answer {
+                Answer::Output(output) => events_from_message(output),
+                Answer::Error(recorded) => events_from_error(recorded),
+            };
+            return respond_at(shared, request, &events);
+        }
+        Err(WireLookupError::Miss(miss)) if wire.carries_names() => {
+            (Problem::miss(*miss), "replay_miss")
+        }
         Err(WireLookupError::Miss(miss)) => {
-            let problem = Problem::miss(*miss);
-            let message = problem.message().to_owned();
-            shared.report(problem);
-            error_response(
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request_error",
-                "replay_miss",
-            )
+            let message = format!(
+                "{miss}\nthe {} request carries no message names, so its name-free key {} was \
+                 tried too and matches no recorded turn's name-free conversation",
+                wire.name(),
+                name_free_key(&request.messages)
+            );
+            (Problem::Miss { message, miss }, "replay_miss")
         }
-        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => {
-            let problem = Problem::ambiguous_answer(*ambiguity);
-            let message = problem.message().to_owned();
-            shared.report(problem);
-            error_response(
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request_error",
-                "replay_answer_ambiguous",
-            )
-        }
-        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => {
-            let message = format!("{error} (send it in the {CALLER_HEADER} header)");
-            shared.report(Problem::AmbiguousCaller {
-                message: message.clone(),
+        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => (
+            Problem::ambiguous_answer(*ambiguity),
+            "replay_answer_ambiguous",
+        ),
+        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => (
+            Problem::AmbiguousCaller {
+                message: format!("{error} (send it in the {CALLER_HEADER} header)"),
                 callers: callers.clone(),
-            });
-            error_response(
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request_error",
-                "replay_caller_ambiguous",
-            )
-        }
-    }
+            },
+            "replay_caller_ambiguous",
+        ),
+    };
+    let message = problem.message().to_owned();
+    shared.report(problem);
+    wire_error(wire, StatusCode::BAD_REQUEST, &message, code)
 }
 
+/// Strict replay at the request's wire: the request, in the wire's own terms
+/// (`WireRequest::recorded`), compared field by field with the next recorded call.
 fn replay_strictly(
     shared: &Shared,
     recording: &Recording,
@@ -614,7 +660,7 @@ fn replay_strictly(
     request: &WireRequest,
 ) -> Response {
     match replayer.next_call(&request.recorded(caller)) {
-        Ok(events) => respond(shared, request, &events),
+        Ok(events) => respond_at(shared, request, &events),
         Err(StrictReplayError::Mismatch(mismatch)) => {
             let message = mismatch.to_string();
             shared.report(Problem::Mismatch {
@@ -622,10 +668,10 @@ fn replay_strictly(
                 call_index: mismatch.call_index,
                 field_path: mismatch.public_path(),
             });
-            error_response(
+            wire_error(
+                request.wire,
                 StatusCode::BAD_REQUEST,
                 &message,
-                "invalid_request_error",
                 "replay_mismatch",
             )
         }
@@ -646,18 +692,18 @@ fn replay_strictly(
                 if event.get("in_stream").and_then(Value::as_bool) == Some(true)
                     && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
                 {
-                    return respond(shared, request, &call.events);
+                    return respond_at(shared, request, &call.events);
                 }
-                return failure_response(&WireError::from_event(event));
+                return failure_at(shared, request, &WireError::from_event(event));
             }
             let message = error.to_string();
             shared.report(Problem::Recording {
                 message: message.clone(),
             });
-            error_response(
+            wire_error(
+                request.wire,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 &message,
-                "api_error",
                 "replay_recording",
             )
         }

@@ -1,13 +1,17 @@
-//! Record mode: a proxy between the gateway and a real OpenAI-compatible endpoint. Each call's
-//! request (the wire view of `request.rs`) and the upstream's answer, as recording events, go to
-//! a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
+//! Record mode: a proxy between the gateway and a real endpoint of the wire the gateway calls
+//! (Chat Completions, Anthropic's Messages, OpenAI's Responses; `docs/recording-format.md` §17).
+//! Each call's request (the wire view of `request.rs`, the wire named) and the upstream's
+//! answer, as recording events, go to a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
 //! answer, so a live run continues on exactly the conversation its replay will produce. When the
 //! server stops, the fixture is built from the recording.
 //!
 //! A streamed answer is passed on chunk by chunk as it arrives (each event written before it is
 //! sent); the recording keeps the upstream's chunk boundaries, tool-call arguments split mid-JSON
-//! included. The API key lives in memory only: it is sent in the `Authorization` header and
-//! nowhere else, and neither `Debug` nor any error shows it.
+//! included (at the Messages and Responses wires the upstream's SSE events are passed on as they
+//! come). The API key lives in memory only: it is sent in the wire's key header
+//! (`Authorization`, or Anthropic's `x-api-key`) and nowhere else, and neither `Debug` nor any
+//! error shows it. Every read of the upstream is bounded (issue 21, finding 4: answer, error body
+//! and SSE line caps through `bounded_read`), and a gateway that stops reading stops the read.
 //!
 //! The caller of each call is the [`CALLER_HEADER`](super::CALLER_HEADER) when the gateway sends
 //! it, else `lead_agent`: nothing else on the wire names it. A fixture recorded from a gateway
@@ -20,7 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::http::HeaderMap;
 use axum::response::Response;
+use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -36,10 +42,8 @@ use model_wire::chat_completions::{error_message, status_exception_name};
 
 use super::answer::{ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
-use super::request::WireRequest;
-use super::{
-    ModelServerError, Problem, Shared, error_response, failure_response, respond, sse_response,
-};
+use super::request::{Wire, WireRequest};
+use super::{ModelServerError, Problem, Shared, failure_at, respond_at, sse_response, wire_error};
 
 /// What record mode needs.
 pub struct RecordConfig {
@@ -77,7 +81,8 @@ pub struct RecordedFixture {
 
 /// The recording proxy.
 pub(super) struct Recorder {
-    endpoint: String,
+    /// The upstream's base URL, without a trailing `/`; each wire's path follows it.
+    base: String,
     api_key: SecretString,
     http: reqwest::Client,
     sink: RecordingSink,
@@ -89,7 +94,7 @@ pub(super) struct Recorder {
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")
-            .field("endpoint", &redact_text(&self.endpoint))
+            .field("base", &redact_text(&self.base))
             .field("recording", &self.sink.path())
             .finish_non_exhaustive()
     }
@@ -99,6 +104,25 @@ impl std::fmt::Debug for Recorder {
 /// before the call fails as `APITimeoutError`, as the gateway's provider does with its
 /// `request_timeout_secs`: a stalled upstream must not hold a recording open forever.
 const UPSTREAM_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The most of a whole (non-streamed) answer the proxy reads, as the gateway's provider does
+/// (issue 21, finding 4): a larger body fails the call rather than fill memory.
+pub(super) const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most of an error body the proxy reads; the recorded detail is at most this long.
+pub(super) const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// The longest SSE line the proxy accepts, in bytes (the gateway's provider's limit): a longer
+/// line fails the call (`RemoteProtocolError`) instead of growing without bound.
+pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Request headers passed on to the upstream when the gateway sends them: the API version and
+/// beta features a Messages or Responses client asks for are part of the call. The gateway's
+/// own credentials (`Authorization`, `x-api-key`) never are: the upstream gets the proxy's key.
+const PASSED_HEADERS: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
+
+/// The `anthropic-version` sent when the gateway sends none (the API requires one).
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A reqwest failure as the gateway's provider classifies it (the Python client's names):
 /// a timeout is `APITimeoutError`; a failure once the answer has started (`in_body`) is
@@ -118,6 +142,17 @@ fn transport_error_event(err: &reqwest::Error, in_body: bool) -> Value {
     json!({"type": "error", "message": message, "error_type": error_type})
 }
 
+/// Why reading the upstream's stream stopped short.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamRead {
+    /// The transport failed.
+    #[error(transparent)]
+    Transport(#[from] reqwest::Error),
+    /// A line past [`MAX_SSE_LINE_BYTES`].
+    #[error(transparent)]
+    LineTooLong(#[from] LineTooLong),
+}
+
 impl Recorder {
     /// Checks the upstream URL and opens the recording.
     pub(super) fn new(config: RecordConfig) -> Result<Recorder, ModelServerError> {
@@ -128,6 +163,14 @@ impl Recorder {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(ModelServerError::Upstream(
                 "the upstream must be an http:// or https:// URL".into(),
+            ));
+        }
+        // Checked once here, so a key no header can carry fails at start, not as a 401 later.
+        if reqwest::header::HeaderValue::from_str(config.api_key.expose_secret()).is_err() {
+            return Err(ModelServerError::Upstream(
+                "the API key holds characters an HTTP header cannot carry (a newline, a control \
+                 character)"
+                    .into(),
             ));
         }
         let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
@@ -141,7 +184,7 @@ impl Recorder {
             .build()
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
         Ok(Recorder {
-            endpoint: format!("{base}/chat/completions"),
+            base: base.to_owned(),
             api_key: config.api_key,
             http,
             sink: RecordingSink::open(&config.recording)?,
@@ -174,6 +217,47 @@ impl Recorder {
         let (fixture, summary) = build_fixture(&recording, &scenario)?;
         Ok(RecordedFixture { fixture, summary })
     }
+
+    /// The upstream request for one call at `wire`: its path under the base URL, the proxy's
+    /// key in the wire's header (`Authorization: Bearer` for OpenAI's wires, `x-api-key` for
+    /// Anthropic's), and the [`PASSED_HEADERS`] the gateway sent.
+    fn upstream_request(
+        &self,
+        request: &WireRequest,
+        headers: &HeaderMap,
+    ) -> reqwest::RequestBuilder {
+        let wire = request.wire;
+        let accept = if request.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut builder = self
+            .http
+            .post(format!("{}{}", self.base, wire.upstream_path()))
+            .header(reqwest::header::ACCEPT, accept);
+        builder = match wire {
+            Wire::AnthropicMessages => {
+                // `Recorder::new` checked that the key is a header value.
+                let mut key = reqwest::header::HeaderValue::from_str(self.api_key.expose_secret())
+                    .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+                key.set_sensitive(true);
+                builder.header("x-api-key", key)
+            }
+            Wire::ChatCompletions | Wire::Responses => {
+                builder.bearer_auth(self.api_key.expose_secret())
+            }
+        };
+        for name in PASSED_HEADERS {
+            if let Some(value) = headers.get(name) {
+                builder = builder.header(name, value.as_bytes());
+            }
+        }
+        if wire == Wire::AnthropicMessages && !headers.contains_key("anthropic-version") {
+            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+        }
+        builder.json(&Value::Object(request.body.clone()))
+    }
 }
 
 /// Writes an event (redacted) and returns what was written, which is what goes on.
@@ -195,18 +279,45 @@ fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
     }
 }
 
-/// Records a failed call and answers the gateway with the same (redacted) failure.
-fn fail(shared: &Shared, mut call: CallWriter, event: Value) -> Response {
+/// Records a failed call and answers the gateway with the same (redacted) failure, in the
+/// request's wire.
+fn fail(shared: &Shared, request: &WireRequest, mut call: CallWriter, event: Value) -> Response {
     let written = write(shared, &mut call, &event);
     end(shared, call, Outcome::Error);
-    failure_response(&WireError::from_event(&written))
+    failure_at(shared, request, &WireError::from_event(&written))
 }
 
-/// Forwards one call upstream and records it.
+/// The recording's `error` event for an upstream's non-success status, from at most
+/// [`MAX_ERROR_BODY_BYTES`] of its body: the provider's message when the body is JSON, else
+/// the body's text (cut at the read cap), in the Python clients' form `Error code: <status> -
+/// <detail>`.
+async fn status_error_event(upstream: reqwest::Response) -> Value {
+    let status = upstream.status().as_u16();
+    let (body, whole) = bounded_read::read_capped(upstream.bytes_stream(), MAX_ERROR_BODY_BYTES)
+        .await
+        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
+        // An unreadable body reads as an empty one.
+        .unwrap_or_else(|_| (String::new(), true));
+    let detail = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|json| error_message(&json))
+        .or_else(|| Some(body.trim().to_owned()).filter(|body| !body.is_empty()))
+        .unwrap_or_else(|| "no error detail".to_owned());
+    let cut = if whole {
+        ""
+    } else {
+        " [cut at the read limit]"
+    };
+    json!({"type": "error", "message": format!("Error code: {status} - {detail}{cut}"),
+           "error_type": status_exception_name(status), "status": status})
+}
+
+/// Forwards one call upstream, at the request's wire, and records it.
 pub(super) async fn proxy(
     shared: &Arc<Shared>,
     recorder: &Recorder,
     caller: Option<String>,
+    headers: &HeaderMap,
     request: WireRequest,
 ) -> Response {
     recorder
@@ -221,10 +332,10 @@ pub(super) async fn proxy(
             shared.report(Problem::RecordingWrite {
                 message: message.clone(),
             });
-            return error_response(
+            return wire_error(
+                request.wire,
                 axum::http::StatusCode::INTERNAL_SERVER_ERROR,
                 &message,
-                "api_error",
                 "recording_write",
             );
         }
@@ -232,36 +343,16 @@ pub(super) async fn proxy(
     recorder.calls.fetch_add(1, Ordering::Relaxed);
     // Dropped mid-call (the gateway went away), the call is recorded as abandoned.
     call.set_drop_outcome(Outcome::Abandoned);
-    let accept = if request.stream {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let sent = recorder
-        .http
-        .post(&recorder.endpoint)
-        .bearer_auth(recorder.api_key.expose_secret())
-        .header(reqwest::header::ACCEPT, accept)
-        .json(&Value::Object(request.body.clone()))
-        .send()
-        .await;
+    let sent = recorder.upstream_request(&request, headers).send().await;
     let upstream = match sent {
         Ok(upstream) => upstream,
-        Err(err) => return fail(shared, call, transport_error_event(&err, false)),
+        Err(err) => return fail(shared, &request, call, transport_error_event(&err, false)),
     };
-    let status = upstream.status().as_u16();
     if !upstream.status().is_success() {
-        let body = upstream.text().await.unwrap_or_default();
-        let detail = serde_json::from_str::<Value>(&body)
-            .ok()
-            .and_then(|json| error_message(&json))
-            .or_else(|| Some(body.trim().to_owned()).filter(|body| !body.is_empty()))
-            .unwrap_or_else(|| "no error detail".to_owned());
-        let event = json!({"type": "error", "message": format!("Error code: {status} - {detail}"),
-                           "error_type": status_exception_name(status), "status": status});
-        return fail(shared, call, event);
+        let event = status_error_event(upstream).await;
+        return fail(shared, &request, call, event);
     }
-    // As OpenAI clients read it: a JSON body is one completion, anything else a stream (some
+    // As OpenAI clients read it: a JSON body is one answer, anything else a stream (some
     // servers stream without `text/event-stream`).
     let whole = upstream
         .headers()
@@ -269,14 +360,23 @@ pub(super) async fn proxy(
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim_start().starts_with("application/json"));
     if whole {
-        let events = match upstream.json::<Value>().await {
-            Ok(body) => events_from_completion(&body, &request.model),
-            Err(err) if err.is_decode() => {
+        let events = match bounded_read::read_capped(upstream.bytes_stream(), MAX_ANSWER_BYTES)
+            .await
+        {
+            Ok((_, false)) => {
                 let event = json!({"type": "error", "error_type": "APIResponseValidationError",
-                                   "message": format!("the provider's answer is not valid JSON: {err}")});
-                return fail(shared, call, event);
+                                   "message": format!("the provider's answer is larger than {MAX_ANSWER_BYTES} bytes")});
+                return fail(shared, &request, call, event);
             }
-            Err(err) => return fail(shared, call, transport_error_event(&err, true)),
+            Ok((bytes, true)) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(body) => events_from_completion(request.wire, &body, &request.model),
+                Err(err) => {
+                    let event = json!({"type": "error", "error_type": "APIResponseValidationError",
+                                       "message": format!("the provider's answer is not valid JSON: {err}")});
+                    return fail(shared, &request, call, event);
+                }
+            },
+            Err(err) => return fail(shared, &request, call, transport_error_event(&err, true)),
         };
         let written: Vec<Value> = events
             .iter()
@@ -292,18 +392,31 @@ pub(super) async fn proxy(
                 Outcome::Complete
             },
         );
-        return respond(shared, &request, &written);
+        return respond_at(shared, &request, &written);
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let renderer = match request.wire {
+        Wire::ChatCompletions => {
+            Relay::Chunks(ChunkRenderer::new(shared.answer_id(&request.model)))
+        }
+        Wire::AnthropicMessages | Wire::Responses => Relay::Frames,
+    };
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
-        renderer: ChunkRenderer::new(shared.answer_id(&request.model)),
+        relay: renderer,
     };
+    let source = bounded_read::whole_lines(
+        upstream
+            .bytes_stream()
+            .map(|item| item.map_err(UpstreamRead::from)),
+        MAX_SSE_LINE_BYTES,
+    )
+    .eventsource();
     let pumped = tokio::spawn(pump(
         shared.clone(),
         call,
-        upstream,
-        request.model.clone(),
+        Box::pin(source),
+        StreamRecorder::new(request.wire, &request.model),
         target,
     ));
     if request.stream {
@@ -312,53 +425,88 @@ pub(super) async fn proxy(
         });
         return sse_response(Body::from_stream(body));
     }
-    // The gateway asked for one completion but the upstream streamed: record the stream
-    // whole, then answer with the message it spelled.
+    // The gateway asked for one answer but the upstream streamed: record the stream whole,
+    // then answer with the message it spelled.
     match pumped.await {
-        Ok(events) => respond(shared, &request, &events),
-        Err(err) => error_response(
+        Ok(events) => respond_at(shared, &request, &events),
+        Err(err) => wire_error(
+            request.wire,
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
             &format!("the recording task failed: {err}"),
-            "api_error",
             "recording_task",
         ),
     }
 }
 
+/// How a pumped stream reaches the gateway.
+enum Relay {
+    /// Chat Completions: the written events rendered as chunks, so the recording's chunk
+    /// boundaries are the gateway's.
+    Chunks(ChunkRenderer),
+    /// Messages and Responses: each upstream SSE event as it came, its `data` redacted as the
+    /// recording is (these wires' renderers need the whole answer, so a live stream is passed
+    /// on, not rendered again).
+    Frames,
+}
+
 /// Where a pumped stream's chunks go: the gateway's stream, or nowhere when it asked for one
-/// completion.
+/// answer.
 struct PumpTarget {
     sender: Option<mpsc::Sender<Result<Bytes, std::io::Error>>>,
-    renderer: ChunkRenderer,
+    relay: Relay,
 }
 
 impl PumpTarget {
-    /// Sends an event's chunks; false once the gateway has gone. A failure the upstream
-    /// reported inside its stream is passed on as its error chunk; any other failure (a cut-off
-    /// or broken stream) ends the gateway's stream the same way, with nothing more.
-    async fn deliver(&mut self, event: &Value) -> bool {
+    /// Sends what the gateway gets for one upstream SSE event (`frame`, at Messages and
+    /// Responses) or one written event (at Chat Completions); false once the gateway has gone.
+    /// A failure the upstream reported inside its stream is passed on as its error chunk; any
+    /// other failure (a cut-off or broken stream) ends the gateway's stream with nothing more.
+    async fn deliver(
+        &mut self,
+        frame: Option<&eventsource_stream::Event>,
+        event: Option<&Value>,
+    ) -> bool {
         let Some(sender) = &self.sender else {
             return true;
         };
         let mut body = String::new();
-        match self.renderer.render(event) {
-            Rendered::Chunks(chunks) => {
-                for chunk in chunks {
-                    push_data(&mut body, &chunk);
+        match (&mut self.relay, frame, event) {
+            (Relay::Chunks(renderer), _, Some(event)) => match renderer.render(event) {
+                Rendered::Chunks(chunks) => {
+                    for chunk in chunks {
+                        push_data(&mut body, &chunk);
+                    }
                 }
+                Rendered::Failed(Some(error)) => push_data(&mut body, &error),
+                Rendered::Failed(None) => {}
+            },
+            (Relay::Frames, Some(frame), _) => {
+                let data = serde_json::from_str::<Value>(&frame.data)
+                    .map(|data| redact(&data).to_string())
+                    .unwrap_or_else(|_| redact_text(&frame.data));
+                body = format!("event: {}\ndata: {data}\n\n", frame.event);
             }
-            Rendered::Failed(Some(error)) => push_data(&mut body, &error),
-            Rendered::Failed(None) => {}
+            _ => {}
         }
         body.is_empty() || sender.send(Ok(Bytes::from(body))).await.is_ok()
     }
 
-    /// Ends the gateway's stream with `[DONE]`, sent only when the upstream sent it.
+    /// Ends the gateway's Chat Completions stream with `[DONE]`, sent only when the upstream
+    /// sent it (the other wires' last event came with the frames).
     async fn close(&self) {
-        if let Some(sender) = &self.sender {
+        if let (Some(sender), Relay::Chunks(_)) = (&self.sender, &self.relay) {
             let _ = sender
                 .send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
                 .await;
+        }
+    }
+
+    /// Resolves when the gateway has stopped reading its stream (never when it asked for one
+    /// answer, whose read the handler awaits).
+    async fn gone(&self) {
+        match &self.sender {
+            Some(sender) => sender.closed().await,
+            None => std::future::pending().await,
         }
     }
 }
@@ -367,37 +515,57 @@ fn is_error(event: &Value) -> bool {
     event.get("type").and_then(Value::as_str) == Some("error")
 }
 
-/// Reads the upstream's stream, writing each event before passing its chunks on; returns the
-/// written events. A gateway that stops reading leaves the call `abandoned` (the writer's drop
-/// outcome); a stream that breaks, is cut off or reports an error ends it with `error`.
+/// The upstream's SSE events, cut at line ends with a line-size cap before parsing.
+type Source = std::pin::Pin<
+    Box<
+        dyn futures::Stream<
+                Item = Result<eventsource_stream::Event, EventStreamError<UpstreamRead>>,
+            > + Send,
+    >,
+>;
+
+/// Reads the upstream's stream, writing each event before passing it on; returns the written
+/// events. A gateway that stops reading stops the read at once (even mid-line) and leaves the
+/// call `abandoned` (the writer's drop outcome); a stream that breaks, is cut off, carries a
+/// line past the cap or reports an error ends it with `error`.
 async fn pump(
     shared: Arc<Shared>,
     mut call: CallWriter,
-    upstream: reqwest::Response,
-    requested_model: String,
+    mut source: Source,
+    mut recorder: StreamRecorder,
     mut target: PumpTarget,
 ) -> Vec<Value> {
-    let mut recorder = StreamRecorder::new(&requested_model);
     let mut written = Vec::new();
-    let mut source = upstream.bytes_stream().eventsource();
     let mut failed = false;
     while !failed && !recorder.done() {
-        let events = match source.next().await {
-            None => break,
-            Some(Ok(frame)) if frame.event == "error" => recorder.on_error_event(&frame.data),
-            // Only `message` events carry chunks; others (and comments) are not the answer.
-            Some(Ok(frame)) if frame.event != "message" => continue,
-            Some(Ok(frame)) => recorder.on_data(&frame.data),
-            Some(Err(EventStreamError::Transport(err))) => {
-                vec![transport_error_event(&err, true)]
-            }
-            Some(Err(err)) => vec![json!({"type": "error", "error_type": "RemoteProtocolError",
-                                          "message": format!("malformed event stream: {err}")})],
+        let next = tokio::select! {
+            next = source.next() => next,
+            () = target.gone() => return written,
         };
-        for event in events {
-            let event = write(&shared, &mut call, &event);
+        let (frame, events) = match next {
+            None => break,
+            Some(Ok(frame)) => {
+                let events = recorder.on_event(&frame.event, &frame.data);
+                (Some(frame), events)
+            }
+            Some(Err(EventStreamError::Transport(UpstreamRead::Transport(err)))) => {
+                (None, vec![transport_error_event(&err, true)])
+            }
+            Some(Err(EventStreamError::Transport(UpstreamRead::LineTooLong(err)))) => (
+                None,
+                vec![json!({"type": "error", "error_type": "RemoteProtocolError",
+                            "message": err.to_string()})],
+            ),
+            Some(Err(err)) => (
+                None,
+                vec![json!({"type": "error", "error_type": "RemoteProtocolError",
+                            "message": format!("malformed event stream: {err}")})],
+            ),
+        };
+        for event in &events {
+            let event = write(&shared, &mut call, event);
             failed = is_error(&event);
-            let delivered = target.deliver(&event).await;
+            let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
             if !delivered {
                 return written;
@@ -406,13 +574,18 @@ async fn pump(
                 break;
             }
         }
+        if let Some(frame) = &frame
+            && !target.deliver(Some(frame), None).await
+        {
+            return written;
+        }
     }
     if !failed {
         let done_marker = recorder.done();
         for event in recorder.finish() {
             let event = write(&shared, &mut call, &event);
             failed = is_error(&event);
-            let delivered = target.deliver(&event).await;
+            let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
             if !delivered {
                 return written;
@@ -454,13 +627,18 @@ mod tests {
     }
 
     #[test]
-    fn an_upstream_that_is_not_an_http_url_is_refused_before_anything_is_written() {
+    fn an_upstream_that_is_not_an_http_url_or_a_key_no_header_carries_is_refused_before_anything_is_written()
+     {
         let folder = tempfile::tempdir().expect("tempdir");
         let recording = folder.path().join("r.jsonl");
-        for upstream in ["not a url", "ftp://example.com/v1"] {
+        for (upstream, key) in [
+            ("not a url", "k"),
+            ("ftp://example.com/v1", "k"),
+            ("https://example.com/v1", "sk-with\na-newline"),
+        ] {
             let error = Recorder::new(RecordConfig {
                 upstream: upstream.into(),
-                api_key: "k".into(),
+                api_key: key.into(),
                 recording: recording.clone(),
                 scenario: Scenario::new("s", UiMode::Flash, "p"),
             })

@@ -1,24 +1,138 @@
-//! One Chat Completions request as the model server reads it: the body, whether it streams, the
-//! messages converted for the replay key (`replay_core::messages_from_chat_completions`), and
-//! the provider-boundary view a recording stores and strict replay compares.
+//! One request at one of the model server's three wires ([`Wire`]) as the model server reads
+//! it: the body, whether it streams, the conversation converted for the replay key
+//! (`replay_core::messages_from_chat_completions`, `messages_from_anthropic`,
+//! `messages_from_responses`), and the view a recording stores and strict replay compares, in
+//! the wire's own terms (`docs/recording-format.md` §17).
 
 use replay_core::recording::RecordedRequest;
-use replay_core::{messages_from_chat_completions, replay_key};
+use replay_core::{
+    messages_from_anthropic, messages_from_chat_completions, messages_from_responses, replay_key,
+};
 use serde_json::{Map, Value, json};
 
 use replay_core::normalize;
 
-/// The `model.api` of every request a model server records: it tells a wire recording from one
-/// made at a gateway's provider boundary, whose requests have another shape.
-pub(crate) const WIRE_API: &str = "openai.chat.completions";
+/// A model wire the server serves, replays strictly and records through. Its [`Wire::api`] is the
+/// `model.api` of every request a model server records at it: it names the wire in the
+/// recording, and tells a wire recording from one made at a gateway's provider boundary, whose
+/// requests have another shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI's Chat Completions API (`POST /v1/chat/completions`).
+    ChatCompletions,
+    /// Anthropic's Messages API (`POST /v1/messages`).
+    AnthropicMessages,
+    /// OpenAI's Responses API (`POST /v1/responses`).
+    Responses,
+}
 
-/// Body keys that are the transport, not the request: left out of the recorded request, so a
-/// recording replays to a streaming and a non-streaming client alike.
-const TRANSPORT_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
+impl Wire {
+    /// Every wire.
+    pub(crate) const ALL: [Wire; 3] = [
+        Wire::ChatCompletions,
+        Wire::AnthropicMessages,
+        Wire::Responses,
+    ];
+
+    /// The recording's `model.api` for this wire.
+    pub(crate) fn api(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "openai.chat.completions",
+            Wire::AnthropicMessages => "anthropic.messages",
+            Wire::Responses => "openai.responses",
+        }
+    }
+
+    /// The wire a recording's `model.api` names.
+    pub(crate) fn from_api(api: &str) -> Option<Wire> {
+        Wire::ALL.into_iter().find(|wire| wire.api() == api)
+    }
+
+    /// Its name in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "OpenAI Chat Completions",
+            Wire::AnthropicMessages => "Anthropic Messages",
+            Wire::Responses => "OpenAI Responses",
+        }
+    }
+
+    /// Its path under an upstream's base URL (`https://api.anthropic.com/v1` + `/messages`).
+    pub(crate) fn upstream_path(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "/chat/completions",
+            Wire::AnthropicMessages => "/messages",
+            Wire::Responses => "/responses",
+        }
+    }
+
+    /// True when the wire carries message names, so the named key applies (the others are
+    /// looked up with the name-free key, `docs/replay-and-fixtures.md` §11.1).
+    pub(crate) fn carries_names(self) -> bool {
+        self == Wire::ChatCompletions
+    }
+
+    /// The body key holding the conversation as sent.
+    fn conversation_key(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::AnthropicMessages => "messages",
+            Wire::Responses => "input",
+        }
+    }
+
+    /// Body keys that are the transport, not the request: left out of the recorded request's
+    /// `options`, so a recording replays to a streaming and a non-streaming client alike (the
+    /// conversation and the tools are in its `context`).
+    fn transport_keys(self) -> &'static [&'static str] {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => {
+                &["model", "tools", "stream", "stream_options"]
+            }
+            Wire::AnthropicMessages => &["model", "tools", "stream"],
+        }
+    }
+
+    /// The conversation as sent, without the ids a server assigned and the client echoes back:
+    /// a Responses client sends each output item of an earlier answer again with its `id`
+    /// (`fc_…`, `msg_…`, `rs_…`), which the provider chose and a replay chooses anew, so the
+    /// recorded request leaves them out (a `function_call`'s `call_id` stays: it pairs the call
+    /// with its output). The other wires echo no server id.
+    fn without_server_ids(self, mut conversation: Value) -> Value {
+        if self == Wire::Responses
+            && let Value::Array(items) = &mut conversation
+        {
+            for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                item.remove("id");
+            }
+        }
+        conversation
+    }
+
+    /// The conversation the replay key reads; the error names what is missing.
+    fn conversation(self, body: &Map<String, Value>) -> Result<Vec<Value>, String> {
+        match (self, body.get(self.conversation_key())) {
+            (Wire::ChatCompletions, Some(Value::Array(messages))) => {
+                Ok(messages_from_chat_completions(messages))
+            }
+            (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
+                Ok(messages_from_anthropic(messages))
+            }
+            (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
+                Ok(messages_from_responses(input))
+            }
+            (Wire::Responses, _) => {
+                Err("the request body has no \"input\" (a string or a list of items)".to_owned())
+            }
+            _ => Err("the request body has no \"messages\" array".to_owned()),
+        }
+    }
+}
 
 /// A parsed request.
 #[derive(Debug, Clone)]
 pub(crate) struct WireRequest {
+    /// The wire it came in at.
+    pub(crate) wire: Wire,
     /// The body.
     pub(crate) body: Map<String, Value>,
     /// The body's `model` (empty when absent).
@@ -30,18 +144,16 @@ pub(crate) struct WireRequest {
 }
 
 impl WireRequest {
-    /// Parses a request body; the error says what is wrong with it.
-    pub(crate) fn parse(bytes: &[u8]) -> Result<WireRequest, String> {
+    /// Parses a request body at `wire`; the error says what is wrong with it.
+    pub(crate) fn parse(wire: Wire, bytes: &[u8]) -> Result<WireRequest, String> {
         let body: Value = serde_json::from_slice(bytes)
             .map_err(|err| format!("the request body is not JSON: {err}"))?;
         let Value::Object(body) = body else {
             return Err("the request body must be a JSON object".to_owned());
         };
-        let Some(Value::Array(messages)) = body.get("messages") else {
-            return Err("the request body has no \"messages\" array".to_owned());
-        };
-        let messages = messages_from_chat_completions(messages);
+        let messages = wire.conversation(&body)?;
         Ok(WireRequest {
+            wire,
             model: body
                 .get("model")
                 .and_then(Value::as_str)
@@ -53,30 +165,37 @@ impl WireRequest {
         })
     }
 
-    /// The request as a recording stores it: `model` names the wire API and the model id;
-    /// `context` holds the caller, both replay hashes and the canonical conversation (so a
-    /// fixture built from the recording explains its misses), the messages as sent and the
-    /// tools; `options` every other body key. Text is normalised (dates, UUIDs, temporary paths)
-    /// so a strict replay survives a new day.
+    /// The request as a recording stores it: `model` names the wire API ([`Wire::api`]) and
+    /// the model id; `context` holds the caller, both replay hashes and the canonical
+    /// conversation (so a fixture built from the recording explains its misses), the
+    /// conversation as sent under the wire's own key (`messages`, or the Responses API's
+    /// `input`) and the tools; `options` every other body key (Anthropic's `system` and
+    /// `max_tokens`, the Responses API's `instructions`). Text is normalised (dates, UUIDs,
+    /// temporary paths) so a strict replay survives a new day.
     pub(crate) fn recorded(&self, caller: &str) -> RecordedRequest {
         let key = replay_key(caller, &self.messages);
         let field = |name: &str| self.body.get(name).cloned().unwrap_or(Value::Null);
+        let conversation = self.wire.conversation_key();
         let options: Map<String, Value> = self
             .body
             .iter()
-            .filter(|(name, _)| !TRANSPORT_KEYS.contains(&name.as_str()))
+            .filter(|(name, _)| {
+                name.as_str() != conversation
+                    && !self.wire.transport_keys().contains(&name.as_str())
+            })
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
+        let mut context = json!({
+            "caller": key.caller,
+            "conversation_hash": key.conversation_hash,
+            "input_hash": key.input_hash,
+            "canonical": key.canonical,
+        });
+        context[conversation] = normalized(&self.wire.without_server_ids(field(conversation)));
+        context["tools"] = normalized(&field("tools"));
         RecordedRequest::new(
-            json!({"api": WIRE_API, "model": self.model}),
-            json!({
-                "caller": key.caller,
-                "conversation_hash": key.conversation_hash,
-                "input_hash": key.input_hash,
-                "canonical": key.canonical,
-                "messages": normalized(&field("messages")),
-                "tools": normalized(&field("tools")),
-            }),
+            json!({"api": self.wire.api(), "model": self.model}),
+            context,
             normalized(&Value::Object(options)),
         )
     }
@@ -111,7 +230,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let error = WireRequest::parse(body).expect_err(expected);
+            let error = WireRequest::parse(Wire::ChatCompletions, body).expect_err(expected);
             assert!(error.starts_with(expected), "{error}");
         }
     }
@@ -124,10 +243,14 @@ mod tests {
             "messages": [{"role": "system", "content": "Today is 2026-05-17."},
                          {"role": "user", "content": "hi", "name": "user-input"}],
         });
-        let request = WireRequest::parse(body.to_string().as_bytes()).expect("parses");
+        let request =
+            WireRequest::parse(Wire::ChatCompletions, body.to_string().as_bytes()).expect("parses");
         assert!(request.stream);
         let recorded = request.recorded("");
-        assert_eq!(recorded.model, json!({"api": WIRE_API, "model": "m"}));
+        assert_eq!(
+            recorded.model,
+            json!({"api": "openai.chat.completions", "model": "m"})
+        );
         assert_eq!(recorded.options, json!({"temperature": 0.5}));
         assert_eq!(recorded.context["caller"], "lead_agent");
         assert_eq!(
@@ -139,5 +262,58 @@ mod tests {
             "[{\"content\": \"hi\", \"name\": \"user-input\", \"type\": \"human\"}]"
         );
         assert_eq!(recorded.context["tools"], Value::Null);
+    }
+
+    #[test]
+    fn each_wire_records_its_conversation_under_its_own_key_and_names_itself() {
+        let cases = [
+            (
+                Wire::AnthropicMessages,
+                json!({"model": "claude", "stream": true, "max_tokens": 64, "system": "Be brief.",
+                       "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
+                "messages",
+                json!({"max_tokens": 64, "system": "Be brief."}),
+            ),
+            (
+                Wire::Responses,
+                json!({"model": "gpt", "stream": true, "instructions": "Be brief.",
+                       "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
+                "input",
+                json!({"instructions": "Be brief."}),
+            ),
+        ];
+        for (wire, body, conversation, options) in cases {
+            let request = WireRequest::parse(wire, body.to_string().as_bytes()).expect("parses");
+            let recorded = request.recorded("");
+            assert_eq!(
+                Wire::from_api(recorded.model["api"].as_str().unwrap()),
+                Some(wire)
+            );
+            assert_eq!(
+                recorded.context[conversation], body[conversation],
+                "{wire:?}"
+            );
+            assert_eq!(recorded.options, options, "{wire:?}");
+            assert_eq!(
+                recorded.context["canonical"], "[{\"content\": \"hi\", \"type\": \"human\"}]",
+                "{wire:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_responses_request_is_recorded_without_the_item_ids_a_server_assigned() {
+        let call =
+            json!({"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"});
+        let mut sent = call.clone();
+        sent["id"] = json!("fc_from_the_provider_123");
+        let body = json!({"model": "gpt", "input": [
+            {"role": "user", "content": "hi"}, sent,
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"}]});
+        let request =
+            WireRequest::parse(Wire::Responses, body.to_string().as_bytes()).expect("parses");
+        let recorded = request.recorded("");
+        assert_eq!(recorded.context["input"][1], call);
+        assert_eq!(recorded.context["input"][2]["call_id"], "call_1");
     }
 }
