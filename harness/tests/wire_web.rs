@@ -5,21 +5,36 @@
 //! `n = max_suggestions` after each run, the reload) gives the committed web golden of every
 //! fixture, with no miss, no model-server problem and every recorded turn used (the suggestions
 //! turns included). A run of streamed chunks is one golden entry (`docs/golden-format.md` §8), so
-//! the model server's chunking and the replay model's give the same golden.
+//! the model server's chunking and the replay model's give the same golden. It runs at the
+//! gateway's three wires; a fixture whose recorded model error the gateway quotes (its fallback
+//! message, then the suggestions prompt) misses at Anthropic's wire, whose error body differs.
 
 use std::time::Duration;
 
+use gateway_under_test::models::openai::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::golden::fixtures_dir;
 use harness::layer1::runtime;
 use harness::model_server::{Mode, ModelServer, ServerOptions};
 use harness::target::AtUrl;
 use harness::web_flow::{run_web_flow_on, web_golden_status};
-use replay_core::{Fixture, GoldenStatus};
+use replay_core::{Answer, Fixture, GoldenStatus};
 
 /// A hung gateway or server fails the test instead of the build.
 const BOUND: Duration = Duration::from_secs(300);
 
+/// Whether a recorded model call of `fixture` failed with an HTTP error, whose text (OpenAI's
+/// error body, as the fixtures were recorded over Chat Completions) the gateway puts in the
+/// conversation as its fallback message.
+fn quotes_an_openai_error(fixture: &Fixture) -> bool {
+    fixture
+        .turns
+        .iter()
+        .any(|turn| matches!(&turn.answer, Answer::Error(error) if !error.in_stream))
+}
+
+/// At each of the gateway's wires (Chat Completions, Responses, Anthropic Messages): the web
+/// golden of every fixture, except where the wire words a recorded error differently.
 #[test]
 fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
     let mut fixtures: Vec<_> = std::fs::read_dir(fixtures_dir())
@@ -36,26 +51,43 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
             .expect("model server");
         for path in &fixtures {
             let fixture = Fixture::load(path).expect("fixture");
-            let gateway = GatewayProcess::spawn(
-                &binary,
-                &server.base_url(),
-                fixture.scenario.gateway_config.as_ref(),
-            )
-            .await
-            .expect("gateway process");
-            let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
-            let run = run_web_flow_on(&mut target, path).await.expect("the flow");
-            let stem = fixture.scenario.stem();
-            if let Err(report) = run.check() {
-                panic!("{stem} at the wire:\n{report}");
+            for api in Api::ALL {
+                let gateway = GatewayProcess::spawn_at_wire(
+                    &binary,
+                    &server.url(),
+                    fixture.scenario.gateway_config.as_ref(),
+                    api,
+                )
+                .await
+                .expect("gateway process");
+                let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target");
+                let run = run_web_flow_on(&mut target, path).await.expect("the flow");
+                let stem = fixture.scenario.stem();
+                if quotes_an_openai_error(&fixture) && api == Api::AnthropicMessages {
+                    // The gateway's fallback text quotes the provider's error as its client
+                    // words it, so the suggestions prompt that quotes the fallback differs at
+                    // Anthropic's wire: a miss, named, never a silent pick.
+                    assert!(
+                        run.scenario
+                            .misses
+                            .iter()
+                            .any(|miss| miss.canonical.contains("'type': 'error'")),
+                        "{stem} at {api:?}: expected the suggestions call quoting Anthropic's error body to miss\n{}",
+                        run.report()
+                    );
+                    continue;
+                }
+                if let Err(report) = run.check() {
+                    panic!("{stem} at the wire {api:?}:\n{report}");
+                }
+                assert_eq!(
+                    web_golden_status(&run),
+                    GoldenStatus::Ok,
+                    "{stem}: the web golden at the wire {api:?} differs from golden/{stem}.web.snap\n{}\n\n{}",
+                    run.golden_document(),
+                    run.report()
+                );
             }
-            assert_eq!(
-                web_golden_status(&run),
-                GoldenStatus::Ok,
-                "{stem}: the web golden at the wire differs from golden/{stem}.web.snap\n{}\n\n{}",
-                run.golden_document(),
-                run.report()
-            );
         }
         server.stop().await.expect("stops");
     };

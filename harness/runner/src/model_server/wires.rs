@@ -133,6 +133,12 @@ pub(super) fn failure(shared: &Shared, request: &WireRequest, error: &WireError)
     let message = error_message(&error.body()).unwrap_or_else(|| error.message.clone());
     let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::BAD_GATEWAY);
     if !(error.in_stream && request.stream) {
+        if wire == Wire::Responses {
+            // OpenAI's two wires share one error body: the recorded one goes back as it was,
+            // so the gateway's error text, and the prompts that later quote it (a fallback
+            // message, the suggestions request), are the recording's at either wire.
+            return (status, axum::Json(error.body())).into_response();
+        }
         return self::error(wire, status, &message, "recorded_error");
     }
     let identity = identity(wire, shared, &request.model);
