@@ -1,0 +1,22 @@
+//! The package's libtest integration tests as one binary: each file below stays where it was and
+//! is one module here (`cargo test -p harness --test integration wire::` runs one file's tests).
+//! One binary, not one per file, because each links the whole gateway: CI compiled and linked
+//! the same code once per file. The datatest-stable tests per fixture are the `golden` binary.
+//!
+//! Each file is declared with `#[path]` so that its own `mod support;` resolves beside it, in
+//! `harness/tests/support/`, as it did when the file was a binary's root.
+
+#[path = "drift.rs"]
+mod drift;
+#[path = "record.rs"]
+mod record;
+#[path = "replay_gateway.rs"]
+mod replay_gateway;
+#[path = "tidy.rs"]
+mod tidy;
+#[path = "wire.rs"]
+mod wire;
+#[path = "wire_web.rs"]
+mod wire_web;
+#[path = "wires.rs"]
+mod wires;
