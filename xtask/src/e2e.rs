@@ -489,3 +489,49 @@ fn failed_specs(suites: &Value, out: &mut Vec<String>) {
         failed_specs(&suite["suites"], out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed build's binary is the `xtask` bin's `executable` among cargo's messages: not a
+    /// dependency's artifact, not a library of the same name, not a diagnostic.
+    #[test]
+    fn the_replay_gateway_is_the_xtask_bin_among_cargo_s_messages() {
+        let artifact = |name: &str, kind: &str, executable: Option<&str>| {
+            serde_json::json!({
+                "reason": "compiler-artifact",
+                "target": {"name": name, "kind": [kind]},
+                "executable": executable,
+            })
+            .to_string()
+        };
+        let cases = [
+            (
+                vec![artifact("xtask", "bin", Some("/t/debug/xtask"))],
+                Some("/t/debug/xtask"),
+            ),
+            (
+                vec![
+                    r#"{"reason":"compiler-message","message":{}}"#.to_owned(),
+                    artifact("harness", "lib", None),
+                    artifact("keyless", "bin", Some("/t/debug/keyless")),
+                    "not json".to_owned(),
+                    artifact("xtask", "bin", Some("/t/debug/xtask")),
+                    r#"{"reason":"build-finished","success":true}"#.to_owned(),
+                ],
+                Some("/t/debug/xtask"),
+            ),
+            (vec![artifact("xtask", "lib", None)], None),
+            (vec![], None),
+        ];
+        for (lines, expected) in cases {
+            let messages = lines.join("\n");
+            assert_eq!(
+                xtask_executable(messages.as_bytes()),
+                expected.map(PathBuf::from),
+                "{messages}"
+            );
+        }
+    }
+}
