@@ -151,7 +151,7 @@ impl WebFlowRun {
 pub fn node_order(transcript: &RunTranscript) -> Vec<String> {
     let mut tokens: Vec<String> = Vec::new();
     for event in &transcript.events {
-        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+        let Some(data) = event.json() else {
             continue;
         };
         match event.event.as_str() {

@@ -17,6 +17,11 @@
 //! Goldens are asserted with insta itself, so a new or changed shape is written as
 //! `golden/<stem>.snap.new` for `cargo insta review`; under `CI=true` insta never writes, so a
 //! changed shape fails.
+//!
+//! The binary also runs `web_client.rs`'s test per fixture (one binary linking the gateway, not
+//! two).
+
+mod web_client;
 
 use std::path::Path;
 
@@ -25,6 +30,7 @@ use harness::golden::{golden_dir, read_golden};
 use harness::layer1::{run_fixture, runtime};
 use harness::web_flow::run_web_flow;
 use serde_json::{Value, json};
+use web_client::web_client_flow;
 
 /// Compares `document` with `golden/<stem>.snap`; the error names the file and carries `report`.
 fn assert_golden(
@@ -108,4 +114,5 @@ fn web_golden(path: &Path) -> datatest_stable::Result<()> {
 datatest_stable::harness! {
     { test = golden, root = "fixtures", pattern = r"^.*\.json$" },
     { test = web_golden, root = "fixtures", pattern = r"^.*\.json$" },
+    { test = web_client_flow, root = "fixtures", pattern = r"^.*\.json$" },
 }

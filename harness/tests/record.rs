@@ -173,12 +173,12 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .iter()
         .filter(|e| e.event == "values")
         .count();
-    assert_eq!(values, 13, "{}", transcript.raw);
+    assert_eq!(values, 13, "{}", transcript.raw());
     let text_chunks: Vec<Value> = transcript
         .events
         .iter()
         .filter(|e| e.event == "messages")
-        .map(|e| serde_json::from_str::<Value>(&e.data).unwrap()[0].clone())
+        .map(|e| e.json().expect("a messages frame is JSON")[0].clone())
         .filter(|chunk| chunk["type"] == "AIMessageChunk" && chunk["content"] != "")
         .collect();
     let chunks: Vec<&str> = text_chunks

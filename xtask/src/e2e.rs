@@ -1,14 +1,14 @@
 //! `cargo xtask e2e`: Layer 2 in one command. The web client's dependencies (`npm ci`, only
 //! when the lockfile changed) and production build (only when its sources changed), the replay
-//! gateway built with the seed route into its own target folder (so no other build's binary is
-//! ever swapped), the browser suite's gateways started from it with `DEERFLOW_ENABLE_TEST_SEED=1`,
-//! then Playwright against Debian's Chromium. Exit status 1 when a spec fails or a replay
-//! missed.
+//! gateway built with the seed route in the usual target folder (sharing its dependencies; the
+//! usual `target/debug/xtask` is put back at once), the browser suite's gateways started from it
+//! with `DEERFLOW_ENABLE_TEST_SEED=1`, then Playwright against Debian's Chromium. Exit status 1
+//! when a spec fails or a replay missed.
 //!
-//! Everything it writes is under `target/e2e/`: `cargo/` (the gateway build), `stamps/` (what
-//! the last `npm ci` and client build saw), `gateways.json` and `gateways/` (the manifest and the
-//! replay logs), `report/` (Playwright's HTML report), `results/` (traces of failures),
-//! `screenshots/` and `results.json`.
+//! Everything it writes is under `target/e2e/`: `replay-gateway` (the seed build's binary),
+//! `stamps/` (what the last `npm ci` and client build saw), `gateways.json` and `gateways/` (the
+//! manifest and the replay logs), `report/` (Playwright's HTML report), `results/` (traces of
+//! failures), `screenshots/` and `results.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
@@ -299,26 +299,68 @@ fn write_stamp(stamp: &Path, digest: &str) -> anyhow::Result<()> {
     std::fs::write(stamp, digest).with_context(|| format!("cannot write {}", stamp.display()))
 }
 
-/// Builds xtask with the seed route into `target/e2e/cargo`: a build with other features in the
-/// usual target folder would replace the binary another command (or `cargo test`) relies on.
+/// Builds xtask with the seed route in the workspace's own target folder, so it shares every
+/// dependency the usual build compiled (only the gateway and the crates above it compile again),
+/// and keeps that binary as `target/e2e/replay-gateway`. Cargo puts the build's binary at
+/// `target/debug/xtask`, where `cargo xtask` and `cargo test` expect the one without the seed
+/// route, so the usual build is asked for again at once: it is fresh, and cargo only links the
+/// usual binary back into place (cargo's lock on the target folder keeps other cargo commands
+/// out meanwhile). A folder of its own (`target/e2e/cargo`, until this change) compiled a
+/// second copy of the whole dependency tree.
 fn build_replay_gateway(layout: &Layout) -> anyhow::Result<PathBuf> {
     let step = Instant::now();
-    println!("e2e: cargo build -p xtask --features test-seed (target/e2e/cargo)");
-    let target_dir = layout.out.join("cargo");
+    println!("e2e: cargo build -p xtask --features test-seed");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(&cargo)
+        .args(["build", "--package", "xtask", "--features", "test-seed"])
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(workspace_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run the cargo build of the replay gateway")?;
+    if !output.status.success() {
+        bail!(
+            "cargo build of the replay gateway failed ({})",
+            output.status
+        );
+    }
+    let built = xtask_executable(&output.stdout)
+        .context("cargo build named no xtask executable among its artifacts")?;
+    let kept = layout.out.join("replay-gateway");
+    remove(&kept)?;
+    // A hard link keeps the seed build's file even after cargo links the usual one back.
+    if std::fs::hard_link(&built, &kept).is_err() {
+        std::fs::copy(&built, &kept)
+            .with_context(|| format!("cannot copy {} to {}", built.display(), kept.display()))?;
+    }
     run_step(
-        Command::new(cargo)
-            .args(["build", "--package", "xtask", "--features", "test-seed"])
-            .arg("--target-dir")
-            .arg(&target_dir)
+        Command::new(&cargo)
+            .args(["build", "--quiet", "--package", "xtask"])
             .current_dir(workspace_root()),
-        "cargo build of the replay gateway",
+        "cargo build -p xtask (putting the usual binary back)",
     )?;
+    // The build folder of earlier versions: gigabytes nothing reads any more.
+    remove(&layout.out.join("cargo"))?;
     println!(
         "e2e: replay gateway built in {:.1} s",
         step.elapsed().as_secs_f64()
     );
-    Ok(target_dir.join("debug/xtask"))
+    Ok(kept)
+}
+
+/// The `executable` of the xtask binary among cargo's JSON build messages.
+fn xtask_executable(messages: &[u8]) -> Option<PathBuf> {
+    String::from_utf8_lossy(messages)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| {
+            message["reason"] == "compiler-artifact"
+                && message["target"]["name"] == "xtask"
+                && message["target"]["kind"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|kind| kind == "bin"))
+        })
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
 }
 
 /// The replay gateways, a child process serving the whole suite.
@@ -445,5 +487,51 @@ fn failed_specs(suites: &Value, out: &mut Vec<String>) {
             }
         }
         failed_specs(&suite["suites"], out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed build's binary is the `xtask` bin's `executable` among cargo's messages: not a
+    /// dependency's artifact, not a library of the same name, not a diagnostic.
+    #[test]
+    fn the_replay_gateway_is_the_xtask_bin_among_cargo_s_messages() {
+        let artifact = |name: &str, kind: &str, executable: Option<&str>| {
+            serde_json::json!({
+                "reason": "compiler-artifact",
+                "target": {"name": name, "kind": [kind]},
+                "executable": executable,
+            })
+            .to_string()
+        };
+        let cases = [
+            (
+                vec![artifact("xtask", "bin", Some("/t/debug/xtask"))],
+                Some("/t/debug/xtask"),
+            ),
+            (
+                vec![
+                    r#"{"reason":"compiler-message","message":{}}"#.to_owned(),
+                    artifact("harness", "lib", None),
+                    artifact("keyless", "bin", Some("/t/debug/keyless")),
+                    "not json".to_owned(),
+                    artifact("xtask", "bin", Some("/t/debug/xtask")),
+                    r#"{"reason":"build-finished","success":true}"#.to_owned(),
+                ],
+                Some("/t/debug/xtask"),
+            ),
+            (vec![artifact("xtask", "lib", None)], None),
+            (vec![], None),
+        ];
+        for (lines, expected) in cases {
+            let messages = lines.join("\n");
+            assert_eq!(
+                xtask_executable(messages.as_bytes()),
+                expected.map(PathBuf::from),
+                "{messages}"
+            );
+        }
     }
 }

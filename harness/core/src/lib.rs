@@ -58,7 +58,10 @@ pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
-pub use shapes::{Shape, golden_document, shape_of, web_shape_of, web_shapes};
+pub use shapes::{
+    FrameData, Shape, frame_shape, golden_document, shape_of, web_frame_shape, web_frame_shapes,
+    web_shape_of, web_shapes,
+};
 pub use text::{first_chars, shorten};
 pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
 pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};

@@ -29,6 +29,54 @@ pub struct Shape {
     pub(crate) chunk_position: Option<String>,
 }
 
+/// One SSE frame's data as DeerFlow reads it (`docs/replay-and-fixtures.md` §8.2), parsed once:
+/// a client keeps this beside the data it received, and every shape, report and table reads it
+/// instead of parsing the text again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameData {
+    /// The data was empty (after stripping), which counts as `{}`.
+    Empty,
+    /// The data parsed as JSON.
+    Json(Value),
+    /// The data is not JSON; DeerFlow wraps its first 200 characters as `{"_raw": ...}`, and only
+    /// that key matters to a shape.
+    NotJson,
+}
+
+impl FrameData {
+    /// Strips `data` as Python's `str.strip()` does and parses it as JSON.
+    pub fn parse(data: &str) -> FrameData {
+        let text = python_strip(data);
+        if text.is_empty() {
+            return FrameData::Empty;
+        }
+        serde_json::from_str(text).map_or(FrameData::NotJson, FrameData::Json)
+    }
+
+    /// The parsed JSON, when the data was JSON.
+    pub fn json(&self) -> Option<&Value> {
+        match self {
+            FrameData::Json(value) => Some(value),
+            FrameData::Empty | FrameData::NotJson => None,
+        }
+    }
+
+    /// The sorted top-level keys, or `None` when the data is JSON but not an object.
+    fn keys(&self) -> Option<Vec<String>> {
+        match self {
+            FrameData::Empty => Some(Vec::new()),
+            FrameData::Json(Value::Object(map)) => {
+                let mut keys: Vec<String> = map.keys().cloned().collect();
+                // Byte order of UTF-8 is code point order, which is Python's `sorted()` of `str`.
+                keys.sort_unstable();
+                Some(keys)
+            }
+            FrameData::Json(_) => None,
+            FrameData::NotJson => Some(vec!["_raw".to_owned()]),
+        }
+    }
+}
+
 /// The shape of one SSE event (an SSE client's event name and data), by DeerFlow's rules
 /// (`docs/replay-and-fixtures.md` §8.2): the event name stripped; the data stripped and parsed as
 /// JSON, empty data counting as `{}` and unparseable data as `{"_raw": <first 200 characters>}`.
@@ -38,9 +86,14 @@ pub struct Shape {
 /// one shape per parsed event. One known gap: Python's `json.loads` accepts `NaN` and `Infinity`,
 /// `serde_json` does not, so such data would read as `_raw` here; gateways never emit them.
 pub fn shape_of(event: Option<&str>, data: &str) -> Shape {
+    frame_shape(event, &FrameData::parse(data))
+}
+
+/// [`shape_of`] for data already parsed ([`FrameData::parse`]).
+pub fn frame_shape(event: Option<&str>, data: &FrameData) -> Shape {
     Shape {
         event: event.map(|name| python_strip(name).to_owned()),
-        keys: data_keys(python_strip(data)),
+        keys: data.keys(),
         message_type: None,
         chunk_position: None,
     }
@@ -51,11 +104,16 @@ pub fn shape_of(event: Option<&str>, data: &str) -> Shape {
 /// is a `[message chunk, metadata]` list, reduces to the chunk's sorted keys and its `type`.
 /// An `updates` frame needs nothing special: its keys are the names of the nodes that wrote.
 pub fn web_shape_of(event: Option<&str>, data: &str) -> Shape {
-    let shape = shape_of(event, data);
+    web_frame_shape(event, &FrameData::parse(data))
+}
+
+/// [`web_shape_of`] for data already parsed ([`FrameData::parse`]).
+pub fn web_frame_shape(event: Option<&str>, data: &FrameData) -> Shape {
+    let shape = frame_shape(event, data);
     if shape.event.as_deref() != Some("messages") {
         return shape;
     }
-    let Ok(Value::Array(items)) = serde_json::from_str::<Value>(python_strip(data)) else {
+    let Some(Value::Array(items)) = data.json() else {
         return shape;
     };
     match items.first() {
@@ -89,11 +147,22 @@ const CHUNK_TYPE: &str = "AIMessageChunk";
 /// depends on how its answer was chunked (a replay model and a model server chunk differently),
 /// so the golden holds one entry per streamed message wherever the gateway runs.
 pub fn web_shapes<'a>(events: impl IntoIterator<Item = (Option<&'a str>, &'a str)>) -> Vec<Shape> {
+    let parsed: Vec<(Option<&str>, FrameData)> = events
+        .into_iter()
+        .map(|(event, data)| (event, FrameData::parse(data)))
+        .collect();
+    web_frame_shapes(parsed.iter().map(|(event, data)| (*event, data)))
+}
+
+/// [`web_shapes`] for frames already parsed ([`FrameData::parse`]).
+pub fn web_frame_shapes<'a>(
+    events: impl IntoIterator<Item = (Option<&'a str>, &'a FrameData)>,
+) -> Vec<Shape> {
     let mut shapes: Vec<Shape> = Vec::new();
     // The message id of the chunk run the last shape stands for, if it stands for one.
     let mut open_run: Option<String> = None;
     for (event, data) in events {
-        let shape = web_shape_of(event, data);
+        let shape = web_frame_shape(event, data);
         let chunk = (shape.message_type.as_deref() == Some(CHUNK_TYPE))
             .then(|| chunk_fields(data))
             .flatten();
@@ -124,33 +193,14 @@ pub fn web_shapes<'a>(events: impl IntoIterator<Item = (Option<&'a str>, &'a str
 }
 
 /// The `id` and `chunk_position` of a `messages` tuple's chunk (`None` without an id).
-fn chunk_fields(data: &str) -> Option<(String, Option<String>)> {
-    let value = serde_json::from_str::<Value>(python_strip(data)).ok()?;
-    let chunk = value.get(0)?;
+fn chunk_fields(data: &FrameData) -> Option<(String, Option<String>)> {
+    let chunk = data.json()?.get(0)?;
     let id = chunk.get("id")?.as_str()?.to_owned();
     let position = chunk
         .get("chunk_position")
         .and_then(Value::as_str)
         .map(str::to_owned);
     Some((id, position))
-}
-
-/// The sorted top-level keys of one `data:` payload, or `None` when it is not an object.
-fn data_keys(text: &str) -> Option<Vec<String>> {
-    if text.is_empty() {
-        return Some(Vec::new());
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => {
-            let mut keys: Vec<String> = map.keys().cloned().collect();
-            // Byte order of UTF-8 is code point order, which is Python's `sorted()` of `str`.
-            keys.sort_unstable();
-            Some(keys)
-        }
-        Ok(_) => None,
-        // DeerFlow wraps the first 200 characters as `{"_raw": ...}`; only its key matters here.
-        Err(_) => Some(vec!["_raw".to_owned()]),
-    }
 }
 
 #[derive(Serialize)]

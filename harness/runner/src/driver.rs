@@ -17,7 +17,7 @@ use futures::StreamExt;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 
-use replay_core::{Framing, Scenario, Shape, Turn, UiMode, first_chars, shape_of, web_shapes};
+use replay_core::{Framing, Scenario, Shape, Turn, UiMode, first_chars};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -75,31 +75,7 @@ pub enum DriverError {
     },
 }
 
-/// One SSE event as the client parsed it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
-    /// The event name.
-    pub event: String,
-    /// The data, as sent.
-    pub data: String,
-    /// The id, when the frame carried one.
-    pub id: Option<String>,
-}
-
-/// Everything one streamed run produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunTranscript {
-    /// The request body that started the run.
-    pub request: Value,
-    /// Parsed events, in order.
-    pub events: Vec<SseEvent>,
-    /// The raw response body, for failure reports.
-    pub raw: String,
-    /// The stream modes the run asked for: which reduction its golden holds.
-    pub modes: StreamModes,
-    /// The framing rule of the API that streamed it.
-    pub framing_rule: FramingRule,
-}
+pub use crate::transcript::{RunTranscript, SseEvent};
 
 /// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "LangGraph's own API
 /// server").
@@ -183,58 +159,13 @@ impl FramingRule {
                     if let (Some(error), false) = (error, model_error_recorded) {
                         return Framing::ErrorFrame {
                             run,
-                            data: first_chars(&error.data, 300).to_owned(),
+                            data: first_chars(error.data(), 300).to_owned(),
                         };
                     }
                 }
                 Framing::Ok
             }
         }
-    }
-}
-
-impl RunTranscript {
-    /// The shapes its golden holds: [`RunTranscript::shapes`] for a values run,
-    /// [`RunTranscript::web_shapes`] for a run in the web client's modes.
-    pub fn golden_shapes(&self) -> Vec<Shape> {
-        match self.modes {
-            StreamModes::Values => self.shapes(),
-            StreamModes::Web => self.web_shapes(),
-        }
-    }
-
-    /// The protocol shape: `(event name, sorted top-level keys or null)` per event.
-    pub fn shapes(&self) -> Vec<Shape> {
-        self.events
-            .iter()
-            .map(|event| shape_of(Some(&event.event), &event.data))
-            .collect()
-    }
-
-    /// The web golden's reduction of the run ([`web_shapes`]: each event by its web shape, a run
-    /// of chunks of one message as one entry).
-    pub fn web_shapes(&self) -> Vec<Shape> {
-        web_shapes(
-            self.events
-                .iter()
-                .map(|event| (Some(event.event.as_str()), event.data.as_str())),
-        )
-    }
-
-    /// The data of the last `values` event.
-    pub fn final_values(&self) -> Option<Value> {
-        self.events
-            .iter()
-            .rev()
-            .find(|event| event.event == "values")
-            .and_then(|event| serde_json::from_str(&event.data).ok())
-    }
-
-    /// The run id from the `metadata` event.
-    pub fn run_id(&self) -> Option<String> {
-        let metadata = self.events.iter().find(|event| event.event == "metadata")?;
-        let data: Value = serde_json::from_str(&metadata.data).ok()?;
-        data.get("run_id")?.as_str().map(String::from)
     }
 }
 
@@ -719,32 +650,23 @@ impl Driver {
     ) -> Result<RunTranscript, DriverError> {
         let route = format!("POST {path}");
         let response = self.post_json(path, &request, 200).await?;
-        let raw = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<u8>::new()));
-        let tee = raw.clone();
-        let bytes = response.bytes_stream().map(move |chunk| {
-            if let Ok(bytes) = &chunk {
-                tee.lock().extend_from_slice(bytes);
-            }
-            chunk
-        });
-        let mut stream = bytes.eventsource();
+        // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
+        let mut stream = response.bytes_stream().eventsource();
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
             let event = event.map_err(|err| DriverError::Stream {
                 route: route.clone(),
                 message: err.to_string(),
             })?;
-            events.push(SseEvent {
-                event: event.event,
-                data: event.data,
-                id: (!event.id.is_empty()).then_some(event.id),
-            });
+            events.push(SseEvent::new(
+                event.event,
+                event.data,
+                (!event.id.is_empty()).then_some(event.id),
+            ));
         }
-        let raw = String::from_utf8_lossy(&raw.lock()).into_owned();
         Ok(RunTranscript {
             request,
             events,
-            raw,
             modes,
             framing_rule,
         })
@@ -883,13 +805,14 @@ mod tests {
         RunTranscript {
             request: Value::Null,
             events: (events.iter())
-                .map(|event| SseEvent {
-                    event: (*event).to_owned(),
-                    data: r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned(),
-                    id: None,
+                .map(|event| {
+                    SseEvent::new(
+                        (*event).to_owned(),
+                        r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned(),
+                        None,
+                    )
                 })
                 .collect(),
-            raw: String::new(),
             modes: StreamModes::Values,
             framing_rule: rule,
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use replay_core::{
     Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict,
-    golden_document, shape_of, shorten,
+    golden_document, shorten,
 };
 
 use crate::driver::{DriveOptions, Driver, DriverError, FramingRule, RunTranscript, Session};
@@ -102,6 +102,14 @@ impl ScenarioRun {
             .collect()
     }
 
+    /// How many SSE events the runs streamed (one shape each), without reducing them.
+    pub fn event_count(&self) -> usize {
+        self.transcripts
+            .iter()
+            .map(|transcript| transcript.events.len())
+            .sum()
+    }
+
     /// DeerFlow's golden document for these shapes.
     pub fn golden_document(&self) -> String {
         golden_document(
@@ -183,7 +191,7 @@ impl ScenarioRun {
                 let _ = writeln!(
                     out,
                     "--- run {index} SSE transcript ---\n{}",
-                    transcript.raw
+                    transcript.raw()
                 );
                 continue;
             }
@@ -192,13 +200,13 @@ impl ScenarioRun {
                 "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             for (position, event) in transcript.events.iter().enumerate() {
-                let shape = shape_of(Some(&event.event), &event.data);
+                let shape = event.shape();
                 let _ = writeln!(
                     out,
                     "[{position:>2}] {:<9} keys={:?}\n     data: {}",
                     event.event,
                     shape.keys.unwrap_or_default(),
-                    shorten(&event.data, 160)
+                    shorten(event.data(), 160)
                 );
             }
         }

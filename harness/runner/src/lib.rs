@@ -3,7 +3,7 @@
 //! binary compiles no gateway.
 //!
 //! - [`driver`]: the HTTP wire driver (register → thread → `runs/stream`, the web client's
-//!   requests).
+//!   requests); [`transcript`]: what a streamed run produced, each frame's data parsed once.
 //! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
 //!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
 //!   gateway that runs elsewhere against a model server.
@@ -26,3 +26,4 @@ pub mod recorded;
 pub mod recording_store;
 pub mod suite;
 pub mod target;
+pub mod transcript;

@@ -48,7 +48,7 @@ pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
         "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
         run.fixture.scenario.id,
         run.fixture.scenario.mode.as_str(),
-        run.shapes().len(),
+        run.event_count(),
         format!("{}/{}", run.turns_used(), run.fixture.turns.len()),
         verdict.misses.len(),
         verdict.golden.as_str(),

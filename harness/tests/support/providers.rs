@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::support::text_stream;
+use super::support::text_stream;
 
 /// What a recorded answer must hold: its text, reasoning, refusal and tool calls (name and
 /// parsed arguments, with the provider's id when it sent one), or the failure it reported.

@@ -339,10 +339,10 @@ mod tests {
                 "CRLF frames, the heartbeat skipped"
             );
             assert_eq!(run.framing_rule, FramingRule::MetadataThenClose);
-            let sent: Value = serde_json::from_str(&run.events[1].data).unwrap();
+            let sent: Value = serde_json::from_str(run.events[1].data()).unwrap();
             assert_eq!(sent["assistant_id"], "agent", "the only graph listed");
         }
-        let sent: Value = serde_json::from_str(&runs[0].events[1].data).unwrap();
+        let sent: Value = serde_json::from_str(runs[0].events[1].data()).unwrap();
         assert_eq!(sent["input"]["messages"][0]["name"], "user-input");
         assert_eq!(
             FramingRule::MetadataThenClose.framing(&runs, false),
