@@ -266,6 +266,15 @@ impl ReplayEngine {
     /// computed (the wire lookup computes the conversation's part once to find the caller): only
     /// a named caller may be served one of several different answers recorded under its key.
     pub(crate) fn lookup_inferred(&self, key: ReplayKey) -> Result<Served, LookupError> {
+        self.lookup_inferred_compared(key, Comparison::AsHashed)
+    }
+
+    /// [`ReplayEngine::lookup_inferred`], a miss's nearest turn found as `comparison` says.
+    pub(crate) fn lookup_inferred_compared(
+        &self,
+        key: ReplayKey,
+        comparison: Comparison,
+    ) -> Result<Served, LookupError> {
         if let Some(ambiguity) = self.ambiguity(&key) {
             self.ambiguities.lock().push(ambiguity.clone());
             if let Some(observer) = &self.observer {
@@ -273,7 +282,7 @@ impl ReplayEngine {
             }
             return Err(LookupError::Ambiguous(Box::new(ambiguity)));
         }
-        self.serve(key)
+        self.serve_compared(key, comparison)
             .map_err(|miss| LookupError::Miss(Box::new(miss)))
     }
 
@@ -306,6 +315,19 @@ impl ReplayEngine {
         reason = "a miss carries its diagnostics by value; misses are rare and end the test"
     )]
     pub(crate) fn serve(&self, key: ReplayKey) -> Result<Served, Miss> {
+        self.serve_compared(key, Comparison::AsHashed)
+    }
+
+    /// [`ReplayEngine::serve`], a miss's nearest turn found by comparing as `comparison` says.
+    #[expect(
+        clippy::result_large_err,
+        reason = "a miss carries its diagnostics by value; misses are rare and end the test"
+    )]
+    pub(crate) fn serve_compared(
+        &self,
+        key: ReplayKey,
+        comparison: Comparison,
+    ) -> Result<Served, Miss> {
         let mut state = self.state.lock();
         let mut recorded_key = &key.input_hash;
         let mut found = state
@@ -334,7 +356,7 @@ impl ReplayEngine {
             return Ok(served);
         }
 
-        let nearest = self.nearest_turn(&key, &state.served);
+        let nearest = self.nearest_turn(&key, &state.served, comparison);
         drop(state);
         let miss = Miss {
             caller: key.caller.clone(),
@@ -412,7 +434,13 @@ impl ReplayEngine {
     /// stored canonical conversation shares the longest prefix of entries with the call; ties go
     /// to unserved turns, then file order. Without stored canonicals that is the first unserved
     /// turn of the caller.
-    fn nearest_turn(&self, key: &ReplayKey, served: &[bool]) -> Option<NearestTurn> {
+    fn nearest_turn(
+        &self,
+        key: &ReplayKey,
+        served: &[bool],
+        comparison: Comparison,
+    ) -> Option<NearestTurn> {
+        let parse_entries = |canonical: &str| comparison.entries(canonical);
         let incoming: Option<Vec<Value>> = parse_entries(&key.canonical);
         let mut best: Option<(usize, Option<usize>)> = None;
         for (index, turn) in self.fixture.turns.iter().enumerate() {
@@ -447,7 +475,13 @@ impl ReplayEngine {
         let difference = turn
             .canonical
             .as_deref()
-            .and_then(|recorded| canonical_difference(recorded, &key.canonical));
+            .and_then(|recorded| match comparison {
+                Comparison::AsHashed => canonical_difference(recorded, &key.canonical),
+                Comparison::WithoutNames => {
+                    let (recorded, incoming) = (parse_entries(recorded)?, incoming.clone()?);
+                    first_difference(&Value::Array(recorded), &Value::Array(incoming), &[])
+                }
+            });
         // A miss report compares what was hashed: the stored text stands for the hashed one only
         // when it hashes to the turn's conversation hash.
         let canonical_rewritten = match (&turn.canonical, &turn.conversation_hash) {
@@ -462,6 +496,27 @@ impl ReplayEngine {
             difference,
             canonical_rewritten,
         })
+    }
+}
+
+/// How a miss's report compares the call with the recorded turns: as the key hashed them, or,
+/// at a wire that carries no message names, with the messages' names left out on both sides
+/// (the recorded turn's `name: "user-input"` is not the difference that made it miss there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Comparison {
+    /// The canonical entries as hashed.
+    AsHashed,
+    /// The canonical entries with the messages' names left out (a tool's name stays).
+    WithoutNames,
+}
+
+impl Comparison {
+    /// The canonical text's entries as this comparison reads them; `None` when it is not a list.
+    pub(crate) fn entries(self, canonical: &str) -> Option<Vec<Value>> {
+        match self {
+            Comparison::AsHashed => parse_entries(canonical),
+            Comparison::WithoutNames => crate::wire::name_free_entries(canonical),
+        }
     }
 }
 

@@ -35,10 +35,10 @@ use serde_json::{Map, Value};
 
 use crate::canonical::{
     DEFAULT_CALLER, ReplayKey, canonical_conversation, conversation_hash, input_hash,
-    normalize_caller,
+    normalize_caller, replay_key,
 };
 use crate::pyjson::{python_repr, to_python_json};
-use crate::replay::{Ambiguity, LookupError, Miss, ReplayEngine, Served};
+use crate::replay::{Ambiguity, Comparison, LookupError, Miss, ReplayEngine, Served};
 
 /// The HTTP header a gateway sends to name the caller of a model call at the wire
 /// (`docs/replay-and-fixtures.md` §11, §5.6): one value per graph node that calls the model, so
@@ -155,7 +155,7 @@ fn parsed_arguments(arguments: Option<&Value>) -> Option<Value> {
 /// The entries of a canonical conversation text with the messages' names left out (a `tool`
 /// entry keeps its name: it is the tool's, which every wire carries); `None` when the text is
 /// not a JSON list.
-fn name_free_entries(canonical: &str) -> Option<Vec<Value>> {
+pub(crate) fn name_free_entries(canonical: &str) -> Option<Vec<Value>> {
     let Ok(Value::Array(mut entries)) = serde_json::from_str::<Value>(canonical) else {
         return None;
     };
@@ -238,14 +238,25 @@ impl ReplayEngine {
         caller: Option<&str>,
         messages: &[Value],
     ) -> Result<Served, WireLookupError> {
+        self.lookup_at_wire_compared(caller, messages, Comparison::AsHashed)
+    }
+
+    /// [`ReplayEngine::lookup_at_wire`], a miss's nearest turn (and the caller a call that
+    /// names none misses under) found by comparing as `comparison` says.
+    fn lookup_at_wire_compared(
+        &self,
+        caller: Option<&str>,
+        messages: &[Value],
+        comparison: Comparison,
+    ) -> Result<Served, WireLookupError> {
         if let Some(caller) = caller {
             return self
-                .lookup(caller, messages)
+                .serve_compared(replay_key(caller, messages), comparison)
                 .map_err(|miss| WireLookupError::Miss(Box::new(miss)));
         }
         let canonical = canonical_conversation(messages);
         let conversation = conversation_hash(&canonical);
-        self.lookup_conversation(None, canonical, conversation)
+        self.lookup_conversation(None, canonical, conversation, comparison)
     }
 
     /// [`ReplayEngine::lookup_at_wire`] for a wire that carries no message names (Anthropic's
@@ -291,8 +302,12 @@ impl ReplayEngine {
             }
         }
         match matches.as_slice() {
-            [(stored, hash)] => self.lookup_conversation(caller, stored.clone(), hash.clone()),
-            _ => self.lookup_at_wire(caller, messages),
+            [(stored, hash)] => {
+                self.lookup_conversation(caller, stored.clone(), hash.clone(), Comparison::AsHashed)
+            }
+            // The miss (or ambiguity) of the request's own key, its report comparing without
+            // names: the recorded turn's names are not what made it miss at this wire.
+            _ => self.lookup_at_wire_compared(caller, messages, Comparison::WithoutNames),
         }
     }
 
@@ -304,6 +319,7 @@ impl ReplayEngine {
         caller: Option<&str>,
         canonical: String,
         conversation: String,
+        comparison: Comparison,
     ) -> Result<Served, WireLookupError> {
         if let Some(caller) = caller {
             let caller = normalize_caller(caller);
@@ -314,7 +330,7 @@ impl ReplayEngine {
                 conversation_hash: conversation,
             };
             return self
-                .serve(key)
+                .serve_compared(key, comparison)
                 .map_err(|miss| WireLookupError::Miss(Box::new(miss)));
         }
         let recorded: Vec<&String> = self
@@ -325,7 +341,7 @@ impl ReplayEngine {
         let chosen = match recorded.as_slice() {
             [one] => (*one).clone(),
             [] if self.is_recorded(&conversation) => DEFAULT_CALLER.to_owned(),
-            [] => self.nearest_caller(&canonical),
+            [] => self.nearest_caller(&canonical, comparison),
             _ => {
                 return Err(WireLookupError::AmbiguousCaller {
                     callers: recorded.into_iter().cloned().collect(),
@@ -342,20 +358,18 @@ impl ReplayEngine {
             canonical,
             conversation_hash: conversation,
         };
-        self.lookup_inferred(key).map_err(|error| match error {
-            LookupError::Miss(miss) => WireLookupError::Miss(miss),
-            LookupError::Ambiguous(ambiguity) => WireLookupError::AmbiguousAnswer(ambiguity),
-        })
+        self.lookup_inferred_compared(key, comparison)
+            .map_err(|error| match error {
+                LookupError::Miss(miss) => WireLookupError::Miss(miss),
+                LookupError::Ambiguous(ambiguity) => WireLookupError::AmbiguousAnswer(ambiguity),
+            })
     }
 
     /// The caller of the recorded turn whose canonical conversation shares the most leading
     /// messages with `canonical` (the first such turn on a tie); without stored canonical texts,
     /// `lead_agent` when the fixture has it, else its first caller.
-    fn nearest_caller(&self, canonical: &str) -> String {
-        let entries = |text: &str| match serde_json::from_str(text) {
-            Ok(Value::Array(entries)) => entries,
-            _ => Vec::new(),
-        };
+    fn nearest_caller(&self, canonical: &str, comparison: Comparison) -> String {
+        let entries = |text: &str| comparison.entries(text).unwrap_or_default();
         let incoming = entries(canonical);
         let mut best: Option<(usize, &str)> = None;
         for turn in &self.fixture().turns {

@@ -313,4 +313,25 @@ mod tests {
             name_free_key(&messages_from_chat_completions(&chat_completions(true)))
         );
     }
+
+    /// A miss at a wire without names is reported against the recorded turn as that wire sees
+    /// it: the first difference is the drifted message, not the recorded input's `name` (which
+    /// no such wire carries), and the nearest turn shares the messages before it.
+    #[test]
+    fn a_miss_without_names_reports_the_drift_not_the_missing_name() {
+        let engine = engine_recorded_with_names();
+        let mut drifted = anthropic();
+        drifted[4] = json!({"role": "user", "content": "no thanks"});
+        for caller in [None, Some("lead_agent")] {
+            let Err(WireLookupError::Miss(miss)) =
+                engine.lookup_at_wire_without_names(caller, &messages_from_anthropic(&drifted))
+            else {
+                panic!("{caller:?}: the drifted conversation must miss");
+            };
+            let nearest = miss.nearest.as_ref().expect("a nearest turn");
+            let path = nearest.difference.as_ref().map(|d| d.path.as_str());
+            assert_eq!(path, Some("[4].content"), "{caller:?}: {miss}");
+            assert_eq!(nearest.common_prefix, Some(4), "{caller:?}");
+        }
+    }
 }
