@@ -18,13 +18,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{HashGate, JwtKeys, LoginLockout, PasswordHasher};
 use crate::config::{AuthConfig, Config, ConfigError, SuggestionsConfig, UploadsConfig};
-use crate::http::compat::skills::SkillsCatalog;
 use crate::models::{ModelProvider, ProviderContext, ProviderRegistry};
 use crate::runtime::agent::{Agent, AgentParts};
 use crate::runtime::middleware::Middleware;
 use crate::runtime::middlewares::builtin_chain;
 use crate::runtime::runs::RunManager;
 use crate::serve::ServeLimits;
+use crate::skills::SkillsCatalog;
 use crate::store::{Store, StoreError};
 use crate::tools::{Tool, ToolRegistry};
 

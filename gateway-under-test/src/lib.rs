@@ -18,6 +18,7 @@ pub mod run_status;
 pub mod runtime;
 mod serve;
 mod server;
+mod skills;
 pub mod store;
 pub mod tools;
 pub mod workspace;

@@ -8,7 +8,7 @@
 //! [`AuthState`]: crate::app::AuthState
 
 mod auth_routes;
-pub(crate) mod compat;
+mod compat;
 mod cors;
 mod guard;
 mod runs;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::app::{App, WebClientSettings};
 use crate::http::ApiError;
-use crate::http::compat::skills::SkillsCatalog;
 use crate::http::guard::CurrentUser;
+use crate::skills::SkillsCatalog;
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -66,57 +66,4 @@ async fn skills(
         .await
         .map_err(|err| ApiError::internal("listing skills", err))?;
     Ok(Json(json!({ "skills": *skills })))
-}
-
-/// The `key: value` lines of a SKILL.md front matter block (between the leading `---` lines).
-/// Values are scalars with optional quotes; nested YAML is not read (skills use flat keys).
-pub(super) fn front_matter(text: &str) -> Map<String, Value> {
-    let mut keys = Map::new();
-    let mut lines = text.lines();
-    if lines.next().map(str::trim) != Some("---") {
-        return keys;
-    }
-    for line in lines {
-        if line.trim() == "---" {
-            break;
-        }
-        if line.starts_with([' ', '\t', '-']) {
-            continue;
-        }
-        if let Some((key, value)) = line.split_once(':') {
-            let value = value.trim();
-            let unquoted = value
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                .unwrap_or(value);
-            if !unquoted.is_empty() {
-                keys.insert(key.trim().to_string(), Value::String(unquoted.to_string()));
-            }
-        }
-    }
-    keys
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn front_matter_reads_flat_scalar_keys_only() {
-        let cases = [
-            (
-                "---\nname: pdf\ndescription: \"Read PDFs: text and tables\"\nlicense: 'MIT'\n---\n# body\nname: not-this",
-                json!({"name": "pdf", "description": "Read PDFs: text and tables", "license": "MIT"}),
-            ),
-            ("no front matter\nname: x", json!({})),
-            (
-                "---\nname: nested\nmeta:\n  key: v\n---",
-                json!({"name": "nested"}),
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(Value::Object(front_matter(text)), expected, "{text}");
-        }
-    }
 }

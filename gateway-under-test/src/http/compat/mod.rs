@@ -4,7 +4,6 @@
 
 mod catalog;
 mod messages_page;
-pub(crate) mod skills;
 mod thread_info;
 mod workspace_changes;
 

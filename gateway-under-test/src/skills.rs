@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::catalog::front_matter;
+use serde_json::Map;
 
 /// Skill folders read per category.
 const MAX_SKILLS: usize = 500;
@@ -195,6 +195,36 @@ fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
     i128::from(seconds) * 1_000_000_000 + i128::from(nanoseconds)
 }
 
+/// The `key: value` lines of a SKILL.md front matter block (between the leading `---` lines).
+/// Values are scalars with optional quotes; nested YAML is not read (skills use flat keys).
+fn front_matter(text: &str) -> Map<String, Value> {
+    let mut keys = Map::new();
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return keys;
+    }
+    for line in lines {
+        if line.trim() == "---" {
+            break;
+        }
+        if line.starts_with([' ', '\t', '-']) {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            let value = value.trim();
+            let unquoted = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(value);
+            if !unquoted.is_empty() {
+                keys.insert(key.trim().to_string(), Value::String(unquoted.to_string()));
+            }
+        }
+    }
+    keys
+}
+
 /// The first `limit` bytes of the regular file at `path` (invalid UTF-8 replaced), without
 /// following a symlink in its place and without blocking on a FIFO; `None` for anything else.
 fn read_regular_file(path: &Path, limit: u64) -> Option<String> {
@@ -332,6 +362,24 @@ mod tests {
             let (skills, listing) = catalog.list();
             assert_eq!(listing, expected_listing, "{what}");
             assert_eq!(Value::Array(skills.to_vec()), expected_skills, "{what}");
+        }
+    }
+
+    #[test]
+    fn front_matter_reads_flat_scalar_keys_only() {
+        let cases = [
+            (
+                "---\nname: pdf\ndescription: \"Read PDFs: text and tables\"\nlicense: 'MIT'\n---\n# body\nname: not-this",
+                json!({"name": "pdf", "description": "Read PDFs: text and tables", "license": "MIT"}),
+            ),
+            ("no front matter\nname: x", json!({})),
+            (
+                "---\nname: nested\nmeta:\n  key: v\n---",
+                json!({"name": "nested"}),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(Value::Object(front_matter(text)), expected, "{text}");
         }
     }
 }
