@@ -13,8 +13,10 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use crate::lock::unpoisoned;
-use crate::messages::Message;
-use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
+use crate::messages::{Message, ToolCall};
+use crate::models::{
+    CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent, StreamFold,
+};
 use crate::runtime::agent::Agent;
 use crate::runtime::message_limits;
 use crate::runtime::stream::RunStream;
@@ -455,7 +457,9 @@ impl RunContext {
             self.stream.publish("messages", &json!([chunk, metadata]));
         };
         let mut held: Option<String> = None;
-        let mut collected = Vec::new();
+        // Folded as the events arrive: nothing is kept to be read again.
+        let mut fold = StreamFold::default();
+        let mut done = None;
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
@@ -479,10 +483,15 @@ impl RunContext {
                 publish(ai_chunk(&chunk_id, json!(text)));
                 chunk_sent = true;
             }
-            collected.push(Ok(event));
+            if let Some(message) = fold.push(event)? {
+                done = Some(message);
+                break;
+            }
         }
-        let mut message =
-            crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await?;
+        let mut message = match done {
+            Some(message) => message,
+            None => fold.finish()?,
+        };
         match &message.id {
             Some(id) if !chunk_sent => chunk_id = id.clone(),
             _ => message.id = Some(chunk_id.clone()),
@@ -492,7 +501,7 @@ impl RunContext {
         }
         if !message.tool_calls.is_empty() {
             let mut chunk = ai_chunk(&chunk_id, json!(""));
-            chunk["tool_calls"] = message.to_dump()["tool_calls"].clone();
+            chunk["tool_calls"] = message.tool_calls.iter().map(ToolCall::to_json).collect();
             chunk["tool_call_chunks"] = message
                 .tool_calls
                 .iter()

@@ -411,9 +411,7 @@ mod tests {
         }
 
         async fn stream(&self, _: &ModelRequest) -> Result<EventStream, ModelError> {
-            let done = StreamEvent::Done {
-                message: Message::ai("hi", Vec::new()).to_dump(),
-            };
+            let done = StreamEvent::done(Message::ai("hi", Vec::new()));
             let delta = StreamEvent::TextDelta { delta: "hi".into() };
             let broken = ModelError::new(
                 "RemoteProtocolError",

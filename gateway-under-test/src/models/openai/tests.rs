@@ -87,7 +87,7 @@ fn ok_events(events: Vec<Result<StreamEvent, ModelError>>) -> Vec<StreamEvent> {
 
 fn done_message(events: &[StreamEvent]) -> Message {
     match events.last() {
-        Some(StreamEvent::Done { message }) => Message::from_json(message).expect("done parses"),
+        Some(StreamEvent::Done { message }) => (**message).clone(),
         other => panic!("last event is not done: {other:?}"),
     }
 }
