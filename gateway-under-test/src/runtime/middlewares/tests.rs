@@ -201,6 +201,23 @@ async fn each_middleware_writes_exactly_its_channels() {
         }
         state_of(messages)
     };
+    // Five answers calling `read_file` with the arguments `args(index)` gives each.
+    let looping_with = |args: fn(usize) -> serde_json::Value| {
+        let mut messages = vec![human("h1", "q")];
+        for index in 0..5 {
+            let id = format!("c{index}");
+            let call = ToolCall {
+                name: "read_file".into(),
+                args: args(index),
+                id: id.clone(),
+            };
+            messages.push(Message::ai("", vec![call]));
+            if index < 4 {
+                messages.push(Message::tool("x", "read_file", &id, "success"));
+            }
+        }
+        state_of(messages)
+    };
     let finished = |reason: (&str, &str), text: &str, calls: Vec<ToolCall>| {
         let mut answer = Message::ai(text, calls);
         answer
@@ -241,6 +258,23 @@ async fn each_middleware_writes_exactly_its_channels() {
             Arc::new(LoopDetectionMiddleware),
             Hook::AfterModel,
             looping(4),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "loop detection counts arguments that differ only in key order, at any depth",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping_with(|index| match index % 2 {
+                0 => json!({"path": "/a", "range": {"start": 1, "end": 2}}),
+                _ => json!({"range": {"end": 2, "start": 1}, "path": "/a"}),
+            }),
+            |update, _| assert!(update.is_some(), "the fifth repeat is stopped"),
+        ),
+        (
+            "loop detection does not count calls whose arguments differ",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping_with(|index| json!({"path": format!("/{index}")})),
             |update, _| assert!(update.is_none()),
         ),
         (
