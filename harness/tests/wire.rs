@@ -707,7 +707,7 @@ fn a_real_openai_client_reads_the_streamed_and_the_whole_answer_as_the_recorded_
         let mut input = Message::human(fixture.scenario.prompt.clone());
         input.name = Some("user-input".into());
         let request = ModelRequest {
-            messages: vec![Message::system("any system prompt"), input],
+            messages: vec![Message::system("any system prompt").into(), input.into()],
             tools: Vec::new(),
             metadata: Default::default(),
             options: Default::default(),

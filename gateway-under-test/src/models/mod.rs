@@ -75,8 +75,9 @@ pub struct CallOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
     /// The messages the model sees, system prompt first, after every request-rewriting
-    /// middleware has run.
-    pub messages: Vec<Message>,
+    /// middleware has run. Shared with the thread's state, so building or retrying a request
+    /// copies no message; a middleware that rewrites one uses [`Arc::make_mut`].
+    pub messages: Vec<Arc<Message>>,
     /// The bound tools (empty when none are bound).
     pub tools: Vec<ToolSpec>,
     /// Caller identity and tracing data.

@@ -317,7 +317,9 @@ impl<'a> AgentLoop<'a> {
             skills: agent.skills(),
             skills_container_path: &agent.settings().skills_container_path,
         });
-        let mut messages = vec![Message::system(prompt)];
+        // The conversation is shared with the request, not copied (see `AgentState::messages`).
+        let mut messages = Vec::with_capacity(self.state.messages.len() + 1);
+        messages.push(Arc::new(Message::system(prompt)));
         messages.extend(self.state.messages.iter().cloned());
         let request = ModelRequest {
             messages,
@@ -434,7 +436,7 @@ impl<'a> AgentLoop<'a> {
         let changed = self.state.apply(update);
         let changed_messages: Vec<&Message> = changed
             .iter()
-            .map(|&index| &self.state.messages[index])
+            .map(|&index| &*self.state.messages[index])
             .collect();
         self.run.mark_messages_sent_by_ref(&changed_messages);
         let changes = MessageChanges {

@@ -329,7 +329,7 @@ impl RunContext {
                 .rev()
                 .find(|m| m.kind == crate::messages::MessageType::Human && !m.is_hidden())
         {
-            let mut restored = human.clone();
+            let mut restored = Message::clone(human);
             if let Some(original) = restored.additional_kwargs.remove("original_user_content") {
                 restored.content = original;
             }
@@ -400,7 +400,7 @@ impl RunContext {
 
     /// Marks `messages` as already known to the client (a node's input), so they are not sent
     /// again when a node rewrites them under the same id.
-    pub fn mark_messages_sent(&self, messages: &[Message]) {
+    pub fn mark_messages_sent(&self, messages: &[Arc<Message>]) {
         if !self.modes.messages {
             return;
         }

@@ -50,7 +50,7 @@ fn parsed_outputs(engine: &ReplayEngine) -> Arc<[Option<Result<Message, String>>
 
 /// The gateway-side view of a request, as the core hashes it: the flat message dumps.
 pub(crate) fn request_messages(request: &ModelRequest) -> Vec<Value> {
-    request.messages.iter().map(Message::to_dump).collect()
+    request.messages.iter().map(|m| m.to_dump()).collect()
 }
 
 /// The replay caller of a request (`docs/replay-and-fixtures.md` §4.7).
@@ -158,7 +158,7 @@ mod tests {
             messages: vec![{
                 let mut human = Message::human("hello");
                 human.name = Some("user-input".into());
-                human
+                human.into()
             }],
             tools: Vec::new(),
             metadata: CallMetadata::default(),
@@ -246,7 +246,7 @@ mod tests {
     #[tokio::test]
     async fn a_miss_is_a_generic_error_and_lands_in_the_ledger() {
         let (engine, mut request) = engine_with_answer();
-        request.messages[0].content = json!("something else");
+        std::sync::Arc::make_mut(&mut request.messages[0]).content = json!("something else");
         let error = ReplayChatModel::new(engine.clone())
             .invoke(&request)
             .await

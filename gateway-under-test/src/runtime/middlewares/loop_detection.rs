@@ -11,6 +11,8 @@
 //! tracking, write nothing. DeerFlow's earlier warning (at three repeats) and its per-tool
 //! frequency limits are not implemented.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -54,7 +56,7 @@ fn same_calls(a: &Message, b: &Message) -> bool {
 
 /// The stripped answer when the newest AI message repeats a tool-call set [`HARD_LIMIT`] times
 /// in the current turn.
-pub(crate) fn hard_stop(messages: &[Message]) -> Option<Message> {
+pub(crate) fn hard_stop(messages: &[Arc<Message>]) -> Option<Message> {
     let last = messages
         .last()
         .filter(|m| m.kind == MessageType::Ai && !m.tool_calls.is_empty())?;
@@ -69,7 +71,7 @@ pub(crate) fn hard_stop(messages: &[Message]) -> Option<Message> {
     if repeats < HARD_LIMIT {
         return None;
     }
-    let mut stopped = last.clone();
+    let mut stopped = Message::clone(last);
     stopped.tool_calls.clear();
     stopped.additional_kwargs.remove("tool_calls");
     stopped.content = match &last.content {
