@@ -295,17 +295,32 @@ impl RunContext {
 
     /// Appends journal rows for this run.
     pub async fn journal(&self, rows: Vec<(&str, &str, Value, Value)>) {
+        let rows = rows
+            .into_iter()
+            .map(|(event_type, category, content, metadata)| {
+                (event_type, category, content, metadata, None)
+            })
+            .collect();
+        self.journal_messages(rows).await;
+    }
+
+    /// [`RunContext::journal`] with, per row, the id the state holds a message under when its
+    /// dump shows none ([`NewEvent::message_id`]).
+    pub async fn journal_messages(&self, rows: Vec<(&str, &str, Value, Value, Option<String>)>) {
         let now = crate::clock::now_iso();
         let events = rows
             .into_iter()
-            .map(|(event_type, category, content, metadata)| NewEvent {
-                run_id: self.run_id.clone(),
-                event_type: event_type.into(),
-                category: category.into(),
-                content,
-                metadata,
-                created_at: now.clone(),
-            })
+            .map(
+                |(event_type, category, content, metadata, message_id)| NewEvent {
+                    run_id: self.run_id.clone(),
+                    event_type: event_type.into(),
+                    category: category.into(),
+                    content,
+                    message_id,
+                    metadata,
+                    created_at: now.clone(),
+                },
+            )
             .collect();
         if let Err(err) = self.store.append_events(&self.thread_id, events).await {
             tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
@@ -346,12 +361,17 @@ impl RunContext {
         // A `nostream` call (the title model) is never streamed, as in LangGraph.
         let streamed =
             self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
-        let message = if streamed {
+        let mut message = if streamed {
             self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
         };
         message_limits::check_answer(&message, answer_limit)?;
+        // Named before it is journaled, as LangChain names a generation before its callbacks
+        // see it: the journal row and the state then hold the same message, stored once.
+        if message.id.is_none() {
+            message.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
+        }
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(

@@ -167,13 +167,19 @@ impl AgentState {
     /// it added or replaced, ascending and once each: a step costs what it changed, not the
     /// conversation (only these are serialised, stored and marked sent).
     pub fn apply(&mut self, update: StateUpdate) -> Vec<usize> {
-        let mut changed: Vec<usize> = update
+        let mut changed = self.apply_in_order(update);
+        changed.sort_unstable();
+        changed.dedup();
+        changed
+    }
+
+    /// [`AgentState::apply`], returning each of the update's messages' position in update order.
+    pub fn apply_in_order(&mut self, update: StateUpdate) -> Vec<usize> {
+        let positions: Vec<usize> = update
             .messages
             .into_iter()
             .map(|message| self.add_message(message))
             .collect();
-        changed.sort_unstable();
-        changed.dedup();
         for (name, value) in update.channels {
             let merged = match (name.as_str(), self.channels.remove(&name)) {
                 ("artifacts", Some(Value::Array(old))) => merge_artifacts(old, value),
@@ -193,7 +199,7 @@ impl AgentState {
             };
             self.channels.insert(name, merged);
         }
-        changed
+        positions
     }
 
     /// LangGraph's `add_messages`: a message whose id is already present replaces it in place;

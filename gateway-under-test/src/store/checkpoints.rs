@@ -25,7 +25,7 @@ use super::{CheckpointRecord, MessageChanges};
 
 const TABLE: &str = "checkpoints";
 const COLUMNS: &str = "thread_id, checkpoint_id, parent_checkpoint_id, step, values_json, \
-                       metadata_json, created_at, message_refs";
+                       metadata_json, created_at, message_refs, write_refs";
 /// The state channel whose entries are stored once and referenced by hash.
 const MESSAGES: &str = "messages";
 
@@ -33,7 +33,13 @@ const MESSAGES: &str = "messages";
 /// transaction: the message rows and the checkpoint row are written together.
 pub(super) fn insert(conn: &Connection, checkpoint: &CheckpointRecord) -> Result<(), StoreError> {
     let (values, refs) = split_messages(conn, &checkpoint.thread_id, &checkpoint.values)?;
-    insert_row(conn, checkpoint, &values, refs.map(|ids| encode_refs(&ids)))
+    insert_row(
+        conn,
+        checkpoint,
+        &values,
+        refs.map(|ids| encode_refs(&ids)),
+        None,
+    )
 }
 
 /// Stores a checkpoint whose `values.messages` is its parent's list with `changes` applied;
@@ -92,6 +98,7 @@ pub(super) fn insert_changes(
             store_message(conn, &mut find, &mut insert, thread_id, message)?,
         ));
     }
+    let rows: HashMap<usize, i64> = set.iter().copied().collect();
     let refs = match parent {
         Some(ParentList::Stored { chain, .. }) if !chain.full_list_due(set.len()) => {
             let chain = chain.extended(set.len());
@@ -124,7 +131,101 @@ pub(super) fn insert_changes(
     if let Some(object) = values.as_object_mut() {
         object.insert(MESSAGES.to_owned(), Value::Array(Vec::new()));
     }
-    insert_row(conn, checkpoint, &values, Some(refs))
+    let (metadata, write_refs) = split_writes(&checkpoint.metadata, &changes.writes, &rows);
+    let stored = CheckpointRecord {
+        metadata,
+        ..checkpoint.clone()
+    };
+    insert_row(conn, &stored, &values, Some(refs), write_refs)
+}
+
+/// The metadata with its `writes`' messages replaced by an empty list, and the references that
+/// stand for them (`{"node": <node>, "messages": [[row id, shown without id (0 or 1)], …]}`),
+/// when `writes` names each of them among the rows this step stored (`rows`: position → row
+/// id); otherwise the metadata as it is.
+fn split_writes(
+    metadata: &Value,
+    writes: &[(usize, bool)],
+    rows: &HashMap<usize, i64>,
+) -> (Value, Option<Value>) {
+    let unchanged = (metadata.clone(), None);
+    let Some(nodes) = metadata.get("writes").and_then(Value::as_object) else {
+        return unchanged;
+    };
+    let (Some((node, written)), 1) = (nodes.iter().next(), nodes.len()) else {
+        return unchanged;
+    };
+    let count = written
+        .get(MESSAGES)
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let mut positions: Vec<usize> = writes.iter().map(|(position, _)| *position).collect();
+    positions.sort_unstable();
+    positions.dedup();
+    // A message written twice in one step is the state's once: its earlier write is not stored.
+    if writes.is_empty() || count != writes.len() || positions.len() != writes.len() {
+        return unchanged;
+    }
+    let Some(refs) = writes
+        .iter()
+        .map(|(position, unnamed)| {
+            rows.get(position)
+                .map(|row| serde_json::json!([row, u8::from(*unnamed)]))
+        })
+        .collect::<Option<Vec<Value>>>()
+    else {
+        return unchanged;
+    };
+    let mut metadata = metadata.clone();
+    metadata["writes"][node][MESSAGES] = Value::Array(Vec::new());
+    (
+        metadata,
+        Some(serde_json::json!({"node": node, "messages": refs})),
+    )
+}
+
+/// Puts the referenced messages back into `metadata.writes.<node>.messages`.
+fn hydrate_writes(
+    conn: &Connection,
+    thread_id: &str,
+    metadata: &mut Value,
+    write_refs: &Value,
+) -> Result<(), StoreError> {
+    let bad = || StoreError::Corrupt("checkpoints.write_refs is not {node, messages}".to_owned());
+    let node = write_refs
+        .get("node")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?;
+    let refs = write_refs
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?;
+    let mut messages = Vec::with_capacity(refs.len());
+    for entry in refs {
+        let (Some(row), Some(unnamed)) = (
+            entry.get(0).and_then(Value::as_i64),
+            entry.get(1).and_then(Value::as_u64),
+        ) else {
+            return Err(bad());
+        };
+        let mut message = message_body(conn, thread_id, row)?;
+        if unnamed == 1 {
+            message["id"] = Value::Null;
+        }
+        messages.push(message);
+    }
+    match metadata
+        .get_mut("writes")
+        .and_then(|writes| writes.get_mut(node))
+    {
+        Some(Value::Object(written)) => {
+            written.insert(MESSAGES.to_owned(), Value::Array(messages));
+            Ok(())
+        }
+        _ => Err(StoreError::Corrupt(format!(
+            "checkpoints.write_refs names node {node}, which the metadata's writes lack"
+        ))),
+    }
 }
 
 /// A checkpoint's message list, when it is written as a delta over its parent's: the list's
@@ -366,9 +467,10 @@ fn insert_row(
     checkpoint: &CheckpointRecord,
     values: &Value,
     refs: Option<Value>,
+    write_refs: Option<Value>,
 ) -> Result<(), StoreError> {
     let inserted = conn.execute(
-        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         params![
             checkpoint.thread_id,
             checkpoint.checkpoint_id,
@@ -378,6 +480,9 @@ fn insert_row(
             json_text(&checkpoint.metadata, TABLE, "metadata_json")?,
             checkpoint.created_at,
             refs.map(|refs| json_text(&refs, TABLE, "message_refs"))
+                .transpose()?,
+            write_refs
+                .map(|refs| json_text(&refs, TABLE, "write_refs"))
                 .transpose()?,
         ],
     );
@@ -464,6 +569,7 @@ pub(super) fn delete_for_thread(conn: &Connection, thread_id: &str) -> Result<()
 struct StoredCheckpoint {
     record: CheckpointRecord,
     message_refs: Option<Value>,
+    write_refs: Option<Value>,
 }
 
 impl StoredCheckpoint {
@@ -477,7 +583,11 @@ impl StoredCheckpoint {
         let StoredCheckpoint {
             mut record,
             message_refs,
+            write_refs,
         } = self;
+        if let Some(write_refs) = &write_refs {
+            hydrate_writes(conn, &record.thread_id, &mut record.metadata, write_refs)?;
+        }
         let Some(refs) = message_refs else {
             return Ok(record);
         };
@@ -566,6 +676,43 @@ fn split_messages(
     Ok((Value::Object(stored), Some(ids)))
 }
 
+/// [`store_message`] outside a checkpoint (a journal row's message). Call it inside a
+/// transaction.
+pub(super) fn store_message_once(
+    conn: &Connection,
+    thread_id: &str,
+    message: &Value,
+) -> Result<i64, StoreError> {
+    let mut find = conn
+        .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
+    )?;
+    store_message(conn, &mut find, &mut insert, thread_id, message)
+}
+
+/// The stored message `id` of the thread; a missing row is a corrupt database.
+pub(super) fn message_body(
+    conn: &Connection,
+    thread_id: &str,
+    id: i64,
+) -> Result<Value, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND id = ?2")?;
+    let body: String = statement
+        .query_row(params![thread_id, id], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "message row {id} of thread {thread_id} is not stored"
+            ))
+        })?;
+    serde_json::from_str(&body).map_err(|source| StoreError::Json {
+        column: "checkpoint_messages.body".to_owned(),
+        source,
+    })
+}
+
 /// The row id of `message` in the thread's `checkpoint_messages`, inserted when it is new.
 fn store_message(
     conn: &Connection,
@@ -630,6 +777,7 @@ fn corrupt(what: &str) -> StoreError {
 
 fn decode(row: &Row<'_>) -> Result<StoredCheckpoint, StoreError> {
     let message_refs: Option<String> = row.get("message_refs")?;
+    let write_refs: Option<String> = row.get("write_refs")?;
     Ok(StoredCheckpoint {
         record: CheckpointRecord {
             thread_id: row.get("thread_id")?,
@@ -644,6 +792,14 @@ fn decode(row: &Row<'_>) -> Result<StoredCheckpoint, StoreError> {
             .map(|text| {
                 serde_json::from_str(&text).map_err(|source| StoreError::Json {
                     column: "checkpoints.message_refs".to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
+        write_refs: write_refs
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|source| StoreError::Json {
+                    column: "checkpoints.write_refs".to_owned(),
                     source,
                 })
             })
@@ -698,6 +854,7 @@ mod tests {
         let first = MessageChanges {
             len: 3,
             changed: (0..3).map(|i| (i, message(&format!("m{i}")))).collect(),
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c1", None), first)
@@ -707,6 +864,7 @@ mod tests {
         let second = MessageChanges {
             len: 4,
             changed: vec![(1, message("m1 edited")), (3, message("m3"))],
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c2", Some("c1")), second)
@@ -741,6 +899,7 @@ mod tests {
         let changes = MessageChanges {
             len: 100,
             changed: (0..100).map(|i| (i, message(&format!("m{i}")))).collect(),
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c1", None), changes)
@@ -758,6 +917,7 @@ mod tests {
         let gap = MessageChanges {
             len: 2,
             changed: vec![(1, message("only the second"))],
+            writes: Vec::new(),
         };
         let err = store
             .put_checkpoint_changes(record("c1", None), gap)
@@ -787,6 +947,7 @@ mod tests {
                 MessageChanges {
                     len: 1,
                     changed: vec![(0, message("q"))],
+                    writes: Vec::new(),
                 },
             )
             .await
@@ -814,6 +975,7 @@ mod tests {
                 let changes = MessageChanges {
                     len: messages.len(),
                     changed,
+                    writes: Vec::new(),
                 };
                 store
                     .put_checkpoint_changes(record(&id, Some(&parent)), changes)
@@ -856,6 +1018,46 @@ mod tests {
         assert!(
             last < first * 1.5,
             "refs bytes per step grow with the conversation: {per_step:?}"
+        );
+    }
+    #[tokio::test]
+    async fn the_writes_name_the_stored_messages_and_read_as_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("open store");
+        let named = json!({"type": "ai", "content": "answer", "id": "a1"});
+        let result = json!({"type": "tool", "content": "result", "id": "t1"});
+        let mut checkpoint = record("c1", None);
+        let shown_result = json!({"type": "tool", "content": "result", "id": null});
+        checkpoint.metadata = json!({"step": 1, "writes": {"tools": {
+            "messages": [named.clone(), shown_result.clone()], "title": "x"}}});
+        let changes = MessageChanges {
+            len: 2,
+            changed: vec![(0, named.clone()), (1, result.clone())],
+            writes: vec![(0, false), (1, true)],
+        };
+        store
+            .put_checkpoint_changes(checkpoint.clone(), changes)
+            .await
+            .expect("step");
+        let conn = rusqlite::Connection::open(dir.path().join(DATABASE_FILE)).expect("open");
+        let (metadata, refs): (String, String) = conn
+            .query_row(
+                "SELECT metadata_json, write_refs FROM checkpoints",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("row");
+        assert_eq!(
+            (metadata.as_str(), refs.as_str()),
+            (
+                r#"{"step":1,"writes":{"tools":{"messages":[],"title":"x"}}}"#,
+                r#"{"node":"tools","messages":[[1,0],[2,1]]}"#
+            )
+        );
+        let read = store.latest_checkpoint("t1").await.expect("read").unwrap();
+        assert_eq!(
+            read.metadata, checkpoint.metadata,
+            "the writes read as written"
         );
     }
 }

@@ -15,7 +15,12 @@ use super::StoreError;
 /// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
 /// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
 /// route creates exactly that).
-pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES, V3_REVOKED_TOKENS];
+pub(super) const MIGRATIONS: &[&str] = &[
+    V1_INITIAL,
+    V2_CHECKPOINT_MESSAGES,
+    V3_REVOKED_TOKENS,
+    V4_MESSAGES_STORED_ONCE,
+];
 
 const V1_INITIAL: &str = "
 CREATE TABLE users (
@@ -109,6 +114,15 @@ CREATE TABLE revoked_tokens (
     expires_at INTEGER NOT NULL
 );
 CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at);
+";
+
+/// Every message stored once (issue 21, finding 11): a journal row of a message
+/// (`message_ref`) and a checkpoint's writes (`write_refs`) name its `checkpoint_messages` row
+/// instead of holding a third and second copy of it. Rows written before keep their content
+/// inline (`NULL` here) and read as before.
+const V4_MESSAGES_STORED_ONCE: &str = "
+ALTER TABLE run_events ADD COLUMN message_ref INTEGER;
+ALTER TABLE checkpoints ADD COLUMN write_refs TEXT;
 ";
 
 /// Applies the per-connection settings the store relies on.

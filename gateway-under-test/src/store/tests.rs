@@ -77,6 +77,7 @@ fn event(run_id: &str, event_type: &str, category: &str) -> NewEvent {
         event_type: event_type.to_owned(),
         category: category.to_owned(),
         content: json!({"type": event_type}),
+        message_id: None,
         metadata: json!({}),
         created_at: "2025-01-01T00:00:00Z".to_owned(),
     }
