@@ -529,6 +529,14 @@ async fn a_full_disk_gives_up_the_reserve_and_the_write_is_tried_again() {
     let reserve = dir.path().join(reserve::RESERVE_FILE);
     let size = || std::fs::metadata(&reserve).map_or(0, |meta| meta.len() as usize);
     assert_eq!(size(), reserve::RESERVE_BYTES, "made at open");
+    {
+        use std::os::unix::fs::MetadataExt;
+        let blocks = std::fs::metadata(&reserve).expect("reserve").blocks() as usize;
+        assert!(
+            blocks * 512 >= reserve::RESERVE_BYTES,
+            "the reserve holds disk blocks, not a hole: {blocks} blocks"
+        );
+    }
     let attempts = std::sync::atomic::AtomicUsize::new(0);
     let written = store
         .with_reserve(|| async {
