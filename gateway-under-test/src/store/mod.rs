@@ -326,8 +326,10 @@ impl Store {
         private_files::create_file(&file).map_err(io_error)?;
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(&file)?;
-        schema::configure(&conn)?;
+        // Before WAL is switched on: a fresh database takes incremental vacuum only while its
+        // file is still empty, and otherwise needs a VACUUM.
         schema::enable_incremental_vacuum(&conn)?;
+        schema::configure(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,

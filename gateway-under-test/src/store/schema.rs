@@ -143,10 +143,17 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
 /// one written without it is rebuilt once by `VACUUM`, which is the only way SQLite can switch.
 pub(super) fn enable_incremental_vacuum(conn: &Connection) -> Result<(), StoreError> {
     const INCREMENTAL: i64 = 2;
-    let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?;
-    if mode != INCREMENTAL {
+    let mode = || -> Result<i64, StoreError> {
+        Ok(conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?)
+    };
+    if mode()? != INCREMENTAL {
         conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
-        conn.execute_batch("VACUUM")?;
+        // A fresh database (its file still empty: called before WAL is switched on) takes the
+        // setting as it is; only an older one needs the rebuild, which every fresh database
+        // (every Layer 1 boot) was paying for, syncs included.
+        if mode()? != INCREMENTAL {
+            conn.execute_batch("VACUUM")?;
+        }
     }
     Ok(())
 }

@@ -989,6 +989,30 @@ async fn database_files_are_created_private() {
     assert_eq!(auto_vacuum, 2, "auto_vacuum should be INCREMENTAL (2)");
 }
 
+/// A database written before incremental vacuum (tables, WAL, `auto_vacuum` none) is rebuilt
+/// once when it is opened, and keeps its rows; a fresh one takes the setting without a rebuild.
+#[tokio::test]
+async fn an_older_database_is_rebuilt_for_incremental_vacuum() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let dir = home.path().join("db");
+    std::fs::create_dir_all(&dir).expect("db folder");
+    {
+        let conn = Connection::open(dir.join(DATABASE_FILE)).expect("older database");
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .expect("WAL");
+        conn.execute_batch("CREATE TABLE kept (x); INSERT INTO kept VALUES (1);")
+            .expect("a table");
+    }
+    drop(Store::open(&dir).expect("open store"));
+    let conn = Connection::open(dir.join(DATABASE_FILE)).expect("second connection");
+    let read = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).expect(sql) };
+    assert_eq!(
+        (read("PRAGMA auto_vacuum"), read("SELECT x FROM kept")),
+        (2, 1),
+        "(auto_vacuum INCREMENTAL, the old row kept)"
+    );
+}
+
 // --- sessions -------------------------------------------------------------------------------
 
 #[tokio::test]
