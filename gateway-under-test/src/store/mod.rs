@@ -324,12 +324,11 @@ impl Store {
         let owner = OwnerLock::take(dir)?;
         let file = dir.join(DATABASE_FILE);
         private_files::create_file(&file).map_err(io_error)?;
+        let fresh = std::fs::metadata(&file).map_err(io_error)?.len() == 0;
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(&file)?;
-        // Before WAL is switched on: a fresh database takes incremental vacuum only while its
-        // file is still empty, and otherwise needs a VACUUM.
+        schema::configure(&conn, fresh)?;
         schema::enable_incremental_vacuum(&conn)?;
-        schema::configure(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,

@@ -125,14 +125,31 @@ ALTER TABLE run_events ADD COLUMN message_ref INTEGER;
 ALTER TABLE checkpoints ADD COLUMN write_refs TEXT;
 ";
 
+/// `PRAGMA auto_vacuum = INCREMENTAL`.
+const INCREMENTAL_VACUUM: i64 = 2;
+
 /// Applies the per-connection settings the store relies on.
-pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
+/// `fresh` says the database file was empty when it was opened (made just now).
+pub(super) fn configure(conn: &Connection, fresh: bool) -> Result<(), StoreError> {
+    // A fresh database is initialised (its header written for incremental vacuum, then for WAL)
+    // in two rollback-journal transactions, each syncing the journal, the folder and the file:
+    // six syncs of every start of a Layer 1 test, for a database that holds nothing yet, so a
+    // power loss there loses nothing. They are not synced; everything after is.
+    //
     // In WAL mode NORMAL still never corrupts the database; it only lets the last commits before
     // a power loss roll back, and it spares an fsync per commit (a run commits once per step).
-    // Set first, so that switching a new database to WAL does not fsync either.
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Set first, so that switching an older database to WAL does not fsync either.
+    let setup = if fresh { "OFF" } else { "NORMAL" };
+    conn.pragma_update(None, "synchronous", setup)?;
+    // Before WAL is switched on: a fresh database takes incremental vacuum only while its file
+    // is still empty; later it needs a VACUUM (see `enable_incremental_vacuum`). On an older
+    // database this does nothing.
+    conn.pragma_update(None, "auto_vacuum", INCREMENTAL_VACUUM)?;
     // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
+    if fresh {
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;
     Ok(())
@@ -142,15 +159,15 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
 /// [`release_free_pages`] returns them. A fresh database takes the setting directly; an older
 /// one written without it is rebuilt once by `VACUUM`, which is the only way SQLite can switch.
 pub(super) fn enable_incremental_vacuum(conn: &Connection) -> Result<(), StoreError> {
-    const INCREMENTAL: i64 = 2;
+    const INCREMENTAL: i64 = INCREMENTAL_VACUUM;
     let mode = || -> Result<i64, StoreError> {
         Ok(conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?)
     };
     if mode()? != INCREMENTAL {
         conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
-        // A fresh database (its file still empty: called before WAL is switched on) takes the
-        // setting as it is; only an older one needs the rebuild, which every fresh database
-        // (every Layer 1 boot) was paying for, syncs included.
+        // A fresh database took the setting in `configure`; only an older one needs the
+        // rebuild, which every fresh database (every Layer 1 boot) was paying for, syncs
+        // included.
         if mode()? != INCREMENTAL {
             conn.execute_batch("VACUUM")?;
         }
