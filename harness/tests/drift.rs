@@ -211,10 +211,9 @@ impl Middleware for SummaryMiddleware {
 
     async fn after_agent(&self, state: &AgentState, run: &RunContext) -> HookResult {
         let request = ModelRequest {
-            messages: vec![Message::human(format!(
-                "Summarise {} messages",
-                state.messages.len()
-            ))],
+            messages: vec![
+                Message::human(format!("Summarise {} messages", state.messages.len())).into(),
+            ],
             tools: Vec::new(),
             metadata: run.call_metadata(&["middleware:summary"], Some("summary_agent")),
             options: Default::default(),
@@ -298,7 +297,8 @@ impl Middleware for PromptEditMiddleware {
             .first_mut()
             .filter(|m| m.kind == MessageType::System)
         {
-            system.content = json!("A completely rewritten system prompt, version 2.");
+            std::sync::Arc::make_mut(system).content =
+                json!("A completely rewritten system prompt, version 2.");
         }
         next.call(request).await
     }
@@ -510,9 +510,9 @@ impl Middleware for MessageDrift {
     async fn after_agent(&self, state: &AgentState, _run: &RunContext) -> HookResult {
         let mut update = StateUpdate::default();
         for message in &state.messages {
-            let mut drifted = message.clone();
+            let mut drifted = Message::clone(message);
             (self.0)(&mut drifted);
-            if drifted != *message {
+            if drifted != **message {
                 update.messages.push(drifted);
             }
         }

@@ -738,7 +738,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
         let mut input = Message::human(fixture.scenario.prompt.clone());
         input.name = Some("user-input".into());
         let request = ModelRequest {
-            messages: vec![Message::system("any system prompt"), input],
+            messages: vec![Message::system("any system prompt").into(), input.into()],
             tools: Vec::new(),
             metadata: Default::default(),
             options: Default::default(),

@@ -82,6 +82,7 @@ async fn seed_runs(
                     .into(),
                     category: "message".into(),
                     content: message.to_dump(),
+                    message_id: None,
                     metadata: json!({"caller": "lead_agent"}),
                     created_at: run.created_at.clone(),
                 }

@@ -119,8 +119,8 @@ async fn suggest(
         .collect();
     let request = ModelRequest {
         messages: vec![
-            Message::system(INSTRUCTIONS),
-            Message::human(suggestion_input(&messages, n)),
+            Message::system(INSTRUCTIONS).into(),
+            Message::human(suggestion_input(&messages, n)).into(),
         ],
         tools: Vec::new(),
         metadata: CallMetadata {

@@ -76,8 +76,9 @@ pub struct CallOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
     /// The messages the model sees, system prompt first, after every request-rewriting
-    /// middleware has run.
-    pub messages: Vec<Message>,
+    /// middleware has run. Shared with the thread's state, so building or retrying a request
+    /// copies no message; a middleware that rewrites one uses [`Arc::make_mut`].
+    pub messages: Vec<Arc<Message>>,
     /// The bound tools (empty when none are bound).
     pub tools: Vec<ToolSpec>,
     /// Caller identity and tracing data.
@@ -132,16 +133,54 @@ pub enum StreamEvent {
         /// Position of the call among parallel calls.
         index: u32,
     },
-    /// The answer is complete; `message` is the assembled AI message (as a message dump).
+    /// The answer is complete; `message` is the assembled AI message. The model boundary carries
+    /// it typed, so the runtime never re-parses it; only the recording wire writes it as a
+    /// message dump (`docs/recording-format.md` §2.2).
     Done {
-        /// The final AI message dump.
-        message: Value,
+        /// The final AI message (boxed: it is much larger than every other event).
+        #[serde(with = "message_dump")]
+        message: Box<Message>,
     },
     /// The provider failed mid-stream.
     Error {
         /// What went wrong.
         message: String,
     },
+}
+
+impl StreamEvent {
+    /// The `Done` event of `message`.
+    pub fn done(message: Message) -> StreamEvent {
+        StreamEvent::Done {
+            message: Box::new(message),
+        }
+    }
+}
+
+/// `StreamEvent::Done`'s message on the recording wire: a flat message dump, as before the
+/// boundary was typed, so recordings read and write as they did.
+mod message_dump {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    use crate::messages::Message;
+
+    pub(super) fn serialize<S: Serializer>(
+        message: &Message,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        message.to_dump().serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Box<Message>, D::Error> {
+        let dump = Value::deserialize(deserializer)?;
+        Message::from_json(&dump)
+            .map(Box::new)
+            .map_err(|err| D::Error::custom(format!("bad final message: {err}")))
+    }
 }
 
 /// A boxed stream of model events.
@@ -301,6 +340,11 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
 
 /// The events of a message delivered as a single chunk: `start`, its text, its tool calls, `done`.
 pub fn one_chunk_events(message: &Message) -> Vec<Result<StreamEvent, ModelError>> {
+    into_one_chunk_events(message.clone())
+}
+
+/// [`one_chunk_events`] of an owned message, which `done` then carries without a copy.
+pub fn into_one_chunk_events(message: Message) -> Vec<Result<StreamEvent, ModelError>> {
     let mut events = vec![Ok(StreamEvent::Start)];
     let text = message.text();
     if !text.is_empty() {
@@ -321,9 +365,7 @@ pub fn one_chunk_events(message: &Message) -> Vec<Result<StreamEvent, ModelError
         }));
         events.push(Ok(StreamEvent::ToolcallEnd { index }));
     }
-    events.push(Ok(StreamEvent::Done {
-        message: message.to_dump(),
-    }));
+    events.push(Ok(StreamEvent::done(message)));
     events
 }
 
@@ -331,43 +373,62 @@ pub fn one_chunk_events(message: &Message) -> Vec<Result<StreamEvent, ModelError
 /// AI message assembled from the deltas.
 pub async fn collect_stream(mut stream: EventStream) -> Result<Message, ModelError> {
     use futures::StreamExt;
-    let mut text = String::new();
-    let mut calls: BTreeMap<u32, (String, String, String)> = BTreeMap::new();
+    let mut fold = StreamFold::default();
     while let Some(event) = stream.next().await {
-        match event? {
-            StreamEvent::TextDelta { delta } => text.push_str(&delta),
+        if let Some(message) = fold.push(event?)? {
+            return Ok(message);
+        }
+    }
+    fold.finish()
+}
+
+/// A model answer folded as its events arrive, so a consumer that also forwards the events (the
+/// runtime's `messages` stream) neither keeps them nor re-reads them.
+#[derive(Debug, Default)]
+pub struct StreamFold {
+    text: String,
+    /// Tool calls by index: id, name, the arguments' JSON text so far.
+    calls: BTreeMap<u32, (String, String, String)>,
+}
+
+impl StreamFold {
+    /// Takes one event: the final message when it is `Done`, an error when it is `Error`.
+    pub fn push(&mut self, event: StreamEvent) -> Result<Option<Message>, ModelError> {
+        match event {
+            StreamEvent::TextDelta { delta } => self.text.push_str(&delta),
             StreamEvent::ToolcallStart { index, id, name } => {
-                calls.insert(index, (id, name, String::new()));
+                self.calls.insert(index, (id, name, String::new()));
             }
             StreamEvent::ToolcallDelta { index, delta } => {
-                calls.entry(index).or_default().2.push_str(&delta);
+                self.calls.entry(index).or_default().2.push_str(&delta);
             }
-            StreamEvent::Done { message } => {
-                return Message::from_json(&message).map_err(|err| {
-                    ModelError::new("InvalidResponseError", format!("bad final message: {err}"))
-                });
-            }
+            StreamEvent::Done { message } => return Ok(Some(*message)),
             StreamEvent::Error { message } => {
                 return Err(ModelError::new("StreamError", message));
             }
             _ => {}
         }
+        Ok(None)
     }
-    let mut tool_calls = Vec::new();
-    for (id, name, args) in calls.into_values() {
-        let args = if args.trim().is_empty() {
-            Value::Object(Map::new())
-        } else {
-            serde_json::from_str(&args).map_err(|err| {
-                ModelError::new(
-                    "InvalidResponseError",
-                    format!("tool call arguments: {err}"),
-                )
-            })?
-        };
-        tool_calls.push(ToolCall { name, args, id });
+
+    /// The message of a stream that ended without `Done`: an AI message of the deltas.
+    pub fn finish(self) -> Result<Message, ModelError> {
+        let mut tool_calls = Vec::new();
+        for (id, name, args) in self.calls.into_values() {
+            let args = if args.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_json::from_str(&args).map_err(|err| {
+                    ModelError::new(
+                        "InvalidResponseError",
+                        format!("tool call arguments: {err}"),
+                    )
+                })?
+            };
+            tool_calls.push(ToolCall { name, args, id });
+        }
+        Ok(Message::ai(self.text, tool_calls))
     }
-    Ok(Message::ai(text, tool_calls))
 }
 
 /// What a provider receives besides the model's own configuration block.

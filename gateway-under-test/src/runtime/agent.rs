@@ -317,7 +317,9 @@ impl<'a> AgentLoop<'a> {
             skills: agent.skills(),
             skills_container_path: &agent.settings().skills_container_path,
         });
-        let mut messages = vec![Message::system(prompt)];
+        // The conversation is shared with the request, not copied (see `AgentState::messages`).
+        let mut messages = Vec::with_capacity(self.state.messages.len() + 1);
+        messages.push(Arc::new(Message::system(prompt)));
         messages.extend(self.state.messages.iter().cloned());
         let request = ModelRequest {
             messages,
@@ -368,7 +370,8 @@ impl<'a> AgentLoop<'a> {
             limits: &agent.settings().tool_limits,
             reads: agent.read_tracker(),
         };
-        let mut journal = Vec::new();
+        // Tool results from here on are journaled when the step commits, once they have ids.
+        let journal_from = update.messages.len();
         let limits = &agent.settings().message_limits;
         let mut budget = message_limits::ToolStepBudget::new(limits, calls.len());
         for call in calls {
@@ -384,12 +387,12 @@ impl<'a> AgentLoop<'a> {
                     "error",
                 ),
             };
-            let message = tool_message(output, &call.name, &call.id, status);
-            journal.push(("llm.tool.result", "message", message.to_dump(), json!({})));
-            update.messages.push(message);
+            update
+                .messages
+                .push(tool_message(output, &call.name, &call.id, status));
         }
-        self.run.journal(journal).await;
-        self.commit("tools", update).await
+        self.commit_journaled("tools", update, Some(journal_from))
+            .await
     }
 
     /// A hook node's step: its update committed, or, when it wrote nothing, only its `updates`
@@ -418,23 +421,58 @@ impl<'a> AgentLoop<'a> {
     /// Applies one step's writes, checkpoints the state and publishes its frames in LangGraph's
     /// order: the node's new messages (`messages`), its writes (`updates`, named after the
     /// node), then the state (`values`). The input is not a node: it gets a `values` frame only.
-    async fn commit(&mut self, node: &str, mut update: StateUpdate) -> Result<(), GraphError> {
+    async fn commit(&mut self, node: &str, update: StateUpdate) -> Result<(), GraphError> {
+        self.commit_journaled(node, update, None).await
+    }
+
+    /// [`AgentLoop::commit`] that also journals the update's messages from `journal_from` on as
+    /// `llm.tool.result` rows, as the tool node wrote them (without ids) but naming the ids the
+    /// state gives them, so the journal and the state share one stored copy.
+    async fn commit_journaled(
+        &mut self,
+        node: &str,
+        mut update: StateUpdate,
+        journal_from: Option<usize>,
+    ) -> Result<(), GraphError> {
         let writes = update.to_json();
         let is_input = node == INPUT_NODE;
-        if self.run.modes.messages && !is_input {
+        let unnamed: Vec<bool> = update.messages.iter().map(|m| m.id.is_none()).collect();
+        if !is_input {
             // The reducer would give these ids anyway; giving them first lets the `messages`
-            // frame carry the id the state holds.
+            // frame and the journal carry the id the state holds.
             for message in update.messages.iter_mut().filter(|m| m.id.is_none()) {
                 message.id = Some(uuid::Uuid::new_v4().to_string());
             }
+        }
+        if let Some(from) = journal_from {
+            let rows = update.messages[from..]
+                .iter()
+                .zip(&unnamed[from..])
+                .map(|(message, unnamed)| {
+                    let mut shown = message.to_dump();
+                    if *unnamed {
+                        shown["id"] = Value::Null;
+                    }
+                    let state_id = message.id.clone().filter(|_| *unnamed);
+                    ("llm.tool.result", "message", shown, json!({}), state_id)
+                })
+                .collect();
+            self.run.journal_messages(rows).await;
+        }
+        if self.run.modes.messages && !is_input {
             self.run.publish_new_messages(node, &update.messages);
         }
         // Only what the step added or replaced is serialised, stored and marked sent: the rest
         // of the conversation is the parent checkpoint's and already known to the client.
-        let changed = self.state.apply(update);
+        let positions = self.state.apply_in_order(update);
+        // The checkpoint's `writes` name these stored messages instead of copying them.
+        let written = positions.iter().copied().zip(unnamed).collect();
+        let mut changed = positions;
+        changed.sort_unstable();
+        changed.dedup();
         let changed_messages: Vec<&Message> = changed
             .iter()
-            .map(|&index| &self.state.messages[index])
+            .map(|&index| &*self.state.messages[index])
             .collect();
         self.run.mark_messages_sent_by_ref(&changed_messages);
         let changes = MessageChanges {
@@ -444,6 +482,7 @@ impl<'a> AgentLoop<'a> {
                 .zip(&changed_messages)
                 .map(|(&index, message)| (index, message.to_dump()))
                 .collect(),
+            writes: written,
         };
         let checkpoint_id = uuid::Uuid::new_v4().to_string();
         let checkpoint = CheckpointRecord {

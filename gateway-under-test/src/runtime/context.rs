@@ -13,8 +13,10 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use crate::lock::unpoisoned;
-use crate::messages::Message;
-use crate::models::{CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent};
+use crate::messages::{Message, ToolCall};
+use crate::models::{
+    CallMetadata, CallOptions, ChatModel, ModelError, ModelRequest, StreamEvent, StreamFold,
+};
 use crate::runtime::agent::Agent;
 use crate::runtime::message_limits;
 use crate::runtime::stream::RunStream;
@@ -293,17 +295,32 @@ impl RunContext {
 
     /// Appends journal rows for this run.
     pub async fn journal(&self, rows: Vec<(&str, &str, Value, Value)>) {
+        let rows = rows
+            .into_iter()
+            .map(|(event_type, category, content, metadata)| {
+                (event_type, category, content, metadata, None)
+            })
+            .collect();
+        self.journal_messages(rows).await;
+    }
+
+    /// [`RunContext::journal`] with, per row, the id the state holds a message under when its
+    /// dump shows none ([`NewEvent::message_id`]).
+    pub async fn journal_messages(&self, rows: Vec<(&str, &str, Value, Value, Option<String>)>) {
         let now = crate::clock::now_iso();
         let events = rows
             .into_iter()
-            .map(|(event_type, category, content, metadata)| NewEvent {
-                run_id: self.run_id.clone(),
-                event_type: event_type.into(),
-                category: category.into(),
-                content,
-                metadata,
-                created_at: now.clone(),
-            })
+            .map(
+                |(event_type, category, content, metadata, message_id)| NewEvent {
+                    run_id: self.run_id.clone(),
+                    event_type: event_type.into(),
+                    category: category.into(),
+                    content,
+                    message_id,
+                    metadata,
+                    created_at: now.clone(),
+                },
+            )
             .collect();
         if let Err(err) = self.store.append_events(&self.thread_id, events).await {
             tracing::warn!(run_id = %self.run_id, "journal write failed: {err}");
@@ -327,7 +344,7 @@ impl RunContext {
                 .rev()
                 .find(|m| m.kind == crate::messages::MessageType::Human && !m.is_hidden())
         {
-            let mut restored = human.clone();
+            let mut restored = Message::clone(human);
             if let Some(original) = restored.additional_kwargs.remove("original_user_content") {
                 restored.content = original;
             }
@@ -344,12 +361,17 @@ impl RunContext {
         // A `nostream` call (the title model) is never streamed, as in LangGraph.
         let streamed =
             self.modes.messages && !request.metadata.tags.iter().any(|t| t == "nostream");
-        let message = if streamed {
+        let mut message = if streamed {
             self.stream_model(model, request, answer_limit).await?
         } else {
             model.invoke(request).await?
         };
         message_limits::check_answer(&message, answer_limit)?;
+        // Named before it is journaled, as LangChain names a generation before its callbacks
+        // see it: the journal row and the state then hold the same message, stored once.
+        if message.id.is_none() {
+            message.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
+        }
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
         self.journal(vec![(
@@ -398,7 +420,7 @@ impl RunContext {
 
     /// Marks `messages` as already known to the client (a node's input), so they are not sent
     /// again when a node rewrites them under the same id.
-    pub fn mark_messages_sent(&self, messages: &[Message]) {
+    pub fn mark_messages_sent(&self, messages: &[Arc<Message>]) {
         if !self.modes.messages {
             return;
         }
@@ -455,7 +477,9 @@ impl RunContext {
             self.stream.publish("messages", &json!([chunk, metadata]));
         };
         let mut held: Option<String> = None;
-        let mut collected = Vec::new();
+        // Folded as the events arrive: nothing is kept to be read again.
+        let mut fold = StreamFold::default();
+        let mut done = None;
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
@@ -479,10 +503,15 @@ impl RunContext {
                 publish(ai_chunk(&chunk_id, json!(text)));
                 chunk_sent = true;
             }
-            collected.push(Ok(event));
+            if let Some(message) = fold.push(event)? {
+                done = Some(message);
+                break;
+            }
         }
-        let mut message =
-            crate::models::collect_stream(Box::pin(futures::stream::iter(collected))).await?;
+        let mut message = match done {
+            Some(message) => message,
+            None => fold.finish()?,
+        };
         match &message.id {
             Some(id) if !chunk_sent => chunk_id = id.clone(),
             _ => message.id = Some(chunk_id.clone()),
@@ -492,7 +521,7 @@ impl RunContext {
         }
         if !message.tool_calls.is_empty() {
             let mut chunk = ai_chunk(&chunk_id, json!(""));
-            chunk["tool_calls"] = message.to_dump()["tool_calls"].clone();
+            chunk["tool_calls"] = message.tool_calls.iter().map(ToolCall::to_json).collect();
             chunk["tool_call_chunks"] = message
                 .tool_calls
                 .iter()

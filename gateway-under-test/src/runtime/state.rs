@@ -4,6 +4,8 @@
 //! (`messages`, `artifacts`, `delegations`, `skill_context`, `viewed_images`); the others appear
 //! once written and are never serialised as `null`.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::messages::Message;
@@ -77,8 +79,10 @@ impl StateUpdate {
 /// The state of one thread.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentState {
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation. Each message is shared, not copied, with every model request built
+    /// from it (a request holds the whole conversation, so copying it made each step cost the
+    /// conversation's length); a step replaces the messages it changes.
+    pub messages: Vec<Arc<Message>>,
     /// Every other channel, in first-write order (always-present ones first).
     pub channels: Map<String, Value>,
 }
@@ -113,10 +117,10 @@ impl AgentState {
         for (name, value) in object {
             if name == "messages" {
                 for (index, message) in value.as_array().into_iter().flatten().enumerate() {
-                    state.messages.push(
+                    state.messages.push(Arc::new(
                         Message::from_json(message)
                             .map_err(|err| format!("messages[{index}]: {err}"))?,
-                    );
+                    ));
                 }
             } else {
                 state.channels.insert(name.clone(), value.clone());
@@ -130,7 +134,12 @@ impl AgentState {
         let mut values = Map::new();
         values.insert(
             "messages".into(),
-            Value::Array(self.messages.iter().map(Message::to_dump).collect()),
+            Value::Array(
+                self.messages
+                    .iter()
+                    .map(|message| message.to_dump())
+                    .collect(),
+            ),
         );
         for (name, value) in &self.channels {
             values.insert(name.clone(), value.clone());
@@ -158,13 +167,19 @@ impl AgentState {
     /// it added or replaced, ascending and once each: a step costs what it changed, not the
     /// conversation (only these are serialised, stored and marked sent).
     pub fn apply(&mut self, update: StateUpdate) -> Vec<usize> {
-        let mut changed: Vec<usize> = update
+        let mut changed = self.apply_in_order(update);
+        changed.sort_unstable();
+        changed.dedup();
+        changed
+    }
+
+    /// [`AgentState::apply`], returning each of the update's messages' position in update order.
+    pub fn apply_in_order(&mut self, update: StateUpdate) -> Vec<usize> {
+        let positions: Vec<usize> = update
             .messages
             .into_iter()
             .map(|message| self.add_message(message))
             .collect();
-        changed.sort_unstable();
-        changed.dedup();
         for (name, value) in update.channels {
             let merged = match (name.as_str(), self.channels.remove(&name)) {
                 ("artifacts", Some(Value::Array(old))) => merge_artifacts(old, value),
@@ -184,27 +199,34 @@ impl AgentState {
             };
             self.channels.insert(name, merged);
         }
-        changed
+        positions
     }
 
     /// LangGraph's `add_messages`: a message whose id is already present replaces it in place;
     /// others are appended, with a fresh UUID id when they have none. Returns the message's
     /// position.
     fn add_message(&mut self, mut message: Message) -> usize {
+        // Searched from the end: a step replaces a recent message (an after-model hook stamps
+        // the answer it just got), so the search stops early.
         if let Some(id) = &message.id
             && let Some(index) = self
                 .messages
                 .iter()
-                .position(|existing| existing.id.as_deref() == Some(id))
+                .rposition(|existing| existing.id.as_deref() == Some(id))
         {
-            self.messages[index] = message;
+            self.messages[index] = Arc::new(message);
             return index;
         }
         if message.id.is_none() {
             message.id = Some(uuid::Uuid::new_v4().to_string());
         }
-        self.messages.push(message);
+        self.messages.push(Arc::new(message));
         self.messages.len() - 1
+    }
+
+    /// The newest message, if any.
+    pub fn last_message(&self) -> Option<&Message> {
+        self.messages.last().map(|message| &**message)
     }
 
     /// The last AI message, if any.
@@ -213,6 +235,7 @@ impl AgentState {
             .iter()
             .rev()
             .find(|message| message.kind == crate::messages::MessageType::Ai)
+            .map(|message| &**message)
     }
 }
 

@@ -6,9 +6,12 @@
 //! steps × conversation (five 1 MB tool calls cost 72 MB). Messages are therefore stored once
 //! per thread in `checkpoint_messages` (deduplicated by the SHA-256 of their JSON text), and a
 //! checkpoint row keeps its other values plus the list of the messages' row ids
-//! (`message_refs`), so the database grows with what was said, not with the number of steps
-//! (only the id list, a few bytes a message, is written again at each step). Rows written before
-//! this layout (`message_refs IS NULL`) still hold their messages inline and read as before.
+//! (`message_refs`), so the database grows with what was said, not with the number of steps.
+//! A step's list is written as a delta over its parent's (its length and the positions it set)
+//! while the deltas since the last full list are fewer entries than that list, so a step's bytes
+//! are what it changed, not the conversation's length (see [`insert_changes`]). Rows written
+//! before this layout (`message_refs IS NULL`) still hold their messages inline and read as
+//! before; full lists written before deltas read as full lists.
 
 use std::collections::HashMap;
 
@@ -22,7 +25,7 @@ use super::{CheckpointRecord, MessageChanges};
 
 const TABLE: &str = "checkpoints";
 const COLUMNS: &str = "thread_id, checkpoint_id, parent_checkpoint_id, step, values_json, \
-                       metadata_json, created_at, message_refs";
+                       metadata_json, created_at, message_refs, write_refs";
 /// The state channel whose entries are stored once and referenced by hash.
 const MESSAGES: &str = "messages";
 
@@ -30,69 +33,275 @@ const MESSAGES: &str = "messages";
 /// transaction: the message rows and the checkpoint row are written together.
 pub(super) fn insert(conn: &Connection, checkpoint: &CheckpointRecord) -> Result<(), StoreError> {
     let (values, refs) = split_messages(conn, &checkpoint.thread_id, &checkpoint.values)?;
-    insert_row(conn, checkpoint, &values, refs.as_deref())
+    insert_row(
+        conn,
+        checkpoint,
+        &values,
+        refs.map(|ids| encode_refs(&ids)),
+        None,
+    )
 }
 
 /// Stores a checkpoint whose `values.messages` is its parent's list with `changes` applied;
 /// `checkpoint.values` holds the other channels (its `messages`, if any, is ignored). Call it
 /// inside a transaction, like [`insert`].
+///
+/// The list is written as a delta over the parent's ([`Delta`]) while the deltas since the last
+/// full list stay small next to it, and as a full list otherwise: an id list written whole at
+/// every step grew with the conversation (an after-model hook that stamps each answer breaks the
+/// list into a run per step), so a step's bytes grew with the steps before it.
 pub(super) fn insert_changes(
     conn: &Connection,
     checkpoint: &CheckpointRecord,
     changes: &MessageChanges,
 ) -> Result<(), StoreError> {
     let thread_id = &checkpoint.thread_id;
-    let mut ids = match &checkpoint.parent_checkpoint_id {
-        Some(parent) => parent_message_ids(conn, thread_id, parent)?,
-        None => Vec::new(),
+    let parent = match &checkpoint.parent_checkpoint_id {
+        Some(parent) => Some(parent_list(conn, thread_id, parent)?),
+        None => None,
     };
-    ids.resize(changes.len, None);
+    let parent_len = parent.as_ref().map_or(0, ParentList::len);
+    // Every position past the parent's list must be written by this step.
+    let mut fresh: Vec<usize> = changes
+        .changed
+        .iter()
+        .map(|(index, _)| *index)
+        .filter(|index| *index >= parent_len)
+        .collect();
+    fresh.sort_unstable();
+    fresh.dedup();
+    for (expected, index) in
+        (parent_len..changes.len).zip(fresh.iter().copied().chain([usize::MAX]))
+    {
+        if index != expected {
+            return Err(StoreError::Corrupt(format!(
+                "checkpoint {}: message {expected} is neither its parent's nor changed",
+                checkpoint.checkpoint_id
+            )));
+        }
+    }
     let mut find = conn
         .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
     )?;
+    let mut set = Vec::with_capacity(changes.changed.len());
     for (index, message) in &changes.changed {
-        let slot = ids.get_mut(*index).ok_or_else(|| {
-            StoreError::Corrupt(format!(
+        if *index >= changes.len {
+            return Err(StoreError::Corrupt(format!(
                 "checkpoint {}: changed message {index} is past the conversation's {} messages",
                 checkpoint.checkpoint_id, changes.len
-            ))
-        })?;
-        *slot = Some(store_message(
-            conn,
-            &mut find,
-            &mut insert,
-            thread_id,
-            message,
-        )?);
+            )));
+        }
+        set.push((
+            *index,
+            store_message(conn, &mut find, &mut insert, thread_id, message)?,
+        ));
     }
-    let ids = ids
-        .into_iter()
-        .enumerate()
-        .map(|(index, id)| {
-            id.ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "checkpoint {}: message {index} is neither its parent's nor changed",
-                    checkpoint.checkpoint_id
-                ))
+    let rows: HashMap<usize, i64> = set.iter().copied().collect();
+    let refs = match parent {
+        Some(ParentList::Stored { chain, .. }) if !chain.full_list_due(set.len()) => {
+            let chain = chain.extended(set.len());
+            encode_delta(&Delta {
+                len: changes.len,
+                set,
+                chain,
             })
-        })
-        .collect::<Result<Vec<i64>, StoreError>>()?;
+        }
+        parent => {
+            let mut ids = match parent {
+                Some(ParentList::Stored { .. }) => {
+                    let parent_id = checkpoint
+                        .parent_checkpoint_id
+                        .as_deref()
+                        .unwrap_or_default();
+                    resolve_ids(conn, thread_id, parent_id)?
+                }
+                Some(ParentList::Inline(ids)) => ids,
+                None => Vec::new(),
+            };
+            ids.resize(changes.len, 0);
+            for (index, id) in set {
+                ids[index] = id;
+            }
+            encode_refs(&ids)
+        }
+    };
     let mut values = checkpoint.values.clone();
     if let Some(object) = values.as_object_mut() {
         object.insert(MESSAGES.to_owned(), Value::Array(Vec::new()));
     }
-    insert_row(conn, checkpoint, &values, Some(&ids))
+    let (metadata, write_refs) = split_writes(&checkpoint.metadata, &changes.writes, &rows);
+    let stored = CheckpointRecord {
+        metadata,
+        ..checkpoint.clone()
+    };
+    insert_row(conn, &stored, &values, Some(refs), write_refs)
 }
 
-/// The message row ids of checkpoint `parent`, stored first when it holds its messages inline;
-/// an unknown parent is an error (the step's list would silently lose its conversation).
-fn parent_message_ids(
+/// The metadata with its `writes`' messages replaced by an empty list, and the references that
+/// stand for them (`{"node": <node>, "messages": [[row id, shown without id (0 or 1)], …]}`),
+/// when `writes` names each of them among the rows this step stored (`rows`: position → row
+/// id); otherwise the metadata as it is.
+fn split_writes(
+    metadata: &Value,
+    writes: &[(usize, bool)],
+    rows: &HashMap<usize, i64>,
+) -> (Value, Option<Value>) {
+    let unchanged = (metadata.clone(), None);
+    let Some(nodes) = metadata.get("writes").and_then(Value::as_object) else {
+        return unchanged;
+    };
+    let (Some((node, written)), 1) = (nodes.iter().next(), nodes.len()) else {
+        return unchanged;
+    };
+    let count = written
+        .get(MESSAGES)
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let mut positions: Vec<usize> = writes.iter().map(|(position, _)| *position).collect();
+    positions.sort_unstable();
+    positions.dedup();
+    // A message written twice in one step is the state's once: its earlier write is not stored.
+    if writes.is_empty() || count != writes.len() || positions.len() != writes.len() {
+        return unchanged;
+    }
+    let Some(refs) = writes
+        .iter()
+        .map(|(position, unnamed)| {
+            rows.get(position)
+                .map(|row| serde_json::json!([row, u8::from(*unnamed)]))
+        })
+        .collect::<Option<Vec<Value>>>()
+    else {
+        return unchanged;
+    };
+    let mut metadata = metadata.clone();
+    metadata["writes"][node][MESSAGES] = Value::Array(Vec::new());
+    (
+        metadata,
+        Some(serde_json::json!({"node": node, "messages": refs})),
+    )
+}
+
+/// Puts the referenced messages back into `metadata.writes.<node>.messages`.
+fn hydrate_writes(
     conn: &Connection,
     thread_id: &str,
-    parent: &str,
-) -> Result<Vec<Option<i64>>, StoreError> {
+    metadata: &mut Value,
+    write_refs: &Value,
+) -> Result<(), StoreError> {
+    let bad = || StoreError::Corrupt("checkpoints.write_refs is not {node, messages}".to_owned());
+    let node = write_refs
+        .get("node")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?;
+    let refs = write_refs
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?;
+    let mut messages = Vec::with_capacity(refs.len());
+    for entry in refs {
+        let (Some(row), Some(unnamed)) = (
+            entry.get(0).and_then(Value::as_i64),
+            entry.get(1).and_then(Value::as_u64),
+        ) else {
+            return Err(bad());
+        };
+        let mut message = message_body(conn, thread_id, row)?;
+        if unnamed == 1 {
+            message["id"] = Value::Null;
+        }
+        messages.push(message);
+    }
+    match metadata
+        .get_mut("writes")
+        .and_then(|writes| writes.get_mut(node))
+    {
+        Some(Value::Object(written)) => {
+            written.insert(MESSAGES.to_owned(), Value::Array(messages));
+            Ok(())
+        }
+        _ => Err(StoreError::Corrupt(format!(
+            "checkpoints.write_refs names node {node}, which the metadata's writes lack"
+        ))),
+    }
+}
+
+/// A checkpoint's message list, when it is written as a delta over its parent's: the list's
+/// length, the positions this step set (and their row ids), and where the chain of deltas
+/// stands since the last full list.
+#[derive(Debug, Clone, PartialEq)]
+struct Delta {
+    len: usize,
+    set: Vec<(usize, i64)>,
+    chain: Chain,
+}
+
+/// The deltas between a checkpoint and the nearest full list above it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Chain {
+    /// Deltas in the chain, this one included (0 for a full list).
+    depth: usize,
+    /// Entries the chain's deltas set.
+    entries: usize,
+    /// Entries of the full list the chain starts from.
+    base_entries: usize,
+}
+
+/// Deltas read before a full list is written whatever the sizes, so reading a checkpoint walks
+/// at most this many rows.
+const MAX_DEPTH: usize = 256;
+/// Delta entries a chain may always hold: below it a full list is never worth writing.
+const MIN_CHAIN_ENTRIES: usize = 32;
+
+impl Chain {
+    /// The chain of a delta written over a full list of `base_entries` entries.
+    fn over_full_list(base_entries: usize) -> Chain {
+        Chain {
+            depth: 0,
+            entries: 0,
+            base_entries,
+        }
+    }
+
+    /// Whether the next step, setting `more` entries, writes a full list: once the chain's
+    /// entries outgrow the full list it started from (so the full lists' bytes are paid for by
+    /// as many delta entries, and a step's bytes stay what it changed), or it is
+    /// [`MAX_DEPTH`] long.
+    fn full_list_due(&self, more: usize) -> bool {
+        self.depth + 1 > MAX_DEPTH || self.entries + more > self.base_entries.max(MIN_CHAIN_ENTRIES)
+    }
+
+    fn extended(self, more: usize) -> Chain {
+        Chain {
+            depth: self.depth + 1,
+            entries: self.entries + more,
+            base_entries: self.base_entries,
+        }
+    }
+}
+
+/// What a new checkpoint needs of its parent's message list.
+enum ParentList {
+    /// Stored as refs (a full list or a delta): its length and chain.
+    Stored { len: usize, chain: Chain },
+    /// Held inline by a row written before message refs: its messages, now stored, as ids.
+    Inline(Vec<i64>),
+}
+
+impl ParentList {
+    fn len(&self) -> usize {
+        match self {
+            ParentList::Stored { len, .. } => *len,
+            ParentList::Inline(ids) => ids.len(),
+        }
+    }
+}
+
+/// The parent's list as a new checkpoint needs it, without resolving a delta; an unknown parent
+/// is an error (the step's list would silently lose its conversation).
+fn parent_list(conn: &Connection, thread_id: &str, parent: &str) -> Result<ParentList, StoreError> {
     let row: Option<(Option<String>, String)> = conn
         .query_row(
             "SELECT message_refs, values_json FROM checkpoints
@@ -106,28 +315,150 @@ fn parent_message_ids(
             "checkpoint {parent} of thread {thread_id} is not stored"
         )));
     };
-    let ids = match refs {
-        Some(refs) => {
-            decode_refs(
-                &serde_json::from_str(&refs).map_err(|source| StoreError::Json {
-                    column: "checkpoints.message_refs".to_owned(),
-                    source,
-                })?,
-            )?
-        }
+    match refs {
+        Some(refs) => Ok(match Refs::parse(&refs)? {
+            Refs::Full(entries) => {
+                let ids = decode_refs(&entries)?;
+                ParentList::Stored {
+                    len: ids.len(),
+                    chain: Chain::over_full_list(entries.as_array().map_or(0, Vec::len)),
+                }
+            }
+            Refs::Delta(delta) => ParentList::Stored {
+                len: delta.len,
+                chain: delta.chain,
+            },
+        }),
         None => {
             let values: Value =
                 serde_json::from_str(&values).map_err(|source| StoreError::Json {
                     column: "checkpoints.values_json".to_owned(),
                     source,
                 })?;
-            match split_messages(conn, thread_id, &values)? {
-                (_, Some(ids)) => ids,
-                (_, None) => Vec::new(),
+            Ok(ParentList::Inline(
+                split_messages(conn, thread_id, &values)?
+                    .1
+                    .unwrap_or_default(),
+            ))
+        }
+    }
+}
+
+/// A `message_refs` value: a full list (a JSON list of ids and runs) or a delta (an object).
+enum Refs {
+    Full(Value),
+    Delta(Delta),
+}
+
+impl Refs {
+    fn parse(text: &str) -> Result<Refs, StoreError> {
+        let value: Value = serde_json::from_str(text).map_err(|source| StoreError::Json {
+            column: "checkpoints.message_refs".to_owned(),
+            source,
+        })?;
+        Refs::of(value)
+    }
+
+    fn of(value: Value) -> Result<Refs, StoreError> {
+        if value.is_array() {
+            return Ok(Refs::Full(value));
+        }
+        decode_delta(&value).map(Refs::Delta)
+    }
+}
+
+/// The message row ids of checkpoint `checkpoint_id`: its full list, or the nearest full list
+/// above it with the deltas between applied in order.
+fn resolve_ids(
+    conn: &Connection,
+    thread_id: &str,
+    checkpoint_id: &str,
+) -> Result<Vec<i64>, StoreError> {
+    let mut fetch = conn.prepare_cached(
+        "SELECT message_refs, parent_checkpoint_id FROM checkpoints
+         WHERE thread_id = ?1 AND checkpoint_id = ?2",
+    )?;
+    let mut deltas = Vec::new();
+    let mut current = checkpoint_id.to_owned();
+    let base = loop {
+        let (refs, parent): (Option<String>, Option<String>) = fetch
+            .query_row([thread_id, current.as_str()], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?
+            .ok_or_else(|| corrupt(&format!("names checkpoint {current}, which is not stored")))?;
+        let refs = refs.ok_or_else(|| {
+            corrupt(&format!(
+                "is a delta over checkpoint {current}, which has no refs"
+            ))
+        })?;
+        match Refs::parse(&refs)? {
+            Refs::Full(entries) => break decode_refs(&entries)?,
+            Refs::Delta(delta) => {
+                deltas.push(delta);
+                current = parent.ok_or_else(|| corrupt("is a delta without a parent"))?;
             }
         }
     };
-    Ok(ids.into_iter().map(Some).collect())
+    Ok(apply_deltas(base, deltas.into_iter().rev()))
+}
+
+/// `base` with each delta applied, oldest first.
+fn apply_deltas(mut ids: Vec<i64>, deltas: impl Iterator<Item = Delta>) -> Vec<i64> {
+    for delta in deltas {
+        ids.resize(delta.len, 0);
+        for (index, id) in delta.set {
+            ids[index] = id;
+        }
+    }
+    ids
+}
+
+/// `{"len": n, "set": [[position, id], …], "depth": d, "entries": e, "base": b}`.
+fn encode_delta(delta: &Delta) -> Value {
+    serde_json::json!({
+        "len": delta.len,
+        "set": delta.set.iter().map(|(index, id)| serde_json::json!([index, id])).collect::<Vec<_>>(),
+        "depth": delta.chain.depth,
+        "entries": delta.chain.entries,
+        "base": delta.chain.base_entries,
+    })
+}
+
+fn decode_delta(value: &Value) -> Result<Delta, StoreError> {
+    let count = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| corrupt(&format!("is a delta without a count `{key}`")))
+    };
+    let len = count("len")?;
+    let set = value
+        .get("set")
+        .and_then(Value::as_array)
+        .ok_or_else(|| corrupt("is a delta without a `set` list"))?
+        .iter()
+        .map(|entry| match entry.as_array().map(Vec::as_slice) {
+            Some([index, id]) => match (
+                index.as_u64().and_then(|i| usize::try_from(i).ok()),
+                id.as_i64(),
+            ) {
+                (Some(index), Some(id)) if index < len => Ok((index, id)),
+                _ => Err(corrupt("sets a position that is not [index < len, id]")),
+            },
+            _ => Err(corrupt("sets an entry that is not [index, id]")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Delta {
+        len,
+        set,
+        chain: Chain {
+            depth: count("depth")?,
+            entries: count("entries")?,
+            base_entries: count("base")?,
+        },
+    })
 }
 
 /// Writes one checkpoint row; `refs` are its messages' row ids, when they are stored apart.
@@ -135,10 +466,11 @@ fn insert_row(
     conn: &Connection,
     checkpoint: &CheckpointRecord,
     values: &Value,
-    refs: Option<&[i64]>,
+    refs: Option<Value>,
+    write_refs: Option<Value>,
 ) -> Result<(), StoreError> {
     let inserted = conn.execute(
-        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         params![
             checkpoint.thread_id,
             checkpoint.checkpoint_id,
@@ -147,7 +479,10 @@ fn insert_row(
             json_text(values, TABLE, "values_json")?,
             json_text(&checkpoint.metadata, TABLE, "metadata_json")?,
             checkpoint.created_at,
-            refs.map(|refs| json_text(&encode_refs(refs), TABLE, "message_refs"))
+            refs.map(|refs| json_text(&refs, TABLE, "message_refs"))
+                .transpose()?,
+            write_refs
+                .map(|refs| json_text(&refs, TABLE, "write_refs"))
                 .transpose()?,
         ],
     );
@@ -234,6 +569,7 @@ pub(super) fn delete_for_thread(conn: &Connection, thread_id: &str) -> Result<()
 struct StoredCheckpoint {
     record: CheckpointRecord,
     message_refs: Option<Value>,
+    write_refs: Option<Value>,
 }
 
 impl StoredCheckpoint {
@@ -247,11 +583,27 @@ impl StoredCheckpoint {
         let StoredCheckpoint {
             mut record,
             message_refs,
+            write_refs,
         } = self;
+        if let Some(write_refs) = &write_refs {
+            hydrate_writes(conn, &record.thread_id, &mut record.metadata, write_refs)?;
+        }
         let Some(refs) = message_refs else {
             return Ok(record);
         };
-        let ids = decode_refs(&refs)?;
+        let ids = match Refs::of(refs)? {
+            Refs::Full(entries) => decode_refs(&entries)?,
+            Refs::Delta(delta) => {
+                let parent = record
+                    .parent_checkpoint_id
+                    .as_deref()
+                    .ok_or_else(|| corrupt("is a delta without a parent"))?;
+                apply_deltas(
+                    resolve_ids(conn, &record.thread_id, parent)?,
+                    std::iter::once(delta),
+                )
+            }
+        };
         let mut statement = conn.prepare_cached(
             "SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND id = ?2",
         )?;
@@ -324,6 +676,43 @@ fn split_messages(
     Ok((Value::Object(stored), Some(ids)))
 }
 
+/// [`store_message`] outside a checkpoint (a journal row's message). Call it inside a
+/// transaction.
+pub(super) fn store_message_once(
+    conn: &Connection,
+    thread_id: &str,
+    message: &Value,
+) -> Result<i64, StoreError> {
+    let mut find = conn
+        .prepare_cached("SELECT id FROM checkpoint_messages WHERE thread_id = ?1 AND hash = ?2")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO checkpoint_messages (thread_id, hash, body) VALUES (?1, ?2, ?3)",
+    )?;
+    store_message(conn, &mut find, &mut insert, thread_id, message)
+}
+
+/// The stored message `id` of the thread; a missing row is a corrupt database.
+pub(super) fn message_body(
+    conn: &Connection,
+    thread_id: &str,
+    id: i64,
+) -> Result<Value, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT body FROM checkpoint_messages WHERE thread_id = ?1 AND id = ?2")?;
+    let body: String = statement
+        .query_row(params![thread_id, id], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "message row {id} of thread {thread_id} is not stored"
+            ))
+        })?;
+    serde_json::from_str(&body).map_err(|source| StoreError::Json {
+        column: "checkpoint_messages.body".to_owned(),
+        source,
+    })
+}
+
 /// The row id of `message` in the thread's `checkpoint_messages`, inserted when it is new.
 fn store_message(
     conn: &Connection,
@@ -388,6 +777,7 @@ fn corrupt(what: &str) -> StoreError {
 
 fn decode(row: &Row<'_>) -> Result<StoredCheckpoint, StoreError> {
     let message_refs: Option<String> = row.get("message_refs")?;
+    let write_refs: Option<String> = row.get("write_refs")?;
     Ok(StoredCheckpoint {
         record: CheckpointRecord {
             thread_id: row.get("thread_id")?,
@@ -402,6 +792,14 @@ fn decode(row: &Row<'_>) -> Result<StoredCheckpoint, StoreError> {
             .map(|text| {
                 serde_json::from_str(&text).map_err(|source| StoreError::Json {
                     column: "checkpoints.message_refs".to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
+        write_refs: write_refs
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|source| StoreError::Json {
+                    column: "checkpoints.write_refs".to_owned(),
                     source,
                 })
             })
@@ -456,6 +854,7 @@ mod tests {
         let first = MessageChanges {
             len: 3,
             changed: (0..3).map(|i| (i, message(&format!("m{i}")))).collect(),
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c1", None), first)
@@ -465,6 +864,7 @@ mod tests {
         let second = MessageChanges {
             len: 4,
             changed: vec![(1, message("m1 edited")), (3, message("m3"))],
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c2", Some("c1")), second)
@@ -478,8 +878,11 @@ mod tests {
         );
         assert_eq!(
             stored(dir.path()),
-            (5, "[1,4,3,5]".to_owned()),
-            "rows: the first step's three and the second's two; refs: ids, a run when consecutive"
+            (
+                5,
+                r#"{"len":4,"set":[[1,4],[3,5]],"depth":1,"entries":2,"base":1}"#.to_owned()
+            ),
+            "rows: the first step's three and the second's two; refs: a delta over the parent's"
         );
         let parent = store.list_checkpoints("t1", 10, None).await.expect("list");
         assert_eq!(
@@ -496,6 +899,7 @@ mod tests {
         let changes = MessageChanges {
             len: 100,
             changed: (0..100).map(|i| (i, message(&format!("m{i}")))).collect(),
+            writes: Vec::new(),
         };
         store
             .put_checkpoint_changes(record("c1", None), changes)
@@ -513,6 +917,7 @@ mod tests {
         let gap = MessageChanges {
             len: 2,
             changed: vec![(1, message("only the second"))],
+            writes: Vec::new(),
         };
         let err = store
             .put_checkpoint_changes(record("c1", None), gap)
@@ -529,6 +934,130 @@ mod tests {
         assert!(
             matches!(&unknown_parent, StoreError::Corrupt(text) if text.contains("nope")),
             "{unknown_parent}"
+        );
+    }
+    /// A run of `steps` steps as the agent loop writes them: each appends an answer, then
+    /// replaces it (an after-model hook's stamp) and appends a tool result, so the message rows
+    /// never form one run of ids.
+    async fn stamped_run(store: &Store, steps: usize) -> Vec<serde_json::Value> {
+        let mut messages = vec![message("q")];
+        store
+            .put_checkpoint_changes(
+                record("c0", None),
+                MessageChanges {
+                    len: 1,
+                    changed: vec![(0, message("q"))],
+                    writes: Vec::new(),
+                },
+            )
+            .await
+            .expect("first step");
+        for step in 0..steps {
+            let answer = messages.len();
+            let writes = [
+                vec![(answer, message(&format!("answer {step}")))],
+                vec![
+                    (answer, message(&format!("answer {step}, stamped"))),
+                    (answer + 1, message(&format!("result {step}"))),
+                ],
+            ];
+            for (part, changed) in writes.into_iter().enumerate() {
+                let id = format!("c{step}.{part}");
+                let parent = match part {
+                    0 if step == 0 => "c0".to_owned(),
+                    0 => format!("c{}.1", step - 1),
+                    _ => format!("c{step}.0"),
+                };
+                for (index, body) in &changed {
+                    messages.resize(index + 1, serde_json::Value::Null);
+                    messages[*index] = body.clone();
+                }
+                let changes = MessageChanges {
+                    len: messages.len(),
+                    changed,
+                    writes: Vec::new(),
+                };
+                store
+                    .put_checkpoint_changes(record(&id, Some(&parent)), changes)
+                    .await
+                    .expect("step");
+            }
+        }
+        messages
+    }
+
+    /// Bytes of every checkpoint's `message_refs`.
+    fn refs_bytes(dir: &std::path::Path) -> usize {
+        let conn = rusqlite::Connection::open(dir.join(DATABASE_FILE)).expect("second connection");
+        conn.query_row(
+            "SELECT COALESCE(SUM(length(message_refs)), 0) FROM checkpoints",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .expect("sum") as usize
+    }
+
+    #[tokio::test]
+    async fn a_step_writes_refs_for_what_it_changed_not_for_the_conversation() {
+        let mut per_step = Vec::new();
+        for steps in [10, 100, 400] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let store = Store::open(dir.path()).expect("open store");
+            let expected = stamped_run(&store, steps).await;
+            let latest = store.latest_checkpoint("t1").await.expect("read").unwrap();
+            assert_eq!(latest.values["messages"], json!(expected), "{steps} steps");
+            let history = store.list_checkpoints("t1", 3, None).await.expect("list");
+            assert_eq!(
+                history[2].values["messages"].as_array().map(Vec::len),
+                Some(expected.len() - 2),
+                "an older checkpoint reads as it was"
+            );
+            per_step.push((steps, refs_bytes(dir.path()) as f64 / steps as f64));
+        }
+        let (first, last) = (per_step[0].1, per_step[per_step.len() - 1].1);
+        assert!(
+            last < first * 1.5,
+            "refs bytes per step grow with the conversation: {per_step:?}"
+        );
+    }
+    #[tokio::test]
+    async fn the_writes_name_the_stored_messages_and_read_as_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("open store");
+        let named = json!({"type": "ai", "content": "answer", "id": "a1"});
+        let result = json!({"type": "tool", "content": "result", "id": "t1"});
+        let mut checkpoint = record("c1", None);
+        let shown_result = json!({"type": "tool", "content": "result", "id": null});
+        checkpoint.metadata = json!({"step": 1, "writes": {"tools": {
+            "messages": [named.clone(), shown_result.clone()], "title": "x"}}});
+        let changes = MessageChanges {
+            len: 2,
+            changed: vec![(0, named.clone()), (1, result.clone())],
+            writes: vec![(0, false), (1, true)],
+        };
+        store
+            .put_checkpoint_changes(checkpoint.clone(), changes)
+            .await
+            .expect("step");
+        let conn = rusqlite::Connection::open(dir.path().join(DATABASE_FILE)).expect("open");
+        let (metadata, refs): (String, String) = conn
+            .query_row(
+                "SELECT metadata_json, write_refs FROM checkpoints",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("row");
+        assert_eq!(
+            (metadata.as_str(), refs.as_str()),
+            (
+                r#"{"step":1,"writes":{"tools":{"messages":[],"title":"x"}}}"#,
+                r#"{"node":"tools","messages":[[1,0],[2,1]]}"#
+            )
+        );
+        let read = store.latest_checkpoint("t1").await.expect("read").unwrap();
+        assert_eq!(
+            read.metadata, checkpoint.metadata,
+            "the writes read as written"
         );
     }
 }

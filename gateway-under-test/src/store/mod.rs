@@ -165,6 +165,11 @@ pub struct MessageChanges {
     pub len: usize,
     /// Each message the step added or replaced: its position and its dump.
     pub changed: Vec<(usize, Value)>,
+    /// The messages of the checkpoint's `metadata.writes` (the step's node wrote them), in
+    /// order: each one's position in the list and whether the write shows it without the id the
+    /// state gave it. The store then keeps the writes as references to the stored messages
+    /// rather than a second copy; empty keeps `metadata` as it is.
+    pub writes: Vec<(usize, bool)>,
 }
 
 /// One run.
@@ -246,6 +251,10 @@ pub struct NewEvent {
     pub category: String,
     /// A JSON value (a message dump for message rows), or `null`.
     pub content: Value,
+    /// For a message row whose dump shows no id (a tool result, journaled before the state's
+    /// reducer names it): the id the thread's state holds it under. The store keeps one copy of
+    /// a message; this lets the journal row name the state's copy and still read as journaled.
+    pub message_id: Option<String>,
     /// A JSON object.
     pub metadata: Value,
     /// ISO timestamp.
@@ -315,9 +324,10 @@ impl Store {
         let owner = OwnerLock::take(dir)?;
         let file = dir.join(DATABASE_FILE);
         private_files::create_file(&file).map_err(io_error)?;
+        let fresh = std::fs::metadata(&file).map_err(io_error)?.len() == 0;
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(&file)?;
-        schema::configure(&conn)?;
+        schema::configure(&conn, fresh)?;
         schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {

@@ -45,9 +45,8 @@ impl Reserve {
             return;
         }
         let written = super::private_files::create_file(&self.path).and_then(|()| {
-            let mut file = std::fs::OpenOptions::new().write(true).open(&self.path)?;
-            file.write_all(&vec![0u8; RESERVE_BYTES])?;
-            file.sync_all()
+            let file = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+            allocate(file, RESERVE_BYTES)
         });
         if let Err(err) = written {
             tracing::warn!("no disk-space reserve at {}: {err}", self.path.display());
@@ -62,6 +61,21 @@ impl Reserve {
             tracing::warn!("the disk is full: released the store's disk-space reserve");
         }
         released
+    }
+}
+
+/// Gives `file` `len` bytes of disk blocks. The file system allocates them without writing them
+/// where it can (`fallocate`): writing and syncing 4 MiB of zeros took 7–37 ms of every
+/// start, most of a Layer 1 test's boot, for a file nothing reads. Only where it cannot are the
+/// zeros written. Not synced: a reserve lost to a crash is put back at the next start.
+fn allocate(mut file: std::fs::File, len: usize) -> std::io::Result<()> {
+    let wanted = u64::try_from(len).map_err(std::io::Error::other)?;
+    match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, wanted) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL) => {
+            file.write_all(&vec![0u8; len])
+        }
+        Err(errno) => Err(errno.into()),
     }
 }
 

@@ -15,7 +15,12 @@ use super::StoreError;
 /// There are deliberately no foreign keys from checkpoints, runs or journal rows to `threads`:
 /// runs and journal rows may exist for a thread that has no metadata row (the test-only seeding
 /// route creates exactly that).
-pub(super) const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_CHECKPOINT_MESSAGES, V3_REVOKED_TOKENS];
+pub(super) const MIGRATIONS: &[&str] = &[
+    V1_INITIAL,
+    V2_CHECKPOINT_MESSAGES,
+    V3_REVOKED_TOKENS,
+    V4_MESSAGES_STORED_ONCE,
+];
 
 const V1_INITIAL: &str = "
 CREATE TABLE users (
@@ -111,14 +116,40 @@ CREATE TABLE revoked_tokens (
 CREATE INDEX revoked_tokens_by_expiry ON revoked_tokens (expires_at);
 ";
 
+/// Every message stored once (issue 21, finding 11): a journal row of a message
+/// (`message_ref`) and a checkpoint's writes (`write_refs`) name its `checkpoint_messages` row
+/// instead of holding a third and second copy of it. Rows written before keep their content
+/// inline (`NULL` here) and read as before.
+const V4_MESSAGES_STORED_ONCE: &str = "
+ALTER TABLE run_events ADD COLUMN message_ref INTEGER;
+ALTER TABLE checkpoints ADD COLUMN write_refs TEXT;
+";
+
+/// `PRAGMA auto_vacuum = INCREMENTAL`.
+const INCREMENTAL_VACUUM: i64 = 2;
+
 /// Applies the per-connection settings the store relies on.
-pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
+/// `fresh` says the database file was empty when it was opened (made just now).
+pub(super) fn configure(conn: &Connection, fresh: bool) -> Result<(), StoreError> {
+    // A fresh database is initialised (its header written for incremental vacuum, then for WAL)
+    // in two rollback-journal transactions, each syncing the journal, the folder and the file:
+    // six syncs of every start of a Layer 1 test, for a database that holds nothing yet, so a
+    // power loss there loses nothing. They are not synced; everything after is.
+    //
     // In WAL mode NORMAL still never corrupts the database; it only lets the last commits before
     // a power loss roll back, and it spares an fsync per commit (a run commits once per step).
-    // Set first, so that switching a new database to WAL does not fsync either.
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Set first, so that switching an older database to WAL does not fsync either.
+    let setup = if fresh { "OFF" } else { "NORMAL" };
+    conn.pragma_update(None, "synchronous", setup)?;
+    // Before WAL is switched on: a fresh database takes incremental vacuum only while its file
+    // is still empty; later it needs a VACUUM (see `enable_incremental_vacuum`). On an older
+    // database this does nothing.
+    conn.pragma_update(None, "auto_vacuum", INCREMENTAL_VACUUM)?;
     // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
+    if fresh {
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;
     Ok(())
@@ -128,11 +159,18 @@ pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
 /// [`release_free_pages`] returns them. A fresh database takes the setting directly; an older
 /// one written without it is rebuilt once by `VACUUM`, which is the only way SQLite can switch.
 pub(super) fn enable_incremental_vacuum(conn: &Connection) -> Result<(), StoreError> {
-    const INCREMENTAL: i64 = 2;
-    let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?;
-    if mode != INCREMENTAL {
+    const INCREMENTAL: i64 = INCREMENTAL_VACUUM;
+    let mode = || -> Result<i64, StoreError> {
+        Ok(conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0))?)
+    };
+    if mode()? != INCREMENTAL {
         conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
-        conn.execute_batch("VACUUM")?;
+        // A fresh database took the setting in `configure`; only an older one needs the
+        // rebuild, which every fresh database (every Layer 1 boot) was paying for, syncs
+        // included.
+        if mode()? != INCREMENTAL {
+            conn.execute_batch("VACUUM")?;
+        }
     }
     Ok(())
 }

@@ -77,6 +77,7 @@ fn event(run_id: &str, event_type: &str, category: &str) -> NewEvent {
         event_type: event_type.to_owned(),
         category: category.to_owned(),
         content: json!({"type": event_type}),
+        message_id: None,
         metadata: json!({}),
         created_at: "2025-01-01T00:00:00Z".to_owned(),
     }
@@ -528,6 +529,14 @@ async fn a_full_disk_gives_up_the_reserve_and_the_write_is_tried_again() {
     let reserve = dir.path().join(reserve::RESERVE_FILE);
     let size = || std::fs::metadata(&reserve).map_or(0, |meta| meta.len() as usize);
     assert_eq!(size(), reserve::RESERVE_BYTES, "made at open");
+    {
+        use std::os::unix::fs::MetadataExt;
+        let blocks = std::fs::metadata(&reserve).expect("reserve").blocks() as usize;
+        assert!(
+            blocks * 512 >= reserve::RESERVE_BYTES,
+            "the reserve holds disk blocks, not a hole: {blocks} blocks"
+        );
+    }
     let attempts = std::sync::atomic::AtomicUsize::new(0);
     let written = store
         .with_reserve(|| async {
@@ -978,6 +987,30 @@ async fn database_files_are_created_private() {
         .pragma_query_value(None, "auto_vacuum", |row| row.get(0))
         .expect("auto_vacuum");
     assert_eq!(auto_vacuum, 2, "auto_vacuum should be INCREMENTAL (2)");
+}
+
+/// A database written before incremental vacuum (tables, WAL, `auto_vacuum` none) is rebuilt
+/// once when it is opened, and keeps its rows; a fresh one takes the setting without a rebuild.
+#[tokio::test]
+async fn an_older_database_is_rebuilt_for_incremental_vacuum() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let dir = home.path().join("db");
+    std::fs::create_dir_all(&dir).expect("db folder");
+    {
+        let conn = Connection::open(dir.join(DATABASE_FILE)).expect("older database");
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .expect("WAL");
+        conn.execute_batch("CREATE TABLE kept (x); INSERT INTO kept VALUES (1);")
+            .expect("a table");
+    }
+    drop(Store::open(&dir).expect("open store"));
+    let conn = Connection::open(dir.join(DATABASE_FILE)).expect("second connection");
+    let read = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).expect(sql) };
+    assert_eq!(
+        (read("PRAGMA auto_vacuum"), read("SELECT x FROM kept")),
+        (2, 1),
+        "(auto_vacuum INCREMENTAL, the old row kept)"
+    );
 }
 
 // --- sessions -------------------------------------------------------------------------------

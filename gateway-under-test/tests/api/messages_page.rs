@@ -59,6 +59,7 @@ fn event(run_id: &str, row: Row) -> NewEvent {
         event_type: event_type.into(),
         category: "message".into(),
         content: json!({"type": kind, "content": "x", "additional_kwargs": {}}),
+        message_id: None,
         metadata: caller,
         created_at: "2026-01-01T00:00:00.000000+00:00".into(),
     }

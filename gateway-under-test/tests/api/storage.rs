@@ -91,3 +91,85 @@ async fn storage_grows_with_what_was_said_not_with_steps() {
         );
     }
 }
+
+/// Rows of `table` whose `column` holds `marker`.
+fn rows_holding(home: &std::path::Path, table: &str, column: &str, marker: &str) -> i64 {
+    let conn = rusqlite::Connection::open(home.join("db").join("deerflow.db")).expect("open");
+    conn.query_row(
+        &format!("SELECT count(*) FROM {table} WHERE instr({column}, ?1) > 0"),
+        [marker],
+        |row| row.get(0),
+    )
+    .expect("count")
+}
+
+/// Finding 11 of issue 21: every message was stored three times, in `checkpoint_messages`, in
+/// its checkpoint's `writes` and in the run journal. The journal and the writes now name the
+/// stored message, and still read as they were written.
+#[tokio::test]
+async fn every_message_is_stored_once_not_again_in_the_checkpoint_writes_and_the_journal() {
+    let gateway = spawn_gateway_configured(|_| {}).await;
+    let (client, thread_id) = gateway.client_with_thread().await;
+    let marker = "stored-once-marker";
+    gateway.model.push([
+        tool_call(
+            "write_file",
+            json!({"description": "part", "path": "/mnt/user-data/outputs/a.txt",
+                   "content": marker}),
+            "call_1",
+        ),
+        answer("done"),
+    ]);
+    let mut body = crate::vocabulary::run_body("write it", ultra_context());
+    body["stream_mode"] = json!(["updates", "messages-tuple"]);
+    let transcript = client.stream_run(&thread_id, body).await;
+    assert_eq!(
+        transcript.events().last(),
+        Some(&"end"),
+        "{}",
+        transcript.raw
+    );
+
+    let home = gateway.home.path();
+    let copies = [
+        ("checkpoints", "metadata_json"),
+        ("checkpoints", "values_json"),
+        ("run_events", "content"),
+    ]
+    .map(|(table, column)| (table, column, rows_holding(home, table, column, marker)));
+    assert_eq!(
+        copies.map(|(table, column, rows)| (table, column, (rows > 0))),
+        [
+            ("checkpoints", "metadata_json", false),
+            ("checkpoints", "values_json", false),
+            ("run_events", "content", false),
+        ],
+        "copies of the answer outside checkpoint_messages: {copies:?}"
+    );
+    assert!(rows_holding(home, "checkpoint_messages", "body", marker) > 0);
+
+    // The journal still reads as written (the writes' round trip is the store's test).
+    let run_id = transcript.run_id();
+    let (status, events) = client
+        .get(&format!("/api/threads/{thread_id}/runs/{run_id}/events"))
+        .await;
+    assert_eq!(status, 200, "{events}");
+    let rows = events.as_array().expect("rows");
+    let of = |event_type: &str| {
+        rows.iter()
+            .find(|row| row["event_type"] == event_type)
+            .unwrap_or_else(|| panic!("no {event_type} row in {events}"))
+    };
+    let response = of("llm.ai.response");
+    assert_eq!(
+        response["content"]["tool_calls"][0]["args"]["content"],
+        marker
+    );
+    let result = of("llm.tool.result");
+    assert_eq!(result["content"]["type"], "tool");
+    assert_eq!(
+        result["content"]["id"],
+        serde_json::Value::Null,
+        "journaled before it had an id"
+    );
+}

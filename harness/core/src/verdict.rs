@@ -150,8 +150,15 @@ impl Verdict {
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
+    /// Decided from the fields, without formatting a problem line: [`Verdict::problems`] is
+    /// empty exactly when this is true (a test holds the two together).
     pub fn passes(&self, missing: MissingGolden) -> bool {
-        self.problems(missing).is_empty()
+        let golden_ok = match self.golden {
+            GoldenStatus::Ok => true,
+            GoldenStatus::Changed => false,
+            GoldenStatus::Missing => missing == MissingGolden::Allowed,
+        };
+        self.replayed_cleanly() && golden_ok
     }
 
     /// One line per failed check, in §8.3's order: framing, misses (then the model side's other
@@ -383,5 +390,59 @@ mod tests {
                  workspace `cargo insta review`)",
             ]
         );
+    }
+    #[test]
+    fn passes_exactly_when_no_problem_line_is_written() {
+        let clean = Verdict::new(
+            &shapes(&[Some("metadata"), Some("end")]),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            GoldenStatus::Ok,
+            Vec::new(),
+            1,
+        );
+        let broken = Verdict::new(
+            &shapes(&[Some("values")]),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            GoldenStatus::Ok,
+            Vec::new(),
+            1,
+        );
+        let variants = [
+            clean.clone(),
+            broken,
+            Verdict {
+                misses: vec![miss("abc")],
+                ..clean.clone()
+            },
+            Verdict {
+                model_errors: vec!["x".into()],
+                ..clean.clone()
+            },
+            Verdict {
+                recorded_turns: 0,
+                ..clean.clone()
+            },
+            Verdict {
+                golden: GoldenStatus::Changed,
+                ..clean.clone()
+            },
+            Verdict {
+                golden: GoldenStatus::Missing,
+                ..clean.clone()
+            },
+        ];
+        for verdict in &variants {
+            for missing in [MissingGolden::Fails, MissingGolden::Allowed] {
+                assert_eq!(
+                    verdict.passes(missing),
+                    verdict.problems(missing).is_empty(),
+                    "{verdict:?} with {missing:?}"
+                );
+            }
+        }
     }
 }

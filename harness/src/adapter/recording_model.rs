@@ -33,7 +33,11 @@ use replay_core::replay_key;
 pub(crate) fn recorded_request(model_name: &str, request: &ModelRequest) -> RecordedRequest {
     let raw = request_messages(request);
     let key = replay_key(&request_caller(request), &raw);
-    let messages: Vec<Value> = request.messages.iter().map(provider_message).collect();
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|m| provider_message(m))
+        .collect();
     let tools: Vec<Value> = request
         .tools
         .iter()
@@ -411,9 +415,7 @@ mod tests {
         }
 
         async fn stream(&self, _: &ModelRequest) -> Result<EventStream, ModelError> {
-            let done = StreamEvent::Done {
-                message: Message::ai("hi", Vec::new()).to_dump(),
-            };
+            let done = StreamEvent::done(Message::ai("hi", Vec::new()));
             let delta = StreamEvent::TextDelta { delta: "hi".into() };
             let broken = ModelError::new(
                 "RemoteProtocolError",
@@ -445,7 +447,7 @@ mod tests {
 
     fn request() -> ModelRequest {
         ModelRequest {
-            messages: vec![Message::human("hello")],
+            messages: vec![Message::human("hello").into()],
             tools: Vec::new(),
             metadata: CallMetadata::default(),
             options: Default::default(),
@@ -580,7 +582,7 @@ mod tests {
     fn the_recorded_request_normalises_volatile_text_and_keeps_the_replay_key() {
         let mut request = request();
         request.messages[0] =
-            Message::human("run 123e4567-e89b-12d3-a456-426614174000 on 2026-11-29");
+            Message::human("run 123e4567-e89b-12d3-a456-426614174000 on 2026-11-29").into();
         let recorded = recorded_request("m", &request);
         assert_eq!(
             recorded.context["messages"][0]["content"],

@@ -10,7 +10,7 @@ use gateway_under_test::config::ModelConfig;
 use gateway_under_test::messages::Message;
 use gateway_under_test::models::{
     ChatModel, ErrorClass, EventStream, ModelError, ModelProvider, ModelRequest, ProviderContext,
-    one_chunk_events,
+    into_one_chunk_events,
 };
 use serde_json::Value;
 
@@ -22,18 +22,35 @@ use replay_core::{
 #[derive(Debug, Clone)]
 pub(crate) struct ReplayChatModel {
     engine: Arc<ReplayEngine>,
+    /// Each turn's recorded output parsed once, by turn index (`None` for a recorded error):
+    /// a call hands the runtime a copy of the typed message, never JSON to parse again.
+    outputs: Arc<[Option<Result<Message, String>>]>,
 }
 
 impl ReplayChatModel {
     /// A model serving from `engine`.
     pub(crate) fn new(engine: Arc<ReplayEngine>) -> ReplayChatModel {
-        ReplayChatModel { engine }
+        let outputs = parsed_outputs(&engine);
+        ReplayChatModel { engine, outputs }
     }
+}
+
+/// The fixture's outputs as messages, by turn index.
+fn parsed_outputs(engine: &ReplayEngine) -> Arc<[Option<Result<Message, String>>]> {
+    engine
+        .fixture()
+        .turns
+        .iter()
+        .map(|turn| match &turn.answer {
+            Answer::Output(output) => Some(Message::from_json(output)),
+            Answer::Error(_) => None,
+        })
+        .collect()
 }
 
 /// The gateway-side view of a request, as the core hashes it: the flat message dumps.
 pub(crate) fn request_messages(request: &ModelRequest) -> Vec<Value> {
-    request.messages.iter().map(Message::to_dump).collect()
+    request.messages.iter().map(|m| m.to_dump()).collect()
 }
 
 /// The replay caller of a request (`docs/replay-and-fixtures.md` §4.7).
@@ -53,16 +70,21 @@ impl ChatModel for ReplayChatModel {
             };
             ModelError::new(kind, error.to_string()).with_class(ErrorClass::Generic)
         })?;
-        let output = match &served.answer {
-            Answer::Output(output) => output,
-            Answer::Error(error) => return Err(recorded_error(error)),
-        };
-        Message::from_json(output).map_err(|err| {
-            ModelError::new(
+        if let Answer::Error(error) = &served.answer {
+            return Err(recorded_error(error));
+        }
+        match self.outputs.get(served.turn_index) {
+            Some(Some(Ok(message))) => Ok(message.clone()),
+            Some(Some(Err(err))) => Err(ModelError::new(
                 "ReplayFixtureError",
                 format!("turn {} output is not a message: {err}", served.turn_index),
-            )
-        })
+            )),
+            // The engine served a turn of its own fixture, whose outputs were all parsed above.
+            Some(None) | None => Err(ModelError::new(
+                "ReplayFixtureError",
+                format!("turn {} has no recorded output", served.turn_index),
+            )),
+        }
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<EventStream, ModelError> {
@@ -97,7 +119,9 @@ impl ReplayChatModel {
         let mut message = self.invoke(request).await?;
         message.response_metadata.clear();
         message.usage_metadata = None;
-        Ok(Box::pin(futures::stream::iter(one_chunk_events(&message))))
+        Ok(Box::pin(futures::stream::iter(into_one_chunk_events(
+            message,
+        ))))
     }
 }
 
@@ -116,9 +140,9 @@ fn recorded_error(error: &RecordedError) -> ModelError {
 /// The provider: every configured entry that names it gets a model over the same engine, and
 /// ignores `model`, `api_key` and `base_url`.
 pub(crate) fn replay_provider(engine: Arc<ReplayEngine>) -> impl ModelProvider + 'static {
-    move |_: &ModelConfig, _: &ProviderContext| {
-        Ok(Arc::new(ReplayChatModel::new(engine.clone())) as Arc<dyn ChatModel>)
-    }
+    // One model, its outputs parsed once, shared by every configured entry.
+    let model = ReplayChatModel::new(engine);
+    move |_: &ModelConfig, _: &ProviderContext| Ok(Arc::new(model.clone()) as Arc<dyn ChatModel>)
 }
 
 #[cfg(test)]
@@ -134,7 +158,7 @@ mod tests {
             messages: vec![{
                 let mut human = Message::human("hello");
                 human.name = Some("user-input".into());
-                human
+                human.into()
             }],
             tools: Vec::new(),
             metadata: CallMetadata::default(),
@@ -213,16 +237,16 @@ mod tests {
         let Some(StreamEvent::Done { message }) = events.last() else {
             panic!("{events:?}")
         };
-        assert_eq!(message["response_metadata"], json!({}));
-        assert_eq!(message["usage_metadata"], serde_json::Value::Null);
-        assert_eq!(message["tool_calls"][0]["name"], "ls");
-        assert_eq!(message["id"], "lc_run--1");
+        assert!(message.response_metadata.is_empty());
+        assert_eq!(message.usage_metadata, None);
+        assert_eq!(message.tool_calls[0].name, "ls");
+        assert_eq!(message.id.as_deref(), Some("lc_run--1"));
     }
 
     #[tokio::test]
     async fn a_miss_is_a_generic_error_and_lands_in_the_ledger() {
         let (engine, mut request) = engine_with_answer();
-        request.messages[0].content = json!("something else");
+        std::sync::Arc::make_mut(&mut request.messages[0]).content = json!("something else");
         let error = ReplayChatModel::new(engine.clone())
             .invoke(&request)
             .await

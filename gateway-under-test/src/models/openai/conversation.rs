@@ -15,7 +15,7 @@ use crate::models::ModelRequest;
 
 /// The request's messages, in order.
 pub(crate) fn messages(request: &ModelRequest) -> Vec<WireMessage> {
-    request.messages.iter().map(message).collect()
+    request.messages.iter().map(|m| message(m)).collect()
 }
 
 /// The request's bound tools.

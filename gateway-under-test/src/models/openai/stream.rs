@@ -144,9 +144,12 @@ impl<S> SseState<S> {
                 "the provider's stream ended without [DONE] or without a finish reason");
         }
         self.pending.extend(closing.into_iter().map(stream_event));
-        self.pending.push_back(StreamEvent::Done {
-            message: message_from_assembled(self.api, &assembled, &self.model_id).to_dump(),
-        });
+        self.pending
+            .push_back(StreamEvent::done(message_from_assembled(
+                self.api,
+                &assembled,
+                &self.model_id,
+            )));
         Ok(())
     }
 }

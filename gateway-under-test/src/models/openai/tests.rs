@@ -1,6 +1,7 @@
 //! Tests of the OpenAI provider against wiremock (whole-body responses) and of the SSE parser on
 //! hand-split byte chunks.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -31,7 +32,7 @@ fn model_for(server: &MockServer) -> WireChatModel {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         tools: Vec::new(),
         metadata: Default::default(),
         options: CallOptions::default(),
@@ -87,7 +88,7 @@ fn ok_events(events: Vec<Result<StreamEvent, ModelError>>) -> Vec<StreamEvent> {
 
 fn done_message(events: &[StreamEvent]) -> Message {
     match events.last() {
-        Some(StreamEvent::Done { message }) => Message::from_json(message).expect("done parses"),
+        Some(StreamEvent::Done { message }) => (**message).clone(),
         other => panic!("last event is not done: {other:?}"),
     }
 }

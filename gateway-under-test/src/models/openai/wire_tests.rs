@@ -71,7 +71,7 @@ fn endpoint(api: Api) -> &'static str {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        messages,
+        messages: messages.into_iter().map(Into::into).collect(),
         tools: Vec::new(),
         metadata: Default::default(),
         options: CallOptions::default(),
@@ -195,7 +195,7 @@ async fn read_in_pieces(
 
 fn done_message(events: &[Result<StreamEvent, ModelError>]) -> Message {
     match events.last() {
-        Some(Ok(StreamEvent::Done { message })) => Message::from_json(message).expect("parses"),
+        Some(Ok(StreamEvent::Done { message })) => (**message).clone(),
         other => panic!("the last event is not done: {other:?}"),
     }
 }

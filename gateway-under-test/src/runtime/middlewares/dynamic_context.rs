@@ -3,6 +3,8 @@
 //! a hidden reminder that takes over its id, and append a visible copy of the user's message with
 //! id `<id>__user`; a later run on the same day writes nothing (`docs/gateway-contract.md` §6.4).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -43,7 +45,7 @@ pub fn date_reminder(date: &str) -> Message {
 
 /// The date of the newest reminder in `messages`: its `reminder_date`, or for an older reminder
 /// without one, the `<current_date>` of its content.
-fn last_reminder_date(messages: &[Message]) -> Option<String> {
+fn last_reminder_date(messages: &[Arc<Message>]) -> Option<String> {
     messages
         .iter()
         .rev()
@@ -82,7 +84,7 @@ fn is_injection_target(message: &Message) -> bool {
 
 /// What the middleware writes for `messages` on `today`: nothing when the newest reminder is
 /// of `today`; otherwise the reminder taking the newest target's id and the target's copy.
-pub(crate) fn inject(messages: &[Message], today: &str) -> Option<StateUpdate> {
+pub(crate) fn inject(messages: &[Arc<Message>], today: &str) -> Option<StateUpdate> {
     if last_reminder_date(messages).as_deref() == Some(today) {
         return None;
     }
@@ -90,7 +92,7 @@ pub(crate) fn inject(messages: &[Message], today: &str) -> Option<StateUpdate> {
     let id = target.id.clone()?;
     let mut reminder = date_reminder(today);
     reminder.id = Some(id.clone());
-    let mut copy = target.clone();
+    let mut copy = Message::clone(target);
     copy.id = Some(format!("{id}{USER_COPY_SUFFIX}"));
     Some(StateUpdate::messages(vec![reminder, copy]))
 }

@@ -75,7 +75,7 @@ fn append_text(content: &Value, text: &str) -> Value {
 
 /// The newest message when it is an AI message.
 fn last_ai(state: &AgentState) -> Option<&Message> {
-    state.messages.last().filter(|m| m.kind == MessageType::Ai)
+    state.last_message().filter(|m| m.kind == MessageType::Ai)
 }
 
 /// Suppresses the tool calls of an answer the provider stopped for safety.

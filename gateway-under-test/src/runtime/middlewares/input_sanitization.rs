@@ -45,6 +45,8 @@ impl Middleware for InputSanitizationMiddleware {
                     .contains_key("original_user_content");
             if is_user_input && let Value::String(text) = &message.content {
                 let wrapped = wrap_user_input(text);
+                // The request shares its messages with the state: only this one is copied.
+                let message = std::sync::Arc::make_mut(message);
                 let original = std::mem::replace(&mut message.content, Value::String(wrapped));
                 message
                     .additional_kwargs

@@ -1,7 +1,8 @@
 //! Loop detection (`docs/gateway-contract.md` §7.3): a model that asks for the same set of tool
-//! calls again and again is stopped. After each model call, the answer's tool calls are reduced
-//! to a key (each call's name and canonical arguments, sorted, so the order within a batch does
-//! not matter); when the same key has been asked for [`HARD_LIMIT`] times in the current turn
+//! calls again and again is stopped. After each model call, the answer's tool calls are compared
+//! with each earlier answer's (names and arguments as JSON values, so neither the order within a
+//! batch nor an object's key order matters); when the same set has been asked for
+//! [`HARD_LIMIT`] times in the current turn
 //! (since the newest visible user message), the answer loses its tool calls and gets DeerFlow's
 //! forced-stop text appended, so the run ends with what it has.
 //!
@@ -10,10 +11,12 @@
 //! tracking, write nothing. DeerFlow's earlier warning (at three repeats) and its per-tool
 //! frequency limits are not implemented.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::json;
 
-use crate::messages::{Message, MessageType};
+use crate::messages::{Message, MessageType, ToolCall};
 use crate::runtime::RunContext;
 use crate::runtime::middleware::{Hook, HookResult, Middleware};
 use crate::runtime::state::{AgentState, StateUpdate};
@@ -28,46 +31,47 @@ pub const HARD_STOP_MESSAGE: &str = "[FORCED STOP] Repeated tool calls exceeded 
 #[derive(Debug, Default)]
 pub struct LoopDetectionMiddleware;
 
-/// The key of an answer's tool calls: `name:args` per call, with arguments serialised with sorted
-/// keys, the list sorted. `None` without tool calls.
-fn calls_key(message: &Message) -> Option<Vec<String>> {
-    if message.tool_calls.is_empty() {
-        return None;
+/// A call's arguments as compared: an object, or nothing (arguments that are not an object
+/// count as none, as an empty object does).
+fn call_args(call: &ToolCall) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    call.args.as_object().filter(|args| !args.is_empty())
+}
+
+/// Whether two answers ask for the same set of tool calls: the same names and arguments, in any
+/// order. Compared as JSON values, whose objects are equal whatever their key order, so nothing
+/// is serialised: the check runs over the whole turn after every model call, and a key built
+/// per message made each step cost the turn's length in serialisations.
+fn same_calls(a: &Message, b: &Message) -> bool {
+    if a.tool_calls.len() != b.tool_calls.len() {
+        return false;
     }
-    let mut key: Vec<String> = message
-        .tool_calls
-        .iter()
-        .map(|call| {
-            // serde_json's `to_value` of a `Value` keeps its order; sorting goes through a map.
-            let sorted: std::collections::BTreeMap<String, serde_json::Value> = call
-                .args
-                .as_object()
-                .map(|args| args.clone().into_iter().collect())
-                .unwrap_or_default();
-            format!("{}:{}", call.name, json!(sorted))
-        })
-        .collect();
-    key.sort();
-    Some(key)
+    let mut used = vec![false; b.tool_calls.len()];
+    a.tool_calls.iter().all(|call| {
+        let found = b.tool_calls.iter().enumerate().position(|(index, other)| {
+            !used[index] && other.name == call.name && call_args(other) == call_args(call)
+        });
+        found.map(|index| used[index] = true).is_some()
+    })
 }
 
 /// The stripped answer when the newest AI message repeats a tool-call set [`HARD_LIMIT`] times
 /// in the current turn.
-pub(crate) fn hard_stop(messages: &[Message]) -> Option<Message> {
-    let last = messages.last().filter(|m| m.kind == MessageType::Ai)?;
-    let key = calls_key(last)?;
+pub(crate) fn hard_stop(messages: &[Arc<Message>]) -> Option<Message> {
+    let last = messages
+        .last()
+        .filter(|m| m.kind == MessageType::Ai && !m.tool_calls.is_empty())?;
     let turn_start = messages
         .iter()
         .rposition(|m| m.kind == MessageType::Human && !m.is_hidden())
         .map_or(0, |index| index + 1);
     let repeats = messages[turn_start..]
         .iter()
-        .filter(|m| m.kind == MessageType::Ai && calls_key(m).as_ref() == Some(&key))
+        .filter(|m| m.kind == MessageType::Ai && same_calls(m, last))
         .count();
     if repeats < HARD_LIMIT {
         return None;
     }
-    let mut stopped = last.clone();
+    let mut stopped = Message::clone(last);
     stopped.tool_calls.clear();
     stopped.additional_kwargs.remove("tool_calls");
     stopped.content = match &last.content {

@@ -76,4 +76,5 @@ pub(crate) fn newest_human(
         .enumerate()
         .rev()
         .find(|(_, m)| m.kind == crate::messages::MessageType::Human && !m.is_hidden())
+        .map(|(index, m)| (index, &**m))
 }

@@ -32,7 +32,7 @@ impl Middleware for SubagentLimitMiddleware {
     }
 
     async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {
-        let Some(last) = state.messages.last().filter(|m| m.kind == MessageType::Ai) else {
+        let Some(last) = state.last_message().filter(|m| m.kind == MessageType::Ai) else {
             return Ok(None);
         };
         let tasks = last.tool_calls.iter().filter(|c| c.name == "task").count();

@@ -4,6 +4,8 @@
 //! `deerflow_error_fallback` with the `error_reason`. The before- and after-agent nodes, where
 //! DeerFlow keeps its per-run bookkeeping, write nothing.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -24,7 +26,7 @@ pub struct TerminalResponseMiddleware;
 
 /// The fallback for the newest message, when it is an empty AI answer after a tool result of the
 /// current turn.
-pub(crate) fn empty_terminal_fallback(messages: &[Message]) -> Option<Message> {
+pub(crate) fn empty_terminal_fallback(messages: &[Arc<Message>]) -> Option<Message> {
     let last = messages.last().filter(|m| m.kind == MessageType::Ai)?;
     let has_content = !last.text().trim().is_empty()
         || !last.tool_calls.is_empty()
@@ -53,7 +55,7 @@ pub(crate) fn empty_terminal_fallback(messages: &[Message]) -> Option<Message> {
     {
         return None;
     }
-    let mut fallback = last.clone();
+    let mut fallback = Message::clone(last);
     fallback.content = json!(FALLBACK_CONTENT);
     fallback
         .additional_kwargs

@@ -96,7 +96,7 @@ fn human(id: &str, text: &str) -> Message {
 
 fn state_of(messages: Vec<Message>) -> AgentState {
     AgentState {
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         ..AgentState::default()
     }
 }
@@ -201,6 +201,23 @@ async fn each_middleware_writes_exactly_its_channels() {
         }
         state_of(messages)
     };
+    // Five answers calling `read_file` with the arguments `args(index)` gives each.
+    let looping_with = |args: fn(usize) -> serde_json::Value| {
+        let mut messages = vec![human("h1", "q")];
+        for index in 0..5 {
+            let id = format!("c{index}");
+            let call = ToolCall {
+                name: "read_file".into(),
+                args: args(index),
+                id: id.clone(),
+            };
+            messages.push(Message::ai("", vec![call]));
+            if index < 4 {
+                messages.push(Message::tool("x", "read_file", &id, "success"));
+            }
+        }
+        state_of(messages)
+    };
     let finished = |reason: (&str, &str), text: &str, calls: Vec<ToolCall>| {
         let mut answer = Message::ai(text, calls);
         answer
@@ -241,6 +258,23 @@ async fn each_middleware_writes_exactly_its_channels() {
             Arc::new(LoopDetectionMiddleware),
             Hook::AfterModel,
             looping(4),
+            |update, _| assert!(update.is_none()),
+        ),
+        (
+            "loop detection counts arguments that differ only in key order, at any depth",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping_with(|index| match index % 2 {
+                0 => json!({"path": "/a", "range": {"start": 1, "end": 2}}),
+                _ => json!({"range": {"end": 2, "start": 1}, "path": "/a"}),
+            }),
+            |update, _| assert!(update.is_some(), "the fifth repeat is stopped"),
+        ),
+        (
+            "loop detection does not count calls whose arguments differ",
+            Arc::new(LoopDetectionMiddleware),
+            Hook::AfterModel,
+            looping_with(|index| json!({"path": format!("/{index}")})),
             |update, _| assert!(update.is_none()),
         ),
         (
@@ -581,7 +615,9 @@ async fn sanitisation_wraps_only_the_user_input_and_only_on_the_request() {
         .insert("hide_from_ui".into(), json!(true));
     let plain = human("h2", "not from the input box");
     let request = ModelRequest {
-        messages: vec![Message::system("prompt"), hidden, input.clone(), plain],
+        messages: [Message::system("prompt"), hidden, input.clone(), plain]
+            .map(Arc::new)
+            .to_vec(),
         tools: Vec::new(),
         metadata: Default::default(),
         options: Default::default(),
@@ -592,7 +628,7 @@ async fn sanitisation_wraps_only_the_user_input_and_only_on_the_request() {
         .await
         .unwrap();
     let seen = harness.model.seen.lock().unwrap()[0].clone();
-    let texts: Vec<String> = seen.messages.iter().map(Message::text).collect();
+    let texts: Vec<String> = seen.messages.iter().map(|m| m.text()).collect();
     assert_eq!(texts[1], "secret context");
     assert_eq!(
         texts[2],
@@ -626,7 +662,7 @@ async fn the_error_middleware_turns_a_generic_failure_into_the_fallback_without_
     let failing = Failing::default();
     let chain: Vec<Arc<dyn Middleware>> = vec![Arc::new(LlmErrorHandlingMiddleware)];
     let request = ModelRequest {
-        messages: vec![Message::human("hi")],
+        messages: vec![Message::human("hi").into()],
         tools: Vec::new(),
         metadata: Default::default(),
         options: Default::default(),
@@ -690,6 +726,7 @@ fn the_date_reminder_is_added_once_per_day() {
         ),
     ];
     for (name, messages, today, expected) in table {
+        let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
         let ids: Vec<String> = inject(&messages, today)
             .map(|update| update.messages.into_iter().filter_map(|m| m.id).collect())
             .unwrap_or_default();
@@ -728,6 +765,7 @@ async fn a_repeating_model_is_stopped_by_loop_detection() {
         .messages
         .iter()
         .filter(|m| m.kind == crate::messages::MessageType::Ai)
+        .map(|m| &**m)
         .collect();
     assert_eq!(answers.len(), 5, "five model calls");
     let last = answers[4];

@@ -61,6 +61,7 @@ fn visible_humans(state: &AgentState) -> Vec<&Message> {
         .messages
         .iter()
         .filter(|m| m.kind == MessageType::Human && !m.is_hidden())
+        .map(|m| &**m)
         .collect()
 }
 
@@ -76,6 +77,10 @@ impl Middleware for TitleMiddleware {
 
     async fn after_model(&self, state: &AgentState, run: &RunContext) -> HookResult {
         let config = &run.agent.settings().title;
+        // Decided before the conversation is scanned: once titled, a step costs nothing here.
+        if !config.enabled || state.channel("title").is_some() {
+            return Ok(None);
+        }
         let humans = visible_humans(state);
         let has_ai = state.messages.iter().any(|m| m.kind == MessageType::Ai);
         if !config.enabled
@@ -96,7 +101,7 @@ impl Middleware for TitleMiddleware {
                 match run.agent.model(model_name) {
                     Some(model) => {
                         let request = ModelRequest {
-                            messages: vec![Message::human(prompt)],
+                            messages: vec![Message::human(prompt).into()],
                             tools: Vec::new(),
                             metadata: run.call_metadata(
                                 &["middleware:title", "nostream"],

@@ -59,8 +59,7 @@ impl Middleware for TokenUsageMiddleware {
 
     async fn after_model(&self, state: &AgentState, _run: &RunContext) -> HookResult {
         let Some(last) = state
-            .messages
-            .last()
+            .last_message()
             .filter(|m| m.kind == crate::messages::MessageType::Ai)
         else {
             return Ok(None);
