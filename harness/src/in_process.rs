@@ -65,8 +65,8 @@ impl InProcess {
 
 #[async_trait]
 impl GatewayTarget for InProcess {
-    async fn start(&mut self, path: &Path, fixture: &Fixture) -> Result<String, HarnessError> {
-        let engine = Arc::new(ReplayEngine::new(fixture.clone(), path)?);
+    async fn start(&mut self, path: &Path, fixture: &Arc<Fixture>) -> Result<String, HarnessError> {
+        let engine = Arc::new(ReplayEngine::new(Arc::clone(fixture), path)?);
         let booted = boot(
             ModelWiring::Replay(engine.clone()),
             fixture.scenario.gateway_config.as_ref(),

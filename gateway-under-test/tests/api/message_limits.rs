@@ -237,3 +237,91 @@ async fn amplification_tool_calls_and_results_past_their_bounds_become_tool_erro
         "the run went on to the final answer"
     );
 }
+
+/// The amplification cases of issue 21's finding 3 at the default caps, one run each: what the
+/// run streamed (`values`, the whole state at every step), what it added to the database, and
+/// the bytes of the requests the model was sent, against what the finding measured before the
+/// caps (printed with `--nocapture`). Each must stay within a few times the caps, where before
+/// it was hundreds of megabytes.
+#[tokio::test]
+async fn amplification_at_the_default_caps_stays_near_the_caps() {
+    struct Case {
+        name: &'static str,
+        script: Vec<Result<Message, ModelError>>,
+        /// What the finding measured before: SSE, database and model-request bytes.
+        before: &'static str,
+        /// Each of the three figures must stay below this.
+        bound: usize,
+    }
+    const MIB: usize = 1024 * 1024;
+    let path = "/mnt/user-data/outputs/big.txt";
+    let reads = (0..2000)
+        .map(|index| ToolCall {
+            name: "read_file".into(),
+            args: json!({"description": "read", "path": path}),
+            id: format!("r{index}"),
+        })
+        .collect();
+    let cases = [
+        Case {
+            name: "2,000 read_file calls of a 50,000-character file in one answer",
+            script: vec![
+                tool_call(
+                    "write_file",
+                    json!({"description": "write", "path": path, "content": "z".repeat(50_000)}),
+                    "w",
+                ),
+                Ok(Message::ai("", reads)),
+                answer("done"),
+            ],
+            before: "SSE 305 MB, database ~500 MB",
+            bound: 32 * MIB,
+        },
+        Case {
+            name: "20 MB of reasoning_content",
+            script: vec![with_kwarg("reasoning_content", &"r".repeat(20 * MIB))],
+            before: "SSE 60 MB, database 100 MB",
+            bound: MIB,
+        },
+        Case {
+            name: "a tool call named with 5 MB",
+            script: vec![tool_call(&"n".repeat(5 * MIB), json!({}), "named")],
+            before: "120 MB of model requests",
+            bound: MIB,
+        },
+    ];
+    for case in cases {
+        let gateway = spawn_gateway_configured(|_| {}).await;
+        let (client, thread_id) = gateway.client_with_thread().await;
+        let database_before = crate::storage::database_bytes(gateway.home.path());
+        gateway.model.push(case.script);
+        let transcript = client
+            .stream_run(&thread_id, run_body("hi", ultra_context()))
+            .await;
+        assert_eq!(transcript.events().last(), Some(&"end"), "{}", case.name);
+        let sse = transcript.raw.len();
+        let database = usize::try_from(
+            crate::storage::database_bytes(gateway.home.path()).saturating_sub(database_before),
+        )
+        .unwrap_or(usize::MAX);
+        let requests: usize = gateway
+            .model
+            .requests()
+            .iter()
+            .flat_map(|request| request.messages.iter())
+            .map(|message| message.to_dump().to_string().len())
+            .sum();
+        eprintln!(
+            "{}: SSE {sse} B, database +{database} B, model requests {requests} B (before: {})",
+            case.name, case.before
+        );
+        for (figure, bytes) in [("SSE", sse), ("database", database), ("requests", requests)] {
+            assert!(
+                bytes < case.bound,
+                "{}: {figure} {bytes} B, over {} B",
+                case.name,
+                case.bound
+            );
+        }
+    }
+}

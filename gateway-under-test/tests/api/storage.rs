@@ -17,7 +17,7 @@ const TOTAL_CONTENT_BYTES: usize = 200 * 1024;
 const PER_STEP_BYTES: f64 = 24.0 * 1024.0;
 
 /// The database size with the write-ahead log folded in.
-fn database_bytes(home: &std::path::Path) -> u64 {
+pub(crate) fn database_bytes(home: &std::path::Path) -> u64 {
     let path = home.join("db").join("deerflow.db");
     let conn = rusqlite::Connection::open(&path).expect("open the database");
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))

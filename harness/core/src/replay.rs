@@ -180,7 +180,8 @@ pub trait ReplayObserver: Send + Sync + fmt::Debug {
 /// Serves a fixture's recorded outputs by replay key, each turn at most once.
 #[derive(Debug)]
 pub struct ReplayEngine {
-    fixture: Fixture,
+    /// Shared with whoever loaded it (a Layer 1 run keeps the same fixture in its result).
+    fixture: Arc<Fixture>,
     path: PathBuf,
     /// The table's keys in order of first appearance in the file (Python dict order).
     known_hashes: Vec<String>,
@@ -196,8 +197,13 @@ pub struct ReplayEngine {
 
 impl ReplayEngine {
     /// Builds an engine over `fixture`, validating (as DeerFlow does at construction) that every
-    /// turn's output is an AI message. `path` names the fixture in messages.
-    pub fn new(fixture: Fixture, path: impl Into<PathBuf>) -> Result<ReplayEngine, FixtureError> {
+    /// turn's output is an AI message. `path` names the fixture in messages. A fixture already
+    /// in an [`Arc`] is shared, not copied.
+    pub fn new(
+        fixture: impl Into<Arc<Fixture>>,
+        path: impl Into<PathBuf>,
+    ) -> Result<ReplayEngine, FixtureError> {
+        let fixture = fixture.into();
         let path = path.into();
         fixture.validate(&path)?;
         let mut queues: HashMap<String, VecDeque<usize>> = HashMap::new();

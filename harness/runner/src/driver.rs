@@ -114,7 +114,7 @@ pub enum StreamModes {
     #[default]
     Values,
     /// The web client's four modes ([`WEB_STREAM_MODES`]): the web golden, runs of chunks of one
-    /// message reduced to one entry ([`web_shapes`]).
+    /// message reduced to one entry ([`replay_core::web_shapes`]).
     Web,
 }
 

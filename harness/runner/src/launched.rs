@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -258,7 +259,11 @@ fn free_port() -> std::io::Result<u16> {
 
 #[async_trait]
 impl GatewayTarget for Launched {
-    async fn start(&mut self, path: &Path, _fixture: &Fixture) -> Result<String, HarnessError> {
+    async fn start(
+        &mut self,
+        path: &Path,
+        _fixture: &Arc<Fixture>,
+    ) -> Result<String, HarnessError> {
         self.fixture = path.to_path_buf();
         self.stop().await;
         let stem = stem_of(path);

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
@@ -68,8 +69,8 @@ pub enum HarnessError {
 pub struct ScenarioRun {
     /// The fixture file.
     pub fixture_path: PathBuf,
-    /// The fixture.
-    pub fixture: Fixture,
+    /// The fixture (the same one the target's engine replayed, not a copy).
+    pub fixture: Arc<Fixture>,
     /// One transcript per prompt (the prompt, then each follow-up).
     pub transcripts: Vec<RunTranscript>,
     /// Model calls with no recorded output.
@@ -360,6 +361,7 @@ async fn drive_target_within<T>(
     drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
 ) -> Result<(ScenarioRun, T), HarnessError> {
     let started = Instant::now();
+    let fixture = Arc::new(fixture);
     let url = target.start(path, &fixture).await?;
     let drive = tokio::time::timeout(limit, drive(&url, &fixture)).await;
     let ledger = target.finish().await;

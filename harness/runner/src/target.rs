@@ -11,6 +11,7 @@
 //! same code, so both paths are held to the same goldens.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use replay_core::{Ambiguity, Fixture, Miss};
@@ -59,8 +60,9 @@ impl ModelLedger {
 #[async_trait]
 pub trait GatewayTarget: Send {
     /// Readies a gateway to replay `fixture` (read from `path`) and returns its base URL
-    /// (`http://127.0.0.1:<port>`).
-    async fn start(&mut self, path: &Path, fixture: &Fixture) -> Result<String, HarnessError>;
+    /// (`http://127.0.0.1:<port>`). A target that replays in process shares the fixture with
+    /// its engine instead of copying it.
+    async fn start(&mut self, path: &Path, fixture: &Arc<Fixture>) -> Result<String, HarnessError>;
 
     /// After the drive, whether it succeeded or not: stops what [`start`](Self::start) started
     /// and returns what the model side saw.
@@ -97,7 +99,11 @@ impl AtUrl {
 
 #[async_trait]
 impl GatewayTarget for AtUrl {
-    async fn start(&mut self, path: &Path, _fixture: &Fixture) -> Result<String, HarnessError> {
+    async fn start(
+        &mut self,
+        path: &Path,
+        _fixture: &Arc<Fixture>,
+    ) -> Result<String, HarnessError> {
         self.fixture = path.to_path_buf();
         self.model_server
             .reset(Some(&stem_of(path)))

@@ -175,7 +175,7 @@ impl ReplayGateway {
             gateway: spec.name.clone(),
             source,
         };
-        let fixture = Fixture::load(&spec.fixture).map_err(fixture_error)?;
+        let fixture = Arc::new(Fixture::load(&spec.fixture).map_err(fixture_error)?);
         let log = match &spec.replay_log {
             Some(path) => {
                 ReplayLog::create(&spec.name, path).map_err(|source| ReplayGatewayError::Io {
@@ -185,7 +185,7 @@ impl ReplayGateway {
             }
             None => ReplayLog::stderr_only(&spec.name),
         };
-        let engine = ReplayEngine::new(fixture.clone(), &spec.fixture)
+        let engine = ReplayEngine::new(Arc::clone(&fixture), &spec.fixture)
             .map_err(fixture_error)?
             .with_observer(Arc::new(log));
         let engine = Arc::new(engine);

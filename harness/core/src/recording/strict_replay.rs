@@ -155,7 +155,7 @@ pub enum StrictReplayError {
 /// recorded `"<n> recorded calls"`, incoming `"call <i>"`; otherwise redact the incoming request,
 /// compare `model`, then `context`, then `options` (root paths `model`, `context`, `options`)
 /// with first_difference skipping exactly {"timestamp"} (within each, the fields other than the
-/// derived replay key first, [`DERIVED_KEYS`]); a mismatch does NOT consume; a match
+/// derived replay key first, `DERIVED_KEYS`); a mismatch does NOT consume; a match
 /// consumes; a recorded outcome other than complete → RecordingFileError reason `recorded call
 /// ended with <outcome>` for that call (consumed); else the recorded events (each re-validated).
 ///

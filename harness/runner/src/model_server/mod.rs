@@ -1,5 +1,5 @@
 //! The model server: a server on 127.0.0.1 that replays at the model's wire (OpenAI's Chat
-//! Completions, Anthropic's Messages and OpenAI's Responses API, [`Wire`]), so a gateway in any
+//! Completions, Anthropic's Messages and OpenAI's Responses API, `Wire`), so a gateway in any
 //! language, running in its own process, can be tested by pointing its OpenAI (or Anthropic)
 //! base URL here. Every call, at any wire and in any mode, goes through `serve`.
 //!
@@ -253,7 +253,8 @@ pub enum ModelServerError {
 struct LoadedFixture {
     stem: String,
     path: PathBuf,
-    fixture: Fixture,
+    /// Shared with each engine that replays it (one per reset).
+    fixture: Arc<Fixture>,
 }
 
 /// The active fixture and the engine replaying it.
@@ -333,7 +334,7 @@ fn load_fixtures(paths: Vec<PathBuf>) -> Result<Vec<LoadedFixture>, ModelServerE
     }
     let mut loaded: Vec<LoadedFixture> = Vec::new();
     for path in paths {
-        let fixture = Fixture::load(&path)?;
+        let fixture = Arc::new(Fixture::load(&path)?);
         let stem = stem_of(&path);
         if let Some(other) = loaded.iter().find(|f| f.stem == stem) {
             return Err(ModelServerError::DuplicateFixture {
