@@ -38,6 +38,12 @@ export default defineConfig({
       args: ["--no-sandbox", "--disable-dev-shm-usage"],
     },
     viewport: { width: 1280, height: 860 },
+    // One browser context per worker, reset by Playwright between tests (cookies, cache, storage
+    // of visited origins, extra pages, routes): a fresh context and its renderer cost about
+    // a third of the suite's CPU on two cores. The suite checks the reset it relies on (no
+    // cookie survives into the next test: tests/e2e/support/test.ts); `E2E_FRESH_CONTEXT=1`
+    // gives every test a context of its own again.
+    reuseContext: process.env.E2E_FRESH_CONTEXT !== "1",
     // A failed test keeps its trace (DOM snapshots, network, console); the screencast is left
     // out: recording it for every test cost about a quarter of the suite's time, and a failure
     // keeps its own screenshot anyway.

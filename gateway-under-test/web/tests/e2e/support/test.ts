@@ -4,12 +4,13 @@
  * - **A clean page**: the test fails when the page logs an error to the console, throws, or any
  *   request it makes answers 4xx/5xx, except the answers the spec names in
  *   `test.use({ expectedHttpErrors })` (each with why it provokes them). A route the client
- *   needs that disappears, or a default that changes, thus turns the suite red.
+ *   needs that disappears, or a default that changes, thus turns the suite red. It also fails
+ *   a test that starts with a cookie: the browser context is reused between tests.
  * - **No replay miss**: the test fails when a gateway it looked up (`gatewayNamed`) logged a
  *   miss while it ran, with the gateway's diagnostic.
  */
 
-import { test as base, expect, type Page, type Response } from "@playwright/test";
+import { test as base, expect, type ConsoleMessage, type Page, type Request, type Response } from "@playwright/test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
@@ -50,25 +51,41 @@ export const test = base.extend<{
   expectedHttpErrors: [[], { option: true }],
 
   cleanPage: [
-    async ({ page, expectedHttpErrors }, use) => {
+    async ({ page, context, expectedHttpErrors }, use) => {
+      // The context is reused between tests (playwright.config.ts): a session cookie left by
+      // the last test would sign this one in, and cookies are per host, not per port, so they
+      // would reach every gateway of the suite.
+      const left = (await context.cookies()).map((cookie) => `${cookie.name} (${cookie.domain})`);
+      expect(left, "cookies left by an earlier test in the reused browser context").toEqual([]);
       const problems: string[] = [];
-      page.on("console", (message) => {
+      const onConsole = (message: ConsoleMessage): void => {
         if (message.type() === "error" && !RESOURCE_STATUS_LINE.test(message.text())) {
           problems.push(`console error: ${message.text()}`);
         }
-      });
-      page.on("pageerror", (error) => problems.push(`uncaught exception: ${error.message}`));
-      page.on("response", (response) => {
+      };
+      const onPageError = (error: Error): void => {
+        problems.push(`uncaught exception: ${error.message}`);
+      };
+      const onResponse = (response: Response): void => {
         if (response.status() >= 400 && !expected(response, expectedHttpErrors)) {
           problems.push(`${response.request().method()} ${response.url()} answered ${response.status()}`);
         }
-      });
-      page.on("requestfailed", (request) => {
+      };
+      const onRequestFailed = (request: Request): void => {
         const failure = request.failure()?.errorText ?? "unknown";
         // Leaving a page cancels its requests; that is not the gateway failing.
         if (failure !== "net::ERR_ABORTED") problems.push(`${request.method()} ${request.url()} failed: ${failure}`);
-      });
+      };
+      page.on("console", onConsole);
+      page.on("pageerror", onPageError);
+      page.on("response", onResponse);
+      page.on("requestfailed", onRequestFailed);
       await use();
+      // The page outlives the test: the next test listens for itself.
+      page.off("console", onConsole);
+      page.off("pageerror", onPageError);
+      page.off("response", onResponse);
+      page.off("requestfailed", onRequestFailed);
       expect(problems.length, `the page was not clean:\n${problems.join("\n")}`).toBe(0);
     },
     { auto: true },
