@@ -812,6 +812,22 @@ fn expected_answer(call: &ScriptedCall) -> Value {
     json!({"text": call.text, "calls": calls})
 }
 
+/// Sends each scripted call to `base`'s route for `wire` as a client would, and checks that
+/// each answer reads as the call's scripted text and tool calls (`served` names the server in
+/// the failure).
+async fn assert_answers_as_scripted(base: &str, wire: Wire, script: &[ScriptedCall], served: &str) {
+    let url = format!("{base}{}", path(wire));
+    for (index, call) in script.iter().enumerate() {
+        let how = format!("{wire:?} call {index} {served}");
+        let (status, body) = post_as_client(&url, &call.request).await;
+        assert_eq!(
+            read_answer(wire, call, status, &body, &how),
+            expected_answer(call),
+            "{how}"
+        );
+    }
+}
+
 /// Issue 18, item 2: a tool loop recorded through the proxy at the Messages and the Responses
 /// API (against a scripted upstream answering in the wire's own format) is written with the
 /// wire named and the upstream's key nowhere, reaches the upstream with the proxy's key in the
@@ -876,16 +892,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
             )
             .await
             .expect("proxy");
-            for (index, call) in script.iter().enumerate() {
-                let how = format!("{wire:?} call {index} through the proxy");
-                let (status, body) =
-                    post_as_client(&format!("{}{}", proxy.url(), path(wire)), &call.request).await;
-                assert_eq!(
-                    read_answer(wire, call, status, &body, &how),
-                    expected_answer(call),
-                    "{how}"
-                );
-            }
+            assert_answers_as_scripted(&proxy.url(), wire, &script, "through the proxy").await;
             let sent = upstream.received_requests().await.expect("requests");
             assert_eq!(
                 sent.len(),
@@ -952,16 +959,8 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                 ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                     .await
                     .expect("fixture replay");
-            for (index, call) in script.iter().enumerate() {
-                let how = format!("{wire:?} call {index} from the built fixture");
-                let (status, body) =
-                    post_as_client(&format!("{}{}", replay.url(), path(wire)), &call.request).await;
-                assert_eq!(
-                    read_answer(wire, call, status, &body, &how),
-                    expected_answer(call),
-                    "{how}"
-                );
-            }
+            assert_answers_as_scripted(&replay.url(), wire, &script, "from the built fixture")
+                .await;
             assert!(
                 replay.problems().is_empty(),
                 "{wire:?}: {:?}",
@@ -973,16 +972,8 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                 ModelServer::start(Mode::Recording(recording.clone()), ServerOptions::default())
                     .await
                     .expect("strict replay");
+            assert_answers_as_scripted(&strict.url(), wire, &script, "replayed strictly").await;
             let url = format!("{}{}", strict.url(), path(wire));
-            for (index, call) in script.iter().enumerate() {
-                let how = format!("{wire:?} call {index} replayed strictly");
-                let (status, body) = post_as_client(&url, &call.request).await;
-                assert_eq!(
-                    read_answer(wire, call, status, &body, &how),
-                    expected_answer(call),
-                    "{how}"
-                );
-            }
             assert!(
                 strict.problems().is_empty(),
                 "{wire:?}: {:?}",

@@ -20,7 +20,7 @@ use crate::config::ModelConfig;
 use crate::models::openai::{API_SETTING, Api, RESPONSES_FLAG, WireChatModel};
 use crate::models::{ChatModel, ModelError, ModelProvider, ModelRequest, ProviderContext};
 
-use super::openai::wire::effective_settings;
+use super::openai::wire::{copy_settings, effective_settings, merge_extra_body};
 
 /// The `use` string of the built-in Anthropic provider.
 pub const ANTHROPIC_PROVIDER: &str = "anthropic";
@@ -108,13 +108,7 @@ pub(crate) fn request_body(
         };
         body.extra.insert("stop_sequences".into(), stop);
     }
-    for key in PASSTHROUGH_SETTINGS {
-        if let Some(value) = effective.get(*key).filter(|value| !value.is_null()) {
-            body.extra.insert((*key).to_string(), value.clone());
-        }
-    }
-    if let Some(Value::Object(extra)) = effective.get("extra_body") {
-        body.extra.extend(extra.clone());
-    }
+    copy_settings(&mut body.extra, &effective, PASSTHROUGH_SETTINGS);
+    merge_extra_body(&mut body.extra, &effective);
     body.to_value()
 }

@@ -281,17 +281,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_broken_langgraph_framing_is_one_problem_naming_the_run() {
-        let clean = Verdict::new(
-            &shapes(&[Some("metadata"), Some("end")]),
+    /// The verdict of a run with these event names, one recorded turn, all used, no miss, no
+    /// ambiguity, no model error and its golden unchanged: only the framing can fail it.
+    fn plain_verdict(events: &[Option<&str>]) -> Verdict {
+        Verdict::new(
+            &shapes(events),
             Vec::new(),
             Vec::new(),
             Vec::new(),
             GoldenStatus::Ok,
             Vec::new(),
             1,
-        );
+        )
+    }
+
+    #[test]
+    fn a_broken_langgraph_framing_is_one_problem_naming_the_run() {
+        let clean = plain_verdict(&[Some("metadata"), Some("end")]);
         let cases = [
             (
                 Framing::NoMetadata {
@@ -393,24 +399,8 @@ mod tests {
     }
     #[test]
     fn passes_exactly_when_no_problem_line_is_written() {
-        let clean = Verdict::new(
-            &shapes(&[Some("metadata"), Some("end")]),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            GoldenStatus::Ok,
-            Vec::new(),
-            1,
-        );
-        let broken = Verdict::new(
-            &shapes(&[Some("values")]),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            GoldenStatus::Ok,
-            Vec::new(),
-            1,
-        );
+        let clean = plain_verdict(&[Some("metadata"), Some("end")]);
+        let broken = plain_verdict(&[Some("values")]);
         let variants = [
             clean.clone(),
             broken,

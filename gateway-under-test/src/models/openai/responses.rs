@@ -6,7 +6,7 @@ use model_wire::responses::ResponsesRequest;
 use serde_json::{Map, Value, json};
 
 use super::conversation;
-use super::wire::effective_settings;
+use super::wire::{copy_settings, effective_settings, merge_extra_body};
 use crate::models::ModelRequest;
 
 /// Settings copied into the body as they are (`max_tokens` is sent as `max_output_tokens`,
@@ -50,13 +50,7 @@ pub(super) fn request_body(
         body.extra
             .insert("max_output_tokens".into(), max_tokens.clone());
     }
-    for key in PASSTHROUGH_SETTINGS {
-        if let Some(value) = effective.get(*key).filter(|value| !value.is_null()) {
-            body.extra.insert((*key).to_string(), value.clone());
-        }
-    }
-    if let Some(Value::Object(extra)) = effective.get("extra_body") {
-        body.extra.extend(extra.clone());
-    }
+    copy_settings(&mut body.extra, &effective, PASSTHROUGH_SETTINGS);
+    merge_extra_body(&mut body.extra, &effective);
     body.to_value()
 }

@@ -80,21 +80,35 @@ pub(super) fn request_body(
         body.insert("reasoning_effort".into(), Value::String(effort.to_string()));
     }
 
-    for key in PASSTHROUGH_SETTINGS {
-        if let Some(value) = effective.get(*key).filter(|value| !value.is_null()) {
-            body.insert((*key).to_string(), value.clone());
-        }
-    }
+    copy_settings(&mut body, &effective, PASSTHROUGH_SETTINGS);
     if stream {
         body.insert("stream".into(), Value::Bool(true));
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    if let Some(Value::Object(extra)) = effective.get("extra_body") {
-        for (key, value) in extra {
-            body.insert(key.clone(), value.clone());
+    merge_extra_body(&mut body, &effective);
+    Value::Object(body)
+}
+
+/// Copies into `body` each of `keys` the (effective) settings hold, nulls left out: the
+/// settings a wire passes through unchanged.
+pub(crate) fn copy_settings(
+    body: &mut Map<String, Value>,
+    effective: &Map<String, Value>,
+    keys: &[&str],
+) {
+    for key in keys {
+        if let Some(value) = effective.get(*key).filter(|value| !value.is_null()) {
+            body.insert((*key).to_string(), value.clone());
         }
     }
-    Value::Object(body)
+}
+
+/// Merges the settings' `extra_body` table into `body`, last, so that it overrides what the
+/// wire built (LangChain's meaning of the key).
+pub(crate) fn merge_extra_body(body: &mut Map<String, Value>, effective: &Map<String, Value>) {
+    if let Some(Value::Object(extra)) = effective.get("extra_body") {
+        body.extend(extra.clone());
+    }
 }
 
 /// The settings with `when_thinking_enabled` laid over them when thinking is on. `extra_body`
