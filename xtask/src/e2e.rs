@@ -36,8 +36,12 @@ pub struct Args {
     no_run: bool,
 }
 
-/// The browsers the suite can drive, by executable name, in order of preference.
-const CHROMIUM_NAMES: [&str; 4] = [
+/// The browsers the suite can drive, by executable name, in order of preference. Chromium's
+/// headless shell first: the suite always runs headless, the shell is the build Playwright itself
+/// runs headless tests in, and on two cores it took the suite from 9.6 to 7.7 s (16.6 to 13.0 busy
+/// CPU-seconds) against the full browser's new headless mode, the same Blink rendering the pages.
+const CHROMIUM_NAMES: [&str; 5] = [
+    "chromium-headless-shell",
     "chromium",
     "chromium-browser",
     "google-chrome-stable",
@@ -153,8 +157,9 @@ fn find_chromium() -> anyhow::Result<PathBuf> {
         .flat_map(|folder| CHROMIUM_NAMES.map(|name| folder.join(name)))
         .find(|candidate| is_executable(candidate))
         .context(
-            "no Chromium on PATH: install Debian's package (`apt-get install chromium`) or set \
-             CHROMIUM_PATH; the suite never downloads Playwright's own browsers",
+            "no Chromium on PATH: install Debian's package (`apt-get install \
+             chromium-headless-shell`, or `chromium`) or set CHROMIUM_PATH; the suite never \
+             downloads Playwright's own browsers",
         )
 }
 
