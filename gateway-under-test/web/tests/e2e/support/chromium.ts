@@ -1,6 +1,6 @@
 /**
- * Finds the Chromium the browser suite drives: Debian's `chromium-headless-shell` or `chromium`, never a browser
- * downloaded by Playwright (only package registries are reachable from CI).
+ * Finds the Chromium the browser suite drives: Debian's `chromium-headless-shell` or `chromium`,
+ * never a browser downloaded by Playwright (only package registries are reachable from CI).
  */
 
 import { accessSync, constants } from "node:fs";
