@@ -68,8 +68,8 @@ enum Command {
     /// builds the replay gateway with the seed route (target/e2e/replay-gateway), starts the
     /// browser suite's gateways (DEERFLOW_ENABLE_TEST_SEED=1), then Playwright against Debian's
     /// chromium-headless-shell or chromium (CHROMIUM_PATH, else PATH, the headless shell first).
-    /// A line per test, then a summary; the HTML report and the
-    /// screenshots go to target/e2e/. Exits 1 when a test fails or a replay call missed.
+    /// A line per test, then a summary; the HTML report and the screenshots go to target/e2e/.
+    /// Exits 1 when a test fails or a replay call missed.
     E2e(e2e::Args),
     /// Record one real model run (needs OPENAI_API_KEY and OPENAI_API_BASE; never in CI).
     ///
