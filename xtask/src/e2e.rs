@@ -499,6 +499,20 @@ fn failed_specs(suites: &Value, out: &mut Vec<String>) {
 mod tests {
     use super::*;
 
+    /// `npx playwright test` run by hand finds its browser in chromium.ts: the same names, in the
+    /// same order, as the xtask's, so both drive the same browser.
+    #[test]
+    fn the_playwright_config_looks_for_the_same_browsers_in_the_same_order() {
+        let path = Layout::new().web.join("tests/e2e/support/chromium.ts");
+        let source = std::fs::read_to_string(&path).unwrap();
+        let list = source
+            .lines()
+            .find_map(|line| line.strip_prefix("const NAMES = ["))
+            .unwrap_or_else(|| panic!("{}: no `const NAMES = [` line", path.display()));
+        let names: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+        assert_eq!(names, CHROMIUM_NAMES, "{}: {list}", path.display());
+    }
+
     /// The seed build's binary is the `xtask` bin's `executable` among cargo's messages: not a
     /// dependency's artifact, not a library of the same name, not a diagnostic.
     #[test]

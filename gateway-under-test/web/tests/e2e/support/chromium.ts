@@ -7,10 +7,10 @@ import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 
 /**
- * In order of preference, the same as `cargo xtask e2e`'s (xtask/src/e2e.rs): Chromium's headless
- * shell first, the build Playwright itself runs headless tests in, about a fifth faster here than
- * the full browser's headless mode. Headed debugging (`--headed`) needs the full browser: set
- * CHROMIUM_PATH=/usr/bin/chromium.
+ * In order of preference, the same as `cargo xtask e2e`'s (xtask/src/e2e.rs; a test there holds
+ * them equal): Chromium's headless shell first, the build Playwright itself runs headless tests
+ * in, about a fifth faster here than the full browser's headless mode. Headed debugging
+ * (`--headed`) needs the full browser: set CHROMIUM_PATH=/usr/bin/chromium.
  */
 const NAMES = ["chromium-headless-shell", "chromium", "chromium-browser", "google-chrome-stable", "google-chrome"];
 
