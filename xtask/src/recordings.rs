@@ -76,7 +76,7 @@ pub enum Command {
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
-    let home = RecordingsHome::from_env();
+    let home = RecordingsHome::from_env(harness::golden::workspace_root().join(".harness-state"));
     match execute(&home, command) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err) => {

@@ -26,7 +26,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(port) = args.port {
         config.server.port = port;
     }
-    let home = RecordingsHome::from_env();
+    let home = RecordingsHome::from_env(harness::golden::workspace_root().join(".harness-state"));
     // Read once, at start: a later `recordings` change takes effect at the next start.
     let activation = home.activation();
     let (builder, installed) = apply(AppBuilder::new(config.clone()), activation, &home.root());

@@ -514,3 +514,40 @@ fn prune_skips_a_locked_old_recording() {
     assert_eq!(report["deleted"], 0);
     assert!(path.exists());
 }
+
+/// Issue 28's regression: with no `HARNESS_STATE_DIR`, the state folder is the repository root's
+/// `.harness-state/` wherever the command runs, never one under the runner crate's folder. The
+/// repository's own `config.json` is put back as it was, so a developer's mode survives the test.
+#[test]
+fn off_from_another_folder_writes_the_repository_root_state() {
+    let root = harness::golden::workspace_root();
+    let config = root.join(".harness-state").join("config.json");
+    let before = std::fs::read(&config).ok();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["recordings", "off"])
+        .current_dir(elsewhere.path())
+        .env_remove("HARNESS_STATE_DIR")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("failed to run xtask");
+    let written: Option<Value> = std::fs::read(&config)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    match &before {
+        Some(bytes) => std::fs::write(&config, bytes).expect("config.json put back"),
+        None => {
+            let _ = std::fs::remove_file(&config);
+        }
+    }
+    assert_exit(&output, 0);
+    assert_eq!(
+        written.map(|c| c["record_replay"]["mode"].clone()),
+        Some(json!("off"))
+    );
+    for stray in ["harness/runner/.harness-state", "xtask/.harness-state"] {
+        assert!(!root.join(stray).exists(), "{stray} was written");
+    }
+    assert!(!elsewhere.path().join(".harness-state").exists());
+}

@@ -225,11 +225,13 @@ impl RecordingsHome {
         }
     }
 
-    /// `$HARNESS_STATE_DIR` when set and not empty, else `<repository root>/.harness-state`.
-    pub fn from_env() -> Self {
+    /// `$HARNESS_STATE_DIR` when set and not empty, else `default_state_dir` (the caller's
+    /// `<repository root>/.harness-state`: this crate cannot know where a repository is, and a
+    /// folder derived from its own manifest would be `harness/runner/`).
+    pub fn from_env(default_state_dir: impl Into<PathBuf>) -> Self {
         match std::env::var_os(Self::STATE_DIR_VAR) {
             Some(dir) if !dir.is_empty() => Self::new(dir),
-            _ => Self::new(Path::new(env!("CARGO_MANIFEST_DIR")).join(".harness-state")),
+            _ => Self::new(default_state_dir),
         }
     }
 
