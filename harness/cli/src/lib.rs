@@ -8,6 +8,7 @@
 //! - [`test_run`]: `keyless test`, every fixture through a gateway it starts (or one that runs).
 //! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
 //! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture.
+//! - [`serve`]: `keyless serve`, the model server and the gateway held up for a browser suite.
 //! - [`model_server`]: `keyless model-server`, the model server on its own (also behind
 //!   `cargo xtask model-server`).
 
@@ -17,6 +18,7 @@ pub mod goldens;
 pub mod init;
 pub mod model_server;
 pub mod record;
+pub mod serve;
 pub mod test_run;
 
 use std::path::PathBuf;
@@ -41,6 +43,7 @@ use crate::config::{ConfigError, Loaded};
   keyless test                  # every fixture through the gateway keyless.toml starts
   keyless review                # look at each new or changed golden, accept or reject it
   keyless accept                # accept every pending golden
+  keyless serve --port 3000     # the replayed gateway, held up for your browser suite
 
 Exit status: 0 success; 1 a fixture failed (or a command's work failed); 2 a usage or
 configuration error."
@@ -63,6 +66,9 @@ enum Command {
     Review(goldens::ReviewArgs),
     /// Record a real model run through the gateway into a fixture.
     Record(record::Args),
+    /// Hold the replayed gateway up for a browser suite until SIGTERM or SIGINT; exit 0 only if
+    /// every model call was answered as recorded.
+    Serve(serve::Args),
     /// Serve fixtures (or a recording) as an OpenAI-compatible model on 127.0.0.1, for a gateway
     /// you start yourself.
     ModelServer(model_server::Args),
@@ -155,6 +161,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Accept(args) => goldens::accept(args),
         Command::Review(args) => goldens::review(args),
         Command::Record(args) => record::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::ModelServer(args) => model_server::run(args),
     };
     exit_code(result)

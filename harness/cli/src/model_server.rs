@@ -221,6 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = ServerOptions {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
+        ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {
         let server = ModelServer::start(mode, options)

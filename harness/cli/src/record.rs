@@ -90,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let options = ServerOptions {
             port,
             on_problem: None,
+            ..ServerOptions::default()
         };
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)
             .await

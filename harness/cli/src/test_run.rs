@@ -242,6 +242,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let options = ServerOptions {
                     port: settings.model_port,
                     on_problem: None,
+                    ..ServerOptions::default()
                 };
                 let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
                     .await

@@ -494,3 +494,163 @@ fn sigterm_stops_keyless_and_the_gateway_it_started() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(gone(&pid_file), "the gateway outlived keyless: {stderr}");
 }
+
+/// `keyless serve` running in the user's folder, its JSON line read.
+struct Serving {
+    child: std::process::Child,
+    line: Value,
+}
+
+impl Serving {
+    fn start(repo: &UserRepo, extra: &[&str]) -> Serving {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .arg("serve")
+            .args(extra)
+            .current_dir(repo.path())
+            .env("OPENAI_API_KEY", placeholder_key())
+            .env_remove("CARGO_MANIFEST_DIR")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let line = serde_json::from_str(&first).unwrap_or_else(|err| {
+            let _ = child.kill();
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+            panic!("serve's first line {first:?} is not JSON ({err}); stderr:\n{stderr}")
+        });
+        Serving { child, line }
+    }
+
+    fn url(&self, key: &str) -> String {
+        self.line[key].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// SIGTERM, as Playwright's `webServer` stops its command; the exit code and stderr.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status.code(), stderr)
+    }
+}
+
+/// Whether no process of the group `pgid` is left.
+fn group_gone(pgid: u64) -> bool {
+    let pgid = rustix::process::Pid::from_raw(pgid as i32).expect("a process group id");
+    rustix::process::test_kill_process_group(pgid).is_err()
+}
+
+#[test]
+fn serve_holds_a_replayed_gateway_up_and_exits_0_after_a_clean_replay() {
+    let repo = UserRepo::new();
+    let log = repo.path().join("replay.jsonl");
+    let serving = Serving::start(&repo, &["--replay-log", &log.display().to_string()]);
+    assert_eq!(serving.line["fixture"], FIXTURE, "{}", serving.line);
+    let pgid = serving.line["gateway_process_group"].as_u64().unwrap();
+
+    // A driver nobody configured for serve: Layer 1's, at the served URLs (the browser's stand-in).
+    let path = repo.path().join(format!("fixtures/{FIXTURE}.json"));
+    let run = keyless_runner::layer1::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::target::AtUrl::new(
+            &serving.url("gateway_url"),
+            &serving.url("model_server_url"),
+        )
+        .unwrap();
+        keyless_runner::layer1::run_on(
+            &mut target,
+            &path,
+            &repo.path().join("golden"),
+            Fixture::load(&path).unwrap(),
+        )
+        .await
+        .unwrap()
+    });
+    assert!(
+        run.verdict().replayed_cleanly(),
+        "{}",
+        run.report(&run.verdict())
+    );
+
+    let (code, stderr) = serving.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("answered as recorded, 0 problem(s)"),
+        "{stderr}"
+    );
+    assert!(
+        group_gone(pgid),
+        "the gateway's process group outlived serve"
+    );
+    let hits = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        hits.lines().count() >= 1 && hits.lines().all(|l| l.contains(r#""event":"hit""#)),
+        "{hits}"
+    );
+}
+
+#[test]
+fn serve_exits_1_naming_the_miss_after_an_unrecorded_call() {
+    let repo = UserRepo::new();
+    let log = repo.path().join("replay.jsonl");
+    let serving = Serving::start(&repo, &["--replay-log", &log.display().to_string()]);
+    let pgid = serving.line["gateway_process_group"].as_u64().unwrap();
+    let url = format!("{}/chat/completions", serving.url("model_base_url"));
+    let answered = keyless_runner::layer1::runtime().unwrap().block_on(async {
+        reqwest::Client::new()
+            .post(&url)
+            .json(&serde_json::json!({
+                "model": "m",
+                "messages": [{"role": "user", "content": "a prompt nobody recorded"}],
+            }))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert!(!answered.is_success(), "an unrecorded call was answered");
+
+    let (code, stderr) = serving.stop();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("problem 1 of 1: miss: replay miss: no recorded output"),
+        "{stderr}"
+    );
+    assert!(
+        group_gone(pgid),
+        "the gateway's process group outlived serve"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains(r#""event":"miss""#), "{logged}");
+}
+
+#[test]
+fn serve_exits_1_when_the_gateway_dies_or_no_model_call_came() {
+    let repo = UserRepo::new();
+    // (gateway command, what stderr says)
+    let cases = [
+        (
+            "python3 -m http.server --bind 127.0.0.1 {port} & sleep 1; exit 0",
+            "the gateway exited on its own",
+        ),
+        (
+            "exec python3 -m http.server --bind 127.0.0.1 {port}",
+            "no model call reached the model server",
+        ),
+    ];
+    for (command, says) in cases {
+        let serving = Serving::start(&repo, &["--gateway-cmd", command, "--ready", "/"]);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let (code, stderr) = serving.stop();
+        assert_eq!(code, Some(1), "{command}: {stderr}");
+        assert!(stderr.contains(says), "{command}: {stderr}");
+    }
+}

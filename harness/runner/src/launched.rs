@@ -218,8 +218,14 @@ impl Launched {
     /// Starts the command (its log named after `name`) and waits until it is ready; returns its
     /// base URL. Whatever ran before is stopped first.
     pub async fn launch(&mut self, name: &str) -> Result<String, LaunchError> {
-        self.stop().await;
         let port = free_port().map_err(LaunchError::Port)?;
+        self.launch_at(name, port).await
+    }
+
+    /// [`Self::launch`] on a given `port` (`keyless serve --port`, so a browser suite's
+    /// configuration can name the gateway's URL in advance).
+    pub async fn launch_at(&mut self, name: &str, port: u16) -> Result<String, LaunchError> {
+        self.stop().await;
         self.running = Some(self.spawn(name, port)?);
         match self.wait_ready(port).await {
             Ok(url) => Ok(url),
@@ -228,6 +234,23 @@ impl Launched {
                 Err(error)
             }
         }
+    }
+
+    /// The running gateway's process group id (its shell's pid), while it runs.
+    pub fn process_group(&self) -> Option<u32> {
+        self.running.as_ref().map(Child::id)
+    }
+
+    /// How the gateway exited, if it has exited on its own since it was launched (it is then no
+    /// longer running).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.running.as_mut()?.try_wait().ok()??;
+        // The shell is gone; whatever it left in its group goes too.
+        if let Some(child) = self.running.take() {
+            let group = rustix::process::Pid::from_child(&child);
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+        Some(status)
     }
 
     /// Stops the running gateway: SIGTERM to its process group, SIGKILL after the grace period.

@@ -10,6 +10,7 @@
 //! - [`golden`]: goldens as insta snapshots.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
+//! - [`replay_log`]: what a replay served and missed, as JSON lines the moment it happens.
 //! - [`recording_store`]: the managed recordings store and the record/replay activation
 //!   decision for launchers.
 //!
@@ -24,6 +25,7 @@ pub mod model_server;
 pub mod pending;
 pub mod recorded;
 pub mod recording_store;
+pub mod replay_log;
 pub mod suite;
 pub mod target;
 pub mod transcript;

@@ -7,8 +7,6 @@
 //! A replay serves each recorded turn once, so every browser test that replays a run needs a
 //! gateway of its own; they share a process, each with its own engine, home and log.
 
-mod log;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +16,7 @@ use serde_json::{Value, json};
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
 use replay_core::{Ambiguity, Fixture, FixtureError, Miss, ReplayEngine};
 
-pub(crate) use log::ReplayLog;
+pub(crate) use keyless_runner::replay_log::ReplayLog;
 
 /// Whether a gateway asks for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,13 +175,12 @@ impl ReplayGateway {
         };
         let fixture = Arc::new(Fixture::load(&spec.fixture).map_err(fixture_error)?);
         let log = match &spec.replay_log {
-            Some(path) => {
-                ReplayLog::create(&spec.name, path).map_err(|source| ReplayGatewayError::Io {
+            Some(path) => ReplayLog::create(&format!("replay gateway {}", spec.name), path)
+                .map_err(|source| ReplayGatewayError::Io {
                     what: format!("replay log {}", path.display()),
                     source,
-                })?
-            }
-            None => ReplayLog::stderr_only(&spec.name),
+                })?,
+            None => ReplayLog::stderr_only(&format!("replay gateway {}", spec.name)),
         };
         let engine = ReplayEngine::new(Arc::clone(&fixture), &spec.fixture)
             .map_err(fixture_error)?

@@ -63,8 +63,8 @@ use replay_core::recording::{
     read_recording,
 };
 use replay_core::{
-    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, WireLookupError,
-    name_free_key,
+    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, ReplayObserver,
+    WireLookupError, name_free_key,
 };
 
 use crate::golden::stem_of;
@@ -193,6 +193,9 @@ pub struct ServerOptions {
     pub port: u16,
     /// Called with every problem as it happens.
     pub on_problem: Option<ProblemHook>,
+    /// Fixture replay: told of every turn served, every miss and every ambiguity the moment the
+    /// engine decides it, whichever fixture is active (`keyless serve --replay-log`).
+    pub observer: Option<Arc<dyn ReplayObserver>>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -200,6 +203,7 @@ impl std::fmt::Debug for ServerOptions {
         f.debug_struct("ServerOptions")
             .field("port", &self.port)
             .field("on_problem", &self.on_problem.is_some())
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -282,6 +286,7 @@ struct Shared {
     backend: Backend,
     problems: Mutex<Ledger>,
     on_problem: Option<ProblemHook>,
+    observer: Option<Arc<dyn ReplayObserver>>,
     answers: AtomicU64,
 }
 
@@ -352,11 +357,15 @@ fn load_fixtures(paths: Vec<PathBuf>) -> Result<Vec<LoadedFixture>, ModelServerE
     Ok(loaded)
 }
 
-fn engine_for(loaded: &LoadedFixture) -> Result<Arc<ReplayEngine>, FixtureError> {
-    Ok(Arc::new(ReplayEngine::new(
-        loaded.fixture.clone(),
-        &loaded.path,
-    )?))
+fn engine_for(
+    loaded: &LoadedFixture,
+    observer: Option<&Arc<dyn ReplayObserver>>,
+) -> Result<Arc<ReplayEngine>, FixtureError> {
+    let engine = ReplayEngine::new(loaded.fixture.clone(), &loaded.path)?;
+    Ok(Arc::new(match observer {
+        Some(observer) => engine.with_observer(observer.clone()),
+        None => engine,
+    }))
 }
 
 /// Reads a recording for strict replay and checks it was made at the wire.
@@ -386,7 +395,7 @@ impl ModelServer {
         let backend = match mode {
             Mode::Fixtures(paths) => {
                 let fixtures = load_fixtures(paths)?;
-                let engine = engine_for(&fixtures[0])?;
+                let engine = engine_for(&fixtures[0], options.observer.as_ref())?;
                 Backend::Fixtures {
                     fixtures,
                     active: Mutex::new(ActiveFixture { index: 0, engine }),
@@ -406,6 +415,7 @@ impl ModelServer {
             backend,
             problems: Mutex::new(Ledger::default()),
             on_problem: options.on_problem,
+            observer: options.observer,
             answers: AtomicU64::new(0),
         });
         let listener = TcpListener::bind(("127.0.0.1", options.port))
@@ -459,6 +469,20 @@ impl ModelServer {
     /// then a count of the rest).
     pub fn problems(&self) -> Vec<Problem> {
         self.shared.problems.lock().read()
+    }
+
+    /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
+    pub fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
+        match &self.shared.backend {
+            Backend::Fixtures { fixtures, active } => {
+                let active = active.lock();
+                Some((
+                    fixtures[active.index].stem.clone(),
+                    active.engine.unused_turns(),
+                ))
+            }
+            Backend::Recording { .. } | Backend::Record(_) => None,
+        }
     }
 
     /// Stops serving (open streams end first). In record mode, reads the finished recording back
@@ -849,7 +873,7 @@ async fn reset(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                 },
             };
             // The fixture was validated at start, so a fresh engine over it cannot fail.
-            let engine = match engine_for(&fixtures[index]) {
+            let engine = match engine_for(&fixtures[index], shared.observer.as_ref()) {
                 Ok(engine) => engine,
                 Err(err) => {
                     return (

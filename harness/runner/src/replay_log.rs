@@ -1,14 +1,19 @@
-//! A replay gateway's log of what replay did, written the moment it happens: one JSON object per
-//! line in the log file, appended with a single write each (so a reader polling the file never
-//! sees half a line), and every miss also on stderr with its diagnostic.
+//! A replay's log of what it did, written the moment it happens, for a browser suite that reads
+//! it while the page is open: one JSON object per line in the log file, appended with a single
+//! write each (so a reader polling the file never sees half a line), and every miss also on
+//! stderr with its diagnostic. The workspace's replay gateways (Layer 2) and `keyless serve`
+//! (`--replay-log`) write it.
 //!
 //! - `{"event": "hit", "turn": <index in the fixture's turns>, "caller": "<caller>"}`
 //! - `{"event": "miss", "caller": "<caller>", "diagnostic": "<the miss message>"}`; a call that
 //!   named no caller and met a key with several different answers (an ambiguity,
 //!   `docs/replay-and-fixtures.md` §5.6) got no answer either, and is logged the same way with
 //!   the ambiguity's diagnostic, so the suite fails on it as on a miss
+//! - `{"event": "miss", "kind": "<problem kind>", "diagnostic": "<message>"}`: a model server's
+//!   problem that is not the engine's (an unserved route, a request it cannot key, …), written by
+//!   [`ReplayLog::problem`]
 //!
-//! The browser suite reads the file after each test and at its end
+//! The workspace's browser suite reads the file after each test and at its end
 //! (`gateway-under-test/web/tests/e2e/support/replay-log.ts`).
 
 use std::fs::File;
@@ -20,31 +25,56 @@ use serde_json::{Value, json};
 
 use replay_core::{Ambiguity, Miss, ReplayObserver, Served};
 
-/// The observer a replay gateway's engine reports to.
+use crate::model_server::Problem;
+
+/// The observer a replay's engine reports to (and a model server's other problems, through
+/// [`ReplayLog::problem`]).
 #[derive(Debug)]
-pub(crate) struct ReplayLog {
-    /// The gateway's name, in stderr lines.
-    gateway: String,
-    /// The log file and its path, when the gateway keeps one.
+pub struct ReplayLog {
+    /// Who replays, as stderr lines start (`replay gateway <name>`, `keyless serve`).
+    who: String,
+    /// The log file and its path, when one is kept.
     file: Option<(PathBuf, Mutex<File>)>,
 }
 
 impl ReplayLog {
     /// Misses on stderr only.
-    pub(crate) fn stderr_only(gateway: &str) -> ReplayLog {
+    pub fn stderr_only(who: &str) -> ReplayLog {
         ReplayLog {
-            gateway: gateway.to_owned(),
+            who: who.to_owned(),
             file: None,
         }
     }
 
-    /// Misses on stderr, and every event in a new (or emptied) file at `path`.
-    pub(crate) fn create(gateway: &str, path: &Path) -> std::io::Result<ReplayLog> {
-        let file = File::create(path)?;
+    /// Misses on stderr, and every event in a new (or emptied) file at `path`. The file is never opened through a symbolic link (a link planted where the log goes
+    /// would otherwise have its target truncated).
+    pub fn create(who: &str, path: &Path) -> std::io::Result<ReplayLog> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
         Ok(ReplayLog {
-            gateway: gateway.to_owned(),
+            who: who.to_owned(),
             file: Some((path.to_path_buf(), Mutex::new(file))),
         })
+    }
+
+    /// A model server's problem that its engine did not report (misses and ambiguous answers
+    /// reach the log through [`ReplayObserver`], so they are not written twice).
+    pub fn problem(&self, problem: &Problem) {
+        if matches!(
+            problem,
+            Problem::Miss { .. } | Problem::AmbiguousAnswer { .. }
+        ) {
+            return;
+        }
+        eprintln!("{}: {}: {}", self.who, problem.kind(), problem.message());
+        self.append(
+            &json!({"event": "miss", "kind": problem.kind(), "diagnostic": problem.message()}),
+        );
     }
 
     fn append(&self, event: &Value) {
@@ -55,11 +85,7 @@ impl ReplayLog {
         line.push('\n');
         if let Err(err) = file.lock().write_all(line.as_bytes()) {
             // The stderr line of a miss still shows; a lost hit only shortens the used turns.
-            eprintln!(
-                "replay gateway {}: cannot append to {}: {err}",
-                self.gateway,
-                path.display()
-            );
+            eprintln!("{}: cannot append to {}: {err}", self.who, path.display());
         }
     }
 }
@@ -74,8 +100,8 @@ impl ReplayObserver for ReplayLog {
     fn missed(&self, miss: &Miss) {
         let diagnostic = miss.to_string();
         eprintln!(
-            "replay gateway {}: replay miss (caller {}): {diagnostic}",
-            self.gateway, miss.caller
+            "{}: replay miss (caller {}): {diagnostic}",
+            self.who, miss.caller
         );
         self.append(&json!({"event": "miss", "caller": miss.caller, "diagnostic": diagnostic}));
     }
@@ -83,8 +109,8 @@ impl ReplayObserver for ReplayLog {
     fn ambiguous(&self, ambiguity: &Ambiguity) {
         let diagnostic = ambiguity.to_string();
         eprintln!(
-            "replay gateway {}: replay ambiguous (caller {}): {diagnostic}",
-            self.gateway, ambiguity.caller
+            "{}: replay ambiguous (caller {}): {diagnostic}",
+            self.who, ambiguity.caller
         );
         self.append(
             &json!({"event": "miss", "caller": ambiguity.caller, "diagnostic": diagnostic}),
