@@ -10,6 +10,8 @@
 //! - [`golden`]: goldens as insta snapshots.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
+//! - [`processes`]: every process a gateway command left behind, found by its mark or its
+//!   parent chain (Linux).
 //! - [`recording_store`]: the managed recordings store and the record/replay activation
 //!   decision for launchers.
 //!
@@ -22,6 +24,7 @@ pub mod launched;
 pub mod layer1;
 pub mod model_server;
 pub mod pending;
+pub mod processes;
 pub mod recorded;
 pub mod recording_store;
 pub mod suite;
