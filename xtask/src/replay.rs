@@ -43,6 +43,10 @@ pub struct Args {
         requires = "gateway_url"
     )]
     model_server: String,
+    /// The model server's reset token, in a file (`cargo xtask model-server --reset-token-file`
+    /// writes it) [default: the KEYLESS_RESET_TOKEN variable].
+    #[arg(long, value_name = "FILE", requires = "gateway_url")]
+    reset_token_file: Option<PathBuf>,
     /// Drive each fixture as DeerFlow's web client drives a chat page (its page requests, the
     /// four-mode run request, suggestions after each run, the reload) and compare with the web
     /// golden (`golden/<stem>.web.snap`) instead of the values-only one. Fails on a request that
@@ -178,7 +182,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no fixtures found in {}", fixtures_dir().display());
     }
     let external = match &args.gateway_url {
-        Some(url) => Some(AtUrl::new(url, &args.model_server)?),
+        Some(url) => {
+            let token = keyless::model_server::read_reset_token(args.reset_token_file.as_deref())?;
+            Some(AtUrl::new(url, &args.model_server)?.with_reset_token(&token.unwrap_or_default()))
+        }
         None => None,
     };
     if args.web {

@@ -72,6 +72,40 @@ enum Command {
     /// Serve fixtures (or a recording) as an OpenAI-compatible model on 127.0.0.1, for a gateway
     /// you start yourself.
     ModelServer(model_server::Args),
+    /// Internal: become the gateway command, killed by the kernel when keyless dies (Linux).
+    #[command(name = LAUNCH_COMMAND, hide = true)]
+    Launch(LaunchArgs),
+}
+
+/// The hidden subcommand `keyless` starts a gateway command through ([`launcher`]).
+const LAUNCH_COMMAND: &str = "__launch";
+
+/// Arguments of the hidden launcher.
+#[derive(Debug, clap::Args)]
+struct LaunchArgs {
+    /// The keyless process the command must die with.
+    #[arg(long)]
+    parent: i32,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// The launcher `keyless test` and `keyless record` start gateway commands through: this same
+/// binary's hidden subcommand, which ties the command's life to this process and then becomes
+/// it (`keyless_runner::processes::exec_tied_to_parent`). None when the binary cannot be found.
+pub(crate) fn launcher() -> Option<(PathBuf, Vec<String>)> {
+    let program = std::env::current_exe().ok()?;
+    let parent = std::process::id().to_string();
+    Some((
+        program,
+        vec![
+            LAUNCH_COMMAND.to_owned(),
+            "--parent".to_owned(),
+            parent,
+            "--".to_owned(),
+        ],
+    ))
 }
 
 /// The folders every command shares: the configuration file and the fixture and golden
@@ -129,30 +163,74 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-pub(crate) async fn stopped() -> anyhow::Result<()> {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result?,
-        _ = terminate.recv() => {}
-    }
-    Ok(())
+/// Ctrl-C and SIGTERM for the whole of a command (issue 34, finding 4): the first asks the work
+/// to stop ([`Signals::stopped`]), and the command stops what it started, within bounds; a second
+/// exits at once, after SIGKILL to every process this one started (its descendants, which
+/// the subreaper keeps below it). Listening from the start means no signal is ever swallowed
+/// by a handler nobody awaits.
+pub(crate) struct Signals {
+    first: tokio::sync::watch::Receiver<bool>,
 }
 
-/// `work`'s result, or `None` when Ctrl-C or SIGTERM came first (`work` is then dropped, and
-/// the caller stops what it started).
-pub(crate) async fn until_stopped<T>(
-    work: impl std::future::Future<Output = T>,
-) -> anyhow::Result<Option<T>> {
-    tokio::select! {
-        done = work => Ok(Some(done)),
-        stopped = stopped() => stopped.map(|()| None),
+impl Signals {
+    /// Starts listening (inside the runtime).
+    pub(crate) fn listen() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        let (sender, first) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            let _ = sender.send(true);
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            eprintln!("keyless: a second signal: exiting now");
+            let me = std::process::id() as i32;
+            let started = keyless_runner::processes::descendants_of(me);
+            keyless_runner::processes::signal_all(&started, rustix_kill());
+            std::process::exit(130);
+        });
+        Ok(Signals { first })
     }
+
+    /// Resolves at the first Ctrl-C or SIGTERM.
+    pub(crate) async fn stopped(&self) {
+        let mut first = self.first.clone();
+        // The sender lives as long as the listening task, which never ends before exiting.
+        let _ = first.wait_for(|signalled| *signalled).await;
+    }
+
+    /// `work`'s result, or `None` when Ctrl-C or SIGTERM came first (`work` is then dropped,
+    /// and the caller stops what it started).
+    pub(crate) async fn until_stopped<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        tokio::select! {
+            done = work => Some(done),
+            () = self.stopped() => None,
+        }
+    }
+}
+
+/// SIGKILL, as the runner's process helpers take it.
+fn rustix_kill() -> keyless_runner::processes::Signal {
+    keyless_runner::processes::Signal::KILL
 }
 
 /// Runs a command; an error is printed with its causes once each, and a usage or configuration
 /// error exits 2.
 pub fn run(cli: Cli) -> ExitCode {
+    // Processes a gateway command leaves behind are re-parented here, not to init, so they
+    // can be found and stopped (Linux; `keyless_runner::processes`).
+    if !matches!(cli.command, Command::Init | Command::Launch(_)) {
+        keyless_runner::processes::become_subreaper();
+    }
     let result = match cli.command {
         Command::Init => std::env::current_dir()
             .map_err(anyhow::Error::from)
@@ -163,6 +241,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Serve(args) => serve::run(args),
         Command::ModelServer(args) => model_server::run(args),
+        Command::Launch(args) => match args.command.split_first() {
+            Some((program, rest)) => {
+                let err =
+                    keyless_runner::processes::exec_tied_to_parent(args.parent, program, rest);
+                Err(anyhow::Error::new(err).context(format!("cannot start {program}")))
+            }
+            None => Err(ConfigError("no command to launch".into()).into()),
+        },
     };
     exit_code(result)
 }

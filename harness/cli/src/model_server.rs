@@ -11,7 +11,8 @@ use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use keyless_runner::golden::stem_of;
 use keyless_runner::model_server::{
-    CALLER_HEADER, Mode, ModelServer, Problem, RecordConfig, RecordedFixture, ServerOptions,
+    CALLER_HEADER, Mode, ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordedFixture,
+    ServerOptions,
 };
 use keyless_runner::recorded::{
     create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
@@ -68,6 +69,11 @@ pub struct Args {
     /// beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<PathBuf>,
+    /// Also write the reset token (printed at start; `POST /_harness/reset` needs it in the
+    /// `x-keyless-reset-token` header) to this file, mode 0600, replacing what is there. Give
+    /// it to `keyless test --reset-token-file`, never to the gateway.
+    #[arg(long, value_name = "FILE")]
+    pub reset_token_file: Option<PathBuf>,
 }
 
 /// The scenario a recording drives (shared by `record` and `model-server --record`).
@@ -210,6 +216,54 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
     Ok((Mode::Fixtures(files), described))
 }
 
+/// Writes the reset token to `path`, mode 0600: whatever was there (a file, a link) is removed
+/// first and the file is created anew, so no link is followed.
+pub fn write_reset_token(path: &std::path::Path, token: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot replace {}", path.display()));
+        }
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create the reset token file {}", path.display()))?;
+    writeln!(file, "{token}")
+        .with_context(|| format!("cannot write the reset token file {}", path.display()))
+}
+
+/// The reset token of a model server this command did not start: the file `--reset-token-file`
+/// names, else the variable `KEYLESS_RESET_TOKEN`, else none (a reset is then refused, and the
+/// error says how to give the token).
+pub fn read_reset_token(file: Option<&std::path::Path>) -> Result<Option<String>, ConfigError> {
+    if let Some(file) = file {
+        let token = std::fs::read_to_string(file).map_err(|err| {
+            ConfigError(format!(
+                "cannot read the reset token file {}: {err}",
+                file.display()
+            ))
+        })?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(ConfigError(format!(
+                "the reset token file {} is empty",
+                file.display()
+            )));
+        }
+        return Ok(Some(token.to_owned()));
+    }
+    Ok(std::env::var(keyless_runner::launched::RESET_TOKEN_VAR)
+        .ok()
+        .map(|token| token.trim().to_owned())
+        .filter(|token| !token.is_empty()))
+}
+
 /// Runs `model-server` until Ctrl-C or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let fixtures = args.folders.resolve()?.fixtures;
@@ -224,6 +278,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {
+        let signals = crate::Signals::listen()?;
         let server = ModelServer::start(mode, options)
             .await
             .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
@@ -233,7 +288,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
             server.url()
         );
-        crate::stopped().await?;
+        // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
+        // ledger of a run in progress.
+        println!(
+            "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
+             --reset-token-file or {}): {}",
+            keyless_runner::launched::RESET_TOKEN_VAR,
+            server.reset_token()
+        );
+        if let Some(file) = &args.reset_token_file {
+            write_reset_token(file, server.reset_token())?;
+        }
+        signals.stopped().await;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some(recording)) = (recorded, recording) {
             save_recorded(&recorded, &recording, args.out.as_ref().unwrap_or(&fixtures))?;

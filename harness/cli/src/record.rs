@@ -87,6 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         scenario: scenario.clone(),
     };
     crate::runtime()?.block_on(async {
+        let signals = crate::Signals::listen()?;
         let options = ServerOptions {
             port,
             on_problem: None,
@@ -103,7 +104,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut launched = None;
         let url = match &gateway {
             Gateway::Command(command) => {
-                let started = launched.insert(Launched::new(command.clone(), &server.base_url())?);
+                let started = launched.insert(
+                    Launched::new(command.clone(), &server.base_url())?
+                        .with_launcher_if(crate::launcher()),
+                );
                 started.launch(&scenario.stem()).await?
             }
             Gateway::Url(url) => {
@@ -114,11 +118,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 url.clone()
             }
         };
-        let driven = crate::until_stopped(async {
+        let driven = signals.until_stopped(async {
             let session = Session::open(&url, &drive).await?;
             session.run_scenario(&scenario, &[]).await
         })
-        .await?;
+        .await;
         if let Some(started) = launched.as_mut() {
             started.stop().await;
         }

@@ -46,7 +46,8 @@ const EXIT_POLL: Duration = Duration::from_millis(200);
 
 Prints one JSON line on stdout once the gateway is ready:
   {\"gateway_url\": …, \"model_base_url\": …, \"model_server_url\": …, \"fixture\": …, …}
-A suite selects another fixture with POST <model_server_url>/_harness/reset {\"fixture\": NAME}.
+A suite selects another fixture with POST <model_server_url>/_harness/reset {\"fixture\": NAME}
+and the header x-keyless-reset-token: <reset_token>.
 
 Exit status (after SIGTERM or SIGINT): 0 every model call was answered as recorded; 1 a miss or
 another model-side problem, no model call at all, or a gateway that exited on its own; 2 a usage
@@ -69,6 +70,11 @@ pub struct Args {
     /// Append every hit and miss to this file as JSON lines, as they happen (emptied first).
     #[arg(long, value_name = "FILE")]
     pub replay_log: Option<PathBuf>,
+    /// Also write the model server's reset token (in the JSON line too; `POST
+    /// /_harness/reset` needs it in the `x-keyless-reset-token` header) to this file, mode
+    /// 0600, for the browser suite. The gateway never gets it.
+    #[arg(long, value_name = "FILE")]
+    pub reset_token_file: Option<PathBuf>,
 }
 
 /// What `serve` needs, settled before anything starts.
@@ -193,17 +199,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     crate::runtime()?
         .block_on(async {
+            let signals = crate::Signals::listen()?;
             let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
                 .await
                 .map_err(|err| ConfigError(error_chain(&err)))?;
-            let mut gateway = Launched::new(settings.gateway.clone(), &server.base_url())?;
+            if let Some(path) = &args.reset_token_file {
+                crate::model_server::write_reset_token(path, server.reset_token())?;
+            }
+            let mut gateway = Launched::new(settings.gateway.clone(), &server.base_url())?
+                .with_launcher_if(crate::launcher());
             let launched = async {
                 match args.port {
                     0 => gateway.launch("serve").await,
                     port => gateway.launch_at("serve", port).await,
                 }
             };
-            let gateway_url = match crate::until_stopped(launched).await? {
+            let gateway_url = match signals.until_stopped(launched).await {
                 Some(Ok(url)) => url,
                 Some(Err(err)) => {
                     let _ = server.stop().await;
@@ -226,17 +237,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     "fixtures": names,
                     "gateway_log": gateway.log().map(Path::display).map(|p| p.to_string()),
                     "gateway_process_group": gateway.process_group(),
+                "reset_token": server.reset_token(),
                 })
             );
-            let exited = crate::until_stopped(async {
-                loop {
-                    if let Some(status) = gateway.exited() {
-                        return status;
+            let exited = signals
+                .until_stopped(async {
+                    loop {
+                        if let Some(status) = gateway.exited() {
+                            return status;
+                        }
+                        tokio::time::sleep(EXIT_POLL).await;
                     }
-                    tokio::time::sleep(EXIT_POLL).await;
-                }
-            })
-            .await?;
+                })
+                .await;
             gateway.stop().await;
             let active = server.active_fixture();
             let _ = server.stop().await;

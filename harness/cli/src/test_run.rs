@@ -43,6 +43,10 @@ pub struct Args {
     /// Reuse a model server already running (`keyless model-server`) instead of starting one.
     #[arg(long, value_name = "URL")]
     pub model_server: Option<String>,
+    /// The reset token of the model server given with --model-server, in a file (`keyless
+    /// model-server --reset-token-file` writes it) [default: the KEYLESS_RESET_TOKEN variable].
+    #[arg(long, value_name = "FILE", requires = "model_server")]
+    pub reset_token_file: Option<PathBuf>,
     /// The port of the model server this command starts [default: a free one with
     /// --gateway-cmd, 8090 with --gateway-url].
     #[arg(long, value_name = "PORT")]
@@ -232,11 +236,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = settings(&args)?;
     let runtime = crate::runtime()?;
     let passed = runtime.block_on(async {
+        let signals = crate::Signals::listen()?;
         // The model server: one already running, or one in this process with every fixture.
-        let (server, model_root) = match &settings.model_server {
+        let (server, model_root, token) = match &settings.model_server {
             Some(url) => (
                 None,
                 url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
+                crate::model_server::read_reset_token(args.reset_token_file.as_deref())?,
             ),
             None => {
                 let options = ServerOptions {
@@ -248,19 +254,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .await
                     .map_err(|err| ConfigError(error_chain(&err)))?;
                 let url = server.url();
-                (Some(server), url)
+                let token = server.reset_token().to_owned();
+                (Some(server), url, Some(token))
             }
         };
+        let token = token.unwrap_or_default();
         let mut target = match &settings.gateway {
             Gateway::Command(command) => Target::Launched(
                 Launched::new(command.clone(), &format!("{model_root}/v1"))
-                    .context("the model server's URL")?,
+                    .context("the model server's URL")?
+                    .with_reset_token(&token)
+                    .with_launcher_if(crate::launcher()),
             ),
             Gateway::Url(url) => {
                 if !args.json {
                     println!("gateway at {url}; its model must be at {model_root}/v1");
                 }
-                Target::AtUrl(AtUrl::new(url, &model_root).context("the model server's URL")?)
+                Target::AtUrl(
+                    AtUrl::new(url, &model_root)
+                        .context("the model server's URL")?
+                        .with_reset_token(&token),
+                )
             }
         };
         if !args.json {
@@ -300,7 +314,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 all_passed
             });
-            crate::until_stopped(suite).await?
+            signals.until_stopped(suite).await
         };
         if let Target::Launched(launched) = &mut target {
             launched.stop().await;

@@ -564,7 +564,8 @@ fn serve_holds_a_replayed_gateway_up_and_exits_0_after_a_clean_replay() {
             &serving.url("gateway_url"),
             &serving.url("model_server_url"),
         )
-        .unwrap();
+        .unwrap()
+        .with_reset_token(&serving.url("reset_token"));
         keyless_runner::layer1::run_on(
             &mut target,
             &path,
@@ -635,20 +636,22 @@ fn serve_exits_1_naming_the_miss_after_an_unrecorded_call() {
 #[test]
 fn serve_exits_1_when_the_gateway_dies_or_no_model_call_came() {
     let repo = UserRepo::new();
-    // (gateway command, what stderr says)
+    // Ready once it answers, then gone a second later (however slow the machine is to start it).
+    let dies = "python3 -m http.server --bind 127.0.0.1 {port} & \
+        until python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:{port}/\")' \
+        2>/dev/null; do sleep 0.1; done; sleep 1; exit 0";
+    // (gateway command, how long to serve, what stderr says)
     let cases = [
-        (
-            "python3 -m http.server --bind 127.0.0.1 {port} & sleep 1; exit 0",
-            "the gateway exited on its own",
-        ),
+        (dies, 4000, "the gateway exited on its own"),
         (
             "exec python3 -m http.server --bind 127.0.0.1 {port}",
+            500,
             "no model call reached the model server",
         ),
     ];
-    for (command, says) in cases {
+    for (command, millis, says) in cases {
         let serving = Serving::start(&repo, &["--gateway-cmd", command, "--ready", "/"]);
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::thread::sleep(std::time::Duration::from_millis(millis));
         let (code, stderr) = serving.stop();
         assert_eq!(code, Some(1), "{command}: {stderr}");
         assert!(stderr.contains(says), "{command}: {stderr}");

@@ -5,8 +5,17 @@
 //! base URL and a free port both substituted for `{model_base_url}` and `{port}` and set as
 //! `HARNESS_MODEL_BASE_URL` and `HARNESS_GATEWAY_PORT`. Its output goes to a log file that every
 //! failure names. The gateway is ready when its readiness path answers 2xx; it is stopped by
-//! SIGTERM to its process group (SIGKILL after a grace period), so a shell and its children go
-//! together and nothing is left running.
+//! SIGTERM to its process group and to every process that left the group (SIGKILL after a grace
+//! period), so a shell and its children go together and nothing is left running.
+//!
+//! What is stopped where (issue 34, finding 5; `docs/testing-your-own-gateway.md` says it too):
+//! everywhere, the command's process group. On Linux, also every process that carries the
+//! launch's mark in its environment ([`crate::processes::LAUNCH_MARK_VAR`]: a `setsid` daemon,
+//! a child that called `setpgid`) or whose parent chain leads to the command, and (with
+//! [`Launched::with_launcher`], which `keyless` uses) the command itself is killed by the kernel
+//! when `keyless` dies, even by SIGKILL (`PR_SET_PDEATHSIG`, set by `keyless`'s launcher before
+//! it becomes `sh`). A gateway that exits on its own before it is stopped is a problem of the
+//! run (finding 12).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,6 +29,7 @@ use replay_core::Fixture;
 use crate::golden::stem_of;
 use crate::layer1::HarnessError;
 use crate::model_server::{ClientError, ModelServerClient};
+use crate::processes;
 use crate::target::{GatewayTarget, ModelLedger};
 
 /// The placeholder for the model server's OpenAI base URL in a gateway command.
@@ -30,6 +40,10 @@ pub const PORT_PLACEHOLDER: &str = "{port}";
 pub const MODEL_BASE_URL_VAR: &str = "HARNESS_MODEL_BASE_URL";
 /// The variable holding the port the gateway must listen on (127.0.0.1).
 pub const GATEWAY_PORT_VAR: &str = "HARNESS_GATEWAY_PORT";
+
+/// The variable `keyless test --model-server` reads the reset token from; removed from the
+/// gateway's environment.
+pub const RESET_TOKEN_VAR: &str = "KEYLESS_RESET_TOKEN";
 
 /// How long a stopped gateway may take to exit after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -111,6 +125,12 @@ pub struct Launched {
     fixture: PathBuf,
     running: Option<Child>,
     log: Option<PathBuf>,
+    /// What the last reset cleared unread: problems of the run it started.
+    discarded: Vec<String>,
+    /// The running command's mark ([`processes::LAUNCH_MARK_VAR`]).
+    mark: Option<String>,
+    /// A program the command line is run through, with its leading arguments.
+    launcher: Option<(PathBuf, Vec<String>)>,
 }
 
 impl Launched {
@@ -125,7 +145,33 @@ impl Launched {
             fixture: PathBuf::new(),
             running: None,
             log: None,
+            discarded: Vec::new(),
+            mark: None,
+            launcher: None,
         })
+    }
+
+    /// [`Launched::with_launcher`] when there is one.
+    pub fn with_launcher_if(self, launcher: Option<(PathBuf, Vec<String>)>) -> Launched {
+        match launcher {
+            Some((program, args)) => self.with_launcher(program, args),
+            None => self,
+        }
+    }
+
+    /// Runs the command through `program args… sh -c <line>` instead of `sh -c <line>`: a
+    /// launcher that readies the process before it becomes `sh` (`keyless`'s own sets
+    /// `PR_SET_PDEATHSIG`, so the gateway dies with `keyless`).
+    pub fn with_launcher(mut self, program: PathBuf, args: Vec<String>) -> Launched {
+        self.launcher = Some((program, args));
+        self
+    }
+
+    /// The target with the model server's reset token, which selecting a fixture needs
+    /// ([`crate::model_server::ModelServer::reset_token`]). The gateway never gets it.
+    pub fn with_reset_token(mut self, token: &str) -> Launched {
+        self.model_server = self.model_server.clone().with_reset_token(token);
+        self
     }
 
     /// The log file of the last fixture's gateway.
@@ -156,13 +202,25 @@ impl Launched {
             .command
             .replace(MODEL_BASE_URL_PLACEHOLDER, &self.model_base_url)
             .replace(PORT_PLACEHOLDER, &port.to_string());
-        let mut command = Command::new("sh");
+        let mut command = match &self.launcher {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg("sh");
+                command
+            }
+            None => Command::new("sh"),
+        };
+        let mark = uuid::Uuid::new_v4().to_string();
+        self.mark = Some(mark.clone());
         command
             .arg("-c")
             .arg(&line)
             .current_dir(&self.command.working_dir)
+            .env(processes::LAUNCH_MARK_VAR, &mark)
             .env(MODEL_BASE_URL_VAR, &self.model_base_url)
             .env(GATEWAY_PORT_VAR, port.to_string())
+            // The reset token is the driver's alone.
+            .env_remove(RESET_TOKEN_VAR)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
@@ -241,36 +299,66 @@ impl Launched {
         self.running.as_ref().map(Child::id)
     }
 
-    /// How the gateway exited, if it has exited on its own since it was launched (it is then no
-    /// longer running).
-    pub fn exited(&mut self) -> Option<ExitStatus> {
-        let status = self.running.as_mut()?.try_wait().ok()??;
-        // The shell is gone; whatever it left in its group goes too.
-        if let Some(child) = self.running.take() {
-            let group = rustix::process::Pid::from_child(&child);
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-        Some(status)
+    /// Every process of the running command outside its group that can be found: those with
+    /// its mark, and those below its shell.
+    fn strays(&self, child: &Child) -> std::collections::BTreeSet<i32> {
+        let mut found = self
+            .mark
+            .as_deref()
+            .map(processes::marked)
+            .unwrap_or_default();
+        found.extend(processes::descendants_of(child.id() as i32));
+        found.remove(&(child.id() as i32));
+        found
     }
 
-    /// Stops the running gateway: SIGTERM to its process group, SIGKILL after the grace period.
+    /// Stops the running gateway: SIGTERM to its process group and to every process that left
+    /// it, SIGKILL after the grace period (or once the shell is gone) to all of them again.
     pub async fn stop(&mut self) {
         let Some(mut child) = self.running.take() else {
             return;
         };
         let group = rustix::process::Pid::from_child(&child);
+        let strays = self.strays(&child);
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+        processes::signal_all(&strays, rustix::process::Signal::TERM);
         let deadline = Instant::now() + STOP_GRACE;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
-                // The shell is gone; anything it left in its group goes too.
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                return;
+                break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // The shell is gone or out of time; anything it left, in its group or not, goes too.
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        let _ = child.kill();
         let _ = child.wait();
+        let mut strays = strays;
+        strays.extend(
+            self.mark
+                .as_deref()
+                .map(processes::marked)
+                .unwrap_or_default(),
+        );
+        processes::signal_all(&strays, rustix::process::Signal::KILL);
+        // Re-parented here by the subreaper, a killed stray is this process's zombie until
+        // reaped.
+        for _ in 0..20 {
+            processes::reap(&strays);
+            if !strays.iter().any(|pid| processes::alive(*pid)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        self.mark = None;
+    }
+
+    /// How the running command ended, if it has exited on its own since it was launched (call
+    /// [`Self::stop`] still: it clears what the command left behind).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.running
+            .as_mut()
+            .and_then(|child| child.try_wait().ok().flatten())
     }
 }
 
@@ -290,17 +378,27 @@ impl GatewayTarget for Launched {
         self.fixture = path.to_path_buf();
         self.stop().await;
         let stem = stem_of(path);
-        self.model_server
+        let reply = self
+            .model_server
             .reset(Some(&stem))
             .await
             .map_err(|source| HarnessError::ModelServer {
                 fixture: path.to_path_buf(),
                 source,
             })?;
+        self.discarded = reply.problem_lines();
         self.launch(&stem).await.map_err(|error| self.failed(error))
     }
 
     async fn finish(&mut self) -> Result<ModelLedger, HarnessError> {
+        // A gateway that crashed after its last answer would otherwise pass (finding 12).
+        let exited = self.exited().map(|status| {
+            GatewayExited {
+                status,
+                log: self.log.clone().unwrap_or_default(),
+            }
+            .to_string()
+        });
         self.stop().await;
         let state =
             self.model_server
@@ -310,19 +408,36 @@ impl GatewayTarget for Launched {
                     fixture: self.fixture.clone(),
                     source,
                 })?;
-        Ok(ModelLedger::from_problems(
-            state.problems,
-            state.unused_turns,
-        ))
+        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        ledger.other_problems.append(&mut self.discarded);
+        ledger.other_problems.extend(exited);
+        Ok(ledger)
     }
+}
+
+/// A gateway that exited, on its own or by a signal, before the runner stopped it: a problem
+/// of the run, whatever its stream looked like.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "gateway_exited: the gateway command exited ({status}) before it was stopped; its output is in {}",
+    .log.display()
+)]
+pub struct GatewayExited {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Its log.
+    pub log: PathBuf,
 }
 
 impl Drop for Launched {
     fn drop(&mut self) {
         if let Some(mut child) = self.running.take() {
+            let strays = self.strays(&child);
             let group = rustix::process::Pid::from_child(&child);
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            processes::signal_all(&strays, rustix::process::Signal::KILL);
             let _ = child.wait();
+            processes::reap(&strays);
         }
     }
 }

@@ -11,6 +11,8 @@
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
 //! - [`replay_log`]: what a replay served and missed, as JSON lines the moment it happens.
+//! - [`processes`]: every process a gateway command left behind, found by its mark or its
+//!   parent chain (Linux).
 //! - [`recording_store`]: the managed recordings store and the record/replay activation
 //!   decision for launchers.
 //!
@@ -23,6 +25,7 @@ pub mod launched;
 pub mod layer1;
 pub mod model_server;
 pub mod pending;
+pub mod processes;
 pub mod recorded;
 pub mod recording_store;
 pub mod replay_log;

@@ -76,6 +76,8 @@ pub struct AtUrl {
     gateway_url: String,
     model_server: ModelServerClient,
     fixture: std::path::PathBuf,
+    /// What the last reset cleared unread: problems of the run it started.
+    discarded: Vec<String>,
 }
 
 impl AtUrl {
@@ -86,7 +88,16 @@ impl AtUrl {
             gateway_url: gateway_url.trim_end_matches('/').to_owned(),
             model_server: ModelServerClient::new(model_server_url)?,
             fixture: std::path::PathBuf::new(),
+            discarded: Vec::new(),
         })
+    }
+
+    /// The target with the model server's reset token, which selecting a fixture needs
+    /// ([`crate::model_server::ModelServer::reset_token`], or what `keyless model-server`
+    /// printed).
+    pub fn with_reset_token(mut self, token: &str) -> AtUrl {
+        self.model_server = self.model_server.with_reset_token(token);
+        self
     }
 
     fn model_server_error(&self, source: ClientError) -> HarnessError {
@@ -105,10 +116,12 @@ impl GatewayTarget for AtUrl {
         _fixture: &Arc<Fixture>,
     ) -> Result<String, HarnessError> {
         self.fixture = path.to_path_buf();
-        self.model_server
+        let reply = self
+            .model_server
             .reset(Some(&stem_of(path)))
             .await
             .map_err(|source| self.model_server_error(source))?;
+        self.discarded = reply.problem_lines();
         Ok(self.gateway_url.clone())
     }
 
@@ -118,9 +131,8 @@ impl GatewayTarget for AtUrl {
             .state()
             .await
             .map_err(|source| self.model_server_error(source))?;
-        Ok(ModelLedger::from_problems(
-            state.problems,
-            state.unused_turns,
-        ))
+        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        ledger.other_problems.append(&mut self.discarded);
+        Ok(ledger)
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::RESET_TOKEN_HEADER;
 use super::problems::Problem;
 
 /// A model server's state, as `GET /_harness/state` reports it.
@@ -48,11 +49,61 @@ pub enum ClientError {
     },
 }
 
+/// What `POST /_harness/reset` answered.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ResetReply {
+    /// How many problems the reset cleared that no driver had read: they happened since the
+    /// last read (after one run, before the next), so the run that starts now counts them.
+    #[serde(default, rename = "discarded_unread_problems")]
+    pub discarded_count: usize,
+    /// Those of them the ledger kept in full.
+    #[serde(default)]
+    pub discarded: Vec<Problem>,
+}
+
+impl ResetReply {
+    /// The discarded problems as lines for a run's ledger (`discarded_at_reset: <kind>: …`),
+    /// and one more when some were not kept in full.
+    pub fn problem_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .discarded
+            .iter()
+            .map(|problem| {
+                format!(
+                    "discarded_at_reset: {}: {}",
+                    problem.kind(),
+                    problem.message()
+                )
+            })
+            .collect();
+        if self.discarded_count > self.discarded.len() {
+            lines.push(format!(
+                "discarded_at_reset: {} problem(s) nobody had read were cleared by the reset \
+                 before this run ({} not kept in full)",
+                self.discarded_count,
+                self.discarded_count - self.discarded.len()
+            ));
+        }
+        lines
+    }
+}
+
+/// The reset token, never shown by `Debug`.
+#[derive(Clone)]
+struct ResetToken(String);
+
+impl std::fmt::Debug for ResetToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResetToken([redacted])")
+    }
+}
+
 /// A client of one model server's driver routes.
 #[derive(Debug, Clone)]
 pub struct ModelServerClient {
     root: String,
     http: reqwest::Client,
+    reset_token: Option<ResetToken>,
 }
 
 impl ModelServerClient {
@@ -68,7 +119,19 @@ impl ModelServerClient {
                 route: "client".into(),
                 source,
             })?;
-        Ok(ModelServerClient { root, http })
+        Ok(ModelServerClient {
+            root,
+            http,
+            reset_token: None,
+        })
+    }
+
+    /// The client with the server's reset token ([`super::ModelServer::reset_token`], or what
+    /// `keyless model-server` printed), which [`ModelServerClient::reset`] needs.
+    pub fn with_reset_token(mut self, token: &str) -> ModelServerClient {
+        let token = token.trim();
+        self.reset_token = (!token.is_empty()).then(|| ResetToken(token.to_owned()));
+        self
     }
 
     async fn send<T: for<'de> Deserialize<'de>>(
@@ -95,17 +158,17 @@ impl ModelServerClient {
 
     /// Starts a fresh replay (`POST /_harness/reset`): of the fixture named `fixture` (its file
     /// name without `.json`) in fixture mode, of the recording from its first call in recording
-    /// mode. Clears the problem ledger.
-    pub async fn reset(&self, fixture: Option<&str>) -> Result<(), ClientError> {
+    /// mode. Clears the problem ledger, and returns what it cleared that nobody had read (the
+    /// caller counts those as problems of the run it starts). Needs the reset token
+    /// ([`ModelServerClient::with_reset_token`]); without it the server refuses (403).
+    pub async fn reset(&self, fixture: Option<&str>) -> Result<ResetReply, ClientError> {
         let url = format!("{}/_harness/reset", self.root);
         let route = format!("POST {url}");
-        let _: serde_json::Value = self
-            .send(
-                self.http.post(&url).json(&json!({"fixture": fixture})),
-                route,
-            )
-            .await?;
-        Ok(())
+        let mut request = self.http.post(&url).json(&json!({"fixture": fixture}));
+        if let Some(ResetToken(token)) = &self.reset_token {
+            request = request.header(RESET_TOKEN_HEADER, token);
+        }
+        self.send(request, route).await
     }
 
     /// `GET /_harness/state`.

@@ -38,6 +38,7 @@ mod client;
 mod problems;
 mod record;
 mod request;
+mod serve;
 mod wires;
 
 use std::net::SocketAddr;
@@ -73,11 +74,17 @@ use answer::{
 };
 use request::{Wire, WireRequest};
 
-pub use client::{ClientError, ModelServerClient, ServerState};
+pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
 use problems::Ledger;
 pub use problems::Problem;
 pub use record::{RecordConfig, RecordedFixture};
 pub use request::normalized;
+pub use serve::ServeLimits;
+
+/// The request header that carries the reset token on `POST /_harness/reset`: only the process
+/// that started the server (and whoever it hands [`ModelServer::reset_token`] to) may clear the
+/// problem ledger, never the gateway under test.
+pub const RESET_TOKEN_HEADER: &str = "x-keyless-reset-token";
 
 /// The request header a gateway may send to name the caller of a model call (`lead_agent`,
 /// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
@@ -167,10 +174,6 @@ impl Route {
         routes.join(", ")
     }
 }
-
-/// The largest request body accepted: long conversations are large, and the default limit of
-/// 2 MB would refuse some.
-const BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 /// What the server serves.
 #[derive(Debug)]
@@ -288,6 +291,8 @@ struct Shared {
     on_problem: Option<ProblemHook>,
     observer: Option<Arc<dyn ReplayObserver>>,
     answers: AtomicU64,
+    /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
+    reset_token: String,
 }
 
 impl Shared {
@@ -368,6 +373,22 @@ fn engine_for(
     }))
 }
 
+/// A fresh reset token: 32 random bytes, in hex.
+fn new_reset_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Whether `headers` carry the server's reset token, compared in constant time.
+fn holds_reset_token(shared: &Shared, headers: &HeaderMap) -> bool {
+    use subtle::ConstantTimeEq;
+    let Some(given) = headers.get(RESET_TOKEN_HEADER) else {
+        return false;
+    };
+    let expected = shared.reset_token.as_bytes();
+    given.as_bytes().len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected))
+}
+
 /// Reads a recording for strict replay and checks it was made at the wire.
 fn wire_recording(path: &Path) -> Result<Recording, ModelServerError> {
     let recording = read_recording(path, Access::External)?;
@@ -391,6 +412,15 @@ impl ModelServer {
     pub async fn start(
         mode: Mode,
         options: ServerOptions,
+    ) -> Result<ModelServer, ModelServerError> {
+        ModelServer::start_with_limits(mode, options, ServeLimits::default()).await
+    }
+
+    /// [`ModelServer::start`] with other read and stop bounds than the defaults.
+    pub async fn start_with_limits(
+        mode: Mode,
+        options: ServerOptions,
+        limits: ServeLimits,
     ) -> Result<ModelServer, ModelServerError> {
         let backend = match mode {
             Mode::Fixtures(paths) => {
@@ -417,6 +447,7 @@ impl ModelServer {
             on_problem: options.on_problem,
             observer: options.observer,
             answers: AtomicU64::new(0),
+            reset_token: new_reset_token(),
         });
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -437,16 +468,18 @@ impl ModelServer {
         let router = router
             .fallback(unserved)
             .method_not_allowed_fallback(wrong_method)
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            // The connection loop bounds the body already (`serve`); this keeps the extractors'
+            // own default (2 MB) from refusing below it.
+            .layer(DefaultBodyLimit::max(limits.max_body_bytes))
             .with_state(shared.clone());
         let stop = CancellationToken::new();
-        let signal = stop.clone().cancelled_owned();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, router).with_graceful_shutdown(signal);
-            if let Err(err) = served.await {
-                tracing::warn!("model server stopped: {err}");
-            }
-        });
+        let task = tokio::spawn(serve::serve(
+            listener,
+            router,
+            shared.clone(),
+            limits,
+            stop.clone(),
+        ));
         Ok(ModelServer {
             address,
             shared,
@@ -463,6 +496,17 @@ impl ModelServer {
     /// `http://127.0.0.1:<port>/v1`: the OpenAI base URL to give the gateway.
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.url())
+    }
+
+    /// The secret `POST /_harness/reset` must carry in [`RESET_TOKEN_HEADER`], made at random
+    /// when the server started. Hand it only to the driver, never to the gateway.
+    pub fn reset_token(&self) -> &str {
+        &self.shared.reset_token
+    }
+
+    /// A client of this server's driver routes that holds its reset token.
+    pub fn client(&self) -> Result<ModelServerClient, ClientError> {
+        Ok(ModelServerClient::new(&self.url())?.with_reset_token(self.reset_token()))
     }
 
     /// Every problem since the start or the last reset, oldest first (the first ones in full,
@@ -485,7 +529,8 @@ impl ModelServer {
         }
     }
 
-    /// Stops serving (open streams end first). In record mode, reads the finished recording back
+    /// Stops serving: open requests may finish for the grace period ([`ServeLimits::stop_grace`]),
+    /// then their connections are dropped. In record mode, reads the finished recording back
     /// and builds the fixture from it.
     pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.stop.cancel();
@@ -831,7 +876,18 @@ async fn state(State(shared): State<Arc<Shared>>) -> Response {
     Json(state).into_response()
 }
 
-async fn reset(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !holds_reset_token(&shared, &headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": format!(
+                "POST /_harness/reset needs the server's reset token in the {RESET_TOKEN_HEADER} \
+                 header: only the process that owns the run may start a fresh replay (keyless \
+                 model-server prints the token at start and writes it to --reset-token-file)"
+            )})),
+        )
+            .into_response();
+    }
     let wanted = match serde_json::from_slice::<Value>(&body) {
         _ if body.iter().all(u8::is_ascii_whitespace) => None,
         Ok(Value::Object(fields)) => match fields.get("fixture") {
@@ -903,14 +959,19 @@ async fn reset(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     };
     let discarded = shared.problems.lock().clear();
     let mut reply = selected;
-    if discarded > 0 {
+    if discarded.count > 0 {
         let warning = format!(
-            "the reset discarded {discarded} problem(s) no driver had read (GET /_harness/misses \
-             reads them)"
+            "the reset discarded {} problem(s) no driver had read (GET /_harness/misses \
+             reads them)",
+            discarded.count
         );
         tracing::warn!("model server: {warning}");
-        reply["discarded_unread_problems"] = json!(discarded);
+        reply["discarded_unread_problems"] = json!(discarded.count);
+        reply["discarded"] = json!(discarded.problems);
         reply["warning"] = json!(warning);
     }
     Json(reply).into_response()
 }
+
+#[cfg(test)]
+mod hardening;

@@ -81,6 +81,16 @@ pub enum Problem {
         /// The request's path (without its query, which may hold a credential).
         path: String,
     },
+    /// A request body over the server's limit (`ServeLimits::max_body_bytes`), refused with a
+    /// 413 before it was read whole.
+    BodyTooLarge {
+        /// The route, the size and the limit.
+        message: String,
+        /// The request's path.
+        path: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The ledger's bound was reached: these problems happened but are not kept in full.
     Overflow {
         /// How many, and of which kinds.
@@ -110,7 +120,7 @@ impl Problem {
     }
 
     /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
-    /// `bad_request`, `recording_write`, `unserved_route` or `overflow`.
+    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large` or `overflow`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
@@ -121,6 +131,7 @@ impl Problem {
             Problem::BadRequest { .. } => "bad_request",
             Problem::RecordingWrite { .. } => "recording_write",
             Problem::UnservedRoute { .. } => "unserved_route",
+            Problem::BodyTooLarge { .. } => "body_too_large",
             Problem::Overflow { .. } => "overflow",
         }
     }
@@ -136,9 +147,19 @@ impl Problem {
             | Problem::BadRequest { message }
             | Problem::RecordingWrite { message }
             | Problem::UnservedRoute { message, .. }
+            | Problem::BodyTooLarge { message, .. }
             | Problem::Overflow { message, .. } => message,
         }
     }
+}
+
+/// What a reset cleared that no driver had read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Discarded {
+    /// How many problems.
+    pub(crate) count: usize,
+    /// Those of them the ledger kept in full, oldest first.
+    pub(crate) problems: Vec<Problem>,
 }
 
 /// The bounded problem ledger, and whether a driver has read it.
@@ -193,11 +214,15 @@ impl Ledger {
         list
     }
 
-    /// Clears the ledger; returns how many problems no driver had read.
-    pub(crate) fn clear(&mut self) -> usize {
-        let unread = self.unread;
+    /// Clears the ledger; returns the problems no driver had read.
+    pub(crate) fn clear(&mut self) -> Discarded {
+        let count = self.unread;
+        let not_kept: usize = self.not_kept.values().sum();
+        // The unread ones are the latest: those past the bound first, then the kept tail.
+        let kept_unread = count.saturating_sub(not_kept).min(self.kept.len());
+        let problems = self.kept.split_off(self.kept.len() - kept_unread);
         *self = Ledger::default();
-        unread
+        Discarded { count, problems }
     }
 }
 
@@ -309,8 +334,10 @@ mod tests {
         ledger.push(bad_request(1));
         ledger.read();
         ledger.push(bad_request(2));
-        assert_eq!(ledger.clear(), 1, "one problem came after the last read");
+        let discarded = ledger.clear();
+        assert_eq!(discarded.count, 1, "one problem came after the last read");
+        assert_eq!(discarded.problems, vec![bad_request(2)]);
         assert!(ledger.list().is_empty());
-        assert_eq!(ledger.clear(), 0);
+        assert_eq!(ledger.clear(), Discarded::default());
     }
 }
