@@ -94,6 +94,15 @@ pub struct ScenarioArgs {
 }
 
 impl ScenarioArgs {
+    /// The scenario of a run whose prompts are not known yet (`keyless record --serve`: the
+    /// browser's, filled in from the recording), or the error naming the missing flags.
+    pub fn scenario_without_prompt(&self) -> Result<Scenario, ConfigError> {
+        let (Some(id), Some(mode)) = (self.scenario.clone(), self.mode) else {
+            return Err(ConfigError("recording needs --scenario and --mode".into()));
+        };
+        Ok(Scenario::new(id, mode, ""))
+    }
+
     /// The scenario, or the error naming the missing flags.
     pub fn scenario(&self) -> Result<Scenario, ConfigError> {
         let (Some(id), Some(mode), Some(prompt)) =

@@ -11,6 +11,8 @@ use keyless_runner::driver::{Api, Session};
 use keyless_runner::launched::Launched;
 use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
 use keyless_runner::suite::error_chain;
+use replay_core::prompts_in;
+use replay_core::recording::{Access, read_recording};
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
@@ -24,6 +26,8 @@ use crate::model_server::{ScenarioArgs, api_key, recording_path, save_recorded};
       --prompt 'Write hello to /mnt/user-data/outputs/a.txt, then read it back'
   keyless record --scenario chat --mode pro --prompt 'Hi' --followup 'And again' \\
       --upstream https://my-proxy.example/v1 --key-env MY_KEY
+  keyless record --serve --scenario chat --mode flash --port 3000
+      # your browser suite (or you) drives http://127.0.0.1:3000; Ctrl-C builds the fixture
 
 The gateway must be configured as it will be when the fixture is replayed (keyless.toml's
 [record] section says why). The key is read from the environment and never written.")]
@@ -49,6 +53,15 @@ pub struct Args {
     /// folder, printed). The scenario metadata goes beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<std::path::PathBuf>,
+    /// Drive nothing: hold the recording proxy and the gateway up while a browser suite (or a
+    /// person) drives it, and build the fixture at SIGTERM or SIGINT, its prompt and follow-ups
+    /// taken from the user messages the recorded calls carried. Prints one JSON line with the
+    /// gateway's URL once it is ready.
+    #[arg(long, conflicts_with_all = ["prompt", "followups"])]
+    pub serve: bool,
+    /// With --serve: the gateway's port on 127.0.0.1 [default: a free one].
+    #[arg(long, value_name = "PORT", requires = "serve")]
+    pub port: Option<u16>,
 }
 
 /// Runs `record`.
@@ -69,7 +82,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or(record.key_env)
         .unwrap_or_else(|| "OPENAI_API_KEY".into());
     let api_key = api_key(&key_env)?;
-    let mut scenario = args.scenario.scenario()?;
+    let mut scenario = if args.serve {
+        // The prompts are the browser's, read from the recording once it is finished.
+        args.scenario.scenario_without_prompt()?
+    } else {
+        args.scenario.scenario()?
+    };
     if drive.api == Api::Langgraph {
         // A LangGraph graph declares its own context schema, if any: the UI mode's DeerFlow
         // context is not sent, and the fixture records none.
@@ -96,11 +114,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)
             .await
             .map_err(|err| ConfigError(error_chain(&err)))?;
-        println!(
+        let described = format!(
             "recording {} through {upstream} to {}",
             scenario.stem(),
             recording.display()
         );
+        if args.serve {
+            // stdout's first line is the JSON a suite reads.
+            eprintln!("{described}");
+        } else {
+            println!("{described}");
+        }
         let mut launched = None;
         let url = match &gateway {
             Gateway::Command(command) => {
@@ -118,11 +142,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 url.clone()
             }
         };
-        let driven = signals.until_stopped(async {
-            let session = Session::open(&url, &drive).await?;
-            session.run_scenario(&scenario, &[]).await
-        })
-        .await;
+        if args.serve {
+            let held = hold(&signals, launched.as_mut(), &url, &server.base_url()).await;
+            if let Some(started) = launched.as_mut() {
+                started.stop().await;
+            }
+            let recorded = server.stop().await?;
+            held?;
+            let mut recorded = recorded.context("the model server recorded nothing")?;
+            let read = read_recording(&recording, Access::External)?;
+            let mut prompts = prompts_in(&read).into_iter();
+            let Some(prompt) = prompts.next() else {
+                anyhow::bail!(
+                    "no model call with a user message was recorded, so no fixture was built (the raw recording is {})",
+                    recording.display()
+                );
+            };
+            recorded.fixture.scenario.prompt = prompt;
+            recorded.fixture.scenario.followups = prompts.collect();
+            save_recorded(&recorded, &recording, &resolved.fixtures)?;
+            return anyhow::Ok(());
+        }
+        let driven = signals
+            .until_stopped(async {
+                let session = Session::open(&url, &drive).await?;
+                session.run_scenario(&scenario, &[]).await
+            })
+            .await;
         if let Some(started) = launched.as_mut() {
             started.stop().await;
         }
@@ -148,4 +194,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--serve`: prints the URLs, then holds until a signal; a gateway that exits on its own first
+/// is an error naming its log.
+async fn hold(
+    signals: &crate::Signals,
+    launched: Option<&mut Launched>,
+    url: &str,
+    model_base_url: &str,
+) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        serde_json::json!({"gateway_url": url, "model_base_url": model_base_url})
+    );
+    let Some(launched) = launched else {
+        signals.stopped().await;
+        return Ok(());
+    };
+    let exited = signals
+        .until_stopped(async {
+            loop {
+                if let Some(status) = launched.exited() {
+                    return status;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        })
+        .await;
+    match exited {
+        None => Ok(()),
+        Some(status) => Err(anyhow::anyhow!(
+            "the gateway exited on its own ({status}) while recording{}",
+            launched
+                .log()
+                .map(|log| format!("; its output is in {}", log.display()))
+                .unwrap_or_default()
+        )),
+    }
 }

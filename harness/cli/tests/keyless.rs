@@ -495,17 +495,23 @@ fn sigterm_stops_keyless_and_the_gateway_it_started() {
     assert!(gone(&pid_file), "the gateway outlived keyless: {stderr}");
 }
 
-/// `keyless serve` running in the user's folder, its JSON line read.
+/// `keyless serve` (or `record --serve`) running in the user's folder, its JSON line read.
 struct Serving {
     child: std::process::Child,
     line: Value,
+    /// Kept open: the command prints more when it stops.
+    stdout: std::io::BufReader<std::process::ChildStdout>,
 }
 
 impl Serving {
     fn start(repo: &UserRepo, extra: &[&str]) -> Serving {
+        Serving::run(repo, &[&["serve"], extra].concat(), &[])
+    }
+
+    fn run(repo: &UserRepo, args: &[&str], env: &[(&str, &str)]) -> Serving {
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
-            .arg("serve")
-            .args(extra)
+            .args(args)
+            .envs(env.iter().copied())
             .current_dir(repo.path())
             .env("OPENAI_API_KEY", placeholder_key())
             .env_remove("CARGO_MANIFEST_DIR")
@@ -513,31 +519,34 @@ impl Serving {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut first,
-        )
-        .unwrap();
+        std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
         let line = serde_json::from_str(&first).unwrap_or_else(|err| {
             let _ = child.kill();
             let mut stderr = String::new();
             let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
             panic!("serve's first line {first:?} is not JSON ({err}); stderr:\n{stderr}")
         });
-        Serving { child, line }
+        Serving {
+            child,
+            line,
+            stdout,
+        }
     }
 
     fn url(&self, key: &str) -> String {
         self.line[key].as_str().unwrap_or_default().to_owned()
     }
 
-    /// SIGTERM, as Playwright's `webServer` stops its command; the exit code and stderr.
+    /// SIGTERM, as Playwright's `webServer` stops its command; the exit code, and the rest of
+    /// stdout then stderr.
     fn stop(mut self) -> (Option<i32>, String) {
         let pid = rustix::process::Pid::from_child(&self.child);
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        let status = self.child.wait().unwrap();
         let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut stderr).unwrap();
+        let status = self.child.wait().unwrap();
         std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
         (status.code(), stderr)
     }
@@ -656,4 +665,79 @@ fn serve_exits_1_when_the_gateway_dies_or_no_model_call_came() {
         assert_eq!(code, Some(1), "{command}: {stderr}");
         assert!(stderr.contains(says), "{command}: {stderr}");
     }
+}
+
+/// Layer 1's driver at a served gateway (a browser's stand-in): the fixture's prompt, no
+/// suggestions call, then the verdict's problems (empty for a clean replay).
+fn drive_served(serving: &Serving, path: &Path, golden: &Path) -> Vec<String> {
+    keyless_runner::layer1::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::target::AtUrl::new(
+            &serving.url("gateway_url"),
+            &serving.url("model_server_url"),
+        )
+        .unwrap()
+        .with_reset_token(&serving.url("reset_token"));
+        let run =
+            keyless_runner::layer1::run_on(&mut target, path, golden, Fixture::load(path).unwrap())
+                .await
+                .unwrap();
+        if run.verdict().replayed_cleanly() {
+            Vec::new()
+        } else {
+            vec![run.report(&run.verdict())]
+        }
+    })
+}
+
+#[test]
+fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cleanly() {
+    let repo = UserRepo::new();
+    let shipped = Fixture::load(&fixtures_dir().join(format!("{FIXTURE}.json"))).unwrap();
+    let upstream = Upstream::start(&repo);
+    let (scenario, mode) = FIXTURE.split_once('.').unwrap();
+    let upstream_url = format!("{}/v1", upstream.url);
+    let recording = Serving::run(
+        &repo,
+        &[
+            "record",
+            "--serve",
+            "--fixtures",
+            "recorded",
+            "--scenario",
+            scenario,
+            "--mode",
+            mode,
+            "--upstream",
+            &upstream_url,
+            "--key-env",
+            "UPSTREAM_KEY",
+        ],
+        &[("UPSTREAM_KEY", "sk-upstream-SECRET-0123456789")],
+    );
+    // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
+    keyless_runner::layer1::runtime().unwrap().block_on(async {
+        let options = keyless_runner::driver::DriveOptions::default();
+        let session =
+            keyless_runner::driver::Session::open(&recording.url("gateway_url"), &options)
+                .await
+                .unwrap();
+        session.run_scenario(&shipped.scenario, &[]).await.unwrap();
+    });
+    let (code, stderr) = recording.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    let path = repo.path().join(format!("recorded/{FIXTURE}.json"));
+    let built = Fixture::load(&path).unwrap_or_else(|err| panic!("{err}\n{stderr}"));
+    assert_eq!(built.scenario.prompt, shipped.scenario.prompt, "{stderr}");
+    assert!(
+        built.scenario.followups.is_empty(),
+        "{:?}",
+        built.scenario.followups
+    );
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("SECRET"));
+
+    let serving = Serving::start(&repo, &["--fixtures", "recorded", "--fixture", FIXTURE]);
+    let problems = drive_served(&serving, &path, &repo.path().join("golden"));
+    let (code, stderr) = serving.stop();
+    assert_eq!(problems, Vec::<String>::new());
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -111,6 +111,32 @@ impl fmt::Display for BuildWarning {
     }
 }
 
+/// The user's prompts a recording's calls carried, in the order they first appear: the `human`
+/// entries of each call's canonical conversation (`context.canonical`, which leaves out system
+/// prompts and hidden messages), each once. `keyless record --serve` takes a fixture's prompt and
+/// follow-ups from them when a browser, not the driver, made the run. The text is the canonical
+/// one (normalised: a date or an id in a prompt reads as its placeholder).
+pub fn prompts_in(recording: &Recording) -> Vec<String> {
+    let mut prompts: Vec<String> = Vec::new();
+    for call in &recording.calls {
+        let Some(canonical) = context_text(call, "canonical") else {
+            continue;
+        };
+        let Ok(Value::Array(entries)) = serde_json::from_str::<Value>(&canonical) else {
+            continue;
+        };
+        for entry in entries {
+            if entry.get("type").and_then(Value::as_str) == Some("human")
+                && let Some(content) = entry.get("content").and_then(Value::as_str)
+                && !prompts.iter().any(|seen| seen == content)
+            {
+                prompts.push(content.to_owned());
+            }
+        }
+    }
+    prompts
+}
+
 fn context_text(call: &RecordedCall, key: &str) -> Option<String> {
     call.request
         .context
@@ -281,6 +307,33 @@ mod tests {
             outcome,
             line: index + 2,
         }
+    }
+
+    #[test]
+    fn prompts_are_the_human_entries_of_the_canonical_conversations_once_each_in_order() {
+        let with = |index: usize, messages: Value| {
+            let mut call = call(index, "lead_agent", "k", Some("ok"));
+            call.request.context["canonical"] = json!(crate::to_python_json(&messages));
+            call
+        };
+        let human = |text: &str| json!({"type": "human", "content": text});
+        let ai = |text: &str| json!({"type": "ai", "content": text});
+        let recording = Recording {
+            path: "r.jsonl".into(),
+            format_version: 1,
+            header: Value::Null,
+            calls: vec![
+                with(0, json!([human("first")])),
+                with(1, json!([human("first"), ai("a"), human("second")])),
+                call(2, "title_agent", "t", Some("no canonical: skipped")),
+                with(
+                    3,
+                    json!([human("first"), ai("a"), human("second"), ai("b")]),
+                ),
+            ],
+            rows: Vec::new(),
+        };
+        assert_eq!(prompts_in(&recording), ["first", "second"]);
     }
 
     #[test]

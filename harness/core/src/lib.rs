@@ -48,7 +48,9 @@ mod wire;
 mod wire_formats;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
-pub use build_fixture::{BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture};
+pub use build_fixture::{
+    BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture, prompts_in,
+};
 pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,
 };
