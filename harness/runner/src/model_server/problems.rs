@@ -81,6 +81,12 @@ pub enum Problem {
         /// The request's path (without its query, which may hold a credential).
         path: String,
     },
+    /// Recording: the recording reached its size limit, or a call its time limit; the call was
+    /// cut there.
+    RecordingLimit {
+        /// Which limit, and the flag that sets it.
+        message: String,
+    },
     /// A request body over the server's limit (`ServeLimits::max_body_bytes`), refused with a
     /// 413 before it was read whole.
     BodyTooLarge {
@@ -120,7 +126,7 @@ impl Problem {
     }
 
     /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
-    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large` or `overflow`.
+    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large`, `recording_limit` or `overflow`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
@@ -132,6 +138,7 @@ impl Problem {
             Problem::RecordingWrite { .. } => "recording_write",
             Problem::UnservedRoute { .. } => "unserved_route",
             Problem::BodyTooLarge { .. } => "body_too_large",
+            Problem::RecordingLimit { .. } => "recording_limit",
             Problem::Overflow { .. } => "overflow",
         }
     }
@@ -148,6 +155,7 @@ impl Problem {
             | Problem::RecordingWrite { message }
             | Problem::UnservedRoute { message, .. }
             | Problem::BodyTooLarge { message, .. }
+            | Problem::RecordingLimit { message }
             | Problem::Overflow { message, .. } => message,
         }
     }
@@ -273,6 +281,14 @@ mod tests {
                 message: "u".into(),
                 method: "POST".into(),
                 path: "/v1/responses".into(),
+            },
+            Problem::BodyTooLarge {
+                message: "t".into(),
+                path: "/v1/messages".into(),
+                limit: 1024,
+            },
+            Problem::RecordingLimit {
+                message: "l".into(),
             },
             Problem::Overflow {
                 message: "o".into(),
