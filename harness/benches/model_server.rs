@@ -143,7 +143,9 @@ async fn bench_layer1(fixture: &Path) {
     let gateway = GatewayProcess::spawn(&binary, &server.base_url(), None)
         .await
         .expect("gateway process");
-    let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+    let mut target = AtUrl::new(gateway.url(), &server.url())
+        .expect("target")
+        .with_reset_token(server.reset_token());
     let mut external = Vec::new();
     let mut in_process = Vec::new();
     for round in 0..45 {

@@ -110,7 +110,9 @@ fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
             for path in &fixtures {
                 let fixture = Fixture::load(path).expect("fixture");
                 let gateway = gateway_at(&server, &fixture, api).await;
-                let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+                let mut target = AtUrl::new(gateway.url(), &server.url())
+                    .expect("target")
+                    .with_reset_token(server.reset_token());
                 let run = run_fixture_on(&mut target, path).await.expect("the run");
                 assert_green(&run, &format!("over the wire at {api:?}"));
                 assert!(
@@ -173,7 +175,9 @@ fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
                 .await
                 .expect("strict server");
             let gateway = gateway_for(&strict, &fixture).await;
-            let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target").with_reset_token(strict.reset_token());
+            let mut target = AtUrl::new(gateway.url(), &strict.url())
+                .expect("target")
+                .with_reset_token(strict.reset_token());
             let run = run_fixture_on(&mut target, &path).await.expect("the run");
             assert_green(&run, "strict recording over the wire");
             let state = harness::model_server::ModelServerClient::new(&strict.url())
@@ -210,7 +214,9 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
         let drifted_path = folder.path().join("write_read_file.flash.json");
         std::fs::write(&drifted_path, drifted.to_pretty_json()).expect("write");
         let gateway = gateway_for(&strict, &drifted).await;
-        let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target").with_reset_token(strict.reset_token());
+        let mut target = AtUrl::new(gateway.url(), &strict.url())
+            .expect("target")
+            .with_reset_token(strict.reset_token());
         let run = run_fixture_on(&mut target, &drifted_path)
             .await
             .expect("the run");
@@ -330,7 +336,9 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
             .await
             .expect("model server");
         let gateway = gateway_for(&server, &built.fixture).await;
-        let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+        let mut target = AtUrl::new(gateway.url(), &server.url())
+            .expect("target")
+            .with_reset_token(server.reset_token());
         let run = run_fixture_on(&mut target, &fixture_path)
             .await
             .expect("the run");
@@ -355,7 +363,9 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let drifted = folder.path().join("write_read_file.ultra.json");
         std::fs::write(&drifted, fixture.to_pretty_json()).expect("write");
         let gateway = gateway_for(&server, &fixture).await;
-        let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+        let mut target = AtUrl::new(gateway.url(), &server.url())
+            .expect("target")
+            .with_reset_token(server.reset_token());
         let run = run_fixture_on(&mut target, &drifted)
             .await
             .expect("the run");
@@ -979,7 +989,9 @@ async fn through_the_proxy(
         .await
         .expect("model server");
     let gateway = gateway_for(&server, &built.fixture).await;
-    let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+    let mut target = AtUrl::new(gateway.url(), &server.url())
+        .expect("target")
+        .with_reset_token(server.reset_token());
     let over_wire = run_fixture_on(&mut target, &fixture_path)
         .await
         .expect("the wire replay");
@@ -989,7 +1001,9 @@ async fn through_the_proxy(
         .await
         .expect("strict server");
     let gateway = gateway_for(&strict, &built.fixture).await;
-    let mut target = AtUrl::new(gateway.url(), &strict.url()).expect("target").with_reset_token(strict.reset_token());
+    let mut target = AtUrl::new(gateway.url(), &strict.url())
+        .expect("target")
+        .with_reset_token(strict.reset_token());
     let strictly = run_fixture_on(&mut target, &fixture_path)
         .await
         .expect("the strict replay");

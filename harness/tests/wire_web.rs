@@ -60,7 +60,9 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                 )
                 .await
                 .expect("gateway process");
-                let mut target = AtUrl::new(gateway.url(), &server.url()).expect("target").with_reset_token(server.reset_token());
+                let mut target = AtUrl::new(gateway.url(), &server.url())
+                    .expect("target")
+                    .with_reset_token(server.reset_token());
                 let run = run_web_flow_on(&mut target, path).await.expect("the flow");
                 let stem = fixture.scenario.stem();
                 if quotes_an_openai_error(&fixture) && api == Api::AnthropicMessages {

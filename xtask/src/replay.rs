@@ -183,8 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let external = match &args.gateway_url {
         Some(url) => {
-            let token =
-                keyless::model_server::read_reset_token(args.reset_token_file.as_deref())?;
+            let token = keyless::model_server::read_reset_token(args.reset_token_file.as_deref())?;
             Some(AtUrl::new(url, &args.model_server)?.with_reset_token(&token.unwrap_or_default()))
         }
         None => None,

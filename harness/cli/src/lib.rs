@@ -201,7 +201,10 @@ impl Signals {
 
     /// `work`'s result, or `None` when Ctrl-C or SIGTERM came first (`work` is then dropped,
     /// and the caller stops what it started).
-    pub(crate) async fn until_stopped<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+    pub(crate) async fn until_stopped<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
         tokio::select! {
             done = work => Some(done),
             () = self.stopped() => None,
@@ -231,16 +234,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Review(args) => goldens::review(args),
         Command::Record(args) => record::run(args),
         Command::ModelServer(args) => model_server::run(args),
-        Command::Launch(args) => {
-            match args.command.split_first() {
-                Some((program, rest)) => {
-                    let err =
-                        keyless_runner::processes::exec_tied_to_parent(args.parent, program, rest);
-                    Err(anyhow::Error::new(err).context(format!("cannot start {program}")))
-                }
-                None => Err(ConfigError("no command to launch".into()).into()),
+        Command::Launch(args) => match args.command.split_first() {
+            Some((program, rest)) => {
+                let err =
+                    keyless_runner::processes::exec_tied_to_parent(args.parent, program, rest);
+                Err(anyhow::Error::new(err).context(format!("cannot start {program}")))
             }
-        }
+            None => Err(ConfigError("no command to launch".into()).into()),
+        },
     };
     exit_code(result)
 }

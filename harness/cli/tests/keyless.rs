@@ -518,10 +518,20 @@ fn finding_5_processes_that_leave_the_gateways_group_are_stopped_too() {
         pid("daemon.pid").display(),
         pid("gateway.pid").display()
     );
-    let output = repo.keyless(&["test", "--gateway-cmd", &command, "--ready-timeout-secs", "1"]);
+    let output = repo.keyless(&[
+        "test",
+        "--gateway-cmd",
+        &command,
+        "--ready-timeout-secs",
+        "1",
+    ]);
     assert_eq!(output.status.code(), Some(1), "{}", said(&output));
     for name in ["gateway.pid", "setsid.pid", "daemon.pid"] {
-        assert!(gone(&pid(name)), "{name} outlived keyless: {}", said(&output));
+        assert!(
+            gone(&pid(name)),
+            "{name} outlived keyless: {}",
+            said(&output)
+        );
     }
 }
 
@@ -548,7 +558,10 @@ fn finding_4_a_second_signal_exits_at_once() {
     let repo = UserRepo::new();
     let pid_file = repo.path().join("gw.pid");
     // A gateway deaf to SIGTERM holds the first stop for its whole grace period (5 s).
-    let command = format!("trap '' TERM; echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let command = format!(
+        "trap '' TERM; echo $$ > '{}'; exec sleep 300",
+        pid_file.display()
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
         .args(["test", "--gateway-cmd", &command])
         .current_dir(repo.path())

@@ -323,7 +323,12 @@ impl Launched {
         let _ = child.kill();
         let _ = child.wait();
         let mut strays = strays;
-        strays.extend(self.mark.as_deref().map(processes::marked).unwrap_or_default());
+        strays.extend(
+            self.mark
+                .as_deref()
+                .map(processes::marked)
+                .unwrap_or_default(),
+        );
         processes::signal_all(&strays, rustix::process::Signal::KILL);
         // Re-parented here by the subreaper, a killed stray is this process's zombie until
         // reaped.
@@ -361,12 +366,14 @@ impl GatewayTarget for Launched {
         self.fixture = path.to_path_buf();
         self.stop().await;
         let stem = stem_of(path);
-        let reply = self.model_server.reset(Some(&stem)).await.map_err(|source| {
-            HarnessError::ModelServer {
+        let reply = self
+            .model_server
+            .reset(Some(&stem))
+            .await
+            .map_err(|source| HarnessError::ModelServer {
                 fixture: path.to_path_buf(),
                 source,
-            }
-        })?;
+            })?;
         self.discarded = reply.problem_lines();
         self.launch(&stem).await.map_err(|error| self.failed(error))
     }
@@ -441,8 +448,14 @@ mod tests {
         let logs = tempfile::tempdir().expect("tempdir");
         // (command, what the problem says): ready at once, then the shell ends on its own.
         let cases = [
-            ("python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; exit 7", Some("exit status: 7")),
-            ("python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; kill -9 $$", Some("signal: 9")),
+            (
+                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; exit 7",
+                Some("exit status: 7"),
+            ),
+            (
+                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; kill -9 $$",
+                Some("signal: 9"),
+            ),
             ("exec python3 -m http.server {port} --bind 127.0.0.1", None),
         ];
         for (command, says) in cases {

@@ -62,7 +62,11 @@ fn parents() -> BTreeMap<i32, i32> {
         return parents;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         // `pid (comm) state ppid …`; the command name may hold `)`, so read after the last one.
@@ -107,7 +111,11 @@ pub fn marked(id: &str) -> BTreeSet<i32> {
         return found;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         // Another user's environment is unreadable, and none of theirs is ours to stop.

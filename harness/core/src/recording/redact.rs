@@ -461,8 +461,7 @@ impl KnownSecrets {
                 forms.push(quoted[1..quoted.len() - 1].to_owned());
             }
             for set in [percent_encoding::NON_ALPHANUMERIC, RESERVED] {
-                let encoded =
-                    percent_encoding::utf8_percent_encode(secret, set).to_string();
+                let encoded = percent_encoding::utf8_percent_encode(secret, set).to_string();
                 forms.push(lower_hex_escapes(&encoded));
                 forms.push(encoded);
             }
@@ -580,7 +579,8 @@ mod known_secret_tests {
                 );
             }
         }
-        let value = serde_json::json!({"arguments": format!("{{\"k\": \"{azure}\"}}"), azure: [groq]});
+        let value =
+            serde_json::json!({"arguments": format!("{{\"k\": \"{azure}\"}}"), azure: [groq]});
         let shown = secrets.redact(&value).to_string();
         assert!(!shown.contains(azure) && !shown.contains(groq), "{shown}");
         // A secret too short to tell from text is not a known secret; prose stays.

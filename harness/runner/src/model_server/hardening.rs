@@ -71,7 +71,10 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
         )
         .await;
         assert!(answer.starts_with("HTTP/1.1 403"), "{extra:?}: {answer}");
-        assert!(answer.contains(RESET_TOKEN_HEADER), "says what it needs: {answer}");
+        assert!(
+            answer.contains(RESET_TOKEN_HEADER),
+            "says what it needs: {answer}"
+        );
     }
     assert_eq!(
         server.shared.problems.lock().list().len(),
@@ -148,15 +151,47 @@ async fn finding_8_a_web_page_neither_replays_nor_resets() {
     let token = format!("{RESET_TOKEN_HEADER}: {}\r\n", server.reset_token());
     // (path, the request's lines after the request line, body, served)
     let cases: [(&str, String, &str, bool); 6] = [
-        ("/v1/chat/completions", format!("host: 127.0.0.1:{port}\r\n"), MISSING, true),
-        ("/v1/chat/completions", format!("host: localhost:{port}\r\norigin: http://localhost:{port}\r\n"), MISSING, true),
+        (
+            "/v1/chat/completions",
+            format!("host: 127.0.0.1:{port}\r\n"),
+            MISSING,
+            true,
+        ),
+        (
+            "/v1/chat/completions",
+            format!("host: localhost:{port}\r\norigin: http://localhost:{port}\r\n"),
+            MISSING,
+            true,
+        ),
         // DNS rebinding: the page's own name in Host.
-        ("/v1/chat/completions", format!("host: rebind.example:{port}\r\n"), MISSING, false),
+        (
+            "/v1/chat/completions",
+            format!("host: rebind.example:{port}\r\n"),
+            MISSING,
+            false,
+        ),
         // A `text/plain` form post from another origin.
-        ("/v1/chat/completions", format!("host: 127.0.0.1:{port}\r\norigin: http://evil.example\r\ncontent-type: text/plain\r\n"), MISSING, false),
-        ("/v1/messages", format!("host: 127.0.0.1:{port}\r\nsec-fetch-site: cross-site\r\n"), "{}", false),
+        (
+            "/v1/chat/completions",
+            format!(
+                "host: 127.0.0.1:{port}\r\norigin: http://evil.example\r\ncontent-type: text/plain\r\n"
+            ),
+            MISSING,
+            false,
+        ),
+        (
+            "/v1/messages",
+            format!("host: 127.0.0.1:{port}\r\nsec-fetch-site: cross-site\r\n"),
+            "{}",
+            false,
+        ),
         // Even with the token, a page's reset is refused.
-        ("/_harness/reset", format!("host: 127.0.0.1:{port}\r\norigin: http://evil.example\r\n{token}"), "{}", false),
+        (
+            "/_harness/reset",
+            format!("host: 127.0.0.1:{port}\r\norigin: http://evil.example\r\n{token}"),
+            "{}",
+            false,
+        ),
     ];
     for (path, headers, body, served) in cases {
         let request = format!(
@@ -167,7 +202,12 @@ async fn finding_8_a_web_page_neither_replays_nor_resets() {
         let refused = answer.starts_with("HTTP/1.1 403");
         assert_eq!(!refused, served, "{path} {headers:?}: {answer}");
         if refused {
-            assert!(answer.contains("foreign_request") || answer.contains("forbidden") || answer.contains("permission"), "{answer}");
+            assert!(
+                answer.contains("foreign_request")
+                    || answer.contains("forbidden")
+                    || answer.contains("permission"),
+                "{answer}"
+            );
         }
     }
     assert_eq!(
@@ -185,7 +225,10 @@ async fn finding_9_a_body_over_the_limit_is_a_413_naming_it_and_a_problem() {
     };
     let server = server(limits).await;
     let port = server.address.port();
-    let big = format!(r#"{{"model":"m","messages":[{{"role":"user","content":"{}"}}]}}"#, "x".repeat(2000));
+    let big = format!(
+        r#"{{"model":"m","messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "x".repeat(2000)
+    );
     let declared = post(port, "/v1/chat/completions", "", &big);
     let chunked = format!(
         "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ntransfer-encoding: chunked\r\n\
@@ -280,7 +323,10 @@ async fn finding_7_no_credential_follows_a_redirect_to_another_origin() {
             .send()
             .await
             .expect("answer");
-        assert!(!answer.status().is_success(), "{path}: the redirect is not an answer");
+        assert!(
+            !answer.status().is_success(),
+            "{path}: the redirect is not an answer"
+        );
     }
     let reached = elsewhere.received_requests().await.unwrap_or_default();
     for request in &reached {
@@ -291,7 +337,10 @@ async fn finding_7_no_credential_follows_a_redirect_to_another_origin() {
             );
         }
     }
-    assert_eq!(origin.received_requests().await.unwrap_or_default().len(), 3);
+    assert_eq!(
+        origin.received_requests().await.unwrap_or_default().len(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -314,7 +363,10 @@ async fn finding_6_the_proxys_own_key_never_reaches_the_recording_the_fixture_or
         };
         let stream = format!(
             "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-            chunk(serde_json::json!({"role": "assistant", "content": format!("stream {key}")}), serde_json::Value::Null),
+            chunk(
+                serde_json::json!({"role": "assistant", "content": format!("stream {key}")}),
+                serde_json::Value::Null
+            ),
             chunk(serde_json::json!({}), serde_json::json!("stop"))
         );
         // (the case named in the prompt, the upstream's answer echoing the key)
@@ -361,7 +413,10 @@ async fn finding_6_the_proxys_own_key_never_reaches_the_recording_the_fixture_or
                 .text()
                 .await
                 .expect("body");
-            assert!(!answer.contains(key), "{case}: the gateway got the key: {answer}");
+            assert!(
+                !answer.contains(key),
+                "{case}: the gateway got the key: {answer}"
+            );
             assert!(answer.contains("[secret removed]"), "{case}: {answer}");
         }
         let recorded = server.stop().await.expect("stopped").expect("a fixture");
@@ -369,13 +424,19 @@ async fn finding_6_the_proxys_own_key_never_reaches_the_recording_the_fixture_or
         assert!(!written.contains(key), "the recording holds {key}");
         let fixture = recorded.fixture.to_pretty_json();
         assert!(!fixture.contains(key), "the fixture holds {key}");
-        assert_eq!(written.matches("[secret removed]").count() >= 4, true, "{written}");
+        assert_eq!(
+            written.matches("[secret removed]").count() >= 4,
+            true,
+            "{written}"
+        );
     }
 }
 
 /// An upstream that streams Chat Completions chunks forever, one every millisecond.
 async fn endless_upstream() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let address = listener.local_addr().expect("address");
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
@@ -411,17 +472,30 @@ async fn finding_16_an_endless_upstream_is_cut_at_the_size_and_time_limits_and_a
     // (limits, what cuts the call)
     let cases = [
         (
-            record::RecordLimits { max_bytes: 64 * 1024, call_time_limit: Duration::from_secs(60) },
+            record::RecordLimits {
+                max_bytes: 64 * 1024,
+                call_time_limit: Duration::from_secs(60),
+            },
             "limit of 65536 bytes",
         ),
         (
-            record::RecordLimits { max_bytes: u64::MAX / 2, call_time_limit: Duration::from_secs(1) },
+            record::RecordLimits {
+                max_bytes: u64::MAX / 2,
+                call_time_limit: Duration::from_secs(1),
+            },
             "call time limit of 1s",
         ),
     ];
     for (index, (limits, says)) in cases.into_iter().enumerate() {
         let recording = folder.path().join(format!("{index}.jsonl"));
-        let server = proxy(upstream.clone(), "k", &recording, limits, ServeLimits::default()).await;
+        let server = proxy(
+            upstream.clone(),
+            "k",
+            &recording,
+            limits,
+            ServeLimits::default(),
+        )
+        .await;
         let started = Instant::now();
         let answer = tokio::time::timeout(
             Duration::from_secs(20),
@@ -444,7 +518,10 @@ async fn finding_16_an_endless_upstream_is_cut_at_the_size_and_time_limits_and_a
         );
         server.stop().await.expect("stopped");
         let size = std::fs::metadata(&recording).expect("recording").len();
-        assert!(size < limits.max_bytes.min(8 << 20) + 16 * 1024, "{size} bytes");
+        assert!(
+            size < limits.max_bytes.min(8 << 20) + 16 * 1024,
+            "{size} bytes"
+        );
     }
     // Stopped mid-call (a gateway that asked for one answer, so nothing but the stop ends it).
     let recording = folder.path().join("stopped.jsonl");
@@ -453,7 +530,10 @@ async fn finding_16_an_endless_upstream_is_cut_at_the_size_and_time_limits_and_a
         "k",
         &recording,
         record::RecordLimits::default(),
-        ServeLimits { stop_grace: Duration::from_millis(300), ..ServeLimits::default() },
+        ServeLimits {
+            stop_grace: Duration::from_millis(300),
+            ..ServeLimits::default()
+        },
     )
     .await;
     let call = http
@@ -466,10 +546,18 @@ async fn finding_16_an_endless_upstream_is_cut_at_the_size_and_time_limits_and_a
     let _ = tokio::time::timeout(Duration::from_secs(10), server.stop())
         .await
         .expect("the stop is bounded");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     let size = std::fs::metadata(&recording).expect("recording").len();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(std::fs::metadata(&recording).expect("recording").len(), size, "still written after the stop");
+    assert_eq!(
+        std::fs::metadata(&recording).expect("recording").len(),
+        size,
+        "still written after the stop"
+    );
     pending.abort();
 }
 
@@ -498,7 +586,10 @@ fn finding_17_plain_http_to_another_machine_needs_an_explicit_allowance() {
             Ok(_) => assert!(accepted, "{upstream} accepted"),
             Err(err) => {
                 assert!(!accepted, "{upstream}: {err}");
-                assert!(err.to_string().contains("--allow-insecure-upstream"), "{err}");
+                assert!(
+                    err.to_string().contains("--allow-insecure-upstream"),
+                    "{err}"
+                );
             }
         }
     }

@@ -493,7 +493,15 @@ pub(super) async fn proxy(
     };
     let upstream = match upstream {
         Ok(upstream) => upstream,
-        Err(err) => return fail(shared, writing, &request, call, transport_error_event(&err, false)),
+        Err(err) => {
+            return fail(
+                shared,
+                writing,
+                &request,
+                call,
+                transport_error_event(&err, false),
+            );
+        }
     };
     if !upstream.status().is_success() {
         let event = match tokio::time::timeout_at(deadline, status_error_event(upstream)).await {
@@ -532,7 +540,15 @@ pub(super) async fn proxy(
                     return fail(shared, writing, &request, call, event);
                 }
             },
-            Err(err) => return fail(shared, writing, &request, call, transport_error_event(&err, true)),
+            Err(err) => {
+                return fail(
+                    shared,
+                    writing,
+                    &request,
+                    call,
+                    transport_error_event(&err, true),
+                );
+            }
         };
         let written: Vec<Value> = events
             .iter()

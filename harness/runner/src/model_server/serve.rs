@@ -129,7 +129,13 @@ fn foreign(headers: &HeaderMap, port: u16) -> Option<String> {
 }
 
 /// The 413 for a body over the limit, and its problem.
-fn too_large(shared: &Shared, wire: Wire, path: &str, limit: usize, declared: Option<u64>) -> Response {
+fn too_large(
+    shared: &Shared,
+    wire: Wire,
+    path: &str,
+    limit: usize,
+    declared: Option<u64>,
+) -> Response {
     let size = declared.map_or_else(|| "more".to_owned(), |bytes| format!("{bytes}"));
     let message = format!(
         "the request body to {path} is {size} bytes, over the model server's limit of {limit} \
@@ -140,7 +146,12 @@ fn too_large(shared: &Shared, wire: Wire, path: &str, limit: usize, declared: Op
         path: path.to_owned(),
         limit,
     });
-    wire_error(wire, StatusCode::PAYLOAD_TOO_LARGE, &message, "body_too_large")
+    wire_error(
+        wire,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &message,
+        "body_too_large",
+    )
 }
 
 /// One request: refused when foreign, its body read within the bounds, then routed.
@@ -154,7 +165,10 @@ async fn admit(
     let path = request.uri().path().to_owned();
     let wire = wire_of(&path);
     if let Some(reason) = foreign(request.headers(), port) {
-        tracing::warn!("model server: refused {} {path}: {reason}", request.method());
+        tracing::warn!(
+            "model server: refused {} {path}: {reason}",
+            request.method()
+        );
         return wire_error(wire, StatusCode::FORBIDDEN, &reason, "foreign_request");
     }
     let declared = request
@@ -267,14 +281,35 @@ mod tests {
             (&[("host", "127.0.0.1:8090")], true),
             (&[("host", "localhost:8090")], true),
             (&[("host", "LOCALHOST:8090")], true),
-            (&[("host", "127.0.0.1:8090"), ("origin", "http://127.0.0.1:8090")], true),
-            (&[("host", "127.0.0.1:8090"), ("sec-fetch-site", "same-origin")], true),
+            (
+                &[
+                    ("host", "127.0.0.1:8090"),
+                    ("origin", "http://127.0.0.1:8090"),
+                ],
+                true,
+            ),
+            (
+                &[
+                    ("host", "127.0.0.1:8090"),
+                    ("sec-fetch-site", "same-origin"),
+                ],
+                true,
+            ),
             (&[("host", "evil.example:8090")], false),
             (&[("host", "127.0.0.1:9999")], false),
             (&[("host", "127.0.0.1")], false),
-            (&[("host", "127.0.0.1:8090"), ("origin", "http://evil.example")], false),
+            (
+                &[
+                    ("host", "127.0.0.1:8090"),
+                    ("origin", "http://evil.example"),
+                ],
+                false,
+            ),
             (&[("host", "127.0.0.1:8090"), ("origin", "null")], false),
-            (&[("host", "127.0.0.1:8090"), ("sec-fetch-site", "cross-site")], false),
+            (
+                &[("host", "127.0.0.1:8090"), ("sec-fetch-site", "cross-site")],
+                false,
+            ),
         ];
         for (headers, served) in cases {
             let mut map = HeaderMap::new();
