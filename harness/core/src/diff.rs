@@ -25,12 +25,13 @@ impl Difference {
     /// Replaces a side whose JSON is longer than `max` bytes with a string of its start,
     /// saying how much was cut; the path stays whole.
     pub fn cut_to(&mut self, max: usize) {
-        for side in [&mut self.recorded, &mut self.incoming] {
-            if let Some(value) = side {
-                let text = value.to_string();
-                if text.len() > max {
-                    *value = Value::String(crate::replay::cut_text(&text, max));
-                }
+        for value in [&mut self.recorded, &mut self.incoming]
+            .into_iter()
+            .flatten()
+        {
+            let text = value.to_string();
+            if text.len() > max {
+                *value = Value::String(crate::replay::cut_text(&text, max));
             }
         }
     }

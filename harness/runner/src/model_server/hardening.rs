@@ -424,9 +424,8 @@ async fn finding_6_the_proxys_own_key_never_reaches_the_recording_the_fixture_or
         assert!(!written.contains(key), "the recording holds {key}");
         let fixture = recorded.fixture.to_pretty_json();
         assert!(!fixture.contains(key), "the fixture holds {key}");
-        assert_eq!(
+        assert!(
             written.matches("[secret removed]").count() >= 4,
-            true,
             "{written}"
         );
     }

@@ -106,9 +106,7 @@ fn foreign(headers: &HeaderMap, port: u16) -> Option<String> {
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        let same = origin
-            .strip_prefix("http://")
-            .is_some_and(|authority| ours(authority));
+        let same = origin.strip_prefix("http://").is_some_and(ours);
         if !same {
             return Some(format!(
                 "the Origin {origin:?} is a web page's, not this server's; the model server \
