@@ -250,6 +250,8 @@ async fn recording_proxy(upstream: String, recording: &Path, scenario: Scenario)
             api_key: UPSTREAM_KEY.into(),
             recording: recording.to_path_buf(),
             scenario,
+            allow_insecure_upstream: false,
+            limits: Default::default(),
         })),
         quiet(),
     )

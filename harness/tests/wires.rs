@@ -520,6 +520,8 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
                 api_key: UPSTREAM_KEY.into(),
                 recording: recording.clone(),
                 scenario: fixture.scenario.clone(),
+                allow_insecure_upstream: false,
+                limits: Default::default(),
             })),
             ServerOptions::default(),
         )
@@ -887,6 +889,8 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
                     scenario,
+                    allow_insecure_upstream: false,
+                    limits: Default::default(),
                 })),
                 ServerOptions::default(),
             )

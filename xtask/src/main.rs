@@ -44,7 +44,7 @@ enum Command {
     /// `cargo xtask replay --gateway-url`. Replays fixtures (default: all of fixtures/), a
     /// recording strictly (--recording), or records through a proxy (--record --upstream).
     /// Misses are printed as they happen and served at GET /_harness/misses.
-    ModelServer(model_server::Args),
+    ModelServer(Box<model_server::Args>),
     /// Print the replay key of a message list: caller, conversation_hash, input_hash, canonical.
     ///
     /// The tool to reach for when a miss needs explaining: hash what the model was sent and
@@ -133,7 +133,7 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Replay(args) => replay::run(args),
         Command::Hash(args) => hash::run(args),
-        Command::ModelServer(args) => model_server::run(args),
+        Command::ModelServer(args) => model_server::run(*args),
         Command::Fixtures(command) => fixtures::run(command),
         Command::ReplayGateway(args) => replay_gateway::run(args),
         Command::E2e(args) => e2e::run(args),

@@ -11,8 +11,8 @@ use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use keyless_runner::golden::stem_of;
 use keyless_runner::model_server::{
-    CALLER_HEADER, Mode, ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordedFixture,
-    ServerOptions,
+    CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer,
+    Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ServerOptions,
 };
 use keyless_runner::recorded::{
     create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
@@ -61,6 +61,8 @@ pub struct Args {
     pub key_env: String,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub bounds: RecordBounds,
     /// Record: where to write the fixture [default: the fixture folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -74,6 +76,34 @@ pub struct Args {
     /// it to `keyless test --reset-token-file`, never to the gateway.
     #[arg(long, value_name = "FILE")]
     pub reset_token_file: Option<PathBuf>,
+}
+
+/// A recording's bounds and the upstreams it accepts (shared by `record` and `model-server
+/// --record`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordBounds {
+    /// Record: accept a plain http:// upstream on another machine, where the API key crosses
+    /// the network in clear (refused otherwise; http:// to 127.0.0.1 or localhost is fine).
+    #[arg(long)]
+    pub allow_insecure_upstream: bool,
+    /// Record: the most bytes of events one recording takes; past it the call is cut and the
+    /// run has a recording_limit problem.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_RECORDING_MAX_BYTES)]
+    pub record_max_bytes: u64,
+    /// Record: the longest one call may take, in seconds; past it the call is cut as a timeout
+    /// and the run has a recording_limit problem.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CALL_TIME_LIMIT.as_secs())]
+    pub record_call_time_limit_secs: u64,
+}
+
+impl RecordBounds {
+    /// The limits.
+    pub fn limits(&self) -> RecordLimits {
+        RecordLimits {
+            max_bytes: self.record_max_bytes,
+            call_time_limit: std::time::Duration::from_secs(self.record_call_time_limit_secs),
+        }
+    }
 }
 
 /// The scenario a recording drives (shared by `record` and `model-server --record`).
@@ -203,6 +233,8 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
             api_key: api_key.into(),
             recording,
             scenario,
+            allow_insecure_upstream: args.bounds.allow_insecure_upstream,
+            limits: args.bounds.limits(),
         };
         return Ok((Mode::Record(Box::new(config)), described));
     }

@@ -17,7 +17,7 @@ use replay_core::recording::{Access, read_recording};
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::gateway::{Gateway, GatewayArgs};
-use crate::model_server::{ScenarioArgs, api_key, recording_path, save_recorded};
+use crate::model_server::{RecordBounds, ScenarioArgs, api_key, recording_path, save_recorded};
 
 /// Arguments of `record`.
 #[derive(Debug, clap::Args)]
@@ -38,6 +38,8 @@ pub struct Args {
     pub gateway: GatewayArgs,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub bounds: RecordBounds,
     /// The upstream's OpenAI base URL [default: keyless.toml's record.upstream].
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
@@ -103,6 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         api_key: api_key.into(),
         recording: recording.clone(),
         scenario: scenario.clone(),
+        allow_insecure_upstream: args.bounds.allow_insecure_upstream,
+        limits: args.bounds.limits(),
     };
     crate::runtime()?.block_on(async {
         let signals = crate::Signals::listen()?;

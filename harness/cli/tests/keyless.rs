@@ -741,3 +741,101 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
     assert_eq!(problems, Vec::<String>::new());
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// Waits until `file` holds a pid.
+fn wait_for_pid(file: &Path) {
+    for _ in 0..200 {
+        if std::fs::read_to_string(file).is_ok_and(|pid| !pid.trim().is_empty()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} was never written", file.display());
+}
+
+#[test]
+fn finding_5_processes_that_leave_the_gateways_group_are_stopped_too() {
+    let repo = UserRepo::new();
+    let pid = |name: &str| repo.path().join(name);
+    // A `setsid` child, a double-forked `setsid` daemon (its parent shell exits at once), and the
+    // shell itself, which never gets ready.
+    let command = format!(
+        "setsid sleep 301 & echo $! > '{}'; sh -c \"setsid sleep 302 & echo \\$! > '{}'\"; echo $$ > '{}'; exec sleep 300",
+        pid("setsid.pid").display(),
+        pid("daemon.pid").display(),
+        pid("gateway.pid").display()
+    );
+    let output = repo.keyless(&[
+        "test",
+        "--gateway-cmd",
+        &command,
+        "--ready-timeout-secs",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    for name in ["gateway.pid", "setsid.pid", "daemon.pid"] {
+        assert!(
+            gone(&pid(name)),
+            "{name} outlived keyless: {}",
+            said(&output)
+        );
+    }
+}
+
+#[test]
+fn finding_5_a_sigkilled_keyless_takes_its_gateway_with_it() {
+    let repo = UserRepo::new();
+    let pid_file = repo.path().join("gw.pid");
+    let command = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["test", "--gateway-cmd", &command])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_pid(&pid_file);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(gone(&pid_file), "the gateway outlived a SIGKILLed keyless");
+}
+
+#[test]
+fn finding_4_a_second_signal_exits_at_once() {
+    let repo = UserRepo::new();
+    let pid_file = repo.path().join("gw.pid");
+    // A gateway deaf to SIGTERM holds the first stop for its whole grace period (5 s).
+    let command = format!(
+        "trap '' TERM; echo $$ > '{}'; exec sleep 300",
+        pid_file.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["test", "--gateway-cmd", &command])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_pid(&pid_file);
+    let signal = |name: &str| {
+        let sent = Command::new("kill")
+            .args([name, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("-INT");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    signal("-TERM");
+    let status = child.wait().unwrap();
+    let elapsed = started.elapsed();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        elapsed < std::time::Duration::from_secs(2),
+        "exited {elapsed:?} after the second signal: {stderr}"
+    );
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(gone(&pid_file), "the gateway outlived keyless: {stderr}");
+}

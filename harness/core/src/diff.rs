@@ -21,6 +21,22 @@ pub struct Difference {
     pub(crate) incoming: Option<Value>,
 }
 
+impl Difference {
+    /// Replaces a side whose JSON is longer than `max` bytes with a string of its start,
+    /// saying how much was cut; the path stays whole.
+    pub fn cut_to(&mut self, max: usize) {
+        for value in [&mut self.recorded, &mut self.incoming]
+            .into_iter()
+            .flatten()
+        {
+            let text = value.to_string();
+            if text.len() > max {
+                *value = Value::String(crate::replay::cut_text(&text, max));
+            }
+        }
+    }
+}
+
 /// Returns the first difference between `recorded` and `incoming`, or `None` when they are
 /// equal.
 ///

@@ -568,6 +568,45 @@ fn short_value(value: Option<&Value>) -> String {
     shorten(&to_python_json(value), DIAGNOSTIC_VALUE_CHARS).into_owned()
 }
 
+/// `text` cut to at most `max` bytes (at a character boundary), saying how much was cut.
+pub(crate) fn cut_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes cut]", &text[..end], text.len() - end)
+}
+
+impl Miss {
+    /// Bounds the miss for a ledger that keeps many (issue 34, finding 9): its key, caller,
+    /// fixture and nearest turn (with its first difference's path) stay whole; the canonical
+    /// conversation, a difference value and the known keys past `max` bytes are cut, saying so.
+    pub fn cut_to(&mut self, max: usize) {
+        self.canonical = cut_text(&self.canonical, max);
+        let keys: usize = self.known_hashes.iter().map(String::len).sum();
+        if keys > max {
+            let kept = self
+                .known_hashes
+                .iter()
+                .scan(0usize, |bytes, key| {
+                    *bytes += key.len();
+                    Some(*bytes <= max)
+                })
+                .take_while(|fits| *fits)
+                .count();
+            let cut = self.known_hashes.len() - kept;
+            self.known_hashes.truncate(kept);
+            self.known_hashes.push(format!("[{cut} more keys cut]"));
+        }
+        if let Some(difference) = self.nearest.as_mut().and_then(|n| n.difference.as_mut()) {
+            difference.cut_to(max);
+        }
+    }
+}
+
 impl fmt::Display for Miss {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known: Vec<String> = self.known_hashes.iter().map(|k| python_repr(k)).collect();

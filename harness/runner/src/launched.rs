@@ -441,3 +441,64 @@ impl Drop for Launched {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_server::{Mode, ModelServer, ServerOptions};
+
+    #[tokio::test]
+    async fn finding_12_a_gateway_that_exits_before_it_is_stopped_is_a_problem_of_the_run() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/write_read_file.flash.json");
+        let server = ModelServer::start(
+            Mode::Fixtures(vec![fixture.clone()]),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("model server");
+        let logs = tempfile::tempdir().expect("tempdir");
+        // (command, what the problem says): ready at once, then the shell ends on its own.
+        let cases = [
+            (
+                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; exit 7",
+                Some("exit status: 7"),
+            ),
+            (
+                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; kill -9 $$",
+                Some("signal: 9"),
+            ),
+            ("exec python3 -m http.server {port} --bind 127.0.0.1", None),
+        ];
+        for (command, says) in cases {
+            let mut launched = Launched::new(
+                GatewayCommand {
+                    command: command.into(),
+                    working_dir: logs.path().to_path_buf(),
+                    ready_path: "/".into(),
+                    ready_timeout: Duration::from_secs(20),
+                    log_dir: logs.path().to_path_buf(),
+                },
+                &server.base_url(),
+            )
+            .expect("launched")
+            .with_reset_token(server.reset_token());
+            let loaded = Arc::new(Fixture::load(&fixture).expect("fixture"));
+            launched.start(&fixture, &loaded).await.expect("ready");
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let ledger = launched.finish().await.expect("ledger");
+            let exited: Vec<&String> = ledger
+                .other_problems
+                .iter()
+                .filter(|line| line.starts_with("gateway_exited: "))
+                .collect();
+            match says {
+                Some(says) => assert!(
+                    matches!(exited.as_slice(), [line] if line.contains(says)),
+                    "{command}: {exited:?}"
+                ),
+                None => assert!(exited.is_empty(), "{command}: {exited:?}"),
+            }
+        }
+    }
+}

@@ -246,6 +246,27 @@ impl fmt::Debug for WireChatModel {
     }
 }
 
+/// The provider's redirect policy: a redirect is followed only within the endpoint's origin
+/// (scheme, host and port). One to another origin is not followed, at any wire, so the key in
+/// whatever header the wire sends it (`Authorization`, `x-api-key`) never reaches another host
+/// (reqwest's default policy drops `Authorization` there but not `x-api-key`); the call fails
+/// with the 3xx status instead.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| from.origin() == attempt.url().origin());
+        if attempt.previous().len() > 5 {
+            attempt.error("more than 5 redirects")
+        } else if same {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
 impl WireChatModel {
     /// Builds the model for one `[[models]]` entry, at `api`.
     ///
@@ -303,7 +324,8 @@ impl WireChatModel {
         let timeout = Some(Duration::from_secs(config.request_timeout_secs))
             .filter(|timeout| !timeout.is_zero());
         let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")));
+            .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")))
+            .redirect(same_origin_redirects());
         if let Some(timeout) = timeout {
             builder = builder.connect_timeout(timeout).read_timeout(timeout);
         }

@@ -811,3 +811,36 @@ async fn signed_thinking_at_the_messages_wire_goes_back_with_its_signature() {
         );
     }
 }
+
+#[tokio::test]
+async fn each_wire_sends_no_credential_to_another_origin_a_redirect_names() {
+    for api in Api::ALL {
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(sse(stream_body(api, &full_answer())))
+            .mount(&elsewhere)
+            .await;
+        let origin = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(307)
+                    .insert_header("location", format!("{}/stolen", elsewhere.uri())),
+            )
+            .mount(&origin)
+            .await;
+        let opened = model(api, &origin).stream(&conversation()).await;
+        let failed = match opened {
+            Err(_) => true,
+            Ok(stream) => stream.collect::<Vec<_>>().await.iter().any(Result::is_err),
+        };
+        assert!(failed, "{api:?}: a redirect elsewhere is no answer");
+        for request in elsewhere.received_requests().await.unwrap_or_default() {
+            for header in ["authorization", "x-api-key"] {
+                assert!(
+                    !request.headers.contains_key(header),
+                    "{api:?}: {header} reached another origin"
+                );
+            }
+        }
+    }
+}

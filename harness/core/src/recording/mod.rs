@@ -25,7 +25,7 @@ mod writer;
 mod tests;
 
 pub use reader::{Access, parse_recording, read_recording};
-pub use redact::{redact, redact_text};
+pub use redact::{KnownSecrets, MIN_KNOWN_SECRET_LEN, redact, redact_text};
 pub use rows::{
     Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError, StreamEvent,
     validate_event,

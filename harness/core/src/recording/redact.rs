@@ -7,6 +7,10 @@
 //! switched off. Pattern 1 (a scheme or secret word, then a value) removes the value only when
 //! it is credential-shaped ([`credential_shaped`]): `Bearer sk-…`, `token: 8f3a…`, `api_key=…`
 //! go, while prose such as `Token limit reached` or `key points` stays as it was written.
+//!
+//! A writer that holds the secret itself (the recording proxy holds its API key) also removes
+//! that value, whatever its shape, with [`KnownSecrets`]: the patterns catch `sk-…` keys, not a
+//! 32-hex Azure key or a `gsk_…` key an upstream echoes back (issue 34, finding 6).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -408,5 +412,179 @@ mod tests {
         for (key, expected) in cases {
             assert_eq!(normalise_key(key), expected, "key {key:?}");
         }
+    }
+}
+
+/// The shortest secret [`KnownSecrets`] removes: a shorter value would rewrite ordinary text,
+/// and no real API key is that short.
+pub const MIN_KNOWN_SECRET_LEN: usize = 8;
+
+/// Literal secrets a writer holds (the recording proxy's API key), removed wherever they appear
+/// in a string, with their obvious encodings (`docs/recording-format.md` §6.6): the value
+/// itself, JSON-escaped, percent-encoded (upper- and lower-case hex, every non-alphanumeric
+/// byte or only the reserved ones), and base64 (standard and URL-safe, at each of the three
+/// alignments it can have inside a longer base64 text, such as `Basic` credentials). Applied on
+/// top of the patterns. `Debug` shows how many forms it holds, never one.
+#[derive(Clone, Default)]
+pub struct KnownSecrets {
+    /// Every form, longest first, so a longer form is replaced before a shorter one inside it.
+    forms: Vec<String>,
+}
+
+impl std::fmt::Debug for KnownSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KnownSecrets({} forms)", self.forms.len())
+    }
+}
+
+/// The bytes left as they are when only reserved characters are percent-encoded (RFC 3986's
+/// unreserved set).
+const RESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+impl KnownSecrets {
+    /// The forms of every secret of at least [`MIN_KNOWN_SECRET_LEN`] bytes (after trimming).
+    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> KnownSecrets {
+        use base64::Engine;
+        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+        let mut forms: Vec<String> = Vec::new();
+        for secret in secrets {
+            let secret = secret.trim();
+            if secret.len() < MIN_KNOWN_SECRET_LEN {
+                continue;
+            }
+            forms.push(secret.to_owned());
+            if let Ok(quoted) = serde_json::to_string(secret) {
+                forms.push(quoted[1..quoted.len() - 1].to_owned());
+            }
+            for set in [percent_encoding::NON_ALPHANUMERIC, RESERVED] {
+                let encoded = percent_encoding::utf8_percent_encode(secret, set).to_string();
+                forms.push(lower_hex_escapes(&encoded));
+                forms.push(encoded);
+            }
+            for offset in 0..3usize {
+                let mut bytes = vec![0u8; offset];
+                bytes.extend_from_slice(secret.as_bytes());
+                // The characters that depend on the secret's bytes alone.
+                let start = (offset * 8).div_ceil(6);
+                let end = (bytes.len() * 8) / 6;
+                for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+                    let encoded = engine.encode(&bytes);
+                    if let Some(part) = encoded.get(start..end) {
+                        forms.push(part.to_owned());
+                    }
+                }
+            }
+        }
+        forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+        forms.dedup();
+        forms.retain(|form| form.len() >= MIN_KNOWN_SECRET_LEN);
+        KnownSecrets { forms }
+    }
+
+    /// Whether it holds no secret.
+    pub fn is_empty(&self) -> bool {
+        self.forms.is_empty()
+    }
+
+    /// `text` with every form of every secret replaced by the placeholder, then the patterns
+    /// ([`redact_text`]).
+    pub fn redact_text(&self, text: &str) -> String {
+        redact_text(&self.remove(text))
+    }
+
+    /// `value` redacted as [`redact`] does, every string (and object key) first rid of every
+    /// form of every secret.
+    pub fn redact(&self, value: &Value) -> Value {
+        redact(&self.remove_in(value))
+    }
+
+    fn remove(&self, text: &str) -> String {
+        let mut text = Cow::Borrowed(text);
+        for form in &self.forms {
+            if text.contains(form.as_str()) {
+                text = Cow::Owned(text.replace(form.as_str(), PLACEHOLDER));
+            }
+        }
+        text.into_owned()
+    }
+
+    fn remove_in(&self, value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| (self.remove(key), self.remove_in(item)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.remove_in(i)).collect()),
+            Value::String(text) => Value::String(self.remove(text)),
+            other => other.clone(),
+        }
+    }
+}
+
+/// `%2F` → `%2f`: the same encoding with lower-case hex.
+fn lower_hex_escapes(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut chars = encoded.chars();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '%' {
+            for _ in 0..2 {
+                if let Some(hex) = chars.next() {
+                    out.push(hex.to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod known_secret_tests {
+    use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+
+    #[test]
+    fn a_known_secret_goes_in_every_obvious_encoding_and_nothing_else_does() {
+        let azure = "0123456789abcdef0123456789abcdef";
+        let groq = "gsk_AbCdEf0123456789/+=GhIjKlMnOpQrStUvWxYz01234567";
+        let secrets = KnownSecrets::new([azure, groq, "short"]);
+        for key in [azure, groq] {
+            let cases = [
+                key.to_owned(),
+                serde_json::to_string(key).unwrap(),
+                percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string(),
+                lower_hex_escapes(
+                    &percent_encoding::utf8_percent_encode(key, RESERVED).to_string(),
+                ),
+                STANDARD.encode(key),
+                URL_SAFE.encode(key),
+                STANDARD.encode(format!("user:{key}")),
+                STANDARD.encode(format!("ab{key}cd")),
+            ];
+            for encoded in cases {
+                let text = format!("the upstream said {encoded} back");
+                let redacted = secrets.redact_text(&text);
+                assert!(redacted.contains(PLACEHOLDER), "{encoded}: {redacted}");
+                assert!(!redacted.contains(key), "{encoded}: {redacted}");
+                assert!(
+                    !redacted.contains(&STANDARD.encode(key)[..20]),
+                    "{encoded}: {redacted}"
+                );
+            }
+        }
+        let value =
+            serde_json::json!({"arguments": format!("{{\"k\": \"{azure}\"}}"), azure: [groq]});
+        let shown = secrets.redact(&value).to_string();
+        assert!(!shown.contains(azure) && !shown.contains(groq), "{shown}");
+        // A secret too short to tell from text is not a known secret; prose stays.
+        assert_eq!(secrets.redact_text("short and sweet"), "short and sweet");
+        assert!(!format!("{secrets:?}").contains("gsk_"));
     }
 }

@@ -250,3 +250,346 @@ async fn finding_9_a_body_over_the_limit_is_a_413_naming_it_and_a_problem() {
         .collect();
     assert_eq!(kinds, ["body_too_large", "body_too_large"]);
 }
+
+/// A recording proxy in front of `upstream` (its `/v1` base URL) holding `key`.
+async fn proxy(
+    upstream: String,
+    key: &str,
+    recording: &std::path::Path,
+    limits: record::RecordLimits,
+    serve: ServeLimits,
+) -> ModelServer {
+    ModelServer::start_with_limits(
+        Mode::Record(Box::new(RecordConfig {
+            upstream,
+            api_key: key.into(),
+            recording: recording.to_path_buf(),
+            scenario: replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p"),
+            allow_insecure_upstream: false,
+            limits,
+        })),
+        ServerOptions::default(),
+        serve,
+    )
+    .await
+    .expect("recording proxy")
+}
+
+/// A minimal request at each wire: (path, body).
+const WIRE_CALLS: [(&str, &str); 3] = [
+    (
+        "/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    ),
+    (
+        "/v1/messages",
+        r#"{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#,
+    ),
+    ("/v1/responses", r#"{"model":"m","input":"hi"}"#),
+];
+
+#[tokio::test]
+async fn finding_7_no_credential_follows_a_redirect_to_another_origin() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({})))
+        .mount(&elsewhere)
+        .await;
+    let origin = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(307)
+                .insert_header("location", format!("{}/v1/stolen", elsewhere.uri())),
+        )
+        .mount(&origin)
+        .await;
+    let folder = tempfile::tempdir().expect("tempdir");
+    let server = proxy(
+        format!("{}/v1", origin.uri()),
+        "gsk_redirectKEY0123456789abcdef",
+        &folder.path().join("r.jsonl"),
+        record::RecordLimits::default(),
+        ServeLimits::default(),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for (path, body) in WIRE_CALLS {
+        let answer = http
+            .post(format!("{}{path}", server.url()))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("answer");
+        assert!(
+            !answer.status().is_success(),
+            "{path}: the redirect is not an answer"
+        );
+    }
+    let reached = elsewhere.received_requests().await.unwrap_or_default();
+    for request in &reached {
+        for header in ["authorization", "x-api-key", "api-key"] {
+            assert!(
+                !request.headers.contains_key(header),
+                "{header} reached another origin: {request:?}"
+            );
+        }
+    }
+    assert_eq!(
+        origin.received_requests().await.unwrap_or_default().len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn finding_6_the_proxys_own_key_never_reaches_the_recording_the_fixture_or_the_gateway() {
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let keys = [
+        "0123456789abcdef0123456789abcdef",
+        "gsk_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijkl",
+    ];
+    for key in keys {
+        let upstream = MockServer::start().await;
+        let completion = |message: serde_json::Value| {
+            serde_json::json!({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+        };
+        let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+            serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+                "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        let stream = format!(
+            "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+            chunk(
+                serde_json::json!({"role": "assistant", "content": format!("stream {key}")}),
+                serde_json::Value::Null
+            ),
+            chunk(serde_json::json!({}), serde_json::json!("stop"))
+        );
+        // (the case named in the prompt, the upstream's answer echoing the key)
+        let cases = [
+            ("case-body", ResponseTemplate::new(200).set_body_json(completion(
+                serde_json::json!({"role": "assistant", "content": format!("your key is {key}")})))),
+            ("case-stream", ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(stream)),
+            ("case-tool", ResponseTemplate::new(200).set_body_json(completion(serde_json::json!({
+                "role": "assistant", "content": null, "tool_calls": [{"id": "t", "type": "function",
+                "function": {"name": "write_file", "arguments": format!("{{\"content\": \"{key}\"}}")}}]})))),
+            ("case-error", ResponseTemplate::new(401).set_body_json(serde_json::json!(
+                {"error": {"message": format!("Incorrect API key provided: {key}"), "type": "invalid_request_error"}}))),
+        ];
+        for (case, answer) in &cases {
+            Mock::given(method("POST"))
+                .and(body_string_contains(*case))
+                .respond_with(answer.clone())
+                .mount(&upstream)
+                .await;
+        }
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("r.jsonl");
+        let server = proxy(
+            format!("{}/v1", upstream.uri()),
+            key,
+            &recording,
+            record::RecordLimits::default(),
+            ServeLimits::default(),
+        )
+        .await;
+        let http = reqwest::Client::new();
+        for (case, _) in &cases {
+            let streamed = *case == "case-stream";
+            let body = serde_json::json!({"model": "m", "stream": streamed,
+                "messages": [{"role": "user", "content": case}]});
+            let answer = http
+                .post(format!("{}/v1/chat/completions", server.url()))
+                .json(&body)
+                .send()
+                .await
+                .expect("answer")
+                .text()
+                .await
+                .expect("body");
+            assert!(
+                !answer.contains(key),
+                "{case}: the gateway got the key: {answer}"
+            );
+            assert!(answer.contains("[secret removed]"), "{case}: {answer}");
+        }
+        let recorded = server.stop().await.expect("stopped").expect("a fixture");
+        let written = std::fs::read_to_string(&recording).expect("recording");
+        assert!(!written.contains(key), "the recording holds {key}");
+        let fixture = recorded.fixture.to_pretty_json();
+        assert!(!fixture.contains(key), "the fixture holds {key}");
+        assert!(
+            written.matches("[secret removed]").count() >= 4,
+            "{written}"
+        );
+    }
+}
+
+/// An upstream that streams Chat Completions chunks forever, one every millisecond.
+async fn endless_upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 65536];
+                let _ = stream.read(&mut request).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"more and more \"},\"finish_reason\":null}]}\n\n";
+                loop {
+                    if stream.write_all(chunk.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            });
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+#[tokio::test]
+async fn finding_16_an_endless_upstream_is_cut_at_the_size_and_time_limits_and_at_a_stop() {
+    let upstream = endless_upstream().await;
+    let folder = tempfile::tempdir().expect("tempdir");
+    let http = reqwest::Client::new();
+    let body = |stream: bool| {
+        serde_json::json!({"model": "m", "stream": stream,
+            "messages": [{"role": "user", "content": "go on"}]})
+    };
+    // (limits, what cuts the call)
+    let cases = [
+        (
+            record::RecordLimits {
+                max_bytes: 64 * 1024,
+                call_time_limit: Duration::from_secs(60),
+            },
+            "limit of 65536 bytes",
+        ),
+        (
+            record::RecordLimits {
+                max_bytes: u64::MAX / 2,
+                call_time_limit: Duration::from_secs(1),
+            },
+            "call time limit of 1s",
+        ),
+    ];
+    for (index, (limits, says)) in cases.into_iter().enumerate() {
+        let recording = folder.path().join(format!("{index}.jsonl"));
+        let server = proxy(
+            upstream.clone(),
+            "k",
+            &recording,
+            limits,
+            ServeLimits::default(),
+        )
+        .await;
+        let started = Instant::now();
+        let answer = tokio::time::timeout(
+            Duration::from_secs(20),
+            http.post(format!("{}/v1/chat/completions", server.url()))
+                .json(&body(true))
+                .send()
+                .await
+                .expect("answer")
+                .text(),
+        )
+        .await
+        .expect("the call ends")
+        .expect("body");
+        assert!(started.elapsed() < Duration::from_secs(10), "{says}");
+        let problems = server.problems();
+        assert!(
+            matches!(problems.as_slice(), [Problem::RecordingLimit { message }] if message.contains(says)),
+            "{problems:?} / {}",
+            &answer[answer.len().saturating_sub(300)..]
+        );
+        server.stop().await.expect("stopped");
+        let size = std::fs::metadata(&recording).expect("recording").len();
+        assert!(
+            size < limits.max_bytes.min(8 << 20) + 16 * 1024,
+            "{size} bytes"
+        );
+    }
+    // Stopped mid-call (a gateway that asked for one answer, so nothing but the stop ends it).
+    let recording = folder.path().join("stopped.jsonl");
+    let server = proxy(
+        upstream,
+        "k",
+        &recording,
+        record::RecordLimits::default(),
+        ServeLimits {
+            stop_grace: Duration::from_millis(300),
+            ..ServeLimits::default()
+        },
+    )
+    .await;
+    let call = http
+        .post(format!("{}/v1/chat/completions", server.url()))
+        .json(&body(false))
+        .send();
+    let pending = tokio::spawn(call);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let _ = tokio::time::timeout(Duration::from_secs(10), server.stop())
+        .await
+        .expect("the stop is bounded");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let size = std::fs::metadata(&recording).expect("recording").len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        std::fs::metadata(&recording).expect("recording").len(),
+        size,
+        "still written after the stop"
+    );
+    pending.abort();
+}
+
+#[test]
+fn finding_17_plain_http_to_another_machine_needs_an_explicit_allowance() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    // (upstream, allowed insecure, accepted)
+    let cases = [
+        ("http://api.example.com/v1", false, false),
+        ("http://10.0.0.5:8000/v1", false, false),
+        ("http://api.example.com/v1", true, true),
+        ("https://api.example.com/v1", false, true),
+        ("http://127.0.0.1:9/v1", false, true),
+        ("http://localhost:9/v1", false, true),
+    ];
+    for (upstream, allow, accepted) in cases {
+        let made = record::Recorder::new(RecordConfig {
+            upstream: upstream.into(),
+            api_key: "sk-0123456789abcdef".into(),
+            recording: folder.path().join("r.jsonl"),
+            scenario: replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p"),
+            allow_insecure_upstream: allow,
+            limits: record::RecordLimits::default(),
+        });
+        match made {
+            Ok(_) => assert!(accepted, "{upstream} accepted"),
+            Err(err) => {
+                assert!(!accepted, "{upstream}: {err}");
+                assert!(
+                    err.to_string().contains("--allow-insecure-upstream"),
+                    "{err}"
+                );
+            }
+        }
+    }
+}

@@ -77,7 +77,10 @@ use request::{Wire, WireRequest};
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
 use problems::Ledger;
 pub use problems::Problem;
-pub use record::{RecordConfig, RecordedFixture};
+pub use record::{
+    DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, RecordConfig, RecordLimits,
+    RecordedFixture,
+};
 pub use request::normalized;
 pub use serve::ServeLimits;
 
@@ -293,6 +296,9 @@ struct Shared {
     answers: AtomicU64,
     /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
     reset_token: String,
+    /// Cancelled once a stop's grace has run out: work outside a connection (the recording
+    /// proxy's pump) ends then too.
+    aborted: CancellationToken,
 }
 
 impl Shared {
@@ -448,6 +454,7 @@ impl ModelServer {
             observer: options.observer,
             answers: AtomicU64::new(0),
             reset_token: new_reset_token(),
+            aborted: CancellationToken::new(),
         });
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await

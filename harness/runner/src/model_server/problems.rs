@@ -10,6 +10,12 @@
 //! server without limit (3,000 misses once took 312 MB). It keeps the first [`KEPT_PROBLEMS`]
 //! problems in full and counts the rest by kind; a last [`Problem::Overflow`] entry says how many
 //! were not kept, so the list a driver reads is never shorter than the truth makes it look.
+//!
+//! It is bounded by bytes too (issue 34, finding 9: 40 misses of 10 MB once made the ledger
+//! 800 MB): each problem is cut to [`MAX_PROBLEM_BYTES`] per field before it is kept (a miss keeps
+//! its key, caller, nearest turn and first difference; its message loses its middle, never its
+//! head or its end, and says how much), and past [`MAX_LEDGER_BYTES`] in all, later problems
+//! are counted by kind only, as past the count.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +24,35 @@ use serde::{Deserialize, Serialize};
 
 /// How many problems the ledger keeps in full; later ones are counted by kind only.
 pub(crate) const KEPT_PROBLEMS: usize = 100;
+
+/// The most bytes one field of a kept problem holds (a message, a canonical conversation, a
+/// difference's value).
+pub(crate) const MAX_PROBLEM_BYTES: usize = 16 * 1024;
+
+/// The most bytes the kept problems hold in all, as JSON.
+pub(crate) const MAX_LEDGER_BYTES: usize = 4 * 1024 * 1024;
+
+/// `text` without its middle when it is over `max` bytes: its head and its end (where a miss
+/// names its nearest turn and first difference) stay, and the cut says how many bytes went.
+fn cut_middle(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut head = max / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - max / 2;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes cut …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
 
 /// One problem a model call met.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +116,12 @@ pub enum Problem {
         /// The request's path (without its query, which may hold a credential).
         path: String,
     },
+    /// Recording: the recording reached its size limit, or a call its time limit; the call was
+    /// cut there.
+    RecordingLimit {
+        /// Which limit, and the flag that sets it.
+        message: String,
+    },
     /// A request body over the server's limit (`ServeLimits::max_body_bytes`), refused with a
     /// 413 before it was read whole.
     BodyTooLarge {
@@ -103,6 +144,33 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// The problem with every field cut to [`MAX_PROBLEM_BYTES`].
+    pub(crate) fn bounded(mut self) -> Problem {
+        let max = MAX_PROBLEM_BYTES;
+        match &mut self {
+            Problem::Miss { message, miss } => {
+                *message = cut_middle(message, max);
+                miss.cut_to(max);
+            }
+            Problem::AmbiguousAnswer { message, ambiguity } => {
+                *message = cut_middle(message, max);
+                for answer in &mut ambiguity.answers {
+                    *answer = cut_middle(answer, max);
+                }
+            }
+            Problem::AmbiguousCaller { message, .. }
+            | Problem::Mismatch { message, .. }
+            | Problem::Recording { message }
+            | Problem::BadRequest { message }
+            | Problem::RecordingWrite { message }
+            | Problem::UnservedRoute { message, .. }
+            | Problem::BodyTooLarge { message, .. }
+            | Problem::RecordingLimit { message }
+            | Problem::Overflow { message, .. } => *message = cut_middle(message, max),
+        }
+        self
+    }
+
     /// A miss.
     pub(crate) fn miss(miss: Miss) -> Problem {
         Problem::Miss {
@@ -120,7 +188,7 @@ impl Problem {
     }
 
     /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
-    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large` or `overflow`.
+    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large`, `recording_limit` or `overflow`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
@@ -132,6 +200,7 @@ impl Problem {
             Problem::RecordingWrite { .. } => "recording_write",
             Problem::UnservedRoute { .. } => "unserved_route",
             Problem::BodyTooLarge { .. } => "body_too_large",
+            Problem::RecordingLimit { .. } => "recording_limit",
             Problem::Overflow { .. } => "overflow",
         }
     }
@@ -148,6 +217,7 @@ impl Problem {
             | Problem::RecordingWrite { message }
             | Problem::UnservedRoute { message, .. }
             | Problem::BodyTooLarge { message, .. }
+            | Problem::RecordingLimit { message }
             | Problem::Overflow { message, .. } => message,
         }
     }
@@ -169,19 +239,28 @@ pub(crate) struct Ledger {
     kept: Vec<Problem>,
     /// The later ones, by kind.
     not_kept: BTreeMap<String, usize>,
+    /// The kept problems' size, as JSON.
+    bytes: usize,
     /// Problems recorded since a driver last read the ledger.
     unread: usize,
 }
 
 impl Ledger {
-    /// Records a problem: in full while there is room, else as a count.
+    /// Records a problem: cut to its bound, in full while there is room (by count and by
+    /// bytes), else as a count.
     pub(crate) fn push(&mut self, problem: Problem) {
         self.unread += 1;
+        let kind = problem.kind();
         if self.kept.len() < KEPT_PROBLEMS {
-            self.kept.push(problem);
-        } else {
-            *self.not_kept.entry(problem.kind().to_owned()).or_default() += 1;
+            let problem = problem.bounded();
+            let size = serde_json::to_string(&problem).map_or(0, |json| json.len());
+            if self.bytes + size <= MAX_LEDGER_BYTES {
+                self.bytes += size;
+                self.kept.push(problem);
+                return;
+            }
         }
+        *self.not_kept.entry(kind.to_owned()).or_default() += 1;
     }
 
     /// Every problem kept, oldest first, then an [`Problem::Overflow`] entry when some were not
@@ -203,8 +282,10 @@ impl Ledger {
                 .collect();
             list.push(Problem::Overflow {
                 message: format!(
-                    "{not_kept} more problem(s) happened after the first {KEPT_PROBLEMS} and are \
-                     not kept in full ({})",
+                    "{not_kept} more problem(s) happened after the first {} and are not kept \
+                     in full ({}; the ledger keeps {KEPT_PROBLEMS} problems and \
+                     {MAX_LEDGER_BYTES} bytes at most)",
+                    self.kept.len(),
                     kinds.join(", ")
                 ),
                 not_kept,
@@ -274,6 +355,14 @@ mod tests {
                 method: "POST".into(),
                 path: "/v1/responses".into(),
             },
+            Problem::BodyTooLarge {
+                message: "t".into(),
+                path: "/v1/messages".into(),
+                limit: 1024,
+            },
+            Problem::RecordingLimit {
+                message: "l".into(),
+            },
             Problem::Overflow {
                 message: "o".into(),
                 not_kept: 2,
@@ -325,6 +414,67 @@ mod tests {
                 assert_eq!(list[0], bad_request(0), "the first problem is kept in full");
             }
         }
+    }
+
+    #[test]
+    fn finding_9_the_ledger_is_bounded_by_bytes_and_a_miss_keeps_what_locates_it() {
+        let huge = "x".repeat(1024 * 1024);
+        let miss = {
+            let recorded: replay_core::Miss = serde_json::from_value(json!({
+                "caller": "lead_agent",
+                "input_hash": "the-key",
+                "conversation_hash": "cd",
+                "canonical": huge,
+                "fixture_path": "fixtures/x.json",
+                "known_hashes": vec!["k".repeat(64); 20_000],
+                "nearest": {"turn_index": 3, "input_hash": "ef", "served": false,
+                            "common_prefix": 1,
+                            "difference": {"path": "[1].content", "recorded": huge, "incoming": "y"}},
+            }))
+            .expect("a miss");
+            Problem::Miss {
+                message: format!(
+                    "replay miss for the-key. Caller: 'lead_agent'. {huge}\nfirst differing field: [1].content"
+                ),
+                miss: Box::new(recorded),
+            }
+        };
+        let mut ledger = Ledger::default();
+        for _ in 0..80 {
+            ledger.push(miss.clone());
+        }
+        let list = ledger.read();
+        let size = serde_json::to_string(&list).expect("json").len();
+        assert!(size <= MAX_LEDGER_BYTES + 64 * 1024, "{size} bytes");
+        assert!(
+            matches!(list.last(), Some(Problem::Overflow { .. })),
+            "the rest are counted"
+        );
+        let Some(Problem::Miss { message, miss }) = list.first() else {
+            panic!(
+                "the first miss is kept: {:?}",
+                list.first().map(Problem::kind)
+            );
+        };
+        assert!(message.starts_with("replay miss for the-key. Caller: 'lead_agent'."));
+        assert!(
+            message.ends_with("first differing field: [1].content"),
+            "the end stays"
+        );
+        assert!(message.contains("bytes cut"), "the cut is said");
+        assert_eq!(
+            (miss.input_hash.as_str(), miss.caller.as_str()),
+            ("the-key", "lead_agent")
+        );
+        let nearest = miss.nearest.as_ref().expect("the nearest turn");
+        assert_eq!(nearest.turn_index, 3);
+        assert_eq!(
+            nearest.difference.as_ref().map(|d| d.path.as_str()),
+            Some("[1].content")
+        );
+        assert!(
+            miss.canonical.len() <= MAX_PROBLEM_BYTES + 64 && miss.canonical.contains("bytes cut")
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use replay_core::recording::{
-    Access, CallWriter, Outcome, RecordingSink, read_recording, redact, redact_text,
+    Access, CallWriter, KnownSecrets, Outcome, RecordingSink, read_recording, redact_text,
 };
 use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture};
 use secrecy::{ExposeSecret, SecretString};
@@ -57,6 +57,36 @@ pub struct RecordConfig {
     /// The scenario the gateway is driven through, for the fixture built at the end. An empty
     /// `model` is filled with the model the first request named.
     pub scenario: Scenario,
+    /// Accept a plain `http://` upstream on a host other than this machine, where the key would
+    /// cross the network in clear (refused otherwise; finding 17).
+    pub allow_insecure_upstream: bool,
+    /// The recording's bounds.
+    pub limits: RecordLimits,
+}
+
+/// How much one recording may hold and how long one call may take (finding 16): an endless
+/// upstream once wrote 29 MB in 60 s. Past either, the call ends as an error, recorded, and the
+/// run has a `recording_limit` problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLimits {
+    /// The most bytes of events the recording takes, over all its calls.
+    pub max_bytes: u64,
+    /// The longest one call may take, from its request to its last event.
+    pub call_time_limit: Duration,
+}
+
+/// [`RecordLimits::max_bytes`] by default: 64 MiB, hundreds of times a long real session.
+pub const DEFAULT_RECORDING_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// [`RecordLimits::call_time_limit`] by default: 10 minutes, past the slowest reasoning call.
+pub const DEFAULT_CALL_TIME_LIMIT: Duration = Duration::from_secs(600);
+
+impl Default for RecordLimits {
+    fn default() -> RecordLimits {
+        RecordLimits {
+            max_bytes: DEFAULT_RECORDING_MAX_BYTES,
+            call_time_limit: DEFAULT_CALL_TIME_LIMIT,
+        }
+    }
 }
 
 impl std::fmt::Debug for RecordConfig {
@@ -66,6 +96,8 @@ impl std::fmt::Debug for RecordConfig {
             .field("api_key", &self.api_key)
             .field("recording", &self.recording)
             .field("scenario", &self.scenario.stem())
+            .field("allow_insecure_upstream", &self.allow_insecure_upstream)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -89,6 +121,41 @@ pub(super) struct Recorder {
     scenario: Scenario,
     calls: AtomicUsize,
     first_model: Mutex<Option<String>>,
+    /// What every written event goes through.
+    writing: Arc<Writing>,
+    /// How long one call may take.
+    call_time_limit: Duration,
+}
+
+/// What each written event goes through: the patterns and the proxy's own key in every
+/// encoding (finding 6), and the recording's byte budget (finding 16).
+pub(super) struct Writing {
+    secrets: KnownSecrets,
+    /// The recording file, whose size is the budget's measure.
+    path: PathBuf,
+    max_bytes: u64,
+}
+
+impl Writing {
+    /// `event` redacted, or the error event that ends the call when the recording is full.
+    fn admit(&self, shared: &Shared, event: &Value) -> Value {
+        let redacted = self.secrets.redact(event);
+        // The file as written so far (rows, requests and all) plus this event.
+        let size = redacted.to_string().len() as u64;
+        let written = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
+        if written + size <= self.max_bytes {
+            return redacted;
+        }
+        let message = format!(
+            "the recording reached its limit of {} bytes (--record-max-bytes); the call was cut \
+             there",
+            self.max_bytes
+        );
+        shared.report(Problem::RecordingLimit {
+            message: message.clone(),
+        });
+        json!({"type": "error", "error_type": "RecordingLimit", "message": message})
+    }
 }
 
 impl std::fmt::Debug for Recorder {
@@ -165,6 +232,15 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
+        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        if parsed.scheme() == "http" && !loopback && !config.allow_insecure_upstream {
+            return Err(ModelServerError::Upstream(format!(
+                "the upstream {} is plain http:// on another machine, where the API key would \
+                 cross the network in clear; use https://, or pass --allow-insecure-upstream if \
+                 that network is yours",
+                redact_text(base)
+            )));
+        }
         // Checked once here, so a key no header can carry fails at start, not as a 401 later.
         if reqwest::header::HeaderValue::from_str(config.api_key.expose_secret()).is_err() {
             return Err(ModelServerError::Upstream(
@@ -173,24 +249,37 @@ impl Recorder {
                     .into(),
             ));
         }
-        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
-            .read_timeout(UPSTREAM_READ_TIMEOUT);
+            .read_timeout(UPSTREAM_READ_TIMEOUT)
+            .redirect(same_origin_redirects());
         if loopback {
             builder = builder.no_proxy();
         }
         let http = builder
             .build()
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
+        let secrets = KnownSecrets::new([config.api_key.expose_secret()]);
+        // A key typed into the prompt reaches no file either.
+        let mut scenario = config.scenario;
+        scenario.prompt = secrets.redact_text(&scenario.prompt);
+        for followup in &mut scenario.followups {
+            *followup = secrets.redact_text(followup);
+        }
         Ok(Recorder {
             base: base.to_owned(),
             api_key: config.api_key,
             http,
             sink: RecordingSink::open(&config.recording)?,
-            scenario: config.scenario,
+            scenario,
             calls: AtomicUsize::new(0),
             first_model: Mutex::new(None),
+            writing: Arc::new(Writing {
+                secrets,
+                path: config.recording.clone(),
+                max_bytes: config.limits.max_bytes,
+            }),
+            call_time_limit: config.limits.call_time_limit,
         })
     }
 
@@ -260,9 +349,43 @@ impl Recorder {
     }
 }
 
-/// Writes an event (redacted) and returns what was written, which is what goes on.
-fn write(shared: &Shared, call: &mut CallWriter, event: &Value) -> Value {
-    let written = redact(event);
+/// The proxy's redirect policy (finding 7): a redirect is followed only within the upstream's
+/// origin (scheme, host and port); one to another origin is not followed, so no credential
+/// header (`Authorization`, `x-api-key`, whatever the wire) ever reaches it, and the call is
+/// recorded as the upstream's 3xx answer.
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| from.origin() == attempt.url().origin());
+        if attempt.previous().len() > 5 {
+            attempt.error("more than 5 redirects")
+        } else if same {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
+/// The error event of a call cut at the call time limit, and its problem.
+fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
+    let message = format!(
+        "the call ran past the recording's call time limit of {}s \
+         (--record-call-time-limit-secs); it was cut there",
+        limit.as_secs()
+    );
+    shared.report(Problem::RecordingLimit {
+        message: message.clone(),
+    });
+    json!({"type": "error", "error_type": "APITimeoutError", "message": message})
+}
+
+/// Writes an event (redacted, within the recording's budget) and returns what was written,
+/// which is what goes on.
+fn write(shared: &Shared, writing: &Writing, call: &mut CallWriter, event: &Value) -> Value {
+    let written = writing.admit(shared, event);
     if let Err(err) = call.event(&written) {
         shared.report(Problem::RecordingWrite {
             message: err.to_string(),
@@ -281,8 +404,14 @@ fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
 
 /// Records a failed call and answers the gateway with the same (redacted) failure, in the
 /// request's wire.
-fn fail(shared: &Shared, request: &WireRequest, mut call: CallWriter, event: Value) -> Response {
-    let written = write(shared, &mut call, &event);
+fn fail(
+    shared: &Shared,
+    writing: &Writing,
+    request: &WireRequest,
+    mut call: CallWriter,
+    event: Value,
+) -> Response {
+    let written = write(shared, writing, &mut call, &event);
     end(shared, call, Outcome::Error);
     failure_at(shared, request, &WireError::from_event(&written))
 }
@@ -324,7 +453,15 @@ pub(super) async fn proxy(
         .first_model
         .lock()
         .get_or_insert_with(|| request.model.clone());
-    let recorded = request.recorded(caller.as_deref().unwrap_or(DEFAULT_CALLER));
+    let writing = &*recorder.writing;
+    let mut recorded = request.recorded(caller.as_deref().unwrap_or(DEFAULT_CALLER));
+    for payload in [
+        &mut recorded.model,
+        &mut recorded.context,
+        &mut recorded.options,
+    ] {
+        *payload = writing.secrets.redact(payload);
+    }
     let mut call = match recorder.sink.begin_call(&recorded) {
         Ok(call) => call,
         Err(err) => {
@@ -343,14 +480,35 @@ pub(super) async fn proxy(
     recorder.calls.fetch_add(1, Ordering::Relaxed);
     // Dropped mid-call (the gateway went away), the call is recorded as abandoned.
     call.set_drop_outcome(Outcome::Abandoned);
-    let sent = recorder.upstream_request(&request, headers).send().await;
+    let deadline = tokio::time::Instant::now() + recorder.call_time_limit;
+    let timed_out = || time_limit_event(shared, recorder.call_time_limit);
+    let sent = tokio::time::timeout_at(
+        deadline,
+        recorder.upstream_request(&request, headers).send(),
+    )
+    .await;
     let upstream = match sent {
+        Err(_) => return fail(shared, writing, &request, call, timed_out()),
+        Ok(sent) => sent,
+    };
+    let upstream = match upstream {
         Ok(upstream) => upstream,
-        Err(err) => return fail(shared, &request, call, transport_error_event(&err, false)),
+        Err(err) => {
+            return fail(
+                shared,
+                writing,
+                &request,
+                call,
+                transport_error_event(&err, false),
+            );
+        }
     };
     if !upstream.status().is_success() {
-        let event = status_error_event(upstream).await;
-        return fail(shared, &request, call, event);
+        let event = match tokio::time::timeout_at(deadline, status_error_event(upstream)).await {
+            Ok(event) => event,
+            Err(_) => timed_out(),
+        };
+        return fail(shared, writing, &request, call, event);
     }
     // As OpenAI clients read it: a JSON body is one answer, anything else a stream (some
     // servers stream without `text/event-stream`).
@@ -360,27 +518,41 @@ pub(super) async fn proxy(
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim_start().starts_with("application/json"));
     if whole {
-        let events = match bounded_read::read_capped(upstream.bytes_stream(), MAX_ANSWER_BYTES)
-            .await
-        {
+        let read = tokio::time::timeout_at(
+            deadline,
+            bounded_read::read_capped(upstream.bytes_stream(), MAX_ANSWER_BYTES),
+        )
+        .await;
+        let Ok(read) = read else {
+            return fail(shared, writing, &request, call, timed_out());
+        };
+        let events = match read {
             Ok((_, false)) => {
                 let event = json!({"type": "error", "error_type": "APIResponseValidationError",
                                    "message": format!("the provider's answer is larger than {MAX_ANSWER_BYTES} bytes")});
-                return fail(shared, &request, call, event);
+                return fail(shared, writing, &request, call, event);
             }
             Ok((bytes, true)) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(body) => events_from_completion(request.wire, &body, &request.model),
                 Err(err) => {
                     let event = json!({"type": "error", "error_type": "APIResponseValidationError",
                                        "message": format!("the provider's answer is not valid JSON: {err}")});
-                    return fail(shared, &request, call, event);
+                    return fail(shared, writing, &request, call, event);
                 }
             },
-            Err(err) => return fail(shared, &request, call, transport_error_event(&err, true)),
+            Err(err) => {
+                return fail(
+                    shared,
+                    writing,
+                    &request,
+                    call,
+                    transport_error_event(&err, true),
+                );
+            }
         };
         let written: Vec<Value> = events
             .iter()
-            .map(|event| write(shared, &mut call, event))
+            .map(|event| write(shared, writing, &mut call, event))
             .collect();
         let failed = written.iter().any(is_error);
         end(
@@ -399,7 +571,9 @@ pub(super) async fn proxy(
         Wire::ChatCompletions => {
             Relay::Chunks(ChunkRenderer::new(shared.answer_id(&request.model)))
         }
-        Wire::AnthropicMessages | Wire::Responses => Relay::Frames,
+        Wire::AnthropicMessages | Wire::Responses => {
+            Relay::Frames(recorder.writing.secrets.clone())
+        }
     };
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
@@ -414,7 +588,8 @@ pub(super) async fn proxy(
     .eventsource();
     let pumped = tokio::spawn(pump(
         shared.clone(),
-        call,
+        recorder.writing.clone(),
+        (call, deadline, recorder.call_time_limit),
         Box::pin(source),
         StreamRecorder::new(request.wire, &request.model),
         target,
@@ -446,7 +621,7 @@ enum Relay {
     /// Messages and Responses: each upstream SSE event as it came, its `data` redacted as the
     /// recording is (these wires' renderers need the whole answer, so a live stream is passed
     /// on, not rendered again).
-    Frames,
+    Frames(KnownSecrets),
 }
 
 /// Where a pumped stream's chunks go: the gateway's stream, or nowhere when it asked for one
@@ -480,11 +655,12 @@ impl PumpTarget {
                 Rendered::Failed(Some(error)) => push_data(&mut body, &error),
                 Rendered::Failed(None) => {}
             },
-            (Relay::Frames, Some(frame), _) => {
+            (Relay::Frames(secrets), Some(frame), _) => {
                 let data = serde_json::from_str::<Value>(&frame.data)
-                    .map(|data| redact(&data).to_string())
-                    .unwrap_or_else(|_| redact_text(&frame.data));
-                body = format!("event: {}\ndata: {data}\n\n", frame.event);
+                    .map(|data| secrets.redact(&data).to_string())
+                    .unwrap_or_else(|_| secrets.redact_text(&frame.data));
+                let event = secrets.redact_text(&frame.event);
+                body = format!("event: {event}\ndata: {data}\n\n");
             }
             _ => {}
         }
@@ -530,17 +706,30 @@ type Source = std::pin::Pin<
 /// line past the cap or reports an error ends it with `error`.
 async fn pump(
     shared: Arc<Shared>,
-    mut call: CallWriter,
+    writing: Arc<Writing>,
+    (mut call, deadline, limit): (CallWriter, tokio::time::Instant, Duration),
     mut source: Source,
     mut recorder: StreamRecorder,
     mut target: PumpTarget,
 ) -> Vec<Value> {
+    let writing = &*writing;
     let mut written = Vec::new();
     let mut failed = false;
     while !failed && !recorder.done() {
         let next = tokio::select! {
-            next = source.next() => next,
+            next = source.next() => Some(next),
             () = target.gone() => return written,
+            // The server stopped and its grace ran out: the call is left `abandoned`.
+            () = shared.aborted.cancelled() => return written,
+            () = tokio::time::sleep_until(deadline) => None,
+        };
+        let Some(next) = next else {
+            let event = time_limit_event(&shared, limit);
+            let event = write(&shared, writing, &mut call, &event);
+            let _ = target.deliver(None, Some(&event)).await;
+            written.push(event);
+            failed = true;
+            break;
         };
         let (frame, events) = match next {
             None => break,
@@ -563,7 +752,7 @@ async fn pump(
             ),
         };
         for event in &events {
-            let event = write(&shared, &mut call, event);
+            let event = write(&shared, writing, &mut call, event);
             failed = is_error(&event);
             let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
@@ -583,7 +772,7 @@ async fn pump(
     if !failed {
         let done_marker = recorder.done();
         for event in recorder.finish() {
-            let event = write(&shared, &mut call, &event);
+            let event = write(&shared, writing, &mut call, &event);
             failed = is_error(&event);
             let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
@@ -619,6 +808,8 @@ mod tests {
             api_key: "sk-live-SECRET-0123456789".into(),
             recording: PathBuf::from("/tmp/r.jsonl"),
             scenario: Scenario::new("s", UiMode::Flash, "p"),
+            allow_insecure_upstream: false,
+            limits: RecordLimits::default(),
         };
         let shown = format!("{config:?}");
         for secret in ["SECRET", "pass@", "sk-in-the-query"] {
@@ -641,6 +832,8 @@ mod tests {
                 api_key: key.into(),
                 recording: recording.clone(),
                 scenario: Scenario::new("s", UiMode::Flash, "p"),
+                allow_insecure_upstream: false,
+                limits: RecordLimits::default(),
             })
             .expect_err(upstream);
             assert!(error.to_string().starts_with("upstream: "), "{error}");

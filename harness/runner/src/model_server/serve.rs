@@ -262,6 +262,7 @@ pub(super) async fn serve(
             limits.stop_grace.as_secs()
         );
     }
+    shared.aborted.cancel();
     connections.abort_all();
     while connections.join_next().await.is_some() {}
 }
