@@ -21,6 +21,7 @@ use replay_core::{Scenario, UiMode};
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
+use crate::output::{err, out};
 
 /// Arguments of `model-server`.
 #[derive(Debug, clap::Args)]
@@ -63,9 +64,9 @@ pub struct Args {
     /// Record: where to write the fixture [default: the fixture folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Record: where to write the raw recording (default: `recording.jsonl` in a fresh
-    /// temporary folder, printed; a missing folder is created). The scenario metadata goes
-    /// beside it.
+    /// Record: where to write the raw recording, a file that must not exist yet (default:
+    /// `recording.jsonl` in a fresh temporary folder, printed; a missing folder is created). The
+    /// scenario metadata goes beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<PathBuf>,
 }
@@ -97,6 +98,9 @@ impl ScenarioArgs {
                 "recording needs --scenario, --mode and --prompt".into(),
             ));
         };
+        // The id names the fixture file: nothing outside the fixture folder (finding 18).
+        replay_core::check_scenario_id(&id)
+            .map_err(|err| ConfigError(format!("--scenario: {err}")))?;
         // Redacted as the recording is: a key typed into --prompt reaches no file.
         Ok(redacted_scenario(&Scenario {
             followups: self.followups.clone(),
@@ -113,7 +117,11 @@ pub fn ui_mode_parser() -> impl TypedValueParser<Value = UiMode> {
 
 /// Prints a problem the moment it happens.
 fn print_problem(problem: &Problem) {
-    eprintln!("model-server: {}: {}\n", problem.kind(), problem.message());
+    err(format!(
+        "model-server: {}: {}\n",
+        problem.kind(),
+        problem.message()
+    ));
 }
 
 /// The API key from the variable `key_env` names, or the error that says to set it.
@@ -128,13 +136,23 @@ pub fn api_key(key_env: &str) -> Result<String, ConfigError> {
         })
 }
 
-/// The raw recording's path: `out`, its folder created, or a fresh temporary one.
+/// The raw recording's path: `out`, its folder created, or a fresh temporary one. An existing
+/// `out` is refused: a recording file holds one session, and a second one appended to it would
+/// put the first session's calls into the second fixture (issue 34, finding 13).
 pub fn recording_path(out: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
     match out {
         Some(path) => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(ConfigError(format!(
+                    "--recording-out {}: the file exists, and a recording holds one session; \
+                     remove it or name a new file (nothing was recorded)",
+                    path.display()
+                ))
+                .into());
+            }
             // On stderr: the first stdout line is the server's address, which scripts read.
             if let Some(created) = create_parent(path)? {
-                eprintln!("created folder {}", created.display());
+                err(format!("created folder {}", created.display()));
             }
             Ok(path.clone())
         }
@@ -155,17 +173,17 @@ pub fn save_recorded(
     fixtures: &std::path::Path,
 ) -> anyhow::Result<PathBuf> {
     for line in summary_lines(&recorded.summary) {
-        println!("{line}");
+        out(line)?;
     }
     for warning in warning_lines(&recorded.fixture) {
-        eprintln!("{warning}");
+        err(warning);
     }
     let meta = write_meta(recording, &recorded.fixture)?;
     let fixture_path = fixtures.join(format!("{}.json", recorded.fixture.scenario.stem()));
     write_fixture(&fixture_path, &recorded.fixture)?;
-    println!("raw recording: {}", recording.display());
-    println!("scenario metadata: {}", meta.display());
-    println!("fixture: {}", fixture_path.display());
+    out(format!("raw recording: {}", recording.display()))?;
+    out(format!("scenario metadata: {}", meta.display()))?;
+    out(format!("fixture: {}", fixture_path.display()))?;
     Ok(fixture_path)
 }
 
@@ -226,12 +244,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let server = ModelServer::start(mode, options)
             .await
             .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
-        println!("model server on {} ({described})", server.url());
-        println!("OpenAI base URL for the gateway: {}", server.base_url());
-        println!(
-            "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
-            server.url()
-        );
+        // A closed stdout after the address (`| head -1`) leaves the server serving.
+        let _ = out(format!("model server on {} ({described})", server.url()))
+            .and_then(|()| out(format!("OpenAI base URL for the gateway: {}", server.base_url())))
+            .and_then(|()| {
+                out(format!(
+                    "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
+                    server.url()
+                ))
+            });
         crate::stopped().await?;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some(recording)) = (recorded, recording) {

@@ -16,6 +16,7 @@ use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::gateway::{Gateway, GatewayArgs};
 use crate::model_server::{ScenarioArgs, api_key, recording_path, save_recorded};
+use crate::output::out;
 
 /// Arguments of `record`.
 #[derive(Debug, clap::Args)]
@@ -45,8 +46,9 @@ pub struct Args {
     /// gateway is started].
     #[arg(long, value_name = "PORT")]
     pub model_port: Option<u16>,
-    /// Where to write the raw recording (default: `recording.jsonl` in a fresh temporary
-    /// folder, printed). The scenario metadata goes beside it.
+    /// Where to write the raw recording, a file that must not exist yet (default:
+    /// `recording.jsonl` in a fresh temporary folder, printed). The scenario metadata goes
+    /// beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<std::path::PathBuf>,
 }
@@ -94,11 +96,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)
             .await
             .map_err(|err| ConfigError(error_chain(&err)))?;
-        println!(
+        out(format!(
             "recording {} through {upstream} to {}",
             scenario.stem(),
             recording.display()
-        );
+        ))?;
         let mut launched = None;
         let url = match &gateway {
             Gateway::Command(command) => {
@@ -106,10 +108,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 started.launch(&scenario.stem()).await?
             }
             Gateway::Url(url) => {
-                println!(
+                out(format!(
                     "gateway at {url}; its model must be at {}",
                     server.base_url()
-                );
+                ))?;
                 url.clone()
             }
         };
