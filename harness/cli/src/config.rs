@@ -106,6 +106,10 @@ pub struct FileConfig {
     pub model_port: Option<u16>,
     /// Where the gateway's logs go.
     pub logs: Option<PathBuf>,
+    /// Whether every unused recorded turn fails a fixture (`--strict-unused`).
+    pub strict_unused: Option<bool>,
+    /// How long one fixture's drive may take, in seconds (`--fixture-time-limit`).
+    pub fixture_time_limit_secs: Option<u64>,
     /// How fixtures are recorded.
     pub record: Option<RecordConfig>,
 }

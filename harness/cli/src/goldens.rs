@@ -2,12 +2,14 @@
 //! accepted, one by one or all, or reviewed diff by diff. No Rust toolchain is needed; in a Rust
 //! repository `cargo insta review` sees the same files.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::process::ExitCode;
 
 use keyless_runner::pending::{self, Pending};
+use keyless_runner::regular_file::exists_regular;
 
 use crate::Folders;
+use crate::output::{out, prompt};
 
 /// Arguments of `accept`.
 #[derive(Debug, clap::Args)]
@@ -39,11 +41,11 @@ pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
         None => pending::pending(&golden)?,
     };
     if chosen.is_empty() {
-        println!("no pending goldens in {}", golden.display());
+        out(format!("no pending goldens in {}", golden.display()))?;
     }
     for one in &chosen {
         pending::accept(one)?;
-        println!("accepted {}", one.golden_path.display());
+        out(format!("accepted {}", one.golden_path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -53,41 +55,45 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let golden = args.folders.resolve()?.golden;
     let all = pending::pending(&golden)?;
     if all.is_empty() {
-        println!("no pending goldens in {}", golden.display());
+        out(format!("no pending goldens in {}", golden.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let stdin = std::io::stdin();
     let mut answers = stdin.lock().lines();
     for (index, one) in all.iter().enumerate() {
-        println!(
+        // The diff first: a link or a binary snapshot is refused before anything is asked.
+        let diff = pending::diff(one)?;
+        out(format!(
             "[{}/{}] {} ({})",
             index + 1,
             all.len(),
             one.stem,
-            if one.golden_path.is_file() {
+            if exists_regular(&one.golden_path)? {
                 "changed"
             } else {
                 "new"
             }
-        );
-        print!("{}", pending::diff(one)?);
+        ))?;
+        prompt(&diff)?;
         loop {
-            print!("accept {}? [y]es, [n]o (delete it), [s]kip: ", one.stem);
-            std::io::stdout().flush()?;
+            prompt(format!(
+                "accept {}? [y]es, [n]o (delete it), [s]kip: ",
+                one.stem
+            ))?;
             let Some(answer) = answers.next().transpose()? else {
-                println!("\nno answer: the rest stay pending");
+                out("\nno answer: the rest stay pending")?;
                 return Ok(ExitCode::SUCCESS);
             };
             match answer.trim() {
                 "y" | "yes" => {
                     pending::accept(one)?;
-                    println!("accepted {}", one.golden_path.display());
+                    out(format!("accepted {}", one.golden_path.display()))?;
                 }
                 "n" | "no" => {
                     pending::reject(one)?;
-                    println!("rejected: deleted {}", one.new_path.display());
+                    out(format!("rejected: deleted {}", one.new_path.display()))?;
                 }
-                "s" | "skip" => println!("skipped: {} stays pending", one.new_path.display()),
+                "s" | "skip" => out(format!("skipped: {} stays pending", one.new_path.display()))?,
                 _ => continue,
             }
             break;

@@ -53,6 +53,12 @@ api = "deerflow"
 # Where the gateway's logs go (one `<fixture>.gateway.log` each; add `.keyless/` to .gitignore).
 logs = ".keyless/logs"
 
+# A fixture fails when the gateway used none of its recorded turns, or none of the lead caller's
+# (its model is not the model server); another unused turn is reported. `true` fails every
+# unused turn. How long one fixture's drive may take, in seconds.
+# strict_unused = false
+# fixture_time_limit_secs = 300
+
 # How `keyless record` records a fixture: it proxies the gateway's model calls to a real
 # OpenAI-compatible endpoint and writes what came back. Record with the settings you replay with:
 # the same gateway configuration (model name, message names, prompts, tools), because the
@@ -75,9 +81,9 @@ pub fn run(folder: &Path) -> Result<ExitCode, ConfigError> {
     }
     std::fs::write(&path, TEMPLATE)
         .map_err(|err| ConfigError(format!("cannot write {}: {err}", path.display())))?;
-    println!("wrote {}", path.display());
-    println!(
-        "next: set gateway_cmd, put fixtures in fixtures/ (keyless record makes them), then run keyless test"
+    let _ = crate::output::out(format!("wrote {}", path.display()));
+    let _ = crate::output::out(
+        "next: set gateway_cmd, put fixtures in fixtures/ (keyless record makes them), then run keyless test",
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -11,12 +11,14 @@
 //! - [`serve`]: `keyless serve`, the model server and the gateway held up for a browser suite.
 //! - [`model_server`]: `keyless model-server`, the model server on its own (also behind
 //!   `cargo xtask model-server`).
+//! - [`output`]: everything printed, control characters escaped, a closed stdout a quiet end.
 
 pub mod config;
 pub mod gateway;
 pub mod goldens;
 pub mod init;
 pub mod model_server;
+pub mod output;
 pub mod record;
 pub mod serve;
 pub mod test_run;
@@ -257,9 +259,11 @@ pub fn run(cli: Cli) -> ExitCode {
 pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
+        // Nobody reads on (`keyless test --json | head -1`): a quiet end, as ripgrep's.
+        Err(err) if err.downcast_ref::<output::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
             let message = keyless_runner::suite::error_chain(err.as_ref());
-            eprintln!("keyless: error: {message}");
+            output::err(format!("keyless: error: {message}"));
             if err.downcast_ref::<ConfigError>().is_some() {
                 ExitCode::from(2)
             } else {

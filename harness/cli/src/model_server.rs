@@ -22,6 +22,7 @@ use replay_core::{Scenario, UiMode};
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
+use crate::output::{err, out};
 
 /// Arguments of `model-server`.
 #[derive(Debug, clap::Args)]
@@ -66,9 +67,9 @@ pub struct Args {
     /// Record: where to write the fixture [default: the fixture folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Record: where to write the raw recording (default: `recording.jsonl` in a fresh
-    /// temporary folder, printed; a missing folder is created). The scenario metadata goes
-    /// beside it.
+    /// Record: where to write the raw recording, a file that must not exist yet (default:
+    /// `recording.jsonl` in a fresh temporary folder, printed; a missing folder is created). The
+    /// scenario metadata goes beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<PathBuf>,
     /// Also write the reset token (printed at start; `POST /_harness/reset` needs it in the
@@ -130,6 +131,8 @@ impl ScenarioArgs {
         let (Some(id), Some(mode)) = (self.scenario.clone(), self.mode) else {
             return Err(ConfigError("recording needs --scenario and --mode".into()));
         };
+        replay_core::check_scenario_id(&id)
+            .map_err(|err| ConfigError(format!("--scenario: {err}")))?;
         Ok(Scenario::new(id, mode, ""))
     }
 
@@ -142,6 +145,9 @@ impl ScenarioArgs {
                 "recording needs --scenario, --mode and --prompt".into(),
             ));
         };
+        // The id names the fixture file: nothing outside the fixture folder (finding 18).
+        replay_core::check_scenario_id(&id)
+            .map_err(|err| ConfigError(format!("--scenario: {err}")))?;
         // Redacted as the recording is: a key typed into --prompt reaches no file.
         Ok(redacted_scenario(&Scenario {
             followups: self.followups.clone(),
@@ -158,7 +164,11 @@ pub fn ui_mode_parser() -> impl TypedValueParser<Value = UiMode> {
 
 /// Prints a problem the moment it happens.
 fn print_problem(problem: &Problem) {
-    eprintln!("model-server: {}: {}\n", problem.kind(), problem.message());
+    err(format!(
+        "model-server: {}: {}\n",
+        problem.kind(),
+        problem.message()
+    ));
 }
 
 /// The API key from the variable `key_env` names, or the error that says to set it.
@@ -173,13 +183,23 @@ pub fn api_key(key_env: &str) -> Result<String, ConfigError> {
         })
 }
 
-/// The raw recording's path: `out`, its folder created, or a fresh temporary one.
+/// The raw recording's path: `out`, its folder created, or a fresh temporary one. An existing
+/// `out` is refused: a recording file holds one session, and a second one appended to it would
+/// put the first session's calls into the second fixture (issue 34, finding 13).
 pub fn recording_path(out: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
     match out {
         Some(path) => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(ConfigError(format!(
+                    "--recording-out {}: the file exists, and a recording holds one session; \
+                     remove it or name a new file (nothing was recorded)",
+                    path.display()
+                ))
+                .into());
+            }
             // On stderr: the first stdout line is the server's address, which scripts read.
             if let Some(created) = create_parent(path)? {
-                eprintln!("created folder {}", created.display());
+                err(format!("created folder {}", created.display()));
             }
             Ok(path.clone())
         }
@@ -200,17 +220,17 @@ pub fn save_recorded(
     fixtures: &std::path::Path,
 ) -> anyhow::Result<PathBuf> {
     for line in summary_lines(&recorded.summary) {
-        println!("{line}");
+        out(line)?;
     }
     for warning in warning_lines(&recorded.fixture) {
-        eprintln!("{warning}");
+        err(warning);
     }
     let meta = write_meta(recording, &recorded.fixture)?;
     let fixture_path = fixtures.join(format!("{}.json", recorded.fixture.scenario.stem()));
     write_fixture(&fixture_path, &recorded.fixture)?;
-    println!("raw recording: {}", recording.display());
-    println!("scenario metadata: {}", meta.display());
-    println!("fixture: {}", fixture_path.display());
+    out(format!("raw recording: {}", recording.display()))?;
+    out(format!("scenario metadata: {}", meta.display()))?;
+    out(format!("fixture: {}", fixture_path.display()))?;
     Ok(fixture_path)
 }
 
@@ -323,20 +343,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let server = ModelServer::start(mode, options)
             .await
             .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
-        println!("model server on {} ({described})", server.url());
-        println!("OpenAI base URL for the gateway: {}", server.base_url());
-        println!(
-            "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
-            server.url()
-        );
-        // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
-        // ledger of a run in progress.
-        println!(
-            "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
-             --reset-token-file or {}): {}",
-            keyless_runner::launched::RESET_TOKEN_VAR,
-            server.reset_token()
-        );
+        // A closed stdout after the address (`| head -1`) leaves the server serving.
+        let _ = out(format!("model server on {} ({described})", server.url()))
+            .and_then(|()| out(format!("OpenAI base URL for the gateway: {}", server.base_url())))
+            .and_then(|()| {
+                out(format!(
+                    "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
+                    server.url()
+                ))
+            })
+            // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
+            // ledger of a run in progress.
+            .and_then(|()| {
+                out(format!(
+                    "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
+                     --reset-token-file or {}): {}",
+                    keyless_runner::launched::RESET_TOKEN_VAR,
+                    server.reset_token()
+                ))
+            });
         if let Some(file) = &args.reset_token_file {
             write_reset_token(file, server.reset_token())?;
         }

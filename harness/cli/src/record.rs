@@ -18,6 +18,7 @@ use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::gateway::{Gateway, GatewayArgs};
 use crate::model_server::{RecordBounds, ScenarioArgs, api_key, recording_path, save_recorded};
+use crate::output::{err, out};
 
 /// Arguments of `record`.
 #[derive(Debug, clap::Args)]
@@ -51,8 +52,9 @@ pub struct Args {
     /// gateway is started].
     #[arg(long, value_name = "PORT")]
     pub model_port: Option<u16>,
-    /// Where to write the raw recording (default: `recording.jsonl` in a fresh temporary
-    /// folder, printed). The scenario metadata goes beside it.
+    /// Where to write the raw recording, a file that must not exist yet (default:
+    /// `recording.jsonl` in a fresh temporary folder, printed). The scenario metadata goes
+    /// beside it.
     #[arg(long, value_name = "FILE")]
     pub recording_out: Option<std::path::PathBuf>,
     /// Drive nothing: hold the recording proxy and the gateway up while a browser suite (or a
@@ -125,9 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         if args.serve {
             // stdout's first line is the JSON a suite reads.
-            eprintln!("{described}");
+            err(described);
         } else {
-            println!("{described}");
+            out(described)?;
         }
         let mut launched = None;
         let url = match &gateway {
@@ -139,10 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 started.launch(&scenario.stem()).await?
             }
             Gateway::Url(url) => {
-                println!(
+                out(format!(
                     "gateway at {url}; its model must be at {}",
                     server.base_url()
-                );
+                ))?;
                 url.clone()
             }
         };
@@ -208,10 +210,10 @@ async fn hold(
     url: &str,
     model_base_url: &str,
 ) -> anyhow::Result<()> {
-    println!(
+    out(format!(
         "{}",
         serde_json::json!({"gateway_url": url, "model_base_url": model_base_url})
-    );
+    ))?;
     let Some(launched) = launched else {
         signals.stopped().await;
         return Ok(());

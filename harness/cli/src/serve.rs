@@ -28,6 +28,7 @@ use serde_json::json;
 use crate::Folders;
 use crate::config::ConfigError;
 use crate::gateway::{Gateway, GatewayArgs};
+use crate::output::{err, out};
 
 /// How many problems the summary shows in full; the rest are counted (the replay log, when
 /// asked for, has every one).
@@ -222,12 +223,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     gateway.stop().await;
-                    eprintln!("keyless serve: stopped before the gateway was ready");
+                    err("keyless serve: stopped before the gateway was ready");
                     return Ok(false);
                 }
             };
             let names: Vec<String> = settings.fixtures.iter().map(|p| stem_of(p)).collect();
-            println!(
+            out(format!(
                 "{}",
                 json!({
                     "gateway_url": gateway_url,
@@ -239,7 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     "gateway_process_group": gateway.process_group(),
                 "reset_token": server.reset_token(),
                 })
-            );
+            ))?;
             let exited = signals
                 .until_stopped(async {
                     loop {
@@ -275,42 +276,44 @@ fn summarise(
     let problems = tally.problems.lock();
     let count = problems.len() + tally.not_shown.load(Ordering::Relaxed);
     let mut clean = count == 0;
-    eprintln!("keyless serve: {served} model call(s) answered as recorded, {count} problem(s)");
+    err(format!(
+        "keyless serve: {served} model call(s) answered as recorded, {count} problem(s)"
+    ));
     for (index, problem) in problems.iter().enumerate() {
-        eprintln!(
+        err(format!(
             "keyless serve: problem {} of {count}: {}: {}",
             index + 1,
             problem.kind(),
             problem.message()
-        );
+        ));
     }
     if count > problems.len() {
-        eprintln!(
+        err(format!(
             "keyless serve: {} more problem(s) not shown",
             count - problems.len()
-        );
+        ));
     }
     if let Some(status) = exited {
         clean = false;
-        eprintln!(
+        err(format!(
             "keyless serve: the gateway exited on its own ({status}) while serving{}",
             log.map(|log| format!("; its output is in {}", log.display()))
                 .unwrap_or_default()
-        );
+        ));
     }
     if served == 0 && count == 0 {
         // A backend whose model calls never reached the model server proves nothing.
         clean = false;
-        eprintln!(
-            "keyless serve: no model call reached the model server: is the gateway's model at {{model_base_url}}?"
+        err(
+            "keyless serve: no model call reached the model server: is the gateway's model at {model_base_url}?",
         );
     }
     if let Some((fixture, unused)) = active
         && !unused.is_empty()
     {
-        eprintln!(
+        err(format!(
             "keyless serve: fixture {fixture}: turn(s) {unused:?} not asked for (information)"
-        );
+        ));
     }
     clean
 }

@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
-use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on_with};
+use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::pending::{pending_path, write_pending};
 use keyless_runner::suite::{
@@ -18,12 +19,13 @@ use keyless_runner::suite::{
     table_line,
 };
 use keyless_runner::target::{AtUrl, GatewayTarget};
-use replay_core::{Fixture, GoldenStatus, MissingGolden};
+use replay_core::{Fixture, GoldenStatus, MissingGolden, UnusedTurns};
 use serde_json::json;
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT, FileConfig};
 use crate::gateway::{Gateway, GatewayArgs};
+use crate::output::{StdoutClosed, err, out};
 
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
@@ -33,8 +35,13 @@ use crate::gateway::{Gateway, GatewayArgs};
   keyless test --gateway-url http://127.0.0.1:8000 --model-port 8090
   keyless test write_read_file.flash --json       # one fixture, JSON lines
 
-Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, or has a changed or
-missing golden (written as <name>.snap.new: see keyless review); 2 a usage or configuration error.")]
+A run fails when the model server answered none of the fixture's recorded turns, or none of the
+lead caller's (the gateway's model is not the model server); other unused turns are reported,
+and fail with --strict-unused.
+
+Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
+must use unused, or has a changed or missing golden (written as <name>.snap.new: see keyless
+review); 2 a usage or configuration error. A closed standard output stops the run quietly.")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -54,6 +61,14 @@ pub struct Args {
     /// Print one JSON object per fixture (misses with their diagnostics) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Fail a fixture for every recorded turn the gateway did not use [default: only when it
+    /// used none of the turns, or none of the lead caller's; `strict_unused` in keyless.toml].
+    #[arg(long)]
+    pub strict_unused: bool,
+    /// How long one fixture's drive may take, in seconds; past it the fixture fails, named
+    /// [default: 300; `fixture_time_limit_secs` in keyless.toml].
+    #[arg(long, value_name = "SECS")]
+    pub fixture_time_limit: Option<u64>,
     /// Only these fixtures (their names, e.g. `write_read_file.flash`).
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
@@ -67,6 +82,8 @@ struct Settings {
     drive: DriveOptions,
     model_server: Option<String>,
     model_port: u16,
+    unused: UnusedTurns,
+    time_limit: Duration,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -111,6 +128,15 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             .clone()
             .or_else(|| file.model_server.clone()),
         model_port: args.model_port.or(file.model_port).unwrap_or(default_port),
+        unused: if args.strict_unused || file.strict_unused == Some(true) {
+            UnusedTurns::Strict
+        } else {
+            UnusedTurns::Lenient
+        },
+        time_limit: args
+            .fixture_time_limit
+            .or(file.fixture_time_limit_secs)
+            .map_or(FIXTURE_TIME_LIMIT, Duration::from_secs),
     })
 }
 
@@ -149,8 +175,14 @@ struct Outcome {
 
 /// Judges a finished run: the table line or JSON object, the problems and where to look, the
 /// pending golden written when the golden is missing or changed.
-fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) -> Outcome {
-    let verdict = run.verdict();
+fn judge(
+    run: &ScenarioRun,
+    settings: &Settings,
+    log: Option<&Path>,
+    as_json: bool,
+) -> Result<Outcome, StdoutClosed> {
+    let golden = settings.golden.as_path();
+    let verdict = run.verdict_with(settings.unused);
     let passed = verdict.passes(MissingGolden::Fails);
     // A run that missed or broke its framing is no golden to accept: only a clean replay
     // leaves a pending golden, and a passing one removes a stale pending file.
@@ -168,47 +200,50 @@ fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) ->
                 .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
-                Err(err) => eprintln!("keyless: {err}"),
+                Err(error) => err(format!("keyless: {error}")),
             }
         }
         GoldenStatus::Ok => {
+            // Removing a link removes the link, never what it points at.
             let _ = std::fs::remove_file(pending_path(golden, &run.stem()));
         }
-        GoldenStatus::Missing | GoldenStatus::Changed => {}
+        GoldenStatus::Missing | GoldenStatus::Changed | GoldenStatus::Refused => {}
     }
     let mut line = json_line(run, &verdict);
     line["pending_golden"] = json!(pending.as_ref().map(|p| p.display().to_string()));
     line["gateway_log"] = json!(log.map(|p| p.display().to_string()));
+    line["unused_failure"] = json!(verdict.unused_failure.as_ref().map(ToString::to_string));
+    line["golden_refusal"] = json!(verdict.golden_refusal);
     if !as_json {
-        println!("{}", table_line(run, &verdict));
+        out(table_line(run, &verdict))?;
     }
     if !passed {
         if verdict.replayed_cleanly() {
             for problem in problem_lines(run, &verdict) {
-                eprintln!("{problem}");
+                err(problem);
             }
         } else {
             // The report says every problem, each miss with its diagnostic, and the transcripts.
-            eprintln!("{}", run.report(&verdict));
+            err(run.report(&verdict));
         }
         if let Some(path) = &pending {
-            eprintln!(
+            err(format!(
                 "{}: golden {}: the new one is {} (keyless review shows it; keyless accept {} accepts it)",
                 run.fixture_path.display(),
                 verdict.golden.as_str(),
                 path.display(),
                 run.stem()
-            );
+            ));
         }
         if let Some(log) = log {
-            eprintln!(
+            err(format!(
                 "{}: gateway log: {}",
                 run.fixture_path.display(),
                 log.display()
-            );
+            ));
         }
     }
-    Outcome { passed, json: line }
+    Ok(Outcome { passed, json: line })
 }
 
 /// The outcome of a fixture that could not run at all.
@@ -220,7 +255,7 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
         message.push_str(&format!(" (gateway log: {})", log.display()));
     }
     // The error names the fixture already (`HarnessError` does).
-    eprintln!("error: {message}");
+    err(format!("error: {message}"));
     Outcome {
         passed: false,
         json: json!({
@@ -268,7 +303,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )),
             Gateway::Url(url) => {
                 if !args.json {
-                    println!("gateway at {url}; its model must be at {model_root}/v1");
+                    out(format!(
+                        "gateway at {url}; its model must be at {model_root}/v1"
+                    ))?;
                 }
                 Target::AtUrl(
                     AtUrl::new(url, &model_root)
@@ -278,7 +315,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         };
         if !args.json {
-            println!("{}", table_header());
+            out(table_header())?;
         }
         // Ctrl-C or SIGTERM stops the run, and the started gateway with it: it runs in its own
         // process group, which the terminal's signal does not reach.
@@ -287,10 +324,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let mut all_passed = true;
                 for path in &settings.fixtures {
                     let outcome = match Fixture::load(path) {
-                        Err(err) => broken(path, &HarnessError::Fixture(err), None),
+                        Err(error) => broken(path, &HarnessError::Fixture(error), None),
                         Ok(fixture) => {
                             if let Some(note) = gateway_config_note(path, &fixture) {
-                                eprintln!("{note}");
+                                err(note);
                             }
                             let run = run_on_with(
                                 target.as_dyn(),
@@ -298,18 +335,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                                 &settings.golden,
                                 fixture,
                                 &settings.drive,
+                                settings.time_limit,
                             )
                             .await;
                             let log = target.log();
-                            match run {
-                                Ok(run) => judge(&run, &settings.golden, log, args.json),
-                                Err(err) => broken(path, &err, log),
+                            let judged = match run {
+                                Ok(run) => judge(&run, &settings, log, args.json),
+                                Err(error) => Ok(broken(path, &error, log)),
+                            };
+                            match judged {
+                                Ok(outcome) => outcome,
+                                // Nobody reads on: no more fixtures (issue 34, finding 21).
+                                Err(StdoutClosed) => return all_passed,
                             }
                         }
                     };
                     all_passed &= outcome.passed;
-                    if args.json {
-                        println!("{}", outcome.json);
+                    if args.json && out(outcome.json.to_string()).is_err() {
+                        return all_passed;
                     }
                 }
                 all_passed
@@ -320,7 +363,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             launched.stop().await;
         }
         let Some(all_passed) = all_passed else {
-            eprintln!("keyless: interrupted; the gateway was stopped");
+            err("keyless: interrupted; the gateway was stopped");
             return anyhow::Ok(false);
         };
         if let Some(server) = server {

@@ -839,3 +839,392 @@ fn finding_4_a_second_signal_exits_at_once() {
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(gone(&pid_file), "the gateway outlived keyless: {stderr}");
 }
+
+/// How long a command may take before a test calls it hung (a FIFO opened for reading, a
+/// quadratic parse).
+const HUNG: std::time::Duration = std::time::Duration::from_secs(90);
+
+impl UserRepo {
+    /// Runs the built binary in the user's folder, its standard input empty, killing it (and
+    /// saying so in its output) when it outlives [`HUNG`].
+    fn keyless_within(&self, args: &[&str]) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .args(args)
+            .current_dir(self.path())
+            .env("OPENAI_API_KEY", placeholder_key())
+            .env_remove("CARGO_MANIFEST_DIR")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > HUNG {
+                let _ = child.kill();
+                let mut output = child.wait_with_output().unwrap();
+                output
+                    .stderr
+                    .extend_from_slice(b"\n[the test killed keyless: it hung]");
+                return output;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Accepts the shipped golden into the user's folder, so `keyless test` passes.
+    fn with_golden(self) -> UserRepo {
+        keyless_runner::pending::write_pending(
+            &self.path().join("golden"),
+            FIXTURE,
+            "fixtures/x.json",
+            &read_golden(FIXTURE).unwrap(),
+        )
+        .unwrap();
+        let accepted = self.keyless(&["accept"]);
+        assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
+        self
+    }
+}
+
+/// Issue 34, finding 1: a gateway whose model is another server than the one keyless started
+/// answers every call, streams the golden's shapes, and used to pass with `0/4` turns used. It
+/// fails, naming the turns; with every turn used but the suggestions turn it passes, unless
+/// `--strict-unused`.
+#[test]
+fn a_run_that_used_none_of_the_recorded_turns_fails_naming_them() {
+    let repo = UserRepo::new().with_golden();
+    let elsewhere = Upstream::start(&repo);
+    let command = repo
+        .gateway_cmd("elsewhere", true, BaseUrl::Placeholder)
+        .replace("{model_base_url}", &format!("{}/v1", elsewhere.url));
+    // (name, arguments, exit status, what stderr says)
+    let cases: [(&str, Vec<&str>, i32, &str); 3] = [
+        (
+            "the model is another server",
+            vec!["test", "--gateway-cmd", &command],
+            1,
+            "no recorded turn was used (turns [0, 1, 2, 3])",
+        ),
+        ("the model is keyless's", vec!["test"], 0, ""),
+        (
+            "strict: the suggestions turn is unused",
+            vec!["test", "--strict-unused"],
+            1,
+            "recorded turns [3] were not used",
+        ),
+    ];
+    for (name, args, status, says) in cases {
+        let output = repo.keyless(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(status),
+            "{name}: {}",
+            said(&output)
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(says),
+            "{name}: {}",
+            said(&output)
+        );
+    }
+}
+
+/// What a hostile golden or log folder holds for one case of
+/// [`links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused`].
+#[derive(Clone, Copy)]
+enum Planted {
+    /// A symbolic link to a file outside the repository holding a secret.
+    Link,
+    /// A FIFO nobody writes to.
+    Fifo,
+    /// An insta binary snapshot whose `extension` holds a `/`.
+    Binary,
+}
+
+/// Issue 34, findings 2, 11 and 19: a link in `golden/` or the log folder is never written or
+/// read through (the secret it points at is neither changed, nor printed, nor copied into
+/// `golden/`), a FIFO is never opened for a blocking read, and a binary snapshot is refused
+/// without a panic; each is an error naming the file.
+#[test]
+fn links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("credentials");
+    let secret_text = "---\nsource: keyless\n---\nsk-live-SECRETSECRET\n";
+    let golden = format!("golden/{FIXTURE}.snap");
+    let pending = format!("golden/{FIXTURE}.snap.new");
+    let log = format!(".keyless/logs/{FIXTURE}.gateway.log");
+    // (what is planted, where, the command, whether a real pending golden is there first, what
+    // stderr says)
+    let cases: [(Planted, &str, &str, bool, &str); 11] = [
+        (Planted::Link, &pending, "test", false, "is a symbolic link"),
+        (Planted::Link, &golden, "test", false, "is a symbolic link"),
+        (Planted::Link, &golden, "accept", true, "is a symbolic link"),
+        (
+            Planted::Link,
+            &pending,
+            "review",
+            false,
+            "is a symbolic link",
+        ),
+        (
+            Planted::Link,
+            &pending,
+            "accept",
+            false,
+            "is a symbolic link",
+        ),
+        (Planted::Link, &log, "test", false, "is a symbolic link"),
+        (Planted::Fifo, &golden, "test", false, "is a FIFO"),
+        (Planted::Fifo, &pending, "accept", false, "is a FIFO"),
+        (Planted::Fifo, &pending, "review", false, "is a FIFO"),
+        (Planted::Binary, &golden, "test", false, "goldens are text"),
+        (
+            Planted::Binary,
+            &pending,
+            "review",
+            false,
+            "goldens are text",
+        ),
+    ];
+    for (planted, at, command, real_pending, says) in cases {
+        let repo = UserRepo::new();
+        let name = format!("{command} with {at} planted");
+        std::fs::create_dir_all(repo.path().join("golden")).unwrap();
+        std::fs::create_dir_all(repo.path().join(".keyless/logs")).unwrap();
+        std::fs::write(&secret, secret_text).unwrap();
+        if real_pending {
+            keyless_runner::pending::write_pending(
+                &repo.path().join("golden"),
+                FIXTURE,
+                "fixtures/x.json",
+                &read_golden(FIXTURE).unwrap(),
+            )
+            .unwrap();
+        }
+        let path = repo.path().join(at);
+        match planted {
+            Planted::Link => std::os::unix::fs::symlink(&secret, &path).unwrap(),
+            Planted::Fifo => assert!(
+                Command::new("mkfifo")
+                    .arg(&path)
+                    .status()
+                    .unwrap()
+                    .success(),
+                "mkfifo"
+            ),
+            Planted::Binary => std::fs::write(
+                &path,
+                "---\nsource: keyless\nsnapshot_kind: binary\nextension: ../../x/y\n---\n",
+            )
+            .unwrap(),
+        }
+        let output = repo.keyless_within(&[command]);
+        let everything = said(&output);
+        assert!(
+            matches!(output.status.code(), Some(1 | 2)),
+            "{name}: {everything}"
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(says)
+                && everything.contains(&path.display().to_string()),
+            "{name}: {everything}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&secret).unwrap(),
+            secret_text,
+            "{name}: the file the link points at changed"
+        );
+        assert!(
+            !everything.contains("SECRETSECRET"),
+            "{name}: the secret was printed: {everything}"
+        );
+        // The golden as a regular file (a planted link is no copy).
+        let golden_path = repo.path().join(&golden);
+        let accepted = match std::fs::symlink_metadata(&golden_path) {
+            Ok(metadata) if metadata.is_file() => std::fs::read_to_string(&golden_path).unwrap(),
+            _ => String::new(),
+        };
+        assert!(
+            !accepted.contains("SECRETSECRET"),
+            "{name}: the secret was copied into golden/"
+        );
+    }
+}
+
+/// Issue 34, finding 13 and 18: `record` refuses an existing `--recording-out` (a second
+/// session would be appended to the first) and a scenario id that names a path, before anything
+/// is recorded or written.
+#[test]
+fn record_refuses_an_existing_recording_and_a_scenario_id_that_is_a_path() {
+    let repo = UserRepo::new();
+    let upstream = Upstream::start(&repo);
+    let earlier = repo.path().join("earlier.jsonl");
+    std::fs::write(&earlier, "an earlier session\n").unwrap();
+    // A recording's own mode: keyless refused the file for its mode, never for being there.
+    std::fs::set_permissions(
+        &earlier,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
+    )
+    .unwrap();
+    let upstream_url = format!("{}/v1", upstream.url);
+    // (name, scenario id, --recording-out, what stderr says)
+    let cases = [
+        (
+            "an existing recording",
+            "write_read_file",
+            "earlier.jsonl",
+            "the file exists",
+        ),
+        (
+            "a scenario id with ../",
+            "../../escaped",
+            "new.jsonl",
+            "path separator",
+        ),
+    ];
+    for (name, scenario, recording, says) in cases {
+        let output = repo.keyless_within(&[
+            "record",
+            "--scenario",
+            scenario,
+            "--mode",
+            "flash",
+            "--prompt",
+            "hi",
+            "--upstream",
+            &upstream_url,
+            "--recording-out",
+            recording,
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", said(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(says),
+            "{name}: {}",
+            said(&output)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("earlier.jsonl")).unwrap(),
+        "an earlier session\n"
+    );
+    assert!(!repo.path().join("new.jsonl").exists());
+    assert!(!repo.path().join("../escaped.flash.json").exists());
+}
+
+/// Issue 34, findings 14, 15 and 20: a fixture's control characters (in its file name or its
+/// id) are printed escaped; a fixture with a duplicate key is refused naming it; the time
+/// limit's flag exists and is named; non-UTF-8 fixture names are refused.
+#[test]
+fn fixtures_are_reported_escaped_and_refused_with_duplicate_keys_or_non_utf8_names() {
+    let repo = UserRepo::new();
+    let fixtures = repo.path().join("fixtures");
+    let text = std::fs::read_to_string(fixtures.join(format!("{FIXTURE}.json"))).unwrap();
+    std::fs::write(fixtures.join("e\u{1b}[31mvil.flash.json"), &text).unwrap();
+    let escaped_id = text.replacen("\"write_read_file\"", "\"evil\\u001b[2Jid\"", 1);
+    let duplicate = text.replacen('{', "{\n  \"mode\": \"flash\",", 1);
+    /// (name, the fixture added: its file and text, the arguments, exit status, what the
+    /// output says)
+    type Case<'a> = (
+        &'a str,
+        Option<(&'a str, &'a str)>,
+        &'a [&'a str],
+        i32,
+        &'a [&'a str],
+    );
+    let cases: [Case; 4] = [
+        (
+            "a file name with an escape sequence",
+            None,
+            &["test"],
+            1,
+            &["e\\u{1b}[31mvil"],
+        ),
+        (
+            "an id with an escape sequence",
+            Some(("evil_id.flash.json", &escaped_id)),
+            &["test"],
+            2,
+            &["evil_id.flash.json", "control character"],
+        ),
+        (
+            "a duplicate key",
+            Some(("duplicate.flash.json", &duplicate)),
+            &["test"],
+            2,
+            &["duplicate.flash.json", "duplicate key \"mode\"", "line 4"],
+        ),
+        (
+            "a time limit",
+            None,
+            &["test", FIXTURE, "--fixture-time-limit", "0"],
+            1,
+            &["--fixture-time-limit SECS"],
+        ),
+    ];
+    for (name, added, args, status, says) in cases {
+        if let Some((file, text)) = added {
+            std::fs::write(fixtures.join(file), text).unwrap();
+        }
+        let output = repo.keyless_within(args);
+        let everything = said(&output);
+        assert_eq!(output.status.code(), Some(status), "{name}: {everything}");
+        assert!(
+            !everything.contains('\u{1b}'),
+            "{name}: a raw ESC: {everything}"
+        );
+        for mention in says {
+            assert!(
+                everything.contains(mention),
+                "{name}: {mention:?} not in {everything}"
+            );
+        }
+        if let Some((file, _)) = added {
+            std::fs::remove_file(fixtures.join(file)).unwrap();
+        }
+    }
+
+    for name in [b"\xff.flash.json", b"\xfe.flash.json"] {
+        let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
+        std::fs::write(fixtures.join(name), &text).unwrap();
+    }
+    let output = repo.keyless_within(&["test"]);
+    assert_eq!(output.status.code(), Some(2), "{}", said(&output));
+    assert!(said(&output).contains("is not UTF-8"), "{}", said(&output));
+}
+
+/// Issue 34, finding 21: `keyless test --json | head -1` ends quietly when its reader closes
+/// standard output, instead of panicking on the closed pipe.
+#[test]
+fn a_closed_standard_output_ends_the_run_quietly() {
+    let repo = UserRepo::new();
+    let fixtures = repo.path().join("fixtures");
+    std::fs::copy(
+        fixtures.join(format!("{FIXTURE}.json")),
+        fixtures.join("write_read_file.pro.json"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["test", "--json"])
+        .current_dir(repo.path())
+        .env("OPENAI_API_KEY", placeholder_key())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.starts_with('{'), "{first}");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.code() != Some(101) && !stderr.contains("panicked"),
+        "{}",
+        said(&output)
+    );
+}

@@ -164,12 +164,14 @@ impl Fixture {
 
     /// Parses and validates fixture text; `origin` names the file in errors.
     pub(crate) fn from_json_str(text: &str, origin: &Path) -> Result<Fixture, FixtureError> {
-        let value: Value = serde_json::from_str(text).map_err(|err| FixtureError::Json {
-            path: origin.to_path_buf(),
-            line: err.line(),
-            column: err.column(),
-            message: err.to_string(),
-        })?;
+        // Duplicate keys are refused (serde_json would keep the last one silently).
+        let value: Value =
+            crate::unique_json::from_str(text).map_err(|err| FixtureError::Json {
+                path: origin.to_path_buf(),
+                line: err.line(),
+                column: err.column(),
+                message: err.to_string(),
+            })?;
         Fixture::from_value(value, origin)
     }
 

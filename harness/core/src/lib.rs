@@ -26,7 +26,8 @@
 //! - `wire_formats`: the same conversation from an Anthropic Messages or OpenAI Responses request
 //!   ([`messages_from_anthropic`], [`messages_from_responses`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
-//! - `atomic_file`, `text`: replacing files atomically, cutting text for messages.
+//! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
+//!   messages, JSON with no duplicate key (fixtures).
 //!
 //! The specification is `docs/replay-and-fixtures.md` §2 to §5, §8.2, §8.3 and §11, and
 //! `docs/recording-format.md` §2 to §8, §11 and §13.
@@ -43,6 +44,7 @@ mod replay;
 mod scenario;
 mod shapes;
 mod text;
+mod unique_json;
 mod verdict;
 mod wire;
 mod wire_formats;
@@ -59,12 +61,12 @@ pub use fixture::{Answer, Fixture, FixtureError, RecordedError, SharedKey, Turn}
 pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
-pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
+pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode, check_scenario_id};
 pub use shapes::{
     FrameData, Shape, frame_shape, golden_document, shape_of, web_frame_shape, web_frame_shapes,
     web_shape_of, web_shapes,
 };
 pub use text::{first_chars, shorten};
-pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
+pub use verdict::{Framing, GoldenStatus, MissingGolden, UnusedFailure, UnusedTurns, Verdict};
 pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{messages_from_anthropic, messages_from_responses};

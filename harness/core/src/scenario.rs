@@ -132,6 +132,29 @@ pub enum ScenarioError {
     },
 }
 
+/// Checks a scenario id, which names files (`<id>.<mode>.json`, `<id>.<mode>.snap`): it must
+/// not be empty, `.` or `..`, nor hold a path separator or a control character, so it can
+/// neither name a file outside its folder nor disturb a terminal (issue 34, findings 15 and 18).
+pub fn check_scenario_id(id: &str) -> Result<(), String> {
+    let bad = if id.is_empty() {
+        Some("it is empty")
+    } else if id == "." || id == ".." {
+        Some("it names a folder")
+    } else if id.contains(['/', '\\']) {
+        Some("it holds a path separator")
+    } else if id.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(format!(
+            "the scenario id {id:?} cannot name a file: {why} (use letters, digits, `_`, `-`)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Names of the JSON types, for error messages.
 pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
@@ -245,6 +268,9 @@ impl Scenario {
             }
         };
         let id = text("scenario", "")?;
+        if !id.is_empty() {
+            check_scenario_id(&id).map_err(|err| format!("\"scenario\": {err}"))?;
+        }
         let mode = text("mode", "")?
             .parse::<UiMode>()
             .map_err(|err| format!("\"mode\": {err}"))?;
@@ -375,5 +401,29 @@ mod tests {
         assert_eq!(scenario.context, json!({}));
         assert_eq!(scenario.prompts().collect::<Vec<_>>(), ["p"]);
         assert_eq!(scenario.stem(), "s.flash");
+    }
+
+    /// Issue 34, finding 18: an id that would name a file outside its folder is refused.
+    #[test]
+    fn a_scenario_id_that_is_no_file_name_is_refused() {
+        let cases = [
+            ("write_read_file", None),
+            ("chat-2", None),
+            ("../../x", Some("path separator")),
+            ("a\\b", Some("path separator")),
+            ("..", Some("names a folder")),
+            ("", Some("empty")),
+            ("a\u{1b}[2J", Some("control character")),
+        ];
+        for (id, refused) in cases {
+            match (check_scenario_id(id), refused) {
+                (Ok(()), None) => {}
+                (Err(err), Some(why)) => assert!(err.contains(why), "{id:?}: {err}"),
+                (result, _) => panic!("{id:?}: {result:?}"),
+            }
+        }
+        let mut document = serde_json::json!({"scenario": "../x", "mode": "flash"});
+        let err = Scenario::take_from(document.as_object_mut().unwrap(), &[], "").unwrap_err();
+        assert!(err.starts_with("\"scenario\": "), "{err}");
     }
 }

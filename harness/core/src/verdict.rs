@@ -8,8 +8,12 @@
 //! (an [`Ambiguity`], never a silent pick), the model side reported no other problem (a model server at the wire can
 //! also see a strict-replay mismatch, an ambiguous caller or an unreadable request), and its
 //! shapes equal the committed golden. A fixture with no recorded turn fails: its replay proves
-//! nothing. Turns no replay used are reported, never failed (§5.5).
+//! nothing. So does a run that used none of the fixture's turns, or none of the lead caller's
+//! (the caller that drives the conversation): its gateway's model was not the replay (issue 34,
+//! finding 1). Other unused turns are reported, not failed (§5.5; DeerFlow's own fixture records
+//! a title turn its hermetic configuration never asks for), unless [`UnusedTurns::Strict`].
 
+use crate::canonical::DEFAULT_CALLER;
 use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
 
@@ -72,6 +76,9 @@ pub enum GoldenStatus {
     Changed,
     /// No golden committed for this fixture.
     Missing,
+    /// The golden file is not one keyless reads: a link, a special file, a binary snapshot or
+    /// a file insta cannot parse (the runner's error names it and says which). It fails.
+    Refused,
 }
 
 impl GoldenStatus {
@@ -81,6 +88,7 @@ impl GoldenStatus {
             GoldenStatus::Ok => "ok",
             GoldenStatus::Changed => "changed",
             GoldenStatus::Missing => "missing",
+            GoldenStatus::Refused => "refused",
         }
     }
 }
@@ -93,6 +101,100 @@ pub enum MissingGolden {
     Fails,
     /// A missing golden is reported, not failed.
     Allowed,
+}
+
+/// Which unused recorded turns fail a run (`keyless test --strict-unused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnusedTurns {
+    /// A run that used none of the fixture's turns, or none of the lead caller's, fails; other
+    /// unused turns are reported.
+    #[default]
+    Lenient,
+    /// Every unused turn fails.
+    Strict,
+}
+
+/// Recorded turns whose not being used fails a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnusedFailure {
+    /// No call was answered from the fixture: the gateway's model is not the replay.
+    NoneUsed {
+        /// Every turn.
+        turns: Vec<usize>,
+    },
+    /// None of the lead caller's turns was used: the conversation was not driven by the replay.
+    LeadUnused {
+        /// The lead caller ([`DEFAULT_CALLER`] when a turn names it, else the first turn's).
+        caller: String,
+        /// Its turns.
+        turns: Vec<usize>,
+    },
+    /// [`UnusedTurns::Strict`]: these turns were not used.
+    Unused {
+        /// The unused turns.
+        turns: Vec<usize>,
+    },
+}
+
+impl UnusedFailure {
+    /// Judges a run's unused turns: `callers` holds each recorded turn's caller (`None` in a
+    /// legacy fixture, which is the lead's), `unused` the indexes no call used.
+    pub fn judge(
+        callers: &[Option<&str>],
+        unused: &[usize],
+        rule: UnusedTurns,
+    ) -> Option<UnusedFailure> {
+        if callers.is_empty() || unused.is_empty() {
+            return None;
+        }
+        if unused.len() >= callers.len() {
+            return Some(UnusedFailure::NoneUsed {
+                turns: unused.to_vec(),
+            });
+        }
+        let caller_of = |turn: usize| callers[turn].unwrap_or(DEFAULT_CALLER);
+        let lead = if (0..callers.len()).any(|turn| caller_of(turn) == DEFAULT_CALLER) {
+            DEFAULT_CALLER
+        } else {
+            caller_of(0)
+        };
+        let lead_turns: Vec<usize> = (0..callers.len())
+            .filter(|&turn| caller_of(turn) == lead)
+            .collect();
+        if lead_turns.iter().all(|turn| unused.contains(turn)) {
+            return Some(UnusedFailure::LeadUnused {
+                caller: lead.to_owned(),
+                turns: lead_turns,
+            });
+        }
+        (rule == UnusedTurns::Strict).then(|| UnusedFailure::Unused {
+            turns: unused.to_vec(),
+        })
+    }
+}
+
+impl std::fmt::Display for UnusedFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnusedFailure::NoneUsed { turns } => write!(
+                f,
+                "no recorded turn was used (turns {turns:?}): the gateway never asked the model \
+                 server, so this run proves nothing; point the gateway's model base URL at the \
+                 model server keyless started ({{model_base_url}} or $HARNESS_MODEL_BASE_URL)"
+            ),
+            UnusedFailure::LeadUnused { caller, turns } => write!(
+                f,
+                "none of the turns of '{caller}', the caller that drives the conversation, was \
+                 used (turns {turns:?}): the gateway's main model calls did not reach the model \
+                 server"
+            ),
+            UnusedFailure::Unused { turns } => write!(
+                f,
+                "recorded turns {turns:?} were not used, and --strict-unused (strict_unused in \
+                 keyless.toml) makes every unused turn a failure"
+            ),
+        }
+    }
 }
 
 /// Everything Layer 1 concludes about one replayed scenario.
@@ -110,8 +212,12 @@ pub struct Verdict {
     pub model_errors: Vec<String>,
     /// The shapes against the committed golden.
     pub golden: GoldenStatus,
-    /// Indexes of the turns no call used (information, not failure).
+    /// Why the golden is [`GoldenStatus::Refused`], naming its file.
+    pub golden_refusal: Option<String>,
+    /// Indexes of the turns no call used (information, unless [`Verdict::unused_failure`]).
     pub unused_turns: Vec<usize>,
+    /// The unused turns that fail the run ([`Verdict::judge_unused`]; `None` until judged).
+    pub unused_failure: Option<UnusedFailure>,
     /// How many turns the fixture recorded: a fixture with none proves nothing, and fails.
     pub recorded_turns: usize,
 }
@@ -134,15 +240,24 @@ impl Verdict {
             ambiguities,
             model_errors,
             golden,
+            golden_refusal: None,
+            unused_failure: None,
             unused_turns,
             recorded_turns,
         }
     }
 
+    /// Judges the unused turns under `rule`; `callers` holds each recorded turn's caller.
+    pub fn judge_unused(mut self, callers: &[Option<&str>], rule: UnusedTurns) -> Verdict {
+        self.unused_failure = UnusedFailure::judge(callers, &self.unused_turns, rule);
+        self
+    }
+
     /// The checks before the golden comparison: a recorded turn, framed, no miss, no ambiguity,
-    /// no other model error.
+    /// no other model error, the turns that must be used used.
     pub fn replayed_cleanly(&self) -> bool {
         self.recorded_turns > 0
+            && self.unused_failure.is_none()
             && self.framing.is_ok()
             && self.misses.is_empty()
             && self.ambiguities.is_empty()
@@ -155,7 +270,7 @@ impl Verdict {
     pub fn passes(&self, missing: MissingGolden) -> bool {
         let golden_ok = match self.golden {
             GoldenStatus::Ok => true,
-            GoldenStatus::Changed => false,
+            GoldenStatus::Changed | GoldenStatus::Refused => false,
             GoldenStatus::Missing => missing == MissingGolden::Allowed,
         };
         self.replayed_cleanly() && golden_ok
@@ -203,6 +318,9 @@ impl Verdict {
         for ambiguity in &self.ambiguities {
             problems.push(ambiguity.to_string());
         }
+        if let Some(failure) = &self.unused_failure {
+            problems.push(failure.to_string());
+        }
         if !self.model_errors.is_empty() {
             problems.push(format!(
                 "the model server reported {} problem(s): {:?}",
@@ -215,6 +333,11 @@ impl Verdict {
                 "the SSE shape differs from the golden (review it with `keyless review`; in this \
                  workspace `cargo insta review`)"
                     .into(),
+            ),
+            (GoldenStatus::Refused, _) => problems.push(
+                self.golden_refusal
+                    .clone()
+                    .unwrap_or_else(|| "the golden file cannot be read".into()),
             ),
             (GoldenStatus::Missing, MissingGolden::Fails) => problems.push(
                 "no golden is committed for this fixture (accept the pending one with `keyless \
@@ -424,6 +547,15 @@ mod tests {
                 golden: GoldenStatus::Missing,
                 ..clean.clone()
             },
+            Verdict {
+                golden: GoldenStatus::Refused,
+                golden_refusal: Some("golden/x.snap: is a symbolic link".into()),
+                ..clean.clone()
+            },
+            Verdict {
+                unused_failure: Some(UnusedFailure::NoneUsed { turns: vec![0] }),
+                ..clean.clone()
+            },
         ];
         for verdict in &variants {
             for missing in [MissingGolden::Fails, MissingGolden::Allowed] {
@@ -434,5 +566,100 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 34, finding 1: a run that used none of the turns, or none of the lead caller's,
+    /// fails naming them; another unused turn fails only under the strict rule.
+    #[test]
+    fn unused_turns_fail_when_none_or_none_of_the_lead_callers_were_used() {
+        let lead = Some(DEFAULT_CALLER);
+        let deerflow = [lead, Some("middleware:title"), Some("suggest_agent")];
+        /// (callers, unused, rule, failure)
+        type Case<'a> = (
+            &'a str,
+            &'a [Option<&'a str>],
+            &'a [usize],
+            UnusedTurns,
+            Option<UnusedFailure>,
+        );
+        let cases: [Case; 8] = [
+            ("all used", &deerflow, &[], UnusedTurns::Strict, None),
+            (
+                "the title turn unused",
+                &deerflow,
+                &[1],
+                UnusedTurns::Lenient,
+                None,
+            ),
+            (
+                "the title turn unused, strict",
+                &deerflow,
+                &[1],
+                UnusedTurns::Strict,
+                Some(UnusedFailure::Unused { turns: vec![1] }),
+            ),
+            (
+                "none used",
+                &deerflow,
+                &[0, 1, 2],
+                UnusedTurns::Lenient,
+                Some(UnusedFailure::NoneUsed {
+                    turns: vec![0, 1, 2],
+                }),
+            ),
+            (
+                "the lead's one turn unused",
+                &deerflow,
+                &[0],
+                UnusedTurns::Lenient,
+                Some(UnusedFailure::LeadUnused {
+                    caller: DEFAULT_CALLER.into(),
+                    turns: vec![0],
+                }),
+            ),
+            (
+                "one of the lead's two turns unused",
+                &[lead, lead, Some("suggest_agent")],
+                &[1],
+                UnusedTurns::Lenient,
+                None,
+            ),
+            (
+                "no lead_agent: the first turn's caller leads",
+                &[Some("writer"), Some("critic")],
+                &[0],
+                UnusedTurns::Lenient,
+                Some(UnusedFailure::LeadUnused {
+                    caller: "writer".into(),
+                    turns: vec![0],
+                }),
+            ),
+            (
+                "a legacy fixture's turns are the lead's",
+                &[None, None],
+                &[1],
+                UnusedTurns::Lenient,
+                None,
+            ),
+        ];
+        for (name, callers, unused, rule, expected) in cases {
+            assert_eq!(
+                UnusedFailure::judge(callers, unused, rule),
+                expected,
+                "{name}"
+            );
+        }
+        let verdict = plain_verdict(&[Some("metadata"), Some("end")]);
+        let verdict = Verdict {
+            unused_turns: vec![0],
+            ..verdict
+        }
+        .judge_unused(&[lead], UnusedTurns::Lenient);
+        assert!(!verdict.passes(MissingGolden::Allowed));
+        let problems = verdict.problems(MissingGolden::Allowed);
+        assert!(
+            problems.len() == 1 && problems[0].contains("no recorded turn was used (turns [0])"),
+            "{problems:?}"
+        );
     }
 }

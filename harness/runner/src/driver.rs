@@ -12,7 +12,7 @@ pub mod langgraph;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
@@ -65,6 +65,29 @@ pub enum DriverError {
         /// What was wrong.
         message: String,
     },
+    /// One frame (or one line of it) of the event stream is longer than the driver reads.
+    #[error(
+        "{route}: SSE frame {frame} (counting from 0) is longer than {limit} bytes, which the \
+         driver does not read (no gateway frame should be near it)"
+    )]
+    FrameTooLong {
+        /// Method and path.
+        route: String,
+        /// The frame's index in the stream.
+        frame: usize,
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// The whole event stream is longer than the driver reads.
+    #[error(
+        "{route}: the event stream is longer than {limit} bytes, which the driver does not read"
+    )]
+    StreamTooLong {
+        /// Method and path.
+        route: String,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// The SSE stream broke.
     #[error("{route}: the event stream broke: {message}")]
     Stream {
@@ -76,6 +99,26 @@ pub enum DriverError {
 }
 
 pub use crate::transcript::{RunTranscript, SseEvent};
+
+/// The longest SSE frame (and line) the driver reads: far above any gateway's frame (the
+/// gateway's own answer bound is 32 MiB, a frame holds one state), far below memory trouble.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// The longest whole event stream of one run the driver reads.
+pub const MAX_STREAM_BYTES: usize = 256 * 1024 * 1024;
+
+/// Why reading a run's body stopped below the SSE parser.
+#[derive(Debug, thiserror::Error)]
+enum BodyFailure {
+    /// The body could not be read.
+    #[error(transparent)]
+    Http(reqwest::Error),
+    /// A line had no end within [`MAX_FRAME_BYTES`].
+    #[error(transparent)]
+    LineTooLong(#[from] bounded_read::LineTooLong),
+    /// The body passed [`MAX_STREAM_BYTES`].
+    #[error("the event stream is longer than {MAX_STREAM_BYTES} bytes")]
+    StreamTooLong,
+}
 
 /// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "LangGraph's own API
 /// server").
@@ -650,14 +693,47 @@ impl Driver {
     ) -> Result<RunTranscript, DriverError> {
         let route = format!("POST {path}");
         let response = self.post_json(path, &request, 200).await?;
+        // Read linearly and bounded (issue 34, finding 10): eventsource-stream parses an
+        // incomplete line again on every piece of it that arrives, so a long line is cut whole
+        // first (`whole_lines`, as the recording proxy does), a line past the bound ends the
+        // stream, and so does a stream past its bound.
+        let mut read = 0usize;
+        let body = response.bytes_stream().map(move |piece| {
+            let piece = piece.map_err(BodyFailure::Http)?;
+            read += piece.len();
+            if read > MAX_STREAM_BYTES {
+                return Err(BodyFailure::StreamTooLong);
+            }
+            Ok(piece)
+        });
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
-        let mut stream = response.bytes_stream().eventsource();
+        let mut stream = Box::pin(bounded_read::whole_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
-            let event = event.map_err(|err| DriverError::Stream {
+            let frame_too_long = |frame: usize| DriverError::FrameTooLong {
                 route: route.clone(),
-                message: err.to_string(),
+                frame,
+                limit: MAX_FRAME_BYTES,
+            };
+            let event = event.map_err(|err| match err {
+                EventStreamError::Transport(BodyFailure::LineTooLong(_)) => {
+                    frame_too_long(events.len())
+                }
+                EventStreamError::Transport(BodyFailure::StreamTooLong) => {
+                    DriverError::StreamTooLong {
+                        route: route.clone(),
+                        limit: MAX_STREAM_BYTES,
+                    }
+                }
+                other => DriverError::Stream {
+                    route: route.clone(),
+                    message: other.to_string(),
+                },
             })?;
+            // A frame of many lines, each within the bound.
+            if event.data.len() > MAX_FRAME_BYTES {
+                return Err(frame_too_long(events.len()));
+            }
             events.push(SseEvent::new(
                 event.event,
                 event.data,
@@ -799,6 +875,8 @@ pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn transcript(events: &[&str], rule: FramingRule) -> RunTranscript {
@@ -1002,5 +1080,85 @@ mod tests {
         let mut known: Vec<String> = UiMode::ALL.iter().map(|mode| mode.to_string()).collect();
         known.sort();
         assert_eq!(modes, known);
+    }
+
+    /// A server whose `runs/stream` answers `metadata`, one `values` frame whose data is a JSON
+    /// string of `size` bytes, and `end`, in 16 KiB pieces as a socket delivers them.
+    async fn serve_one_frame(size: usize) -> String {
+        let mut body = b"event: metadata\ndata: {}\n\nevent: values\ndata: \"".to_vec();
+        body.resize(body.len() + size, b'x');
+        body.extend_from_slice(b"\"\n\nevent: end\ndata: null\n\n");
+        let pieces: Vec<Vec<u8>> = body.chunks(16 * 1024).map(<[u8]>::to_vec).collect();
+        let app = axum::Router::new().route(
+            &format!("{DEERFLOW_BASE}/threads/t/runs/stream"),
+            axum::routing::post(move || {
+                let pieces = pieces.clone();
+                async move {
+                    let pieces = pieces.into_iter().map(Ok::<_, std::io::Error>);
+                    axum::body::Body::from_stream(futures::stream::iter(pieces))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    /// Reads the one-frame stream of `size` bytes, and how long that took.
+    async fn read_one_frame(size: usize) -> (Result<RunTranscript, DriverError>, Duration) {
+        let url = serve_one_frame(size).await;
+        let driver = Driver::new(&url).unwrap();
+        let started = std::time::Instant::now();
+        let read = driver
+            .stream_request("t", json!({"stream_mode": ["values"]}))
+            .await;
+        (read, started.elapsed())
+    }
+
+    /// Issue 34, finding 10: a long frame is read in one linear pass, and a frame past the
+    /// bound is an error naming it. Before the fix a 16 MiB frame took minutes, in one poll a
+    /// timer cannot interrupt: the read runs on a thread of its own, and the test gives up on
+    /// it after a deadline.
+    #[test]
+    fn a_long_frame_is_read_linearly_and_one_past_the_bound_is_named() {
+        // (size of the frame's data, the frames read or the frame named)
+        let cases = [(1024 * 1024, Ok(3)), (MAX_FRAME_BYTES + 1, Err(1))];
+        for (size, expected) in cases {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let runtime = crate::layer1::runtime().unwrap();
+                let _ = sender.send(runtime.block_on(read_one_frame(size)));
+            });
+            let (read, took) = receiver
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("a {size}-byte frame was not read within 120 s"));
+            match (read, expected) {
+                (Ok(transcript), Ok(frames)) => assert_eq!(transcript.events.len(), frames),
+                (Err(DriverError::FrameTooLong { frame, route, .. }), Err(named)) => {
+                    assert_eq!(frame, named, "{size}");
+                    assert!(route.ends_with("/threads/t/runs/stream"), "{route}");
+                }
+                (read, _) => panic!("{size}: {read:?}"),
+            }
+            eprintln!("a {size}-byte frame: {took:?}");
+        }
+    }
+
+    /// The time to read one frame of `KEYLESS_FRAME_BYTES` bytes (a measurement, run by hand:
+    /// `KEYLESS_FRAME_BYTES=4194304 cargo test -p keyless-runner --lib frame_read_time --
+    /// --ignored --nocapture`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "a measurement"]
+    async fn frame_read_time() {
+        let size = std::env::var("KEYLESS_FRAME_BYTES")
+            .ok()
+            .and_then(|size| size.parse().ok())
+            .unwrap_or(1024 * 1024);
+        let (read, took) = read_one_frame(size).await;
+        eprintln!(
+            "a {size}-byte frame: {} in {took:?}",
+            if read.is_ok() { "read" } else { "refused" }
+        );
     }
 }

@@ -8,12 +8,62 @@
 //! agrees with the golden test and `cargo insta review`. The contents types live in
 //! `insta::internals`, which insta exposes but exempts from its semver promise; the workspace
 //! pins insta's minor version, and `tests::golden_status_follows_insta` catches a change.
+//!
+//! A golden folder arrives in pull requests, so insta never opens a file in it: [`load_snapshot`]
+//! reads the file as a regular file, never through a link, bounded ([`crate::regular_file`]),
+//! checks its header is a text snapshot's (insta's binary snapshots read a sidecar file named by
+//! the header's `extension`, which can be a link to `/dev/zero` or hold a `/` that panics insta),
+//! and hands insta a private copy of what it checked.
 
 use std::path::{Path, PathBuf};
 
 use insta::internals::{SnapshotContents, TextSnapshotContents};
 use insta::{Snapshot, TextSnapshotKind};
 use replay_core::GoldenStatus;
+
+use crate::regular_file::{self, FileError, MAX_GOLDEN_BYTES};
+
+/// The header keys insta writes for a text snapshot; any other top-level key (`extension`, a
+/// quoted or flow-style key) is refused, so insta's binary path is never taken.
+const TEXT_HEADER_KEYS: [&str; 7] = [
+    "source",
+    "assertion_line",
+    "description",
+    "expression",
+    "info",
+    "input_file",
+    "snapshot_kind",
+];
+
+/// Why a golden (or pending golden) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GoldenError {
+    /// The file is a link, a special file, too large or not UTF-8.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// The file is not a text snapshot.
+    #[error(
+        "{}: header line {line} ({text}) is not one a text golden has: goldens are text (insta's \
+         binary snapshots, `snapshot_kind: binary` and `extension`, are refused)",
+        .path.display()
+    )]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line of the header.
+        line: usize,
+        /// That line, escaped.
+        text: String,
+    },
+    /// insta could not parse it.
+    #[error("{}: {message}", .path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// insta's message.
+        message: String,
+    },
+}
 
 /// The snapshot name of a fixture: its file name without `.json`
 /// (`write_read_file.ultra.json` → `write_read_file.ultra`).
@@ -30,8 +80,19 @@ pub fn golden_path(golden_dir: &Path, stem: &str) -> PathBuf {
     golden_dir.join(format!("{stem}.snap"))
 }
 
-/// Compares `document` with the committed golden of `stem` in `golden_dir`.
+/// Compares `document` with the committed golden of `stem` in `golden_dir`; a golden that
+/// cannot be read is [`GoldenStatus::Refused`] ([`golden_check`] says why).
 pub fn golden_status(golden_dir: &Path, stem: &str, document: &str) -> GoldenStatus {
+    golden_check(golden_dir, stem, document).unwrap_or(GoldenStatus::Refused)
+}
+
+/// Compares `document` with the committed golden of `stem` in `golden_dir`, or says why the
+/// golden cannot be read (a link, a special file, a binary snapshot, a file insta cannot parse).
+pub fn golden_check(
+    golden_dir: &Path,
+    stem: &str,
+    document: &str,
+) -> Result<GoldenStatus, GoldenError> {
     snapshot_status(&golden_path(golden_dir, stem), document)
 }
 
@@ -39,8 +100,9 @@ pub fn golden_status(golden_dir: &Path, stem: &str, document: &str) -> GoldenSta
 /// it), or an error naming the file.
 pub fn read_golden(golden_dir: &Path, stem: &str) -> Result<String, String> {
     let path = golden_path(golden_dir, stem);
-    let snapshot =
-        Snapshot::from_file(&path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let snapshot = load_snapshot(&path)
+        .map_err(|err| err.to_string())?
+        .ok_or_else(|| format!("{}: no such golden", path.display()))?;
     snapshot
         .contents()
         .as_text()
@@ -48,24 +110,74 @@ pub fn read_golden(golden_dir: &Path, stem: &str) -> Result<String, String> {
         .ok_or_else(|| format!("{}: not a text snapshot", path.display()))
 }
 
-/// Compares `document` with the snapshot file at `path` as insta does. A file insta cannot read
-/// counts as changed: it must be reviewed either way.
-fn snapshot_status(path: &Path, document: &str) -> GoldenStatus {
-    if !path.is_file() {
-        return GoldenStatus::Missing;
+/// The snapshot at `path` (`None` when nothing is there), read as a regular file without
+/// following a link, checked to be a text snapshot, then parsed by insta from a private copy.
+pub fn load_snapshot(path: &Path) -> Result<Option<Snapshot>, GoldenError> {
+    let Some(text) = regular_file::read_text(path, MAX_GOLDEN_BYTES)? else {
+        return Ok(None);
+    };
+    check_text_header(path, &text)?;
+    let unreadable = |message: String| GoldenError::Unreadable {
+        path: path.to_path_buf(),
+        message,
+    };
+    let copy = tempfile::Builder::new()
+        .prefix("keyless-golden-")
+        .tempdir()
+        .map_err(|err| unreadable(format!("cannot make a private copy: {err}")))?;
+    let copied = copy.path().join("golden.snap");
+    std::fs::write(&copied, &text)
+        .map_err(|err| unreadable(format!("cannot make a private copy: {err}")))?;
+    Snapshot::from_file(&copied)
+        .map(Some)
+        .map_err(|err| unreadable(err.to_string()))
+}
+
+/// Refuses a snapshot whose YAML header has a top-level key a text snapshot does not have, or a
+/// `snapshot_kind` other than `text`. Indented lines continue the key above them; the legacy
+/// header-less format has no binary kind.
+fn check_text_header(path: &Path, text: &str) -> Result<(), GoldenError> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Ok(());
     }
-    let Ok(stored) = Snapshot::from_file(path) else {
-        return GoldenStatus::Changed;
+    for (index, line) in lines.enumerate() {
+        if line.trim_end() == "---" {
+            return Ok(());
+        }
+        if line.trim().is_empty() || line.starts_with([' ', '\t', '#']) {
+            continue;
+        }
+        let allowed = line.split_once(':').is_some_and(|(key, value)| {
+            TEXT_HEADER_KEYS.contains(&key)
+                && (key != "snapshot_kind"
+                    || matches!(value.trim(), "text" | "\"text\"" | "'text'"))
+        });
+        if !allowed {
+            return Err(GoldenError::NotText {
+                path: path.to_path_buf(),
+                line: index + 2,
+                text: format!("{:?}", replay_core::shorten(line, 120)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Compares `document` with the snapshot file at `path` as insta does.
+fn snapshot_status(path: &Path, document: &str) -> Result<GoldenStatus, GoldenError> {
+    let Some(stored) = load_snapshot(path)? else {
+        return Ok(GoldenStatus::Missing);
     };
     let new = SnapshotContents::from(TextSnapshotContents::new(
         document.to_owned(),
         TextSnapshotKind::File,
     ));
-    if *stored.contents() == new {
+    Ok(if *stored.contents() == new {
         GoldenStatus::Ok
     } else {
         GoldenStatus::Changed
-    }
+    })
 }
 
 #[cfg(test)]
@@ -93,10 +205,14 @@ mod tests {
             ),
         ];
         for (name, document, expected) in cases {
-            assert_eq!(snapshot_status(&snap, &document), expected, "{name}");
+            assert_eq!(
+                snapshot_status(&snap, &document).unwrap(),
+                expected,
+                "{name}"
+            );
         }
         assert_eq!(
-            snapshot_status(&dir.path().join("none.snap"), body),
+            snapshot_status(&dir.path().join("none.snap"), body).unwrap(),
             GoldenStatus::Missing
         );
     }

@@ -17,7 +17,6 @@
 //! it becomes `sh`). A gateway that exits on its own before it is stopped is a problem of the
 //! run (finding 12).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -76,6 +75,9 @@ pub enum LaunchError {
         /// Why.
         source: std::io::Error,
     },
+    /// The log file is a link or a special file, which is refused.
+    #[error("cannot create the gateway log: {0}")]
+    LogFile(crate::regular_file::FileError),
     /// No free port could be found.
     #[error("cannot find a free port on 127.0.0.1: {0}")]
     Port(std::io::Error),
@@ -195,7 +197,8 @@ impl Launched {
             source,
         };
         std::fs::create_dir_all(&self.command.log_dir).map_err(log_error)?;
-        let out = File::create(&log).map_err(log_error)?;
+        // Never through a link or into a FIFO a repository planted (issue 34, finding 2).
+        let out = crate::regular_file::create_log(&log).map_err(LaunchError::LogFile)?;
         let err = out.try_clone().map_err(log_error)?;
         let line = self
             .command

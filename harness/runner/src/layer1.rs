@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, Verdict,
-    golden_document, shorten,
+    Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, UnusedTurns,
+    Verdict, golden_document, shorten,
 };
 
 use crate::driver::{DriveOptions, Driver, DriverError, FramingRule, RunTranscript, Session};
-use crate::golden::{golden_path, golden_status, stem_of};
+use crate::golden::{golden_check, golden_path, stem_of};
 use crate::model_server::ClientError;
 use crate::target::GatewayTarget;
 
@@ -45,7 +45,8 @@ pub enum HarnessError {
     /// would otherwise run unbounded).
     #[error(
         "{fixture}: the drive ran past the fixture's time limit of {} s and was stopped (raise it \
-         with --fixture-time-limit if the fixture is meant to be that long)",
+         with --fixture-time-limit SECS, a flag of keyless test and cargo xtask replay, if the \
+         fixture is meant to be that long)",
         .limit.as_secs_f64()
     )]
     TimedOut {
@@ -121,23 +122,37 @@ impl ScenarioRun {
     }
 
     /// The Layer 1 verdict on this run: framing, misses and other model errors, the shapes
-    /// against the committed golden, unused turns.
+    /// against the committed golden, unused turns (judged [`UnusedTurns::Lenient`]).
     pub fn verdict(&self) -> Verdict {
+        self.verdict_with(UnusedTurns::Lenient)
+    }
+
+    /// [`ScenarioRun::verdict`] with the unused turns judged under `rule`.
+    pub fn verdict_with(&self, rule: UnusedTurns) -> Verdict {
         let shapes = self.shapes();
         let document = golden_document(
             &self.fixture.scenario.id,
             self.fixture.scenario.mode.as_str(),
             &shapes,
         );
+        let (golden, refusal) = match golden_check(&self.golden_dir, &self.stem(), &document) {
+            Ok(status) => (status, None),
+            Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
+        };
+        let callers: Vec<Option<&str>> = (self.fixture.turns.iter())
+            .map(|turn| turn.caller.as_deref())
+            .collect();
         let mut verdict = Verdict::new(
             &shapes,
             self.misses.clone(),
             self.ambiguities.clone(),
             self.model_errors.clone(),
-            golden_status(&self.golden_dir, &self.stem(), &document),
+            golden,
             self.unused_turns.clone(),
             self.fixture.turns.len(),
-        );
+        )
+        .judge_unused(&callers, rule);
+        verdict.golden_refusal = refusal;
         // A dialect whose streams close without `end` is held to its own rule, run by run.
         let rule = self.transcripts.first().map(|t| t.framing_rule);
         if let Some(rule @ FramingRule::MetadataThenClose) = rule {
@@ -221,11 +236,7 @@ impl ScenarioRun {
             let _ = writeln!(out, "--- model server ---\n{problem}");
         }
         if !self.unused_turns.is_empty() {
-            let _ = writeln!(
-                out,
-                "unused turns (information only): {:?}",
-                self.unused_turns
-            );
+            let _ = writeln!(out, "unused turns: {:?}", self.unused_turns);
         }
         out
     }
@@ -282,21 +293,22 @@ pub async fn run_on(
     run_on_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT).await
 }
 
-/// [`run_on`] driving the gateway in the dialect and stream modes `options` say (`keyless test
-/// --api langgraph`, `--stream-modes web`).
+/// [`run_on_within`] driving the gateway in the dialect and stream modes `options` say
+/// (`keyless test --api langgraph`, `--stream-modes web`).
 pub async fn run_on_with(
     target: &mut dyn GatewayTarget,
     path: &Path,
     golden_dir: &Path,
     fixture: Fixture,
     options: &DriveOptions,
+    limit: Duration,
 ) -> Result<ScenarioRun, HarnessError> {
     let (run, ()) = drive_target_within(
         target,
         path,
         golden_dir,
         fixture,
-        FIXTURE_TIME_LIMIT,
+        limit,
         async |url, fixture| Ok((drive_prompts_with(url, fixture, options).await?, ())),
     )
     .await?;

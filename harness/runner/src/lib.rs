@@ -7,7 +7,8 @@
 //! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
 //!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
 //!   gateway that runs elsewhere against a model server.
-//! - [`golden`]: goldens as insta snapshots.
+//! - [`golden`]: goldens as insta snapshots; [`pending`]: pending goldens, accepted or
+//!   reviewed; [`regular_file`]: their files and the gateway's logs, never through a link.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
 //! - [`replay_log`]: what a replay served and missed, as JSON lines the moment it happens.
@@ -28,6 +29,7 @@ pub mod pending;
 pub mod processes;
 pub mod recorded;
 pub mod recording_store;
+pub mod regular_file;
 pub mod replay_log;
 pub mod suite;
 pub mod target;

@@ -3,12 +3,25 @@
 //! repository, `cargo insta review` all see the same file. Accepting one saves it as
 //! `<stem>.snap` through insta's own snapshot API (dropping the pending-only metadata, as
 //! `cargo insta accept` does); rejecting one deletes it.
+//!
+//! Every file is read and written through [`crate::regular_file`] and [`load_snapshot`]: a link
+//! or a special file in the golden folder is refused naming it, never read through (review never
+//! prints what a link points at, accept never copies it) and never written through. A diff is
+//! bounded in time and in lines, so a huge golden is reviewed in seconds.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use insta::Snapshot;
 
-use crate::golden::golden_path;
+use crate::golden::{GoldenError, golden_path, load_snapshot};
+use crate::regular_file::{self, FileError};
+
+/// How long the diff of one pending golden may search for the smallest edit before it settles
+/// for a coarser one (`similar`'s deadline).
+const DIFF_DEADLINE: Duration = Duration::from_secs(2);
+/// How many lines of a diff `keyless review` prints; the rest is counted.
+const MAX_DIFF_LINES: usize = 2_000;
 
 /// Why a pending golden could not be written, read or accepted.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +34,12 @@ pub enum PendingError {
         /// Why.
         source: std::io::Error,
     },
+    /// A file is a link, a special file, or otherwise not one keyless reads or writes.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A golden or pending golden is not a text snapshot keyless reads.
+    #[error(transparent)]
+    Golden(#[from] GoldenError),
     /// insta could not read or save the snapshot.
     #[error("{}: {message}", .path.display())]
     Snapshot {
@@ -77,7 +96,7 @@ pub fn write_pending(
         "---\nsource: keyless\ndescription: {description}\n---\n{}\n",
         document.trim_end()
     );
-    std::fs::write(&path, text).map_err(io)?;
+    regular_file::replace(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -126,22 +145,33 @@ pub fn find(golden_dir: &Path, name: &str) -> Result<Pending, PendingError> {
         })
 }
 
+/// The snapshot at `path`, which must be there.
 fn load(path: &Path) -> Result<Snapshot, PendingError> {
-    Snapshot::from_file(path).map_err(|err| PendingError::Snapshot {
+    load_snapshot(path)?.ok_or_else(|| PendingError::Io {
         path: path.to_path_buf(),
-        message: err.to_string(),
+        source: std::io::ErrorKind::NotFound.into(),
     })
 }
 
-/// Accepts `pending`: its snapshot becomes the golden, and the pending file goes.
+/// Accepts `pending`: its snapshot becomes the golden, and the pending file goes. insta saves
+/// it into a private folder; its text then replaces the golden without following a link.
 pub fn accept(pending: &Pending) -> Result<(), PendingError> {
     let snapshot = load(&pending.new_path)?;
+    regular_file::exists_regular(&pending.golden_path)?;
+    let saving = |message: String| PendingError::Snapshot {
+        path: pending.golden_path.clone(),
+        message,
+    };
+    let private = tempfile::Builder::new()
+        .prefix("keyless-accept-")
+        .tempdir()
+        .map_err(|err| saving(err.to_string()))?;
+    let saved = private.path().join("golden.snap");
     snapshot
-        .save(&pending.golden_path)
-        .map_err(|err| PendingError::Snapshot {
-            path: pending.golden_path.clone(),
-            message: err.to_string(),
-        })?;
+        .save(&saved)
+        .map_err(|err| saving(err.to_string()))?;
+    let text = std::fs::read(&saved).map_err(|err| saving(err.to_string()))?;
+    regular_file::replace(&pending.golden_path, &text)?;
     reject(pending)
 }
 
@@ -154,21 +184,32 @@ pub fn reject(pending: &Pending) -> Result<(), PendingError> {
 }
 
 /// The unified diff from the golden's document to the pending one (every line added when there
-/// is no golden yet).
+/// is no golden yet), searched for at most [`DIFF_DEADLINE`] and cut after [`MAX_DIFF_LINES`]
+/// lines, saying how many more there are.
 pub fn diff(pending: &Pending) -> Result<String, PendingError> {
     let new = document_of(&load(&pending.new_path)?);
-    let old = if pending.golden_path.is_file() {
-        document_of(&load(&pending.golden_path)?)
-    } else {
-        String::new()
+    let old = match load_snapshot(&pending.golden_path)? {
+        Some(golden) => document_of(&golden),
+        None => String::new(),
     };
     let old_name = pending.golden_path.display().to_string();
     let new_name = pending.new_path.display().to_string();
-    Ok(similar::TextDiff::from_lines(&old, &new)
+    let whole = similar::TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(&old, &new)
         .unified_diff()
         .context_radius(3)
         .header(&old_name, &new_name)
-        .to_string())
+        .to_string();
+    let mut lines = whole.split_inclusive('\n');
+    let mut shown: String = lines.by_ref().take(MAX_DIFF_LINES).collect();
+    let rest = lines.count();
+    if rest > 0 {
+        shown.push_str(&format!(
+            "… {rest} more diff lines not shown (the whole pending golden is {new_name})\n"
+        ));
+    }
+    Ok(shown)
 }
 
 fn document_of(snapshot: &Snapshot) -> String {

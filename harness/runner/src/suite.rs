@@ -10,12 +10,26 @@ use serde_json::{Value, json};
 
 use crate::layer1::ScenarioRun;
 
-/// The `*.json` files of `dir`, sorted by name.
+/// The `*.json` files of `dir`, sorted by name. A name that is not UTF-8 is an error naming
+/// it: its golden would be named after a lossy copy of it, which two such names can share.
 pub fn fixture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "json"))
         .collect();
+    if let Some(name) = files
+        .iter()
+        .filter_map(|path| path.file_name())
+        .find(|name| name.to_str().is_none())
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the fixture file name {:?} is not UTF-8: rename it (its golden is named after it)",
+                name.to_string_lossy()
+            ),
+        ));
+    }
     files.sort();
     Ok(files)
 }
@@ -92,7 +106,8 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
 }
 
 /// The lines a failed run prints beside the table (on stderr): broken framing, each miss's
-/// diagnostic, each other model-side problem, each prefixed with the fixture.
+/// diagnostic, each other model-side problem, a golden refused and why, each prefixed with the
+/// fixture.
 pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
     let fixture = run.fixture_path.display();
     let mut lines = Vec::new();
@@ -106,6 +121,9 @@ pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
     }
     for problem in &verdict.model_errors {
         lines.push(format!("{fixture}: {problem}\n"));
+    }
+    if let Some(refusal) = &verdict.golden_refusal {
+        lines.push(format!("{fixture}: golden refused: {refusal}"));
     }
     lines
 }
