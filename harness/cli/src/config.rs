@@ -106,6 +106,10 @@ pub struct FileConfig {
     pub model_port: Option<u16>,
     /// Where the gateway's logs go.
     pub logs: Option<PathBuf>,
+    /// How many fixtures run at once (`keyless test --jobs`).
+    pub jobs: Option<std::num::NonZeroUsize>,
+    /// Start the gateway once per job and run several fixtures through it.
+    pub reuse_gateway: Option<bool>,
     /// How fixtures are recorded.
     pub record: Option<RecordConfig>,
 }
@@ -218,6 +222,7 @@ mod tests {
                 "stream_modes = \"all\"\n",
                 "stream_modes",
             ),
+            ("no jobs", "jobs = 0\n", "jobs"),
             (
                 "an unknown record key",
                 "[record]\nupstrem = \"u\"\n",

@@ -3,13 +3,31 @@
 //! it, the gateway command is started and waited for (or the running gateway at `--gateway-url`
 //! is used), the API is driven, the gateway is stopped and the run is judged. A missing or
 //! changed golden is written as `<name>.snap.new` for `keyless accept` / `keyless review`.
+//!
+//! `--jobs N` runs N fixtures at once. Each job slot has a model server of its own (its own port,
+//! so its own replay state and problem ledger) and its own gateway process on its own port, and
+//! runs one fixture at a time: a fixture's calls can only reach the model server of its slot,
+//! which serves that fixture alone while it runs, so no fixture is answered from another's
+//! recording or blamed for another's calls. (One server with a base path per fixture would need
+//! every gateway's base URL to carry the path through its client unchanged; a port each needs
+//! nothing of the gateway.) Whatever order fixtures finish in, their lines are printed in
+//! fixture-name order. `--partition` runs one shard (`partition`), `--junit` writes the report
+//! (`junit`), `--reuse-gateway` keeps one gateway per slot (`keyless_runner::reused`).
 
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
+use keyless_runner::pending;
+use keyless_runner::reused::Reused;
 use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::pending::{pending_path, write_pending};
@@ -24,6 +42,8 @@ use serde_json::json;
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT, FileConfig};
 use crate::gateway::{Gateway, GatewayArgs};
+use crate::junit::{self, Case, Failed};
+use crate::partition::Partition;
 
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
@@ -32,6 +52,8 @@ use crate::gateway::{Gateway, GatewayArgs};
   keyless test --gateway-cmd 'python app.py --port {port}' --ready /health
   keyless test --gateway-url http://127.0.0.1:8000 --model-port 8090
   keyless test write_read_file.flash --json       # one fixture, JSON lines
+  keyless test --jobs 4 --junit target/keyless.xml
+  keyless test --partition hash:2/3               # the second of three CI machines
 
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, or has a changed or
 missing golden (written as <name>.snap.new: see keyless review); 2 a usage or configuration error.")]
@@ -50,6 +72,22 @@ pub struct Args {
     /// Print one JSON object per fixture (misses with their diagnostics) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// How many fixtures run at once, each with a gateway and a model server of its own
+    /// [default: the number of cores; 1 with --gateway-url, --model-server or a fixed
+    /// --model-port].
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<NonZeroUsize>,
+    /// Run only shard K of N: count:K/N deals the fixtures round-robin in name order, hash:K/N
+    /// by a hash of the name (cargo-nextest's two kinds); K/N is count:K/N.
+    #[arg(long, value_name = "KIND:K/N")]
+    pub partition: Option<Partition>,
+    /// Write a JUnit XML report to FILE (one testcase per fixture).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Start the gateway once per job and run every fixture without gateway settings of its own
+    /// through it (--reuse-gateway=false turns the key off) [default: off].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub reuse_gateway: Option<bool>,
     /// Only these fixtures (their names, e.g. `write_read_file.flash`).
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
@@ -63,6 +101,12 @@ struct Settings {
     drive: DriveOptions,
     model_server: Option<String>,
     model_port: u16,
+    /// How many fixtures run at once (at most one per fixture).
+    jobs: usize,
+    /// The shard run, if any, and how many fixtures there were before it.
+    partition: Option<(Partition, usize)>,
+    junit: Option<PathBuf>,
+    reuse_gateway: bool,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -93,21 +137,59 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         }
         fixtures.retain(|path| args.names.contains(&stem(path)));
     }
+    let partition = args.partition.map(|partition| {
+        let before = fixtures.len();
+        fixtures = partition.select(std::mem::take(&mut fixtures), |path| stem(path));
+        (partition, before)
+    });
     let default_port = match gateway {
         Gateway::Command(_) => 0,
         Gateway::Url(_) => DEFAULT_MODEL_PORT,
     };
+    let model_server = args
+        .model_server
+        .clone()
+        .or_else(|| file.model_server.clone());
+    let model_port = args.model_port.or(file.model_port).unwrap_or(default_port);
+    let jobs = jobs(args.jobs.or(file.jobs), &gateway, &model_server, model_port)?;
     Ok(Settings {
+        jobs: jobs.min(fixtures.len()).max(1),
         fixtures,
         golden: resolved.golden,
         gateway,
         drive,
-        model_server: args
-            .model_server
-            .clone()
-            .or_else(|| file.model_server.clone()),
-        model_port: args.model_port.or(file.model_port).unwrap_or(default_port),
+        model_server,
+        model_port,
+        partition,
+        junit: args.junit.clone(),
+        reuse_gateway: args.reuse_gateway.or(file.reuse_gateway).unwrap_or(false),
     })
+}
+
+/// How many fixtures run at once: `asked` (flag or key), else the number of cores. A gateway
+/// someone else started, a model server already running, or a fixed model port each means one
+/// model server for the whole run, so one fixture at a time: asking for more is a usage error.
+fn jobs(
+    asked: Option<NonZeroUsize>,
+    gateway: &Gateway,
+    model_server: &Option<String>,
+    model_port: u16,
+) -> Result<usize, ConfigError> {
+    let single = match (gateway, model_server) {
+        (Gateway::Url(_), _) => Some("the gateway at gateway_url has one model server"),
+        (_, Some(_)) => Some("the model server already running replays one fixture at a time"),
+        _ if model_port != 0 => Some("model_port fixes the port of one model server"),
+        _ => None,
+    };
+    match (asked, single) {
+        (Some(asked), Some(why)) if asked.get() > 1 => Err(ConfigError(format!(
+            "--jobs {asked}: {why}, and each job needs its own (use --jobs 1, or let keyless \
+             start the gateway and the model servers)"
+        ))),
+        (Some(asked), _) => Ok(asked.get()),
+        (None, Some(_)) => Ok(1),
+        (None, None) => Ok(std::thread::available_parallelism().map_or(1, NonZeroUsize::get)),
+    }
 }
 
 fn stem(path: &Path) -> String {
@@ -117,6 +199,7 @@ fn stem(path: &Path) -> String {
 /// The target the fixtures run through.
 enum Target {
     Launched(Launched),
+    Reused(Reused),
     AtUrl(AtUrl),
 }
 
@@ -124,6 +207,7 @@ impl Target {
     fn as_dyn(&mut self) -> &mut dyn GatewayTarget {
         match self {
             Target::Launched(launched) => launched,
+            Target::Reused(reused) => reused,
             Target::AtUrl(at_url) => at_url,
         }
     }
@@ -132,20 +216,57 @@ impl Target {
     fn log(&self) -> Option<&Path> {
         match self {
             Target::Launched(launched) => launched.log(),
+            Target::Reused(reused) => reused.log(),
             Target::AtUrl(_) => None,
         }
     }
+
+    /// Stops the gateway it started, if any.
+    async fn stop(&mut self) {
+        match self {
+            Target::Launched(launched) => launched.stop().await,
+            Target::Reused(reused) => reused.stop().await,
+            Target::AtUrl(_) => {}
+        }
+    }
+}
+
+/// A line a fixture's outcome prints, held until the fixtures before it have printed theirs.
+enum Printed {
+    Out(String),
+    Err(String),
 }
 
 /// One fixture's outcome.
 struct Outcome {
     passed: bool,
     json: serde_json::Value,
+    /// What it prints, in order.
+    printed: Vec<Printed>,
+    /// Its JUnit failure (`None` when it passed).
+    failed: Option<Failed>,
+    log: Option<PathBuf>,
+}
+
+impl Outcome {
+    /// Everything it prints on stderr, as one text (a JUnit failure's).
+    fn stderr_text(&self) -> String {
+        let lines: Vec<&str> = self
+            .printed
+            .iter()
+            .filter_map(|printed| match printed {
+                Printed::Err(line) => Some(line.as_str()),
+                Printed::Out(_) => None,
+            })
+            .collect();
+        lines.join("\n")
+    }
 }
 
 /// Judges a finished run: the table line or JSON object, the problems and where to look, the
 /// pending golden written when the golden is missing or changed.
 fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) -> Outcome {
+    let mut printed = Vec::new();
     let verdict = run.verdict();
     let passed = verdict.passes(MissingGolden::Fails);
     // A run that missed or broke its framing is no golden to accept: only a clean replay
@@ -164,7 +285,7 @@ fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) ->
                 .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
-                Err(err) => eprintln!("keyless: {err}"),
+                Err(err) => printed.push(Printed::Err(format!("keyless: {err}"))),
             }
         }
         GoldenStatus::Ok => {
@@ -176,35 +297,59 @@ fn judge(run: &ScenarioRun, golden: &Path, log: Option<&Path>, as_json: bool) ->
     line["pending_golden"] = json!(pending.as_ref().map(|p| p.display().to_string()));
     line["gateway_log"] = json!(log.map(|p| p.display().to_string()));
     if !as_json {
-        println!("{}", table_line(run, &verdict));
+        printed.push(Printed::Out(table_line(run, &verdict)));
     }
+    let mut failed = None;
     if !passed {
         if verdict.replayed_cleanly() {
             for problem in problem_lines(run, &verdict) {
-                eprintln!("{problem}");
+                printed.push(Printed::Err(problem));
             }
         } else {
             // The report says every problem, each miss with its diagnostic, and the transcripts.
-            eprintln!("{}", run.report(&verdict));
+            printed.push(Printed::Err(run.report(&verdict)));
         }
         if let Some(path) = &pending {
-            eprintln!(
+            printed.push(Printed::Err(format!(
                 "{}: golden {}: the new one is {} (keyless review shows it; keyless accept {} accepts it)",
                 run.fixture_path.display(),
                 verdict.golden.as_str(),
                 path.display(),
                 run.stem()
-            );
+            )));
         }
         if let Some(log) = log {
-            eprintln!(
+            printed.push(Printed::Err(format!(
                 "{}: gateway log: {}",
                 run.fixture_path.display(),
                 log.display()
-            );
+            )));
+        }
+        failed = Some(Failed::Check {
+            message: verdict.problems(MissingGolden::Fails).join("; "),
+            text: String::new(),
+        });
+    }
+    let mut outcome = Outcome {
+        passed,
+        json: line,
+        printed,
+        failed,
+        log: log.map(Path::to_path_buf),
+    };
+    // The JUnit failure's text: what the run printed, and the golden's diff.
+    let text = outcome.stderr_text();
+    if let Some(Failed::Check { text: slot, .. }) = &mut outcome.failed {
+        *slot = text;
+        if pending.is_some()
+            && let Ok(found) = pending::find(golden, &run.stem())
+            && let Ok(diff) = pending::diff(&found)
+        {
+            slot.push_str("\n\n");
+            slot.push_str(&diff);
         }
     }
-    Outcome { passed, json: line }
+    outcome
 }
 
 /// The outcome of a fixture that could not run at all.
@@ -216,7 +361,6 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
         message.push_str(&format!(" (gateway log: {})", log.display()));
     }
     // The error names the fixture already (`HarnessError` does).
-    eprintln!("error: {message}");
     Outcome {
         passed: false,
         json: json!({
@@ -224,95 +368,280 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
             "error": message,
             "gateway_log": log.map(|p| p.display().to_string()),
         }),
+        printed: vec![Printed::Err(format!("error: {message}"))],
+        failed: Some(Failed::Error { message }),
+        log: log.map(Path::to_path_buf),
+    }
+}
+
+/// Runs the fixture at `path` through `target` and judges it.
+async fn run_one(target: &mut Target, path: &Path, settings: &Settings, as_json: bool) -> Outcome {
+    let fixture = match Fixture::load(path) {
+        Err(err) => return broken(path, &HarnessError::Fixture(err), None),
+        Ok(fixture) => fixture,
+    };
+    let note = gateway_config_note(path, &fixture);
+    let run = run_on_with(
+        target.as_dyn(),
+        path,
+        &settings.golden,
+        fixture,
+        &settings.drive,
+    )
+    .await;
+    let log = target.log();
+    let mut outcome = match run {
+        Ok(run) => judge(&run, &settings.golden, log, as_json),
+        Err(err) => broken(path, &err, log),
+    };
+    if let Some(note) = note {
+        outcome.printed.insert(0, Printed::Err(note));
+    }
+    outcome
+}
+
+/// One job: a model server of its own (unless one already runs) and the target its fixtures run
+/// through.
+struct Slot {
+    server: Option<ModelServer>,
+    target: Target,
+}
+
+/// Starts job `index`'s model server (with the run's fixtures) and target.
+async fn slot(index: usize, settings: &Settings, as_json: bool) -> anyhow::Result<Slot> {
+    let (server, model_root) = match &settings.model_server {
+        Some(url) => (
+            None,
+            url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
+        ),
+        None => {
+            let options = ServerOptions {
+                port: settings.model_port,
+                on_problem: None,
+            };
+            let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
+                .await
+                .map_err(|err| ConfigError(error_chain(&err)))?;
+            let url = server.url();
+            (Some(server), url)
+        }
+    };
+    let base_url = format!("{model_root}/v1");
+    let target = match &settings.gateway {
+        Gateway::Command(command) if settings.reuse_gateway => Target::Reused(
+            Reused::new(command.clone(), &base_url, &format!("job-{}", index + 1))
+                .context("the model server's URL")?,
+        ),
+        Gateway::Command(command) => Target::Launched(
+            Launched::new(command.clone(), &base_url).context("the model server's URL")?,
+        ),
+        Gateway::Url(url) => {
+            if !as_json {
+                println!("gateway at {url}; its model must be at {base_url}");
+            }
+            Target::AtUrl(AtUrl::new(url, &model_root).context("the model server's URL")?)
+        }
+    };
+    Ok(Slot { server, target })
+}
+
+/// Prints outcomes in fixture order as they come in, keeps the progress line, and keeps what the
+/// JUnit report needs.
+struct Reporter {
+    names: Vec<String>,
+    folders: Vec<String>,
+    /// Outcomes that finished before an earlier fixture, by index.
+    waiting: BTreeMap<usize, Outcome>,
+    next: usize,
+    cases: Vec<Case>,
+    all_passed: bool,
+    as_json: bool,
+    progress: ProgressBar,
+    /// The fixtures running now, by index.
+    running: BTreeMap<usize, String>,
+}
+
+impl Reporter {
+    fn new(fixtures: &[PathBuf], as_json: bool) -> Reporter {
+        let progress = ProgressBar::with_draw_target(
+            Some(fixtures.len() as u64),
+            if as_json || !std::io::stderr().is_terminal() {
+                ProgressDrawTarget::hidden()
+            } else {
+                ProgressDrawTarget::stderr()
+            },
+        );
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {pos}/{len} fixtures {wide_msg}",
+        ) {
+            progress.set_style(style);
+        }
+        progress.enable_steady_tick(Duration::from_millis(200));
+        Reporter {
+            names: fixtures.iter().map(|path| stem(path)).collect(),
+            folders: fixtures
+                .iter()
+                .map(|path| {
+                    path.parent()
+                        .map(|folder| folder.display().to_string())
+                        .unwrap_or_default()
+                })
+                .collect(),
+            waiting: BTreeMap::new(),
+            next: 0,
+            cases: Vec::new(),
+            all_passed: true,
+            as_json,
+            progress,
+            running: BTreeMap::new(),
+        }
+    }
+
+    fn started(&mut self, index: usize) {
+        self.running.insert(index, self.names[index].clone());
+        self.show_running();
+    }
+
+    fn show_running(&self) {
+        let running: Vec<&str> = self.running.values().map(String::as_str).collect();
+        self.progress
+            .set_message(format!("running: {}", running.join(", ")));
+    }
+
+    fn finished(&mut self, index: usize, outcome: Outcome, time: Duration) {
+        self.running.remove(&index);
+        self.show_running();
+        self.progress.inc(1);
+        self.cases.push(Case {
+            name: self.names[index].clone(),
+            folder: self.folders[index].clone(),
+            time,
+            failed: outcome.failed.clone(),
+            gateway_log: outcome.log.clone(),
+        });
+        self.waiting.insert(index, outcome);
+        while let Some(outcome) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            self.all_passed &= outcome.passed;
+            let as_json = self.as_json;
+            self.progress.suspend(|| {
+                for printed in &outcome.printed {
+                    match printed {
+                        Printed::Out(line) => println!("{line}"),
+                        Printed::Err(line) => eprintln!("{line}"),
+                    }
+                }
+                if as_json {
+                    println!("{}", outcome.json);
+                }
+            });
+        }
+    }
+
+    /// The JUnit cases in fixture order.
+    fn cases(&self) -> Vec<Case> {
+        let mut cases = self.cases.clone();
+        cases.sort_by_key(|case| self.names.iter().position(|name| *name == case.name));
+        cases
+    }
+}
+
+/// Runs fixtures from `next` on `slot` until none is left.
+async fn work(
+    slot: &mut Slot,
+    next: &AtomicUsize,
+    settings: &Settings,
+    reporter: &parking_lot::Mutex<Reporter>,
+    as_json: bool,
+) {
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(path) = settings.fixtures.get(index) else {
+            return;
+        };
+        reporter.lock().started(index);
+        let started = Instant::now();
+        let outcome = run_one(&mut slot.target, path, settings, as_json).await;
+        reporter
+            .lock()
+            .finished(index, outcome, started.elapsed());
+    }
+}
+
+/// The JUnit report's suite name: `keyless test`, with the shard when there is one.
+fn suite_name(settings: &Settings) -> String {
+    match settings.partition {
+        Some((partition, _)) => format!("keyless test ({partition})"),
+        None => "keyless test".to_owned(),
     }
 }
 
 /// Runs `test`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = settings(&args)?;
+    if settings.fixtures.is_empty() {
+        // A shard of a small suite may hold nothing: that is not a failure of this machine.
+        if let Some((partition, before)) = settings.partition {
+            eprintln!(
+                "keyless: shard {partition} holds none of the {before} fixtures; nothing to run"
+            );
+        }
+        if let Some(path) = &settings.junit {
+            junit::write(path, &junit::report(&suite_name(&settings), &[], Duration::ZERO))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some((partition, before)) = settings.partition
+        && !args.json
+    {
+        println!(
+            "shard {partition}: {} of {before} fixtures",
+            settings.fixtures.len()
+        );
+    }
     let runtime = crate::runtime()?;
-    let passed = runtime.block_on(async {
-        // The model server: one already running, or one in this process with every fixture.
-        let (server, model_root) = match &settings.model_server {
-            Some(url) => (
-                None,
-                url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
-            ),
-            None => {
-                let options = ServerOptions {
-                    port: settings.model_port,
-                    on_problem: None,
-                };
-                let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
-                    .await
-                    .map_err(|err| ConfigError(error_chain(&err)))?;
-                let url = server.url();
-                (Some(server), url)
-            }
-        };
-        let mut target = match &settings.gateway {
-            Gateway::Command(command) => Target::Launched(
-                Launched::new(command.clone(), &format!("{model_root}/v1"))
-                    .context("the model server's URL")?,
-            ),
-            Gateway::Url(url) => {
-                if !args.json {
-                    println!("gateway at {url}; its model must be at {model_root}/v1");
-                }
-                Target::AtUrl(AtUrl::new(url, &model_root).context("the model server's URL")?)
-            }
-        };
+    let started = Instant::now();
+    let outcome = runtime.block_on(async {
+        let mut slots = Vec::with_capacity(settings.jobs);
+        for index in 0..settings.jobs {
+            slots.push(slot(index, &settings, args.json).await?);
+        }
         if !args.json {
             println!("{}", table_header());
         }
-        // Ctrl-C or SIGTERM stops the run, and the started gateway with it: it runs in its own
-        // process group, which the terminal's signal does not reach.
-        let all_passed = {
-            let suite = std::pin::pin!(async {
-                let mut all_passed = true;
-                for path in &settings.fixtures {
-                    let outcome = match Fixture::load(path) {
-                        Err(err) => broken(path, &HarnessError::Fixture(err), None),
-                        Ok(fixture) => {
-                            if let Some(note) = gateway_config_note(path, &fixture) {
-                                eprintln!("{note}");
-                            }
-                            let run = run_on_with(
-                                target.as_dyn(),
-                                path,
-                                &settings.golden,
-                                fixture,
-                                &settings.drive,
-                            )
-                            .await;
-                            let log = target.log();
-                            match run {
-                                Ok(run) => judge(&run, &settings.golden, log, args.json),
-                                Err(err) => broken(path, &err, log),
-                            }
-                        }
-                    };
-                    all_passed &= outcome.passed;
-                    if args.json {
-                        println!("{}", outcome.json);
-                    }
-                }
-                all_passed
-            });
-            crate::until_stopped(suite).await?
+        let reporter = parking_lot::Mutex::new(Reporter::new(&settings.fixtures, args.json));
+        let next = AtomicUsize::new(0);
+        // Ctrl-C or SIGTERM stops the run, and the started gateways with it: they run in their
+        // own process groups, which the terminal's signal does not reach.
+        let finished = {
+            let workers = slots
+                .iter_mut()
+                .map(|slot| work(slot, &next, &settings, &reporter, args.json));
+            crate::until_stopped(futures::future::join_all(workers)).await?
         };
-        if let Target::Launched(launched) = &mut target {
-            launched.stop().await;
+        for slot in &mut slots {
+            slot.target.stop().await;
         }
-        let Some(all_passed) = all_passed else {
-            eprintln!("keyless: interrupted; the gateway was stopped");
-            return anyhow::Ok(false);
-        };
-        if let Some(server) = server {
-            let _ = server.stop().await;
+        let reporter = reporter.into_inner();
+        reporter.progress.finish_and_clear();
+        if finished.is_none() {
+            eprintln!("keyless: interrupted; the gateways were stopped");
+            return anyhow::Ok(None);
         }
-        anyhow::Ok(all_passed)
+        for slot in slots {
+            if let Some(server) = slot.server {
+                let _ = server.stop().await;
+            }
+        }
+        anyhow::Ok(Some((reporter.all_passed, reporter.cases())))
     })?;
+    let Some((passed, cases)) = outcome else {
+        return Ok(ExitCode::FAILURE);
+    };
+    if let Some(path) = &settings.junit {
+        let report = junit::report(&suite_name(&settings), &cases, started.elapsed());
+        junit::write(path, &report)?;
+    }
     Ok(if passed {
         ExitCode::SUCCESS
     } else {

@@ -7,6 +7,8 @@
 //! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
 //!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
 //!   gateway that runs elsewhere against a model server.
+//! - [`launched`]: a gateway command started for each fixture; [`reused`]: one started once and
+//!   kept for several fixtures.
 //! - [`golden`]: goldens as insta snapshots.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
 //!   wire, for a gateway that runs in its own process, in any language.
@@ -24,6 +26,7 @@ pub mod model_server;
 pub mod pending;
 pub mod recorded;
 pub mod recording_store;
+pub mod reused;
 pub mod suite;
 pub mod target;
 pub mod transcript;
