@@ -172,7 +172,11 @@ mod tests {
                 }),
             ),
         ];
-        write(&path, &report("keyless test", &cases, Duration::from_secs(3))).unwrap();
+        write(
+            &path,
+            &report("keyless test", &cases, Duration::from_secs(3)),
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let document = roxmltree::Document::parse(&text).unwrap_or_else(|err| panic!("{err}"));
         let testcases: Vec<roxmltree::Node> = document
@@ -190,7 +194,11 @@ mod tests {
             .unwrap();
         let attribute = |name| suite.attribute(name).unwrap_or_default();
         assert_eq!(
-            (attribute("tests"), attribute("failures"), attribute("errors")),
+            (
+                attribute("tests"),
+                attribute("failures"),
+                attribute("errors")
+            ),
             ("3", "1", "1")
         );
         let child = |index: usize, tag: &str| {

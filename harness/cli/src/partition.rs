@@ -141,11 +141,7 @@ mod tests {
             let parsed = input.parse::<Partition>();
             match (parsed, expected) {
                 (Ok(partition), Ok((kind, shard, total))) => {
-                    assert_eq!(
-                        partition,
-                        Partition { kind, shard, total },
-                        "{input}"
-                    );
+                    assert_eq!(partition, Partition { kind, shard, total }, "{input}");
                     let shown = partition.to_string();
                     assert!(input.ends_with(&format!("{shard}/{total}")), "{shown}");
                 }
@@ -202,7 +198,10 @@ mod tests {
                     shard,
                     total,
                 };
-                assert!(partition.holds(name, 0) && partition.holds(name, 99), "{name}");
+                assert!(
+                    partition.holds(name, 0) && partition.holds(name, 99),
+                    "{name}"
+                );
             }
         }
     }

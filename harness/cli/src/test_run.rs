@@ -26,11 +26,11 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
-use keyless_runner::pending;
-use keyless_runner::reused::Reused;
 use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
+use keyless_runner::pending;
 use keyless_runner::pending::{pending_path, write_pending};
+use keyless_runner::reused::Reused;
 use keyless_runner::suite::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
@@ -562,9 +562,7 @@ async fn work(
         reporter.lock().started(index);
         let started = Instant::now();
         let outcome = run_one(&mut slot.target, path, settings, as_json).await;
-        reporter
-            .lock()
-            .finished(index, outcome, started.elapsed());
+        reporter.lock().finished(index, outcome, started.elapsed());
     }
 }
 
@@ -587,7 +585,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         if let Some(path) = &settings.junit {
-            junit::write(path, &junit::report(&suite_name(&settings), &[], Duration::ZERO))?;
+            junit::write(
+                path,
+                &junit::report(&suite_name(&settings), &[], Duration::ZERO),
+            )?;
         }
         return Ok(ExitCode::SUCCESS);
     }
