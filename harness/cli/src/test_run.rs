@@ -463,12 +463,13 @@ struct Reporter {
 
 impl Reporter {
     fn new(fixtures: &[PathBuf], as_json: bool) -> Reporter {
+        let shown = !as_json && std::io::stderr().is_terminal();
         let progress = ProgressBar::with_draw_target(
             Some(fixtures.len() as u64),
-            if as_json || !std::io::stderr().is_terminal() {
-                ProgressDrawTarget::hidden()
-            } else {
+            if shown {
                 ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
             },
         );
         if let Ok(style) = ProgressStyle::with_template(
@@ -476,15 +477,22 @@ impl Reporter {
         ) {
             progress.set_style(style);
         }
-        progress.enable_steady_tick(Duration::from_millis(200));
+        if shown {
+            progress.enable_steady_tick(Duration::from_millis(200));
+        }
+        // The JUnit classname: the fixture folder, relative to the current folder when inside it.
+        let cwd = std::env::current_dir().unwrap_or_default();
         Reporter {
             names: fixtures.iter().map(|path| stem(path)).collect(),
             folders: fixtures
                 .iter()
                 .map(|path| {
-                    path.parent()
-                        .map(|folder| folder.display().to_string())
-                        .unwrap_or_default()
+                    let folder = path.parent().unwrap_or(Path::new(""));
+                    folder
+                        .strip_prefix(&cwd)
+                        .unwrap_or(folder)
+                        .display()
+                        .to_string()
                 })
                 .collect(),
             waiting: BTreeMap::new(),
