@@ -294,5 +294,17 @@ mod tests {
         let file = parse(Path::new("keyless.toml"), crate::init::TEMPLATE).unwrap();
         assert_eq!(file.api, Some(Api::Deerflow));
         assert_eq!(file.ready.as_deref(), Some(DEFAULT_READY));
+        // Its commented scale keys parse once uncommented.
+        let text = crate::init::TEMPLATE
+            .replace("# jobs = 2", "jobs = 2")
+            .replace("# reuse_gateway = false", "reuse_gateway = false");
+        let file = parse(Path::new("keyless.toml"), &text).unwrap();
+        assert_eq!(
+            (
+                file.jobs.map(std::num::NonZeroUsize::get),
+                file.reuse_gateway
+            ),
+            (Some(2), Some(false))
+        );
     }
 }

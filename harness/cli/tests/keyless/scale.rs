@@ -143,6 +143,10 @@ fn partitions_run_disjoint_shards_that_cover_every_fixture() {
                 "{partition}: {}",
                 said(&output)
             );
+            if !ran.is_empty() {
+                // Nothing else on stderr: no progress line when stderr is not a terminal.
+                assert!(output.stderr.is_empty(), "{partition}: {}", said(&output));
+            }
             assert!(
                 ran.iter().all(|name| !seen.contains(name)),
                 "{partition} ran a fixture another shard ran: {ran:?} after {seen:?}"
