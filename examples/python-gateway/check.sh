@@ -32,4 +32,22 @@ set -e
 grep -q 'first differing field: \[0\].name' drift.out || fail "no miss diagnostic in the output"
 grep -q 'first differing field: \[0\]\.name' drift.json || fail "no miss diagnostic in --json"
 [ ! -e golden/word_count.flash.snap.new ] || fail "a run that missed left a pending golden"
-echo "python example: ok (passes as recorded; the drift fails with its diagnostic)"
+echo "python example: 8 copies of the fixture, two at once, with a JUnit report"
+mkdir -p many/fixtures many/golden
+for i in 1 2 3 4 5 6 7 8; do
+  cp fixtures/word_count.flash.json "many/fixtures/word_count_$i.flash.json"
+  cp golden/word_count.flash.snap "many/golden/word_count_$i.flash.snap"
+done
+"$keyless" test --fixtures many/fixtures --golden many/golden --jobs 2 --json \
+  --junit many/keyless.xml > many.json || fail "--jobs 2 on 8 copies failed: $(cat many.json)"
+"$PYTHON" - many.json many/keyless.xml <<'PY' || fail "--jobs 2 on 8 copies: unexpected outcome"
+import json, sys, xml.etree.ElementTree as ET
+lines = [json.loads(line) for line in open(sys.argv[1])]
+names = [line["fixture"].rsplit("/", 1)[1] for line in lines]
+assert names == [f"word_count_{i}.flash.json" for i in range(1, 9)], names
+assert all(not line["misses"] and line["golden"] == "ok" for line in lines), lines
+cases = ET.parse(sys.argv[2]).getroot().iter("testcase")
+assert [case.get("name") for case in cases] == [n[:-len(".json")] for n in names]
+assert not list(ET.parse(sys.argv[2]).getroot().iter("failure"))
+PY
+echo "python example: ok (passes as recorded; the drift fails with its diagnostic; 8 at two a time pass)"

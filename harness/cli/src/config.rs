@@ -110,6 +110,10 @@ pub struct FileConfig {
     pub strict_unused: Option<bool>,
     /// How long one fixture's drive may take, in seconds (`--fixture-time-limit`).
     pub fixture_time_limit_secs: Option<u64>,
+    /// How many fixtures run at once (`keyless test --jobs`).
+    pub jobs: Option<std::num::NonZeroUsize>,
+    /// Start the gateway once per job and run several fixtures through it.
+    pub reuse_gateway: Option<bool>,
     /// How fixtures are recorded.
     pub record: Option<RecordConfig>,
 }
@@ -222,6 +226,7 @@ mod tests {
                 "stream_modes = \"all\"\n",
                 "stream_modes",
             ),
+            ("no jobs", "jobs = 0\n", "jobs"),
             (
                 "an unknown record key",
                 "[record]\nupstrem = \"u\"\n",
@@ -293,5 +298,17 @@ mod tests {
         let file = parse(Path::new("keyless.toml"), crate::init::TEMPLATE).unwrap();
         assert_eq!(file.api, Some(Api::Deerflow));
         assert_eq!(file.ready.as_deref(), Some(DEFAULT_READY));
+        // Its commented scale keys parse once uncommented.
+        let text = crate::init::TEMPLATE
+            .replace("# jobs = 2", "jobs = 2")
+            .replace("# reuse_gateway = false", "reuse_gateway = false");
+        let file = parse(Path::new("keyless.toml"), &text).unwrap();
+        assert_eq!(
+            (
+                file.jobs.map(std::num::NonZeroUsize::get),
+                file.reuse_gateway
+            ),
+            (Some(2), Some(false))
+        );
     }
 }

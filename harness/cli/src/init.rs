@@ -58,6 +58,13 @@ logs = ".keyless/logs"
 # unused turn. How long one fixture's drive may take, in seconds.
 # strict_unused = false
 # fixture_time_limit_secs = 300
+# How many fixtures run at once (default: the number of cores), each with its own model server
+# and gateway on their own ports: a gateway_cmd that writes files must name them after the port
+# ($HARNESS_GATEWAY_PORT). `reuse_gateway = true` starts the gateway once per job and runs the
+# fixtures through it (faster when it is slow to start; state it keeps across users and threads
+# leaks between fixtures, and a fixture with gateway_config of its own still gets a fresh one).
+# jobs = 2
+# reuse_gateway = false
 
 # How `keyless record` records a fixture: it proxies the gateway's model calls to a real
 # OpenAI-compatible endpoint and writes what came back. Record with the settings you replay with:

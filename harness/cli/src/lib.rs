@@ -5,7 +5,9 @@
 //! - [`config`]: `keyless.toml`, parsed once into typed values, merged with the flags;
 //!   [`init`]: the commented file `keyless init` writes.
 //! - [`gateway`]: the gateway a command starts for each fixture, or the one running.
-//! - [`test_run`]: `keyless test`, every fixture through a gateway it starts (or one that runs).
+//! - [`test_run`]: `keyless test`, every fixture through a gateway it starts (or one that runs),
+//!   several at once (`--jobs`); [`partition`]: one CI machine's shard of them (`--partition`);
+//!   [`junit`]: the run as a JUnit XML report (`--junit`).
 //! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
 //! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture.
 //! - [`serve`]: `keyless serve`, the model server and the gateway held up for a browser suite.
@@ -17,8 +19,10 @@ pub mod config;
 pub mod gateway;
 pub mod goldens;
 pub mod init;
+pub mod junit;
 pub mod model_server;
 pub mod output;
+pub mod partition;
 pub mod record;
 pub mod serve;
 pub mod test_run;

@@ -3,17 +3,34 @@
 //! it, the gateway command is started and waited for (or the running gateway at `--gateway-url`
 //! is used), the API is driven, the gateway is stopped and the run is judged. A missing or
 //! changed golden is written as `<name>.snap.new` for `keyless accept` / `keyless review`.
+//!
+//! `--jobs N` runs N fixtures at once. Each job slot has a model server of its own (its own port,
+//! so its own replay state and problem ledger) and its own gateway process on its own port, and
+//! runs one fixture at a time: a fixture's calls can only reach the model server of its slot,
+//! which serves that fixture alone while it runs, so no fixture is answered from another's
+//! recording or blamed for another's calls. (One server with a base path per fixture would need
+//! every gateway's base URL to carry the path through its client unchanged; a port each needs
+//! nothing of the gateway.) Whatever order fixtures finish in, their lines are printed in
+//! fixture-name order. `--partition` runs one shard (`partition`), `--junit` writes the report
+//! (`junit`), `--reuse-gateway` keeps one gateway per slot (`keyless_runner::reused`).
 
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
 use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
+use keyless_runner::pending;
 use keyless_runner::pending::{pending_path, write_pending};
+use keyless_runner::reused::Reused;
 use keyless_runner::suite::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
@@ -25,7 +42,9 @@ use serde_json::json;
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT, FileConfig};
 use crate::gateway::{Gateway, GatewayArgs};
-use crate::output::{StdoutClosed, err, out};
+use crate::junit::{self, Case, Failed};
+use crate::output::{err, out};
+use crate::partition::Partition;
 
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
@@ -34,6 +53,8 @@ use crate::output::{StdoutClosed, err, out};
   keyless test --gateway-cmd 'python app.py --port {port}' --ready /health
   keyless test --gateway-url http://127.0.0.1:8000 --model-port 8090
   keyless test write_read_file.flash --json       # one fixture, JSON lines
+  keyless test --jobs 4 --junit target/keyless.xml
+  keyless test --partition hash:2/3               # the second of three CI machines
 
 A run fails when the model server answered none of the fixture's recorded turns, or none of the
 lead caller's (the gateway's model is not the model server); other unused turns are reported,
@@ -69,6 +90,22 @@ pub struct Args {
     /// [default: 300; `fixture_time_limit_secs` in keyless.toml].
     #[arg(long, value_name = "SECS")]
     pub fixture_time_limit: Option<u64>,
+    /// How many fixtures run at once, each with a gateway and a model server of its own
+    /// [default: the number of cores; 1 with --gateway-url, --model-server or a fixed
+    /// --model-port].
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<NonZeroUsize>,
+    /// Run only shard K of N: count:K/N deals the fixtures round-robin in name order, hash:K/N
+    /// by a hash of the name (cargo-nextest's two kinds); K/N is count:K/N.
+    #[arg(long, value_name = "KIND:K/N")]
+    pub partition: Option<Partition>,
+    /// Write a JUnit XML report to FILE (one testcase per fixture).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Start the gateway once per job and run every fixture without gateway settings of its own
+    /// through it (--reuse-gateway=false turns the key off) [default: off].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub reuse_gateway: Option<bool>,
     /// Only these fixtures (their names, e.g. `write_read_file.flash`).
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
@@ -82,8 +119,16 @@ struct Settings {
     drive: DriveOptions,
     model_server: Option<String>,
     model_port: u16,
+    /// How many fixtures run at once (at most one per fixture).
+    jobs: usize,
+    /// The shard run, if any, and how many fixtures there were before it.
+    partition: Option<(Partition, usize)>,
+    junit: Option<PathBuf>,
+    reuse_gateway: bool,
     unused: UnusedTurns,
     time_limit: Duration,
+    /// The reset token of a model server already running (`--model-server`).
+    external_token: Option<String>,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -114,20 +159,32 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         }
         fixtures.retain(|path| args.names.contains(&stem(path)));
     }
+    let partition = args.partition.map(|partition| {
+        let before = fixtures.len();
+        fixtures = partition.select(std::mem::take(&mut fixtures), |path| stem(path));
+        (partition, before)
+    });
     let default_port = match gateway {
         Gateway::Command(_) => 0,
         Gateway::Url(_) => DEFAULT_MODEL_PORT,
     };
+    let model_server = args
+        .model_server
+        .clone()
+        .or_else(|| file.model_server.clone());
+    let model_port = args.model_port.or(file.model_port).unwrap_or(default_port);
+    let jobs = jobs(args.jobs.or(file.jobs), &gateway, &model_server, model_port)?;
     Ok(Settings {
+        jobs: jobs.min(fixtures.len()).max(1),
         fixtures,
         golden: resolved.golden,
         gateway,
         drive,
-        model_server: args
-            .model_server
-            .clone()
-            .or_else(|| file.model_server.clone()),
-        model_port: args.model_port.or(file.model_port).unwrap_or(default_port),
+        model_server,
+        model_port,
+        partition,
+        junit: args.junit.clone(),
+        reuse_gateway: args.reuse_gateway.or(file.reuse_gateway).unwrap_or(false),
         unused: if args.strict_unused || file.strict_unused == Some(true) {
             UnusedTurns::Strict
         } else {
@@ -137,7 +194,37 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             .fixture_time_limit
             .or(file.fixture_time_limit_secs)
             .map_or(FIXTURE_TIME_LIMIT, Duration::from_secs),
+        external_token: match &args.model_server {
+            Some(_) => crate::model_server::read_reset_token(args.reset_token_file.as_deref())?,
+            None => None,
+        },
     })
+}
+
+/// How many fixtures run at once: `asked` (flag or key), else the number of cores. A gateway
+/// someone else started, a model server already running, or a fixed model port each means one
+/// model server for the whole run, so one fixture at a time: asking for more is a usage error.
+fn jobs(
+    asked: Option<NonZeroUsize>,
+    gateway: &Gateway,
+    model_server: &Option<String>,
+    model_port: u16,
+) -> Result<usize, ConfigError> {
+    let single = match (gateway, model_server) {
+        (Gateway::Url(_), _) => Some("the gateway at gateway_url has one model server"),
+        (_, Some(_)) => Some("the model server already running replays one fixture at a time"),
+        _ if model_port != 0 => Some("model_port fixes the port of one model server"),
+        _ => None,
+    };
+    match (asked, single) {
+        (Some(asked), Some(why)) if asked.get() > 1 => Err(ConfigError(format!(
+            "--jobs {asked}: {why}, and each job needs its own (use --jobs 1, or let keyless \
+             start the gateway and the model servers)"
+        ))),
+        (Some(asked), _) => Ok(asked.get()),
+        (None, Some(_)) => Ok(1),
+        (None, None) => Ok(std::thread::available_parallelism().map_or(1, NonZeroUsize::get)),
+    }
 }
 
 fn stem(path: &Path) -> String {
@@ -147,6 +234,7 @@ fn stem(path: &Path) -> String {
 /// The target the fixtures run through.
 enum Target {
     Launched(Box<Launched>),
+    Reused(Box<Reused>),
     AtUrl(AtUrl),
 }
 
@@ -154,6 +242,7 @@ impl Target {
     fn as_dyn(&mut self) -> &mut dyn GatewayTarget {
         match self {
             Target::Launched(launched) => launched.as_mut(),
+            Target::Reused(reused) => reused.as_mut(),
             Target::AtUrl(at_url) => at_url,
         }
     }
@@ -162,26 +251,58 @@ impl Target {
     fn log(&self) -> Option<&Path> {
         match self {
             Target::Launched(launched) => launched.log(),
+            Target::Reused(reused) => reused.log(),
             Target::AtUrl(_) => None,
         }
     }
+
+    /// Stops the gateway it started, if any.
+    async fn stop(&mut self) {
+        match self {
+            Target::Launched(launched) => launched.stop().await,
+            Target::Reused(reused) => reused.stop().await,
+            Target::AtUrl(_) => {}
+        }
+    }
+}
+
+/// A line a fixture's outcome prints, held until the fixtures before it have printed theirs.
+enum Printed {
+    Out(String),
+    Err(String),
 }
 
 /// One fixture's outcome.
 struct Outcome {
     passed: bool,
     json: serde_json::Value,
+    /// What it prints, in order.
+    printed: Vec<Printed>,
+    /// Its JUnit failure (`None` when it passed).
+    failed: Option<Failed>,
+    log: Option<PathBuf>,
+}
+
+impl Outcome {
+    /// Everything it prints on stderr, as one text (a JUnit failure's).
+    fn stderr_text(&self) -> String {
+        let lines: Vec<&str> = self
+            .printed
+            .iter()
+            .filter_map(|printed| match printed {
+                Printed::Err(line) => Some(line.as_str()),
+                Printed::Out(_) => None,
+            })
+            .collect();
+        lines.join("\n")
+    }
 }
 
 /// Judges a finished run: the table line or JSON object, the problems and where to look, the
 /// pending golden written when the golden is missing or changed.
-fn judge(
-    run: &ScenarioRun,
-    settings: &Settings,
-    log: Option<&Path>,
-    as_json: bool,
-) -> Result<Outcome, StdoutClosed> {
+fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bool) -> Outcome {
     let golden = settings.golden.as_path();
+    let mut printed = Vec::new();
     let verdict = run.verdict_with(settings.unused);
     let passed = verdict.passes(MissingGolden::Fails);
     // A run that missed or broke its framing is no golden to accept: only a clean replay
@@ -200,7 +321,7 @@ fn judge(
                 .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
-                Err(error) => err(format!("keyless: {error}")),
+                Err(err) => printed.push(Printed::Err(format!("keyless: {err}"))),
             }
         }
         GoldenStatus::Ok => {
@@ -215,35 +336,59 @@ fn judge(
     line["unused_failure"] = json!(verdict.unused_failure.as_ref().map(ToString::to_string));
     line["golden_refusal"] = json!(verdict.golden_refusal);
     if !as_json {
-        out(table_line(run, &verdict))?;
+        printed.push(Printed::Out(table_line(run, &verdict)));
     }
+    let mut failed = None;
     if !passed {
         if verdict.replayed_cleanly() {
             for problem in problem_lines(run, &verdict) {
-                err(problem);
+                printed.push(Printed::Err(problem));
             }
         } else {
             // The report says every problem, each miss with its diagnostic, and the transcripts.
-            err(run.report(&verdict));
+            printed.push(Printed::Err(run.report(&verdict)));
         }
         if let Some(path) = &pending {
-            err(format!(
+            printed.push(Printed::Err(format!(
                 "{}: golden {}: the new one is {} (keyless review shows it; keyless accept {} accepts it)",
                 run.fixture_path.display(),
                 verdict.golden.as_str(),
                 path.display(),
                 run.stem()
-            ));
+            )));
         }
         if let Some(log) = log {
-            err(format!(
+            printed.push(Printed::Err(format!(
                 "{}: gateway log: {}",
                 run.fixture_path.display(),
                 log.display()
-            ));
+            )));
+        }
+        failed = Some(Failed::Check {
+            message: verdict.problems(MissingGolden::Fails).join("; "),
+            text: String::new(),
+        });
+    }
+    let mut outcome = Outcome {
+        passed,
+        json: line,
+        printed,
+        failed,
+        log: log.map(Path::to_path_buf),
+    };
+    // The JUnit failure's text: what the run printed, and the golden's diff.
+    let text = outcome.stderr_text();
+    if let Some(Failed::Check { text: slot, .. }) = &mut outcome.failed {
+        *slot = text;
+        if pending.is_some()
+            && let Ok(found) = pending::find(golden, &run.stem())
+            && let Ok(diff) = pending::diff(&found)
+        {
+            slot.push_str("\n\n");
+            slot.push_str(&diff);
         }
     }
-    Ok(Outcome { passed, json: line })
+    outcome
 }
 
 /// The outcome of a fixture that could not run at all.
@@ -255,7 +400,6 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
         message.push_str(&format!(" (gateway log: {})", log.display()));
     }
     // The error names the fixture already (`HarnessError` does).
-    err(format!("error: {message}"));
     Outcome {
         passed: false,
         json: json!({
@@ -263,114 +407,313 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
             "error": message,
             "gateway_log": log.map(|p| p.display().to_string()),
         }),
+        printed: vec![Printed::Err(format!("error: {message}"))],
+        failed: Some(Failed::Error { message }),
+        log: log.map(Path::to_path_buf),
+    }
+}
+
+/// Runs the fixture at `path` through `target` and judges it.
+async fn run_one(target: &mut Target, path: &Path, settings: &Settings, as_json: bool) -> Outcome {
+    let fixture = match Fixture::load(path) {
+        Err(err) => return broken(path, &HarnessError::Fixture(err), None),
+        Ok(fixture) => fixture,
+    };
+    let note = gateway_config_note(path, &fixture);
+    let run = run_on_with(
+        target.as_dyn(),
+        path,
+        &settings.golden,
+        fixture,
+        &settings.drive,
+        settings.time_limit,
+    )
+    .await;
+    let log = target.log();
+    let mut outcome = match run {
+        Ok(run) => judge(&run, settings, log, as_json),
+        Err(err) => broken(path, &err, log),
+    };
+    if let Some(note) = note {
+        outcome.printed.insert(0, Printed::Err(note));
+    }
+    outcome
+}
+
+/// One job: a model server of its own (unless one already runs) and the target its fixtures run
+/// through.
+struct Slot {
+    server: Option<ModelServer>,
+    target: Target,
+}
+
+/// Starts job `index`'s model server (with the run's fixtures) and target.
+async fn slot(index: usize, settings: &Settings, as_json: bool) -> anyhow::Result<Slot> {
+    let (server, model_root, token) = match &settings.model_server {
+        Some(url) => (
+            None,
+            url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
+            settings.external_token.clone().unwrap_or_default(),
+        ),
+        None => {
+            let options = ServerOptions {
+                port: settings.model_port,
+                on_problem: None,
+                ..ServerOptions::default()
+            };
+            let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
+                .await
+                .map_err(|err| ConfigError(error_chain(&err)))?;
+            let url = server.url();
+            let token = server.reset_token().to_owned();
+            (Some(server), url, token)
+        }
+    };
+    let base_url = format!("{model_root}/v1");
+    let target = match &settings.gateway {
+        Gateway::Command(command) if settings.reuse_gateway => Target::Reused(Box::new(
+            Reused::new(command.clone(), &base_url, &format!("job-{}", index + 1))
+                .context("the model server's URL")?
+                .with_reset_token(&token)
+                .with_launcher_if(crate::launcher()),
+        )),
+        Gateway::Command(command) => Target::Launched(Box::new(
+            Launched::new(command.clone(), &base_url)
+                .context("the model server's URL")?
+                .with_reset_token(&token)
+                .with_launcher_if(crate::launcher()),
+        )),
+        Gateway::Url(url) => {
+            if !as_json {
+                out(format!("gateway at {url}; its model must be at {base_url}"))?;
+            }
+            Target::AtUrl(
+                AtUrl::new(url, &model_root)
+                    .context("the model server's URL")?
+                    .with_reset_token(&token),
+            )
+        }
+    };
+    Ok(Slot { server, target })
+}
+
+/// Prints outcomes in fixture order as they come in, keeps the progress line, and keeps what the
+/// JUnit report needs.
+struct Reporter {
+    names: Vec<String>,
+    folders: Vec<String>,
+    /// Outcomes that finished before an earlier fixture, by index.
+    waiting: BTreeMap<usize, Outcome>,
+    next: usize,
+    cases: Vec<Case>,
+    all_passed: bool,
+    as_json: bool,
+    progress: ProgressBar,
+    /// The fixtures running now, by index.
+    running: BTreeMap<usize, String>,
+    /// Standard output was closed: nobody reads on, so no further fixture starts (issue 34,
+    /// finding 21).
+    closed: bool,
+}
+
+impl Reporter {
+    fn new(fixtures: &[PathBuf], as_json: bool) -> Reporter {
+        let shown = !as_json && std::io::stderr().is_terminal();
+        let progress = ProgressBar::with_draw_target(
+            Some(fixtures.len() as u64),
+            if shown {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {pos}/{len} fixtures {wide_msg}",
+        ) {
+            progress.set_style(style);
+        }
+        if shown {
+            progress.enable_steady_tick(Duration::from_millis(200));
+        }
+        // The JUnit classname: the fixture folder, relative to the current folder when inside it.
+        let cwd = std::env::current_dir().unwrap_or_default();
+        Reporter {
+            names: fixtures.iter().map(|path| stem(path)).collect(),
+            folders: fixtures
+                .iter()
+                .map(|path| {
+                    let folder = path.parent().unwrap_or(Path::new(""));
+                    folder
+                        .strip_prefix(&cwd)
+                        .unwrap_or(folder)
+                        .display()
+                        .to_string()
+                })
+                .collect(),
+            waiting: BTreeMap::new(),
+            next: 0,
+            cases: Vec::new(),
+            all_passed: true,
+            as_json,
+            progress,
+            running: BTreeMap::new(),
+            closed: false,
+        }
+    }
+
+    fn started(&mut self, index: usize) {
+        self.running.insert(index, self.names[index].clone());
+        self.show_running();
+    }
+
+    fn show_running(&self) {
+        let running: Vec<&str> = self.running.values().map(String::as_str).collect();
+        self.progress
+            .set_message(format!("running: {}", running.join(", ")));
+    }
+
+    fn finished(&mut self, index: usize, outcome: Outcome, time: Duration) {
+        self.running.remove(&index);
+        self.show_running();
+        self.progress.inc(1);
+        self.cases.push(Case {
+            name: self.names[index].clone(),
+            folder: self.folders[index].clone(),
+            time,
+            failed: outcome.failed.clone(),
+            gateway_log: outcome.log.clone(),
+        });
+        self.waiting.insert(index, outcome);
+        while let Some(outcome) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            self.all_passed &= outcome.passed;
+            let as_json = self.as_json;
+            let closed = &mut self.closed;
+            self.progress.suspend(|| {
+                for printed in &outcome.printed {
+                    match printed {
+                        Printed::Out(line) => *closed |= out(line).is_err(),
+                        Printed::Err(line) => err(line),
+                    }
+                }
+                if as_json {
+                    *closed |= out(outcome.json.to_string()).is_err();
+                }
+            });
+        }
+    }
+
+    /// The JUnit cases in fixture order.
+    fn cases(&self) -> Vec<Case> {
+        let mut cases = self.cases.clone();
+        cases.sort_by_key(|case| self.names.iter().position(|name| *name == case.name));
+        cases
+    }
+}
+
+/// Runs fixtures from `next` on `slot` until none is left.
+async fn work(
+    slot: &mut Slot,
+    next: &AtomicUsize,
+    settings: &Settings,
+    reporter: &parking_lot::Mutex<Reporter>,
+    as_json: bool,
+) {
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(path) = settings.fixtures.get(index) else {
+            return;
+        };
+        if reporter.lock().closed {
+            return;
+        }
+        reporter.lock().started(index);
+        let started = Instant::now();
+        let outcome = run_one(&mut slot.target, path, settings, as_json).await;
+        reporter.lock().finished(index, outcome, started.elapsed());
+    }
+}
+
+/// The JUnit report's suite name: `keyless test`, with the shard when there is one.
+fn suite_name(settings: &Settings) -> String {
+    match settings.partition {
+        Some((partition, _)) => format!("keyless test ({partition})"),
+        None => "keyless test".to_owned(),
     }
 }
 
 /// Runs `test`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = settings(&args)?;
+    if settings.fixtures.is_empty() {
+        // A shard of a small suite may hold nothing: that is not a failure of this machine.
+        if let Some((partition, before)) = settings.partition {
+            err(format!(
+                "keyless: shard {partition} holds none of the {before} fixtures; nothing to run"
+            ));
+        }
+        if let Some(path) = &settings.junit {
+            junit::write(
+                path,
+                &junit::report(&suite_name(&settings), &[], Duration::ZERO),
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some((partition, before)) = settings.partition
+        && !args.json
+    {
+        out(format!(
+            "shard {partition}: {} of {before} fixtures",
+            settings.fixtures.len()
+        ))?;
+    }
     let runtime = crate::runtime()?;
-    let passed = runtime.block_on(async {
+    let started = Instant::now();
+    let outcome = runtime.block_on(async {
         let signals = crate::Signals::listen()?;
-        // The model server: one already running, or one in this process with every fixture.
-        let (server, model_root, token) = match &settings.model_server {
-            Some(url) => (
-                None,
-                url.trim_end_matches('/').trim_end_matches("/v1").to_owned(),
-                crate::model_server::read_reset_token(args.reset_token_file.as_deref())?,
-            ),
-            None => {
-                let options = ServerOptions {
-                    port: settings.model_port,
-                    on_problem: None,
-                    ..ServerOptions::default()
-                };
-                let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
-                    .await
-                    .map_err(|err| ConfigError(error_chain(&err)))?;
-                let url = server.url();
-                let token = server.reset_token().to_owned();
-                (Some(server), url, Some(token))
-            }
-        };
-        let token = token.unwrap_or_default();
-        let mut target = match &settings.gateway {
-            Gateway::Command(command) => Target::Launched(Box::new(
-                Launched::new(command.clone(), &format!("{model_root}/v1"))
-                    .context("the model server's URL")?
-                    .with_reset_token(&token)
-                    .with_launcher_if(crate::launcher()),
-            )),
-            Gateway::Url(url) => {
-                if !args.json {
-                    out(format!(
-                        "gateway at {url}; its model must be at {model_root}/v1"
-                    ))?;
-                }
-                Target::AtUrl(
-                    AtUrl::new(url, &model_root)
-                        .context("the model server's URL")?
-                        .with_reset_token(&token),
-                )
-            }
-        };
+        let mut slots = Vec::with_capacity(settings.jobs);
+        for index in 0..settings.jobs {
+            slots.push(slot(index, &settings, args.json).await?);
+        }
         if !args.json {
             out(table_header())?;
         }
-        // Ctrl-C or SIGTERM stops the run, and the started gateway with it: it runs in its own
-        // process group, which the terminal's signal does not reach.
-        let all_passed = {
-            let suite = std::pin::pin!(async {
-                let mut all_passed = true;
-                for path in &settings.fixtures {
-                    let outcome = match Fixture::load(path) {
-                        Err(error) => broken(path, &HarnessError::Fixture(error), None),
-                        Ok(fixture) => {
-                            if let Some(note) = gateway_config_note(path, &fixture) {
-                                err(note);
-                            }
-                            let run = run_on_with(
-                                target.as_dyn(),
-                                path,
-                                &settings.golden,
-                                fixture,
-                                &settings.drive,
-                                settings.time_limit,
-                            )
-                            .await;
-                            let log = target.log();
-                            let judged = match run {
-                                Ok(run) => judge(&run, &settings, log, args.json),
-                                Err(error) => Ok(broken(path, &error, log)),
-                            };
-                            match judged {
-                                Ok(outcome) => outcome,
-                                // Nobody reads on: no more fixtures (issue 34, finding 21).
-                                Err(StdoutClosed) => return all_passed,
-                            }
-                        }
-                    };
-                    all_passed &= outcome.passed;
-                    if args.json && out(outcome.json.to_string()).is_err() {
-                        return all_passed;
-                    }
-                }
-                all_passed
-            });
-            signals.until_stopped(suite).await
+        let reporter = parking_lot::Mutex::new(Reporter::new(&settings.fixtures, args.json));
+        let next = AtomicUsize::new(0);
+        // Ctrl-C or SIGTERM stops the run, and the started gateways with it: they run in their
+        // own process groups, which the terminal's signal does not reach.
+        let finished = {
+            let workers = slots
+                .iter_mut()
+                .map(|slot| work(slot, &next, &settings, &reporter, args.json));
+            signals
+                .until_stopped(futures::future::join_all(workers))
+                .await
         };
-        if let Target::Launched(launched) = &mut target {
-            launched.stop().await;
+        for slot in &mut slots {
+            slot.target.stop().await;
         }
-        let Some(all_passed) = all_passed else {
-            err("keyless: interrupted; the gateway was stopped");
-            return anyhow::Ok(false);
-        };
-        if let Some(server) = server {
-            let _ = server.stop().await;
+        let reporter = reporter.into_inner();
+        reporter.progress.finish_and_clear();
+        if finished.is_none() {
+            err("keyless: interrupted; the gateways were stopped");
+            return anyhow::Ok(None);
         }
-        anyhow::Ok(all_passed)
+        for slot in slots {
+            if let Some(server) = slot.server {
+                let _ = server.stop().await;
+            }
+        }
+        anyhow::Ok(Some((reporter.all_passed, reporter.cases())))
     })?;
+    let Some((passed, cases)) = outcome else {
+        return Ok(ExitCode::FAILURE);
+    };
+    if let Some(path) = &settings.junit {
+        let report = junit::report(&suite_name(&settings), &cases, started.elapsed());
+        junit::write(path, &report)?;
+    }
     Ok(if passed {
         ExitCode::SUCCESS
     } else {

@@ -10,6 +10,9 @@ use harness::golden::{fixtures_dir, read_golden};
 use replay_core::Fixture;
 use serde_json::Value;
 
+#[path = "keyless/scale.rs"]
+mod scale;
+
 /// The shipped fixture the user's folder gets a copy of.
 const FIXTURE: &str = "write_read_file.flash";
 
@@ -87,12 +90,16 @@ impl UserRepo {
         let gateway = self.gateway.display();
         match base_url {
             BaseUrl::Placeholder => {
-                let run = folder.join("run.toml");
+                // A configuration and a home per gateway (its port), so gateways run at once
+                // (`--jobs`) never read each other's model URL or share a database.
+                let run = folder.join("run-{port}.toml");
+                let home = folder.join("home");
                 format!(
-                    "sed 's#@MODEL_BASE_URL@#{{model_base_url}}#' '{}' > '{}' && exec '{gateway}' --config '{}' --port {{port}}",
+                    "cp -r '{home}' '{home}-{{port}}' && sed -e 's#@MODEL_BASE_URL@#{{model_base_url}}#' -e 's#{home}#{home}-{{port}}#g' '{}' > '{}' && exec '{gateway}' --config '{}' --port {{port}}",
                     config.display(),
                     run.display(),
-                    run.display()
+                    run.display(),
+                    home = home.display(),
                 )
             }
             BaseUrl::Env => format!(

@@ -7,6 +7,8 @@
 //! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
 //!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
 //!   gateway that runs elsewhere against a model server.
+//! - [`launched`]: a gateway command started for each fixture; [`reused`]: one started once and
+//!   kept for several fixtures.
 //! - [`golden`]: goldens as insta snapshots; [`pending`]: pending goldens, accepted or
 //!   reviewed; [`regular_file`]: their files and the gateway's logs, never through a link.
 //! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
@@ -31,6 +33,7 @@ pub mod recorded;
 pub mod recording_store;
 pub mod regular_file;
 pub mod replay_log;
+pub mod reused;
 pub mod suite;
 pub mod target;
 pub mod transcript;
