@@ -679,7 +679,7 @@ mod tests {
         let three = NonZeroUsize::new(3);
         let one = NonZeroUsize::new(1);
         // (case, asked, gateway, model server, model port, expected jobs or error fragment)
-        let cases: [(&str, _, &Gateway, &Option<String>, u16, Result<usize, &str>); 7] = [
+        let cases = [
             ("asked", three, &command, &None, 0, Ok(3)),
             ("the cores", None, &command, &None, 0, Ok(cores)),
             ("a gateway at a URL", None, &url, &None, 8090, Ok(1)),
