@@ -720,3 +720,69 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::FAILURE
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many jobs a run gets: asked for, else the cores; one when a single model server
+    /// serves the run, and asking for more then is a usage error naming why.
+    #[test]
+    fn jobs_are_as_asked_else_the_cores_and_one_model_server_means_one_job() {
+        let command = Gateway::Command(keyless_runner::launched::GatewayCommand {
+            command: "true".into(),
+            working_dir: PathBuf::from("."),
+            ready_path: "/health".into(),
+            ready_timeout: Duration::from_secs(1),
+            log_dir: PathBuf::from("."),
+        });
+        let url = Gateway::Url("http://127.0.0.1:9".into());
+        let running = Some("http://127.0.0.1:8090".to_owned());
+        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        let three = NonZeroUsize::new(3);
+        let one = NonZeroUsize::new(1);
+        // (case, asked, gateway, model server, model port, expected jobs or error fragment)
+        let cases = [
+            ("asked", three, &command, &None, 0, Ok(3)),
+            ("the cores", None, &command, &None, 0, Ok(cores)),
+            ("a gateway at a URL", None, &url, &None, 8090, Ok(1)),
+            (
+                "more at a URL",
+                three,
+                &url,
+                &None,
+                8090,
+                Err("gateway_url"),
+            ),
+            ("one at a URL", one, &url, &None, 8090, Ok(1)),
+            (
+                "a running model server",
+                three,
+                &command,
+                &running,
+                0,
+                Err("already running"),
+            ),
+            (
+                "a fixed model port",
+                three,
+                &command,
+                &None,
+                8091,
+                Err("model_port"),
+            ),
+        ];
+        for (case, asked, gateway, server, port, expected) in cases {
+            match (jobs(asked, gateway, server, port), expected) {
+                (Ok(jobs), Ok(expected)) => assert_eq!(jobs, expected, "{case}"),
+                (Err(err), Err(fragment)) => {
+                    assert!(
+                        err.0.contains(fragment) && err.0.contains("--jobs 3"),
+                        "{case}: {err}"
+                    )
+                }
+                (got, expected) => panic!("{case}: {got:?}, expected {expected:?}"),
+            }
+        }
+    }
+}
