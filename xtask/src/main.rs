@@ -1,6 +1,7 @@
 //! `cargo xtask`: developer commands for this workspace, thin clap wrappers over the harness.
 //! `cargo xtask --help` lists them; each has its own `--help`.
 
+mod dist;
 mod e2e;
 mod fixtures;
 mod hash;
@@ -91,6 +92,14 @@ enum Command {
     /// `$HARNESS_STATE_DIR`, else `.harness-state/` at the repository root.
     #[command(subcommand, arg_required_else_help = true)]
     Recordings(recordings::Command),
+    /// Build what a release publishes for one platform into target/dist/: the wheel, the npm
+    /// packages, the binary, SHA256SUMS.
+    ///
+    /// The wheel is maturin's (pinned in dist/requirements.txt, installed into target/dist-tools),
+    /// with the binary as its script; the npm main package `keyless` runs the binary of this
+    /// platform's `@keyless/cli-*` package (dist/platforms.json). Every package carries
+    /// harness/cli/Cargo.toml's version. Needs python3 and npm, no network but PyPI for maturin.
+    Dist(dist::Args),
 }
 
 impl Command {
@@ -141,6 +150,7 @@ fn main() -> ExitCode {
         Command::BuildFixture(args) => record::build(args),
         Command::Serve(args) => serve::run(args),
         Command::Recordings(command) => recordings::run(command),
+        Command::Dist(args) => dist::run(args),
     };
     match result {
         Ok(code) => code,

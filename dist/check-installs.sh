@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# What .ci/run runs after `cargo xtask dist`: the packages in <dist folder> install and work the
+# way a user installs them, with no Rust toolchain on PATH (every PATH folder holding cargo or
+# rustc is dropped). Each install runs examples/python-gateway/check.sh (`keyless test` on a copy
+# of the example: green as recorded, exit 1 with the miss diagnostic when the gateway drifts):
+#
+#   1. the wheel, `pip install`ed into a fresh venv;
+#   2. the npm tarballs, `npm install <platform>.tgz <main>.tgz` in a fresh folder, run through the
+#      main package's launcher;
+#   3. the GitHub Action's script (dist/action/run.sh) with the wheel in place of PyPI's release,
+#      on the example as recorded (exit 0) and drifted (exit 1, failing the job).
+#
+#   PYTHON=target/ci-venv/bin/python dist/check-installs.sh target/dist
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dist="$(cd "${1:?usage: check-installs.sh <the folder cargo xtask dist wrote>}" && pwd)"
+python="${PYTHON:?set PYTHON to a Python with the requirements of the example gateway}"
+[ -x "$python" ] || { echo "installs: PYTHON=$python is not an executable" >&2; exit 1; }
+python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"
+example="$root/examples/python-gateway"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "installs: $*" >&2; exit 1; }
+
+clean_path=""
+IFS=: read -r -a folders <<<"$PATH"
+for folder in "${folders[@]}"; do
+  if [ -z "$folder" ] || [ -e "$folder/cargo" ] || [ -e "$folder/rustc" ]; then
+    continue
+  fi
+  clean_path="${clean_path:+$clean_path:}$folder"
+done
+for tool in cargo rustc; do
+  if PATH="$clean_path" command -v "$tool" >/dev/null; then
+    fail "$tool is still on the cleaned PATH ($clean_path)"
+  fi
+done
+echo "installs: PATH without cargo or rustc: $clean_path"
+# From here on, everything runs without a Rust toolchain in reach.
+export PATH="$clean_path"
+
+one() { # <glob>: the one file in the dist folder matching it
+  local matches=("$dist"/$1)
+  [ "${#matches[@]}" -eq 1 ] && [ -f "${matches[0]}" ] || fail "expected one $1 in $dist, found: ${matches[*]}"
+  echo "${matches[0]}"
+}
+wheel="$(one 'keyless-*.whl')"
+main_tgz="$(one 'keyless-[0-9]*.tgz')"
+platform_tgz="$(one 'keyless-cli-*.tgz')"
+(cd "$dist" && sha256sum --check --strict --quiet SHA256SUMS) || fail "SHA256SUMS does not match the files"
+
+echo "installs: [1/3] pip install $(basename "$wheel") into a fresh venv"
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index "$wheel"
+"$work/venv/bin/keyless" --version
+KEYLESS="$work/venv/bin/keyless" PYTHON="$python" "$example/check.sh"
+
+echo "installs: [2/3] npm install $(basename "$platform_tgz") $(basename "$main_tgz") in a fresh folder"
+mkdir "$work/npm"
+(
+  cd "$work/npm"
+  npm init --yes >/dev/null
+  npm install --no-audit --no-fund --loglevel=error "$platform_tgz" "$main_tgz"
+  npx --no-install keyless --version
+)
+KEYLESS="$work/npm/node_modules/.bin/keyless" PYTHON="$python" "$example/check.sh"
+
+echo "installs: [3/3] the GitHub Action's script (dist/action/run.sh), the wheel in place of PyPI's"
+cp -r "$example" "$work/repository"
+rm -rf "$work/repository/.keyless"
+action() {
+  KEYLESS_PACKAGE="$wheel" KEYLESS_WORKING_DIRECTORY="$work/repository" RUNNER_TEMP="$work" \
+    PYTHON="$python" "$root/dist/action/run.sh"
+}
+action || fail "the action failed on the example as recorded"
+set +e
+GATEWAY_SEND_NAMES=0 action >"$work/action-drift.out" 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || { cat "$work/action-drift.out" >&2; fail "the action exited $status on a drifted gateway, not 1"; }
+grep -q 'first differing field: \[0\].name' "$work/action-drift.out" || fail "the action's output has no miss diagnostic"
+echo "installs: ok (pip, npm and the action each ran keyless test: green as recorded, red on the drift)"
