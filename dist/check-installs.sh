@@ -6,7 +6,7 @@
 #
 #   1. the wheel, `pip install`ed into a fresh venv;
 #   2. the npm tarballs, `npm install <platform>.tgz <main>.tgz` in a fresh folder, run through the
-#      main package's launcher;
+#      main package's launcher (and, with the platform package removed, its error naming it);
 #   3. the GitHub Action's script (dist/action/run.sh) with the wheel in place of PyPI's release,
 #      on the example as recorded (exit 0) and drifted (exit 1, failing the job).
 #
@@ -65,6 +65,15 @@ mkdir "$work/npm"
   npx --no-install keyless --version
 )
 KEYLESS="$work/npm/node_modules/.bin/keyless" PYTHON="$python" "$example/check.sh"
+# Without its platform package (npm install --omit=optional), the launcher says which is missing.
+platform_package="$(tar -xzOf "$platform_tgz" package/package.json | node -p 'JSON.parse(require("fs").readFileSync(0)).name')"
+rm -rf "$work/npm/node_modules/$platform_package"
+set +e
+"$work/npm/node_modules/.bin/keyless" --version >"$work/missing.out" 2>&1
+status=$?
+set -e
+[ "$status" -eq 2 ] && grep -q "the package $platform_package, which holds keyless" "$work/missing.out" ||
+  { cat "$work/missing.out" >&2; fail "the launcher without $platform_package exited $status without naming it"; }
 
 echo "installs: [3/3] the GitHub Action's script (dist/action/run.sh), the wheel in place of PyPI's"
 cp -r "$example" "$work/repository"

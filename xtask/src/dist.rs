@@ -544,8 +544,24 @@ fn built_binary(
     profile: &str,
     platform: &Platform,
 ) -> anyhow::Result<PathBuf> {
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), |dir| root.join(dir));
+    // cargo's own answer, as maturin asks it: CARGO_TARGET_DIR, `build.target-dir` or target/.
+    let output = Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()
+        .context("cannot run cargo metadata")?;
+    ensure!(
+        output.status.success(),
+        "cargo metadata failed ({})",
+        output.status
+    );
+    let metadata: Value =
+        serde_json::from_slice(&output.stdout).context("cargo metadata: not JSON")?;
+    let target_dir = PathBuf::from(
+        metadata["target_directory"]
+            .as_str()
+            .context("cargo metadata names no target_directory")?,
+    );
     let profile_dir = match profile {
         "dev" | "test" => "debug",
         "release" | "bench" => "release",
