@@ -321,15 +321,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
         // ledger of a run in progress.
+        // Written before it is printed, so a script that read the line finds the file.
+        if let Some(file) = &args.reset_token_file {
+            write_reset_token(file, server.reset_token())?;
+        }
         println!(
             "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
              --reset-token-file or {}): {}",
             keyless_runner::launched::RESET_TOKEN_VAR,
             server.reset_token()
         );
-        if let Some(file) = &args.reset_token_file {
-            write_reset_token(file, server.reset_token())?;
-        }
         signals.stopped().await;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some(recording)) = (recorded, recording) {
