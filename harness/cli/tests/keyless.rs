@@ -518,20 +518,23 @@ fn finding_5_processes_that_leave_the_gateways_group_are_stopped_too() {
         pid("daemon.pid").display(),
         pid("gateway.pid").display()
     );
-    let output = repo.keyless(&[
-        "test",
-        "--gateway-cmd",
-        &command,
-        "--ready-timeout-secs",
-        "1",
-    ]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
-    for name in ["gateway.pid", "setsid.pid", "daemon.pid"] {
-        assert!(
-            gone(&pid(name)),
-            "{name} outlived keyless: {}",
-            said(&output)
-        );
+    // And a shell that exits before it is ready, leaving a `setsid` child behind.
+    let exits = format!(
+        "setsid sleep 303 & echo $! > '{}'; exit 3",
+        pid("early.pid").display()
+    );
+    for command in [command, exits] {
+        let output = repo.keyless(&[
+            "test",
+            "--gateway-cmd",
+            &command,
+            "--ready-timeout-secs",
+            "1",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    }
+    for name in ["gateway.pid", "setsid.pid", "daemon.pid", "early.pid"] {
+        assert!(gone(&pid(name)), "{name} outlived keyless");
     }
 }
 

@@ -241,7 +241,7 @@ impl Launched {
             if let Some(child) = self.running.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                self.running = None;
+                // Kept as running: the caller's stop still takes what the shell left behind.
                 return Err(LaunchError::Exited {
                     command: self.command.command.clone(),
                     status,
