@@ -620,6 +620,10 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(status, 400, "a miss");
         let reply: Value = client
             .post(format!("{}/_harness/reset", server.url()))
+            .header(
+                harness::model_server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")
@@ -629,6 +633,10 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
         let again: Value = client
             .post(format!("{}/_harness/reset", server.url()))
+            .header(
+                harness::model_server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")

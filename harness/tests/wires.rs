@@ -196,6 +196,25 @@ fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     json!({"text": text, "reasoning": reasoning, "calls": calls})
 }
 
+/// `POST /_harness/reset` with the server's reset token; its status.
+async fn reset(server: &ModelServer) -> u16 {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .post(format!("{}/_harness/reset", server.url()))
+        .header(
+            harness::model_server::RESET_TOKEN_HEADER,
+            server.reset_token(),
+        )
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("reset")
+        .status()
+        .as_u16()
+}
+
 async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String) {
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -227,12 +246,7 @@ fn every_shipped_turn_replays_at_every_wire_as_its_recorded_answer() {
             for wire in WIRES {
                 for stream in [false, true] {
                     // Each pass replays the fixture afresh.
-                    let (status, _) = post(
-                        &format!("{}/_harness/reset", server.url()),
-                        &json!({}),
-                        None,
-                    )
-                    .await;
+                    let status = reset(&server).await;
                     assert_eq!(status, 200, "reset");
                     for (index, turn) in fixture.turns.iter().enumerate() {
                         let how = format!("{name} turn {index} over {wire:?} (stream: {stream})");
@@ -391,6 +405,7 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
             python,
             "check_wire_sdks.py",
             vec![server.url(), jobs_path.display().to_string()],
+            server.reset_token(),
         )
         .await;
         assert_eq!(got, Value::Array(wanted));
@@ -423,12 +438,19 @@ fn sdk_python() -> Option<String> {
 }
 
 /// Runs one of `harness/tests/sdk/`'s scripts with `args`; its one JSON line.
-async fn run_sdk_script(python: String, script: &str, args: Vec<String>) -> Value {
+async fn run_sdk_script(
+    python: String,
+    script: &str,
+    args: Vec<String>,
+    reset_token: &str,
+) -> Value {
     let script = format!("{}/harness/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+    let reset_token = reset_token.to_owned();
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(python)
             .arg(script)
             .args(args)
+            .env("KEYLESS_RESET_TOKEN", reset_token)
             .output()
     })
     .await
@@ -506,6 +528,7 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
                 python.clone(),
                 "check_langchain_tool_loop.py",
                 vec![url, prompt.clone(), reset],
+                server.reset_token(),
             )
         };
         check(&loops(server.url(), server.url()).await, "from the fixture");
@@ -578,12 +601,7 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
                 .expect("model server");
         for wire in [Wire::Anthropic, Wire::Responses] {
             for stream in [true, false] {
-                let (status, _) = post(
-                    &format!("{}/_harness/reset", server.url()),
-                    &json!({}),
-                    None,
-                )
-                .await;
+                let status = reset(&server).await;
                 assert_eq!(status, 200, "reset");
                 let how = format!("{wire:?} (stream: {stream})");
                 let url = format!("{}{}", server.url(), path(wire));
@@ -613,12 +631,7 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
                     assert!(text.contains("event: error\n"), "{how}: {text}");
                 }
             }
-            let (status, _) = post(
-                &format!("{}/_harness/reset", server.url()),
-                &json!({}),
-                None,
-            )
-            .await;
+            let status = reset(&server).await;
             assert_eq!(status, 200);
         }
         let problems = server.problems();
@@ -989,12 +1002,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                 ("option", option_field.as_str(), json!(7)),
             ];
             for (what, field, value) in drifts {
-                let (status, _) = post(
-                    &format!("{}/_harness/reset", strict.url()),
-                    &json!({}),
-                    None,
-                )
-                .await;
+                let status = reset(&strict).await;
                 assert_eq!(status, 200, "reset");
                 let mut drifted = script[0].request.clone();
                 match what {

@@ -198,7 +198,10 @@ impl Signals {
             eprintln!("keyless: a second signal: exiting now");
             let me = std::process::id() as i32;
             let started = keyless_runner::processes::descendants_of(me);
-            keyless_runner::processes::signal_all(&started, rustix_kill());
+            keyless_runner::processes::signal_all(
+                &started,
+                keyless_runner::processes::Signal::KILL,
+            );
             std::process::exit(130);
         });
         Ok(Signals { first })
@@ -222,11 +225,6 @@ impl Signals {
             () = self.stopped() => None,
         }
     }
-}
-
-/// SIGKILL, as the runner's process helpers take it.
-fn rustix_kill() -> keyless_runner::processes::Signal {
-    keyless_runner::processes::Signal::KILL
 }
 
 /// Runs a command; an error is printed with its causes once each, and a usage or configuration

@@ -344,6 +344,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await
             .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
         // A closed stdout after the address (`| head -1`) leaves the server serving.
+        // The token is written before it is printed, so a script that read the line finds the
+        // file.
+        if let Some(file) = &args.reset_token_file {
+            write_reset_token(file, server.reset_token())?;
+        }
         let _ = out(format!("model server on {} ({described})", server.url()))
             .and_then(|()| out(format!("OpenAI base URL for the gateway: {}", server.base_url())))
             .and_then(|()| {
@@ -362,9 +367,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     server.reset_token()
                 ))
             });
-        if let Some(file) = &args.reset_token_file {
-            write_reset_token(file, server.reset_token())?;
-        }
         signals.stopped().await;
         let recorded = server.stop().await?;
         if let (Some(recorded), Some(recording)) = (recorded, recording) {

@@ -772,20 +772,23 @@ fn finding_5_processes_that_leave_the_gateways_group_are_stopped_too() {
         pid("daemon.pid").display(),
         pid("gateway.pid").display()
     );
-    let output = repo.keyless(&[
-        "test",
-        "--gateway-cmd",
-        &command,
-        "--ready-timeout-secs",
-        "1",
-    ]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
-    for name in ["gateway.pid", "setsid.pid", "daemon.pid"] {
-        assert!(
-            gone(&pid(name)),
-            "{name} outlived keyless: {}",
-            said(&output)
-        );
+    // And a shell that exits before it is ready, leaving a `setsid` child behind.
+    let exits = format!(
+        "setsid sleep 303 & echo $! > '{}'; exit 3",
+        pid("early.pid").display()
+    );
+    for command in [command, exits] {
+        let output = repo.keyless(&[
+            "test",
+            "--gateway-cmd",
+            &command,
+            "--ready-timeout-secs",
+            "1",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    }
+    for name in ["gateway.pid", "setsid.pid", "daemon.pid", "early.pid"] {
+        assert!(gone(&pid(name)), "{name} outlived keyless");
     }
 }
 
@@ -1234,4 +1237,84 @@ fn a_closed_standard_output_ends_the_run_quietly() {
         "{}",
         said(&output)
     );
+}
+
+/// One request as raw bytes to `address`; the status line's code.
+fn status_of(address: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.split(' ').nth(1).unwrap_or("").to_owned()
+}
+
+#[test]
+fn finding_3_and_4_a_standalone_model_server_resets_only_with_its_token_and_stops_promptly() {
+    use std::io::{BufRead, Write};
+    let repo = UserRepo::new();
+    let token_file = repo.path().join("token");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["model-server", "--port", "0", "--reset-token-file"])
+        .arg(&token_file)
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let printed: Vec<String> = lines.by_ref().take(3).map(Result::unwrap).collect();
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    assert_eq!(token.len(), 64, "{token}");
+    assert!(
+        printed
+            .iter()
+            .any(|line| line.contains("reset token") && line.ends_with(token)),
+        "{printed:?}"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let reset = |header: &str| {
+        status_of(
+            &address,
+            &format!(
+                "POST /_harness/reset HTTP/1.1\r\nhost: {address}\r\n{header}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
+            ),
+        )
+    };
+    assert_eq!(reset(""), "403");
+    assert_eq!(reset(&format!("x-keyless-reset-token: {token}\r\n")), "200");
+    // A client holding half a request does not hold the stop.
+    let mut held = std::net::TcpStream::connect(&address).unwrap();
+    held.write_all(
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-length: 100\r\n\r\n{{"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "stopped after {:?}",
+        started.elapsed()
+    );
+    assert!(status.success(), "{status:?}");
 }

@@ -252,7 +252,7 @@ impl Launched {
             if let Some(child) = self.running.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                self.running = None;
+                // Kept as running: the caller's stop still takes what the shell left behind.
                 return Err(LaunchError::Exited {
                     command: self.command.command.clone(),
                     status,
@@ -469,22 +469,19 @@ mod tests {
         .await
         .expect("model server");
         let logs = tempfile::tempdir().expect("tempdir");
-        // (command, what the problem says): ready at once, then the shell ends on its own.
+        // (command, what the problem says): the shell ends on its own once the test, after the
+        // gateway was ready, creates `go`.
+        let serve = "python3 -m http.server {port} --bind 127.0.0.1 & \
+                     while [ ! -e go ]; do sleep 0.05; done;";
         let cases = [
-            (
-                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; exit 7",
-                Some("exit status: 7"),
-            ),
-            (
-                "python3 -m http.server {port} --bind 127.0.0.1 & sleep 1; kill -9 $$",
-                Some("signal: 9"),
-            ),
-            ("exec python3 -m http.server {port} --bind 127.0.0.1", None),
+            (format!("{serve} exit 7"), Some("exit status: 7")),
+            (format!("{serve} kill -9 $$"), Some("signal: 9")),
+            (format!("{serve} wait"), None),
         ];
         for (command, says) in cases {
             let mut launched = Launched::new(
                 GatewayCommand {
-                    command: command.into(),
+                    command: command.clone(),
                     working_dir: logs.path().to_path_buf(),
                     ready_path: "/".into(),
                     ready_timeout: Duration::from_secs(20),
@@ -495,8 +492,11 @@ mod tests {
             .expect("launched")
             .with_reset_token(server.reset_token());
             let loaded = Arc::new(Fixture::load(&fixture).expect("fixture"));
+            let go = logs.path().join("go");
+            let _ = std::fs::remove_file(&go);
             launched.start(&fixture, &loaded).await.expect("ready");
-            tokio::time::sleep(Duration::from_millis(1500)).await;
+            std::fs::write(&go, "").expect("go");
+            tokio::time::sleep(Duration::from_millis(500)).await;
             let ledger = launched.finish().await.expect("ledger");
             let exited: Vec<&String> = ledger
                 .other_problems

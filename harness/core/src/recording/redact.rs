@@ -420,7 +420,7 @@ mod tests {
 pub const MIN_KNOWN_SECRET_LEN: usize = 8;
 
 /// Literal secrets a writer holds (the recording proxy's API key), removed wherever they appear
-/// in a string, with their obvious encodings (`docs/recording-format.md` §6.6): the value
+/// in a string, with their obvious encodings (`docs/recording-format.md` §6.5): the value
 /// itself, JSON-escaped, percent-encoded (upper- and lower-case hex, every non-alphanumeric
 /// byte or only the reserved ones), and base64 (standard and URL-safe, at each of the three
 /// alignments it can have inside a longer base64 text, such as `Basic` credentials). Applied on

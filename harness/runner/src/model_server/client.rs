@@ -164,22 +164,30 @@ impl ModelServerClient {
     pub async fn reset(&self, fixture: Option<&str>) -> Result<ResetReply, ClientError> {
         let url = format!("{}/_harness/reset", self.root);
         let route = format!("POST {url}");
-        let mut request = self.http.post(&url).json(&json!({"fixture": fixture}));
-        if let Some(ResetToken(token)) = &self.reset_token {
-            request = request.header(RESET_TOKEN_HEADER, token);
-        }
+        let request = self.owned(self.http.post(&url).json(&json!({"fixture": fixture})));
         self.send(request, route).await
     }
 
     /// `GET /_harness/state`.
     pub async fn state(&self) -> Result<ServerState, ClientError> {
         let url = format!("{}/_harness/state", self.root);
-        self.send(self.http.get(&url), format!("GET {url}")).await
+        self.send(self.owned(self.http.get(&url)), format!("GET {url}"))
+            .await
+    }
+
+    /// `request` with the reset token when the client holds it: the owner's reads mark the
+    /// problems read, so its next reset counts only what came after.
+    fn owned(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.reset_token {
+            Some(ResetToken(token)) => request.header(RESET_TOKEN_HEADER, token),
+            None => request,
+        }
     }
 
     /// `GET /_harness/misses`: every problem since the start or the last reset.
     pub async fn problems(&self) -> Result<Vec<Problem>, ClientError> {
         let url = format!("{}/_harness/misses", self.root);
-        self.send(self.http.get(&url), format!("GET {url}")).await
+        self.send(self.owned(self.http.get(&url)), format!("GET {url}"))
+            .await
     }
 }

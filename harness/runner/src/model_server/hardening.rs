@@ -60,6 +60,13 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
     )
     .await;
     assert!(miss.starts_with("HTTP/1.1 400"), "{miss}");
+    // Read by someone without the token (the gateway), the miss is still unread for the owner.
+    for path in ["/_harness/misses", "/_harness/state"] {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\n\r\n");
+        let read = raw(&server, request.as_bytes(), Duration::from_secs(5)).await;
+        assert!(read.contains("replay miss"), "{read}");
+    }
     // (the headers a would-be resetter sends, as the gateway or any local process could)
     let wrong = format!("{RESET_TOKEN_HEADER}: {}\r\n", "0".repeat(64));
     let almost = format!("{RESET_TOKEN_HEADER}: {}\r\n", &server.reset_token()[..63]);

@@ -838,12 +838,24 @@ async fn wrong_method(State(shared): State<Arc<Shared>>, method: Method, uri: Ur
     unserved_response(&shared, StatusCode::METHOD_NOT_ALLOWED, &method, &uri)
 }
 
-async fn misses(State(shared): State<Arc<Shared>>) -> Response {
-    Json(shared.problems.lock().read()).into_response()
+/// The ledger for a reader: marked read only when the reader holds the reset token, so the
+/// gateway (or any other process) cannot read problems away before the owner's next reset counts
+/// them as discarded.
+fn problems_for(shared: &Shared, headers: &HeaderMap) -> Vec<Problem> {
+    let mut ledger = shared.problems.lock();
+    if holds_reset_token(shared, headers) {
+        ledger.read()
+    } else {
+        ledger.list()
+    }
 }
 
-async fn state(State(shared): State<Arc<Shared>>) -> Response {
-    let problems = shared.problems.lock().read();
+async fn misses(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    Json(problems_for(&shared, &headers)).into_response()
+}
+
+async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let problems = problems_for(&shared, &headers);
     let state = match &shared.backend {
         Backend::Fixtures { fixtures, active } => {
             let active = active.lock();

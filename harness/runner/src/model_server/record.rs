@@ -69,7 +69,8 @@ pub struct RecordConfig {
 /// run has a `recording_limit` problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordLimits {
-    /// The most bytes of events the recording takes, over all its calls.
+    /// The most bytes the recording file holds (every call's rows); the event that would pass
+    /// it is replaced by the error that ends its call.
     pub max_bytes: u64,
     /// The longest one call may take, from its request to its last event.
     pub call_time_limit: Duration,
