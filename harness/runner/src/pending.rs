@@ -262,4 +262,75 @@ mod tests {
             "{err}"
         );
     }
+
+    /// A golden and a pending golden of `lines` lines each, every `every`th line different.
+    fn huge_pair(dir: &Path, lines: usize, every: usize) -> Pending {
+        let document = |tag: &str| {
+            (0..lines)
+                .map(|line| {
+                    let tag = if line % every == 0 { tag } else { "same" };
+                    format!("  \"{tag}-{line}\",")
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        write_pending(dir, "s.flash", "s.flash.json", &document("old")).unwrap();
+        accept(&find(dir, "s.flash").unwrap()).unwrap();
+        write_pending(dir, "s.flash", "s.flash.json", &document("new")).unwrap();
+        find(dir, "s.flash").unwrap()
+    }
+
+    /// Issue 34, finding 20: the diff of a huge pending golden is cut after
+    /// `MAX_DIFF_LINES` lines, saying how many more there are.
+    #[test]
+    fn a_huge_diff_is_cut_saying_how_much_more_there_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let pending = huge_pair(dir.path(), 5_000, 1);
+        let shown = diff(&pending).unwrap();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(
+            lines.len(),
+            MAX_DIFF_LINES + 1,
+            "{}",
+            lines[lines.len() - 1]
+        );
+        assert!(
+            lines[MAX_DIFF_LINES].starts_with("… 8003 more diff lines not shown"),
+            "{}",
+            lines[MAX_DIFF_LINES]
+        );
+    }
+
+    /// The time of a review's diff of two 50,000-line goldens whose every
+    /// `KEYLESS_DIFF_EVERY`th line differs (default 10), bounded and not (a measurement, run by
+    /// hand: `cargo test -p keyless-runner --lib review_diff_time -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "a measurement"]
+    fn review_diff_time() {
+        let every = std::env::var("KEYLESS_DIFF_EVERY")
+            .ok()
+            .and_then(|every| every.parse().ok())
+            .unwrap_or(10);
+        let dir = tempfile::tempdir().unwrap();
+        let pending = huge_pair(dir.path(), 50_000, every);
+        let started = std::time::Instant::now();
+        let bounded = diff(&pending).unwrap();
+        eprintln!(
+            "bounded: {} bytes in {:?}",
+            bounded.len(),
+            started.elapsed()
+        );
+        let old = document_of(&load(&pending.golden_path).unwrap());
+        let new = document_of(&load(&pending.new_path).unwrap());
+        let started = std::time::Instant::now();
+        let whole = similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(3)
+            .to_string();
+        eprintln!(
+            "unbounded: {} bytes in {:?}",
+            whole.len(),
+            started.elapsed()
+        );
+    }
 }
