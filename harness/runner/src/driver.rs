@@ -9,6 +9,7 @@
 //! ([`FramingRule`]). A new dialect is one more file implementing [`Dialect`], one [`Api`]
 //! variant and one [`FramingRule`] variant.
 
+pub mod ai_sdk;
 pub mod deerflow;
 pub mod langgraph;
 
@@ -82,6 +83,14 @@ pub enum DriverError {
     NoUiMode {
         /// The mode.
         mode: String,
+    },
+    /// The stream broke the protocol where its client would fail to read it.
+    #[error("{route}: {message}")]
+    Protocol {
+        /// Method and path.
+        route: String,
+        /// What was wrong, naming the frame.
+        message: String,
     },
     /// The SSE stream broke.
     #[error("{route}: the event stream broke: {message}")]
@@ -236,6 +245,9 @@ pub enum FramingRule {
     /// LangGraph: each run's first frame is `metadata`, the body closes cleanly (no `end`), and an
     /// `error` frame fails the run unless the fixture records a model error.
     MetadataThenClose,
+    /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
+    /// then `[DONE]` last, frames named by their JSON `type`.
+    UiMessageStream,
 }
 
 impl FramingRule {
@@ -263,6 +275,7 @@ impl FramingRule {
                 }
                 Framing::Ok
             }
+            FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
         }
     }
 
@@ -278,6 +291,7 @@ impl FramingRule {
                     StreamModes::Web => transcript.web_shapes(),
                 }
             }
+            FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
         }
     }
 
@@ -285,6 +299,7 @@ impl FramingRule {
     pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
         match self {
             FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
+            FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
         }
     }
 }
@@ -594,7 +609,8 @@ impl Session {
                 options.assistant.clone(),
                 options.assistants.clone(),
             )),
-            api @ (Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat) => {
+            Api::AiSdk => Box::new(ai_sdk::AiSdk::new(endpoint(options)?)),
+            api @ (Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat) => {
                 return Err(DriverError::Unsupported { api });
             }
         };
@@ -635,6 +651,13 @@ impl Session {
         }
         Ok(transcripts)
     }
+}
+
+/// The path a dialect with one endpoint posts its runs to.
+fn endpoint(options: &DriveOptions) -> Result<String, DriverError> {
+    options
+        .endpoint()
+        .ok_or(DriverError::Unsupported { api: options.api })
 }
 
 /// The scenario's UI mode, or [`DriverError::NoUiMode`] for a label.
