@@ -12,6 +12,10 @@
 # - `finish` dropped (`sendFinish: false`): the framing rule fails it;
 # - the system prompt rewritten: green (the system prompt is not part of the replay key).
 #
+# The same agent answers as an OpenAI-style endpoint too (server.mjs's /v1/chat/completions and
+# /v1/responses): its fixtures replay with `--api openai-chat` and `--api openai-responses`, and
+# the changed tool result misses there as well.
+#
 # Runs in a fresh network namespace with only loopback when the machine allows it (`unshare -n`).
 #
 #   KEYLESS=target/debug/keyless examples/ai-sdk-chat/check.sh    # after `npm ci` here
@@ -150,4 +154,15 @@ grep -q 'cheerful forecaster' "$work/system/server.mjs" || fail "the system prom
 run system
 [ "$status" -eq 0 ] || { cat "$work/system.out" >&2; fail "a rewritten system prompt exited $status, not 0"; }
 
-echo "ai-sdk example: ok (the fixture replays; both clients agree; the drifts fail and pass as they must)"
+for api in openai-chat openai-responses; do
+  echo "ai-sdk example: the same agent as an OpenAI-style endpoint: keyless test --api $api"
+  run app --api "$api" --fixtures "fixtures-$api" --golden "golden-$api"
+  [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api: the committed fixture failed (exit $status)"; }
+  [ "$(field app 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
+    || fail "--api $api: unexpected outcome: $(cat "$work/app.json")"
+  run tool_result --api "$api" --fixtures "fixtures-$api" --golden "golden-$api"
+  [ "$status" -eq 1 ] || fail "--api $api: a changed tool result exited $status, not 1"
+  grep -q 'first differing field' "$work/tool_result.json" || fail "--api $api: no miss diagnostic"
+done
+
+echo "ai-sdk example: ok (the fixtures replay in the three dialects; both clients agree; the drifts fail and pass as they must)"
