@@ -232,3 +232,127 @@ fn frame_name(data: &FrameData) -> String {
         .and_then(|json| json.get("object")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| "chunk".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::SseEvent;
+
+    /// A streamed answer: a role chunk, the text in `chunks`, the finish, `[DONE]`.
+    fn stream(chunks: &[&str]) -> Vec<String> {
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string()
+        };
+        let mut frames = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
+        frames.extend(
+            chunks
+                .iter()
+                .map(|text| chunk(json!({"content": text}), Value::Null)),
+        );
+        frames.push(chunk(json!({}), json!("stop")));
+        frames.push(DONE_MARKER.to_owned());
+        frames
+    }
+
+    fn run(frames: &[String]) -> RunTranscript {
+        RunTranscript {
+            request: json!({"messages": [{"role": "user", "content": "Hi"}]}),
+            events: (frames.iter())
+                .map(|data| SseEvent::new("message".into(), data.clone(), None))
+                .collect(),
+            modes: StreamModes::Values,
+            framing_rule: FramingRule::OpenaiChat,
+            headers: Vec::new(),
+            history: None,
+        }
+    }
+
+    #[test]
+    fn the_golden_holds_one_text_entry_however_it_was_chunked_and_the_follow_up_the_answer() {
+        let golden = |chunks: &[&str]| golden_shapes(&run(&stream(chunks)));
+        let names: Vec<String> = (golden(&["Hello ", "there."]).into_iter())
+            .filter_map(|shape| shape.event)
+            .collect();
+        assert_eq!(
+            names,
+            ["chunk", "text_start", "text_delta", "text_end", "[DONE]"]
+        );
+        assert_eq!(
+            golden(&["Hello ", "there."]),
+            golden(&["Hel", "lo ", "the", "re."])
+        );
+
+        let mut dialect = OpenaiChat::new("/v1/chat/completions".into());
+        dialect
+            .read_run(&run(&stream(&["Hello ", "there."])))
+            .unwrap();
+        let follow_up = dialect
+            .run_request(
+                &Scenario::new("s", replay_core::Mode::Label("chat".into()), "Again"),
+                "Again",
+                &[],
+                StreamModes::Values,
+            )
+            .unwrap();
+        assert_eq!(
+            follow_up.body["messages"],
+            json!([{"role": "user", "content": "Hi"},
+                   {"role": "assistant", "content": "Hello there."},
+                   {"role": "user", "content": "Again"}])
+        );
+    }
+
+    #[test]
+    fn the_framing_rule_fails_a_stream_without_its_end_or_with_an_error() {
+        let frames = stream(&["ok"]);
+        let mut no_done = frames.clone();
+        no_done.pop();
+        let mut no_finish = frames.clone();
+        no_finish.remove(no_finish.len() - 2);
+        let mut early_done = frames.clone();
+        early_done.insert(1, DONE_MARKER.to_owned());
+        let mut error = frames.clone();
+        error.insert(
+            2,
+            json!({"error": {"message": "boom", "type": "server_error"}}).to_string(),
+        );
+        // (case, frames, the problem's start, model error recorded)
+        let cases = [
+            ("framed", frames.clone(), None, false),
+            ("a dropped [DONE]", no_done, Some("the last frame"), false),
+            (
+                "no finish_reason",
+                no_finish,
+                Some("frame 2 \"[DONE]\" is out of order"),
+                false,
+            ),
+            (
+                "[DONE] out of order",
+                early_done,
+                Some("frame 1 \"[DONE]\" is out of order"),
+                false,
+            ),
+            (
+                "an error chunk",
+                error.clone(),
+                Some("the server sent an \"chunk\" frame"),
+                false,
+            ),
+            ("a recorded model error", error, None, true),
+        ];
+        for (case, frames, expected, model_error) in cases {
+            match (framing(&[run(&frames)], model_error), expected) {
+                (Framing::Ok, None) => {}
+                (Framing::Violated { run: 0, problem }, Some(start)) => {
+                    assert!(problem.to_string().starts_with(start), "{case}: {problem}");
+                }
+                (got, _) => panic!("{case}: {got:?}"),
+            }
+        }
+    }
+}

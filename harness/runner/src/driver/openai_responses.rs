@@ -197,3 +197,132 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
         got: last,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::SseEvent;
+
+    /// A streamed answer as OpenAI frames it: created, the message item, the text deltas in
+    /// `chunks`, the item done, completed.
+    fn stream(chunks: &[&str]) -> Vec<(String, Value)> {
+        let item = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": []});
+        let mut frames = vec![
+            (
+                "response.created",
+                json!({"response": {"id": "r", "model": "m"}}),
+            ),
+            (
+                "response.output_item.added",
+                json!({"output_index": 0, "item": item}),
+            ),
+        ];
+        for delta in chunks {
+            frames.push((
+                "response.output_text.delta",
+                json!({"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": delta}),
+            ));
+        }
+        frames.push((
+            "response.output_item.done",
+            json!({"output_index": 0, "item": item}),
+        ));
+        frames.push((
+            "response.completed",
+            json!({"response": {"id": "r", "status": "completed"}}),
+        ));
+        (frames.into_iter())
+            .map(|(name, mut data)| {
+                data["type"] = json!(name);
+                (name.to_owned(), data)
+            })
+            .collect()
+    }
+
+    fn run(frames: &[(String, Value)]) -> RunTranscript {
+        RunTranscript {
+            request: json!({"input": [{"role": "user", "content": "Hi"}]}),
+            events: (frames.iter())
+                .map(|(name, data)| SseEvent::new(name.clone(), data.to_string(), None))
+                .collect(),
+            modes: StreamModes::Values,
+            framing_rule: FramingRule::OpenaiResponses,
+            headers: Vec::new(),
+            history: None,
+        }
+    }
+
+    #[test]
+    fn the_golden_holds_one_delta_entry_per_item_and_the_follow_up_the_answer() {
+        let golden = |chunks: &[&str]| golden_shapes(&run(&stream(chunks)));
+        assert_eq!(
+            golden(&["Hello ", "there."]),
+            golden(&["He", "llo ", "there", "."])
+        );
+        assert_eq!(golden(&["Hello ", "there."]).len(), 5);
+
+        let mut dialect = OpenaiResponses::new("/v1/responses".into());
+        dialect
+            .read_run(&run(&stream(&["Hello ", "there."])))
+            .unwrap();
+        let scenario = Scenario::new("s", replay_core::Mode::Label("chat".into()), "Again");
+        let follow_up = dialect
+            .run_request(&scenario, "Again", &[], StreamModes::Values)
+            .unwrap();
+        assert_eq!(
+            follow_up.body["input"],
+            json!([{"role": "user", "content": "Hi"},
+                   {"role": "assistant", "content": "Hello there."},
+                   {"role": "user", "content": "Again"}])
+        );
+    }
+
+    #[test]
+    fn the_framing_rule_fails_a_missing_end_an_event_out_of_order_and_a_failure() {
+        let frames = stream(&["ok"]);
+        let mut no_completed = frames.clone();
+        no_completed.pop();
+        let mut completed_early = frames.clone();
+        let completed = completed_early.pop().unwrap();
+        completed_early.insert(1, completed.clone());
+        completed_early.push(completed);
+        let mut no_created = frames.clone();
+        no_created.remove(0);
+        let mut failed = frames.clone();
+        failed.insert(
+            3,
+            (
+                "response.failed".into(),
+                json!({"type": "response.failed", "response": {}}),
+            ),
+        );
+        let cases = [
+            ("framed", frames.clone(), None),
+            (
+                "a dropped response.completed",
+                no_completed,
+                Some("the last frame"),
+            ),
+            (
+                "response.completed out of order",
+                completed_early,
+                Some("frame 1 \"response.completed\" is out of order"),
+            ),
+            ("no response.created", no_created, Some("the first frame")),
+            (
+                "a failed response",
+                failed,
+                Some("the server sent an \"response.failed\""),
+            ),
+        ];
+        for (case, frames, expected) in cases {
+            match (framing(&[run(&frames)], false), expected) {
+                (Framing::Ok, None) => {}
+                (Framing::Violated { run: 0, problem }, Some(start)) => {
+                    assert!(problem.to_string().starts_with(start), "{case}: {problem}");
+                }
+                (got, _) => panic!("{case}: {got:?}"),
+            }
+        }
+    }
+}
