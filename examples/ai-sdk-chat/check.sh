@@ -10,6 +10,8 @@
 # - the tool's result changed (server.mjs's forecast): a miss, with the diagnostic, exit 1;
 # - a part changed (message metadata on `start` and `finish`): the golden goes red, no miss;
 # - `finish` dropped (`sendFinish: false`): the framing rule fails it;
+# - a part type renamed on the wire (`text-delta` → `text-chunk`): the framing rule fails it
+#   where the AI SDK's client stops reading;
 # - the system prompt rewritten: green (the system prompt is not part of the replay key).
 #
 # The same agent answers as an OpenAI-style endpoint too (server.mjs's /v1/chat/completions and
@@ -190,6 +192,16 @@ run finish
 [ "$status" -eq 1 ] || fail "a dropped finish exited $status, not 1"
 grep -q 'expected \\"finish\\" then \\"\[DONE\]\\"' "$work/finish.json" \
   || fail "the framing did not name the missing finish: $(cat "$work/finish.json")"
+
+echo "ai-sdk example: drift: a renamed part type must fail where the AI SDK's client stops reading"
+copy renamed
+sed -i 's/    res.write(chunk);/    res.write(Buffer.from(chunk).toString().replaceAll(\x27"text-delta"\x27, \x27"text-chunk"\x27));/' \
+  "$work/renamed/server.mjs"
+grep -q '"text-chunk"' "$work/renamed/server.mjs" || fail "the renamed part patch did not apply"
+run renamed
+[ "$status" -eq 1 ] || fail "a renamed part type exited $status, not 1"
+grep -q 'not a UI message chunk type' "$work/renamed.json" \
+  || fail "the framing did not name the renamed part: $(cat "$work/renamed.json")"
 
 echo "ai-sdk example: drift: a rewritten system prompt must stay green"
 copy system
