@@ -496,9 +496,10 @@ fn read_frames<'a>(
                 }
                 let part = &mut state.parts[index];
                 if kind.ends_with("-delta") {
-                    let joined =
-                        format!("{}{}", part["text"].as_str().unwrap_or(""), text("delta"));
-                    part["text"] = json!(joined);
+                    // Appended in place: a copy per delta would make a long answer quadratic.
+                    if let Some(Value::String(so_far)) = part.get_mut("text") {
+                        so_far.push_str(chunk.get("delta").and_then(Value::as_str).unwrap_or(""));
+                    }
                 } else {
                     part["state"] = json!("done");
                 }
