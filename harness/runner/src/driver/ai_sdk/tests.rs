@@ -326,33 +326,3 @@ fn the_golden_holds_one_entry_per_streamed_part_however_it_was_chunked() {
     frames[11]["type"] = json!("data-forecast");
     assert_ne!(golden_shapes(&run(&frames, Some("v1"))), golden(&["ok"]));
 }
-
-/// A timing probe, not a check (nothing is asserted; these machines are noisy): how reading,
-/// assembling, reducing and framing scale with a long answer.
-/// `cargo test -p keyless-runner --lib timing_of_a_long_answer -- --ignored --nocapture`
-#[test]
-#[ignore = "a timing probe; run it by name with --ignored --nocapture"]
-fn timing_of_a_long_answer() {
-    for n in [10_000usize, 100_000] {
-        let chunks: Vec<String> = (0..n).map(|i| format!("w{i} ")).collect();
-        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let frames = tool_loop(&refs);
-        let started = std::time::Instant::now();
-        let transcript = run(&frames, Some("v1"));
-        let parsed = started.elapsed();
-        let started = std::time::Instant::now();
-        let (message, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
-        let assembled = started.elapsed();
-        let started = std::time::Instant::now();
-        let shapes = golden_shapes(&transcript);
-        let reduced = started.elapsed();
-        let started = std::time::Instant::now();
-        let framed = framing(std::slice::from_ref(&transcript), false);
-        let checked = started.elapsed();
-        println!(
-            "{n} deltas: parse {parsed:?}, assemble {assembled:?}, golden {reduced:?} ({} entries), framing {checked:?} ({framed:?}), text {} bytes",
-            shapes.len(),
-            message.unwrap()["parts"][3]["text"].as_str().unwrap().len()
-        );
-    }
-}
