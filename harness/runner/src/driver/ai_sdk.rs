@@ -316,6 +316,16 @@ const CHUNK_FIELDS: &[(&str, &[(&str, bool)])] = &[
     ("message-metadata", &[]),
 ];
 
+/// The `finishReason`s the client's schema accepts on `finish`.
+const FINISH_REASONS: [&str; 6] = [
+    "stop",
+    "length",
+    "content-filter",
+    "tool-calls",
+    "error",
+    "other",
+];
+
 /// The streaming state of one assistant message (`createStreamingUIMessageState`).
 #[derive(Default)]
 struct State {
@@ -774,6 +784,17 @@ fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), String> {
         if !chunk.get(*key).is_some_and(Value::is_string) {
             return Err(format!("its {key:?} is missing or not a string"));
         }
+    }
+    let reason = chunk.get("finishReason").filter(|reason| !reason.is_null());
+    if let (true, Some(reason)) = (kind == "finish", reason)
+        && !reason
+            .as_str()
+            .is_some_and(|reason| FINISH_REASONS.contains(&reason))
+    {
+        return Err(format!(
+            "its finishReason {reason} is not one of {}",
+            FINISH_REASONS.join(", ")
+        ));
     }
     Ok(())
 }

@@ -137,9 +137,13 @@ fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame_and_keeps_what
         frames.remove(2);
     };
     let no_delta = |frames: &mut Vec<Value>| frames[10]["delta"] = json!(5);
+    let wire_reason = |frames: &mut Vec<Value>| {
+        let last = frames.len() - 1;
+        frames[last]["finishReason"] = json!("tool_calls");
+    };
     // (case, drift, the frame named, the message)
     type Drift = fn(&mut Vec<Value>);
-    let cases: [(&str, Drift, &str, &str); 4] = [
+    let cases: [(&str, Drift, &str, &str); 5] = [
         (
             "a renamed part type",
             renamed,
@@ -163,6 +167,12 @@ fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame_and_keeps_what
             no_delta,
             "text-delta",
             "\"delta\" is missing",
+        ),
+        (
+            "a model wire's finish reason",
+            wire_reason,
+            "finish",
+            "finishReason \"tool_calls\" is not one of",
         ),
     ];
     for (case, drift, frame, message) in cases {
