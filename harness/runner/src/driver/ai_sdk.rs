@@ -336,6 +336,8 @@ struct State {
     active_reasoning: BTreeMap<String, usize>,
     /// Tool calls whose input streams: their text so far and their name.
     partial_calls: BTreeMap<String, (String, String)>,
+    /// The call whose `tool-input-delta`s are being read, its part not yet updated with them.
+    streaming_input: Option<String>,
     /// Whether the client has written the message into its list (any update but a step's).
     written: bool,
 }
@@ -434,6 +436,15 @@ fn read_frames<'a>(
     frames: impl IntoIterator<Item = (&'a str, &'a FrameData)>,
 ) -> Result<(), AssembleError> {
     for (position, (raw, data)) in frames.into_iter().enumerate() {
+        let input_delta = data
+            .json()
+            .is_some_and(|chunk| chunk["type"] == "tool-input-delta");
+        let same_call = input_delta
+            && state.streaming_input.as_deref()
+                == data.json().and_then(|chunk| chunk["toolCallId"].as_str());
+        if !same_call {
+            state.flush_input();
+        }
         if raw.trim() == DONE_MARKER {
             continue;
         }
@@ -568,30 +579,16 @@ fn read_frames<'a>(
             }
             "tool-input-delta" => {
                 let call = text("toolCallId");
-                let Some((so_far, name)) = state.partial_calls.get_mut(&call) else {
+                let Some((so_far, _)) = state.partial_calls.get_mut(&call) else {
                     return Err(fail(
                         kind,
                         format!("no tool-input-start came before it for the call {call:?}"),
                     ));
                 };
                 so_far.push_str(&text("inputTextDelta"));
-                let (raw_input, name) = (so_far.clone(), name.clone());
-                // The client parses the partial JSON leniently; the input is final once
-                // `tool-input-available` names it.
-                let input = serde_json::from_str::<Value>(&raw_input).ok();
-                let index = state.tool_part(&call);
-                let fields = [
-                    ("state", Some(json!("input-streaming"))),
-                    ("input", input),
-                    ("rawInput", Some(json!(raw_input))),
-                    ("output", None),
-                    ("errorText", None),
-                    ("preliminary", None),
-                ];
-                match index {
-                    Some(index) => state.set_tool(index, &name, &fields),
-                    None => state.update_tool(&call, &name, &fields),
-                }
+                // The part is brought up to date once the deltas of this call end (`flush`):
+                // parsing the whole input again per delta would make a long input quadratic.
+                state.streaming_input = Some(call);
                 state.written = true;
             }
             "tool-input-available" | "tool-input-error" => {
@@ -731,8 +728,35 @@ fn read_frames<'a>(
 }
 
 impl State {
+    /// Updates the part of the call whose input deltas were being read, as the client does on
+    /// each `tool-input-delta` (state `input-streaming`, `rawInput` the text so far, `input` its
+    /// parse: the client parses partial JSON leniently, this only a whole one; the input is final
+    /// once `tool-input-available` names it).
+    fn flush_input(&mut self) {
+        let Some(call) = self.streaming_input.take() else {
+            return;
+        };
+        let Some((raw_input, name)) = self.partial_calls.get(&call).cloned() else {
+            return;
+        };
+        let input = serde_json::from_str::<Value>(&raw_input).ok();
+        let fields = [
+            ("state", Some(json!("input-streaming"))),
+            ("input", input),
+            ("rawInput", Some(json!(raw_input))),
+            ("output", None),
+            ("errorText", None),
+            ("preliminary", None),
+        ];
+        match self.tool_part(&call) {
+            Some(index) => self.set_tool(index, &name, &fields),
+            None => self.update_tool(&call, &name, &fields),
+        }
+    }
+
     /// The message, once the client has written it into its list.
-    fn into_message(self) -> Option<Value> {
+    fn into_message(mut self) -> Option<Value> {
+        self.flush_input();
         if !self.written {
             return None;
         }

@@ -81,6 +81,17 @@ fn the_stream_assembles_into_the_message_the_ai_sdks_client_assembles() {
         {"type": "data-weather", "id": "w", "data": {"city": "Paris"}},
     ]});
     assert_eq!(message, expected);
+
+    // A call whose input never became available shows what streamed, as the client shows it
+    // while the deltas come.
+    let mut frames = tool_loop(&["ok"]);
+    frames.truncate(5);
+    let streaming = assembled(&frames).unwrap().unwrap();
+    assert_eq!(
+        streaming["parts"][1],
+        json!({"type": "tool-weather", "toolCallId": "call_1", "state": "input-streaming",
+               "input": {"city": "Paris"}, "rawInput": "{\"city\":\"Paris\"}"})
+    );
 }
 
 #[test]
