@@ -261,53 +261,27 @@ pub struct AssembleError {
     pub message: String,
 }
 
-/// The fields each chunk type's schema requires (`uiMessageChunkSchema` in `ai`), as
-/// `(type, [(key, "string" | "any")])`; every other key is allowed (the schema's objects are
-/// loose).
-const CHUNK_FIELDS: &[(&str, &[(&str, bool)])] = &[
-    ("text-start", &[("id", true)]),
-    ("text-delta", &[("id", true), ("delta", true)]),
-    ("text-end", &[("id", true)]),
-    ("error", &[("errorText", true)]),
-    (
-        "tool-input-start",
-        &[("toolCallId", true), ("toolName", true)],
-    ),
-    (
-        "tool-input-delta",
-        &[("toolCallId", true), ("inputTextDelta", true)],
-    ),
-    (
-        "tool-input-available",
-        &[("toolCallId", true), ("toolName", true)],
-    ),
-    (
-        "tool-input-error",
-        &[
-            ("toolCallId", true),
-            ("toolName", true),
-            ("errorText", true),
-        ],
-    ),
-    (
-        "tool-approval-request",
-        &[("approvalId", true), ("toolCallId", true)],
-    ),
-    ("tool-output-available", &[("toolCallId", true)]),
-    (
-        "tool-output-error",
-        &[("toolCallId", true), ("errorText", true)],
-    ),
-    ("tool-output-denied", &[("toolCallId", true)]),
-    ("reasoning-start", &[("id", true)]),
-    ("reasoning-delta", &[("id", true), ("delta", true)]),
-    ("reasoning-end", &[("id", true)]),
-    ("source-url", &[("sourceId", true), ("url", true)]),
-    (
-        "source-document",
-        &[("sourceId", true), ("mediaType", true), ("title", true)],
-    ),
-    ("file", &[("url", true), ("mediaType", true)]),
+/// The string fields each chunk type's schema requires (`uiMessageChunkSchema` in `ai`), as
+/// `(type, [key])`; every other key is allowed (the schema's objects are loose).
+const CHUNK_FIELDS: &[(&str, &[&str])] = &[
+    ("text-start", &["id"]),
+    ("text-delta", &["id", "delta"]),
+    ("text-end", &["id"]),
+    ("error", &["errorText"]),
+    ("tool-input-start", &["toolCallId", "toolName"]),
+    ("tool-input-delta", &["toolCallId", "inputTextDelta"]),
+    ("tool-input-available", &["toolCallId", "toolName"]),
+    ("tool-input-error", &["toolCallId", "toolName", "errorText"]),
+    ("tool-approval-request", &["approvalId", "toolCallId"]),
+    ("tool-output-available", &["toolCallId"]),
+    ("tool-output-error", &["toolCallId", "errorText"]),
+    ("tool-output-denied", &["toolCallId"]),
+    ("reasoning-start", &["id"]),
+    ("reasoning-delta", &["id", "delta"]),
+    ("reasoning-end", &["id"]),
+    ("source-url", &["sourceId", "url"]),
+    ("source-document", &["sourceId", "mediaType", "title"]),
+    ("file", &["url", "mediaType"]),
     ("start-step", &[]),
     ("finish-step", &[]),
     ("start", &[]),
@@ -388,6 +362,8 @@ impl State {
         self.set_tool(index, name, fields);
     }
 
+    /// Sets `fields` on the tool part at `index` (its type renamed after `name` unless it is a
+    /// dynamic tool), as `updateToolPart` does on an existing part.
     fn set_tool(&mut self, index: usize, name: &str, fields: &[(&str, Option<Value>)]) {
         let Some(part) = self.parts[index].as_object_mut() else {
             return;
@@ -804,7 +780,7 @@ fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), String> {
                 .join(", ")
         ));
     };
-    for (key, _) in fields.iter() {
+    for key in fields.iter() {
         if !chunk.get(*key).is_some_and(Value::is_string) {
             return Err(format!("its {key:?} is missing or not a string"));
         }
