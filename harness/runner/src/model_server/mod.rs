@@ -284,7 +284,7 @@ enum Backend {
         recording: Recording,
         replayer: Mutex<Arc<StrictReplayer>>,
     },
-    Record(record::Recorder),
+    Record(Box<record::Recorder>),
 }
 
 /// State shared by the handlers.
@@ -445,7 +445,7 @@ impl ModelServer {
                     replayer: Mutex::new(Arc::new(replayer)),
                 }
             }
-            Mode::Record(config) => Backend::Record(record::Recorder::new(*config)?),
+            Mode::Record(config) => Backend::Record(Box::new(record::Recorder::new(*config)?)),
         };
         let shared = Arc::new(Shared {
             backend,
