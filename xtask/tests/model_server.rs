@@ -27,13 +27,20 @@ struct ServerProcess {
     child: Child,
     url: String,
     stderr: mpsc::Receiver<String>,
+    /// Where the server wrote its reset token (`--reset-token-file`), which `replay` needs.
+    token_file: PathBuf,
+    _token_dir: tempfile::TempDir,
 }
 
 impl ServerProcess {
     fn start(args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
+        let token_dir = tempfile::tempdir().expect("tempdir");
+        let token_file = token_dir.path().join("reset-token");
         let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .arg("model-server")
             .args(["--port", "0"])
+            .arg("--reset-token-file")
+            .arg(&token_file)
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -68,6 +75,8 @@ impl ServerProcess {
             child,
             url,
             stderr: stderr_lines,
+            token_file,
+            _token_dir: token_dir,
         }
     }
 
@@ -125,6 +134,8 @@ fn replay_through(gateway: &GatewayProcess, server: &ServerProcess, fixture: &Pa
         gateway.url(),
         "--model-server",
         &server.url,
+        "--reset-token-file",
+        server.token_file.to_str().unwrap(),
         "--fixture",
         fixture.to_str().unwrap(),
     ])
