@@ -6,6 +6,7 @@
 //! dialect is one more file implementing [`Dialect`] (`docs/testing-your-own-gateway.md`,
 //! "LangGraph's own API server").
 
+pub mod ag_ui;
 pub mod deerflow;
 pub mod langgraph;
 
