@@ -650,6 +650,15 @@ impl OpenChunk {
     }
 }
 
+/// Checks one run's frames as `@ag-ui/client` reads them (parsed, chunks expanded, the order
+/// verified, `RUN_STARTED` first and `RUN_FINISHED` or `RUN_ERROR` last) without applying them:
+/// the dialect's framing rule.
+pub fn verify_run<'a>(
+    frames: impl IntoIterator<Item = Option<&'a Value>>,
+) -> Result<RunEnd, AgUiProblem> {
+    Conversation::default().walk(frames, false)
+}
+
 /// What a thread holds on the client between runs: the messages and the state, as `HttpAgent`
 /// keeps them in `agent.messages` and `agent.state`.
 #[derive(Debug, Clone, PartialEq)]
@@ -679,22 +688,24 @@ pub enum RunEnd {
 }
 
 impl Conversation {
-    /// Adds the user's `prompt` as the message `message_id` and returns the `RunAgentInput` of
-    /// the run `run_id` in `thread_id`: every message but activity messages, the state, no
-    /// tools, no context, no forwarded props (`HttpAgent.runAgent` without parameters).
+    /// The `RunAgentInput` of the run `run_id` in `thread_id` for the user's `prompt`, sent as
+    /// the message `message_id`: every message held but activity messages, then the prompt; the
+    /// state; no tools, no context, no forwarded props (`HttpAgent.runAgent` without
+    /// parameters, after `addMessage`). The prompt joins the messages when the run is read
+    /// ([`Conversation::add_message`]).
     pub fn run_input(
-        &mut self,
+        &self,
         thread_id: &str,
         run_id: &str,
         message_id: &str,
         prompt: &str,
     ) -> Value {
-        self.messages
-            .push(json!({"id": message_id, "role": "user", "content": prompt}));
+        let prompt = json!({"id": message_id, "role": "user", "content": prompt});
         let messages: Vec<&Value> = self
             .messages
             .iter()
             .filter(|message| message.get("role").and_then(Value::as_str) != Some("activity"))
+            .chain([&prompt])
             .collect();
         json!({
             "threadId": thread_id,
@@ -707,6 +718,14 @@ impl Conversation {
         })
     }
 
+    /// Adds `message` (the prompt a run sent) unless a message with its id is held.
+    pub fn add_message(&mut self, message: &Value) {
+        let id = message.get("id").and_then(Value::as_str).unwrap_or("");
+        if self.position(id).is_none() {
+            self.messages.push(message.clone());
+        }
+    }
+
     /// Applies one run's frames (each frame's data, `None` when it is not JSON): parsed,
     /// chunks expanded, the order verified and each event applied. The stream must open with
     /// `RUN_STARTED` and end with `RUN_FINISHED` or `RUN_ERROR`.
@@ -714,23 +733,27 @@ impl Conversation {
         &mut self,
         frames: impl IntoIterator<Item = Option<&'a Value>>,
     ) -> Result<RunEnd, AgUiProblem> {
+        self.walk(frames, true)
+    }
+
+    /// Parses, expands and verifies the frames, applying each event when `apply` says so.
+    fn walk<'a>(
+        &mut self,
+        frames: impl IntoIterator<Item = Option<&'a Value>>,
+        apply: bool,
+    ) -> Result<RunEnd, AgUiProblem> {
         let mut verifier = Verifier::default();
         let mut chunk = OpenChunk::None;
         let mut last: Option<(usize, Event)> = None;
-        let mut count = 0;
         for (index, data) in frames.into_iter().enumerate() {
-            count = index + 1;
             let event = Event::parse(index, data)?;
             for event in chunk.expand(index, event)? {
                 verifier.check(index, &event)?;
-                self.apply(index, &event)?;
+                if apply {
+                    self.apply(index, &event)?;
+                }
                 last = Some((index, event));
             }
-        }
-        if let Some(close) = chunk.close() {
-            verifier.check(count, &close)?;
-            self.apply(count, &close)?;
-            last = Some((count, close));
         }
         match last {
             None => Err(AgUiProblem::FirstNotRunStarted { first: None }),
@@ -1055,6 +1078,17 @@ mod tests {
         conversation.apply_run(events.iter().map(Some))
     }
 
+    /// Sends `prompt` as `HttpAgent` does and reads the run's `events`.
+    fn prompt_and_run(
+        conversation: &mut Conversation,
+        (run_id, message_id, prompt): (&str, &str, &str),
+        events: &[Value],
+    ) -> Result<RunEnd, AgUiProblem> {
+        let input = conversation.run_input("t", run_id, message_id, prompt);
+        conversation.add_message(input["messages"].as_array().unwrap().last().unwrap());
+        run(conversation, events)
+    }
+
     fn started() -> Value {
         json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
     }
@@ -1103,16 +1137,17 @@ mod tests {
     #[test]
     fn a_tool_loop_assembles_the_messages_and_state_the_official_client_holds() {
         let mut conversation = Conversation::default();
-        conversation.run_input("t", "r", "u1", "Put 'milk' on my list.");
-        assert_eq!(run(&mut conversation, &tool_loop()), Ok(RunEnd::Finished));
+        let prompt = ("r", "u1", "Put 'milk' on my list.");
+        let end = prompt_and_run(&mut conversation, prompt, &tool_loop());
+        assert_eq!(end, Ok(RunEnd::Finished));
         assert_eq!(conversation, tool_loop_assembled());
     }
 
     #[test]
     fn the_follow_up_carries_the_thread_the_messages_and_the_patched_state() {
         let mut conversation = Conversation::default();
-        conversation.run_input("t", "r1", "u1", "Put 'milk' on my list.");
-        run(&mut conversation, &tool_loop()).unwrap();
+        let prompt = ("r1", "u1", "Put 'milk' on my list.");
+        prompt_and_run(&mut conversation, prompt, &tool_loop()).unwrap();
         let input = conversation.run_input("t", "r2", "u2", "And eggs.");
         assert_eq!(input["threadId"], "t");
         assert_eq!(input["runId"], "r2");
@@ -1232,6 +1267,27 @@ mod tests {
         assert_eq!(
             problem.to_string(),
             "frame 1: RUN_ERROR (400): model refused"
+        );
+    }
+
+    /// The framing rule sees what applying sees, without a conversation.
+    #[test]
+    fn verifying_a_run_reports_what_applying_it_would() {
+        assert_eq!(
+            verify_run(tool_loop().iter().map(Some)),
+            Ok(RunEnd::Finished)
+        );
+        let mut unfinished = tool_loop();
+        unfinished.pop();
+        let problem = verify_run(unfinished.iter().map(Some)).unwrap_err();
+        assert!(
+            matches!(problem, AgUiProblem::NotFinished { .. }),
+            "{problem}"
+        );
+        assert_eq!(
+            verify_run([None]),
+            Err(AgUiProblem::NotJson { frame: 0 }),
+            "a frame that is not JSON"
         );
     }
 
