@@ -6,8 +6,10 @@
 #    ag-ui` in front of the scripted upstream); the first `keyless test` reports the golden
 #    missing (exit 1, no miss), `keyless accept`, then `keyless test` exits 0, and the golden it
 #    accepted is the committed one.
-# 2. The committed fixture and golden pass (`keyless test --json`), and the driver reports the
-#    messages and state it assembled (`history`).
+# 2. The committed fixtures and goldens pass (`keyless test --json`): `shopping.chat`, a tool loop
+#    and a follow-up, and `model_error.chat`, whose recorded model error makes the agent's
+#    RUN_ERROR what its golden expects; the driver reports the messages and state it assembled
+#    (`history`).
 # 3. `HttpAgent` from @ag-ui/client (client/drive.mjs; its packages from client/package-lock.json)
 #    drives the agent, whose model is `keyless model-server` replaying the committed fixture: no
 #    miss, every recorded turn used, and the messages and state it assembles equal the driver's.
@@ -79,18 +81,24 @@ echo "ag-ui example: record from scratch in a copy (keyless record --api ag-ui)"
 copy fresh
 rm -rf "$work/fresh/fixtures" "$work/fresh/golden"
 "$here/record.sh" "$work/fresh" > "$work/record.out" 2>&1 || { cat "$work/record.out" >&2; fail "recording failed"; }
-[ -f "$work/fresh/fixtures/shopping.chat.json" ] || fail "record wrote no fixture"
+for stem in shopping.chat model_error.chat; do
+  [ -f "$work/fresh/fixtures/$stem.json" ] || fail "record wrote no fixture $stem"
+done
 run fresh test
 [ "$status" -eq 1 ] || { cat "$work/fresh.out" >&2; fail "the first test of a new fixture exited $status, not 1"; }
 grep -q 'golden missing\|missing' "$work/fresh.out" || { cat "$work/fresh.out" >&2; fail "the first test did not report the golden missing"; }
 ! grep -q 'first differing field' "$work/fresh.out" || { cat "$work/fresh.out" >&2; fail "the fresh recording missed"; }
-[ -f "$work/fresh/golden/shopping.chat.snap.new" ] || fail "the first test left no pending golden"
+for stem in shopping.chat model_error.chat; do
+  [ -f "$work/fresh/golden/$stem.snap.new" ] || fail "the first test left no pending golden for $stem"
+done
 run fresh accept
 [ "$status" -eq 0 ] || { cat "$work/fresh.out" >&2; fail "keyless accept exited $status"; }
 run fresh test
 [ "$status" -eq 0 ] || { cat "$work/fresh.out" >&2; fail "the accepted golden failed (exit $status)"; }
-diff -u "$here/golden/shopping.chat.snap" "$work/fresh/golden/shopping.chat.snap" \
-  || fail "a fresh recording's golden differs from the committed one"
+for stem in shopping.chat model_error.chat; do
+  diff -u "$here/golden/$stem.snap" "$work/fresh/golden/$stem.snap" \
+    || fail "a fresh recording's golden $stem differs from the committed one"
+done
 
 echo "ag-ui example: keyless test on the committed fixture and golden"
 copy app
@@ -100,7 +108,8 @@ run app test --json
 "$PYTHON" - "$work/app.out" "$work/driver.json" <<'PY' || fail "keyless test --json reported no history"
 import json, sys
 lines = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
-history = lines[0]["history"]
+shopping = [line for line in lines if line["scenario"] == "shopping"]
+history = shopping[0]["history"]
 json.dump(history[-1], open(sys.argv[2], "w"), indent=2)
 PY
 
@@ -136,7 +145,7 @@ echo "ag-ui example: drift: a changed tool result must miss, with the diagnostic
 copy tool_result
 sed -i 's/return_value=f"Added {item}; /return_value=f"Put {item} on the list; /' "$work/tool_result/agent.py"
 grep -q 'Put {item} on the list' "$work/tool_result/agent.py" || fail "the tool result patch did not apply"
-run tool_result test
+run tool_result test shopping.chat
 [ "$status" -eq 1 ] || fail "a changed tool result exited $status, not 1"
 grep -q 'first differing field' "$work/tool_result.out" || { cat "$work/tool_result.out" >&2; fail "no miss diagnostic"; }
 grep -q 'Put milk on the list' "$work/tool_result.out" || fail "the miss does not show the changed tool result"
@@ -158,7 +167,7 @@ if patched.count("StateSnapshotEvent") != 2:
     sys.exit("the state event patch did not apply")
 open(path, "w").write(patched)
 PY
-run state_event test
+run state_event test shopping.chat
 [ "$status" -eq 1 ] || fail "a changed state event exited $status, not 1"
 grep -q 'golden changed' "$work/state_event.out" || { cat "$work/state_event.out" >&2; fail "no golden diagnostic"; }
 ! grep -q 'first differing field' "$work/state_event.out" || fail "a changed event should not miss"
@@ -168,7 +177,7 @@ echo "ag-ui example: drift: a rewritten system prompt must stay green"
 copy system_prompt
 sed -i "s/You keep the user's shopping list\./You are a terse grocery clerk./" "$work/system_prompt/agent.py"
 grep -q 'terse grocery clerk' "$work/system_prompt/agent.py" || fail "the system prompt patch did not apply"
-run system_prompt test
+run system_prompt test shopping.chat
 [ "$status" -eq 0 ] || { cat "$work/system_prompt.out" >&2; fail "a rewritten system prompt exited $status, not 0"; }
 
 echo "ag-ui example: ok (records, passes as recorded, HttpAgent assembles what the driver does; the drifts fail and pass as they must)"

@@ -3,8 +3,10 @@
 # and `keyless record --api ag-ui` (keyless.toml) is the recording proxy in front of it: it starts
 # the agent with its model at the proxy, drives the prompt and the follow-up as AG-UI's client
 # does (the follow-up carries the messages and state of the first run), and builds
-# fixtures/shopping.chat.json. Then `keyless test` finds the golden missing and leaves
-# golden/shopping.chat.snap.new: review it (`keyless review`) and commit fixtures/ and golden/.
+# fixtures/shopping.chat.json; then fixtures/model_error.chat.json, whose call the upstream refuses
+# (a 400, recorded as the turn's `error`: the agent's RUN_ERROR is then what its golden expects).
+# Then `keyless test` finds the goldens missing and leaves `<name>.snap.new` beside them: review
+# them (`keyless review`) and commit fixtures/ and golden/.
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/agui-venv/bin/python examples/ag-ui-agent/record.sh [FOLDER]
 #
@@ -37,7 +39,10 @@ else:
 PY
 
 cd "$here"
-OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record \
-  --upstream "http://127.0.0.1:$upstream_port/v1" --recording-out "$work/recording.jsonl" \
-  --scenario shopping --mode chat \
-  --prompt "Put 'milk' on my shopping list." --followup "Add 'eggs' too."
+record() {
+  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record \
+    --upstream "http://127.0.0.1:$upstream_port/v1" --recording-out "$work/$1/recording.jsonl" \
+    --scenario "$1" --mode chat "${@:2}"
+}
+record shopping --prompt "Put 'milk' on my shopping list." --followup "Add 'eggs' too."
+record model_error --prompt "Put the whole archive on my list."

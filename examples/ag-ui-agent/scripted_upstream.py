@@ -4,7 +4,8 @@ With a key you record against your real provider instead (`--upstream https://ap
 this script stands in for it so the example's fixture can be rebuilt on any machine. It streams
 `chat.completion.chunk`s as OpenAI does, the answer's text in several chunks: a user message with
 a quoted item gets an `add_item` tool call on that item, a tool result gets the answer
-"Done: <the tool's result>".
+"Done: <the tool's result>", and a message asking for "the whole archive" gets a 400 (the context
+is too long), as a provider refuses a call.
 
     python scripted_upstream.py --port 8099    # then --upstream http://127.0.0.1:8099/v1
 """
@@ -39,6 +40,17 @@ def reply(messages: list[dict]) -> list[dict]:
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if any("the whole archive" in str(m.get("content")) for m in body["messages"]):
+            error = {"error": {"message": "This model's maximum context length is 8192 tokens; "
+                                          "the request asked for more.",
+                               "type": "invalid_request_error"}}
+            data = json.dumps(error).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         deltas = reply(body["messages"])
         finish = "tool_calls" if "tool_calls" in deltas[0] else "stop"
         base = {"id": f"chatcmpl-scripted-{len(body['messages'])}", "object": "chat.completion.chunk",
