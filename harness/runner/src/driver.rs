@@ -237,6 +237,10 @@ pub enum FramingRule {
     /// LangGraph: each run's first frame is `metadata`, the body closes cleanly (no `end`), and an
     /// `error` frame fails the run unless the fixture records a model error.
     MetadataThenClose,
+    /// AG-UI: `RUN_STARTED` first, `RUN_FINISHED` or `RUN_ERROR` last, in the order
+    /// `@ag-ui/client` verifies; shapes named by the JSON `type`, delta runs reduced
+    /// ([`ag_ui::framing`], [`ag_ui::golden_shapes`]).
+    AgUi,
 }
 
 impl FramingRule {
@@ -264,6 +268,7 @@ impl FramingRule {
                 }
                 Framing::Ok
             }
+            FramingRule::AgUi => ag_ui::framing(runs, model_error_recorded),
         }
     }
 
@@ -279,6 +284,7 @@ impl FramingRule {
                     StreamModes::Web => transcript.web_shapes(),
                 }
             }
+            FramingRule::AgUi => ag_ui::golden_shapes(transcript),
         }
     }
 
@@ -286,6 +292,7 @@ impl FramingRule {
     pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
         match self {
             FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
+            FramingRule::AgUi => ag_ui::frame_shapes(transcript),
         }
     }
 }
@@ -595,7 +602,10 @@ impl Session {
                 options.assistant.clone(),
                 options.assistants.clone(),
             )),
-            api @ (Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat) => {
+            Api::AgUi => Box::new(ag_ui::AgUi::new(
+                options.endpoint().unwrap_or_else(|| "/".to_owned()),
+            )),
+            api @ (Api::AiSdk | Api::OpenaiResponses | Api::OpenaiChat) => {
                 return Err(DriverError::Unsupported { api });
             }
         };
