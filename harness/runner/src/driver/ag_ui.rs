@@ -103,14 +103,19 @@ impl Dialect for AgUi {
             self.conversation.add_message(prompt);
         }
         // A RUN_ERROR ends the run without failing the drive: the framing rule judges it (a
-        // fixture may record the model error it stands for).
-        self.conversation
-            .apply_run(transcript.events.iter().map(|event| event.json()))
-            .map(|_| ())
-            .map_err(|problem| DriverError::Unexpected {
+        // fixture may record the model error it stands for). So does a frame out of order or of
+        // an unknown type: the events before it stay applied, as in `HttpAgent` (whose run then
+        // errors), and the verdict names the frame beside the golden's diff. What the framing
+        // rule cannot see, a patch that does not apply or a delta for an unknown id, fails here.
+        let frames = || transcript.events.iter().map(|event| event.json());
+        match self.conversation.apply_run(frames()) {
+            Ok(_) => Ok(()),
+            Err(_) if client::verify_run(frames()).is_err() => Ok(()),
+            Err(problem) => Err(DriverError::Unexpected {
                 route,
                 message: format!("an AG-UI client cannot read the stream: {problem}"),
-            })
+            }),
+        }
     }
 
     fn history(&self) -> Option<Value> {
@@ -361,6 +366,26 @@ mod tests {
         assert!(
             error.contains("frame 7: STATE_DELTA: the patch does not apply"),
             "{error}"
+        );
+    }
+
+    /// A frame the framing rule reports does not stop the drive: the follow-up is still sent
+    /// (the verdict then names the frame beside the golden's diff).
+    #[test]
+    fn a_framing_drift_is_left_to_the_verdict() {
+        let mut events = tool_loop(&["Done."]);
+        events[6]["type"] = json!("TOOL_CALL_OUTPUT");
+        let request = follow_up_after(&events).expect("the drive goes on");
+        let roles: Vec<&str> = request.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["user", "assistant", "user"],
+            "applied up to the renamed frame"
         );
     }
 
