@@ -10,8 +10,11 @@
 //! variant and one [`FramingRule`] variant.
 
 pub mod ag_ui;
+pub mod ai_sdk;
 pub mod deerflow;
 pub mod langgraph;
+pub mod openai_chat;
+pub mod openai_responses;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -83,6 +86,14 @@ pub enum DriverError {
     NoUiMode {
         /// The mode.
         mode: String,
+    },
+    /// The stream broke the protocol where its client would fail to read it.
+    #[error("{route}: {message}")]
+    Protocol {
+        /// Method and path.
+        route: String,
+        /// What was wrong, naming the frame.
+        message: String,
     },
     /// The SSE stream broke.
     #[error("{route}: the event stream broke: {message}")]
@@ -241,6 +252,15 @@ pub enum FramingRule {
     /// `@ag-ui/client` verifies; shapes named by the JSON `type`, delta runs reduced
     /// ([`ag_ui::framing`], [`ag_ui::golden_shapes`]).
     AgUi,
+    /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
+    /// then `[DONE]` last, frames named by their JSON `type`.
+    UiMessageStream,
+    /// An OpenAI Responses stream ([`openai_responses::framing`]): `response.created` first,
+    /// `response.completed` last.
+    OpenaiResponses,
+    /// An OpenAI Chat Completions stream ([`openai_chat::framing`]): chunks, a `finish_reason`,
+    /// then `[DONE]`.
+    OpenaiChat,
 }
 
 impl FramingRule {
@@ -269,6 +289,9 @@ impl FramingRule {
                 Framing::Ok
             }
             FramingRule::AgUi => ag_ui::framing(runs, model_error_recorded),
+            FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
+            FramingRule::OpenaiResponses => openai_responses::framing(runs, model_error_recorded),
+            FramingRule::OpenaiChat => openai_chat::framing(runs, model_error_recorded),
         }
     }
 
@@ -285,6 +308,9 @@ impl FramingRule {
                 }
             }
             FramingRule::AgUi => ag_ui::golden_shapes(transcript),
+            FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
+            FramingRule::OpenaiResponses => openai_responses::golden_shapes(transcript),
+            FramingRule::OpenaiChat => openai_chat::golden_shapes(transcript),
         }
     }
 
@@ -293,6 +319,9 @@ impl FramingRule {
         match self {
             FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
             FramingRule::AgUi => ag_ui::frame_shapes(transcript),
+            FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
+            FramingRule::OpenaiResponses => openai_responses::frame_shapes(transcript),
+            FramingRule::OpenaiChat => openai_chat::frame_shapes(transcript),
         }
     }
 }
@@ -602,12 +631,12 @@ impl Session {
                 options.assistant.clone(),
                 options.assistants.clone(),
             )),
-            Api::AgUi => Box::new(ag_ui::AgUi::new(
-                options.endpoint().unwrap_or_else(|| "/".to_owned()),
-            )),
-            api @ (Api::AiSdk | Api::OpenaiResponses | Api::OpenaiChat) => {
-                return Err(DriverError::Unsupported { api });
+            Api::AiSdk => Box::new(ai_sdk::AiSdk::new(endpoint(options)?)),
+            Api::OpenaiResponses => {
+                Box::new(openai_responses::OpenaiResponses::new(endpoint(options)?))
             }
+            Api::OpenaiChat => Box::new(openai_chat::OpenaiChat::new(endpoint(options)?)),
+            Api::AgUi => Box::new(ag_ui::AgUi::new(endpoint(options)?)),
         };
         dialect.open(&mut driver).await?;
         Ok(Session {
@@ -646,6 +675,13 @@ impl Session {
         }
         Ok(transcripts)
     }
+}
+
+/// The path a dialect with one endpoint posts its runs to.
+fn endpoint(options: &DriveOptions) -> Result<String, DriverError> {
+    options
+        .endpoint()
+        .ok_or(DriverError::Unsupported { api: options.api })
 }
 
 /// The scenario's UI mode, or [`DriverError::NoUiMode`] for a label.
