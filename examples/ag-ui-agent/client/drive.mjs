@@ -6,9 +6,10 @@
 //
 //   node drive.mjs --url http://127.0.0.1:8000/ --prompt "…" [--followup "…"]… --out client.json
 //
-// With `--compare FILE` (a JSON document `{"messages": […], "state": …}`, as `keyless test
-// --messages-out` writes the driver's), it exits 1 unless both hold the same messages and state
-// once ids are numbered in order of first appearance (the server mints fresh message ids per run).
+// With `--compare FILE` (a JSON document `{"messages": […], "state": …}`: the last entry of the
+// `history` that `keyless test --json` prints for the driver), it exits 1 unless both hold the
+// same messages and state once ids are numbered in order of first appearance (the server mints
+// fresh message ids per run).
 import { readFileSync, writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
