@@ -266,7 +266,7 @@ impl Event {
                 name: name.to_owned(),
             });
         }
-        serde_json::from_value(data.clone()).map_err(|error| AgUiProblem::Malformed {
+        Event::deserialize(data).map_err(|error| AgUiProblem::Malformed {
             frame: index,
             name: name.to_owned(),
             error: error.to_string(),
@@ -650,6 +650,18 @@ impl OpenChunk {
     }
 }
 
+/// Appends `delta` to the string `key` of `object` in place (a missing or non-string value counts
+/// as `""`, as the official client's `${existing}${delta}` does), so a message streamed in many
+/// deltas is assembled in linear time.
+fn append_to(object: &mut Map<String, Value>, key: &str, delta: &str) {
+    match object.get_mut(key) {
+        Some(Value::String(text)) => text.push_str(delta),
+        _ => {
+            object.insert(key.to_owned(), Value::String(delta.to_owned()));
+        }
+    }
+}
+
 /// Checks one run's frames as `@ag-ui/client` reads them (parsed, chunks expanded, the order
 /// verified, `RUN_STARTED` first and `RUN_FINISHED` or `RUN_ERROR` last) without applying them:
 /// the dialect's framing rule.
@@ -807,9 +819,7 @@ impl Conversation {
         };
         let index = self.position(id).ok_or_else(unknown)?;
         let message = self.messages[index].as_object_mut().ok_or_else(unknown)?;
-        let content = message.get("content").and_then(Value::as_str).unwrap_or("");
-        let content = format!("{content}{delta}");
-        message.insert("content".into(), Value::String(content));
+        append_to(message, "content", delta);
         Ok(())
     }
 
@@ -888,11 +898,9 @@ impl Conversation {
                             id: tool_call_id.clone(),
                         })?;
                 let function = call.entry("function").or_insert_with(|| json!({}));
-                let arguments = function
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                function["arguments"] = json!(format!("{arguments}{delta}"));
+                if let Some(function) = function.as_object_mut() {
+                    append_to(function, "arguments", delta);
+                }
             }
             Event::ToolCallResult {
                 message_id,
