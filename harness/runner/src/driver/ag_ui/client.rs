@@ -54,17 +54,6 @@ pub const EVENT_TYPES: [&str; 33] = [
     "REASONING_ENCRYPTED_VALUE",
 ];
 
-/// The delta events, and the key holding the id a run of them shares: a run of one id reduces
-/// to one golden entry, so a re-recording with other chunk boundaries keeps its golden.
-pub const DELTA_EVENTS: [(&str, &str); 6] = [
-    ("TEXT_MESSAGE_CONTENT", "messageId"),
-    ("TEXT_MESSAGE_CHUNK", "messageId"),
-    ("TOOL_CALL_ARGS", "toolCallId"),
-    ("TOOL_CALL_CHUNK", "toolCallId"),
-    ("REASONING_MESSAGE_CONTENT", "messageId"),
-    ("REASONING_MESSAGE_CHUNK", "messageId"),
-];
-
 /// One AG-UI event, parsed as `@ag-ui/core`'s schemas read it (unknown fields are ignored, as
 /// the schemas pass them through; `null` for an optional field is taken as absent).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
