@@ -1288,6 +1288,21 @@ mod tests {
         );
     }
 
+    /// `EVENT_TYPES` and the `Event` variants are one list: every listed type is a variant
+    /// whose `name()` gives it back.
+    #[test]
+    fn every_listed_event_type_is_an_event_variant() {
+        for name in EVENT_TYPES {
+            match serde_json::from_value::<Event>(json!({"type": name})) {
+                Ok(event) => assert_eq!(event.name(), name),
+                Err(error) => assert!(
+                    !error.to_string().contains("unknown variant"),
+                    "{name} is listed but no Event variant: {error}"
+                ),
+            }
+        }
+    }
+
     #[test]
     fn chunks_expand_into_start_content_and_end() {
         let mut chunked = Conversation::default();
