@@ -11,11 +11,13 @@
 //! conversation back, the assistant message of each run assembled from its stream as the SDK's
 //! `processUIMessageStream` assembles it ([`assemble`]): `step-start` parts, text and reasoning
 //! parts (`state: "done"`), `tool-<name>` parts with their `input`, `output` and `state`,
-//! `data-*` parts (a transient one is not kept), files and sources. A chunk the client's schema
-//! refuses, or a delta or output for a part never started, fails the run where the client's
-//! stream reader would fail, naming the frame.
+//! `data-*` parts (a transient one is not kept), files and sources. Where the client's stream
+//! reader fails (a chunk its schema refuses, a delta or output for a part never started), it
+//! stops reading and `Chat` keeps the message assembled so far: so does the driver, and the
+//! framing rule fails the run, naming the frame.
 //!
-//! Framing ([`framing`]): every run answers with the header, `start` first, `finish` then
+//! Framing ([`framing`]): every run answers with the header, every chunk one the client reads,
+//! `start` first, `finish` then
 //! `[DONE]` last (once each), `start-step`/`finish-step` paired, and no `error` part unless the
 //! fixture records a model error. Shapes: a frame is named by its JSON `type`, and a run of
 //! `text-delta`s or `reasoning-delta`s of one `id`, or of `tool-input-delta`s of one
@@ -117,13 +119,9 @@ impl Dialect for AiSdk {
     }
 
     fn read_run(&mut self, transcript: &RunTranscript) -> Result<(), DriverError> {
-        let assembled =
-            assemble(transcript.frames().map(|(_, raw, data)| (raw, data))).map_err(|source| {
-                DriverError::Protocol {
-                    route: format!("POST {}", self.endpoint),
-                    message: source.to_string(),
-                }
-            })?;
+        // A stream the client stops reading leaves the message assembled up to there (the
+        // framing rule reports where it stopped).
+        let (assembled, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
         if let Some(messages) = transcript.request["messages"].as_array() {
             self.messages = messages.clone();
         }
@@ -189,6 +187,12 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
             got: transcript.header(header).map(str::to_owned),
         });
     }
+    let frames = transcript.frames().map(|(_, raw, data)| (raw, data));
+    if let (_, Some(unreadable)) = assemble(frames) {
+        return Some(FramingProblem::Invalid {
+            problem: unreadable.to_string(),
+        });
+    }
     let names: Vec<Option<String>> = frame_shapes(transcript)
         .into_iter()
         .map(|shape| shape.event)
@@ -247,7 +251,7 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
 
 /// Why a stream cannot be assembled into a UI message, where the AI SDK's client fails too.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("frame {position} ({frame}): {message}; the AI SDK's client fails on this stream too")]
+#[error("frame {position} ({frame}): {message}; the AI SDK's client stops reading the stream here")]
 pub struct AssembleError {
     /// The frame's position in the run.
     pub position: usize,
@@ -403,11 +407,22 @@ fn tool_name(part: &Value) -> String {
 
 /// The assistant message a UI message stream assembles into, as `processUIMessageStream` and
 /// `Chat` assemble it (`None` when the client would not have written one: a stream with no
-/// part and no message id). `frames` are each frame's data as sent and parsed.
+/// part and no message id), and the frame where the client's reader fails, if it does: the
+/// message is then the one assembled up to that frame, as `Chat` keeps it. `frames` are each
+/// frame's data as sent and parsed.
 pub fn assemble<'a>(
     frames: impl IntoIterator<Item = (&'a str, &'a FrameData)>,
-) -> Result<Option<Value>, AssembleError> {
+) -> (Option<Value>, Option<AssembleError>) {
     let mut state = State::default();
+    let unreadable = read_frames(&mut state, frames).err();
+    (state.into_message(), unreadable)
+}
+
+/// Reads frames into `state` until one the client's reader fails on.
+fn read_frames<'a>(
+    state: &mut State,
+    frames: impl IntoIterator<Item = (&'a str, &'a FrameData)>,
+) -> Result<(), AssembleError> {
     for (position, (raw, data)) in frames.into_iter().enumerate() {
         if raw.trim() == DONE_MARKER {
             continue;
@@ -481,9 +496,10 @@ pub fn assemble<'a>(
                 }
                 let part = &mut state.parts[index];
                 if kind.ends_with("-delta") {
-                    let joined =
-                        format!("{}{}", part["text"].as_str().unwrap_or(""), text("delta"));
-                    part["text"] = json!(joined);
+                    // Appended in place: a copy per delta would make a long answer quadratic.
+                    if let Some(Value::String(so_far)) = part.get_mut("text") {
+                        so_far.push_str(chunk.get("delta").and_then(Value::as_str).unwrap_or(""));
+                    }
                 } else {
                     part["state"] = json!("done");
                 }
@@ -676,11 +692,9 @@ pub fn assemble<'a>(
                     state.id = id.to_owned();
                     state.written = true;
                 }
-                merge_metadata(&mut state, chunk.get("messageMetadata"));
+                merge_metadata(state, chunk.get("messageMetadata"));
             }
-            "finish" | "message-metadata" => {
-                merge_metadata(&mut state, chunk.get("messageMetadata"))
-            }
+            "finish" | "message-metadata" => merge_metadata(state, chunk.get("messageMetadata")),
             "error" | "abort" => {}
             data_kind if data_kind.starts_with("data-") => {
                 if chunk.get("transient") == Some(&Value::Bool(true)) {
@@ -703,17 +717,24 @@ pub fn assemble<'a>(
             _ => unreachable!("check_schema refuses every other type"),
         }
     }
-    if !state.written {
-        return Ok(None);
+    Ok(())
+}
+
+impl State {
+    /// The message, once the client has written it into its list.
+    fn into_message(self) -> Option<Value> {
+        if !self.written {
+            return None;
+        }
+        let mut message = Map::new();
+        message.insert("id".into(), json!(self.id));
+        if let Some(metadata) = self.metadata {
+            message.insert("metadata".into(), metadata);
+        }
+        message.insert("role".into(), json!("assistant"));
+        message.insert("parts".into(), Value::Array(self.parts));
+        Some(Value::Object(message))
     }
-    let mut message = Map::new();
-    message.insert("id".into(), json!(state.id));
-    if let Some(metadata) = state.metadata {
-        message.insert("metadata".into(), metadata);
-    }
-    message.insert("role".into(), json!("assistant"));
-    message.insert("parts".into(), Value::Array(state.parts));
-    Ok(Some(Value::Object(message)))
 }
 
 /// Merges a chunk's `messageMetadata` into the message's (`mergeObjects`: objects key by key,

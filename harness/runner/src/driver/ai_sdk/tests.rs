@@ -57,9 +57,13 @@ fn run(frames: &[Value], header: Option<&str>) -> RunTranscript {
     }
 }
 
+/// The message `frames` assemble into, or where the client stops reading them.
 fn assembled(frames: &[Value]) -> Result<Option<Value>, AssembleError> {
     let transcript = run(frames, Some("v1"));
-    assemble(transcript.frames().map(|(_, raw, data)| (raw, data)))
+    match assemble(transcript.frames().map(|(_, raw, data)| (raw, data))) {
+        (message, None) => Ok(message),
+        (_, Some(unreadable)) => Err(unreadable),
+    }
 }
 
 #[test]
@@ -123,7 +127,7 @@ fn a_follow_up_carries_the_conversation_with_the_assembled_tool_part() {
 }
 
 #[test]
-fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame() {
+fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame_and_keeps_what_it_read() {
     let renamed = |frames: &mut Vec<Value>| frames[9]["type"] = json!("text-begin");
     let delta_first = |frames: &mut Vec<Value>| frames.swap(9, 10);
     let orphan_output = |frames: &mut Vec<Value>| {
@@ -167,7 +171,28 @@ fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame() {
         let err = assembled(&frames).unwrap_err();
         assert_eq!(err.frame, frame, "{case}: {err}");
         assert!(err.to_string().contains(message), "{case}: {err}");
+        // The framing rule fails the run naming the frame; the drive goes on.
+        let transcript = run(&frames, Some("v1"));
+        let problem = FramingProblem::Invalid {
+            problem: err.to_string(),
+        };
+        assert_eq!(
+            framing(std::slice::from_ref(&transcript), false),
+            Framing::Violated { run: 0, problem },
+            "{case}"
+        );
+        AiSdk::new("/api/chat".into())
+            .read_run(&transcript)
+            .expect("the client keeps reading the conversation");
     }
+    // The message keeps what came before the frame the client stopped at, as `Chat` keeps it.
+    let mut frames = tool_loop(&["ok"]);
+    renamed(&mut frames);
+    let transcript = run(&frames, Some("v1"));
+    let (message, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
+    let parts = message.unwrap()["parts"].clone();
+    assert_eq!(parts.as_array().map(Vec::len), Some(3), "{parts}");
+    assert_eq!(parts[1]["state"], "output-available");
 }
 
 #[test]
@@ -300,4 +325,34 @@ fn the_golden_holds_one_entry_per_streamed_part_however_it_was_chunked() {
     let mut frames = tool_loop(&["ok"]);
     frames[11]["type"] = json!("data-forecast");
     assert_ne!(golden_shapes(&run(&frames, Some("v1"))), golden(&["ok"]));
+}
+
+/// A timing probe, not a check (nothing is asserted; these machines are noisy): how reading,
+/// assembling, reducing and framing scale with a long answer.
+/// `cargo test -p keyless-runner --lib timing_of_a_long_answer -- --ignored --nocapture`
+#[test]
+#[ignore = "a timing probe; run it by name with --ignored --nocapture"]
+fn timing_of_a_long_answer() {
+    for n in [10_000usize, 100_000] {
+        let chunks: Vec<String> = (0..n).map(|i| format!("w{i} ")).collect();
+        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let frames = tool_loop(&refs);
+        let started = std::time::Instant::now();
+        let transcript = run(&frames, Some("v1"));
+        let parsed = started.elapsed();
+        let started = std::time::Instant::now();
+        let (message, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
+        let assembled = started.elapsed();
+        let started = std::time::Instant::now();
+        let shapes = golden_shapes(&transcript);
+        let reduced = started.elapsed();
+        let started = std::time::Instant::now();
+        let framed = framing(std::slice::from_ref(&transcript), false);
+        let checked = started.elapsed();
+        println!(
+            "{n} deltas: parse {parsed:?}, assemble {assembled:?}, golden {reduced:?} ({} entries), framing {checked:?} ({framed:?}), text {} bytes",
+            shapes.len(),
+            message.unwrap()["parts"][3]["text"].as_str().unwrap().len()
+        );
+    }
 }
