@@ -15,7 +15,8 @@
 #    miss, every recorded turn used, and the messages and state it assembles equal the driver's.
 # 4. Drifts, each on a patched copy: the tool's result changed misses, with the diagnostic; the
 #    state sent as a STATE_SNAPSHOT instead of a STATE_DELTA changes the golden (exit 1, no
-#    miss); the system prompt rewritten stays green (the key leaves it out).
+#    miss); an event type renamed on the wire (TOOL_CALL_RESULT → TOOL_CALL_OUTPUT) breaks the
+#    framing, naming the frame; the system prompt rewritten stays green (the key leaves it out).
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/agui-venv/bin/python examples/ag-ui-agent/check.sh
 #
@@ -172,6 +173,37 @@ run state_event test shopping.chat
 grep -q 'golden changed' "$work/state_event.out" || { cat "$work/state_event.out" >&2; fail "no golden diagnostic"; }
 ! grep -q 'first differing field' "$work/state_event.out" || fail "a changed event should not miss"
 [ -e "$work/state_event/golden/shopping.chat.snap.new" ] || fail "the changed golden left no pending golden"
+
+echo "ag-ui example: drift: an event type renamed on the wire must break the framing, naming the frame"
+copy renamed_event
+"$PYTHON" - "$work/renamed_event/agent.py" <<'PY'
+import sys
+path = sys.argv[1]
+source = open(path).read()
+original = """    return await AGUIAdapter.dispatch_request(
+        request, agent=agent, deps=StateDeps(ShoppingList())
+    )"""
+renamed = """    response = await AGUIAdapter.dispatch_request(
+        request, agent=agent, deps=StateDeps(ShoppingList())
+    )
+    events = response.body_iterator
+
+    async def renamed():
+        async for chunk in events:
+            text = chunk if isinstance(chunk, str) else chunk.decode()
+            yield text.replace('"TOOL_CALL_RESULT"', '"TOOL_CALL_OUTPUT"')
+
+    response.body_iterator = renamed()
+    return response"""
+if original not in source:
+    sys.exit("the renamed event patch did not apply")
+open(path, "w").write(source.replace(original, renamed))
+PY
+run renamed_event test shopping.chat
+[ "$status" -eq 1 ] || fail "a renamed event type exited $status, not 1"
+grep -q '`TOOL_CALL_OUTPUT` is not an AG-UI event type' "$work/renamed_event.out" \
+  || { cat "$work/renamed_event.out" >&2; fail "the framing problem does not name the renamed event"; }
+grep -m1 'is not an AG-UI event type' "$work/renamed_event.out" | sed 's/^ */  /'
 
 echo "ag-ui example: drift: a rewritten system prompt must stay green"
 copy system_prompt
