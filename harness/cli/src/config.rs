@@ -273,6 +273,7 @@ mod tests {
             ("python-gateway", Api::Deerflow, None),
             ("langgraph-agent", Api::Langgraph, Some("agent")),
             ("ai-sdk-chat", Api::AiSdk, None),
+            ("ag-ui-agent", Api::AgUi, None),
         ];
         for (example, api, assistant) in cases {
             let path = examples.join(example).join(CONFIG_FILE);

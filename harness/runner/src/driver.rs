@@ -9,6 +9,7 @@
 //! ([`FramingRule`]). A new dialect is one more file implementing [`Dialect`], one [`Api`]
 //! variant and one [`FramingRule`] variant.
 
+pub mod ag_ui;
 pub mod ai_sdk;
 pub mod deerflow;
 pub mod langgraph;
@@ -290,6 +291,10 @@ pub enum FramingRule {
     /// LangGraph: each run's first frame is `metadata`, the body closes cleanly (no `end`), and an
     /// `error` frame fails the run unless the fixture records a model error.
     MetadataThenClose,
+    /// AG-UI: `RUN_STARTED` first, `RUN_FINISHED` or `RUN_ERROR` last, in the order
+    /// `@ag-ui/client` verifies; shapes named by the JSON `type`, delta runs reduced
+    /// ([`ag_ui::framing`], [`ag_ui::golden_shapes`]).
+    AgUi,
     /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
     /// then `[DONE]` last, frames named by their JSON `type`.
     UiMessageStream,
@@ -326,6 +331,7 @@ impl FramingRule {
                 }
                 Framing::Ok
             }
+            FramingRule::AgUi => ag_ui::framing(runs, model_error_recorded),
             FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
             FramingRule::OpenaiResponses => openai_responses::framing(runs, model_error_recorded),
             FramingRule::OpenaiChat => openai_chat::framing(runs, model_error_recorded),
@@ -344,6 +350,7 @@ impl FramingRule {
                     StreamModes::Web => transcript.web_shapes(),
                 }
             }
+            FramingRule::AgUi => ag_ui::golden_shapes(transcript),
             FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
             FramingRule::OpenaiResponses => openai_responses::golden_shapes(transcript),
             FramingRule::OpenaiChat => openai_chat::golden_shapes(transcript),
@@ -354,6 +361,7 @@ impl FramingRule {
     pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
         match self {
             FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
+            FramingRule::AgUi => ag_ui::frame_shapes(transcript),
             FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
             FramingRule::OpenaiResponses => openai_responses::frame_shapes(transcript),
             FramingRule::OpenaiChat => openai_chat::frame_shapes(transcript),
@@ -671,9 +679,7 @@ impl Session {
                 Box::new(openai_responses::OpenaiResponses::new(endpoint(options)?))
             }
             Api::OpenaiChat => Box::new(openai_chat::OpenaiChat::new(endpoint(options)?)),
-            api @ Api::AgUi => {
-                return Err(DriverError::Unsupported { api });
-            }
+            Api::AgUi => Box::new(ag_ui::AgUi::new(endpoint(options)?)),
         };
         dialect.open(&mut driver).await?;
         Ok(Session {
