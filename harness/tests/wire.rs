@@ -244,6 +244,7 @@ async fn recording_proxy(upstream: String, recording: &Path, scenario: Scenario)
             api_key: UPSTREAM_KEY.into(),
             recording: recording.to_path_buf(),
             scenario,
+            aws: None,
         })),
         quiet(),
     )

@@ -18,7 +18,7 @@ use harness::golden::fixtures_dir;
 use harness::layer1::runtime;
 use harness::model_server::{CALLER_HEADER, Mode, ModelServer, Problem, ServerOptions};
 use model_wire::chat_completions::{Answer, Assembled, ChunkAssembler, parse_completion};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use replay_core::{Answer as Recorded, Fixture};
 use serde_json::{Value, json};
 
@@ -38,21 +38,30 @@ fn shipped_fixtures() -> Vec<PathBuf> {
     files
 }
 
-/// The three wires.
+/// The five wires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wire {
     ChatCompletions,
     Anthropic,
     Responses,
+    Gemini,
+    Converse,
 }
 
-const WIRES: [Wire; 3] = [Wire::ChatCompletions, Wire::Anthropic, Wire::Responses];
+const WIRES: [Wire; 5] = [
+    Wire::ChatCompletions,
+    Wire::Anthropic,
+    Wire::Responses,
+    Wire::Gemini,
+    Wire::Converse,
+];
 
 /// A turn's stored canonical entries as the wire's request body: call ids numbered in order, a
 /// tool result answering the earliest unanswered call.
 fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
     let entries: Vec<Value> = serde_json::from_str(canonical).expect("canonical entries");
     let mut ids = std::collections::VecDeque::new();
+    let mut names = std::collections::HashMap::new();
     let mut next = 0;
     let mut items: Vec<Value> = Vec::new();
     for entry in entries {
@@ -67,6 +76,7 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                 let id = format!("call_{next}");
                 ids.push_back(id.clone());
                 let name = call["name"].as_str().unwrap_or_default().to_owned();
+                names.insert(id.clone(), name.clone());
                 (id, name, call["args"].clone())
             })
             .collect();
@@ -80,6 +90,33 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
             }
             ("human", Wire::Anthropic | Wire::Responses) => {
                 items.push(json!({"role": "user", "content": content}));
+            }
+            ("human", Wire::Gemini) => {
+                items.push(json!({"role": "user", "parts": [{"text": content}]}));
+            }
+            ("human", Wire::Converse) => {
+                items.push(json!({"role": "user", "content": [{"text": content}]}));
+            }
+            ("ai", Wire::Gemini) => {
+                // No call ids: Gemini sends none, and a result is paired with its call by name.
+                let mut parts = Vec::new();
+                if !content.is_empty() {
+                    parts.push(json!({"text": content}));
+                }
+                for (_, name, args) in &calls {
+                    parts.push(json!({"functionCall": {"name": name, "args": args}}));
+                }
+                items.push(json!({"role": "model", "parts": parts}));
+            }
+            ("ai", Wire::Converse) => {
+                let mut blocks = Vec::new();
+                if !content.is_empty() {
+                    blocks.push(json!({"text": content}));
+                }
+                for (id, name, args) in &calls {
+                    blocks.push(json!({"toolUse": {"toolUseId": id, "name": name, "input": args}}));
+                }
+                items.push(json!({"role": "assistant", "content": blocks}));
             }
             ("ai", Wire::ChatCompletions) => items.push(json!({"role": "assistant",
                 "content": if content.is_empty() { Value::Null } else { json!(content) },
@@ -117,6 +154,11 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                     Wire::Responses => {
                         json!({"type": "function_call_output", "call_id": id, "output": content})
                     }
+                    Wire::Gemini => json!({"role": "user", "parts": [{"functionResponse": {
+                        "name": names.get(&id).cloned().unwrap_or_default(),
+                        "response": {"result": content}}}]}),
+                    Wire::Converse => json!({"role": "user", "content": [{"toolResult": {
+                        "toolUseId": id, "content": [{"text": content}]}}]}),
                 });
             }
             (other, _) => panic!("unexpected canonical entry type {other:?}"),
@@ -131,15 +173,90 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                                   "system": "sys", "messages": items}),
         Wire::Responses => json!({"model": "m", "stream": stream, "instructions": "sys",
                                   "input": items}),
+        // The model and the mode are in the path (`path_of`).
+        Wire::Gemini => json!({"systemInstruction": {"parts": [{"text": "sys"}]},
+                               "contents": items}),
+        Wire::Converse => json!({"system": [{"text": "sys"}], "messages": items,
+                                 "inferenceConfig": {"maxTokens": 1024}}),
     }
 }
 
-fn path(wire: Wire) -> &'static str {
-    match wire {
-        Wire::ChatCompletions => "/v1/chat/completions",
-        Wire::Anthropic => "/v1/messages",
-        Wire::Responses => "/v1/responses",
+/// The route of a call at `wire`, streamed or not (Gemini's stream as SSE).
+fn path_of(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::ChatCompletions, _) => "/v1/chat/completions",
+        (Wire::Anthropic, _) => "/v1/messages",
+        (Wire::Responses, _) => "/v1/responses",
+        (Wire::Gemini, false) => "/v1beta/models/m:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/m:streamGenerateContent?alt=sse",
+        (Wire::Converse, false) => "/model/m/converse",
+        (Wire::Converse, true) => "/model/m/converse-stream",
     }
+}
+
+/// The route of a call at a wire whose body says whether it streams.
+fn path(wire: Wire) -> &'static str {
+    path_of(wire, false)
+}
+
+/// An answer's body: its bytes (Bedrock's event stream is binary), and as text.
+struct Reply {
+    bytes: Vec<u8>,
+    text: String,
+}
+
+impl Reply {
+    fn new(bytes: Vec<u8>) -> Reply {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Reply { bytes, text }
+    }
+}
+
+impl std::ops::Deref for Reply {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl AsRef<[u8]> for Reply {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The event stream's messages, read with the AWS SDK's frame reader (CRCs checked): each
+/// event's type and payload, an exception as its failure.
+fn event_stream_messages(mut bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
+    use aws_smithy_eventstream::frame::read_message_from;
+    let mut messages = Vec::new();
+    while !bytes.is_empty() {
+        let message = read_message_from(&mut bytes).map_err(|e| e.to_string())?;
+        let header = |name: &str| {
+            message
+                .headers()
+                .iter()
+                .find(|h| h.name().as_str() == name)
+                .and_then(|h| h.value().as_string().ok())
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        let payload: Value =
+            serde_json::from_slice(message.payload()).map_err(|e| e.to_string())?;
+        if header(":message-type") == "exception" {
+            return Err(bedrock_converse::StreamAssembler::new()
+                .push_exception(&header(":exception-type"), &payload)
+                .to_string());
+        }
+        messages.push((header(":event-type"), payload));
+    }
+    Ok(messages)
 }
 
 /// The `data:` payloads of an SSE body.
@@ -149,18 +266,51 @@ fn data_lines(body: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The answer a Converse event stream carries.
+fn read_event_stream(bytes: &[u8]) -> Result<Assembled, String> {
+    let mut assembler = bedrock_converse::StreamAssembler::new();
+    for (name, payload) in event_stream_messages(bytes)? {
+        assembler
+            .push_event(&name, &payload)
+            .map_err(|e| e.to_string())?;
+    }
+    assembler.finish().map_err(|e| e.to_string())
+}
+
 /// The answer the wire's codec reads from a body.
-fn read(wire: Wire, stream: bool, body: &str) -> Result<Assembled, String> {
+fn read(wire: Wire, stream: bool, body: impl AsRef<[u8]>) -> Result<Assembled, String> {
     let error = |e: model_wire::chat_completions::WireError| e.to_string();
+    let bytes = body.as_ref();
+    if wire == Wire::Converse && stream {
+        return read_event_stream(bytes);
+    }
+    let body = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     if !stream {
         let body: Value = serde_json::from_str(body).map_err(|e| e.to_string())?;
         return match wire {
             Wire::ChatCompletions => parse_completion(&body).map_err(error),
             Wire::Anthropic => anthropic_messages::parse_message(&body).map_err(error),
             Wire::Responses => responses::parse_response(&body).map_err(error),
+            Wire::Gemini => gemini::parse_response(&body).map_err(error),
+            Wire::Converse => bedrock_converse::parse_response(&body).map_err(error),
         };
     }
     match wire {
+        Wire::Gemini => {
+            let mut assembler = gemini::StreamAssembler::new();
+            if body.trim_start().starts_with('[') {
+                let mut splitter = gemini::JsonArraySplitter::new();
+                for element in splitter.push(body.as_bytes()).map_err(|e| e.to_string())? {
+                    assembler.push_data(&element).map_err(error)?;
+                }
+            } else {
+                for data in data_lines(body) {
+                    assembler.push_data(data).map_err(error)?;
+                }
+            }
+            assembler.finish().map(|(_, answer)| answer).map_err(error)
+        }
+        Wire::Converse => read_event_stream(bytes),
         Wire::ChatCompletions => {
             let mut assembler = ChunkAssembler::new();
             for data in data_lines(body) {
@@ -196,7 +346,7 @@ fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     json!({"text": text, "reasoning": reasoning, "calls": calls})
 }
 
-async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String) {
+async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, Reply) {
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -208,7 +358,7 @@ async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String) {
     let response = request.send().await.expect("answer");
     (
         response.status().as_u16(),
-        response.text().await.expect("body"),
+        Reply::new(response.bytes().await.expect("body").to_vec()),
     )
 }
 
@@ -241,7 +391,7 @@ fn every_shipped_turn_replays_at_every_wire_as_its_recorded_answer() {
                             .as_deref()
                             .expect("shipped turns store canonical");
                         let body = request(wire, canonical, stream);
-                        let url = format!("{}{}", server.url(), path(wire));
+                        let url = format!("{}{}", server.url(), path_of(wire, stream));
                         let (status, text) = post(&url, &body, turn.caller.as_deref()).await;
                         match &turn.answer {
                             Recorded::Output(output) => {
@@ -306,6 +456,14 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
                 Wire::Responses,
                 json!({"model": "m", "input": "something never recorded"}),
             ),
+            (
+                Wire::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"text": "something never recorded"}]}]}),
+            ),
+            (
+                Wire::Converse,
+                json!({"messages": [{"role": "user", "content": [{"text": "something never recorded"}]}]}),
+            ),
         ];
         for (wire, body) in cases {
             let (status, text) =
@@ -318,6 +476,13 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
                     assert_eq!(body["error"]["type"], "invalid_request_error", "{text}");
                     body["error"]["message"].as_str()
                 }
+                Wire::Gemini => {
+                    assert_eq!(body["error"]["code"], 400, "{text}");
+                    assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{text}");
+                    body["error"]["message"].as_str()
+                }
+                // Its exception is in the `x-amzn-errortype` header (`converse_error_shape`).
+                Wire::Converse => body["message"].as_str(),
                 _ => {
                     assert_eq!(body["error"]["code"], "replay_miss", "{text}");
                     body["error"]["message"].as_str()
@@ -520,6 +685,7 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
                 api_key: UPSTREAM_KEY.into(),
                 recording: recording.clone(),
                 scenario: fixture.scenario.clone(),
+                aws: None,
             })),
             ServerOptions::default(),
         )
@@ -574,7 +740,12 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        for wire in [Wire::Anthropic, Wire::Responses] {
+        for wire in [
+            Wire::Anthropic,
+            Wire::Responses,
+            Wire::Gemini,
+            Wire::Converse,
+        ] {
             for stream in [true, false] {
                 let (status, _) = post(
                     &format!("{}/_harness/reset", server.url()),
@@ -584,7 +755,7 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
                 .await;
                 assert_eq!(status, 200, "reset");
                 let how = format!("{wire:?} (stream: {stream})");
-                let url = format!("{}{}", server.url(), path(wire));
+                let url = format!("{}{}", server.url(), path_of(wire, stream));
                 let think = request(wire, r#"[{"content": "think", "type": "human"}]"#, stream);
                 let (status, text) = post(&url, &think, None).await;
                 assert_eq!(status, 200, "{how}: {text}");
@@ -607,8 +778,15 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
                 assert_eq!(status, 200, "{how}: {text}");
                 let error = read(wire, stream, &text).expect_err(&how);
                 assert_eq!(error, "the provider broke down", "{how}: {text}");
-                if stream {
-                    assert!(text.contains("event: error\n"), "{how}: {text}");
+                match wire {
+                    Wire::Anthropic | Wire::Responses if stream => {
+                        assert!(text.contains("event: error\n"), "{how}: {text}");
+                    }
+                    Wire::Converse if stream => assert!(
+                        text.contains("modelStreamErrorException"),
+                        "{how}: an exception message"
+                    ),
+                    _ => {}
                 }
             }
             let (status, _) = post(
@@ -621,6 +799,104 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
         }
         let problems = server.problems();
         assert!(problems.is_empty(), "{problems:?}");
+        server.stop().await.expect("stop");
+    });
+}
+
+/// Gemini's other routes and framings give the same answer: `streamGenerateContent` without
+/// `?alt=sse` is one JSON array, `/v1/` serves as `/v1beta/` does, any key in `?key=` or
+/// `x-goog-api-key` (and any SigV4 signature at Converse) is accepted and never checked. A
+/// model method no recording answers (`:countTokens`) is an unserved route; a Converse error
+/// names its exception in `x-amzn-errortype`, as boto3 reads it.
+#[test]
+fn gemini_s_routes_and_framings_and_converse_s_error_header() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture_path = reasoning_and_in_stream_failure_fixture(folder.path());
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let think = request(
+            Wire::Gemini,
+            r#"[{"content": "think", "type": "human"}]"#,
+            true,
+        );
+        for (route, stream) in [
+            (
+                "/v1beta/models/m:streamGenerateContent?key=AIzaSyDUMMY",
+                true,
+            ),
+            ("/v1/models/gemini-2.5-flash:streamGenerateContent", true),
+            ("/v1/models/m:generateContent", false),
+            ("/v1beta/models/m:streamGenerateContent?alt=sse&key=k", true),
+        ] {
+            // Each call replays the fixture afresh.
+            let (status, _) = post(
+                &format!("{}/_harness/reset", server.url()),
+                &json!({}),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "reset");
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client");
+            let response = client
+                .post(format!("{}{route}", server.url()))
+                .header("x-goog-api-key", "AIzaSyDUMMY-any")
+                .json(&think)
+                .send()
+                .await
+                .expect("answer");
+            assert_eq!(response.status(), 200, "{route}");
+            let body = response.text().await.expect("body");
+            let got = read(Wire::Gemini, stream, &body).unwrap_or_else(|e| panic!("{route}: {e}"));
+            assert_eq!(
+                (got.text.as_str(), got.reasoning.as_str()),
+                ("Yes.", "Let me think."),
+                "{route}"
+            );
+            assert_eq!(
+                body.trim_start().starts_with('['),
+                stream && !route.contains("alt=sse"),
+                "{route}: {body}"
+            );
+        }
+        assert!(server.problems().is_empty(), "{:?}", server.problems());
+        let (status, _) = post(
+            &format!("{}/v1beta/models/m:countTokens", server.url()),
+            &think,
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+        assert!(
+            matches!(server.problems().last(), Some(Problem::UnservedRoute { path, .. }) if path == "/v1beta/models/m:countTokens"),
+            "{:?}",
+            server.problems()
+        );
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let drifted = json!({"messages": [{"role": "user", "content": [{"text": "never"}]}]});
+        let response = client
+            .post(format!("{}/model/us.anthropic.claude-x-v2%3A0/converse", server.url()))
+            .header("authorization", "AWS4-HMAC-SHA256 Credential=AKIDUMMY/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00")
+            .json(&drifted)
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(response.status(), 400);
+        assert_eq!(
+            response
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|v| v.to_str().ok()),
+            Some("ValidationException")
+        );
         server.stop().await.expect("stop");
     });
 }
@@ -887,6 +1163,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
                     scenario,
+                    aws: None,
                 })),
                 ServerOptions::default(),
             )

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keyless_runner::driver::{Api, Session};
 use keyless_runner::launched::Launched;
-use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
+use keyless_runner::model_server::{
+    AwsCredentials, Mode, ModelServer, RecordConfig, ServerOptions,
+};
 use keyless_runner::suite::error_chain;
 
 use crate::Folders;
@@ -85,6 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         api_key: api_key.into(),
         recording: recording.clone(),
         scenario: scenario.clone(),
+        aws: AwsCredentials::from_vars(|name| std::env::var(name).ok()),
     };
     crate::runtime()?.block_on(async {
         let options = ServerOptions {
