@@ -501,13 +501,16 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
     });
 }
 
-/// Real clients nobody here wrote: the official `anthropic` package's `messages.stream(...)` and
-/// the `openai` package's `responses.create(stream=True)` replay every turn of a shipped fixture
-/// with tool calls, and assemble its recorded text and tool calls. `.ci/run` installs both in its
-/// venv and points `WIRE_SDK_PYTHON` at its interpreter; without it the check is skipped with a
-/// notice, except under `CI`, where it is a failure.
+/// Real clients nobody here wrote: the official `anthropic` package's `messages.stream(...)`,
+/// the `openai` package's `responses.create(stream=True)`, `google-genai`'s `generate_content`
+/// and `generate_content_stream` (with function declarations) and `boto3`'s `converse` and
+/// `converse_stream` (at the model server with dummy credentials; botocore checks every event
+/// stream frame's CRCs) replay every turn of a shipped fixture with tool calls, and assemble its
+/// recorded text, tool calls and ids. `.ci/run` installs them in its venv and points
+/// `WIRE_SDK_PYTHON` at its interpreter; without it the check is skipped with a notice, except
+/// under `CI`, where it is a failure.
 #[test]
-fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
+fn the_official_clients_assemble_the_recorded_answers_at_every_wire() {
     let Some(python) = sdk_python() else {
         return;
     };
@@ -519,6 +522,10 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
     for (wire, name) in [
         (Wire::Anthropic, "anthropic"),
         (Wire::Responses, "responses"),
+        (Wire::Gemini, "gemini"),
+        (Wire::Gemini, "gemini_stream"),
+        (Wire::Converse, "converse"),
+        (Wire::Converse, "converse_stream"),
     ] {
         jobs.push(json!({"wire": "reset"}));
         for turn in &fixture.turns {
@@ -575,12 +582,12 @@ fn sdk_python() -> Option<String> {
             if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
         {
             panic!(
-                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, langchain-anthropic and langchain-openai installed (see .ci/run)"
+                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, google-genai, boto3, langchain-anthropic, langchain-openai, langchain-google-genai and langchain-aws installed (see .ci/run)"
             )
         }
         Err(_) => {
             eprintln!(
-                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai and LangChain clients (.ci/run does)"
+                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai, google-genai, boto3 and LangChain clients (.ci/run does)"
             );
             None
         }
@@ -609,12 +616,13 @@ async fn run_sdk_script(python: String, script: &str, args: Vec<String>) -> Valu
     serde_json::from_str(stdout.trim()).expect("one JSON line")
 }
 
-/// Issue 18, item 4: LangChain's `ChatAnthropic` and `ChatOpenAI(use_responses_api=True)` drive
-/// a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
+/// Issue 18, item 4, and issue 31: LangChain's `ChatAnthropic`,
+/// `ChatOpenAI(use_responses_api=True)`, `ChatGoogleGenerativeAI` and `ChatBedrockConverse`
+/// drive a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
 /// `write_file` and `read_file` tools over an in-memory store, each call executed and its
 /// result appended, invoked and streamed) against the model server replaying
 /// `write_read_file.flash`: every answer's text and tool calls (name, arguments, id) are the
-/// fixture's lead-agent turns, in order, with no problem; and the same four loops recorded
+/// fixture's lead-agent turns, in order, with no problem; and the same eight loops recorded
 /// through the proxy (in front of that fixture) replay strictly with no mismatch.
 #[test]
 fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire() {
@@ -655,53 +663,89 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        let runs = [
-            "ChatAnthropic.invoke",
-            "ChatAnthropic.stream",
-            "ChatOpenAI(use_responses_api=True).invoke",
-            "ChatOpenAI(use_responses_api=True).stream",
-        ];
-        let check = |got: &Value, how: &str| {
+        // Each family's model, run with `invoke` and then with `stream`.
+        let runs_of = |families: &str| -> Vec<String> {
+            families
+                .split(',')
+                .flat_map(|family| [format!("{family}.invoke"), format!("{family}.stream")])
+                .collect()
+        };
+        let check = |got: &Value, families: &str, how: &str| {
+            let runs = runs_of(families);
+            assert_eq!(
+                got.as_array().map(Vec::len),
+                Some(runs.len()),
+                "{how}: {got}"
+            );
             for (index, run) in runs.iter().enumerate() {
                 assert_eq!(got[index], Value::Array(wanted.clone()), "{run} {how}");
             }
         };
-        let loops = |url: String, reset: String| {
+        let loops = |url: String, reset: String, families: &str| {
             run_sdk_script(
                 python.clone(),
                 "check_langchain_tool_loop.py",
-                vec![url, prompt.clone(), reset],
+                vec![url, prompt.clone(), reset, families.to_owned()],
             )
         };
-        check(&loops(server.url(), server.url()).await, "from the fixture");
+        let all = "anthropic,responses,gemini,bedrock";
+        check(
+            &loops(server.url(), server.url(), all).await,
+            all,
+            "from the fixture",
+        );
 
         // Recorded through the proxy in front of the fixture, then replayed strictly: the
-        // same answers, with no mismatch.
+        // same answers, with no mismatch. Bedrock's routes are at the root of its upstream,
+        // the others under `/v1`, so it has a proxy of its own; the proxy signs its calls
+        // (SigV4) with dummy credentials, which the model server accepts.
         let folder = tempfile::tempdir().expect("tempdir");
-        let recording = folder.path().join("langchain.jsonl");
-        let proxy = ModelServer::start(
-            Mode::Record(Box::new(harness::model_server::RecordConfig {
-                upstream: server.base_url(),
-                api_key: UPSTREAM_KEY.into(),
-                recording: recording.clone(),
-                scenario: fixture.scenario.clone(),
-                aws: None,
-            })),
-            ServerOptions::default(),
-        )
-        .await
-        .expect("proxy");
-        check(&loops(proxy.url(), server.url()).await, "through the proxy");
-        let built = proxy.stop().await.expect("stops").expect("a fixture");
-        assert_eq!(built.fixture.turns.len(), 4 * wanted.len());
-        let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+        let mut strict_servers = Vec::new();
+        for (families, upstream) in [
+            ("anthropic,responses,gemini", server.base_url()),
+            ("bedrock", server.url()),
+        ] {
+            let recording = folder.path().join(format!("{families}.jsonl"));
+            let proxy = ModelServer::start(
+                Mode::Record(Box::new(harness::model_server::RecordConfig {
+                    upstream,
+                    api_key: UPSTREAM_KEY.into(),
+                    recording: recording.clone(),
+                    scenario: fixture.scenario.clone(),
+                    aws: Some(dummy_aws()),
+                })),
+                ServerOptions::default(),
+            )
             .await
-            .expect("strict replay");
-        check(
-            &loops(strict.url(), "none".into()).await,
-            "replayed strictly",
+            .expect("proxy");
+            check(
+                &loops(proxy.url(), server.url(), families).await,
+                families,
+                "through the proxy",
+            );
+            let built = proxy.stop().await.expect("stops").expect("a fixture");
+            assert_eq!(
+                built.fixture.turns.len(),
+                runs_of(families).len() * wanted.len(),
+                "{families}"
+            );
+            let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+                .await
+                .expect("strict replay");
+            check(
+                &loops(strict.url(), "none".into(), families).await,
+                families,
+                "replayed strictly",
+            );
+            strict_servers.push(strict);
+        }
+        let mut servers = vec![(&server, "the fixture")];
+        servers.extend(
+            strict_servers
+                .iter()
+                .map(|strict| (strict, "strict replay")),
         );
-        for (server, how) in [(&server, "the fixture"), (&strict, "strict replay")] {
+        for (server, how) in servers {
             let problems = server.problems();
             assert!(problems.is_empty(), "{how}: {problems:?}");
         }
@@ -899,6 +943,16 @@ fn gemini_s_routes_and_framings_and_converse_s_error_header() {
         );
         server.stop().await.expect("stop");
     });
+}
+
+/// Credentials the proxy signs Bedrock calls with (the model server checks no signature).
+fn dummy_aws() -> harness::model_server::AwsCredentials {
+    harness::model_server::AwsCredentials {
+        access_key_id: "AKIDEXAMPLE".into(),
+        secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+        session_token: Some("session-token-SECRET-123".into()),
+        region: "us-east-1".into(),
+    }
 }
 
 /// The key the recording proxy sends upstream; no recording or fixture may contain it.
