@@ -1359,3 +1359,460 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
         }
     });
 }
+
+/// One call of a tool loop at a wire whose path names the mode (Gemini, Converse): whether it
+/// streams, its body, the upstream's literal answer and what the client must read.
+struct PathCall {
+    stream: bool,
+    request: Value,
+    upstream: Vec<u8>,
+    content_type: &'static str,
+    text: &'static str,
+    calls: Vec<(&'static str, Value)>,
+}
+
+/// An AWS event stream message, framed with the SDK's writer (CRCs computed by it).
+fn aws_frame(headers: &[(&'static str, &str)], payload: &Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let headers = headers
+        .iter()
+        .map(|(name, value)| Header::new(*name, HeaderValue::String(value.to_string().into())))
+        .collect();
+    let message = Message::new_from_parts(headers, payload.to_string().into_bytes());
+    let mut buffer: Vec<u8> = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut buffer).expect("a frame");
+    buffer
+}
+
+fn converse_event(event_type: &str, payload: Value) -> Vec<u8> {
+    aws_frame(
+        &[
+            (":event-type", event_type),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        &payload,
+    )
+}
+
+/// A tool loop at Gemini's API: a streamed `functionCall` (SSE, usage on each chunk), then a
+/// whole text answer to its `functionResponse`.
+fn gemini_script() -> Vec<PathCall> {
+    let tools = json!([{"functionDeclarations": [{"name": "write_file",
+        "description": "Write a file.", "parametersJsonSchema": {"type": "object"}}]}]);
+    let user = json!({"role": "user", "parts": [{"text": "Write hi to a.txt"}]});
+    let first = json!({"systemInstruction": {"parts": [{"text": "You are a helper. Today is 2026-05-17."}]},
+        "contents": [user], "tools": tools, "generationConfig": {"temperature": 0.2}});
+    let mut second = first.clone();
+    second["contents"] = json!([user,
+        {"role": "model", "parts": [{"text": "Writing it."},
+            {"functionCall": {"name": "write_file", "args": written_args()}, "thoughtSignature": "CiQB"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "write_file", "response": {"result": "OK"}}}]}]);
+    let chunk = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        json!({"candidates": [candidate], "modelVersion": "gemini-upstream",
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}})
+    };
+    let sse: String = [
+        chunk(json!([{"text": "Writing "}]), None),
+        chunk(json!([{"text": "it."}]), None),
+        chunk(
+            json!([{"functionCall": {"name": "write_file", "args": written_args()}, "thoughtSignature": "CiQB"}]),
+            Some("STOP"),
+        ),
+    ]
+    .iter()
+    .map(|chunk| format!("data: {chunk}\r\n\r\n"))
+    .collect();
+    vec![
+        PathCall {
+            stream: true,
+            request: first,
+            upstream: sse.into_bytes(),
+            content_type: "text/event-stream",
+            text: "Writing it.",
+            calls: vec![("write_file", written_args())],
+        },
+        PathCall {
+            stream: false,
+            request: second,
+            upstream: chunk(json!([{"text": "Done: a.txt holds hi."}]), Some("STOP"))
+                .to_string()
+                .into_bytes(),
+            content_type: "application/json",
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// The same tool loop at Bedrock's Converse API: a streamed `toolUse` (its input split mid-JSON,
+/// AWS's binary event stream), then a whole text answer to its `toolResult`.
+fn converse_script() -> Vec<PathCall> {
+    let tool_config = json!({"tools": [{"toolSpec": {"name": "write_file",
+        "description": "Write a file.", "inputSchema": {"json": {"type": "object"}}}}]});
+    let user = json!({"role": "user", "content": [{"text": "Write hi to a.txt"}]});
+    let first = json!({"messages": [user], "system": [{"text": "You are a helper."}],
+        "inferenceConfig": {"maxTokens": 512}, "toolConfig": tool_config});
+    let mut second = first.clone();
+    second["messages"] = json!([user,
+        {"role": "assistant", "content": [{"text": "Writing it."},
+            {"toolUse": {"toolUseId": "tooluse_01", "name": "write_file", "input": written_args()}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_01", "content": [{"text": "OK"}]}}]}]);
+    let delta = |index: u64, delta: Value| {
+        converse_event(
+            "contentBlockDelta",
+            json!({"delta": delta, "contentBlockIndex": index}),
+        )
+    };
+    let stream = [
+        converse_event("messageStart", json!({"role": "assistant"})),
+        delta(0, json!({"text": "Writing it."})),
+        converse_event("contentBlockStop", json!({"contentBlockIndex": 0})),
+        converse_event(
+            "contentBlockStart",
+            json!({"start": {"toolUse": {"toolUseId": "tooluse_01", "name": "write_file"}},
+                   "contentBlockIndex": 1}),
+        ),
+        delta(1, json!({"toolUse": {"input": ARGS_START}})),
+        delta(1, json!({"toolUse": {"input": ARGS_END}})),
+        converse_event("contentBlockStop", json!({"contentBlockIndex": 1})),
+        converse_event("messageStop", json!({"stopReason": "tool_use"})),
+        converse_event(
+            "metadata",
+            json!({"usage": {"inputTokens": 12, "outputTokens": 20, "totalTokens": 32},
+                   "metrics": {"latencyMs": 300}}),
+        ),
+    ]
+    .concat();
+    vec![
+        PathCall {
+            stream: true,
+            request: first,
+            upstream: stream,
+            content_type: "application/vnd.amazon.eventstream",
+            text: "Writing it.",
+            calls: vec![("write_file", written_args())],
+        },
+        PathCall {
+            stream: false,
+            request: second,
+            upstream: json!({"output": {"message": {"role": "assistant",
+                "content": [{"text": "Done: a.txt holds hi."}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 30, "outputTokens": 8, "totalTokens": 38},
+                "metrics": {"latencyMs": 200}})
+            .to_string()
+            .into_bytes(),
+            content_type: "application/json",
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// The client's route for a call: the model in the path (Bedrock's id with its `:`).
+fn client_path(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::Gemini, false) => "/v1beta/models/gemini-test:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
+        (Wire::Converse, false) => "/model/anthropic.claude-test-v1:0/converse",
+        _ => "/model/anthropic.claude-test-v1:0/converse-stream",
+    }
+}
+
+/// The upstream's route for a call, as the proxy must call it (the id's `:` encoded).
+fn upstream_route(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::Gemini, false) => "/v1beta/models/gemini-test:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/gemini-test:streamGenerateContent",
+        (Wire::Converse, false) => "/model/anthropic.claude-test-v1%3A0/converse",
+        _ => "/model/anthropic.claude-test-v1%3A0/converse-stream",
+    }
+}
+
+/// Posts a call as a client of the wire would, with its own (dummy) key or signature.
+async fn post_path_call(base: &str, wire: Wire, call: &PathCall, body: &Value) -> (u16, Reply) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let response = client
+        .post(format!("{base}{}", client_path(wire, call.stream)))
+        .header("x-goog-api-key", "gateway-dummy-key")
+        .header(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=GATEWAYDUMMY/x, Signature=gateway-dummy-key",
+        )
+        .json(body)
+        .send()
+        .await
+        .expect("answer");
+    (
+        response.status().as_u16(),
+        Reply::new(response.bytes().await.expect("body").to_vec()),
+    )
+}
+
+async fn assert_path_calls_as_scripted(base: &str, wire: Wire, script: &[PathCall], served: &str) {
+    for (index, call) in script.iter().enumerate() {
+        let how = format!("{wire:?} call {index} {served}");
+        let (status, body) = post_path_call(base, wire, call, &call.request).await;
+        assert_eq!(status, 200, "{how}: {body}");
+        let got = read(wire, call.stream, &body).unwrap_or_else(|e| panic!("{how}: {e}"));
+        let calls: Vec<Value> = got
+            .calls
+            .iter()
+            .map(|c| {
+                json!([
+                    c.name,
+                    serde_json::from_str::<Value>(&c.arguments).unwrap_or_default()
+                ])
+            })
+            .collect();
+        let want: Vec<Value> = call.calls.iter().map(|(n, a)| json!([n, a])).collect();
+        assert_eq!(
+            json!({"text": got.text, "calls": calls}),
+            json!({"text": call.text, "calls": want}),
+            "{how}"
+        );
+    }
+}
+
+/// Issue 31, item 3: a tool loop recorded through the proxy at Gemini's and Bedrock's Converse
+/// API (against a scripted upstream answering in the wire's own format: Gemini's SSE chunks,
+/// Converse's binary event stream) reaches the upstream with the proxy's credential (Gemini's
+/// key in `x-goog-api-key`; a SigV4 signature of the AWS credentials, the session token in
+/// `x-amz-security-token`) and never the client's, is written with the wire named and no
+/// credential anywhere, builds a fixture that replays with no miss, and replays strictly; a
+/// drifted second request is a strict mismatch naming call 1 and the field in the wire's terms.
+#[test]
+fn a_tool_loop_recorded_through_the_proxy_at_gemini_and_converse_replays_strictly() {
+    use wiremock::matchers::{method, path as route};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let cases = [
+        (
+            Wire::Gemini,
+            gemini_script(),
+            "/v1beta",
+            "google.gemini",
+            "context.contents[0].parts[0].text",
+        ),
+        (
+            Wire::Converse,
+            converse_script(),
+            "",
+            "aws.bedrock.converse",
+            "context.messages[0].content[0].text",
+        ),
+    ];
+    bounded(async {
+        for (wire, script, prefix, api, drifted_field) in cases {
+            let folder = tempfile::tempdir().expect("tempdir");
+            let upstream = MockServer::start().await;
+            for call in &script {
+                Mock::given(method("POST"))
+                    .and(route(upstream_route(wire, call.stream)))
+                    .respond_with(
+                        ResponseTemplate::new(200)
+                            .set_body_raw(call.upstream.clone(), call.content_type),
+                    )
+                    .up_to_n_times(1)
+                    .mount(&upstream)
+                    .await;
+            }
+            let recording = folder.path().join("loop.jsonl");
+            let proxy = ModelServer::start(
+                Mode::Record(Box::new(harness::model_server::RecordConfig {
+                    upstream: format!("{}{prefix}", upstream.uri()),
+                    api_key: UPSTREAM_KEY.into(),
+                    recording: recording.clone(),
+                    scenario: replay_core::Scenario::new(
+                        "loop",
+                        replay_core::UiMode::Flash,
+                        "Write hi",
+                    ),
+                    aws: Some(dummy_aws()),
+                })),
+                ServerOptions::default(),
+            )
+            .await
+            .expect("proxy");
+            assert_path_calls_as_scripted(&proxy.url(), wire, &script, "through the proxy").await;
+            let sent = upstream.received_requests().await.expect("requests");
+            assert_eq!(
+                sent.len(),
+                script.len(),
+                "{wire:?}: one upstream call per call"
+            );
+            for (request, call) in sent.iter().zip(&script) {
+                let header = |name: &str| {
+                    request
+                        .headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                match wire {
+                    Wire::Gemini => {
+                        assert_eq!(header("x-goog-api-key").as_deref(), Some(UPSTREAM_KEY));
+                        assert_eq!(
+                            request.url.query() == Some("alt=sse"),
+                            call.stream,
+                            "{wire:?}: SSE asked for a stream"
+                        );
+                    }
+                    _ => {
+                        let signature = header("authorization").unwrap_or_default();
+                        assert!(
+                            signature.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+                                && signature.contains("/us-east-1/bedrock/aws4_request"),
+                            "{signature}"
+                        );
+                        assert!(header("x-amz-date").is_some());
+                        assert_eq!(
+                            header("x-amz-security-token").as_deref(),
+                            Some("session-token-SECRET-123")
+                        );
+                    }
+                }
+                let shown = format!("{:?}", request.headers);
+                assert!(!shown.contains("gateway-dummy-key"), "{wire:?}: {shown}");
+                let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
+                assert_eq!(body, call.request, "{wire:?}: the body as sent");
+            }
+            let built = proxy.stop().await.expect("stops").expect("a fixture");
+            let text = std::fs::read_to_string(&recording).expect("recording");
+            let fixture_text = built.fixture.to_pretty_json();
+            for written in [&text, &fixture_text] {
+                for secret in ["SECRET", "wJalrXUtnFEMI", "AKIDEXAMPLE"] {
+                    assert!(!written.contains(secret), "{wire:?}: {secret} was written");
+                }
+            }
+            let apis: Vec<String> = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("row"))
+                .filter_map(|r| r["model"]["api"].as_str().map(str::to_owned))
+                .collect();
+            assert_eq!(apis, vec![api; script.len()], "{wire:?}");
+
+            let fixture_path = folder.path().join("loop.flash.json");
+            std::fs::write(&fixture_path, &fixture_text).expect("fixture");
+            let replay =
+                ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                    .await
+                    .expect("fixture replay");
+            assert_path_calls_as_scripted(&replay.url(), wire, &script, "from the built fixture")
+                .await;
+            assert!(
+                replay.problems().is_empty(),
+                "{wire:?}: {:?}",
+                replay.problems()
+            );
+
+            let strict =
+                ModelServer::start(Mode::Recording(recording.clone()), ServerOptions::default())
+                    .await
+                    .expect("strict replay");
+            assert_path_calls_as_scripted(&strict.url(), wire, &script, "replayed strictly").await;
+            assert!(
+                strict.problems().is_empty(),
+                "{wire:?}: {:?}",
+                strict.problems()
+            );
+
+            let (status, _) = post(
+                &format!("{}/_harness/reset", strict.url()),
+                &json!({}),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "reset");
+            let (status, _) =
+                post_path_call(&strict.url(), wire, &script[0], &script[0].request).await;
+            assert_eq!(status, 200);
+            let mut drifted = script[1].request.clone();
+            match wire {
+                Wire::Gemini => drifted["contents"][0]["parts"][0]["text"] = json!("Write bye"),
+                _ => drifted["messages"][0]["content"][0]["text"] = json!("Write bye"),
+            }
+            let (status, body) = post_path_call(&strict.url(), wire, &script[1], &drifted).await;
+            let how = format!("{wire:?} drifted");
+            assert_eq!(status, 400, "{how}: {body}");
+            let error: Value = serde_json::from_str(&body).expect("an error body");
+            let message = match wire {
+                Wire::Gemini => error["error"]["message"].as_str(),
+                _ => error["message"].as_str(),
+            }
+            .unwrap_or_default();
+            assert!(
+                message.contains(drifted_field) && message.contains("call 1"),
+                "{how}: {message}"
+            );
+            let problems = strict.problems();
+            assert!(
+                matches!(problems.as_slice(), [Problem::Mismatch { field_path, call_index: 1, .. }] if field_path == drifted_field),
+                "{how}: {problems:?}"
+            );
+        }
+    });
+}
+
+/// A Converse stream whose second frame is corrupt (a flipped payload byte: its message CRC no
+/// longer matches) is refused by the recorder: the call is recorded as failed with an error
+/// naming the frame, and the gateway's stream ends there.
+#[test]
+fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let script = converse_script();
+    let first_frame = converse_event("messageStart", json!({"role": "assistant"})).len();
+    let mut corrupt = script[0].upstream.clone();
+    corrupt[first_frame + 20] ^= 0x01;
+    bounded(async {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let upstream = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(corrupt, "application/vnd.amazon.eventstream"),
+            )
+            .mount(&upstream)
+            .await;
+        let recording = folder.path().join("corrupt.jsonl");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(harness::model_server::RecordConfig {
+                upstream: upstream.uri(),
+                api_key: UPSTREAM_KEY.into(),
+                recording: recording.clone(),
+                scenario: replay_core::Scenario::new("c", replay_core::UiMode::Flash, "p"),
+                aws: Some(dummy_aws()),
+            })),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("proxy");
+        let (status, body) =
+            post_path_call(&proxy.url(), Wire::Converse, &script[0], &script[0].request).await;
+        assert_eq!(status, 200);
+        assert!(
+            read(Wire::Converse, true, &body).is_err(),
+            "a broken stream"
+        );
+        proxy.stop().await.expect("stops");
+        let text = std::fs::read_to_string(&recording).expect("recording");
+        let error = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("row"))
+            .find(|row| row["event"]["type"] == "error")
+            .unwrap_or_else(|| panic!("an error event: {text}"));
+        let message = error["event"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("event stream frame 2 (counting from 1) is corrupt"),
+            "{message}"
+        );
+        assert!(text.contains("\"outcome\": \"error\""), "{text}");
+    });
+}
