@@ -341,7 +341,10 @@ mod tests {
         for secret in ["AKIDEXAMPLE", "5d672d79c15b"] {
             assert!(!redacted.contains(secret), "{redacted}");
         }
-        assert_eq!(redact_text("a signature delta arrived"), "a signature delta arrived");
+        assert_eq!(
+            redact_text("a signature delta arrived"),
+            "a signature delta arrived"
+        );
     }
 
     #[test]
@@ -357,7 +360,10 @@ mod tests {
             ("https://h/?password=abc", "?password="),
             ("https://h/?X-Amz-Signature=abc&x=1", "?X-Amz-Signature="),
             ("https://h/?a=1&X-Amz-Credential=abc", "&X-Amz-Credential="),
-            ("https://h/?X-Amz-Security-Token=abc", "?X-Amz-Security-Token="),
+            (
+                "https://h/?X-Amz-Security-Token=abc",
+                "?X-Amz-Security-Token=",
+            ),
         ];
         for (input, name) in cases {
             let redacted = redact_text(input);
