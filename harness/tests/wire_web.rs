@@ -69,7 +69,7 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                     Api::ChatCompletions | Api::Responses => None,
                     Api::AnthropicMessages => Some("'type': 'error'"),
                     Api::Gemini => Some("'status': '"),
-                    Api::BedrockConverse => Some("{'message': '"),
+                    Api::BedrockConverse => Some("{'message': "),
                 };
                 if let (true, Some(worded)) = (quotes_an_openai_error(&fixture), worded) {
                     // The gateway's fallback text quotes the provider's error as its client
