@@ -6,8 +6,11 @@
 //!
 //! The HTTP transport is the OpenAI provider's ([`WireChatModel`]), with this wire's request
 //! body and the codec's Converse reader ([`model_wire::bedrock_converse`]). The entry's
-//! `api_key` is a Bedrock API key, sent as `Authorization: Bearer` (what Bedrock accepts in
-//! place of a SigV4 signature, `AWS_BEARER_TOKEN_BEDROCK` in the AWS SDKs). A failure is named
+//! `api_key`, when set, is a Bedrock API key, sent as `Authorization: Bearer` (the AWS SDKs'
+//! `AWS_BEARER_TOKEN_BEDROCK`); without one, each call is signed with SigV4 (`aws-sign`, through
+//! `aws-sigv4`) from the standard variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_SESSION_TOKEN`, `AWS_REGION`), as boto3 reads them; a secret never sits in the
+//! configuration, whose settings may be shown. A failure is named
 //! as boto3 names it: the exception in the answer's `x-amzn-errortype` (`ThrottlingException`,
 //! `ValidationException`, …).
 
@@ -48,7 +51,9 @@ impl ModelProvider for BedrockProvider {
         _context: &ProviderContext,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
         refuse_openai_settings(config, BEDROCK_PROVIDER)?;
-        Ok(Arc::new(WireChatModel::new(config, Api::BedrockConverse)?))
+        let model = WireChatModel::new(config, Api::BedrockConverse)?;
+        let aws = aws_sign::AwsCredentials::from_vars(|name| std::env::var(name).ok());
+        Ok(Arc::new(model.with_aws(aws)))
     }
 }
 

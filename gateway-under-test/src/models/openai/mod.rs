@@ -258,6 +258,8 @@ pub struct WireChatModel {
     timeout: Option<Duration>,
     /// The entry's free-form settings (pass-through request keys, `extra_body`, …).
     settings: Map<String, Value>,
+    /// The AWS credentials a Bedrock call without an API key is signed with (SigV4).
+    aws: Option<aws_sign::AwsCredentials>,
 }
 
 impl fmt::Debug for WireChatModel {
@@ -370,7 +372,15 @@ impl WireChatModel {
             client,
             timeout,
             settings: config.settings.clone(),
+            aws: None,
         })
+    }
+
+    /// The same model, signing its calls with `aws` (SigV4) when it has no API key: Bedrock's
+    /// (`use = "bedrock"`) alternative to a Bedrock API key.
+    pub fn with_aws(mut self, aws: Option<aws_sign::AwsCredentials>) -> WireChatModel {
+        self.aws = aws;
+        self
     }
 
     /// The configured model name.
@@ -395,14 +405,19 @@ impl WireChatModel {
 
     /// Sends the request body and returns a successful response, or the mapped error.
     async fn post(&self, body: &Value, stream: bool) -> Result<reqwest::Response, ModelError> {
-        let Some(key) = self.api_key.as_deref() else {
+        let key = self.api_key.as_deref();
+        let signer = self
+            .aws
+            .as_ref()
+            .filter(|_| self.api == Api::BedrockConverse);
+        if key.is_none() && signer.is_none() {
             // Forced to `auth` because the text carries none of the auth patterns.
             return Err(ModelError::new(
                 "AuthenticationError",
                 format!("no API key configured for model '{}'", self.name),
             )
             .with_class(ErrorClass::Auth));
-        };
+        }
         tracing::debug!(model = %self.name, model_id = %self.model, api = ?self.api, stream,
             "model call");
         let accept = match (self.api, stream) {
@@ -415,20 +430,37 @@ impl WireChatModel {
         } else {
             &self.endpoint
         };
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
         let post = self
             .client
             .post(endpoint.clone())
-            .header(reqwest::header::ACCEPT, accept);
-        let post = match self.api {
+            .header(reqwest::header::ACCEPT, accept)
+            .header(CONTENT_TYPE, "application/json");
+        let post = match (self.api, key) {
             // A Bedrock API key is a bearer token too.
-            Api::ChatCompletions | Api::Responses | Api::BedrockConverse => post.bearer_auth(key),
-            Api::AnthropicMessages => post
+            (Api::ChatCompletions | Api::Responses | Api::BedrockConverse, Some(key)) => {
+                post.bearer_auth(key)
+            }
+            (Api::AnthropicMessages, Some(key)) => post
                 .header("x-api-key", key)
                 .header("anthropic-version", crate::models::anthropic::API_VERSION),
-            Api::Gemini => post.header("x-goog-api-key", key),
+            (Api::Gemini, Some(key)) => post.header("x-goog-api-key", key),
+            (_, None) => {
+                let signed = [("content-type", "application/json"), ("accept", accept)];
+                let headers = signer
+                    .map(|aws| {
+                        aws_sign::sigv4_headers(aws, "bedrock", endpoint.as_str(), &signed, &bytes)
+                    })
+                    .transpose()
+                    .map_err(|err| ModelError::new("ConfigurationError", err.to_string()))?
+                    .unwrap_or_default();
+                headers
+                    .into_iter()
+                    .fold(post, |post, (name, value)| post.header(name, value))
+            }
         };
         let response = post
-            .json(body)
+            .body(bytes)
             .send()
             .await
             .map_err(|err| transport_error(err, false))?;

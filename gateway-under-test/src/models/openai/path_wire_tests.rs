@@ -245,3 +245,51 @@ async fn a_corrupt_or_cut_converse_frame_fails_the_call_naming_the_frame() {
         assert!(error.message.contains(want), "{want}: {}", error.message);
     }
 }
+
+/// Without an API key, a Bedrock call is signed with SigV4 from the AWS credentials: the
+/// signature names the key id, the region and the `bedrock` service, the session token goes in
+/// `x-amz-security-token`, and no secret shows in the model's `Debug`. Without either, the call
+/// fails with `AuthenticationError` before the network.
+#[tokio::test]
+async fn a_bedrock_call_without_an_api_key_is_signed_with_sigv4() {
+    let (whole, _, _) = routes(Api::BedrockConverse);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(whole))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(whole_body(Api::BedrockConverse, &full_answer())),
+        )
+        .mount(&server)
+        .await;
+    let mut keyless = entry(Api::BedrockConverse, &server);
+    keyless.api_key = None;
+    let unsigned = WireChatModel::new(&keyless, Api::BedrockConverse).expect("builds");
+    let refused = unsigned.invoke(&hi()).await.expect_err("no credential");
+    assert_eq!(refused.error_type, "AuthenticationError");
+    let aws = aws_sign::AwsCredentials {
+        access_key_id: "AKIDEXAMPLE".into(),
+        secret_access_key: "wJalrXUtnFEMI-SECRET".into(),
+        session_token: Some("session-SECRET".into()),
+        region: "eu-west-1".into(),
+    };
+    let model = unsigned.with_aws(Some(aws));
+    assert!(!format!("{model:?}").contains("SECRET"));
+    model.invoke(&hi()).await.expect("a signed call");
+    let sent = server.received_requests().await.expect("recording on");
+    let header = |name: &str| {
+        sent[0]
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let authorization = header("authorization");
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+            && authorization.contains("/eu-west-1/bedrock/aws4_request"),
+        "{authorization}"
+    );
+    assert_eq!(header("x-amz-security-token"), "session-SECRET");
+}

@@ -70,42 +70,7 @@ pub struct RecordConfig {
     pub aws: Option<AwsCredentials>,
 }
 
-/// AWS credentials for SigV4, as the AWS SDKs read them from the environment.
-#[derive(Clone)]
-pub struct AwsCredentials {
-    /// `AWS_ACCESS_KEY_ID`.
-    pub access_key_id: SecretString,
-    /// `AWS_SECRET_ACCESS_KEY`.
-    pub secret_access_key: SecretString,
-    /// `AWS_SESSION_TOKEN`, for temporary credentials.
-    pub session_token: Option<SecretString>,
-    /// `AWS_REGION`, else `AWS_DEFAULT_REGION`, else `us-east-1`.
-    pub region: String,
-}
-
-impl std::fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AwsCredentials")
-            .field("region", &self.region)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AwsCredentials {
-    /// The credentials the standard variables hold, read through `var` (`std::env::var` in
-    /// the CLI); `None` without both the key id and the secret.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Option<AwsCredentials> {
-        let present = |name: &str| var(name).filter(|value| !value.is_empty());
-        Some(AwsCredentials {
-            access_key_id: present("AWS_ACCESS_KEY_ID")?.into(),
-            secret_access_key: present("AWS_SECRET_ACCESS_KEY")?.into(),
-            session_token: present("AWS_SESSION_TOKEN").map(SecretString::from),
-            region: present("AWS_REGION")
-                .or_else(|| present("AWS_DEFAULT_REGION"))
-                .unwrap_or_else(|| "us-east-1".to_owned()),
-        })
-    }
-}
+pub use aws_sign::AwsCredentials;
 
 /// Why an upstream request could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -116,8 +81,11 @@ enum UpstreamSetup {
     )]
     NoAwsCredentials,
     /// SigV4 refused the request.
-    #[error("signing the Bedrock request failed: {0}")]
-    Signing(String),
+    #[error("the Bedrock request: {0}")]
+    Signing(#[from] aws_sign::SigningError),
+    /// A signature header no HTTP header can carry.
+    #[error("the Bedrock request's signature is not a header value")]
+    BadHeader,
 }
 
 impl std::fmt::Debug for RecordConfig {
@@ -322,9 +290,12 @@ impl Recorder {
             }
             Wire::BedrockConverse => {
                 let aws = self.aws.as_ref().ok_or(UpstreamSetup::NoAwsCredentials)?;
-                for (name, value) in sigv4_headers(aws, &url, accept, &body)? {
+                let signed = [("content-type", "application/json"), ("accept", accept)];
+                for (name, value) in
+                    aws_sign::sigv4_headers(aws, BEDROCK_SERVICE, &url, &signed, &body)?
+                {
                     let mut value = reqwest::header::HeaderValue::from_str(&value)
-                        .map_err(|err| UpstreamSetup::Signing(err.to_string()))?;
+                        .map_err(|_| UpstreamSetup::BadHeader)?;
                     value.set_sensitive(true);
                     builder = builder.header(name, value);
                 }
@@ -341,53 +312,6 @@ impl Recorder {
         }
         Ok(builder.body(body))
     }
-}
-
-/// The headers SigV4 adds to a Bedrock `POST` of `body` to `url` (`authorization`,
-/// `x-amz-date`, `x-amz-security-token` with temporary credentials), signed over the content
-/// type and accept headers the proxy sends, by `aws-sigv4`.
-fn sigv4_headers(
-    aws: &AwsCredentials,
-    url: &str,
-    accept: &str,
-    body: &[u8],
-) -> Result<Vec<(String, String)>, UpstreamSetup> {
-    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-    let signing = |err: &dyn std::fmt::Display| UpstreamSetup::Signing(err.to_string());
-    let identity = aws_credential_types::Credentials::new(
-        aws.access_key_id.expose_secret(),
-        aws.secret_access_key.expose_secret(),
-        aws.session_token
-            .as_ref()
-            .map(|token| token.expose_secret().to_owned()),
-        None,
-        "keyless-record",
-    )
-    .into();
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(&aws.region)
-        .name(BEDROCK_SERVICE)
-        .time(std::time::SystemTime::now())
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|err| signing(&err))?
-        .into();
-    let signed_headers = [("content-type", "application/json"), ("accept", accept)];
-    let signable = SignableRequest::new(
-        "POST",
-        url,
-        signed_headers.into_iter(),
-        SignableBody::Bytes(body),
-    )
-    .map_err(|err| signing(&err))?;
-    let (instructions, _signature) = sign(signable, &params)
-        .map_err(|err| signing(&err))?
-        .into_parts();
-    Ok(instructions
-        .headers()
-        .map(|(name, value)| (name.to_owned(), value.to_owned()))
-        .collect())
 }
 
 /// Writes an event (redacted) and returns what was written, which is what goes on.
