@@ -7,7 +7,11 @@
 //!   and its result); the fixture holds enough copies of its turn for every request to hit;
 //! - the whole Layer 1 run of one fixture through the `gateway-under-test` binary (already
 //!   running) and the model server, against the same run in-process (boot included, as
-//!   `cargo xtask replay` does it).
+//!   `cargo xtask replay` does it);
+//! - a streamed answer at each of the five wires (the same conversation and recorded answer as
+//!   Chat Completions, Messages, Responses, Gemini and Converse carry them): p50 and p99 per
+//!   answer, read whole, one request at a time, the replay started afresh (untimed) before each. `cargo bench -p harness --bench model_server --
+//!   wires` runs only this part.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -174,8 +178,128 @@ async fn bench_layer1(fixture: &Path) {
     );
 }
 
+/// The bench conversation (system prompt, user input, a `write_file` call and its result) as
+/// each wire carries it, streamed: the route and the body.
+fn streamed_request_at(wire: &str) -> (&'static str, Value) {
+    let chat = request_body(true);
+    let messages = chat["messages"].as_array().expect("messages");
+    let system = messages[0]["content"].clone();
+    let user = messages[1]["content"].clone();
+    let args: Value = serde_json::from_str(
+        messages[2]["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .expect("arguments"),
+    )
+    .expect("JSON arguments");
+    let schema = chat["tools"][0]["function"]["parameters"].clone();
+    let names = ["ls", "read_file", "write_file"];
+    match wire {
+        "anthropic" => (
+            "/v1/messages",
+            json!({"model": "m", "max_tokens": 1024, "stream": true,
+            "system": system,
+            "tools": names.map(|n| json!({"name": n, "description": n, "input_schema": schema})),
+            "messages": [{"role": "user", "content": user},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "write_file", "input": args}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "OK"}]}]}),
+        ),
+        "responses" => (
+            "/v1/responses",
+            json!({"model": "m", "stream": true, "instructions": system,
+            "tools": names.map(|n| json!({"type": "function", "name": n, "description": n, "parameters": schema})),
+            "input": [{"role": "user", "content": user},
+                {"type": "function_call", "call_id": "call_1", "name": "write_file", "arguments": args.to_string()},
+                {"type": "function_call_output", "call_id": "call_1", "output": "OK"}]}),
+        ),
+        "gemini" => (
+            "/v1beta/models/m:streamGenerateContent?alt=sse",
+            json!({
+            "systemInstruction": {"parts": [{"text": system}]},
+            "tools": [{"functionDeclarations": names.map(|n| json!({"name": n, "description": n, "parametersJsonSchema": schema}))}],
+            "contents": [{"role": "user", "parts": [{"text": user}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "write_file", "args": args}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "write_file", "response": {"result": "OK"}}}]}]}),
+        ),
+        "converse" => (
+            "/model/m/converse-stream",
+            json!({
+            "system": [{"text": system}], "inferenceConfig": {"maxTokens": 1024},
+            "toolConfig": {"tools": names.map(|n| json!({"toolSpec": {"name": n, "description": n, "inputSchema": {"json": schema}}}))},
+            "messages": [{"role": "user", "content": [{"text": user}]},
+                {"role": "assistant", "content": [{"toolUse": {"toolUseId": "call_1", "name": "write_file", "input": args}}]},
+                {"role": "user", "content": [{"toolResult": {"toolUseId": "call_1", "content": [{"text": "OK"}]}}]}]}),
+        ),
+        _ => ("/v1/chat/completions", chat),
+    }
+}
+
+const WIRE_REQUESTS: usize = 1_000;
+const WIRE_WARMUP: usize = 50;
+
+async fn bench_streamed_answer_per_wire() {
+    let wires = [
+        "chat_completions",
+        "anthropic",
+        "responses",
+        "gemini",
+        "converse",
+    ];
+    let folder = tempfile::tempdir().expect("tempdir");
+    // One turn, the replay started afresh (untimed) before each request: the wires without
+    // message names look a call up by its name-free key over every turn, so a fixture of
+    // thousands of copies would time that walk, not the answer.
+    let fixture = bench_fixture(folder.path(), 1);
+    let server = ModelServer::start(Mode::Fixtures(vec![fixture]), ServerOptions::default())
+        .await
+        .expect("model server");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let reset = format!("{}/_harness/reset", server.url());
+    let fresh = || async {
+        let answer = client
+            .post(&reset)
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("reset");
+        assert!(answer.status().is_success(), "{}", answer.status());
+    };
+    for wire in wires {
+        let (route, body) = streamed_request_at(wire);
+        let url = format!("{}{route}", server.url());
+        for _ in 0..WIRE_WARMUP {
+            fresh().await;
+            one_request(&client, &url, &body).await;
+        }
+        let mut samples = Vec::with_capacity(WIRE_REQUESTS);
+        for _ in 0..WIRE_REQUESTS {
+            fresh().await;
+            let started = Instant::now();
+            one_request(&client, &url, &body).await;
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        assert!(
+            server.problems().is_empty(),
+            "{wire}: {:?}",
+            server.problems()
+        );
+        println!(
+            "streamed answer at {wire}: p50 {:.3} ms, p99 {:.3} ms (n={WIRE_REQUESTS}, one at a time)",
+            percentile(&samples, 0.5).as_secs_f64() * 1e3,
+            percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        );
+    }
+}
+
 fn main() {
     let runtime = runtime().expect("runtime");
+    runtime.block_on(bench_streamed_answer_per_wire());
+    if std::env::args().any(|arg| arg == "wires") {
+        return;
+    }
     runtime.block_on(bench_completions(false));
     runtime.block_on(bench_completions(true));
     runtime.block_on(bench_layer1(

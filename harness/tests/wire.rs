@@ -2,7 +2,8 @@
 //! as a separate process whose one `[[models]]` block is `use = "openai"` with its `base_url` at a
 //! model server, exactly as any other gateway would be set up; Layer 1 drives it through
 //! `target::AtUrl` and must get every committed golden with no miss, from the fixtures at each of
-//! the gateway's three wires (Chat Completions, `api = "responses"`, `use = "anthropic"`) and
+//! the gateway's five wires (Chat Completions, `api = "responses"`, `use = "anthropic"`,
+//! `use = "gemini"`, `use = "bedrock"`) and
 //! from a strict recording of each; a recording made through the proxy against a wiremock upstream
 //! (tool-call arguments split mid-JSON) builds a fixture that replays both in-process and over
 //! the wire. The rest proves the detectors: a drifted run misses with its nearest turn, a strict
@@ -252,6 +253,7 @@ async fn recording_proxy(upstream: String, recording: &Path, scenario: Scenario)
             scenario,
             allow_insecure_upstream: false,
             limits: Default::default(),
+            aws: None,
         })),
         quiet(),
     )
@@ -732,7 +734,8 @@ fn a_provider_boundary_recording_is_refused_with_the_command_that_makes_a_wire_o
     );
 }
 
-/// The gateway's provider at each wire (Chat Completions, Responses, Anthropic Messages) reads
+/// The gateway's provider at each wire (Chat Completions, Responses, Anthropic Messages, Gemini,
+/// Bedrock Converse) reads
 /// the model server's answer, streamed and whole, as the recorded message: the codec that writes
 /// each wire and the one that reads it agree.
 #[test]
@@ -742,7 +745,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
     use gateway_under_test::messages::Message;
     use gateway_under_test::models::openai::WireChatModel;
     use gateway_under_test::models::{ChatModel, ModelRequest, StreamEvent, collect_stream};
-    use harness::adapter::process::model_block_at;
+    use harness::adapter::process::{base_url_at_wire, model_block_at};
 
     let path = fixtures_dir().join("write_read_file.ultra.json");
     let fixture = Fixture::load(&path).expect("fixture");
@@ -769,10 +772,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
         {
             let mut entry = ModelConfig::new("scenario-model", "openai");
             entry.api_key = Some("any-key".into());
-            entry.base_url = Some(match api {
-                Api::AnthropicMessages => server.url(),
-                _ => server.base_url(),
-            });
+            entry.base_url = Some(base_url_at_wire(&server.url(), api));
             entry
                 .settings
                 .insert("send_message_names".into(), Value::Bool(true));

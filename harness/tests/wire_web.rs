@@ -6,8 +6,9 @@
 //! fixture, with no miss, no model-server problem and every recorded turn used (the suggestions
 //! turns included). A run of streamed chunks is one golden entry (`docs/golden-format.md` §8), so
 //! the model server's chunking and the replay model's give the same golden. It runs at the
-//! gateway's three wires; a fixture whose recorded model error the gateway quotes (its fallback
-//! message, then the suggestions prompt) misses at Anthropic's wire, whose error body differs.
+//! gateway's five wires; a fixture whose recorded model error the gateway quotes (its fallback
+//! message, then the suggestions prompt) misses at the Anthropic, Gemini and Converse wires,
+//! whose error bodies differ from OpenAI's.
 
 use std::time::Duration;
 
@@ -65,16 +66,23 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                     .with_reset_token(server.reset_token());
                 let run = run_web_flow_on(&mut target, path).await.expect("the flow");
                 let stem = fixture.scenario.stem();
-                if quotes_an_openai_error(&fixture) && api == Api::AnthropicMessages {
+                // The error body as each non-OpenAI wire words it (its Python repr).
+                let worded = match api {
+                    Api::ChatCompletions | Api::Responses => None,
+                    Api::AnthropicMessages => Some("'type': 'error'"),
+                    Api::Gemini => Some("'status': '"),
+                    Api::BedrockConverse => Some("{'message': "),
+                };
+                if let (true, Some(worded)) = (quotes_an_openai_error(&fixture), worded) {
                     // The gateway's fallback text quotes the provider's error as its client
                     // words it, so the suggestions prompt that quotes the fallback differs at
-                    // Anthropic's wire: a miss, named, never a silent pick.
+                    // a wire other than OpenAI's: a miss, named, never a silent pick.
                     assert!(
                         run.scenario
                             .misses
                             .iter()
-                            .any(|miss| miss.canonical.contains("'type': 'error'")),
-                        "{stem} at {api:?}: expected the suggestions call quoting Anthropic's error body to miss\n{}",
+                            .any(|miss| miss.canonical.contains(worded)),
+                        "{stem} at {api:?}: expected the suggestions call quoting the wire's error body to miss\n{}",
                         run.report()
                     );
                     continue;

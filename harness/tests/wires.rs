@@ -18,7 +18,7 @@ use harness::golden::fixtures_dir;
 use harness::layer1::runtime;
 use harness::model_server::{CALLER_HEADER, Mode, ModelServer, Problem, ServerOptions};
 use model_wire::chat_completions::{Answer, Assembled, ChunkAssembler, parse_completion};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use replay_core::{Answer as Recorded, Fixture};
 use serde_json::{Value, json};
 
@@ -38,21 +38,30 @@ fn shipped_fixtures() -> Vec<PathBuf> {
     files
 }
 
-/// The three wires.
+/// The five wires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wire {
     ChatCompletions,
     Anthropic,
     Responses,
+    Gemini,
+    Converse,
 }
 
-const WIRES: [Wire; 3] = [Wire::ChatCompletions, Wire::Anthropic, Wire::Responses];
+const WIRES: [Wire; 5] = [
+    Wire::ChatCompletions,
+    Wire::Anthropic,
+    Wire::Responses,
+    Wire::Gemini,
+    Wire::Converse,
+];
 
 /// A turn's stored canonical entries as the wire's request body: call ids numbered in order, a
 /// tool result answering the earliest unanswered call.
 fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
     let entries: Vec<Value> = serde_json::from_str(canonical).expect("canonical entries");
     let mut ids = std::collections::VecDeque::new();
+    let mut names = std::collections::HashMap::new();
     let mut next = 0;
     let mut items: Vec<Value> = Vec::new();
     for entry in entries {
@@ -67,6 +76,7 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                 let id = format!("call_{next}");
                 ids.push_back(id.clone());
                 let name = call["name"].as_str().unwrap_or_default().to_owned();
+                names.insert(id.clone(), name.clone());
                 (id, name, call["args"].clone())
             })
             .collect();
@@ -80,6 +90,33 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
             }
             ("human", Wire::Anthropic | Wire::Responses) => {
                 items.push(json!({"role": "user", "content": content}));
+            }
+            ("human", Wire::Gemini) => {
+                items.push(json!({"role": "user", "parts": [{"text": content}]}));
+            }
+            ("human", Wire::Converse) => {
+                items.push(json!({"role": "user", "content": [{"text": content}]}));
+            }
+            ("ai", Wire::Gemini) => {
+                // No call ids: Gemini sends none, and a result is paired with its call by name.
+                let mut parts = Vec::new();
+                if !content.is_empty() {
+                    parts.push(json!({"text": content}));
+                }
+                for (_, name, args) in &calls {
+                    parts.push(json!({"functionCall": {"name": name, "args": args}}));
+                }
+                items.push(json!({"role": "model", "parts": parts}));
+            }
+            ("ai", Wire::Converse) => {
+                let mut blocks = Vec::new();
+                if !content.is_empty() {
+                    blocks.push(json!({"text": content}));
+                }
+                for (id, name, args) in &calls {
+                    blocks.push(json!({"toolUse": {"toolUseId": id, "name": name, "input": args}}));
+                }
+                items.push(json!({"role": "assistant", "content": blocks}));
             }
             ("ai", Wire::ChatCompletions) => items.push(json!({"role": "assistant",
                 "content": if content.is_empty() { Value::Null } else { json!(content) },
@@ -117,6 +154,11 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                     Wire::Responses => {
                         json!({"type": "function_call_output", "call_id": id, "output": content})
                     }
+                    Wire::Gemini => json!({"role": "user", "parts": [{"functionResponse": {
+                        "name": names.get(&id).cloned().unwrap_or_default(),
+                        "response": {"result": content}}}]}),
+                    Wire::Converse => json!({"role": "user", "content": [{"toolResult": {
+                        "toolUseId": id, "content": [{"text": content}]}}]}),
                 });
             }
             (other, _) => panic!("unexpected canonical entry type {other:?}"),
@@ -131,15 +173,90 @@ fn request(wire: Wire, canonical: &str, stream: bool) -> Value {
                                   "system": "sys", "messages": items}),
         Wire::Responses => json!({"model": "m", "stream": stream, "instructions": "sys",
                                   "input": items}),
+        // The model and the mode are in the path (`path_of`).
+        Wire::Gemini => json!({"systemInstruction": {"parts": [{"text": "sys"}]},
+                               "contents": items}),
+        Wire::Converse => json!({"system": [{"text": "sys"}], "messages": items,
+                                 "inferenceConfig": {"maxTokens": 1024}}),
     }
 }
 
-fn path(wire: Wire) -> &'static str {
-    match wire {
-        Wire::ChatCompletions => "/v1/chat/completions",
-        Wire::Anthropic => "/v1/messages",
-        Wire::Responses => "/v1/responses",
+/// The route of a call at `wire`, streamed or not (Gemini's stream as SSE).
+fn path_of(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::ChatCompletions, _) => "/v1/chat/completions",
+        (Wire::Anthropic, _) => "/v1/messages",
+        (Wire::Responses, _) => "/v1/responses",
+        (Wire::Gemini, false) => "/v1beta/models/m:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/m:streamGenerateContent?alt=sse",
+        (Wire::Converse, false) => "/model/m/converse",
+        (Wire::Converse, true) => "/model/m/converse-stream",
     }
+}
+
+/// The route of a call at a wire whose body says whether it streams.
+fn path(wire: Wire) -> &'static str {
+    path_of(wire, false)
+}
+
+/// An answer's body: its bytes (Bedrock's event stream is binary), and as text.
+struct Reply {
+    bytes: Vec<u8>,
+    text: String,
+}
+
+impl Reply {
+    fn new(bytes: Vec<u8>) -> Reply {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Reply { bytes, text }
+    }
+}
+
+impl std::ops::Deref for Reply {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl AsRef<[u8]> for Reply {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The event stream's messages, read with the AWS SDK's frame reader (CRCs checked): each
+/// event's type and payload, an exception as its failure.
+fn event_stream_messages(mut bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
+    use aws_smithy_eventstream::frame::read_message_from;
+    let mut messages = Vec::new();
+    while !bytes.is_empty() {
+        let message = read_message_from(&mut bytes).map_err(|e| e.to_string())?;
+        let header = |name: &str| {
+            message
+                .headers()
+                .iter()
+                .find(|h| h.name().as_str() == name)
+                .and_then(|h| h.value().as_string().ok())
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        let payload: Value =
+            serde_json::from_slice(message.payload()).map_err(|e| e.to_string())?;
+        if header(":message-type") == "exception" {
+            return Err(bedrock_converse::StreamAssembler::new()
+                .push_exception(&header(":exception-type"), &payload)
+                .to_string());
+        }
+        messages.push((header(":event-type"), payload));
+    }
+    Ok(messages)
 }
 
 /// The `data:` payloads of an SSE body.
@@ -149,18 +266,51 @@ fn data_lines(body: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The answer a Converse event stream carries.
+fn read_event_stream(bytes: &[u8]) -> Result<Assembled, String> {
+    let mut assembler = bedrock_converse::StreamAssembler::new();
+    for (name, payload) in event_stream_messages(bytes)? {
+        assembler
+            .push_event(&name, &payload)
+            .map_err(|e| e.to_string())?;
+    }
+    assembler.finish().map_err(|e| e.to_string())
+}
+
 /// The answer the wire's codec reads from a body.
-fn read(wire: Wire, stream: bool, body: &str) -> Result<Assembled, String> {
+fn read(wire: Wire, stream: bool, body: impl AsRef<[u8]>) -> Result<Assembled, String> {
     let error = |e: model_wire::chat_completions::WireError| e.to_string();
+    let bytes = body.as_ref();
+    if wire == Wire::Converse && stream {
+        return read_event_stream(bytes);
+    }
+    let body = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     if !stream {
         let body: Value = serde_json::from_str(body).map_err(|e| e.to_string())?;
         return match wire {
             Wire::ChatCompletions => parse_completion(&body).map_err(error),
             Wire::Anthropic => anthropic_messages::parse_message(&body).map_err(error),
             Wire::Responses => responses::parse_response(&body).map_err(error),
+            Wire::Gemini => gemini::parse_response(&body).map_err(error),
+            Wire::Converse => bedrock_converse::parse_response(&body).map_err(error),
         };
     }
     match wire {
+        Wire::Gemini => {
+            let mut assembler = gemini::StreamAssembler::new();
+            if body.trim_start().starts_with('[') {
+                let mut splitter = gemini::JsonArraySplitter::new();
+                for element in splitter.push(body.as_bytes()).map_err(|e| e.to_string())? {
+                    assembler.push_data(&element).map_err(error)?;
+                }
+            } else {
+                for data in data_lines(body) {
+                    assembler.push_data(data).map_err(error)?;
+                }
+            }
+            assembler.finish().map(|(_, answer)| answer).map_err(error)
+        }
+        Wire::Converse => read_event_stream(bytes),
         Wire::ChatCompletions => {
             let mut assembler = ChunkAssembler::new();
             for data in data_lines(body) {
@@ -215,7 +365,7 @@ async fn reset(server: &ModelServer) -> u16 {
         .as_u16()
 }
 
-async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String) {
+async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, Reply) {
     let client = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -227,7 +377,7 @@ async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String) {
     let response = request.send().await.expect("answer");
     (
         response.status().as_u16(),
-        response.text().await.expect("body"),
+        Reply::new(response.bytes().await.expect("body").to_vec()),
     )
 }
 
@@ -255,7 +405,7 @@ fn every_shipped_turn_replays_at_every_wire_as_its_recorded_answer() {
                             .as_deref()
                             .expect("shipped turns store canonical");
                         let body = request(wire, canonical, stream);
-                        let url = format!("{}{}", server.url(), path(wire));
+                        let url = format!("{}{}", server.url(), path_of(wire, stream));
                         let (status, text) = post(&url, &body, turn.caller.as_deref()).await;
                         match &turn.answer {
                             Recorded::Output(output) => {
@@ -320,6 +470,14 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
                 Wire::Responses,
                 json!({"model": "m", "input": "something never recorded"}),
             ),
+            (
+                Wire::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"text": "something never recorded"}]}]}),
+            ),
+            (
+                Wire::Converse,
+                json!({"messages": [{"role": "user", "content": [{"text": "something never recorded"}]}]}),
+            ),
         ];
         for (wire, body) in cases {
             let (status, text) =
@@ -332,6 +490,13 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
                     assert_eq!(body["error"]["type"], "invalid_request_error", "{text}");
                     body["error"]["message"].as_str()
                 }
+                Wire::Gemini => {
+                    assert_eq!(body["error"]["code"], 400, "{text}");
+                    assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{text}");
+                    body["error"]["message"].as_str()
+                }
+                // Its exception is in the `x-amzn-errortype` header (`converse_error_shape`).
+                Wire::Converse => body["message"].as_str(),
                 _ => {
                     assert_eq!(body["error"]["code"], "replay_miss", "{text}");
                     body["error"]["message"].as_str()
@@ -350,13 +515,16 @@ fn a_drifted_conversation_misses_in_the_wire_s_error_shape_naming_the_name_free_
     });
 }
 
-/// Real clients nobody here wrote: the official `anthropic` package's `messages.stream(...)` and
-/// the `openai` package's `responses.create(stream=True)` replay every turn of a shipped fixture
-/// with tool calls, and assemble its recorded text and tool calls. `.ci/run` installs both in its
-/// venv and points `WIRE_SDK_PYTHON` at its interpreter; without it the check is skipped with a
-/// notice, except under `CI`, where it is a failure.
+/// Real clients nobody here wrote: the official `anthropic` package's `messages.stream(...)`,
+/// the `openai` package's `responses.create(stream=True)`, `google-genai`'s `generate_content`
+/// and `generate_content_stream` (with function declarations) and `boto3`'s `converse` and
+/// `converse_stream` (at the model server with dummy credentials; botocore checks every event
+/// stream frame's CRCs) replay every turn of a shipped fixture with tool calls, and assemble its
+/// recorded text, tool calls and ids. `.ci/run` installs them in its venv and points
+/// `WIRE_SDK_PYTHON` at its interpreter; without it the check is skipped with a notice, except
+/// under `CI`, where it is a failure.
 #[test]
-fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
+fn the_official_clients_assemble_the_recorded_answers_at_every_wire() {
     let Some(python) = sdk_python() else {
         return;
     };
@@ -368,6 +536,10 @@ fn the_official_anthropic_and_openai_clients_assemble_the_recorded_answers() {
     for (wire, name) in [
         (Wire::Anthropic, "anthropic"),
         (Wire::Responses, "responses"),
+        (Wire::Gemini, "gemini"),
+        (Wire::Gemini, "gemini_stream"),
+        (Wire::Converse, "converse"),
+        (Wire::Converse, "converse_stream"),
     ] {
         jobs.push(json!({"wire": "reset"}));
         for turn in &fixture.turns {
@@ -425,12 +597,12 @@ fn sdk_python() -> Option<String> {
             if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
         {
             panic!(
-                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, langchain-anthropic and langchain-openai installed (see .ci/run)"
+                "CI must set WIRE_SDK_PYTHON to a Python with anthropic, openai, google-genai, boto3, langchain-anthropic, langchain-openai, langchain-google-genai and langchain-aws installed (see .ci/run)"
             )
         }
         Err(_) => {
             eprintln!(
-                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai and LangChain clients (.ci/run does)"
+                "skipped: set WIRE_SDK_PYTHON to run the official anthropic, openai, google-genai, boto3 and LangChain clients (.ci/run does)"
             );
             None
         }
@@ -466,12 +638,13 @@ async fn run_sdk_script(
     serde_json::from_str(stdout.trim()).expect("one JSON line")
 }
 
-/// Issue 18, item 4: LangChain's `ChatAnthropic` and `ChatOpenAI(use_responses_api=True)` drive
-/// a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
+/// Issue 18, item 4, and issue 31: LangChain's `ChatAnthropic`,
+/// `ChatOpenAI(use_responses_api=True)`, `ChatGoogleGenerativeAI` and `ChatBedrockConverse`
+/// drive a tool loop of their own (`sdk/check_langchain_tool_loop.py`: the model bound to real
 /// `write_file` and `read_file` tools over an in-memory store, each call executed and its
 /// result appended, invoked and streamed) against the model server replaying
 /// `write_read_file.flash`: every answer's text and tool calls (name, arguments, id) are the
-/// fixture's lead-agent turns, in order, with no problem; and the same four loops recorded
+/// fixture's lead-agent turns, in order, with no problem; and the same eight loops recorded
 /// through the proxy (in front of that fixture) replay strictly with no mismatch.
 #[test]
 fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire() {
@@ -512,55 +685,92 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        let runs = [
-            "ChatAnthropic.invoke",
-            "ChatAnthropic.stream",
-            "ChatOpenAI(use_responses_api=True).invoke",
-            "ChatOpenAI(use_responses_api=True).stream",
-        ];
-        let check = |got: &Value, how: &str| {
+        // Each family's model, run with `invoke` and then with `stream`.
+        let runs_of = |families: &str| -> Vec<String> {
+            families
+                .split(',')
+                .flat_map(|family| [format!("{family}.invoke"), format!("{family}.stream")])
+                .collect()
+        };
+        let check = |got: &Value, families: &str, how: &str| {
+            let runs = runs_of(families);
+            assert_eq!(
+                got.as_array().map(Vec::len),
+                Some(runs.len()),
+                "{how}: {got}"
+            );
             for (index, run) in runs.iter().enumerate() {
                 assert_eq!(got[index], Value::Array(wanted.clone()), "{run} {how}");
             }
         };
-        let loops = |url: String, reset: String| {
+        let loops = |url: String, reset: String, families: &str| {
             run_sdk_script(
                 python.clone(),
                 "check_langchain_tool_loop.py",
-                vec![url, prompt.clone(), reset],
+                vec![url, prompt.clone(), reset, families.to_owned()],
                 server.reset_token(),
             )
         };
-        check(&loops(server.url(), server.url()).await, "from the fixture");
+        let all = "anthropic,responses,gemini,bedrock";
+        check(
+            &loops(server.url(), server.url(), all).await,
+            all,
+            "from the fixture",
+        );
 
         // Recorded through the proxy in front of the fixture, then replayed strictly: the
-        // same answers, with no mismatch.
+        // same answers, with no mismatch. Bedrock's routes are at the root of its upstream,
+        // the others under `/v1`, so it has a proxy of its own; the proxy signs its calls
+        // (SigV4) with dummy credentials, which the model server accepts.
         let folder = tempfile::tempdir().expect("tempdir");
-        let recording = folder.path().join("langchain.jsonl");
-        let proxy = ModelServer::start(
-            Mode::Record(Box::new(harness::model_server::RecordConfig {
-                upstream: server.base_url(),
-                api_key: UPSTREAM_KEY.into(),
-                recording: recording.clone(),
-                scenario: fixture.scenario.clone(),
-                allow_insecure_upstream: false,
-                limits: Default::default(),
-            })),
-            ServerOptions::default(),
-        )
-        .await
-        .expect("proxy");
-        check(&loops(proxy.url(), server.url()).await, "through the proxy");
-        let built = proxy.stop().await.expect("stops").expect("a fixture");
-        assert_eq!(built.fixture.turns.len(), 4 * wanted.len());
-        let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+        let mut strict_servers = Vec::new();
+        for (families, upstream) in [
+            ("anthropic,responses,gemini", server.base_url()),
+            ("bedrock", server.url()),
+        ] {
+            let recording = folder.path().join(format!("{families}.jsonl"));
+            let proxy = ModelServer::start(
+                Mode::Record(Box::new(harness::model_server::RecordConfig {
+                    upstream,
+                    api_key: UPSTREAM_KEY.into(),
+                    recording: recording.clone(),
+                    scenario: fixture.scenario.clone(),
+                    allow_insecure_upstream: false,
+                    limits: Default::default(),
+                    aws: Some(dummy_aws()),
+                })),
+                ServerOptions::default(),
+            )
             .await
-            .expect("strict replay");
-        check(
-            &loops(strict.url(), "none".into()).await,
-            "replayed strictly",
+            .expect("proxy");
+            check(
+                &loops(proxy.url(), server.url(), families).await,
+                families,
+                "through the proxy",
+            );
+            let built = proxy.stop().await.expect("stops").expect("a fixture");
+            assert_eq!(
+                built.fixture.turns.len(),
+                runs_of(families).len() * wanted.len(),
+                "{families}"
+            );
+            let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+                .await
+                .expect("strict replay");
+            check(
+                &loops(strict.url(), "none".into(), families).await,
+                families,
+                "replayed strictly",
+            );
+            strict_servers.push(strict);
+        }
+        let mut servers = vec![(&server, "the fixture")];
+        servers.extend(
+            strict_servers
+                .iter()
+                .map(|strict| (strict, "strict replay")),
         );
-        for (server, how) in [(&server, "the fixture"), (&strict, "strict replay")] {
+        for (server, how) in servers {
             let problems = server.problems();
             assert!(problems.is_empty(), "{how}: {problems:?}");
         }
@@ -599,12 +809,17 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
             ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
                 .await
                 .expect("model server");
-        for wire in [Wire::Anthropic, Wire::Responses] {
+        for wire in [
+            Wire::Anthropic,
+            Wire::Responses,
+            Wire::Gemini,
+            Wire::Converse,
+        ] {
             for stream in [true, false] {
                 let status = reset(&server).await;
                 assert_eq!(status, 200, "reset");
                 let how = format!("{wire:?} (stream: {stream})");
-                let url = format!("{}{}", server.url(), path(wire));
+                let url = format!("{}{}", server.url(), path_of(wire, stream));
                 let think = request(wire, r#"[{"content": "think", "type": "human"}]"#, stream);
                 let (status, text) = post(&url, &think, None).await;
                 assert_eq!(status, 200, "{how}: {text}");
@@ -627,8 +842,15 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
                 assert_eq!(status, 200, "{how}: {text}");
                 let error = read(wire, stream, &text).expect_err(&how);
                 assert_eq!(error, "the provider broke down", "{how}: {text}");
-                if stream {
-                    assert!(text.contains("event: error\n"), "{how}: {text}");
+                match wire {
+                    Wire::Anthropic | Wire::Responses if stream => {
+                        assert!(text.contains("event: error\n"), "{how}: {text}");
+                    }
+                    Wire::Converse if stream => assert!(
+                        text.contains("modelStreamErrorException"),
+                        "{how}: an exception message"
+                    ),
+                    _ => {}
                 }
             }
             let status = reset(&server).await;
@@ -638,6 +860,109 @@ fn recorded_reasoning_and_an_in_stream_failure_keep_their_form_at_each_wire() {
         assert!(problems.is_empty(), "{problems:?}");
         server.stop().await.expect("stop");
     });
+}
+
+/// Gemini's other routes and framings give the same answer: `streamGenerateContent` without
+/// `?alt=sse` is one JSON array, `/v1/` serves as `/v1beta/` does, any key in `?key=` or
+/// `x-goog-api-key` (and any SigV4 signature at Converse) is accepted and never checked. A
+/// model method no recording answers (`:countTokens`) is an unserved route; a Converse error
+/// names its exception in `x-amzn-errortype`, as boto3 reads it.
+#[test]
+fn gemini_s_routes_and_framings_and_converse_s_error_header() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture_path = reasoning_and_in_stream_failure_fixture(folder.path());
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let think = request(
+            Wire::Gemini,
+            r#"[{"content": "think", "type": "human"}]"#,
+            true,
+        );
+        for (route, stream) in [
+            (
+                "/v1beta/models/m:streamGenerateContent?key=AIzaSyDUMMY",
+                true,
+            ),
+            ("/v1/models/gemini-2.5-flash:streamGenerateContent", true),
+            ("/v1/models/m:generateContent", false),
+            ("/v1beta/models/m:streamGenerateContent?alt=sse&key=k", true),
+        ] {
+            // Each call replays the fixture afresh.
+            let status = reset(&server).await;
+            assert_eq!(status, 200, "reset");
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client");
+            let response = client
+                .post(format!("{}{route}", server.url()))
+                .header("x-goog-api-key", "AIzaSyDUMMY-any")
+                .json(&think)
+                .send()
+                .await
+                .expect("answer");
+            assert_eq!(response.status(), 200, "{route}");
+            let body = response.text().await.expect("body");
+            let got = read(Wire::Gemini, stream, &body).unwrap_or_else(|e| panic!("{route}: {e}"));
+            assert_eq!(
+                (got.text.as_str(), got.reasoning.as_str()),
+                ("Yes.", "Let me think."),
+                "{route}"
+            );
+            assert_eq!(
+                body.trim_start().starts_with('['),
+                stream && !route.contains("alt=sse"),
+                "{route}: {body}"
+            );
+        }
+        assert!(server.problems().is_empty(), "{:?}", server.problems());
+        let (status, _) = post(
+            &format!("{}/v1beta/models/m:countTokens", server.url()),
+            &think,
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+        assert!(
+            matches!(server.problems().last(), Some(Problem::UnservedRoute { path, .. }) if path == "/v1beta/models/m:countTokens"),
+            "{:?}",
+            server.problems()
+        );
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let drifted = json!({"messages": [{"role": "user", "content": [{"text": "never"}]}]});
+        let response = client
+            .post(format!("{}/model/us.anthropic.claude-x-v2%3A0/converse", server.url()))
+            .header("authorization", "AWS4-HMAC-SHA256 Credential=AKIDUMMY/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=00")
+            .json(&drifted)
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(response.status(), 400);
+        assert_eq!(
+            response
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|v| v.to_str().ok()),
+            Some("ValidationException")
+        );
+        server.stop().await.expect("stop");
+    });
+}
+
+/// Credentials the proxy signs Bedrock calls with (the model server checks no signature).
+fn dummy_aws() -> harness::model_server::AwsCredentials {
+    harness::model_server::AwsCredentials {
+        access_key_id: "AKIDEXAMPLE".into(),
+        secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+        session_token: Some("session-token-SECRET-123".into()),
+        region: "us-east-1".into(),
+    }
 }
 
 /// The key the recording proxy sends upstream; no recording or fixture may contain it.
@@ -904,6 +1229,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                     scenario,
                     allow_insecure_upstream: false,
                     limits: Default::default(),
+                    aws: None,
                 })),
                 ServerOptions::default(),
             )
@@ -1038,5 +1364,461 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
                 );
             }
         }
+    });
+}
+
+/// One call of a tool loop at a wire whose path names the mode (Gemini, Converse): whether it
+/// streams, its body, the upstream's literal answer and what the client must read.
+struct PathCall {
+    stream: bool,
+    request: Value,
+    upstream: Vec<u8>,
+    content_type: &'static str,
+    text: &'static str,
+    calls: Vec<(&'static str, Value)>,
+}
+
+/// An AWS event stream message, framed with the SDK's writer (CRCs computed by it).
+fn aws_frame(headers: &[(&'static str, &str)], payload: &Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let headers = headers
+        .iter()
+        .map(|(name, value)| Header::new(*name, HeaderValue::String(value.to_string().into())))
+        .collect();
+    let message = Message::new_from_parts(headers, payload.to_string().into_bytes());
+    let mut buffer: Vec<u8> = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut buffer).expect("a frame");
+    buffer
+}
+
+fn converse_event(event_type: &str, payload: Value) -> Vec<u8> {
+    aws_frame(
+        &[
+            (":event-type", event_type),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        &payload,
+    )
+}
+
+/// A tool loop at Gemini's API: a streamed `functionCall` (SSE, usage on each chunk), then a
+/// whole text answer to its `functionResponse`.
+fn gemini_script() -> Vec<PathCall> {
+    let tools = json!([{"functionDeclarations": [{"name": "write_file",
+        "description": "Write a file.", "parametersJsonSchema": {"type": "object"}}]}]);
+    let user = json!({"role": "user", "parts": [{"text": "Write hi to a.txt"}]});
+    let first = json!({"systemInstruction": {"parts": [{"text": "You are a helper. Today is 2026-05-17."}]},
+        "contents": [user], "tools": tools, "generationConfig": {"temperature": 0.2}});
+    let mut second = first.clone();
+    second["contents"] = json!([user,
+        {"role": "model", "parts": [{"text": "Writing it."},
+            {"functionCall": {"name": "write_file", "args": written_args()}, "thoughtSignature": "CiQB"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "write_file", "response": {"result": "OK"}}}]}]);
+    let chunk = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        json!({"candidates": [candidate], "modelVersion": "gemini-upstream",
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}})
+    };
+    let sse: String = [
+        chunk(json!([{"text": "Writing "}]), None),
+        chunk(json!([{"text": "it."}]), None),
+        chunk(
+            json!([{"functionCall": {"name": "write_file", "args": written_args()}, "thoughtSignature": "CiQB"}]),
+            Some("STOP"),
+        ),
+    ]
+    .iter()
+    .map(|chunk| format!("data: {chunk}\r\n\r\n"))
+    .collect();
+    vec![
+        PathCall {
+            stream: true,
+            request: first,
+            upstream: sse.into_bytes(),
+            content_type: "text/event-stream",
+            text: "Writing it.",
+            calls: vec![("write_file", written_args())],
+        },
+        PathCall {
+            stream: false,
+            request: second,
+            upstream: chunk(json!([{"text": "Done: a.txt holds hi."}]), Some("STOP"))
+                .to_string()
+                .into_bytes(),
+            content_type: "application/json",
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// The same tool loop at Bedrock's Converse API: a streamed `toolUse` (its input split mid-JSON,
+/// AWS's binary event stream), then a whole text answer to its `toolResult`.
+fn converse_script() -> Vec<PathCall> {
+    let tool_config = json!({"tools": [{"toolSpec": {"name": "write_file",
+        "description": "Write a file.", "inputSchema": {"json": {"type": "object"}}}}]});
+    let user = json!({"role": "user", "content": [{"text": "Write hi to a.txt"}]});
+    let first = json!({"messages": [user], "system": [{"text": "You are a helper."}],
+        "inferenceConfig": {"maxTokens": 512}, "toolConfig": tool_config});
+    let mut second = first.clone();
+    second["messages"] = json!([user,
+        {"role": "assistant", "content": [{"text": "Writing it."},
+            {"toolUse": {"toolUseId": "tooluse_01", "name": "write_file", "input": written_args()}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_01", "content": [{"text": "OK"}]}}]}]);
+    let delta = |index: u64, delta: Value| {
+        converse_event(
+            "contentBlockDelta",
+            json!({"delta": delta, "contentBlockIndex": index}),
+        )
+    };
+    let stream = [
+        converse_event("messageStart", json!({"role": "assistant"})),
+        delta(0, json!({"text": "Writing it."})),
+        converse_event("contentBlockStop", json!({"contentBlockIndex": 0})),
+        converse_event(
+            "contentBlockStart",
+            json!({"start": {"toolUse": {"toolUseId": "tooluse_01", "name": "write_file"}},
+                   "contentBlockIndex": 1}),
+        ),
+        delta(1, json!({"toolUse": {"input": ARGS_START}})),
+        delta(1, json!({"toolUse": {"input": ARGS_END}})),
+        converse_event("contentBlockStop", json!({"contentBlockIndex": 1})),
+        converse_event("messageStop", json!({"stopReason": "tool_use"})),
+        converse_event(
+            "metadata",
+            json!({"usage": {"inputTokens": 12, "outputTokens": 20, "totalTokens": 32},
+                   "metrics": {"latencyMs": 300}}),
+        ),
+    ]
+    .concat();
+    vec![
+        PathCall {
+            stream: true,
+            request: first,
+            upstream: stream,
+            content_type: "application/vnd.amazon.eventstream",
+            text: "Writing it.",
+            calls: vec![("write_file", written_args())],
+        },
+        PathCall {
+            stream: false,
+            request: second,
+            upstream: json!({"output": {"message": {"role": "assistant",
+                "content": [{"text": "Done: a.txt holds hi."}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 30, "outputTokens": 8, "totalTokens": 38},
+                "metrics": {"latencyMs": 200}})
+            .to_string()
+            .into_bytes(),
+            content_type: "application/json",
+            text: "Done: a.txt holds hi.",
+            calls: vec![],
+        },
+    ]
+}
+
+/// The client's route for a call: the model in the path (Bedrock's id with its `:`).
+fn client_path(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::Gemini, false) => "/v1beta/models/gemini-test:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
+        (Wire::Converse, false) => "/model/anthropic.claude-test-v1:0/converse",
+        _ => "/model/anthropic.claude-test-v1:0/converse-stream",
+    }
+}
+
+/// The upstream's route for a call, as the proxy must call it (the id's `:` encoded).
+fn upstream_route(wire: Wire, stream: bool) -> &'static str {
+    match (wire, stream) {
+        (Wire::Gemini, false) => "/v1beta/models/gemini-test:generateContent",
+        (Wire::Gemini, true) => "/v1beta/models/gemini-test:streamGenerateContent",
+        (Wire::Converse, false) => "/model/anthropic.claude-test-v1%3A0/converse",
+        _ => "/model/anthropic.claude-test-v1%3A0/converse-stream",
+    }
+}
+
+/// Posts a call as a client of the wire would, with its own (dummy) key or signature.
+async fn post_path_call(base: &str, wire: Wire, call: &PathCall, body: &Value) -> (u16, Reply) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let response = client
+        .post(format!("{base}{}", client_path(wire, call.stream)))
+        .header("x-goog-api-key", "gateway-dummy-key")
+        .header(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=GATEWAYDUMMY/x, Signature=gateway-dummy-key",
+        )
+        .json(body)
+        .send()
+        .await
+        .expect("answer");
+    (
+        response.status().as_u16(),
+        Reply::new(response.bytes().await.expect("body").to_vec()),
+    )
+}
+
+async fn assert_path_calls_as_scripted(base: &str, wire: Wire, script: &[PathCall], served: &str) {
+    for (index, call) in script.iter().enumerate() {
+        let how = format!("{wire:?} call {index} {served}");
+        let (status, body) = post_path_call(base, wire, call, &call.request).await;
+        assert_eq!(status, 200, "{how}: {body}");
+        let got = read(wire, call.stream, &body).unwrap_or_else(|e| panic!("{how}: {e}"));
+        let calls: Vec<Value> = got
+            .calls
+            .iter()
+            .map(|c| {
+                json!([
+                    c.name,
+                    serde_json::from_str::<Value>(&c.arguments).unwrap_or_default()
+                ])
+            })
+            .collect();
+        let want: Vec<Value> = call.calls.iter().map(|(n, a)| json!([n, a])).collect();
+        assert_eq!(
+            json!({"text": got.text, "calls": calls}),
+            json!({"text": call.text, "calls": want}),
+            "{how}"
+        );
+    }
+}
+
+/// Issue 31, item 3: a tool loop recorded through the proxy at Gemini's and Bedrock's Converse
+/// API (against a scripted upstream answering in the wire's own format: Gemini's SSE chunks,
+/// Converse's binary event stream) reaches the upstream with the proxy's credential (Gemini's
+/// key in `x-goog-api-key`; a SigV4 signature of the AWS credentials, the session token in
+/// `x-amz-security-token`) and never the client's, is written with the wire named and no
+/// credential anywhere, builds a fixture that replays with no miss, and replays strictly; a
+/// drifted second request is a strict mismatch naming call 1 and the field in the wire's terms.
+#[test]
+fn a_tool_loop_recorded_through_the_proxy_at_gemini_and_converse_replays_strictly() {
+    use wiremock::matchers::{method, path as route};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let cases = [
+        (
+            Wire::Gemini,
+            gemini_script(),
+            "/v1beta",
+            "google.gemini",
+            "context.contents[0].parts[0].text",
+        ),
+        (
+            Wire::Converse,
+            converse_script(),
+            "",
+            "aws.bedrock.converse",
+            "context.messages[0].content[0].text",
+        ),
+    ];
+    bounded(async {
+        for (wire, script, prefix, api, drifted_field) in cases {
+            let folder = tempfile::tempdir().expect("tempdir");
+            let upstream = MockServer::start().await;
+            for call in &script {
+                Mock::given(method("POST"))
+                    .and(route(upstream_route(wire, call.stream)))
+                    .respond_with(
+                        ResponseTemplate::new(200)
+                            .set_body_raw(call.upstream.clone(), call.content_type),
+                    )
+                    .up_to_n_times(1)
+                    .mount(&upstream)
+                    .await;
+            }
+            let recording = folder.path().join("loop.jsonl");
+            let proxy = ModelServer::start(
+                Mode::Record(Box::new(harness::model_server::RecordConfig {
+                    upstream: format!("{}{prefix}", upstream.uri()),
+                    api_key: UPSTREAM_KEY.into(),
+                    recording: recording.clone(),
+                    scenario: replay_core::Scenario::new(
+                        "loop",
+                        replay_core::UiMode::Flash,
+                        "Write hi",
+                    ),
+                    allow_insecure_upstream: false,
+                    limits: Default::default(),
+                    aws: Some(dummy_aws()),
+                })),
+                ServerOptions::default(),
+            )
+            .await
+            .expect("proxy");
+            assert_path_calls_as_scripted(&proxy.url(), wire, &script, "through the proxy").await;
+            let sent = upstream.received_requests().await.expect("requests");
+            assert_eq!(
+                sent.len(),
+                script.len(),
+                "{wire:?}: one upstream call per call"
+            );
+            for (request, call) in sent.iter().zip(&script) {
+                let header = |name: &str| {
+                    request
+                        .headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                match wire {
+                    Wire::Gemini => {
+                        assert_eq!(header("x-goog-api-key").as_deref(), Some(UPSTREAM_KEY));
+                        assert_eq!(
+                            request.url.query() == Some("alt=sse"),
+                            call.stream,
+                            "{wire:?}: SSE asked for a stream"
+                        );
+                    }
+                    _ => {
+                        let signature = header("authorization").unwrap_or_default();
+                        assert!(
+                            signature.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+                                && signature.contains("/us-east-1/bedrock/aws4_request"),
+                            "{signature}"
+                        );
+                        assert!(header("x-amz-date").is_some());
+                        assert_eq!(
+                            header("x-amz-security-token").as_deref(),
+                            Some("session-token-SECRET-123")
+                        );
+                    }
+                }
+                let shown = format!("{:?}", request.headers);
+                assert!(!shown.contains("gateway-dummy-key"), "{wire:?}: {shown}");
+                let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
+                assert_eq!(body, call.request, "{wire:?}: the body as sent");
+            }
+            let built = proxy.stop().await.expect("stops").expect("a fixture");
+            let text = std::fs::read_to_string(&recording).expect("recording");
+            let fixture_text = built.fixture.to_pretty_json();
+            for written in [&text, &fixture_text] {
+                for secret in ["SECRET", "wJalrXUtnFEMI", "AKIDEXAMPLE"] {
+                    assert!(!written.contains(secret), "{wire:?}: {secret} was written");
+                }
+            }
+            let apis: Vec<String> = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("row"))
+                .filter_map(|r| r["model"]["api"].as_str().map(str::to_owned))
+                .collect();
+            assert_eq!(apis, vec![api; script.len()], "{wire:?}");
+
+            let fixture_path = folder.path().join("loop.flash.json");
+            std::fs::write(&fixture_path, &fixture_text).expect("fixture");
+            let replay =
+                ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                    .await
+                    .expect("fixture replay");
+            assert_path_calls_as_scripted(&replay.url(), wire, &script, "from the built fixture")
+                .await;
+            assert!(
+                replay.problems().is_empty(),
+                "{wire:?}: {:?}",
+                replay.problems()
+            );
+
+            let strict =
+                ModelServer::start(Mode::Recording(recording.clone()), ServerOptions::default())
+                    .await
+                    .expect("strict replay");
+            assert_path_calls_as_scripted(&strict.url(), wire, &script, "replayed strictly").await;
+            assert!(
+                strict.problems().is_empty(),
+                "{wire:?}: {:?}",
+                strict.problems()
+            );
+
+            let status = reset(&strict).await;
+            assert_eq!(status, 200, "reset");
+            let (status, _) =
+                post_path_call(&strict.url(), wire, &script[0], &script[0].request).await;
+            assert_eq!(status, 200);
+            let mut drifted = script[1].request.clone();
+            match wire {
+                Wire::Gemini => drifted["contents"][0]["parts"][0]["text"] = json!("Write bye"),
+                _ => drifted["messages"][0]["content"][0]["text"] = json!("Write bye"),
+            }
+            let (status, body) = post_path_call(&strict.url(), wire, &script[1], &drifted).await;
+            let how = format!("{wire:?} drifted");
+            assert_eq!(status, 400, "{how}: {body}");
+            let error: Value = serde_json::from_str(&body).expect("an error body");
+            let message = match wire {
+                Wire::Gemini => error["error"]["message"].as_str(),
+                _ => error["message"].as_str(),
+            }
+            .unwrap_or_default();
+            assert!(
+                message.contains(drifted_field) && message.contains("call 1"),
+                "{how}: {message}"
+            );
+            let problems = strict.problems();
+            assert!(
+                matches!(problems.as_slice(), [Problem::Mismatch { field_path, call_index: 1, .. }] if field_path == drifted_field),
+                "{how}: {problems:?}"
+            );
+        }
+    });
+}
+
+/// A Converse stream whose second frame is corrupt (a flipped payload byte: its message CRC no
+/// longer matches) is refused by the recorder: the call is recorded as failed with an error
+/// naming the frame, and the gateway's stream ends there.
+#[test]
+fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let script = converse_script();
+    let first_frame = converse_event("messageStart", json!({"role": "assistant"})).len();
+    let mut corrupt = script[0].upstream.clone();
+    corrupt[first_frame + 20] ^= 0x01;
+    bounded(async {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let upstream = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(corrupt, "application/vnd.amazon.eventstream"),
+            )
+            .mount(&upstream)
+            .await;
+        let recording = folder.path().join("corrupt.jsonl");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(harness::model_server::RecordConfig {
+                upstream: upstream.uri(),
+                api_key: UPSTREAM_KEY.into(),
+                recording: recording.clone(),
+                scenario: replay_core::Scenario::new("c", replay_core::UiMode::Flash, "p"),
+                allow_insecure_upstream: false,
+                limits: Default::default(),
+                aws: Some(dummy_aws()),
+            })),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("proxy");
+        let (status, body) =
+            post_path_call(&proxy.url(), Wire::Converse, &script[0], &script[0].request).await;
+        assert_eq!(status, 200);
+        assert!(
+            read(Wire::Converse, true, &body).is_err(),
+            "a broken stream"
+        );
+        proxy.stop().await.expect("stops");
+        let text = std::fs::read_to_string(&recording).expect("recording");
+        let error = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("row"))
+            .find(|row| row["event"]["type"] == "error")
+            .unwrap_or_else(|| panic!("an error event: {text}"));
+        let message = error["event"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("event stream frame 2 (counting from 1) is corrupt"),
+            "{message}"
+        );
+        assert!(text.contains("\"outcome\": \"error\""), "{text}");
     });
 }

@@ -5,6 +5,8 @@
 //! providers by name before the app starts, and the configuration selects them with `use`.
 
 pub mod anthropic;
+pub mod bedrock;
+pub mod gemini;
 pub mod openai;
 
 use std::collections::BTreeMap;
@@ -485,8 +487,10 @@ impl ProviderRegistry {
     }
 
     /// A registry with the built-in providers: `openai` (also reachable as
-    /// `langchain_openai:ChatOpenAI`, the DeerFlow spelling) and `anthropic` (also
-    /// `langchain_anthropic:ChatAnthropic`).
+    /// `langchain_openai:ChatOpenAI`, the DeerFlow spelling), `anthropic` (also
+    /// `langchain_anthropic:ChatAnthropic`), `gemini` (also
+    /// `langchain_google_genai:ChatGoogleGenerativeAI`) and `bedrock` (also
+    /// `langchain_aws:ChatBedrockConverse`).
     pub fn with_builtins() -> ProviderRegistry {
         let mut registry = ProviderRegistry::empty();
         let openai: Arc<dyn ModelProvider> = Arc::new(openai::OpenAiProvider);
@@ -495,6 +499,12 @@ impl ProviderRegistry {
         let anthropic: Arc<dyn ModelProvider> = Arc::new(anthropic::AnthropicProvider);
         registry.register_arc(anthropic::ANTHROPIC_PROVIDER, anthropic.clone());
         registry.register_arc("langchain_anthropic:ChatAnthropic", anthropic);
+        let gemini: Arc<dyn ModelProvider> = Arc::new(gemini::GeminiProvider);
+        registry.register_arc(gemini::GEMINI_PROVIDER, gemini.clone());
+        registry.register_arc("langchain_google_genai:ChatGoogleGenerativeAI", gemini);
+        let bedrock: Arc<dyn ModelProvider> = Arc::new(bedrock::BedrockProvider);
+        registry.register_arc(bedrock::BEDROCK_PROVIDER, bedrock.clone());
+        registry.register_arc("langchain_aws:ChatBedrockConverse", bedrock);
         registry
     }
 

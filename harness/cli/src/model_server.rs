@@ -11,8 +11,9 @@ use anyhow::Context;
 use clap::builder::TypedValueParser;
 use keyless_runner::golden::stem_of;
 use keyless_runner::model_server::{
-    CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer,
-    Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ServerOptions,
+    AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode,
+    ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture,
+    ServerOptions,
 };
 use keyless_runner::recorded::{
     create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
@@ -32,7 +33,11 @@ use crate::output::{err, out};
   OPENAI_API_KEY=… keyless model-server --record --upstream https://api.openai.com/v1 \\
       --scenario hello --mode flash --prompt 'Say hello'   # then drive your gateway; Ctrl-C builds the fixture
   ANTHROPIC_API_KEY=… keyless model-server --record --upstream https://api.anthropic.com/v1 \\
-      --key-env ANTHROPIC_API_KEY --scenario hello --mode flash --prompt 'Say hello'")]
+      --key-env ANTHROPIC_API_KEY --scenario hello --mode flash --prompt 'Say hello'
+  GEMINI_API_KEY=… keyless model-server --record \\
+      --upstream https://generativelanguage.googleapis.com/v1beta --key-env GEMINI_API_KEY …
+  AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… AWS_REGION=us-east-1 keyless model-server --record \\
+      --upstream https://bedrock-runtime.us-east-1.amazonaws.com …   # SigV4-signed")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -53,8 +58,12 @@ pub struct Args {
     #[arg(long, requires_all = ["upstream", "scenario", "mode", "prompt"])]
     pub record: bool,
     /// Record: the upstream's base URL, e.g. `https://api.openai.com/v1` (Chat Completions and
-    /// Responses) or `https://api.anthropic.com/v1` (Messages, with `--key-env
-    /// ANTHROPIC_API_KEY`); each call goes to the route the gateway called under it.
+    /// Responses), `https://api.anthropic.com/v1` (Messages, with `--key-env
+    /// ANTHROPIC_API_KEY`), `https://generativelanguage.googleapis.com/v1beta` (Gemini, with
+    /// `--key-env GEMINI_API_KEY`) or `https://bedrock-runtime.<region>.amazonaws.com` (Bedrock
+    /// Converse, signed with SigV4 from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN` and `AWS_REGION`); each call goes to the route the gateway called
+    /// under it.
     #[arg(long, value_name = "URL", requires = "record")]
     pub upstream: Option<String>,
     /// Record: the variable holding the upstream's API key (never written anywhere).
@@ -239,7 +248,12 @@ pub fn save_recorded(
 
 fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String)> {
     if args.record {
-        let api_key = api_key(&args.key_env)?;
+        let aws = AwsCredentials::from_vars(|name| std::env::var(name).ok());
+        // A Bedrock-only recording signs with the AWS credentials and needs no API key.
+        let api_key = match api_key(&args.key_env) {
+            Err(_) if aws.is_some() => String::new(),
+            key => key?,
+        };
         let upstream = args
             .upstream
             .clone()
@@ -258,6 +272,7 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
             scenario,
             allow_insecure_upstream: args.bounds.allow_insecure_upstream,
             limits: args.bounds.limits(),
+            aws,
         };
         return Ok((Mode::Record(Box::new(config)), described));
     }

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keyless_runner::driver::Session;
 use keyless_runner::launched::Launched;
-use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
+use keyless_runner::model_server::{
+    AwsCredentials, Mode, ModelServer, RecordConfig, ServerOptions,
+};
 use keyless_runner::suite::error_chain;
 use replay_core::prompts_in;
 use replay_core::recording::{Access, read_recording};
@@ -110,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         scenario: scenario.clone(),
         allow_insecure_upstream: args.bounds.allow_insecure_upstream,
         limits: args.bounds.limits(),
+        aws: AwsCredentials::from_vars(|name| std::env::var(name).ok()),
     };
     crate::runtime()?.block_on(async {
         let signals = crate::Signals::listen()?;

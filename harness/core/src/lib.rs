@@ -23,8 +23,9 @@
 //!   ([`Verdict`]);
 //! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
 //!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
-//! - `wire_formats`: the same conversation from an Anthropic Messages or OpenAI Responses request
-//!   ([`messages_from_anthropic`], [`messages_from_responses`]), looked up with the name-free key
+//! - `wire_formats`: the same conversation from an Anthropic Messages, OpenAI Responses, Gemini
+//!   or Bedrock Converse request ([`messages_from_anthropic`], [`messages_from_responses`],
+//!   [`messages_from_gemini`], [`messages_from_converse`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
@@ -74,4 +75,6 @@ pub use verdict::{
     Framing, FramingProblem, GoldenStatus, MissingGolden, UnusedFailure, UnusedTurns, Verdict,
 };
 pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};
-pub use wire_formats::{messages_from_anthropic, messages_from_responses};
+pub use wire_formats::{
+    messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_responses,
+};

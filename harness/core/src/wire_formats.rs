@@ -1,6 +1,6 @@
-//! The conversation of a request at the two wires besides Chat Completions
+//! The conversation of a request at the four wires besides Chat Completions
 //! (`docs/replay-and-fixtures.md` §11.1), as the message dicts [`replay_key`](crate::replay_key)
-//! reads, so that one fixture serves all three wires with the same key.
+//! reads, so that one fixture serves all five wires with the same key.
 //!
 //! - [`messages_from_anthropic`]: Anthropic's Messages API `messages` (the top-level `system` is
 //!   not a message and is left out, as `system` messages are at Chat Completions). A `user`
@@ -17,12 +17,34 @@
 //!   `arguments` JSON text; `function_call_output` items are `tool` messages, the name recovered
 //!   by `call_id`; `reasoning` items are left out.
 //!
-//! Neither wire carries message names, so their keys are looked up with
+//! - [`messages_from_gemini`]: the Gemini API's `contents` (`systemInstruction` is not a
+//!   content, and is left out). A `model` content's `text` parts are the AI message's content
+//!   (`thought` parts left out), its `functionCall` parts its tool calls (`args` the arguments,
+//!   the `id` when sent, else one numbered in order); a `user` content's `functionResponse`
+//!   parts are `tool` messages, in order before the rest of its parts: the content is `X` when
+//!   the `response` is `{"result": X}` or `{"output": X}` (what `google-genai`'s automatic
+//!   function calling and LangChain send; a string as it is, any other value its canonical JSON),
+//!   else the canonical JSON of the whole `response`; the name is the part's, and the call id
+//!   its `id`, else that of the earliest unanswered call of that name. Either spelling of the
+//!   fields (camelCase, snake_case) is read, as the API accepts both.
+//! - [`messages_from_converse`]: Bedrock Converse's `messages` (`system` is not a message). An
+//!   `assistant` message's `text` blocks are its content, its `toolUse` blocks its tool calls
+//!   (`input` the arguments), `reasoningContent` left out; a `user` message's `toolResult`
+//!   blocks are `tool` messages, in order before the rest: the content is the text of its `text`
+//!   blocks, a `json` block's canonical JSON, the name recovered from the `toolUse` of the same
+//!   id.
+//!
+//! "Canonical JSON" is Python's `json.dumps(value, sort_keys=True, ensure_ascii=False)`
+//! ([`to_python_json`]).
+//!
+//! None of these wires carries message names, so their keys are looked up with
 //! [`ReplayEngine::lookup_at_wire_without_names`](crate::ReplayEngine::lookup_at_wire_without_names).
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+
+use crate::pyjson::to_python_json;
 
 /// Arguments as LangChain parses them: an object as it is, JSON text holding an object (blank
 /// means `{}`); anything else is `None` (an invalid call, which the key ignores).
@@ -192,6 +214,186 @@ pub fn messages_from_responses(input: &Value) -> Vec<Value> {
     converted
 }
 
+/// A field in either of the spellings the Gemini API accepts (`functionCall`, `function_call`).
+fn either<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    value.get(camel).or_else(|| value.get(snake))
+}
+
+/// A value as a tool message's content: a string as it is, anything else its canonical JSON.
+fn as_content(value: &Value) -> Value {
+    match value {
+        Value::String(text) => json!(text),
+        other => json!(to_python_json(other)),
+    }
+}
+
+/// A Gemini `functionResponse`'s `response` as the tool message's content (see the module
+/// documentation).
+fn gemini_result(response: Option<&Value>) -> Value {
+    match response {
+        Some(Value::Object(fields)) if fields.len() == 1 => {
+            match fields.get("result").or_else(|| fields.get("output")) {
+                Some(inner) => as_content(inner),
+                None => as_content(&Value::Object(fields.clone())),
+            }
+        }
+        Some(other) => as_content(other),
+        None => json!(""),
+    }
+}
+
+/// The message dicts of a Gemini request's `contents`. See the module documentation for the
+/// rules.
+pub fn messages_from_gemini(contents: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    // Calls not answered yet, oldest first: (id, name).
+    let mut open_calls: Vec<(String, String)> = Vec::new();
+    let mut next_id = 0usize;
+    let mut converted = Vec::with_capacity(contents.len());
+    for content in contents {
+        let role = content
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("user");
+        let parts = content
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if role == "model" {
+            let mut text = String::new();
+            let mut calls = Vec::new();
+            for part in &parts {
+                if let Some(call) = either(part, "functionCall", "function_call") {
+                    let name = text_of(call.get("name"));
+                    let id = match call.get("id").and_then(Value::as_str) {
+                        Some(id) if !id.is_empty() => id.to_owned(),
+                        _ => {
+                            next_id += 1;
+                            format!("gemini_call_{next_id}")
+                        }
+                    };
+                    names.insert(id.clone(), name.clone());
+                    open_calls.push((id.clone(), name.clone()));
+                    if let Some(args) = arguments(call.get("args")) {
+                        calls.push(json!({"name": name, "args": args, "id": id}));
+                    }
+                } else if part.get("thought").and_then(Value::as_bool) != Some(true) {
+                    text.push_str(&text_of(part.get("text")));
+                }
+            }
+            converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            continue;
+        }
+        let mut rest = Vec::new();
+        for part in parts {
+            let Some(response) = either(&part, "functionResponse", "function_response") else {
+                rest.push(match part.get("text") {
+                    Some(text) => json!({"type": "text", "text": text}),
+                    None => part.clone(),
+                });
+                continue;
+            };
+            let name = text_of(response.get("name"));
+            let id = match response.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => id.to_owned(),
+                _ => open_calls
+                    .iter()
+                    .find(|(_, called)| *called == name)
+                    .map(|(id, _)| id.clone())
+                    .unwrap_or_default(),
+            };
+            open_calls.retain(|(open, _)| *open != id);
+            names.entry(id.clone()).or_insert(name);
+            converted.push(tool_message(
+                gemini_result(response.get("response")),
+                &id,
+                &names,
+            ));
+        }
+        if !rest.is_empty() {
+            converted.push(json!({"type": "human", "content": rest}));
+        }
+    }
+    converted
+}
+
+/// A Converse `toolResult`'s `content` as the tool message's content (see the module
+/// documentation).
+fn converse_result(content: Option<&Value>) -> Value {
+    match content {
+        Some(Value::Array(blocks)) => json!(
+            blocks
+                .iter()
+                .map(|block| match (block.get("text"), block.get("json")) {
+                    (Some(Value::String(text)), _) => text.clone(),
+                    (_, Some(value)) => to_python_json(value),
+                    _ => to_python_json(block),
+                })
+                .collect::<String>()
+        ),
+        Some(other) => as_content(other),
+        None => json!(""),
+    }
+}
+
+/// The message dicts of a Converse request's `messages`. See the module documentation for the
+/// rules.
+pub fn messages_from_converse(messages: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let blocks = message
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        match role {
+            "assistant" => {
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for block in &blocks {
+                    if let Some(call) = block.get("toolUse") {
+                        let id = text_of(call.get("toolUseId"));
+                        let name = text_of(call.get("name"));
+                        names.insert(id.clone(), name.clone());
+                        if let Some(args) = arguments(call.get("input")) {
+                            calls.push(json!({"name": name, "args": args, "id": id}));
+                        }
+                    } else if let Some(Value::String(piece)) = block.get("text") {
+                        text.push_str(piece);
+                    }
+                }
+                converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            }
+            _ => {
+                let mut rest = Vec::new();
+                for block in blocks {
+                    match block.get("toolResult") {
+                        Some(result) => {
+                            let id = text_of(result.get("toolUseId"));
+                            converted.push(tool_message(
+                                converse_result(result.get("content")),
+                                &id,
+                                &names,
+                            ));
+                        }
+                        None => rest.push(match block.get("text") {
+                            Some(text) => json!({"type": "text", "text": text}),
+                            None => block.clone(),
+                        }),
+                    }
+                }
+                if !rest.is_empty() {
+                    converted.push(json!({"type": "human", "content": rest}));
+                }
+            }
+        }
+    }
+    converted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +447,33 @@ mod tests {
         ])
     }
 
+    fn gemini() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "parts": [{"text": "write it"}]}),
+            json!({"role": "model", "parts": [{"text": "Hm.", "thought": true},
+                {"functionCall": {"name": "write_file", "args": args}, "thoughtSignature": "x"}]}),
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "write_file",
+                "response": {"result": "OK"}}}]}),
+            json!({"role": "model", "parts": [{"text": "Done."}]}),
+            json!({"role": "user", "parts": [{"text": "thanks"}]}),
+        ]
+    }
+
+    fn converse() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "content": [{"text": "write it"}]}),
+            json!({"role": "assistant", "content": [
+                {"reasoningContent": {"reasoningText": {"text": "Hm.", "signature": "x"}}},
+                {"toolUse": {"toolUseId": "call_1", "name": "write_file", "input": args}}]}),
+            json!({"role": "user", "content": [{"toolResult": {"toolUseId": "call_1",
+                "content": [{"text": "OK"}]}}]}),
+            json!({"role": "assistant", "content": [{"text": "Done."}]}),
+            json!({"role": "user", "content": [{"text": "thanks"}]}),
+        ]
+    }
+
     #[test]
     fn each_wire_gives_the_chat_completions_key_of_the_same_conversation() {
         let want = replay_key(
@@ -254,10 +483,59 @@ mod tests {
         for (wire, messages) in [
             ("anthropic", messages_from_anthropic(&anthropic())),
             ("responses", messages_from_responses(&responses())),
+            ("gemini", messages_from_gemini(&gemini())),
+            ("converse", messages_from_converse(&converse())),
         ] {
             let got = replay_key("", &messages);
             assert_eq!(got.canonical, want.canonical, "{wire}");
             assert_eq!(got.input_hash, want.input_hash, "{wire}");
+        }
+    }
+
+    /// A tool result as each wire may carry it, and the tool message content it is.
+    #[test]
+    fn tool_results_are_their_text_or_their_canonical_json() {
+        let gemini_cases = [
+            (json!({"result": "OK"}), json!("OK")),
+            (
+                json!({"output": {"b": 1, "a": [true]}}),
+                json!(r#"{"a": [true], "b": 1}"#),
+            ),
+            (
+                json!({"status": "done", "n": 2}),
+                json!(r#"{"n": 2, "status": "done"}"#),
+            ),
+            (json!({"result": 3}), json!("3")),
+        ];
+        for (response, want) in gemini_cases {
+            let contents = [
+                json!({"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}},
+                    {"functionCall": {"id": "c2", "name": "ls", "args": {}}}]}),
+                json!({"role": "user", "parts": [
+                    {"functionResponse": {"name": "ls", "response": response.clone()}},
+                    {"function_response": {"id": "c2", "name": "ls", "response": response}}]}),
+            ];
+            let messages = messages_from_gemini(&contents);
+            let ids: Vec<&Value> = messages[1..].iter().map(|m| &m["tool_call_id"]).collect();
+            assert_eq!(ids, [&json!("gemini_call_1"), &json!("c2")]);
+            assert_eq!(messages[1]["content"], want, "{contents:?}");
+            assert_eq!(messages[2]["content"], want, "{contents:?}");
+            assert_eq!(messages[1]["name"], "ls");
+        }
+        let converse_cases = [
+            (json!([{"text": "a"}, {"text": "b"}]), json!("ab")),
+            (
+                json!([{"json": {"z": 1, "a": null}}]),
+                json!(r#"{"a": null, "z": 1}"#),
+            ),
+        ];
+        for (content, want) in converse_cases {
+            let messages = messages_from_converse(&[
+                json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": "t", "name": "ls", "input": {}}}]}),
+                json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t", "content": content}}]}),
+            ]);
+            assert_eq!(messages[1]["content"], want);
+            assert_eq!(messages[1]["name"], "ls");
         }
     }
 

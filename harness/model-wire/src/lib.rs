@@ -2,19 +2,23 @@
 //! and functions, with no HTTP, no async runtime and no knowledge of who uses them.
 //!
 //! One module per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
-//! OpenAI-compatible server's), [`responses`] OpenAI's Responses API and [`anthropic_messages`]
-//! Anthropic's Messages API, each with the same parts: the assembler that folds a streamed answer
+//! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
+//! Anthropic's Messages API, [`gemini`] Google's Gemini API and [`bedrock_converse`] AWS
+//! Bedrock's Converse API, each with the same parts: the assembler that folds a streamed answer
 //! into events and one answer, and the renderer that turns an answer back into a whole answer or
 //! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
-//! what a call sends ([`conversation`]), which the Responses and Messages request builders write
-//! in their wire's terms.
+//! what a call sends ([`conversation`]), which the Responses, Messages, Gemini and Converse request
+//! builders write in their wire's terms.
 //!
 //! The gateway's OpenAI provider and the harness's model server both use these modules, so the
 //! way a stream is read when a gateway calls a real provider and the way it is read (and
 //! rendered again) when the harness records or replays it cannot drift apart. SSE framing stays
-//! with the transports (`eventsource-stream`): the codecs take the parsed `data:` payloads.
+//! with the transports (`eventsource-stream`), and so does AWS's binary event stream
+//! (`aws-smithy-eventstream`): the codecs take the parsed payloads.
 
 pub mod anthropic_messages;
+pub mod bedrock_converse;
 pub mod chat_completions;
 pub mod conversation;
+pub mod gemini;
 pub mod responses;

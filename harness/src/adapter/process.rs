@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use gateway_under_test::config::ModelConfig;
 use gateway_under_test::models::anthropic::ANTHROPIC_PROVIDER;
+use gateway_under_test::models::bedrock::BEDROCK_PROVIDER;
+use gateway_under_test::models::gemini::GEMINI_PROVIDER;
 use gateway_under_test::models::openai::{API_SETTING, Api};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -82,11 +84,7 @@ impl GatewayProcess {
         overrides: Option<&Value>,
         api: Api,
     ) -> Result<GatewayProcess, ProcessError> {
-        let base_url = match api {
-            Api::ChatCompletions | Api::Responses => format!("{server_url}/v1"),
-            // The Anthropic SDK's base URL is the root: it appends `/v1/messages` itself.
-            Api::AnthropicMessages => server_url.to_owned(),
-        };
+        let base_url = base_url_at_wire(server_url, api);
         Self::spawn_with(binary, &base_url, overrides, api).await
     }
 
@@ -194,8 +192,19 @@ pub fn write_wire_config(
     )
 }
 
+/// The `base_url` of a model block speaking `api` to the model server at `server_url`: `/v1`
+/// for OpenAI's wires; the root for Anthropic's (its SDK appends `/v1/messages`) and Bedrock's
+/// (`/model/{id}/converse`); `/v1beta` for Gemini's (the version is part of its base URL).
+pub fn base_url_at_wire(server_url: &str, api: Api) -> String {
+    match api {
+        Api::ChatCompletions | Api::Responses => format!("{server_url}/v1"),
+        Api::AnthropicMessages | Api::BedrockConverse => server_url.to_owned(),
+        Api::Gemini => format!("{server_url}/v1beta"),
+    }
+}
+
 /// The hermetic model block set to speak `api`: `use = "openai"` as it is (Chat Completions),
-/// with `api = "responses"`, or `use = "anthropic"`.
+/// with `api = "responses"`, `use = "anthropic"`, `use = "gemini"` or `use = "bedrock"`.
 pub fn model_block_at(model: &mut ModelConfig, api: Api) {
     match api {
         Api::ChatCompletions => {}
@@ -205,6 +214,8 @@ pub fn model_block_at(model: &mut ModelConfig, api: Api) {
                 .insert(API_SETTING.into(), Value::String("responses".into()));
         }
         Api::AnthropicMessages => model.use_ = ANTHROPIC_PROVIDER.into(),
+        Api::Gemini => model.use_ = GEMINI_PROVIDER.into(),
+        Api::BedrockConverse => model.use_ = BEDROCK_PROVIDER.into(),
     }
 }
 

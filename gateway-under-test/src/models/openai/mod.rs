@@ -28,6 +28,8 @@ mod stream;
 pub(super) mod wire;
 
 #[cfg(test)]
+mod path_wire_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod wire_tests;
@@ -75,11 +77,23 @@ pub enum Api {
     Responses,
     /// Anthropic's Messages (`POST {base}/v1/messages`).
     AnthropicMessages,
+    /// Google's Gemini API (`POST {base}/models/{model}:generateContent`, or
+    /// `:streamGenerateContent?alt=sse`).
+    Gemini,
+    /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
+    /// `/converse-stream`: AWS's binary event stream).
+    BedrockConverse,
 }
 
 impl Api {
     /// Every wire, Chat Completions first.
-    pub const ALL: [Api; 3] = [Api::ChatCompletions, Api::Responses, Api::AnthropicMessages];
+    pub const ALL: [Api; 5] = [
+        Api::ChatCompletions,
+        Api::Responses,
+        Api::AnthropicMessages,
+        Api::Gemini,
+        Api::BedrockConverse,
+    ];
 
     /// The wire an `openai` entry chose (see [`API_SETTING`]). An unknown value, a
     /// `use_responses_api` that is not a boolean, or one that contradicts `api` names the model
@@ -125,15 +139,29 @@ impl Api {
         match self {
             Api::ChatCompletions | Api::Responses => DEFAULT_BASE_URL,
             Api::AnthropicMessages => crate::models::anthropic::DEFAULT_BASE_URL,
+            Api::Gemini => crate::models::gemini::DEFAULT_BASE_URL,
+            Api::BedrockConverse => crate::models::bedrock::DEFAULT_BASE_URL,
         }
     }
 
-    /// The path appended to the base URL.
-    fn path(self) -> &'static str {
-        match self {
-            Api::ChatCompletions => "/chat/completions",
-            Api::Responses => "/responses",
-            Api::AnthropicMessages => "/v1/messages",
+    /// The path appended to the base URL for a call to `model`, streamed or not (Gemini and
+    /// Converse name the model and the mode in the path; a Bedrock id's `:` is encoded).
+    fn path(self, model: &str, stream: bool) -> String {
+        let segment = || {
+            percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
+                .to_string()
+                .replace("%2D", "-")
+                .replace("%2E", ".")
+                .replace("%5F", "_")
+        };
+        match (self, stream) {
+            (Api::ChatCompletions, _) => "/chat/completions".to_owned(),
+            (Api::Responses, _) => "/responses".to_owned(),
+            (Api::AnthropicMessages, _) => "/v1/messages".to_owned(),
+            (Api::Gemini, false) => format!("/models/{}:generateContent", segment()),
+            (Api::Gemini, true) => format!("/models/{}:streamGenerateContent?alt=sse", segment()),
+            (Api::BedrockConverse, false) => format!("/model/{}/converse", segment()),
+            (Api::BedrockConverse, true) => format!("/model/{}/converse-stream", segment()),
         }
     }
 
@@ -144,6 +172,8 @@ impl Api {
                 model_wire::chat_completions::status_exception_name(status)
             }
             Api::AnthropicMessages => model_wire::anthropic_messages::status_exception_name(status),
+            Api::Gemini => model_wire::gemini::status_exception_name(status),
+            Api::BedrockConverse => model_wire::bedrock_converse::status_exception_name(status),
         }
     }
 
@@ -152,6 +182,8 @@ impl Api {
         match self {
             Api::ChatCompletions | Api::Responses => "openai",
             Api::AnthropicMessages => "anthropic",
+            Api::Gemini => "google_genai",
+            Api::BedrockConverse => "bedrock_converse",
         }
     }
 }
@@ -214,8 +246,11 @@ pub struct WireChatModel {
     name: String,
     /// The provider's model id sent as `model`.
     model: String,
-    /// `{base}/chat/completions`, `{base}/responses` or `{base}/v1/messages`.
+    /// `{base}/chat/completions`, `{base}/responses`, `{base}/v1/messages`, or the one-answer
+    /// route of Gemini or Converse.
     endpoint: Url,
+    /// The streaming route (the same as `endpoint` but at Gemini and Converse).
+    stream_endpoint: Url,
     /// The key, absent when none is configured (calls then fail without a network call).
     api_key: Option<Arc<str>>,
     redactor: Redactor,
@@ -223,6 +258,8 @@ pub struct WireChatModel {
     timeout: Option<Duration>,
     /// The entry's free-form settings (pass-through request keys, `extra_body`, …).
     settings: Map<String, Value>,
+    /// The AWS credentials a Bedrock call without an API key is signed with (SigV4).
+    aws: Option<aws_sign::AwsCredentials>,
 }
 
 impl fmt::Debug for WireChatModel {
@@ -318,7 +355,14 @@ impl WireChatModel {
                 "base_url must be an http:// or https:// URL with a host".to_string(),
             ));
         }
-        let endpoint = Url::parse(&format!("{base}{}", api.path()))
+        let model = config
+            .model
+            .clone()
+            .filter(|model| !model.is_empty())
+            .unwrap_or_else(|| config.name.clone());
+        let endpoint = Url::parse(&format!("{base}{}", api.path(&model, false)))
+            .map_err(|err| not_a_url(err.to_string()))?;
+        let stream_endpoint = Url::parse(&format!("{base}{}", api.path(&model, true)))
             .map_err(|err| not_a_url(err.to_string()))?;
 
         let timeout = Some(Duration::from_secs(config.request_timeout_secs))
@@ -342,18 +386,23 @@ impl WireChatModel {
         Ok(WireChatModel {
             api,
             name: config.name.clone(),
-            model: config
-                .model
-                .clone()
-                .filter(|model| !model.is_empty())
-                .unwrap_or_else(|| config.name.clone()),
+            model,
             endpoint,
+            stream_endpoint,
             api_key,
             redactor,
             client,
             timeout,
             settings: config.settings.clone(),
+            aws: None,
         })
+    }
+
+    /// The same model, signing its calls with `aws` (SigV4) when it has no API key: Bedrock's
+    /// (`use = "bedrock"`) alternative to a Bedrock API key.
+    pub fn with_aws(mut self, aws: Option<aws_sign::AwsCredentials>) -> WireChatModel {
+        self.aws = aws;
+        self
     }
 
     /// The configured model name.
@@ -378,33 +427,62 @@ impl WireChatModel {
 
     /// Sends the request body and returns a successful response, or the mapped error.
     async fn post(&self, body: &Value, stream: bool) -> Result<reqwest::Response, ModelError> {
-        let Some(key) = self.api_key.as_deref() else {
+        let key = self.api_key.as_deref();
+        let signer = self
+            .aws
+            .as_ref()
+            .filter(|_| self.api == Api::BedrockConverse);
+        if key.is_none() && signer.is_none() {
             // Forced to `auth` because the text carries none of the auth patterns.
             return Err(ModelError::new(
                 "AuthenticationError",
                 format!("no API key configured for model '{}'", self.name),
             )
             .with_class(ErrorClass::Auth));
-        };
+        }
         tracing::debug!(model = %self.name, model_id = %self.model, api = ?self.api, stream,
             "model call");
-        let accept = if stream {
-            "text/event-stream"
-        } else {
-            "application/json"
+        let accept = match (self.api, stream) {
+            (Api::BedrockConverse, true) => "application/vnd.amazon.eventstream",
+            (_, true) => "text/event-stream",
+            (_, false) => "application/json",
         };
+        let endpoint = if stream {
+            &self.stream_endpoint
+        } else {
+            &self.endpoint
+        };
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
         let post = self
             .client
-            .post(self.endpoint.clone())
-            .header(reqwest::header::ACCEPT, accept);
-        let post = match self.api {
-            Api::ChatCompletions | Api::Responses => post.bearer_auth(key),
-            Api::AnthropicMessages => post
+            .post(endpoint.clone())
+            .header(reqwest::header::ACCEPT, accept)
+            .header(CONTENT_TYPE, "application/json");
+        let post = match (self.api, key) {
+            // A Bedrock API key is a bearer token too.
+            (Api::ChatCompletions | Api::Responses | Api::BedrockConverse, Some(key)) => {
+                post.bearer_auth(key)
+            }
+            (Api::AnthropicMessages, Some(key)) => post
                 .header("x-api-key", key)
                 .header("anthropic-version", crate::models::anthropic::API_VERSION),
+            (Api::Gemini, Some(key)) => post.header("x-goog-api-key", key),
+            (_, None) => {
+                let signed = [("content-type", "application/json"), ("accept", accept)];
+                let headers = signer
+                    .map(|aws| {
+                        aws_sign::sigv4_headers(aws, "bedrock", endpoint.as_str(), &signed, &bytes)
+                    })
+                    .transpose()
+                    .map_err(|err| ModelError::new("ConfigurationError", err.to_string()))?
+                    .unwrap_or_default();
+                headers
+                    .into_iter()
+                    .fold(post, |post, (name, value)| post.header(name, value))
+            }
         };
         let response = post
-            .json(body)
+            .body(bytes)
             .send()
             .await
             .map_err(|err| transport_error(err, false))?;
@@ -423,6 +501,8 @@ impl WireChatModel {
             Api::AnthropicMessages => {
                 crate::models::anthropic::request_body(model, request, settings, stream)
             }
+            Api::Gemini => crate::models::gemini::request_body(request, settings),
+            Api::BedrockConverse => crate::models::bedrock::request_body(request, settings),
         }
     }
 
@@ -470,6 +550,9 @@ impl WireChatModel {
         let bytes = response
             .bytes_stream()
             .map(|chunk| chunk.map_err(|err| transport_error(err, true)));
+        if self.api == Api::BedrockConverse {
+            return Ok(stream::event_stream_events(bytes, &self.model));
+        }
         Ok(stream::sse_events(bytes, &self.model, self.api))
     }
 }
@@ -519,6 +602,14 @@ fn is_loopback(url: &Url) -> bool {
 async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
     let status = response.status();
     let retry_after = retry_after(response.headers());
+    // Bedrock names its exception (`ThrottlingException:http://…`), which is what boto3 raises.
+    let exception = response
+        .headers()
+        .get("x-amzn-errortype")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(':').next())
+        .filter(|name| api == Api::BedrockConverse && !name.is_empty())
+        .map(str::to_owned);
     // A body that cannot be read still leaves the status to report; only its first
     // `MAX_ERROR_BODY_BYTES` are read (the detail kept is far shorter).
     let (body, whole) = read_capped(response, MAX_ERROR_BODY_BYTES)
@@ -526,7 +617,11 @@ async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
         .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
         // An unreadable body reads as an empty one: `Error code: <code>`.
         .unwrap_or_else(|_| (String::new(), true));
-    error_from_status(api, status, retry_after, &body, whole)
+    let mut error = error_from_status(api, status, retry_after, &body, whole);
+    if let Some(exception) = exception {
+        error.error_type = exception;
+    }
+    error
 }
 
 /// The most of a whole (non-streamed) answer the provider reads (issue 21, finding 4: a body is

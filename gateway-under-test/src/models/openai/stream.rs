@@ -1,5 +1,7 @@
-//! Streaming answers: SSE bytes → the wire's events (Chat Completions chunks, Responses events or
-//! Messages events) → [`StreamEvent`]s.
+//! Streaming answers: SSE bytes → the wire's events (Chat Completions chunks, Responses events,
+//! Messages events or Gemini chunks) → [`StreamEvent`]s; and Converse's binary event stream
+//! ([`event_stream_events`]: AWS's frames, read and CRC-checked by `aws-smithy-eventstream`,
+//! their `:event-type` and JSON payload) → the same.
 //!
 //! [`sse_events`] takes any byte stream, so tests feed it chunks split mid-line or mid-UTF-8
 //! without HTTP. eventsource-stream does the SSE framing (and keeps an incomplete UTF-8 sequence
@@ -18,7 +20,7 @@ use std::pin::Pin;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use model_wire::chat_completions::{Assembled, ChunkAssembler, Ending, Event, WireError};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 
 use super::Api;
 use super::wire::{message_from_assembled, wire_error};
@@ -71,6 +73,8 @@ enum Reader {
     Chat(ChunkAssembler),
     Responses(responses::StreamAssembler),
     Messages(anthropic_messages::StreamAssembler),
+    Gemini(gemini::StreamAssembler),
+    Converse(bedrock_converse::StreamAssembler),
 }
 
 impl Reader {
@@ -79,6 +83,8 @@ impl Reader {
             Api::ChatCompletions => Reader::Chat(ChunkAssembler::new()),
             Api::Responses => Reader::Responses(responses::StreamAssembler::new()),
             Api::AnthropicMessages => Reader::Messages(anthropic_messages::StreamAssembler::new()),
+            Api::Gemini => Reader::Gemini(gemini::StreamAssembler::new()),
+            Api::BedrockConverse => Reader::Converse(bedrock_converse::StreamAssembler::new()),
         }
     }
 
@@ -96,6 +102,9 @@ impl Reader {
             Reader::Chat(assembler) => assembler.push_data(&event.data),
             Reader::Responses(assembler) => assembler.push_data(&event.data),
             Reader::Messages(assembler) => assembler.push_data(&event.data),
+            Reader::Gemini(assembler) => assembler.push_data(&event.data),
+            // A frame's `:event-type` is the event name.
+            Reader::Converse(assembler) => assembler.push_data(&event.event, &event.data),
         }
     }
 
@@ -106,6 +115,9 @@ impl Reader {
             Reader::Chat(assembler) => assembler.done(),
             Reader::Responses(assembler) => assembler.ended(),
             Reader::Messages(assembler) => assembler.ended(),
+            // No end marker (Gemini), or the usage after `messageStop` (Converse): read to the
+            // end.
+            Reader::Gemini(_) | Reader::Converse(_) => false,
         }
     }
 
@@ -115,13 +127,19 @@ impl Reader {
             Reader::Chat(assembler) => assembler.finish(),
             Reader::Responses(assembler) => Ok((Vec::new(), assembler.finish()?)),
             Reader::Messages(assembler) => Ok((Vec::new(), assembler.finish()?)),
+            Reader::Gemini(assembler) => assembler.finish(),
+            Reader::Converse(assembler) => Ok((Vec::new(), assembler.finish()?)),
         }
     }
 }
 
+/// The pieces a stream's transport yields: SSE events, or event-stream frames as events named
+/// by their `:event-type`.
+type Pieces = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, ModelError>> + Send>>;
+
 /// The state [`sse_events`] carries between items.
-struct SseState<S> {
-    source: Pin<Box<eventsource_stream::EventStream<S>>>,
+struct SseState {
+    source: Pieces,
     api: Api,
     reader: Option<Reader>,
     model_id: String,
@@ -129,7 +147,7 @@ struct SseState<S> {
     done: bool,
 }
 
-impl<S> SseState<S> {
+impl SseState {
     /// Finishes the answer: closing events and `done` go to `pending`, or the error is returned.
     fn complete(&mut self) -> Result<(), ModelError> {
         self.done = true;
@@ -170,8 +188,110 @@ where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
+    let source = whole_lines(bytes).eventsource().map(|item| match item {
+        Ok(event) => Ok(event),
+        Err(EventStreamError::Transport(err)) => Err(err),
+        Err(err) => Err(ModelError::new(
+            "RemoteProtocolError",
+            format!("malformed event stream: {err}"),
+        )),
+    });
+    events_of(Box::pin(source), model_id, api)
+}
+
+/// Turns the binary event stream of a streaming Converse call into events: `start`, the
+/// answer's events, `done`. Each frame is read and its prelude and message CRCs checked by
+/// `aws-smithy-eventstream`; a corrupt frame, or a body that ends inside one, is a
+/// `RemoteProtocolError` naming the frame; an exception message (`:message-type: exception`)
+/// is the provider's failure (`APIError`, reported in the stream).
+pub(super) fn event_stream_events<S, B>(bytes: S, model_id: &str) -> EventStream
+where
+    S: Stream<Item = Result<B, ModelError>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+{
+    use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+    struct Frames<S> {
+        bytes: Pin<Box<S>>,
+        decoder: MessageFrameDecoder,
+        buffer: bytes::BytesMut,
+        read: usize,
+        over: bool,
+    }
+    let frames = Frames {
+        bytes: Box::pin(bytes),
+        decoder: MessageFrameDecoder::new(),
+        buffer: bytes::BytesMut::new(),
+        read: 0,
+        over: false,
+    };
+    let corrupt = |frame: usize, reason: String| {
+        ModelError::new(
+            "RemoteProtocolError",
+            format!("event stream frame {frame} (counting from 1) is corrupt: {reason}"),
+        )
+    };
+    let source = futures::stream::unfold(frames, move |mut state| async move {
+        loop {
+            if state.over {
+                return None;
+            }
+            match state.decoder.decode_frame(&mut state.buffer) {
+                Ok(DecodedFrame::Complete(message)) => {
+                    state.read += 1;
+                    let header = |name: &str| {
+                        message
+                            .headers()
+                            .iter()
+                            .find(|header| header.name().as_str() == name)
+                            .and_then(|header| header.value().as_string().ok())
+                            .map(|value| value.as_str().to_owned())
+                            .unwrap_or_default()
+                    };
+                    let data = String::from_utf8_lossy(message.payload()).into_owned();
+                    if header(":message-type") == "exception" {
+                        state.over = true;
+                        let payload = serde_json::from_str(&data)
+                            .unwrap_or_else(|_| serde_json::json!({"message": data}));
+                        let error = bedrock_converse::StreamAssembler::new()
+                            .push_exception(&header(":exception-type"), &payload);
+                        return Some((Err(wire_error(&error)), state));
+                    }
+                    let event = eventsource_stream::Event {
+                        event: header(":event-type"),
+                        data,
+                        id: String::new(),
+                        retry: None,
+                    };
+                    return Some((Ok(event), state));
+                }
+                Ok(DecodedFrame::Incomplete) => {}
+                Err(err) => {
+                    state.over = true;
+                    return Some((Err(corrupt(state.read + 1, err.to_string())), state));
+                }
+            }
+            match state.bytes.next().await {
+                Some(Ok(chunk)) => state.buffer.extend_from_slice(chunk.as_ref()),
+                Some(Err(err)) => {
+                    state.over = true;
+                    return Some((Err(err), state));
+                }
+                None if state.buffer.is_empty() => return None,
+                None => {
+                    state.over = true;
+                    let error = corrupt(state.read + 1, "the stream ended inside it".into());
+                    return Some((Err(error), state));
+                }
+            }
+        }
+    });
+    events_of(Box::pin(source), model_id, Api::BedrockConverse)
+}
+
+/// The events of a stream's pieces at `api`.
+fn events_of(source: Pieces, model_id: &str, api: Api) -> EventStream {
     let state = SseState {
-        source: Box::pin(whole_lines(bytes).eventsource()),
+        source,
         api,
         reader: Some(Reader::new(api)),
         model_id: model_id.to_string(),
@@ -188,11 +308,7 @@ where
             }
             let step = match state.source.next().await {
                 Some(Ok(event)) => on_sse_event(&mut state, &event),
-                Some(Err(EventStreamError::Transport(err))) => Err(err),
-                Some(Err(err)) => Err(ModelError::new(
-                    "RemoteProtocolError",
-                    format!("malformed event stream: {err}"),
-                )),
+                Some(Err(err)) => Err(err),
                 // The codec judges how the stream ended (cut off, or only without `[DONE]`).
                 None => state.complete(),
             };
@@ -205,10 +321,7 @@ where
     }))
 }
 
-fn on_sse_event<S>(
-    state: &mut SseState<S>,
-    event: &eventsource_stream::Event,
-) -> Result<(), ModelError> {
+fn on_sse_event(state: &mut SseState, event: &eventsource_stream::Event) -> Result<(), ModelError> {
     let Some(reader) = state.reader.as_mut() else {
         return Ok(());
     };

@@ -3,7 +3,7 @@
 //! (`model_wire`) reads it, into the AI [`Message`] both call paths return.
 
 use model_wire::chat_completions::{self, Assembled, WireError, WireToolCall};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use serde_json::{Map, Value, json};
 
 use super::Api;
@@ -289,6 +289,8 @@ pub(super) fn parse_answer(api: Api, body: &Value, model_id: &str) -> Result<Mes
         Api::ChatCompletions => chat_completions::parse_completion(body),
         Api::Responses => responses::parse_response(body),
         Api::AnthropicMessages => anthropic_messages::parse_message(body),
+        Api::Gemini => gemini::parse_response(body),
+        Api::BedrockConverse => bedrock_converse::parse_response(body),
     }
     .map_err(|err| wire_error(&err))?;
     Ok(message_from_assembled(api, &assembled, model_id))

@@ -1,5 +1,7 @@
-//! The provider's tests that hold at every wire, data-driven over [`Api::ALL`]: Chat Completions,
-//! Responses (`api = "responses"`) and Anthropic Messages (`use = "anthropic"`). Each wire's
+//! The provider's tests that hold at every SSE wire, data-driven over [`SSE_WIRES`]: Chat
+//! Completions, Responses (`api = "responses"`) and Anthropic Messages (`use = "anthropic"`).
+//! Gemini and Bedrock Converse, whose paths name the model and the mode (and Converse's stream is
+//! binary), have theirs in `path_wire_tests.rs`. Each wire's
 //! answers are written by that wire's `model_wire` renderer (the one the harness's model server
 //! answers with), served by wiremock or fed to the SSE reader in pieces; the request each wire
 //! sends is compared with the body its reference shows. Chat Completions' own details (provider
@@ -21,16 +23,25 @@ use crate::models::{
     CallOptions, ErrorClass, ProviderRegistry, StreamEvent, ToolSpec, collect_stream,
 };
 
-const KEY: &str = "sk-test-SECRET123456789";
+pub(super) const KEY: &str = "sk-test-SECRET123456789";
+
+/// The wires whose route is fixed and whose stream is SSE text.
+const SSE_WIRES: [Api; 3] = [Api::ChatCompletions, Api::Responses, Api::AnthropicMessages];
+
+/// The helpers below serve [`SSE_WIRES`]; the other wires' tests build their own.
+fn not_here(api: Api) -> ! {
+    panic!("{api:?} is tested in path_wire_tests.rs")
+}
 
 /// The entry of a model at `api` whose provider is at `server`.
-fn config(api: Api, server: &str) -> ModelConfig {
+pub(super) fn config(api: Api, server: &str) -> ModelConfig {
     let mut config = ModelConfig::new("wire-model", "openai");
     config.model = Some("m-1".into());
     config.api_key = Some(KEY.into());
     config.base_url = Some(match api {
         Api::ChatCompletions | Api::Responses => format!("{server}/v1/"),
-        Api::AnthropicMessages => format!("{server}/"),
+        Api::AnthropicMessages | Api::BedrockConverse => format!("{server}/"),
+        Api::Gemini => format!("{server}/v1beta"),
     });
     match api {
         Api::ChatCompletions => {}
@@ -40,12 +51,14 @@ fn config(api: Api, server: &str) -> ModelConfig {
                 .insert(API_SETTING.into(), json!("responses"));
         }
         Api::AnthropicMessages => config.use_ = "anthropic".into(),
+        Api::Gemini => config.use_ = "gemini".into(),
+        Api::BedrockConverse => config.use_ = "bedrock".into(),
     }
     config
 }
 
 /// The model the registry builds for the entry, as the gateway builds it.
-fn built(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, ModelError> {
+pub(super) fn built(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, ModelError> {
     let provider = ProviderRegistry::with_builtins()
         .get(&config.use_)
         .expect("a built-in provider");
@@ -66,6 +79,7 @@ fn endpoint(api: Api) -> &'static str {
         Api::ChatCompletions => "/v1/chat/completions",
         Api::Responses => "/v1/responses",
         Api::AnthropicMessages => "/v1/messages",
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     }
 }
 
@@ -78,11 +92,11 @@ fn request(messages: Vec<Message>) -> ModelRequest {
     }
 }
 
-fn hi() -> ModelRequest {
+pub(super) fn hi() -> ModelRequest {
     request(vec![Message::human("hi")])
 }
 
-fn identity() -> Identity {
+pub(super) fn identity() -> Identity {
     Identity {
         id: "answer-1".into(),
         model: "m-1-2026".into(),
@@ -91,7 +105,7 @@ fn identity() -> Identity {
 }
 
 /// An answer with everything a wire carries: reasoning, text, two tool calls and usage.
-fn full_answer() -> Answer {
+pub(super) fn full_answer() -> Answer {
     Answer::from_ai_message(&json!({
         "content": "Reading both.",
         "additional_kwargs": {"reasoning_content": "Two files."},
@@ -132,6 +146,7 @@ fn stream_body(api: Api, answer: &Answer) -> String {
             .iter()
             .map(anthropic_messages::SseEvent::frame)
             .collect(),
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     }
 }
 
@@ -144,6 +159,7 @@ fn whole_body(api: Api, answer: &Answer) -> Value {
         }
         Api::Responses => responses::response(&identity(), answer),
         Api::AnthropicMessages => anthropic_messages::message(&identity(), answer),
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     }
 }
 
@@ -164,6 +180,7 @@ fn in_stream_error(api: Api, message: &str) -> String {
             "event: error\ndata: {}\n\n",
             anthropic_messages::error_body("overloaded_error", message)
         ),
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     };
     first + &error
 }
@@ -193,7 +210,7 @@ async fn read_in_pieces(
         .await
 }
 
-fn done_message(events: &[Result<StreamEvent, ModelError>]) -> Message {
+pub(super) fn done_message(events: &[Result<StreamEvent, ModelError>]) -> Message {
     match events.last() {
         Some(Ok(StreamEvent::Done { message })) => (**message).clone(),
         other => panic!("the last event is not done: {other:?}"),
@@ -201,7 +218,7 @@ fn done_message(events: &[Result<StreamEvent, ModelError>]) -> Message {
 }
 
 /// What every wire must give for [`full_answer`]: the message's fields, by name.
-fn assert_full_answer(api: Api, how: &str, message: &Message) {
+pub(super) fn assert_full_answer(api: Api, how: &str, message: &Message) {
     let what = format!("{api:?} {how}");
     assert_eq!(message.text(), "Reading both.", "{what}");
     assert_eq!(
@@ -247,7 +264,7 @@ fn assert_full_answer(api: Api, how: &str, message: &Message) {
 
 #[tokio::test]
 async fn each_wire_reads_its_streamed_and_its_whole_answer_into_the_same_message() {
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         let answer = full_answer();
         let server = MockServer::start().await;
         mount(&server, api, sse(stream_body(api, &answer))).await;
@@ -289,7 +306,7 @@ async fn each_wire_reads_its_streamed_and_its_whole_answer_into_the_same_message
 async fn each_wire_s_stream_reads_alike_however_its_bytes_are_split() {
     let mut answer = full_answer();
     answer.text = "Grüße, 世界 🦀!".into();
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         let body = stream_body(api, &answer).replacen("\n\n", "\r\n\r\n", 1);
         let body = format!(": keep-alive\n\n{body}");
         for size in [1, 3, 7, 64, body.len()] {
@@ -302,7 +319,7 @@ async fn each_wire_s_stream_reads_alike_however_its_bytes_are_split() {
 }
 
 /// One conversation with every kind of message, a bound tool, an effort, and settings.
-fn conversation() -> ModelRequest {
+pub(super) fn conversation() -> ModelRequest {
     let mut human = Message::human("read it");
     human.name = Some("user-input".into());
     let ai = Message::ai(
@@ -392,12 +409,13 @@ fn expected_body(api: Api) -> Value {
             "stream": true,
             "temperature": 0.5
         }),
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     }
 }
 
 #[tokio::test]
 async fn each_wire_sends_the_conversation_in_its_own_terms_with_its_own_credentials() {
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         let server = MockServer::start().await;
         mount(&server, api, sse(stream_body(api, &full_answer()))).await;
         let mut config = config(api, &server.uri());
@@ -425,6 +443,7 @@ async fn each_wire_sends_the_conversation_in_its_own_terms_with_its_own_credenti
             Api::AnthropicMessages => {
                 [None, Some(KEY), Some(crate::models::anthropic::API_VERSION)]
             }
+            Api::Gemini | Api::BedrockConverse => not_here(api),
         };
         assert_eq!(
             [
@@ -448,6 +467,7 @@ fn error_body(api: Api, status: u16, message: &str) -> Value {
             anthropic_messages::error_kind_for_status(status),
             message,
         ),
+        Api::Gemini | Api::BedrockConverse => not_here(api),
     }
 }
 
@@ -541,7 +561,7 @@ async fn each_wire_s_http_failures_are_named_and_worded_as_its_python_client_doe
 
 #[tokio::test]
 async fn each_wire_s_stream_cut_short_or_failing_inside_fails_the_call_without_the_key() {
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         // The stream stops before its wire's last event.
         let body = stream_body(api, &full_answer());
         let cut = &body[..body.len() / 2];
@@ -587,7 +607,7 @@ async fn each_wire_s_stream_cut_short_or_failing_inside_fails_the_call_without_t
 /// than its limit fail the call; dropping a stream stops reading the provider.
 #[tokio::test]
 async fn each_wire_s_reads_are_bounded_and_stop_when_the_stream_is_dropped() {
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         let first = stream_body(api, &full_answer());
         let first = first.split_inclusive("\n\n").next().unwrap_or_default();
         let mut long = first.as_bytes().to_vec();
@@ -638,7 +658,7 @@ async fn each_wire_s_reads_are_bounded_and_stop_when_the_stream_is_dropped() {
 
 #[tokio::test]
 async fn each_wire_refuses_to_call_without_a_key_and_never_shows_it() {
-    for api in Api::ALL {
+    for api in SSE_WIRES {
         let server = MockServer::start().await;
         let mut config = config(api, &server.uri());
         let shown = format!("{:?}", built(&config).expect("builds"));

@@ -45,9 +45,9 @@ const SECRET_KEYS: [&str; 17] = [
 /// The four value patterns of §6.4, quoted exactly, in the order they are applied.
 static VALUE_PATTERNS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
     [
-        r"(?i)\b((?:bearer|basic|bot|token|key|api[_-]?key|access[_-]?token|secret|password)(?:\s*[:=]\s*|\s+))([\w.:\-~+/]+=*)",
+        r"(?i)\b((?:bearer|basic|bot|token|key|api[_-]?key|access[_-]?token|secret|password|signature|credential)(?:\s*[:=]\s*|\s+))([\w.:\-~+/]+=*)",
         r"\bsk-[A-Za-z0-9_\-]{8,}",
-        r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|auth[_-]?token|token|auth|secret|client[_-]?secret|password|sig|signature)=)[^&\s]+",
+        r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|auth[_-]?token|token|auth|secret|client[_-]?secret|password|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&\s]+",
         r"(?i)(https?://)[^/@\s]+:[^/@\s]+@",
     ]
     .map(|pattern| Regex::new(pattern).expect("redaction pattern compiles"))
@@ -336,6 +336,21 @@ mod tests {
         }
     }
 
+    /// A SigV4 `Authorization` value that reached a string: the credential scope and the
+    /// signature go; the word "signature" in prose stays.
+    #[test]
+    fn a_sigv4_authorization_loses_its_credential_and_signature() {
+        let header = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260517/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7";
+        let redacted = redact_text(header);
+        for secret in ["AKIDEXAMPLE", "5d672d79c15b"] {
+            assert!(!redacted.contains(secret), "{redacted}");
+        }
+        assert_eq!(
+            redact_text("a signature delta arrived"),
+            "a signature delta arrived"
+        );
+    }
+
     #[test]
     fn query_string_credentials_are_removed_and_their_names_kept() {
         let cases = [
@@ -347,6 +362,12 @@ mod tests {
             ("https://h/?sig=abc&x=1", "?sig="),
             ("https://h/?signature=abc", "?signature="),
             ("https://h/?password=abc", "?password="),
+            ("https://h/?X-Amz-Signature=abc&x=1", "?X-Amz-Signature="),
+            ("https://h/?a=1&X-Amz-Credential=abc", "&X-Amz-Credential="),
+            (
+                "https://h/?X-Amz-Security-Token=abc",
+                "?X-Amz-Security-Token=",
+            ),
         ];
         for (input, name) in cases {
             let redacted = redact_text(input);

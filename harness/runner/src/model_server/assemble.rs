@@ -13,7 +13,7 @@
 //! provider raises for it, never a good turn.
 
 use model_wire::chat_completions::{self, Assembled, ChunkAssembler, Ending, Event, WireError};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use serde_json::{Value, json};
 
 use super::answer::event_value;
@@ -40,10 +40,14 @@ enum Codec {
     ChatCompletions(ChunkAssembler),
     AnthropicMessages(anthropic_messages::StreamAssembler),
     Responses(responses::StreamAssembler),
+    Gemini(gemini::StreamAssembler),
+    BedrockConverse(bedrock_converse::StreamAssembler),
 }
 
 /// The SSE event names that end a Messages or Responses stream: nothing after them is the
-/// answer, so the proxy stops reading there (Chat Completions ends at `data: [DONE]`).
+/// answer, so the proxy stops reading there (Chat Completions ends at `data: [DONE]`; a Gemini
+/// stream has no end marker and a Converse stream's `metadata` follows its `messageStop`, so
+/// those two are read to their end).
 const LAST_EVENTS: [&str; 4] = [
     "message_stop",
     "response.completed",
@@ -72,6 +76,10 @@ impl StreamRecorder {
                 Codec::AnthropicMessages(anthropic_messages::StreamAssembler::new())
             }
             Wire::Responses => Codec::Responses(responses::StreamAssembler::new()),
+            Wire::Gemini => Codec::Gemini(gemini::StreamAssembler::new()),
+            Wire::BedrockConverse => {
+                Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
+            }
         };
         StreamRecorder {
             codec,
@@ -89,10 +97,11 @@ impl StreamRecorder {
         }
     }
 
-    /// The events one SSE event causes; a failure is an `error` event, last. At Chat
-    /// Completions only `message` events carry chunks and an `error` event is the provider's
-    /// failure; at the other two wires every event's `data` is the payload (its `type` is the
-    /// event's name, `error` included).
+    /// The events one SSE event (or, at Converse, one event-stream message: `name` is its
+    /// `:event-type`) causes; a failure is an `error` event, last. At Chat Completions only
+    /// `message` events carry chunks and an `error` event is the provider's failure; at the
+    /// Messages and Responses wires every event's `data` is the payload (its `type` is the
+    /// event's name, `error` included); at Gemini's every `data:` is a whole chunk.
     pub(crate) fn on_event(&mut self, name: &str, data: &str) -> Vec<Value> {
         let mut out = Vec::new();
         let pushed = match &mut self.codec {
@@ -102,6 +111,8 @@ impl StreamRecorder {
             Codec::ChatCompletions(codec) => codec.push_data(data),
             Codec::AnthropicMessages(codec) => codec.push_data(data),
             Codec::Responses(codec) => codec.push_data(data),
+            Codec::Gemini(codec) => codec.push_data(data),
+            Codec::BedrockConverse(codec) => codec.push_data(name, data),
         };
         self.ended |= LAST_EVENTS.contains(&name);
         self.start(&mut out);
@@ -112,12 +123,27 @@ impl StreamRecorder {
         out
     }
 
+    /// The `error` event for an exception message of a Converse stream (`:exception-type` and
+    /// its payload): the provider's failure, reported inside its answer.
+    pub(crate) fn on_exception(&mut self, exception_type: &str, data: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.start(&mut out);
+        let payload =
+            serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!({"message": data}));
+        let mut assembler = bedrock_converse::StreamAssembler::new();
+        out.push(error_event(
+            &assembler.push_exception(exception_type, &payload),
+        ));
+        out
+    }
+
     /// True once the answer's last event (`data: [DONE]`, `message_stop`, `response.completed`,
-    /// …) has arrived.
+    /// …) has arrived; never at Gemini and Converse, whose streams are read to their end.
     pub(crate) fn done(&self) -> bool {
         match &self.codec {
             Codec::ChatCompletions(codec) => codec.done(),
             Codec::AnthropicMessages(_) | Codec::Responses(_) => self.ended,
+            Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
         }
     }
 
@@ -138,6 +164,10 @@ impl StreamRecorder {
                 codec.finish().map(|assembled| (Vec::new(), assembled))
             }
             Codec::Responses(codec) => codec.finish().map(|assembled| (Vec::new(), assembled)),
+            Codec::Gemini(codec) => codec.finish(),
+            Codec::BedrockConverse(codec) => {
+                codec.finish().map(|assembled| (Vec::new(), assembled))
+            }
         };
         match finished {
             Ok((closing, assembled)) => {
@@ -162,6 +192,8 @@ pub(crate) fn events_from_completion(
         Wire::ChatCompletions => chat_completions::parse_completion(body),
         Wire::AnthropicMessages => anthropic_messages::parse_message(body),
         Wire::Responses => responses::parse_response(body),
+        Wire::Gemini => gemini::parse_response(body),
+        Wire::BedrockConverse => bedrock_converse::parse_response(body),
     };
     match parsed {
         Ok(assembled) => {

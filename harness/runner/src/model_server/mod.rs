@@ -35,6 +35,7 @@
 mod answer;
 mod assemble;
 mod client;
+mod eventstream;
 mod problems;
 mod record;
 mod request;
@@ -72,14 +73,14 @@ use crate::golden::stem_of;
 use answer::{
     AnswerId, Completion, WireError, completion, error_body, events_from_error, events_from_message,
 };
-use request::{Wire, WireRequest};
+use request::{Target, Wire, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
 use problems::Ledger;
 pub use problems::Problem;
 pub use record::{
-    DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, RecordConfig, RecordLimits,
-    RecordedFixture,
+    AwsCredentials, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, RecordConfig,
+    RecordLimits, RecordedFixture,
 };
 pub use request::normalized;
 pub use serve::ServeLimits;
@@ -106,6 +107,15 @@ pub(crate) enum Route {
     AnthropicMessages,
     /// `POST /v1/responses`, OpenAI's Responses API (`wires.rs`).
     Responses,
+    /// `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, Google's
+    /// Gemini API (`wires.rs`).
+    Gemini,
+    /// The same at `/v1/`.
+    GeminiV1,
+    /// `POST /model/{modelId}/converse`, AWS Bedrock's Converse API (`wires.rs`).
+    BedrockConverse,
+    /// `POST /model/{modelId}/converse-stream`.
+    BedrockConverseStream,
     /// `GET /v1/models`.
     Models,
     /// `GET /models`.
@@ -122,11 +132,15 @@ pub(crate) enum Route {
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 10] = [
+    pub(crate) const ALL: [Route; 14] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
         Route::Responses,
+        Route::Gemini,
+        Route::GeminiV1,
+        Route::BedrockConverse,
+        Route::BedrockConverseStream,
         Route::Models,
         Route::ModelsUnversioned,
         Route::Health,
@@ -142,6 +156,10 @@ impl Route {
             Route::ChatCompletionsUnversioned => (Method::POST, "/chat/completions"),
             Route::AnthropicMessages => (Method::POST, "/v1/messages"),
             Route::Responses => (Method::POST, "/v1/responses"),
+            Route::Gemini => (Method::POST, "/v1beta/models/{model_action}"),
+            Route::GeminiV1 => (Method::POST, "/v1/models/{model_action}"),
+            Route::BedrockConverse => (Method::POST, "/model/{model_id}/converse"),
+            Route::BedrockConverseStream => (Method::POST, "/model/{model_id}/converse-stream"),
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),
@@ -157,6 +175,9 @@ impl Route {
             Route::ChatCompletions | Route::ChatCompletionsUnversioned => post(complete),
             Route::AnthropicMessages => post(wires::anthropic),
             Route::Responses => post(wires::responses),
+            Route::Gemini | Route::GeminiV1 => post(wires::gemini),
+            Route::BedrockConverse => post(wires::converse),
+            Route::BedrockConverseStream => post(wires::converse_stream),
             Route::Models | Route::ModelsUnversioned => get(models),
             Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
             Route::Misses => get(misses),
@@ -599,7 +620,7 @@ fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response
 }
 
 async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    serve(Wire::ChatCompletions, &shared, &headers, &body).await
+    serve(Wire::ChatCompletions, &shared, &headers, &body, None).await
 }
 
 /// An error answer in the wire's shape ([`wires::error`]).
@@ -611,7 +632,7 @@ fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Resp
             model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
             code,
         ),
-        Wire::AnthropicMessages | Wire::Responses => wires::error(wire, status, message, code),
+        _ => wires::error(wire, status, message, code),
     }
 }
 
@@ -619,7 +640,7 @@ fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Resp
 fn respond_at(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
     match request.wire {
         Wire::ChatCompletions => respond(shared, request, events),
-        Wire::AnthropicMessages | Wire::Responses => wires::respond(shared, request, events),
+        _ => wires::respond(shared, request, events),
     }
 }
 
@@ -627,13 +648,24 @@ fn respond_at(shared: &Shared, request: &WireRequest, events: &[Value]) -> Respo
 fn failure_at(shared: &Shared, request: &WireRequest, error: &WireError) -> Response {
     match request.wire {
         Wire::ChatCompletions => failure_response(error),
-        Wire::AnthropicMessages | Wire::Responses => wires::failure(shared, request, error),
+        _ => wires::failure(shared, request, error),
     }
 }
 
 /// One model call at `wire`, whatever the mode: fixture replay, strict replay or recording.
-async fn serve(wire: Wire, shared: &Arc<Shared>, headers: &HeaderMap, body: &[u8]) -> Response {
-    let request = match WireRequest::parse(wire, body) {
+/// `target` is what the path says at the wires whose path names the model and the mode.
+async fn serve(
+    wire: Wire,
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    body: &[u8],
+    target: Option<Target>,
+) -> Response {
+    let parsed = match target {
+        Some(target) => WireRequest::parse_at(wire, body, target),
+        None => WireRequest::parse(wire, body),
+    };
+    let request = match parsed {
         Ok(request) => request,
         Err(message) => {
             let message = match wire {

@@ -1,5 +1,6 @@
 //! Record mode: a proxy between the gateway and a real endpoint of the wire the gateway calls
-//! (Chat Completions, Anthropic's Messages, OpenAI's Responses; `docs/recording-format.md` §17).
+//! (Chat Completions, Anthropic's Messages, OpenAI's Responses, Google's Gemini, AWS Bedrock's
+//! Converse; `docs/recording-format.md` §17).
 //! Each call's request (the wire view of `request.rs`, the wire named) and the upstream's
 //! answer, as recording events, go to a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
 //! answer, so a live run continues on exactly the conversation its replay will produce. When the
@@ -8,9 +9,14 @@
 //! A streamed answer is passed on chunk by chunk as it arrives (each event written before it is
 //! sent); the recording keeps the upstream's chunk boundaries, tool-call arguments split mid-JSON
 //! included (at the Messages and Responses wires the upstream's SSE events are passed on as they
-//! come). The API key lives in memory only: it is sent in the wire's key header
-//! (`Authorization`, or Anthropic's `x-api-key`) and nowhere else, and neither `Debug` nor any
-//! error shows it. Every read of the upstream is bounded (issue 21, finding 4: answer, error body
+//! come; at Gemini's, each chunk, in the framing the gateway asked for; at Converse's, each
+//! event-stream message framed again with its CRCs, and a corrupt frame from the upstream is
+//! refused, the call failing with an error naming the frame). The API key lives in memory only:
+//! it is sent in the wire's key header (`Authorization`, Anthropic's `x-api-key`, Gemini's
+//! `x-goog-api-key`) and nowhere else, and neither `Debug` nor any error shows it. A Bedrock
+//! request is signed with SigV4 (`aws-sigv4`) from the [`AwsCredentials`] of the standard AWS
+//! variables; the gateway's own key or signature is never passed on, and no header is written
+//! to the recording. Every read of the upstream is bounded (issue 21, finding 4: answer, error body
 //! and SSE line caps through `bounded_read`), and a gateway that stops reading stops the read.
 //!
 //! The caller of each call is the [`CALLER_HEADER`](super::CALLER_HEADER) when the gateway sends
@@ -39,10 +45,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use model_wire::chat_completions::{error_message, status_exception_name};
+use model_wire::gemini;
 
 use super::answer::{ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
-use super::request::{Wire, WireRequest};
+use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
+use super::request::{Framing, Wire, WireRequest};
 use super::{ModelServerError, Problem, Shared, failure_at, respond_at, sse_response, wire_error};
 
 /// What record mode needs.
@@ -62,6 +70,27 @@ pub struct RecordConfig {
     pub allow_insecure_upstream: bool,
     /// The recording's bounds.
     pub limits: RecordLimits,
+    /// The credentials Bedrock requests are signed with (`None`: a Bedrock call fails, saying
+    /// which variables are missing).
+    pub aws: Option<AwsCredentials>,
+}
+
+pub use aws_sign::AwsCredentials;
+
+/// Why an upstream request could not be made.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamSetup {
+    /// A Bedrock call without credentials.
+    #[error(
+        "no AWS credentials to sign the Bedrock request with (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and AWS_SESSION_TOKEN for temporary ones)"
+    )]
+    NoAwsCredentials,
+    /// SigV4 refused the request.
+    #[error("the Bedrock request: {0}")]
+    Signing(#[from] aws_sign::SigningError),
+    /// A signature header no HTTP header can carry.
+    #[error("the Bedrock request's signature is not a header value")]
+    BadHeader,
 }
 
 /// How much one recording may hold and how long one call may take (finding 16): an endless
@@ -99,6 +128,7 @@ impl std::fmt::Debug for RecordConfig {
             .field("scenario", &self.scenario.stem())
             .field("allow_insecure_upstream", &self.allow_insecure_upstream)
             .field("limits", &self.limits)
+            .field("aws", &self.aws)
             .finish()
     }
 }
@@ -120,6 +150,7 @@ pub(super) struct Recorder {
     http: reqwest::Client,
     sink: RecordingSink,
     scenario: Scenario,
+    aws: Option<AwsCredentials>,
     calls: AtomicUsize,
     first_model: Mutex<Option<String>>,
     /// What every written event goes through.
@@ -188,6 +219,9 @@ pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
 /// beta features a Messages or Responses client asks for are part of the call. The gateway's
 /// own credentials (`Authorization`, `x-api-key`) never are: the upstream gets the proxy's key.
 const PASSED_HEADERS: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
+
+/// The SigV4 service name of Bedrock's runtime API.
+const BEDROCK_SERVICE: &str = "bedrock";
 
 /// The `anthropic-version` sent when the gateway sends none (the API requires one).
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -273,6 +307,7 @@ impl Recorder {
             http,
             sink: RecordingSink::open(&config.recording)?,
             scenario,
+            aws: config.aws,
             calls: AtomicUsize::new(0),
             first_model: Mutex::new(None),
             writing: Arc::new(Writing {
@@ -310,32 +345,51 @@ impl Recorder {
 
     /// The upstream request for one call at `wire`: its path under the base URL, the proxy's
     /// key in the wire's header (`Authorization: Bearer` for OpenAI's wires, `x-api-key` for
-    /// Anthropic's), and the [`PASSED_HEADERS`] the gateway sent.
+    /// Anthropic's, `x-goog-api-key` for Gemini's) or, for Bedrock, a SigV4 signature of the
+    /// [`AwsCredentials`], and the [`PASSED_HEADERS`] the gateway sent.
     fn upstream_request(
         &self,
         request: &WireRequest,
         headers: &HeaderMap,
-    ) -> reqwest::RequestBuilder {
+    ) -> Result<reqwest::RequestBuilder, UpstreamSetup> {
         let wire = request.wire;
-        let accept = if request.stream {
-            "text/event-stream"
-        } else {
-            "application/json"
+        let accept = match (wire, request.stream) {
+            (Wire::BedrockConverse, true) => eventstream::CONTENT_TYPE,
+            (_, true) => "text/event-stream",
+            (_, false) => "application/json",
         };
+        let url = format!("{}{}", self.base, request.upstream_path());
+        let body = serde_json::to_vec(&Value::Object(request.body.clone())).unwrap_or_default();
         let mut builder = self
             .http
-            .post(format!("{}{}", self.base, wire.upstream_path()))
-            .header(reqwest::header::ACCEPT, accept);
+            .post(&url)
+            .header(reqwest::header::ACCEPT, accept)
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        // `Recorder::new` checked that the key is a header value.
+        let key = || {
+            let mut key = reqwest::header::HeaderValue::from_str(self.api_key.expose_secret())
+                .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+            key.set_sensitive(true);
+            key
+        };
         builder = match wire {
-            Wire::AnthropicMessages => {
-                // `Recorder::new` checked that the key is a header value.
-                let mut key = reqwest::header::HeaderValue::from_str(self.api_key.expose_secret())
-                    .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-                key.set_sensitive(true);
-                builder.header("x-api-key", key)
-            }
+            Wire::AnthropicMessages => builder.header("x-api-key", key()),
+            Wire::Gemini => builder.header("x-goog-api-key", key()),
             Wire::ChatCompletions | Wire::Responses => {
                 builder.bearer_auth(self.api_key.expose_secret())
+            }
+            Wire::BedrockConverse => {
+                let aws = self.aws.as_ref().ok_or(UpstreamSetup::NoAwsCredentials)?;
+                let signed = [("content-type", "application/json"), ("accept", accept)];
+                for (name, value) in
+                    aws_sign::sigv4_headers(aws, BEDROCK_SERVICE, &url, &signed, &body)?
+                {
+                    let mut value = reqwest::header::HeaderValue::from_str(&value)
+                        .map_err(|_| UpstreamSetup::BadHeader)?;
+                    value.set_sensitive(true);
+                    builder = builder.header(name, value);
+                }
+                builder
             }
         };
         for name in PASSED_HEADERS {
@@ -346,7 +400,7 @@ impl Recorder {
         if wire == Wire::AnthropicMessages && !headers.contains_key("anthropic-version") {
             builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
         }
-        builder.json(&Value::Object(request.body.clone()))
+        Ok(builder.body(body))
     }
 }
 
@@ -421,8 +475,24 @@ fn fail(
 /// [`MAX_ERROR_BODY_BYTES`] of its body: the provider's message when the body is JSON, else
 /// the body's text (cut at the read cap), in the Python clients' form `Error code: <status> -
 /// <detail>`.
-async fn status_error_event(upstream: reqwest::Response) -> Value {
+async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
     let status = upstream.status().as_u16();
+    // Bedrock names its exception in `x-amzn-errortype` (`ThrottlingException:http://…`), which
+    // is the class boto3 raises; the other wires' clients name it by the status.
+    let exception = match wire {
+        Wire::BedrockConverse => upstream
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(':').next())
+            .filter(|name| !name.is_empty())
+            .unwrap_or(model_wire::bedrock_converse::exception_for_status(status))
+            .to_owned(),
+        Wire::Gemini => gemini::status_exception_name(status).to_owned(),
+        Wire::ChatCompletions | Wire::AnthropicMessages | Wire::Responses => {
+            status_exception_name(status).to_owned()
+        }
+    };
     let (body, whole) = bounded_read::read_capped(upstream.bytes_stream(), MAX_ERROR_BODY_BYTES)
         .await
         .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
@@ -439,7 +509,7 @@ async fn status_error_event(upstream: reqwest::Response) -> Value {
         " [cut at the read limit]"
     };
     json!({"type": "error", "message": format!("Error code: {status} - {detail}{cut}"),
-           "error_type": status_exception_name(status), "status": status})
+           "error_type": exception, "status": status})
 }
 
 /// Forwards one call upstream, at the request's wire, and records it.
@@ -483,11 +553,15 @@ pub(super) async fn proxy(
     call.set_drop_outcome(Outcome::Abandoned);
     let deadline = tokio::time::Instant::now() + recorder.call_time_limit;
     let timed_out = || time_limit_event(shared, recorder.call_time_limit);
-    let sent = tokio::time::timeout_at(
-        deadline,
-        recorder.upstream_request(&request, headers).send(),
-    )
-    .await;
+    let upstream_request = match recorder.upstream_request(&request, headers) {
+        Ok(upstream_request) => upstream_request,
+        Err(err) => {
+            let event = json!({"type": "error", "error_type": "APIConnectionError",
+                               "message": err.to_string()});
+            return fail(shared, writing, &request, call, event);
+        }
+    };
+    let sent = tokio::time::timeout_at(deadline, upstream_request.send()).await;
     let upstream = match sent {
         Err(_) => return fail(shared, writing, &request, call, timed_out()),
         Ok(sent) => sent,
@@ -505,7 +579,7 @@ pub(super) async fn proxy(
         }
     };
     if !upstream.status().is_success() {
-        let event = match tokio::time::timeout_at(deadline, status_error_event(upstream)).await {
+        let event = match tokio::time::timeout_at(deadline, status_error_event(request.wire, upstream)).await {
             Ok(event) => event,
             Err(_) => timed_out(),
         };
@@ -568,30 +642,31 @@ pub(super) async fn proxy(
         return respond_at(shared, &request, &written);
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
-    let renderer = match request.wire {
+    let relay = match request.wire {
         Wire::ChatCompletions => {
             Relay::Chunks(ChunkRenderer::new(shared.answer_id(&request.model)))
         }
-        Wire::AnthropicMessages | Wire::Responses => {
-            Relay::Frames(recorder.writing.secrets.clone())
-        }
+        Wire::AnthropicMessages | Wire::Responses => Relay::Frames,
+        Wire::Gemini => Relay::GeminiChunks {
+            framing: request.framing,
+            sent: false,
+        },
+        Wire::BedrockConverse => Relay::EventStream,
     };
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
-        relay: renderer,
+        relay,
+        secrets: recorder.writing.secrets.clone(),
     };
-    let source = bounded_read::whole_lines(
-        upstream
-            .bytes_stream()
-            .map(|item| item.map_err(UpstreamRead::from)),
-        MAX_SSE_LINE_BYTES,
-    )
-    .eventsource();
+    let source: Source = match request.wire {
+        Wire::BedrockConverse => Box::pin(event_stream_source(upstream)),
+        _ => Box::pin(sse_source(upstream)),
+    };
     let pumped = tokio::spawn(pump(
         shared.clone(),
         recorder.writing.clone(),
         (call, deadline, recorder.call_time_limit),
-        Box::pin(source),
+        source,
         StreamRecorder::new(request.wire, &request.model),
         target,
     ));
@@ -599,7 +674,7 @@ pub(super) async fn proxy(
         let body = futures::stream::unfold(receiver, |mut receiver| async move {
             receiver.recv().await.map(|item| (item, receiver))
         });
-        return sse_response(Body::from_stream(body));
+        return stream_response(request.framing, Body::from_stream(body));
     }
     // The gateway asked for one answer but the upstream streamed: record the stream whole,
     // then answer with the message it spelled.
@@ -614,6 +689,115 @@ pub(super) async fn proxy(
     }
 }
 
+/// A streamed answer to the gateway, with its framing's content type.
+fn stream_response(framing: Framing, body: Body) -> Response {
+    let content_type = match framing {
+        Framing::Sse => return sse_response(body),
+        Framing::JsonArray => "application/json; charset=UTF-8",
+        Framing::AwsEventStream => eventstream::CONTENT_TYPE,
+    };
+    Response::builder()
+        .header(axum::http::header::CONTENT_TYPE, content_type)
+        .body(body)
+        .unwrap_or_default()
+}
+
+/// One piece of an upstream's stream.
+#[derive(Debug)]
+enum Piece {
+    /// A server-sent event.
+    Sse(eventsource_stream::Event),
+    /// An event-stream message (Converse).
+    Frame(Frame),
+}
+
+/// The upstream's stream: its pieces, or the `error` event that ends it (a transport failure, a
+/// line past the cap, a malformed or corrupt frame).
+type Source = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Piece, Value>> + Send>>;
+
+/// An SSE upstream, cut at line ends with a line-size cap before parsing.
+fn sse_source(upstream: reqwest::Response) -> impl futures::Stream<Item = Result<Piece, Value>> {
+    bounded_read::whole_lines(
+        upstream
+            .bytes_stream()
+            .map(|item| item.map_err(UpstreamRead::from)),
+        MAX_SSE_LINE_BYTES,
+    )
+    .eventsource()
+    .map(|item| match item {
+        Ok(event) => Ok(Piece::Sse(event)),
+        Err(EventStreamError::Transport(UpstreamRead::Transport(err))) => {
+            Err(transport_error_event(&err, true))
+        }
+        Err(EventStreamError::Transport(UpstreamRead::LineTooLong(err))) => Err(
+            json!({"type": "error", "error_type": "RemoteProtocolError", "message": err.to_string()}),
+        ),
+        Err(err) => Err(json!({"type": "error", "error_type": "RemoteProtocolError",
+                               "message": format!("malformed event stream: {err}")})),
+    })
+}
+
+/// The `error` event of a stream whose frame `corrupt` could not be read.
+fn corrupt_frame_event(corrupt: &CorruptFrame) -> Value {
+    json!({"type": "error", "error_type": "RemoteProtocolError",
+           "message": format!("the upstream's {corrupt}")})
+}
+
+/// A Converse upstream's binary event stream, cut into messages (CRCs checked) whatever the
+/// transport's chunk boundaries; a corrupt frame, or a stream that ends inside a frame, ends it
+/// with an error naming the frame.
+fn event_stream_source(
+    upstream: reqwest::Response,
+) -> impl futures::Stream<Item = Result<Piece, Value>> {
+    struct State {
+        bytes: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>>,
+        reader: FrameReader,
+        pending: std::collections::VecDeque<Result<Piece, Value>>,
+        over: bool,
+    }
+    let state = State {
+        bytes: Box::pin(upstream.bytes_stream()),
+        reader: FrameReader::new(),
+        pending: std::collections::VecDeque::new(),
+        over: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(piece) = state.pending.pop_front() {
+                return Some((piece, state));
+            }
+            if state.over {
+                return None;
+            }
+            match state.bytes.next().await {
+                Some(Ok(chunk)) => match state.reader.push(&chunk) {
+                    Ok(frames) => state
+                        .pending
+                        .extend(frames.into_iter().map(|frame| Ok(Piece::Frame(frame)))),
+                    Err(corrupt) => {
+                        state.pending.push_back(Err(corrupt_frame_event(&corrupt)));
+                        state.over = true;
+                    }
+                },
+                Some(Err(err)) => {
+                    state
+                        .pending
+                        .push_back(Err(transport_error_event(&err, true)));
+                    state.over = true;
+                }
+                None => {
+                    if state.reader.has_partial_frame() {
+                        state.pending.push_back(Err(json!({"type": "error",
+                            "error_type": "RemoteProtocolError",
+                            "message": "the upstream's event stream ended inside a frame"})));
+                    }
+                    state.over = true;
+                }
+            }
+        }
+    })
+}
+
 /// How a pumped stream reaches the gateway.
 enum Relay {
     /// Chat Completions: the written events rendered as chunks, so the recording's chunk
@@ -622,7 +806,12 @@ enum Relay {
     /// Messages and Responses: each upstream SSE event as it came, its `data` redacted as the
     /// recording is (these wires' renderers need the whole answer, so a live stream is passed
     /// on, not rendered again).
-    Frames(KnownSecrets),
+    Frames,
+    /// Gemini: each upstream chunk as it came (redacted), as an SSE `data:` frame or an element
+    /// of the JSON array, as the gateway asked; `sent` once the array has its first element.
+    GeminiChunks { framing: Framing, sent: bool },
+    /// Converse: each upstream message as it came (its payload redacted), framed again.
+    EventStream,
 }
 
 /// Where a pumped stream's chunks go: the gateway's stream, or nowhere when it asked for one
@@ -630,52 +819,112 @@ enum Relay {
 struct PumpTarget {
     sender: Option<mpsc::Sender<Result<Bytes, std::io::Error>>>,
     relay: Relay,
+    /// What the pieces passed on go through: the patterns and the proxy's own key in every
+    /// encoding (finding 6), as the recording's events do.
+    secrets: KnownSecrets,
+}
+
+/// A payload redacted as the recording is (text that is not JSON as text), the proxy's own key
+/// included.
+fn redacted(secrets: &KnownSecrets, data: &str) -> String {
+    serde_json::from_str::<Value>(data)
+        .map(|data| secrets.redact(&data).to_string())
+        .unwrap_or_else(|_| secrets.redact_text(data))
 }
 
 impl PumpTarget {
-    /// Sends what the gateway gets for one upstream SSE event (`frame`, at Messages and
-    /// Responses) or one written event (at Chat Completions); false once the gateway has gone.
-    /// A failure the upstream reported inside its stream is passed on as its error chunk; any
-    /// other failure (a cut-off or broken stream) ends the gateway's stream with nothing more.
-    async fn deliver(
-        &mut self,
-        frame: Option<&eventsource_stream::Event>,
-        event: Option<&Value>,
-    ) -> bool {
+    /// Sends what the gateway gets for one upstream piece (`frame`, at every wire but Chat
+    /// Completions) or one written event (at Chat Completions); false once the gateway has
+    /// gone. A failure the upstream reported inside its stream is passed on as its error chunk
+    /// (or exception message); any other failure (a cut-off or broken stream) ends the
+    /// gateway's stream with nothing more.
+    async fn deliver(&mut self, frame: Option<&Piece>, event: Option<&Value>) -> bool {
         let Some(sender) = &self.sender else {
             return true;
         };
-        let mut body = String::new();
+        let mut body: Vec<u8> = Vec::new();
         match (&mut self.relay, frame, event) {
-            (Relay::Chunks(renderer), _, Some(event)) => match renderer.render(event) {
-                Rendered::Chunks(chunks) => {
-                    for chunk in chunks {
-                        push_data(&mut body, &chunk);
+            (Relay::Chunks(renderer), _, Some(event)) => {
+                let mut text = String::new();
+                match renderer.render(event) {
+                    Rendered::Chunks(chunks) => {
+                        for chunk in chunks {
+                            push_data(&mut text, &chunk);
+                        }
                     }
+                    Rendered::Failed(Some(error)) => push_data(&mut text, &error),
+                    Rendered::Failed(None) => {}
                 }
-                Rendered::Failed(Some(error)) => push_data(&mut body, &error),
-                Rendered::Failed(None) => {}
-            },
-            (Relay::Frames(secrets), Some(frame), _) => {
-                let data = serde_json::from_str::<Value>(&frame.data)
-                    .map(|data| secrets.redact(&data).to_string())
-                    .unwrap_or_else(|_| secrets.redact_text(&frame.data));
-                let event = secrets.redact_text(&frame.event);
-                body = format!("event: {event}\ndata: {data}\n\n");
+                body = text.into_bytes();
+            }
+            (Relay::Frames, Some(Piece::Sse(frame)), _) => {
+                body = format!(
+                    "event: {}\ndata: {}\n\n",
+                    self.secrets.redact_text(&frame.event),
+                    redacted(&self.secrets, &frame.data)
+                )
+                .into_bytes();
+            }
+            (Relay::GeminiChunks { framing, sent }, Some(Piece::Sse(frame)), _) => {
+                let data = redacted(&self.secrets, &frame.data);
+                body = match framing {
+                    Framing::JsonArray => {
+                        let separator = if *sent { ",\r\n" } else { "[" };
+                        *sent = true;
+                        format!("{separator}{data}")
+                    }
+                    Framing::Sse | Framing::AwsEventStream => format!("data: {data}\r\n\r\n"),
+                }
+                .into_bytes();
+            }
+            (Relay::EventStream, Some(Piece::Frame(frame)), _) => {
+                body = match frame {
+                    Frame::Event {
+                        event_type,
+                        payload,
+                    } => {
+                        let payload = serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
+                            .unwrap_or(Value::Null);
+                        event_frame(event_type, &payload).to_vec()
+                    }
+                    Frame::Exception {
+                        exception_type,
+                        payload,
+                    } => {
+                        let payload = serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
+                            .unwrap_or(Value::Null);
+                        let message = error_message(&payload).unwrap_or_default();
+                        exception_frame(exception_type, &message).to_vec()
+                    }
+                };
             }
             _ => {}
         }
         body.is_empty() || sender.send(Ok(Bytes::from(body))).await.is_ok()
     }
 
-    /// Ends the gateway's Chat Completions stream with `[DONE]`, sent only when the upstream
-    /// sent it (the other wires' last event came with the frames).
-    async fn close(&self) {
-        if let (Some(sender), Relay::Chunks(_)) = (&self.sender, &self.relay) {
-            let _ = sender
-                .send(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
-                .await;
-        }
+    /// Ends the gateway's stream: Chat Completions' with `[DONE]`, sent only when the upstream
+    /// sent it (`done_marker`); Gemini's JSON array with its `]`. The other wires' last event
+    /// came with the frames.
+    async fn close(&self, done_marker: bool) {
+        let Some(sender) = &self.sender else {
+            return;
+        };
+        let end: &'static [u8] = match &self.relay {
+            Relay::Chunks(_) if done_marker => b"data: [DONE]\n\n",
+            Relay::GeminiChunks {
+                framing: Framing::JsonArray,
+                sent,
+            } => {
+                if *sent {
+                    b"]"
+                } else {
+                    b"[]"
+                }
+            }
+            _ => return,
+        };
+        let _ = sender.send(Ok(Bytes::from_static(end))).await;
     }
 
     /// Resolves when the gateway has stopped reading its stream (never when it asked for one
@@ -732,25 +981,23 @@ async fn pump(
             failed = true;
             break;
         };
-        let (frame, events) = match next {
+        let (piece, events) = match next {
             None => break,
-            Some(Ok(frame)) => {
-                let events = recorder.on_event(&frame.event, &frame.data);
-                (Some(frame), events)
+            Some(Ok(piece)) => {
+                let events = match &piece {
+                    Piece::Sse(frame) => recorder.on_event(&frame.event, &frame.data),
+                    Piece::Frame(Frame::Event {
+                        event_type,
+                        payload,
+                    }) => recorder.on_event(event_type, payload),
+                    Piece::Frame(Frame::Exception {
+                        exception_type,
+                        payload,
+                    }) => recorder.on_exception(exception_type, payload),
+                };
+                (Some(piece), events)
             }
-            Some(Err(EventStreamError::Transport(UpstreamRead::Transport(err)))) => {
-                (None, vec![transport_error_event(&err, true)])
-            }
-            Some(Err(EventStreamError::Transport(UpstreamRead::LineTooLong(err)))) => (
-                None,
-                vec![json!({"type": "error", "error_type": "RemoteProtocolError",
-                            "message": err.to_string()})],
-            ),
-            Some(Err(err)) => (
-                None,
-                vec![json!({"type": "error", "error_type": "RemoteProtocolError",
-                            "message": format!("malformed event stream: {err}")})],
-            ),
+            Some(Err(error)) => (None, vec![error]),
         };
         for event in &events {
             let event = write(&shared, writing, &mut call, event);
@@ -764,14 +1011,15 @@ async fn pump(
                 break;
             }
         }
-        if let Some(frame) = &frame
-            && !target.deliver(Some(frame), None).await
+        if let Some(piece) = &piece
+            && !target.deliver(Some(piece), None).await
         {
             return written;
         }
     }
+    let mut done_marker = false;
     if !failed {
-        let done_marker = recorder.done();
+        done_marker = recorder.done();
         for event in recorder.finish() {
             let event = write(&shared, writing, &mut call, &event);
             failed = is_error(&event);
@@ -781,10 +1029,8 @@ async fn pump(
                 return written;
             }
         }
-        if !failed && done_marker {
-            target.close().await;
-        }
     }
+    target.close(!failed && done_marker).await;
     end(
         &shared,
         call,
@@ -811,6 +1057,7 @@ mod tests {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             allow_insecure_upstream: false,
             limits: RecordLimits::default(),
+            aws: None,
         };
         let shown = format!("{config:?}");
         for secret in ["SECRET", "pass@", "sk-in-the-query"] {
@@ -835,6 +1082,7 @@ mod tests {
                 scenario: Scenario::new("s", UiMode::Flash, "p"),
                 allow_insecure_upstream: false,
                 limits: RecordLimits::default(),
+                aws: None,
             })
             .expect_err(upstream);
             assert!(error.to_string().starts_with("upstream: "), "{error}");

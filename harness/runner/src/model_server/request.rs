@@ -1,12 +1,15 @@
-//! One request at one of the model server's three wires ([`Wire`]) as the model server reads
-//! it: the body, whether it streams, the conversation converted for the replay key
+//! One request at one of the model server's five wires ([`Wire`]) as the model server reads
+//! it: the body, whether it streams and how ([`Framing`]; the Gemini and Converse wires name the
+//! model and the mode in the path, [`Target`]), the conversation converted for the replay key
 //! (`replay_core::messages_from_chat_completions`, `messages_from_anthropic`,
-//! `messages_from_responses`), and the view a recording stores and strict replay compares, in
-//! the wire's own terms (`docs/recording-format.md` §17).
+//! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse`), and the view a
+//! recording stores and strict replay compares, in the wire's own terms
+//! (`docs/recording-format.md` §17).
 
 use replay_core::recording::RecordedRequest;
 use replay_core::{
-    messages_from_anthropic, messages_from_chat_completions, messages_from_responses, replay_key,
+    messages_from_anthropic, messages_from_chat_completions, messages_from_converse,
+    messages_from_gemini, messages_from_responses, replay_key,
 };
 use serde_json::{Map, Value, json};
 
@@ -24,14 +27,43 @@ pub(crate) enum Wire {
     AnthropicMessages,
     /// OpenAI's Responses API (`POST /v1/responses`).
     Responses,
+    /// Google's Gemini API (`POST /v1beta/models/{model}:generateContent`,
+    /// `:streamGenerateContent`).
+    Gemini,
+    /// AWS Bedrock's Converse API (`POST /model/{modelId}/converse`, `/converse-stream`).
+    BedrockConverse,
+}
+
+/// How a streamed answer is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-sent events (every wire but Converse; Gemini's with `?alt=sse`).
+    Sse,
+    /// One JSON array sent as it is produced (Gemini's `streamGenerateContent` without
+    /// `?alt=sse`).
+    JsonArray,
+    /// AWS's binary event stream (Converse's `converse-stream`).
+    AwsEventStream,
+}
+
+/// What the path of a Gemini or Converse call says: the model, and whether and how the answer
+/// streams (the body says neither).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The model (Gemini's `models/{model}`, Converse's `{modelId}`, decoded).
+    pub(crate) model: String,
+    /// `None` for one answer, else how the stream is framed.
+    pub(crate) stream: Option<Framing>,
 }
 
 impl Wire {
     /// Every wire.
-    pub(crate) const ALL: [Wire; 3] = [
+    pub(crate) const ALL: [Wire; 5] = [
         Wire::ChatCompletions,
         Wire::AnthropicMessages,
         Wire::Responses,
+        Wire::Gemini,
+        Wire::BedrockConverse,
     ];
 
     /// The recording's `model.api` for this wire.
@@ -40,6 +72,8 @@ impl Wire {
             Wire::ChatCompletions => "openai.chat.completions",
             Wire::AnthropicMessages => "anthropic.messages",
             Wire::Responses => "openai.responses",
+            Wire::Gemini => "google.gemini",
+            Wire::BedrockConverse => "aws.bedrock.converse",
         }
     }
 
@@ -54,15 +88,8 @@ impl Wire {
             Wire::ChatCompletions => "OpenAI Chat Completions",
             Wire::AnthropicMessages => "Anthropic Messages",
             Wire::Responses => "OpenAI Responses",
-        }
-    }
-
-    /// Its path under an upstream's base URL (`https://api.anthropic.com/v1` + `/messages`).
-    pub(crate) fn upstream_path(self) -> &'static str {
-        match self {
-            Wire::ChatCompletions => "/chat/completions",
-            Wire::AnthropicMessages => "/messages",
-            Wire::Responses => "/responses",
+            Wire::Gemini => "Google Gemini",
+            Wire::BedrockConverse => "AWS Bedrock Converse",
         }
     }
 
@@ -75,8 +102,17 @@ impl Wire {
     /// The body key holding the conversation as sent.
     fn conversation_key(self) -> &'static str {
         match self {
-            Wire::ChatCompletions | Wire::AnthropicMessages => "messages",
+            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
             Wire::Responses => "input",
+            Wire::Gemini => "contents",
+        }
+    }
+
+    /// The body key holding the tools.
+    fn tools_key(self) -> &'static str {
+        match self {
+            Wire::BedrockConverse => "toolConfig",
+            _ => "tools",
         }
     }
 
@@ -89,6 +125,9 @@ impl Wire {
                 &["model", "tools", "stream", "stream_options"]
             }
             Wire::AnthropicMessages => &["model", "tools", "stream"],
+            // The model and the mode are in the path.
+            Wire::Gemini => &["tools"],
+            Wire::BedrockConverse => &["toolConfig"],
         }
     }
 
@@ -120,9 +159,14 @@ impl Wire {
             (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
                 Ok(messages_from_responses(input))
             }
+            (Wire::Gemini, Some(Value::Array(contents))) => Ok(messages_from_gemini(contents)),
+            (Wire::BedrockConverse, Some(Value::Array(messages))) => {
+                Ok(messages_from_converse(messages))
+            }
             (Wire::Responses, _) => {
                 Err("the request body has no \"input\" (a string or a list of items)".to_owned())
             }
+            (Wire::Gemini, _) => Err("the request body has no \"contents\" array".to_owned()),
             _ => Err("the request body has no \"messages\" array".to_owned()),
         }
     }
@@ -137,8 +181,10 @@ pub(crate) struct WireRequest {
     pub(crate) body: Map<String, Value>,
     /// The body's `model` (empty when absent).
     pub(crate) model: String,
-    /// `stream: true`.
+    /// `stream: true`, or a streaming path.
     pub(crate) stream: bool,
+    /// How a streamed answer is framed.
+    pub(crate) framing: Framing,
     /// The messages as the replay key reads them.
     pub(crate) messages: Vec<Value>,
 }
@@ -160,9 +206,42 @@ impl WireRequest {
                 .unwrap_or_default()
                 .to_owned(),
             stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+            framing: Framing::Sse,
             messages,
             body,
         })
+    }
+
+    /// Parses a request body at a wire whose path names the model and the mode.
+    pub(crate) fn parse_at(
+        wire: Wire,
+        bytes: &[u8],
+        target: Target,
+    ) -> Result<WireRequest, String> {
+        let mut request = WireRequest::parse(wire, bytes)?;
+        request.model = target.model;
+        request.stream = target.stream.is_some();
+        request.framing = target.stream.unwrap_or(Framing::Sse);
+        Ok(request)
+    }
+
+    /// Its path under an upstream's base URL (`https://api.anthropic.com/v1` + `/messages`;
+    /// Gemini's `https://generativelanguage.googleapis.com/v1beta` +
+    /// `/models/{model}:streamGenerateContent?alt=sse`; Bedrock's
+    /// `https://bedrock-runtime.{region}.amazonaws.com` + `/model/{modelId}/converse-stream`).
+    /// The proxy streams Gemini's answers as SSE whatever framing the gateway asked for: the
+    /// recording keeps the events, not the framing.
+    pub(crate) fn upstream_path(&self) -> String {
+        let model = percent_encoded(&self.model);
+        match (self.wire, self.stream) {
+            (Wire::ChatCompletions, _) => "/chat/completions".to_owned(),
+            (Wire::AnthropicMessages, _) => "/messages".to_owned(),
+            (Wire::Responses, _) => "/responses".to_owned(),
+            (Wire::Gemini, false) => format!("/models/{model}:generateContent"),
+            (Wire::Gemini, true) => format!("/models/{model}:streamGenerateContent?alt=sse"),
+            (Wire::BedrockConverse, false) => format!("/model/{model}/converse"),
+            (Wire::BedrockConverse, true) => format!("/model/{model}/converse-stream"),
+        }
     }
 
     /// The request as a recording stores it: `model` names the wire API ([`Wire::api`]) and
@@ -192,13 +271,27 @@ impl WireRequest {
             "canonical": key.canonical,
         });
         context[conversation] = normalized(&self.wire.without_server_ids(field(conversation)));
-        context["tools"] = normalized(&field("tools"));
+        context["tools"] = normalized(&field(self.wire.tools_key()));
         RecordedRequest::new(
             json!({"api": self.wire.api(), "model": self.model}),
             context,
             normalized(&Value::Object(options)),
         )
     }
+}
+
+/// A model id as one path segment: everything but unreserved characters percent-encoded (a
+/// Bedrock id's `:`, an inference profile's ARN's `/`), as the AWS SDKs send it.
+fn percent_encoded(model: &str) -> String {
+    model
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(byte).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }
 
 /// `value` with every string normalised (`replay_core::normalize`), at any depth.

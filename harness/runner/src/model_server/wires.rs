@@ -1,16 +1,21 @@
-//! The two wires the model server serves besides Chat Completions: Anthropic's Messages API
-//! (`POST /v1/messages`) and OpenAI's Responses API (`POST /v1/responses`), in every mode
-//! (`docs/testing-your-own-gateway.md`, "The three wires"): their routes, answers and error
-//! shapes. `mod.rs` answers Chat Completions with its own renderer and never calls these for it;
+//! The four wires the model server serves besides Chat Completions: Anthropic's Messages API
+//! (`POST /v1/messages`), OpenAI's Responses API (`POST /v1/responses`), Google's Gemini API
+//! (`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, SSE with
+//! `?alt=sse`, else one JSON array; also at `/v1/`) and AWS Bedrock's Converse API (`POST
+//! /model/{modelId}/converse` and `/converse-stream`, AWS's binary event stream,
+//! `eventstream.rs`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
+//! their routes, answers and error shapes. No key or signature is checked (any is accepted)
+//! and none is ever written. `mod.rs` answers Chat Completions with its own renderer and never calls these for it;
 //! were it to, they answer in the Responses shape, the nearest, rather than fail.
 //!
-//! A request's conversation is rebuilt with `replay_core::messages_from_anthropic` /
-//! `messages_from_responses` and looked up with the name-free key
+//! A request's conversation is rebuilt with `replay_core::messages_from_anthropic`,
+//! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse` and looked up
+//! with the name-free key
 //! (`ReplayEngine::lookup_at_wire_without_names`, `docs/replay-and-fixtures.md` §11.1), since
-//! neither wire carries message names: one fixture serves all three wires. The recorded answer
-//! goes back through that wire's codec (`model_wire::anthropic_messages`,
-//! `model_wire::responses`): a whole message or response, or its named SSE events, with tool
-//! calls, reasoning where recorded and usage; a recorded failure and every problem answer in the
+//! none of these wires carries message names: one fixture serves all five wires. The recorded
+//! answer goes back through that wire's codec (`model_wire::anthropic_messages`,
+//! `model_wire::responses`, `model_wire::gemini`, `model_wire::bedrock_converse`): a whole
+//! answer, or its stream, with tool calls, reasoning where recorded and usage; a recorded failure and every problem answer in the
 //! wire's own error shape. Strict replay of a recording and the recording proxy serve these wires
 //! too (`super::serve`, `record`): a recorded call's `done` message or `error` is answered the
 //! same way ([`respond`]).
@@ -19,25 +24,37 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use serde_json::{Value, json};
 
 use super::answer::{WireError, error_body};
-use super::request::{Wire, WireRequest};
-use super::{Shared, serve, sse_response};
+use super::eventstream::{self, event_frame, exception_frame};
+use super::request::{Framing, Target, Wire, WireRequest};
+use super::{Shared, serve, sse_response, unserved_response};
 
-/// An error answer in the shape of `wire` (one of these two); `code` is the harness's reason
-/// (Responses carries it as OpenAI's `code`; Anthropic's body has no code field).
+/// An error answer in the shape of `wire`; `code` is the harness's reason (Responses carries it
+/// as OpenAI's `code`; the other wires' bodies have no code field). Bedrock's names its
+/// exception in the `x-amzn-errortype` header, as boto3 reads it.
 pub(super) fn error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Response {
     let body = match wire {
         Wire::AnthropicMessages => anthropic_messages::error_body(
             anthropic_messages::error_kind_for_status(status.as_u16()),
             message,
         ),
+        Wire::Gemini => gemini::error_body(status.as_u16(), message),
+        Wire::BedrockConverse => {
+            let exception = bedrock_converse::exception_for_status(status.as_u16());
+            return (
+                status,
+                [("x-amzn-errortype", exception)],
+                Json(bedrock_converse::error_body(message)),
+            )
+                .into_response();
+        }
         Wire::ChatCompletions | Wire::Responses => error_body(
             message,
             model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
@@ -53,7 +70,7 @@ pub(crate) async fn anthropic(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    serve(Wire::AnthropicMessages, &shared, &headers, &body).await
+    serve(Wire::AnthropicMessages, &shared, &headers, &body, None).await
 }
 
 /// `POST /v1/responses`.
@@ -62,7 +79,109 @@ pub(crate) async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    serve(Wire::Responses, &shared, &headers, &body).await
+    serve(Wire::Responses, &shared, &headers, &body, None).await
+}
+
+/// `POST /v1beta/models/{model}:generateContent` or `:streamGenerateContent` (`?alt=sse` for
+/// SSE, else one JSON array), and the same at `/v1/`; any other method of a model (`:countTokens`,
+/// `:embedContent`) is an unserved route.
+pub(crate) async fn gemini(
+    State(shared): State<Arc<Shared>>,
+    Path(model_action): Path<String>,
+    RawQuery(query): RawQuery,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let sse = query
+        .as_deref()
+        .unwrap_or_default()
+        .split('&')
+        .any(|pair| pair == "alt=sse");
+    let stream = match model_action.rsplit_once(':') {
+        Some((_, "generateContent")) => None,
+        Some((_, "streamGenerateContent")) if sse => Some(Framing::Sse),
+        Some((_, "streamGenerateContent")) => Some(Framing::JsonArray),
+        _ => return unserved_response(&shared, StatusCode::NOT_FOUND, &method, &uri),
+    };
+    let model = model_action
+        .rsplit_once(':')
+        .map(|(model, _)| model.to_owned())
+        .unwrap_or_default();
+    let target = Target { model, stream };
+    serve(Wire::Gemini, &shared, &headers, &body, Some(target)).await
+}
+
+/// `POST /model/{modelId}/converse`.
+pub(crate) async fn converse(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let target = Target {
+        model,
+        stream: None,
+    };
+    serve(
+        Wire::BedrockConverse,
+        &shared,
+        &headers,
+        &body,
+        Some(target),
+    )
+    .await
+}
+
+/// `POST /model/{modelId}/converse-stream`.
+pub(crate) async fn converse_stream(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let target = Target {
+        model,
+        stream: Some(Framing::AwsEventStream),
+    };
+    serve(
+        Wire::BedrockConverse,
+        &shared,
+        &headers,
+        &body,
+        Some(target),
+    )
+    .await
+}
+
+/// A Gemini stream of `chunks`: SSE `data:` frames (no end marker), or one JSON array.
+fn gemini_stream(framing: Framing, chunks: &[Value]) -> Response {
+    match framing {
+        Framing::JsonArray => {
+            let elements: Vec<String> = chunks.iter().map(Value::to_string).collect();
+            (
+                [(header::CONTENT_TYPE, "application/json; charset=UTF-8")],
+                format!("[{}]", elements.join(",\r\n")),
+            )
+                .into_response()
+        }
+        Framing::Sse | Framing::AwsEventStream => sse_response(
+            chunks
+                .iter()
+                .map(|chunk| format!("data: {chunk}\r\n\r\n"))
+                .collect::<String>(),
+        ),
+    }
+}
+
+/// An event stream body of `frames`.
+fn event_stream(frames: Vec<Bytes>) -> Response {
+    (
+        [(header::CONTENT_TYPE, eventstream::CONTENT_TYPE)],
+        frames.concat(),
+    )
+        .into_response()
 }
 
 /// The answer of a complete event list (a fixture's turn as events, or a recorded call): the
@@ -93,7 +212,7 @@ fn identity(wire: Wire, shared: &Shared, model: &str) -> Identity {
     let number = identity.id.rsplit('-').next().unwrap_or("0").to_owned();
     identity.id = match wire {
         Wire::AnthropicMessages => format!("msg_replay_{number}"),
-        Wire::Responses | Wire::ChatCompletions => format!("replay_{number}"),
+        _ => format!("replay_{number}"),
     };
     identity
 }
@@ -121,6 +240,20 @@ fn answer(shared: &Shared, request: &WireRequest, output: &Value) -> Response {
                 .iter()
                 .map(responses::SseEvent::frame)
                 .collect::<String>(),
+        ),
+        (Wire::Gemini, false) => Json(gemini::response(&identity, &answer)).into_response(),
+        (Wire::Gemini, true) => gemini_stream(
+            request.framing,
+            &gemini::stream_chunks(&identity, &answer, &[]),
+        ),
+        (Wire::BedrockConverse, false) => {
+            Json(bedrock_converse::response(&identity, &answer)).into_response()
+        }
+        (Wire::BedrockConverse, true) => event_stream(
+            bedrock_converse::stream_events(&identity, &answer, &[])
+                .iter()
+                .map(|event| event_frame(event.name, &event.payload))
+                .collect(),
         ),
     }
 }
@@ -152,6 +285,21 @@ pub(super) fn failure(shared: &Shared, request: &WireRequest, error: &WireError)
                 .unwrap_or_default();
             let error = anthropic_messages::error_body("api_error", &message);
             format!("{first}event: error\ndata: {error}\n\n")
+        }
+        Wire::Gemini => {
+            let error = gemini::error_body(status.as_u16(), &message);
+            return gemini_stream(request.framing, &[error]);
+        }
+        Wire::BedrockConverse => {
+            let start = bedrock_converse::stream_events(&identity, &nothing, &[])
+                .into_iter()
+                .next()
+                .map(|event| event_frame(event.name, &event.payload))
+                .unwrap_or_default();
+            return event_stream(vec![
+                start,
+                exception_frame("modelStreamErrorException", &message),
+            ]);
         }
         Wire::Responses | Wire::ChatCompletions => {
             let first = responses::stream_events(&identity, &nothing, &[])

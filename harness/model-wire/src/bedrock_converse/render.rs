@@ -1,0 +1,159 @@
+//! Writing an answer at the Converse wire: one answer ([`response`]), the stream's events
+//! ([`stream_events`]: `messageStart`; per block its deltas, a `toolUse` block opened by
+//! `contentBlockStart`, each closed by `contentBlockStop`; `messageStop` with the stop reason;
+//! `metadata` with the usage), and Bedrock's error ([`error_body`], [`exception_for_status`]),
+//! so that [`StreamAssembler`](super::StreamAssembler) and `boto3` read back the same answer.
+
+use serde_json::{Value, json};
+
+use crate::chat_completions::{Answer, Event, Identity};
+
+use super::stop_reason;
+
+/// One event of the stream: its name (the frame's `:event-type`) and its JSON payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEvent {
+    /// The event name.
+    pub name: &'static str,
+    /// The payload.
+    pub payload: Value,
+}
+
+fn usage(answer: &Answer) -> Value {
+    let count = |key: &str| {
+        answer
+            .usage
+            .as_ref()
+            .and_then(|usage| usage.get(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    json!({"inputTokens": count("prompt_tokens"), "outputTokens": count("completion_tokens"),
+           "totalTokens": count("total_tokens")})
+}
+
+fn input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(object @ Value::Object(_)) => object,
+        _ => json!({}),
+    }
+}
+
+/// One whole answer: reasoning, text, then each `toolUse` block.
+pub fn response(_identity: &Identity, answer: &Answer) -> Value {
+    let mut content = Vec::new();
+    if let Some(reasoning) = &answer.reasoning {
+        content.push(json!({"reasoningContent": {"reasoningText": {"text": reasoning}}}));
+    }
+    if !answer.text.is_empty() {
+        content.push(json!({"text": answer.text}));
+    }
+    for call in &answer.calls {
+        content.push(json!({"toolUse": {"toolUseId": call.id, "name": call.name,
+                                        "input": input(&call.arguments)}}));
+    }
+    json!({
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": stop_reason(&answer.finish_reason),
+        "usage": usage(answer),
+        "metrics": {"latencyMs": 0},
+    })
+}
+
+/// The events of an answer streamed with `events` (the shared events, in order; when they are
+/// empty the answer's own [`Answer::events`]), blocks numbered in the order they open.
+pub fn stream_events(_identity: &Identity, answer: &Answer, events: &[Event]) -> Vec<StreamEvent> {
+    let own;
+    let events = if events.is_empty() {
+        own = answer.events();
+        &own
+    } else {
+        events
+    };
+    let event = |name: &'static str, payload: Value| StreamEvent { name, payload };
+    let mut out = vec![event("messageStart", json!({"role": "assistant"}))];
+    let mut next_block = 0u64;
+    let mut open: Option<u64> = None;
+    let mut call_blocks: Vec<(u32, u64)> = Vec::new();
+    let delta = |index: u64, delta: Value| {
+        event(
+            "contentBlockDelta",
+            json!({"delta": delta, "contentBlockIndex": index}),
+        )
+    };
+    let stop = |index: u64| event("contentBlockStop", json!({"contentBlockIndex": index}));
+    for shared in events {
+        match shared {
+            Event::TextStart | Event::ThinkingStart => {
+                open = Some(next_block);
+                next_block += 1;
+            }
+            Event::TextDelta { delta: text } => {
+                if let Some(index) = open {
+                    out.push(delta(index, json!({"text": text})));
+                }
+            }
+            Event::ThinkingDelta { delta: text } => {
+                if let Some(index) = open {
+                    out.push(delta(index, json!({"reasoningContent": {"text": text}})));
+                }
+            }
+            Event::TextEnd | Event::ThinkingEnd => {
+                if let Some(index) = open.take() {
+                    out.push(stop(index));
+                }
+            }
+            Event::ToolcallStart { index, id, name } => {
+                let block = next_block;
+                next_block += 1;
+                call_blocks.push((*index, block));
+                out.push(event(
+                    "contentBlockStart",
+                    json!({"start": {"toolUse": {"toolUseId": id, "name": name}},
+                           "contentBlockIndex": block}),
+                ));
+            }
+            Event::ToolcallDelta { index, delta: text } => {
+                if let Some((_, block)) = call_blocks.iter().find(|(call, _)| call == index) {
+                    out.push(delta(*block, json!({"toolUse": {"input": text}})));
+                }
+            }
+            Event::ToolcallEnd { index } => {
+                if let Some((_, block)) = call_blocks.iter().find(|(call, _)| call == index) {
+                    out.push(stop(*block));
+                }
+            }
+        }
+    }
+    out.push(event(
+        "messageStop",
+        json!({"stopReason": stop_reason(&answer.finish_reason)}),
+    ));
+    out.push(event(
+        "metadata",
+        json!({"usage": usage(answer), "metrics": {"latencyMs": 0}}),
+    ));
+    out
+}
+
+/// Bedrock Runtime's exception for an HTTP status: the name its error carries in the
+/// `x-amzn-errortype` header (and a stream's exception frame, first letter lowered, in
+/// `:exception-type`), which `boto3` raises as `client.exceptions.<name>`.
+pub fn exception_for_status(status: u16) -> &'static str {
+    match status {
+        400 | 422 => "ValidationException",
+        401 | 403 => "AccessDeniedException",
+        404 => "ResourceNotFoundException",
+        408 => "ModelTimeoutException",
+        424 => "ModelErrorException",
+        429 => "ThrottlingException",
+        503 => "ServiceUnavailableException",
+        _ => "InternalServerException",
+    }
+}
+
+/// Bedrock's error body, `{"message"}` (the exception's name goes in the `x-amzn-errortype`
+/// header, or a stream frame's `:exception-type`).
+pub fn error_body(message: &str) -> Value {
+    json!({"message": message})
+}
