@@ -320,7 +320,7 @@ pub async fn drive_web_client(
             .stream_web_run(
                 &thread_id,
                 prompt,
-                fixture.scenario.mode,
+                crate::driver::ui_mode(&fixture.scenario)?,
                 Some(SCENARIO_MODEL),
             )
             .await?;

@@ -26,26 +26,15 @@ pub const DEFAULT_MODEL_PORT: u16 = 8090;
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-/// The API dialect the driver speaks to the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Api {
-    /// DeerFlow's gateway API (`/api/v1/auth/register`, `/api/threads`, `runs/stream`).
-    #[default]
-    Deerflow,
-    /// LangGraph's own API server (`langgraph dev`, a LangSmith deployment): no session,
-    /// `/assistants/search`, `/threads`, `runs/stream`, ready at `/ok`.
-    Langgraph,
-}
+/// The API dialect the driver speaks to the gateway: the runner's one list, parsed here from
+/// `--api` ([`api_parser`]) and the file's `api` key.
+pub use keyless_runner::driver::Api;
 
-impl Api {
-    /// The driver's dialect.
-    pub fn dialect(self) -> keyless_runner::driver::Api {
-        match self {
-            Api::Deerflow => keyless_runner::driver::Api::Deerflow,
-            Api::Langgraph => keyless_runner::driver::Api::Langgraph,
-        }
-    }
+/// The `--api` parser: the names of [`Api::ALL`], so the list exists once.
+pub fn api_parser() -> impl clap::builder::TypedValueParser<Value = Api> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Api::ALL.map(Api::as_str))
+        .try_map(|name| name.parse::<Api>())
 }
 
 /// The stream modes every run asks for, and so the golden it is held to.
@@ -88,8 +77,11 @@ pub struct FileConfig {
     pub ready_timeout_secs: Option<u64>,
     /// The API dialect.
     pub api: Option<Api>,
-    /// The prefix of the dialect's routes (`/api` for DeerFlow, the root for LangGraph).
+    /// The prefix of the dialect's routes (`/api` for DeerFlow, the root for the others).
     pub base_path: Option<String>,
+    /// The route runs are posted to, for a dialect with one endpoint (`/api/chat` for the AI
+    /// SDK).
+    pub endpoint: Option<String>,
     /// LangGraph: the assistant (graph id) of every run.
     pub assistant: Option<String>,
     /// LangGraph: the assistant of each scenario id, over `assistant`.

@@ -7,7 +7,7 @@ use keyless_runner::driver::{AuthHeader, DriveOptions};
 use keyless_runner::launched::GatewayCommand;
 
 use crate::Resolved;
-use crate::config::{Api, ConfigError, StreamModes, ready_timeout};
+use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};
 
 /// How the gateway is started, or where it runs.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -21,18 +21,22 @@ pub struct GatewayArgs {
     #[arg(long, value_name = "URL")]
     pub gateway_url: Option<String>,
     /// The path that answers 2xx once the started gateway is ready [default: /health; /ok with
-    /// --api langgraph].
+    /// --api langgraph; / with the other dialects].
     #[arg(long, value_name = "PATH")]
     pub ready: Option<String>,
     /// How long the started gateway may take to become ready, in seconds [default: 60].
     #[arg(long, value_name = "SECS")]
     pub ready_timeout_secs: Option<u64>,
     /// The API the gateway speaks [default: deerflow].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = api_parser())]
     pub api: Option<Api>,
-    /// The prefix of the API's routes [default: /api for deerflow, the root for langgraph].
+    /// The prefix of the API's routes [default: /api for deerflow, the root for the others].
     #[arg(long, value_name = "PATH")]
     pub base_path: Option<String>,
+    /// The route runs are posted to, below --base-path [default: /api/chat for ai-sdk, / for
+    /// ag-ui, /v1/responses for openai-responses, /v1/chat/completions for openai-chat].
+    #[arg(long, value_name = "PATH")]
+    pub endpoint: Option<String>,
     /// LangGraph: the assistant (a graph id of langgraph.json) every run goes to [default: the
     /// only graph POST /assistants/search lists].
     #[arg(long, value_name = "ID")]
@@ -81,7 +85,7 @@ impl GatewayArgs {
                     .ready
                     .clone()
                     .or_else(|| file.ready.clone())
-                    .unwrap_or_else(|| api.dialect().default_ready_path().to_owned()),
+                    .unwrap_or_else(|| api.default_ready_path().to_owned()),
                 ready_timeout: ready_timeout(self.ready_timeout_secs.or(file.ready_timeout_secs)),
                 log_dir: resolved.loaded.folder(
                     self.logs.as_deref(),
@@ -127,8 +131,9 @@ impl GatewayArgs {
             }
         };
         Ok(DriveOptions {
-            api: self.api.or(file.api).unwrap_or_default().dialect(),
+            api: self.api.or(file.api).unwrap_or_default(),
             base_path: self.base_path.clone().or_else(|| file.base_path.clone()),
+            endpoint: self.endpoint.clone().or_else(|| file.endpoint.clone()),
             assistant: self.assistant.clone().or_else(|| file.assistant.clone()),
             assistants: file.assistants.clone().unwrap_or_default(),
             auth,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::TypedValueParser;
 use keyless_runner::golden::stem_of;
 use keyless_runner::model_server::{
     CALLER_HEADER, Mode, ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordedFixture,
@@ -18,7 +18,7 @@ use keyless_runner::recorded::{
     create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
 };
 use keyless_runner::suite::fixture_files;
-use replay_core::{Scenario, UiMode};
+use replay_core::Scenario;
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
@@ -82,9 +82,10 @@ pub struct ScenarioArgs {
     /// The scenario id; the fixture is `<fixtures>/<scenario>.<mode>.json`.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// The UI mode the driver uses (flash, thinking, pro or ultra).
-    #[arg(long, value_parser = ui_mode_parser())]
-    pub mode: Option<UiMode>,
+    /// The mode: one of DeerFlow's UI modes (flash, thinking, pro or ultra) the driver uses with
+    /// --api deerflow, else a label naming the fixture (e.g. chat).
+    #[arg(long, value_parser = mode_parser())]
+    pub mode: Option<replay_core::Mode>,
     /// The prompt the driver sends.
     #[arg(long)]
     pub prompt: Option<String>,
@@ -97,7 +98,7 @@ impl ScenarioArgs {
     /// The scenario of a run whose prompts are not known yet (`keyless record --serve`: the
     /// browser's, filled in from the recording), or the error naming the missing flags.
     pub fn scenario_without_prompt(&self) -> Result<Scenario, ConfigError> {
-        let (Some(id), Some(mode)) = (self.scenario.clone(), self.mode) else {
+        let (Some(id), Some(mode)) = (self.scenario.clone(), self.mode.clone()) else {
             return Err(ConfigError("recording needs --scenario and --mode".into()));
         };
         Ok(Scenario::new(id, mode, ""))
@@ -105,9 +106,11 @@ impl ScenarioArgs {
 
     /// The scenario, or the error naming the missing flags.
     pub fn scenario(&self) -> Result<Scenario, ConfigError> {
-        let (Some(id), Some(mode), Some(prompt)) =
-            (self.scenario.clone(), self.mode, self.prompt.clone())
-        else {
+        let (Some(id), Some(mode), Some(prompt)) = (
+            self.scenario.clone(),
+            self.mode.clone(),
+            self.prompt.clone(),
+        ) else {
             return Err(ConfigError(
                 "recording needs --scenario, --mode and --prompt".into(),
             ));
@@ -120,10 +123,10 @@ impl ScenarioArgs {
     }
 }
 
-/// The `--mode` parser: the names of [`UiMode::ALL`], so the list exists once.
-pub fn ui_mode_parser() -> impl TypedValueParser<Value = UiMode> {
-    PossibleValuesParser::new(UiMode::ALL.map(UiMode::as_str))
-        .try_map(|name| name.parse::<UiMode>())
+/// The `--mode` parser: a UI mode, else a label ([`replay_core::Mode`]'s rules).
+pub fn mode_parser() -> impl TypedValueParser<Value = replay_core::Mode> {
+    clap::builder::NonEmptyStringValueParser::new()
+        .try_map(|name| name.parse::<replay_core::Mode>())
 }
 
 /// Prints a problem the moment it happens.

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use keyless_runner::driver::{Api, Session};
+use keyless_runner::driver::Session;
 use keyless_runner::launched::Launched;
 use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
 use keyless_runner::suite::error_chain;
@@ -88,9 +88,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.scenario.scenario()?
     };
-    if drive.api == Api::Langgraph {
-        // A LangGraph graph declares its own context schema, if any: the UI mode's DeerFlow
-        // context is not sent, and the fixture records none.
+    if !drive.api.has_ui_modes() {
+        // Only DeerFlow's dialect sends the UI mode's run context (a LangGraph graph declares its
+        // own context schema, if any; the other dialects have no run context): the fixture
+        // records none, and its mode is a label.
         scenario.context = serde_json::json!({});
     }
     let recording = recording_path(args.recording_out.as_ref())?;
@@ -165,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let driven = signals
             .until_stopped(async {
-                let session = Session::open(&url, &drive).await?;
+                let mut session = Session::open(&url, &drive).await?;
                 session.run_scenario(&scenario, &[]).await
             })
             .await;

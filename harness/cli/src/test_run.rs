@@ -120,14 +120,15 @@ fn stem(path: &Path) -> String {
 
 /// The target the fixtures run through.
 enum Target {
-    Launched(Launched),
+    /// Boxed: a launched gateway's state is several times an `AtUrl`'s.
+    Launched(Box<Launched>),
     AtUrl(AtUrl),
 }
 
 impl Target {
     fn as_dyn(&mut self) -> &mut dyn GatewayTarget {
         match self {
-            Target::Launched(launched) => launched,
+            Target::Launched(launched) => launched.as_mut(),
             Target::AtUrl(at_url) => at_url,
         }
     }
@@ -260,12 +261,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let token = token.unwrap_or_default();
         let mut target = match &settings.gateway {
-            Gateway::Command(command) => Target::Launched(
+            Gateway::Command(command) => Target::Launched(Box::new(
                 Launched::new(command.clone(), &format!("{model_root}/v1"))
                     .context("the model server's URL")?
                     .with_reset_token(&token)
                     .with_launcher_if(crate::launcher()),
-            ),
+            )),
             Gateway::Url(url) => {
                 if !args.json {
                     println!("gateway at {url}; its model must be at {model_root}/v1");

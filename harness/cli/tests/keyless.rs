@@ -717,7 +717,7 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
     // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
     keyless_runner::layer1::runtime().unwrap().block_on(async {
         let options = keyless_runner::driver::DriveOptions::default();
-        let session =
+        let mut session =
             keyless_runner::driver::Session::open(&recording.url("gateway_url"), &options)
                 .await
                 .unwrap();

@@ -754,9 +754,9 @@ mod tests {
                 "fixture fixtures/x.json: missing \"mode\"",
             ),
             (
-                "mode unknown",
-                r#"{"mode": "turbo", "turns": []}"#.to_owned(),
-                "fixture fixtures/x.json: \"mode\": unknown UI mode \"turbo\": expected flash, thinking, pro or ultra",
+                "mode neither a UI mode nor a label",
+                r#"{"mode": "Turbo", "turns": []}"#.to_owned(),
+                "fixture fixtures/x.json: \"mode\": \"Turbo\" is not a mode: expected flash, thinking, pro, ultra, or a label",
             ),
             (
                 "output and error",

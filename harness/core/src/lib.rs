@@ -59,12 +59,13 @@ pub use fixture::{Answer, Fixture, FixtureError, RecordedError, SharedKey, Turn}
 pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
-pub use scenario::{Scenario, ScenarioError, UiMode, UnknownMode};
+pub use scenario::{BadMode, Mode, Scenario, ScenarioError, UiMode, UnknownMode};
 pub use shapes::{
-    FrameData, Shape, frame_shape, golden_document, shape_of, web_frame_shape, web_frame_shapes,
-    web_shape_of, web_shapes,
+    DONE_MARKER, DeltaRule, FrameData, FrameName, Shape, delta_id, delta_run_shapes, frame_shape,
+    golden_document, named_frame_shape, shape_of, web_frame_shape, web_frame_shapes, web_shape_of,
+    web_shapes,
 };
 pub use text::{first_chars, shorten};
-pub use verdict::{Framing, GoldenStatus, MissingGolden, Verdict};
+pub use verdict::{Framing, FramingProblem, GoldenStatus, MissingGolden, Verdict};
 pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{messages_from_anthropic, messages_from_responses};

@@ -78,6 +78,92 @@ impl fmt::Display for UiMode {
 #[error("unknown UI mode {0:?}: expected flash, thinking, pro or ultra")]
 pub struct UnknownMode(pub String);
 
+/// A fixture's mode: one of DeerFlow's four UI modes, or, for an API without UI modes (the AI
+/// SDK's chat route, AG-UI, an OpenAI-style endpoint), a label that only names the fixture
+/// (`<scenario>.<label>.json`, e.g. `chat`) and implies no run context
+/// (`docs/replay-and-fixtures.md` §2.1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// A DeerFlow UI mode, with the run context it implies.
+    Ui(UiMode),
+    /// A label: lowercase ASCII letters, digits, `-` and `_`, starting with a letter or digit,
+    /// at most 40 characters (it is part of file names).
+    Label(String),
+}
+
+impl Mode {
+    /// The spelling in fixtures, file names and goldens.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Mode::Ui(mode) => mode.as_str(),
+            Mode::Label(label) => label,
+        }
+    }
+
+    /// The UI mode, when this is one.
+    pub fn ui(&self) -> Option<UiMode> {
+        match self {
+            Mode::Ui(mode) => Some(*mode),
+            Mode::Label(_) => None,
+        }
+    }
+
+    /// The run context a new scenario in this mode sends: the UI mode's, `{}` for a label.
+    pub fn context(&self) -> Value {
+        match self {
+            Mode::Ui(mode) => mode.context(),
+            Mode::Label(_) => Value::Object(Map::new()),
+        }
+    }
+}
+
+impl From<UiMode> for Mode {
+    fn from(mode: UiMode) -> Mode {
+        Mode::Ui(mode)
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<UiMode> for Mode {
+    fn eq(&self, other: &UiMode) -> bool {
+        self.ui() == Some(*other)
+    }
+}
+
+/// A mode that is neither a UI mode nor a valid label.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a mode: expected flash, thinking, pro, ultra, or a label of at most 40 \
+     lowercase letters, digits, '-' and '_' (e.g. chat)"
+)]
+pub struct BadMode(pub String);
+
+impl FromStr for Mode {
+    type Err = BadMode;
+
+    fn from_str(name: &str) -> Result<Mode, BadMode> {
+        if let Ok(mode) = name.parse::<UiMode>() {
+            return Ok(Mode::Ui(mode));
+        }
+        let mut chars = name.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let rest_ok =
+            chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
+        if first_ok && rest_ok && name.len() <= 40 {
+            Ok(Mode::Label(name.to_owned()))
+        } else {
+            Err(BadMode(name.to_owned()))
+        }
+    }
+}
+
 impl FromStr for UiMode {
     type Err = UnknownMode;
 
@@ -94,8 +180,8 @@ impl FromStr for UiMode {
 pub struct Scenario {
     /// The scenario id, e.g. `write_read_file` (the JSON key `scenario`).
     pub id: String,
-    /// The UI mode.
-    pub mode: UiMode,
+    /// The mode: a DeerFlow UI mode, or a label where the API has none.
+    pub mode: Mode,
     /// The model that answered when recording; informational only, never used for matching.
     pub model: String,
     /// The first prompt, sent verbatim.
@@ -147,13 +233,18 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
 impl Scenario {
     /// A scenario in `mode` with the mode's run context, no follow-ups, no overrides and no
     /// model yet.
-    pub fn new(id: impl Into<String>, mode: UiMode, prompt: impl Into<String>) -> Scenario {
+    pub fn new(
+        id: impl Into<String>,
+        mode: impl Into<Mode>,
+        prompt: impl Into<String>,
+    ) -> Scenario {
+        let mode = mode.into();
         Scenario {
             id: id.into(),
+            context: mode.context(),
             mode,
             model: String::new(),
             prompt: prompt.into(),
-            context: mode.context(),
             followups: Vec::new(),
             gateway_config: None,
         }
@@ -246,7 +337,7 @@ impl Scenario {
         };
         let id = text("scenario", "")?;
         let mode = text("mode", "")?
-            .parse::<UiMode>()
+            .parse::<Mode>()
             .map_err(|err| format!("\"mode\": {err}"))?;
         let model = text("model", model_default)?;
         let prompt = text("prompt", "")?;
@@ -327,6 +418,42 @@ mod tests {
     }
 
     #[test]
+    fn a_mode_is_a_ui_mode_else_a_label_that_can_name_a_file() {
+        // (name, parsed: Some(is a UI mode), None: refused)
+        let cases = [
+            ("flash", Some(true)),
+            ("ultra", Some(true)),
+            ("chat", Some(false)),
+            ("tool-loop_2", Some(false)),
+            ("9lives", Some(false)),
+            ("Chat", None),
+            ("", None),
+            ("a.b", None),
+            ("a/b", None),
+            ("-x", None),
+            (&"x".repeat(41), None),
+        ];
+        for (name, expected) in cases {
+            let parsed = name.parse::<Mode>();
+            assert_eq!(
+                parsed.as_ref().ok().map(|mode| mode.ui().is_some()),
+                expected,
+                "{name:?}: {parsed:?}"
+            );
+            if let Ok(mode) = parsed {
+                assert_eq!(mode.as_str(), name);
+            }
+        }
+        let chat = Scenario::new("s", "chat".parse::<Mode>().unwrap(), "Hi");
+        assert_eq!(
+            (chat.stem(), chat.context),
+            ("s.chat".to_owned(), json!({}))
+        );
+        let flash = Scenario::new("s", UiMode::Flash, "Hi");
+        assert_eq!(flash.context, UiMode::Flash.context());
+    }
+
+    #[test]
     fn the_metadata_file_round_trips_and_names_bad_fields() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("recording.jsonl.meta.json");
@@ -344,8 +471,8 @@ mod tests {
             ),
             (json!({"scenario": "s", "prompt": "p"}), "missing \"mode\""),
             (
-                json!({"scenario": "s", "mode": "turbo", "prompt": "p"}),
-                "\"mode\": unknown UI mode \"turbo\"",
+                json!({"scenario": "s", "mode": "a.b", "prompt": "p"}),
+                "\"mode\": \"a.b\" is not a mode",
             ),
             (
                 json!({"scenario": "s", "mode": "pro", "prompt": "p", "followups": ["a", 2]}),

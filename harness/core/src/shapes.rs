@@ -203,6 +203,118 @@ fn chunk_fields(data: &FrameData) -> Option<(String, Option<String>)> {
     Some((id, position))
 }
 
+/// Where a dialect's frame carries its name (`docs/golden-format.md` §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameName {
+    /// The SSE `event:` field (DeerFlow, LangGraph, an OpenAI Responses stream).
+    SseEvent,
+    /// The JSON data's `type` (the AI SDK's UI message stream, AG-UI), the SSE `event:` being
+    /// absent or ignored; the end marker `[DONE]` is named `[DONE]`.
+    JsonType,
+}
+
+/// A frame name whose consecutive frames of one id are one streamed part (`text-delta`,
+/// `TEXT_MESSAGE_CONTENT`, …): the key that holds the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaRule {
+    /// The frame name.
+    pub name: &'static str,
+    /// The key of the JSON data holding the part's id.
+    pub id_key: &'static str,
+}
+
+/// The end marker of a stream whose frames are JSON (`data: [DONE]`).
+pub const DONE_MARKER: &str = "[DONE]";
+
+impl Shape {
+    /// A shape named `event` with `keys` (a dialect that names its frames itself, as the OpenAI
+    /// Chat Completions dialect names a chunk by what the wire codec reads in it).
+    pub fn named(event: impl Into<String>, keys: Option<Vec<String>>) -> Shape {
+        Shape {
+            event: Some(event.into()),
+            keys,
+            message_type: None,
+            chunk_position: None,
+        }
+    }
+
+    /// The sorted top-level keys of a frame's data ([`Shape::keys`] as [`shape_of`] computes
+    /// them).
+    pub fn keys_of(data: &FrameData) -> Option<Vec<String>> {
+        data.keys()
+    }
+}
+
+/// The shape of a frame whose name is where `name` says: the SSE `event` as [`frame_shape`], or
+/// the data's JSON `type` (`None` when the data has no string `type`; `[DONE]` for the end
+/// marker, whose keys are `null`); `raw` is the data as sent.
+pub fn named_frame_shape(
+    name: FrameName,
+    event: Option<&str>,
+    raw: &str,
+    data: &FrameData,
+) -> Shape {
+    match name {
+        FrameName::SseEvent => frame_shape(event, data),
+        FrameName::JsonType if python_strip(raw) == DONE_MARKER => Shape::named(DONE_MARKER, None),
+        FrameName::JsonType => Shape {
+            event: data
+                .json()
+                .and_then(|json| json.get("type"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            keys: data.keys(),
+            message_type: None,
+            chunk_position: None,
+        },
+    }
+}
+
+/// The id of the part a frame streams into, when `shape` is a delta frame under `rules` and its
+/// data names the id.
+pub fn delta_id(shape: &Shape, data: &FrameData, rules: &[DeltaRule]) -> Option<String> {
+    let name = shape.event.as_deref()?;
+    let rule = rules.iter().find(|rule| rule.name == name)?;
+    match data.json()?.get(rule.id_key)? {
+        Value::String(id) => Some(id.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The golden's reduction of a run in a dialect with delta frames (`docs/golden-format.md` §10):
+/// each frame's shape in order, except that a run of consecutive frames of one name and one
+/// delta id (the second element, [`delta_id`]) is one entry whose keys are the union of the
+/// run's keys. How many deltas a part streams depends on how the model's answer was chunked,
+/// so a re-recording with other chunk boundaries keeps the golden; two parts, or a delta of
+/// another part in between, stay visible.
+pub fn delta_run_shapes(frames: impl IntoIterator<Item = (Shape, Option<String>)>) -> Vec<Shape> {
+    let mut shapes: Vec<Shape> = Vec::new();
+    // The (name, id) of the delta run the last shape stands for, if it stands for one.
+    let mut open_run: Option<(Option<String>, String)> = None;
+    for (shape, id) in frames {
+        let Some(id) = id else {
+            open_run = None;
+            shapes.push(shape);
+            continue;
+        };
+        let run = (shape.event.clone(), id);
+        match shapes.last_mut() {
+            Some(last) if open_run.as_ref() == Some(&run) => {
+                if let (Some(keys), Some(more)) = (last.keys.as_mut(), shape.keys) {
+                    keys.extend(more);
+                    keys.sort_unstable();
+                    keys.dedup();
+                }
+            }
+            _ => {
+                open_run = Some(run);
+                shapes.push(shape);
+            }
+        }
+    }
+    shapes
+}
+
 #[derive(Serialize)]
 struct GoldenDocument<'a> {
     scenario: &'a str,
@@ -354,6 +466,76 @@ mod tests {
         assert_eq!(
             golden_document("s", "flash", &[]),
             "{\n  \"scenario\": \"s\",\n  \"mode\": \"flash\",\n  \"events\": []\n}"
+        );
+    }
+
+    /// A JSON-typed frame's shape: the `type` names it, `[DONE]` is the end marker.
+    fn typed(raw: &str) -> (Shape, Option<String>) {
+        const RULES: [DeltaRule; 2] = [
+            DeltaRule {
+                name: "text-delta",
+                id_key: "id",
+            },
+            DeltaRule {
+                name: "tool-input-delta",
+                id_key: "toolCallId",
+            },
+        ];
+        let data = FrameData::parse(raw);
+        let shape = named_frame_shape(FrameName::JsonType, Some("message"), raw, &data);
+        let id = delta_id(&shape, &data, &RULES);
+        (shape, id)
+    }
+
+    #[test]
+    fn a_run_of_deltas_of_one_part_is_one_entry_however_it_was_chunked() {
+        let delta = |id: &str| format!(r#"{{"type":"text-delta","id":"{id}","delta":"x"}}"#);
+        let reduce = |frames: &[String]| delta_run_shapes(frames.iter().map(|raw| typed(raw)));
+        let start = r#"{"type":"start","messageId":"m"}"#.to_owned();
+        let end = r#"{"type":"text-end","id":"a"}"#.to_owned();
+        let args = r#"{"type":"tool-input-delta","toolCallId":"a","inputTextDelta":"{"}"#;
+        let done = "[DONE]".to_owned();
+        let two = reduce(&[
+            start.clone(),
+            delta("a"),
+            delta("a"),
+            end.clone(),
+            done.clone(),
+        ]);
+        let five = reduce(&[
+            start.clone(),
+            delta("a"),
+            delta("a"),
+            delta("a"),
+            delta("a"),
+            delta("a"),
+            end.clone(),
+            done.clone(),
+        ]);
+        assert_eq!(two, five);
+        let names: Vec<_> = two.iter().map(|s| s.event.clone().unwrap()).collect();
+        assert_eq!(names, ["start", "text-delta", "text-end", "[DONE]"]);
+        assert_eq!(
+            two[1].keys,
+            Some(vec!["delta".into(), "id".into(), "type".into()])
+        );
+        assert_eq!(two[3].keys, None, "the end marker has no keys");
+        // Two parts, a delta of another kind of the same id, or a frame in between stay visible.
+        let cases = [
+            (vec![delta("a"), delta("b")], 2),
+            (vec![delta("a"), args.to_owned()], 2),
+            (vec![delta("a"), end.clone(), delta("a")], 3),
+        ];
+        for (frames, entries) in cases {
+            assert_eq!(reduce(&frames).len(), entries, "{frames:?}");
+        }
+        // A frame without a type has no name; its keys still count.
+        assert_eq!(typed(r#"{"a": 1}"#).0, shape(None, Some(&["a"])));
+        // The SSE event names a frame in the other dialects, as `shape_of` does.
+        let data = FrameData::parse(r#"{"type": "x"}"#);
+        assert_eq!(
+            named_frame_shape(FrameName::SseEvent, Some("values"), "", &data),
+            shape_of(Some("values"), r#"{"type": "x"}"#)
         );
     }
 

@@ -10,6 +10,8 @@
 //! shapes equal the committed golden. A fixture with no recorded turn fails: its replay proves
 //! nothing. Turns no replay used are reported, never failed (§5.5).
 
+use std::fmt;
+
 use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
 
@@ -43,6 +45,99 @@ pub enum Framing {
         /// The frame's data, cut short.
         data: String,
     },
+    /// The framing rule of a dialect whose frames name themselves (the AI SDK's UI message
+    /// stream, AG-UI, the OpenAI-style endpoints) broken in one run
+    /// (`docs/testing-your-own-gateway.md`, "The dialects").
+    Violated {
+        /// The run (0: the prompt, then each follow-up).
+        run: usize,
+        /// What is wrong.
+        problem: FramingProblem,
+    },
+}
+
+/// How a run broke its dialect's framing rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FramingProblem {
+    /// The first frame is not the one the dialect opens with.
+    First {
+        /// The frame(s) it must be, e.g. `start`.
+        expected: String,
+        /// The frame's name (`None`: no frame, or one without a name).
+        got: Option<String>,
+    },
+    /// The last frame is not the one the dialect closes with.
+    Last {
+        /// The frame(s) it must be, e.g. `[DONE]`.
+        expected: String,
+        /// The frame's name.
+        got: Option<String>,
+    },
+    /// A frame came where the protocol does not allow it.
+    OutOfOrder {
+        /// Its position in the run (0-based).
+        position: usize,
+        /// Its name.
+        frame: String,
+        /// What must come before it (or not at all), e.g. `"finish" right before "[DONE]"`.
+        expected: String,
+    },
+    /// The stream carried an error frame or part although the fixture records no model error
+    /// (the server failed the run for a reason of its own).
+    ErrorFrame {
+        /// The frame's name (`error`, `RUN_ERROR`, …).
+        frame: String,
+        /// Its data, cut short.
+        data: String,
+    },
+    /// A response header the protocol's client relies on is missing or has another value.
+    Header {
+        /// The header's name.
+        name: String,
+        /// The value it must have.
+        expected: String,
+        /// The value it had (`None`: missing).
+        got: Option<String>,
+    },
+}
+
+impl fmt::Display for FramingProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FramingProblem::First { expected, got } => {
+                write!(f, "the first frame is {got:?}, expected {expected}")
+            }
+            FramingProblem::Last { expected, got } => {
+                write!(f, "the last frame is {got:?}, expected {expected}")
+            }
+            FramingProblem::OutOfOrder {
+                position,
+                frame,
+                expected,
+            } => write!(f, "frame {position} {frame:?} is out of order: {expected}"),
+            FramingProblem::ErrorFrame { frame, data } => write!(
+                f,
+                "the server sent an {frame:?} frame although the fixture records no model \
+                 error: {data}"
+            ),
+            FramingProblem::Header {
+                name,
+                expected,
+                got: None,
+            } => write!(
+                f,
+                "the response has no {name} header (expected {expected:?})"
+            ),
+            FramingProblem::Header {
+                name,
+                expected,
+                got: Some(got),
+            } => write!(
+                f,
+                "the response's {name} header is {got:?}, expected {expected:?}"
+            ),
+        }
+    }
 }
 
 impl Framing {
@@ -190,6 +285,7 @@ impl Verdict {
                 "run {run}: the server sent an error frame although the fixture records no model \
                  error: {data}"
             )),
+            Framing::Violated { run, problem } => problems.push(format!("run {run}: {problem}")),
         }
         if !self.misses.is_empty() {
             let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();

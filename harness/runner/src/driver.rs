@@ -1,11 +1,15 @@
 //! The wire driver: drives a gateway over HTTP with reqwest and eventsource-stream. It knows no
-//! gateway types, only the wire contract of an API dialect ([`Dialect`]): DeerFlow's
-//! ([`deerflow`]: register → CSRF cookie → thread → `runs/stream` below `/api`, the way its
-//! frontend does) and LangGraph's own API server's ([`langgraph`]: no session, an optional static
-//! auth header, `POST /assistants/search`, threads and `runs/stream` at the root). A third
-//! dialect is one more file implementing [`Dialect`] (`docs/testing-your-own-gateway.md`,
-//! "LangGraph's own API server").
+//! gateway types, only the wire contract of an API dialect ([`Dialect`]), one file each:
+//! DeerFlow's ([`deerflow`]: register → CSRF cookie → thread → `runs/stream` below `/api`, the
+//! way its frontend does), LangGraph's own API server's ([`langgraph`]: no session, an optional
+//! static auth header, `POST /assistants/search`, threads and `runs/stream` at the root), and the
+//! dialects whose frames name themselves in their JSON (`docs/testing-your-own-gateway.md`, "The
+//! dialects"): a dialect owns its routes, its run request, what a follow-up carries
+//! ([`Dialect::read_run`]), its framing rule and how its stream reduces to shapes
+//! ([`FramingRule`]). A new dialect is one more file implementing [`Dialect`], one [`Api`]
+//! variant and one [`FramingRule`] variant.
 
+pub mod ai_sdk;
 pub mod deerflow;
 pub mod langgraph;
 
@@ -65,6 +69,29 @@ pub enum DriverError {
         /// What was wrong.
         message: String,
     },
+    /// The dialect is not driven by this build yet.
+    #[error("--api {api}: this dialect is not implemented yet")]
+    Unsupported {
+        /// The dialect.
+        api: Api,
+    },
+    /// The fixture's mode is a label, where the dialect needs one of DeerFlow's UI modes.
+    #[error(
+        "the fixture's mode {mode:?} is a label; --api deerflow drives one of DeerFlow's UI modes \
+         (flash, thinking, pro, ultra)"
+    )]
+    NoUiMode {
+        /// The mode.
+        mode: String,
+    },
+    /// The stream broke the protocol where its client would fail to read it.
+    #[error("{route}: {message}")]
+    Protocol {
+        /// Method and path.
+        route: String,
+        /// What was wrong, naming the frame.
+        message: String,
+    },
     /// The SSE stream broke.
     #[error("{route}: the event stream broke: {message}")]
     Stream {
@@ -77,9 +104,10 @@ pub enum DriverError {
 
 pub use crate::transcript::{RunTranscript, SseEvent};
 
-/// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "LangGraph's own API
-/// server").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "The dialects"): the
+/// one list `keyless test --api` and `keyless.toml`'s `api` parse ([`Api::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// DeerFlow's gateway API: register, cookie session and CSRF, routes below `/api`.
     #[default]
@@ -87,14 +115,56 @@ pub enum Api {
     /// LangGraph's own API server (`langgraph dev`, a LangSmith deployment): no session, routes
     /// at the root, graphs as assistants.
     Langgraph,
+    /// The Vercel AI SDK's UI message stream: a chat route (`POST /api/chat`) that `useChat`'s
+    /// `DefaultChatTransport` posts UI messages to.
+    AiSdk,
+    /// AG-UI: an agent endpoint that takes a `RunAgentInput` and streams typed events.
+    AgUi,
+    /// An agent served as OpenAI's Responses API (`POST /v1/responses`, streamed).
+    OpenaiResponses,
+    /// An agent served as OpenAI's Chat Completions API (`POST /v1/chat/completions`,
+    /// streamed).
+    OpenaiChat,
 }
 
+/// A name that is not one of [`Api::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown API {0:?}: expected one of {names}", names = Api::names())]
+pub struct UnknownApi(pub String);
+
 impl Api {
+    /// Every dialect, in the order `--help` lists them.
+    pub const ALL: [Api; 6] = [
+        Api::Deerflow,
+        Api::Langgraph,
+        Api::AiSdk,
+        Api::AgUi,
+        Api::OpenaiResponses,
+        Api::OpenaiChat,
+    ];
+
+    /// The spelling of `--api` and `keyless.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Deerflow => "deerflow",
+            Api::Langgraph => "langgraph",
+            Api::AiSdk => "ai-sdk",
+            Api::AgUi => "ag-ui",
+            Api::OpenaiResponses => "openai-responses",
+            Api::OpenaiChat => "openai-chat",
+        }
+    }
+
+    /// The names, comma-separated, for messages.
+    pub fn names() -> String {
+        Api::ALL.map(Api::as_str).join(", ")
+    }
+
     /// The prefix of the dialect's routes when none is configured.
     pub fn default_base_path(self) -> &'static str {
         match self {
             Api::Deerflow => "/api",
-            Api::Langgraph => "",
+            Api::Langgraph | Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat => "",
         }
     }
 
@@ -103,7 +173,43 @@ impl Api {
         match self {
             Api::Deerflow => "/health",
             Api::Langgraph => "/ok",
+            Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat => "/",
         }
+    }
+
+    /// The route a run is posted to, below the base path, when no `--endpoint` is configured
+    /// (`None`: the dialect's runs stream below its threads).
+    pub fn default_endpoint(self) -> Option<&'static str> {
+        match self {
+            Api::Deerflow | Api::Langgraph => None,
+            Api::AiSdk => Some("/api/chat"),
+            Api::AgUi => Some("/"),
+            Api::OpenaiResponses => Some("/v1/responses"),
+            Api::OpenaiChat => Some("/v1/chat/completions"),
+        }
+    }
+
+    /// Whether a fixture's mode is one of DeerFlow's UI modes with the run context it implies
+    /// (DeerFlow's dialect), or only a label (every other dialect, e.g. `chat`).
+    pub fn has_ui_modes(self) -> bool {
+        self == Api::Deerflow
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Api {
+    type Err = UnknownApi;
+
+    fn from_str(name: &str) -> Result<Api, UnknownApi> {
+        Api::ALL
+            .into_iter()
+            .find(|api| api.as_str() == name)
+            .ok_or_else(|| UnknownApi(name.to_owned()))
     }
 }
 
@@ -128,8 +234,9 @@ impl StreamModes {
     }
 }
 
-/// How a dialect's streams are framed (`docs/testing-your-own-gateway.md`, "LangGraph's own
-/// API server").
+/// How a dialect's streams are framed and reduced to the golden's shapes
+/// (`docs/testing-your-own-gateway.md`, "The dialects"; `docs/golden-format.md` §10). A
+/// transcript keeps its run's rule, so a verdict reads it after the session is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FramingRule {
     /// DeerFlow: `metadata` first, `end` last.
@@ -138,6 +245,9 @@ pub enum FramingRule {
     /// LangGraph: each run's first frame is `metadata`, the body closes cleanly (no `end`), and an
     /// `error` frame fails the run unless the fixture records a model error.
     MetadataThenClose,
+    /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
+    /// then `[DONE]` last, frames named by their JSON `type`.
+    UiMessageStream,
 }
 
 impl FramingRule {
@@ -165,6 +275,31 @@ impl FramingRule {
                 }
                 Framing::Ok
             }
+            FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
+        }
+    }
+
+    /// The shapes a run's golden holds under this rule: for DeerFlow and LangGraph, by the
+    /// stream modes the run asked for (every frame's shape for `values`, the web reduction for
+    /// the web client's modes); a dialect whose frames name themselves reduces its delta runs
+    /// ([`replay_core::delta_run_shapes`]).
+    pub fn golden_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
+        match self {
+            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => {
+                match transcript.modes {
+                    StreamModes::Values => transcript.shapes(),
+                    StreamModes::Web => transcript.web_shapes(),
+                }
+            }
+            FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
+        }
+    }
+
+    /// Each frame's shape, unreduced, named as the dialect names its frames (for reports).
+    pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
+        match self {
+            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
+            FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
         }
     }
 }
@@ -337,14 +472,18 @@ impl fmt::Debug for AuthHeader {
     }
 }
 
-/// How a session drives a gateway: the dialect, its routes' prefix, the assistant, the auth
-/// header and the stream modes (`keyless test --api …`, `keyless.toml`'s keys).
+/// How a session drives a gateway: the dialect, its routes' prefix, its endpoint, the
+/// assistant, the auth header and the stream modes (`keyless test --api …`, `keyless.toml`'s
+/// keys).
 #[derive(Debug, Clone, Default)]
 pub struct DriveOptions {
     /// The API dialect.
     pub api: Api,
     /// The prefix of the dialect's routes [default: [`Api::default_base_path`]].
     pub base_path: Option<String>,
+    /// The route runs are posted to, below the base path, for a dialect with one endpoint
+    /// [default: [`Api::default_endpoint`]].
+    pub endpoint: Option<String>,
     /// LangGraph: the assistant (or graph id) every run goes to [default: the only graph the
     /// server lists].
     pub assistant: Option<String>,
@@ -362,45 +501,94 @@ impl DriveOptions {
         let path = self
             .base_path
             .as_deref()
-            .unwrap_or(self.api.default_base_path())
-            .trim_end_matches('/');
-        match path {
-            "" => String::new(),
-            path if path.starts_with('/') => path.to_owned(),
-            path => format!("/{path}"),
+            .unwrap_or(self.api.default_base_path());
+        route_path(path)
+    }
+
+    /// The path runs are posted to: the base path, then the endpoint (configured, else the
+    /// dialect's); `/` when both are the root. `None` for a dialect without one endpoint.
+    pub fn endpoint(&self) -> Option<String> {
+        let endpoint = self.endpoint.as_deref().or(self.api.default_endpoint())?;
+        match format!("{}{}", self.base_path(), route_path(endpoint)) {
+            path if path.is_empty() => Some("/".to_owned()),
+            path => Some(path),
         }
     }
 }
 
-/// One API dialect: how a session opens, where threads and runs are, what a run request holds
-/// and how its stream is framed. [`deerflow::DeerFlow`] and [`langgraph::LangGraph`] implement
-/// it; [`Session`] drives any of them.
+/// `path` with a leading `/` and no trailing one (`""` for the root).
+fn route_path(path: &str) -> String {
+    match path.trim_end_matches('/') {
+        "" => String::new(),
+        path if path.starts_with('/') => path.to_owned(),
+        path => format!("/{path}"),
+    }
+}
+
+/// One run's request: where it is posted, its JSON body, and the extra headers the dialect's
+/// client sends (AG-UI's `Accept: text/event-stream`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// The path (below the gateway's URL) the run is posted to.
+    pub path: String,
+    /// The body.
+    pub body: Value,
+    /// Extra request headers, `(name, value)`.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// One API dialect: how a session opens, how a conversation starts, what each run's request
+/// holds, what a finished run leaves for the next one, and how its stream is framed.
+/// [`deerflow::DeerFlow`] and [`langgraph::LangGraph`] start a thread and post to its
+/// `runs/stream`; a dialect with one JSON endpoint per turn (the AI SDK's chat route, AG-UI, an
+/// OpenAI-style endpoint) starts nothing on the server, keeps the conversation itself and sends
+/// it back with each follow-up, built from the streams it read ([`Dialect::read_run`]).
+/// [`Session`] drives any of them; a dialect value drives one conversation at a time.
 #[async_trait::async_trait]
 pub trait Dialect: fmt::Debug + Send + Sync {
-    /// Opens the session before the first thread (DeerFlow registers; LangGraph lists its
+    /// Opens the session before the first conversation (DeerFlow registers; LangGraph lists its
     /// assistants when none is configured).
     async fn open(&mut self, driver: &mut Driver) -> Result<(), DriverError>;
 
-    /// The path that creates a thread (`POST`, `{"thread_id", "metadata"}`, 200); its runs
-    /// stream at `<path>/<thread id>/runs/stream`.
-    fn threads_path(&self) -> String;
+    /// Starts `scenario`'s conversation, forgetting the last one's (DeerFlow and LangGraph create
+    /// a thread; a dialect without threads mints its ids and empties its history).
+    async fn begin(&mut self, driver: &Driver, scenario: &Scenario) -> Result<(), DriverError>;
 
-    /// The run request of `prompt` in `scenario`'s thread `thread_id`, `recorded` being the
-    /// fixture's turns (none while recording).
+    /// The request of `prompt` in the conversation begun, `recorded` being the fixture's turns
+    /// (none while recording).
     fn run_request(
         &self,
         scenario: &Scenario,
         prompt: &str,
-        thread_id: &str,
         recorded: &[Turn],
         modes: StreamModes,
-    ) -> Result<Value, DriverError>;
+    ) -> Result<RunRequest, DriverError>;
 
-    /// How its streams are framed.
+    /// Reads a finished run into the conversation, as the dialect's client does before the next
+    /// prompt (the AI SDK's assistant message assembled from the stream, AG-UI's messages and
+    /// state). Fails, naming the frame, where that client would fail to read the stream.
+    fn read_run(&mut self, transcript: &RunTranscript) -> Result<(), DriverError> {
+        let _ = transcript;
+        Ok(())
+    }
+
+    /// The conversation as the dialect's client holds it after the runs read so far (the UI
+    /// messages the next request carries), for a cross-check against the protocol's own
+    /// client; `None` for a dialect whose server keeps the conversation.
+    fn history(&self) -> Option<Value> {
+        None
+    }
+
+    /// The response headers the framing rule reads (lowercase names).
+    fn response_headers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// How its streams are framed and reduced.
     fn framing_rule(&self) -> FramingRule;
 }
 
-/// A driver opened in a dialect: runs a scenario's prompt and follow-ups in one thread.
+/// A driver opened in a dialect: runs a scenario's prompt and follow-ups in one conversation.
 #[derive(Debug)]
 pub struct Session {
     driver: Driver,
@@ -421,6 +609,10 @@ impl Session {
                 options.assistant.clone(),
                 options.assistants.clone(),
             )),
+            Api::AiSdk => Box::new(ai_sdk::AiSdk::new(endpoint(options)?)),
+            api @ (Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat) => {
+                return Err(DriverError::Unsupported { api });
+            }
         };
         dialect.open(&mut driver).await?;
         Ok(Session {
@@ -430,39 +622,61 @@ impl Session {
         })
     }
 
-    /// Creates a thread with a fresh UUID id.
-    pub async fn create_thread(&self) -> Result<String, DriverError> {
-        let thread_id = uuid::Uuid::new_v4().to_string();
-        let body = json!({"thread_id": thread_id, "metadata": {}});
-        self.driver
-            .post_json(&self.dialect.threads_path(), &body, 200)
-            .await?;
-        Ok(thread_id)
-    }
-
-    /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
-    /// another; `recorded` is the fixture's turns (none while recording).
+    /// Starts a conversation and streams the scenario's prompt and each follow-up in it, one run
+    /// after another, each run read into the conversation before the next; `recorded` is the
+    /// fixture's turns (none while recording).
     pub async fn run_scenario(
-        &self,
+        &mut self,
         scenario: &Scenario,
         recorded: &[Turn],
     ) -> Result<Vec<RunTranscript>, DriverError> {
-        let thread_id = self.create_thread().await?;
-        let path = format!("{}/{thread_id}/runs/stream", self.dialect.threads_path());
+        self.dialect.begin(&self.driver, scenario).await?;
         let mut transcripts = Vec::new();
         for prompt in scenario.prompts() {
             let request = self
                 .dialect
-                .run_request(scenario, prompt, &thread_id, recorded, self.modes)?;
-            let rule = self.dialect.framing_rule();
-            transcripts.push(
-                self.driver
-                    .stream_at(&path, request, self.modes, rule)
-                    .await?,
-            );
+                .run_request(scenario, prompt, recorded, self.modes)?;
+            let mut transcript = self
+                .driver
+                .stream(
+                    request,
+                    self.modes,
+                    self.dialect.framing_rule(),
+                    self.dialect.response_headers(),
+                )
+                .await?;
+            self.dialect.read_run(&transcript)?;
+            transcript.history = self.dialect.history();
+            transcripts.push(transcript);
         }
         Ok(transcripts)
     }
+}
+
+/// The path a dialect with one endpoint posts its runs to.
+fn endpoint(options: &DriveOptions) -> Result<String, DriverError> {
+    options
+        .endpoint()
+        .ok_or(DriverError::Unsupported { api: options.api })
+}
+
+/// The scenario's UI mode, or [`DriverError::NoUiMode`] for a label.
+pub fn ui_mode(scenario: &Scenario) -> Result<UiMode, DriverError> {
+    scenario.mode.ui().ok_or_else(|| DriverError::NoUiMode {
+        mode: scenario.mode.to_string(),
+    })
+}
+
+/// Creates a thread with a fresh UUID id at `threads_path` (`POST`, `{"thread_id", "metadata"}`,
+/// 200), as DeerFlow's and LangGraph's clients do.
+pub(crate) async fn create_thread(
+    driver: &Driver,
+    threads_path: &str,
+) -> Result<String, DriverError> {
+    let thread_id = uuid::Uuid::new_v4().to_string();
+    let body = json!({"thread_id": thread_id, "metadata": {}});
+    driver.post_json(threads_path, &body, 200).await?;
+    Ok(thread_id)
 }
 
 /// The prefix of DeerFlow's routes, as its frontend calls them.
@@ -604,10 +818,7 @@ impl Driver {
 
     /// Creates a thread with a fresh UUID id.
     pub async fn create_thread(&self) -> Result<String, DriverError> {
-        let thread_id = uuid::Uuid::new_v4().to_string();
-        let body = json!({"thread_id": thread_id, "metadata": {}});
-        self.post_json("/api/threads", &body, 200).await?;
-        Ok(thread_id)
+        create_thread(self, &format!("{DEERFLOW_BASE}/threads")).await
     }
 
     /// Streams one run with the Layer 1 body (`stream_mode: ["values"]`,
@@ -648,8 +859,36 @@ impl Driver {
         modes: StreamModes,
         framing_rule: FramingRule,
     ) -> Result<RunTranscript, DriverError> {
-        let route = format!("POST {path}");
-        let response = self.post_json(path, &request, 200).await?;
+        let request = RunRequest {
+            path: path.to_owned(),
+            body: request,
+            headers: Vec::new(),
+        };
+        self.stream(request, modes, framing_rule, &[]).await
+    }
+
+    /// Posts `request` and reads the whole stream (which must close cleanly: a broken body is
+    /// [`DriverError::Stream`]), keeping the response headers named in `keep`.
+    pub(crate) async fn stream(
+        &self,
+        request: RunRequest,
+        modes: StreamModes,
+        framing_rule: FramingRule,
+        keep: &[&str],
+    ) -> Result<RunTranscript, DriverError> {
+        let route = format!("POST {}", request.path);
+        let mut builder = self.post(&request.path).json(&request.body);
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value);
+        }
+        let response = send_expecting(&route, builder, 200).await?;
+        let headers = keep
+            .iter()
+            .filter_map(|name| {
+                let value = response.headers().get(*name)?.to_str().ok()?;
+                Some(((*name).to_owned(), value.to_owned()))
+            })
+            .collect();
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
         let mut stream = response.bytes_stream().eventsource();
         let mut events = Vec::new();
@@ -665,10 +904,12 @@ impl Driver {
             ));
         }
         Ok(RunTranscript {
-            request,
+            request: request.body,
             events,
             modes,
             framing_rule,
+            headers,
+            history: None,
         })
     }
 
@@ -711,7 +952,12 @@ impl Driver {
         };
         for prompt in scenario.prompts() {
             let transcript = self
-                .stream_web_run(&runs.thread_id, prompt, scenario.mode, Some(model_name))
+                .stream_web_run(
+                    &runs.thread_id,
+                    prompt,
+                    ui_mode(scenario)?,
+                    Some(model_name),
+                )
                 .await?;
             let conversation = transcript
                 .final_values()
@@ -815,6 +1061,8 @@ mod tests {
                 .collect(),
             modes: StreamModes::Values,
             framing_rule: rule,
+            headers: Vec::new(),
+            history: None,
         }
     }
 

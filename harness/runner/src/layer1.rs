@@ -138,9 +138,9 @@ impl ScenarioRun {
             self.unused_turns.clone(),
             self.fixture.turns.len(),
         );
-        // A dialect whose streams close without `end` is held to its own rule, run by run.
+        // A dialect other than DeerFlow's is held to its own rule, run by run.
         let rule = self.transcripts.first().map(|t| t.framing_rule);
-        if let Some(rule @ FramingRule::MetadataThenClose) = rule {
+        if let Some(rule) = rule.filter(|rule| *rule != FramingRule::MetadataThenEnd) {
             let model_error_recorded = (self.fixture.turns.iter())
                 .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
             verdict.framing = rule.framing(&self.transcripts, model_error_recorded);
@@ -200,12 +200,12 @@ impl ScenarioRun {
                 out,
                 "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
-            for (position, event) in transcript.events.iter().enumerate() {
-                let shape = event.shape();
+            let shapes = transcript.frame_shapes();
+            for (position, (event, shape)) in transcript.events.iter().zip(shapes).enumerate() {
                 let _ = writeln!(
                     out,
                     "[{position:>2}] {:<9} keys={:?}\n     data: {}",
-                    event.event,
+                    shape.event.as_deref().unwrap_or(&event.event),
                     shape.keys.unwrap_or_default(),
                     shorten(event.data(), 160)
                 );
@@ -310,7 +310,7 @@ pub async fn drive_prompts_with(
     fixture: &Fixture,
     options: &DriveOptions,
 ) -> Result<Vec<RunTranscript>, DriverError> {
-    let session = Session::open(url, options).await?;
+    let mut session = Session::open(url, options).await?;
     session
         .run_scenario(&fixture.scenario, &fixture.turns)
         .await

@@ -76,8 +76,16 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
         Framing::Broken { first, last } => json!({"broken": {"first": first, "last": last}}),
         Framing::NoMetadata { run, first } => json!({"no_metadata": {"run": run, "first": first}}),
         Framing::ErrorFrame { run, data } => json!({"error_frame": {"run": run, "data": data}}),
+        Framing::Violated { run, problem } => {
+            json!({"violated": {"run": run, "problem": problem.to_string()}})
+        }
     };
-    json!({
+    // The conversation the dialect's client holds after each run (a dialect that keeps it
+    // client-side: the AI SDK's UI messages), for a cross-check against the protocol's client.
+    let history: Option<Vec<Value>> = (run.transcripts.iter())
+        .map(|transcript| transcript.history.clone())
+        .collect();
+    let mut line = json!({
         "fixture": run.fixture_path.display().to_string(),
         "scenario": run.fixture.scenario.id,
         "mode": run.fixture.scenario.mode.as_str(),
@@ -88,7 +96,11 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
         "unused_turns": verdict.unused_turns,
         "golden": verdict.golden.as_str(),
         "elapsed_ms": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
-    })
+    });
+    if let Some(history) = history {
+        line["history"] = json!(history);
+    }
+    line
 }
 
 /// The lines a failed run prints beside the table (on stderr): broken framing, each miss's
@@ -96,10 +108,14 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
 pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
     let fixture = run.fixture_path.display();
     let mut lines = Vec::new();
-    if !matches!(verdict.framing, Framing::Ok) {
-        lines.push(format!(
+    match &verdict.framing {
+        Framing::Ok => {}
+        Framing::Violated { run, problem } => lines.push(format!(
+            "{fixture}: the stream is not framed as its API demands: run {run}: {problem}"
+        )),
+        _ => lines.push(format!(
             "{fixture}: the stream is not framed as its API demands"
-        ));
+        )),
     }
     for miss in &verdict.misses {
         lines.push(format!("{fixture}: {miss}\n"));

@@ -63,18 +63,41 @@ pub struct RunTranscript {
     pub events: Vec<SseEvent>,
     /// The stream modes the run asked for: which reduction its golden holds.
     pub modes: StreamModes,
-    /// The framing rule of the API that streamed it.
+    /// The framing rule of the API that streamed it, which also says how its frames reduce to
+    /// the golden's shapes.
     pub framing_rule: FramingRule,
+    /// The response headers the dialect's framing rule reads (`(lowercase name, value)`), e.g.
+    /// the AI SDK's `x-vercel-ai-ui-message-stream`; never a cookie or other credential.
+    pub headers: Vec<(String, String)>,
+    /// The conversation as the dialect's client holds it after this run (the UI messages the
+    /// next request carries, [`crate::driver::Dialect::history`]); `None` for a dialect whose
+    /// server keeps it.
+    pub history: Option<Value>,
 }
 
 impl RunTranscript {
-    /// The shapes its golden holds: [`RunTranscript::shapes`] for a values run,
+    /// The shapes its golden holds, as its dialect reduces them ([`FramingRule::golden_shapes`]):
+    /// for DeerFlow and LangGraph [`RunTranscript::shapes`] for a values run,
     /// [`RunTranscript::web_shapes`] for a run in the web client's modes.
     pub fn golden_shapes(&self) -> Vec<Shape> {
-        match self.modes {
-            StreamModes::Values => self.shapes(),
-            StreamModes::Web => self.web_shapes(),
-        }
+        self.framing_rule.golden_shapes(self)
+    }
+
+    /// Each frame's shape, named as its dialect names frames, unreduced (for reports).
+    pub fn frame_shapes(&self) -> Vec<Shape> {
+        self.framing_rule.frame_shapes(self)
+    }
+
+    /// The value of the response header `name` (lowercase), when the dialect kept it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(kept, _)| kept == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The frames as `(SSE event name, data as sent, data parsed)`, for a dialect's reduction.
+    pub fn frames(&self) -> impl Iterator<Item = (&str, &str, &FrameData)> {
+        (self.events.iter()).map(|event| (event.event.as_str(), event.data(), &event.parsed))
     }
 
     /// The protocol shape: `(event name, sorted top-level keys or null)` per event.
@@ -165,6 +188,8 @@ mod tests {
                 .collect(),
             modes: StreamModes::Values,
             framing_rule: FramingRule::MetadataThenEnd,
+            headers: Vec::new(),
+            history: None,
         };
         let from_text: Vec<Shape> = frames
             .iter()
@@ -198,6 +223,8 @@ mod tests {
             ],
             modes: StreamModes::Values,
             framing_rule: FramingRule::MetadataThenEnd,
+            headers: Vec::new(),
+            history: None,
         };
         let raw = transcript.raw();
         let body = futures::stream::iter([Ok::<_, std::io::Error>(raw.clone().into_bytes())]);

@@ -8,19 +8,29 @@ use serde_json::{Value, json};
 use replay_core::{Scenario, Turn};
 
 use super::{
-    DRIVER_PASSWORD, Dialect, Driver, DriverError, FramingRule, StreamModes, web_run_request,
+    DRIVER_PASSWORD, Dialect, Driver, DriverError, FramingRule, RunRequest, StreamModes,
+    create_thread, ui_mode, web_run_request,
 };
 
 /// DeerFlow's gateway API below `base` (`/api` as its frontend calls it).
 #[derive(Debug, Clone)]
 pub struct DeerFlow {
     base: String,
+    /// The thread of the conversation begun.
+    thread_id: String,
 }
 
 impl DeerFlow {
     /// The dialect with its routes below `base`.
     pub fn new(base: String) -> DeerFlow {
-        DeerFlow { base }
+        DeerFlow {
+            base,
+            thread_id: String::new(),
+        }
+    }
+
+    fn threads_path(&self) -> String {
+        format!("{}/threads", self.base)
     }
 }
 
@@ -61,21 +71,26 @@ impl Dialect for DeerFlow {
         register(driver, &self.base).await
     }
 
-    fn threads_path(&self) -> String {
-        format!("{}/threads", self.base)
+    async fn begin(&mut self, driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
+        self.thread_id = create_thread(driver, &self.threads_path()).await?;
+        Ok(())
     }
 
     fn run_request(
         &self,
         scenario: &Scenario,
         prompt: &str,
-        thread_id: &str,
         _recorded: &[Turn],
         modes: StreamModes,
-    ) -> Result<Value, DriverError> {
-        Ok(match modes {
+    ) -> Result<RunRequest, DriverError> {
+        let body = match modes {
             StreamModes::Values => values_run_request(prompt, &scenario.context),
-            StreamModes::Web => web_run_request(prompt, scenario.mode, None, thread_id),
+            StreamModes::Web => web_run_request(prompt, ui_mode(scenario)?, None, &self.thread_id),
+        };
+        Ok(RunRequest {
+            path: format!("{}/{}/runs/stream", self.threads_path(), self.thread_id),
+            body,
+            headers: Vec::new(),
         })
     }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use replay_core::{Scenario, Turn};
 
-use super::{Dialect, Driver, DriverError, FramingRule, StreamModes};
+use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, StreamModes, create_thread};
 
 /// LangGraph's API server below `base` (`""`: the root).
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct LangGraph {
     assistants: BTreeMap<String, String>,
     /// The graph ids `POST /assistants/search` listed (read when no assistant is configured).
     listed: Vec<String>,
+    /// The thread of the conversation begun.
+    thread_id: String,
 }
 
 impl LangGraph {
@@ -38,11 +40,47 @@ impl LangGraph {
             assistant,
             assistants,
             listed: Vec::new(),
+            thread_id: String::new(),
         }
+    }
+
+    fn threads_path(&self) -> String {
+        format!("{}/threads", self.base)
     }
 
     fn search_route(&self) -> String {
         format!("POST {}/assistants/search", self.base)
+    }
+
+    /// The run request's body: the human message as the fixture recorded it, the assistant,
+    /// the stream modes and the fixture's context when it has one.
+    fn run_body(
+        &self,
+        scenario: &Scenario,
+        prompt: &str,
+        recorded: &[Turn],
+        modes: StreamModes,
+    ) -> Result<Value, DriverError> {
+        let mut message = json!({"type": "human", "content": prompt});
+        if let Some(name) = recorded_human_name(recorded, prompt) {
+            message["name"] = json!(name);
+        }
+        // The web client's limit with its modes, Layer 1's otherwise, as DeerFlow's dialect.
+        let recursion_limit = match modes {
+            StreamModes::Values => 100,
+            StreamModes::Web => 1000,
+        };
+        let mut body = json!({
+            "assistant_id": self.assistant_for(scenario)?,
+            "input": {"messages": [message]},
+            "config": {"recursion_limit": recursion_limit},
+            "stream_mode": modes.modes(),
+        });
+        // A graph without a context schema gets none: only a fixture that recorded one sends it.
+        if scenario.context.as_object().is_some_and(|c| !c.is_empty()) {
+            body["context"] = scenario.context.clone();
+        }
+        Ok(body)
     }
 
     /// The assistant a scenario's runs go to.
@@ -113,38 +151,23 @@ impl Dialect for LangGraph {
         Ok(())
     }
 
-    fn threads_path(&self) -> String {
-        format!("{}/threads", self.base)
+    async fn begin(&mut self, driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
+        self.thread_id = create_thread(driver, &self.threads_path()).await?;
+        Ok(())
     }
 
     fn run_request(
         &self,
         scenario: &Scenario,
         prompt: &str,
-        _thread_id: &str,
         recorded: &[Turn],
         modes: StreamModes,
-    ) -> Result<Value, DriverError> {
-        let mut message = json!({"type": "human", "content": prompt});
-        if let Some(name) = recorded_human_name(recorded, prompt) {
-            message["name"] = json!(name);
-        }
-        // The web client's limit with its modes, Layer 1's otherwise, as DeerFlow's dialect.
-        let recursion_limit = match modes {
-            StreamModes::Values => 100,
-            StreamModes::Web => 1000,
-        };
-        let mut body = json!({
-            "assistant_id": self.assistant_for(scenario)?,
-            "input": {"messages": [message]},
-            "config": {"recursion_limit": recursion_limit},
-            "stream_mode": modes.modes(),
-        });
-        // A graph without a context schema gets none: only a fixture that recorded one sends it.
-        if scenario.context.as_object().is_some_and(|c| !c.is_empty()) {
-            body["context"] = scenario.context.clone();
-        }
-        Ok(body)
+    ) -> Result<RunRequest, DriverError> {
+        Ok(RunRequest {
+            path: format!("{}/{}/runs/stream", self.threads_path(), self.thread_id),
+            body: self.run_body(scenario, prompt, recorded, modes)?,
+            headers: Vec::new(),
+        })
     }
 
     fn framing_rule(&self) -> FramingRule {
@@ -234,7 +257,7 @@ mod tests {
         ];
         for (case, scenario, turns, modes, message, context) in cases {
             let body = dialect(Some("agent"), &[])
-                .run_request(scenario, "Hi", "t", turns, modes)
+                .run_body(scenario, "Hi", turns, modes)
                 .unwrap();
             assert_eq!(body["input"]["messages"], json!([message]), "{case}");
             assert_eq!(body.get("context").cloned(), context, "{case}");
@@ -328,7 +351,7 @@ mod tests {
         let recorded = [turn(
             r#"[{"content": "Hi", "name": "user-input", "type": "human"}]"#,
         )];
-        let session = Session::open(&url, &options).await.unwrap();
+        let mut session = Session::open(&url, &options).await.unwrap();
         let runs = session.run_scenario(&scenario, &recorded).await.unwrap();
         assert_eq!(runs.len(), 2, "the prompt and the follow-up");
         for run in &runs {
@@ -353,7 +376,7 @@ mod tests {
             api: Api::Langgraph,
             ..DriveOptions::default()
         };
-        let session = Session::open(&url, &anonymous).await.unwrap();
+        let mut session = Session::open(&url, &anonymous).await.unwrap();
         let err = session
             .run_scenario(&scenario, &recorded)
             .await

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The example as a user runs it, from a folder outside the workspace (a copy of this one, its
+# node_modules linked): `keyless test --api ai-sdk` starts the chat route for each fixture and
+# replays it with no miss against the committed golden. Then the AI SDK's own client
+# (official_client.mjs: DefaultChatTransport + readUIMessageStream) drives the same route, its
+# model `keyless model-server` replaying the fixture, and the conversation it assembles must
+# equal the one keyless's driver assembled (message ids aside: each client mints its own). Then
+# the drift proofs, each on a patched copy:
+#
+# - the tool's result changed (server.mjs's forecast): a miss, with the diagnostic, exit 1;
+# - a part changed (message metadata on `start` and `finish`): the golden goes red, no miss;
+# - `finish` dropped (`sendFinish: false`): the framing rule fails it;
+# - the system prompt rewritten: green (the system prompt is not part of the replay key).
+#
+# Runs in a fresh network namespace with only loopback when the machine allows it (`unshare -n`).
+#
+#   KEYLESS=target/debug/keyless examples/ai-sdk-chat/check.sh    # after `npm ci` here
+set -euo pipefail
+if [ -z "${KEYLESS_NETNS:-}" ] && command -v ip >/dev/null 2>&1 && unshare -n true 2>/dev/null; then
+  KEYLESS_NETNS=1 exec unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
+fi
+keyless="$(realpath "${KEYLESS:?set KEYLESS to the keyless binary}")"
+here="$(cd "$(dirname "$0")" && pwd)"
+[ -d "$here/node_modules/ai" ] || { echo "ai-sdk example: run npm ci in $here first" >&2; exit 1; }
+work="$(mktemp -d)"
+pids=()
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+
+fail() { echo "ai-sdk example: $*" >&2; exit 1; }
+
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
+}
+
+# A copy of the example at $work/$1, without local state, its node_modules linked.
+copy() {
+  mkdir -p "$work/$1"
+  (cd "$here" && find . -maxdepth 1 -mindepth 1 ! -name node_modules ! -name .keyless \
+     -exec cp -r {} "$work/$1"/ \;)
+  ln -s "$here/node_modules" "$work/$1/node_modules"
+}
+
+# Runs `keyless test --json` in the copy $1 with the remaining arguments; the exit code is in
+# $status, the output in $work/$1.out and $work/$1.json.
+run() {
+  local name="$1"; shift
+  cd "$work/$name"
+  set +e
+  "$keyless" test --json "$@" > "$work/$name.json" 2> "$work/$name.out"
+  status=$?
+  set -e
+  cd "$work"
+}
+
+# The field $2 (a JS expression over `line`) of run $1's first JSON line.
+field() {
+  node -e 'const line = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").split("\n")[0]);
+           console.log(JSON.stringify(eval(process.argv[2])))' "$work/$1.json" "$2"
+}
+
+echo "ai-sdk example: keyless test in $work (the chat route started for each fixture)"
+copy app
+run app
+[ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixture failed (exit $status)"; }
+[ "$(field app 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
+  || fail "unexpected outcome: $(cat "$work/app.json")"
+
+echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless's driver assembled"
+model_port="$(free_port)"
+route_port="$(free_port)"
+cd "$work/app"
+"$keyless" model-server --port "$model_port" --fixture fixtures/weather.chat.json > "$work/model.log" 2>&1 &
+pids+=($!)
+OPENAI_BASE_URL="http://127.0.0.1:$model_port/v1" OPENAI_API_KEY=unused PORT="$route_port" \
+  node server.mjs > "$work/route.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$route_port/health" >/dev/null 2>&1 \
+    && curl -sf "http://127.0.0.1:$model_port/_harness/state" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+run app --gateway-url "http://127.0.0.1:$route_port" --model-server "http://127.0.0.1:$model_port"
+[ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
+curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+  "http://127.0.0.1:$model_port/_harness/reset" >/dev/null
+cd "$work/app"
+prompts="$(node -e 'const f = JSON.parse(require("fs").readFileSync("fixtures/weather.chat.json", "utf8"));
+                    for (const p of [f.prompt, ...(f.followups ?? [])]) console.log(p)')"
+mapfile -t prompt_list <<< "$prompts"
+node official_client.mjs "http://127.0.0.1:$route_port/api/chat" "${prompt_list[@]}" > "$work/official.json" \
+  || fail "the official client failed"
+[ "$(curl -sf "http://127.0.0.1:$model_port/_harness/misses")" = "[]" ] \
+  || fail "the official client's run missed: $(curl -s "http://127.0.0.1:$model_port/_harness/misses")"
+node - "$work/app.json" "$work/official.json" <<'JS' || fail "the two clients assembled different conversations"
+const fs = require("fs");
+const line = JSON.parse(fs.readFileSync(process.argv[2], "utf8").split("\n")[0]);
+const driver = line.history[line.history.length - 1];
+const official = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+// Message ids are each client's own; everything else must be equal, key order aside.
+const canonical = (value) => Array.isArray(value) ? value.map(canonical)
+  : value && typeof value === "object"
+    ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical(value[k])]))
+    : value;
+const strip = (messages) => canonical(messages.map(({ id, ...rest }) => rest));
+const [a, b] = [JSON.stringify(strip(driver), null, 1), JSON.stringify(strip(official), null, 1)];
+if (a !== b) {
+  console.error(`keyless's driver:\n${a}\nthe AI SDK's client:\n${b}`);
+  process.exit(1);
+}
+console.log(`ai-sdk example: ${official.length} messages, ${official.flatMap((m) => m.parts).length} parts, equal`);
+JS
+for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+pids=()
+
+echo "ai-sdk example: drift: a changed tool result must miss, with the diagnostic"
+copy tool_result
+sed -i 's/temperatureC: 21 }/temperatureC: 22 }/' "$work/tool_result/server.mjs"
+grep -q 'temperatureC: 22' "$work/tool_result/server.mjs" || fail "the tool result patch did not apply"
+run tool_result
+[ "$status" -eq 1 ] || fail "a changed tool result exited $status, not 1"
+[ "$(field tool_result 'line.misses.length > 0')" = true ] || fail "no miss: $(cat "$work/tool_result.json")"
+grep -q 'first differing field' "$work/tool_result.json" || fail "no miss diagnostic in --json"
+grep -m1 'first differing field' "$work/tool_result.out" | sed 's/^ */  /'
+
+echo "ai-sdk example: drift: a changed part must change the golden, with no miss"
+copy part
+sed -i 's/result.toUIMessageStreamResponse()/result.toUIMessageStreamResponse({ messageMetadata: () => ({ app: "chat" }) })/' \
+  "$work/part/server.mjs"
+grep -q 'messageMetadata: () =>' "$work/part/server.mjs" || fail "the part patch did not apply"
+run part
+[ "$status" -eq 1 ] || fail "a changed part exited $status, not 1"
+[ "$(field part 'line.golden + ":" + line.misses.length')" = '"changed:0"' ] \
+  || fail "unexpected outcome: $(cat "$work/part.json")"
+[ -e "$work/part/golden/weather.chat.snap.new" ] || fail "the changed golden left no pending golden"
+
+echo "ai-sdk example: drift: a dropped finish must break the framing"
+copy finish
+sed -i 's/result.toUIMessageStreamResponse()/result.toUIMessageStreamResponse({ sendFinish: false })/' \
+  "$work/finish/server.mjs"
+grep -q 'sendFinish: false' "$work/finish/server.mjs" || fail "the finish patch did not apply"
+run finish
+[ "$status" -eq 1 ] || fail "a dropped finish exited $status, not 1"
+grep -q 'expected \\"finish\\" then \\"\[DONE\]\\"' "$work/finish.json" \
+  || fail "the framing did not name the missing finish: $(cat "$work/finish.json")"
+
+echo "ai-sdk example: drift: a rewritten system prompt must stay green"
+copy system
+sed -i 's/You are a concise weather assistant\./You are a cheerful forecaster./' "$work/system/server.mjs"
+grep -q 'cheerful forecaster' "$work/system/server.mjs" || fail "the system prompt patch did not apply"
+run system
+[ "$status" -eq 0 ] || { cat "$work/system.out" >&2; fail "a rewritten system prompt exited $status, not 0"; }
+
+echo "ai-sdk example: ok (the fixture replays; both clients agree; the drifts fail and pass as they must)"

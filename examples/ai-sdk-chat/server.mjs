@@ -1,0 +1,87 @@
+// A chat route on the Vercel AI SDK, as a Next.js `app/api/chat/route.ts` would hold it, served
+// by Node's own HTTP server: `POST /api/chat` takes the UI messages `useChat` sends, runs
+// `streamText` with a tool loop (one `weather` tool, up to five steps) against an OpenAI Chat
+// Completions model at OPENAI_BASE_URL, and answers with `toUIMessageStreamResponse()`.
+// `GET /health` answers 200 once the server listens.
+//
+//   OPENAI_BASE_URL=http://127.0.0.1:8090/v1 PORT=3000 node server.mjs
+import http from "node:http";
+import { Readable } from "node:stream";
+
+import { createOpenAI } from "@ai-sdk/openai";
+import { convertToModelMessages, stepCountIs, streamText, tool } from "ai";
+import { z } from "zod";
+
+const port = Number(process.env.PORT ?? process.env.HARNESS_GATEWAY_PORT ?? 3000);
+const openai = createOpenAI({
+  baseURL: process.env.OPENAI_BASE_URL ?? process.env.HARNESS_MODEL_BASE_URL,
+  apiKey: process.env.OPENAI_API_KEY ?? "unused",
+});
+const MODEL = process.env.CHAT_MODEL ?? "gpt-4o-mini";
+
+export const SYSTEM =
+  "You are a concise weather assistant. Use the weather tool for any question about the " +
+  "weather in a city, then answer in one sentence.";
+
+/** What the weather tool answers: fixed, so a replay sends the model what was recorded. */
+export function forecast(city) {
+  return { city, forecast: "sunny", temperatureC: 21 };
+}
+
+const tools = {
+  weather: tool({
+    description: "The weather forecast for a city.",
+    inputSchema: z.object({ city: z.string().describe("The city") }),
+    execute: async ({ city }) => forecast(city),
+  }),
+};
+
+/** The chat route: a Web `Request` in, a Web `Response` out (the App Router's signature). */
+export async function POST(request) {
+  const { messages } = await request.json();
+  const result = streamText({
+    model: openai.chat(MODEL),
+    system: SYSTEM,
+    messages: await convertToModelMessages(messages),
+    tools,
+    stopWhen: stepCountIs(5),
+  });
+  return result.toUIMessageStreamResponse();
+}
+
+/** Node's request as a Web `Request`, and a Web `Response` written back to Node's response. */
+async function serve(req, res) {
+  const url = new URL(req.url, `http://${req.headers.host}`);
+  if (req.method === "GET" && url.pathname === "/health") {
+    res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+    return;
+  }
+  if (req.method !== "POST" || url.pathname !== "/api/chat") {
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    return;
+  }
+  const request = new Request(url, {
+    method: "POST",
+    headers: req.headers,
+    body: Readable.toWeb(req),
+    duplex: "half",
+  });
+  const response = await POST(request);
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  for await (const chunk of response.body) {
+    res.write(chunk);
+  }
+  res.end();
+}
+
+http
+  .createServer((req, res) => {
+    serve(req, res).catch((error) => {
+      console.error(error);
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "text/plain" });
+      }
+      res.end(String(error));
+    });
+  })
+  .listen(port, "127.0.0.1", () => console.log(`chat route at http://127.0.0.1:${port}/api/chat`));
