@@ -5,7 +5,9 @@
 // `GET /health` answers 200 once the server listens.
 //
 //   OPENAI_BASE_URL=http://127.0.0.1:8090/v1 PORT=3000 node server.mjs
+import { readFile } from "node:fs/promises";
 import http from "node:http";
+import { extname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
 
 import { createOpenAI } from "@ai-sdk/openai";
@@ -49,11 +51,33 @@ export async function POST(request) {
   return result.toUIMessageStreamResponse();
 }
 
+// The example's page (web/): with STATIC_DIR set (web/keyless.toml sets it to the built page,
+// web/dist), every other GET is a file of it, `/` its index.html, so page and route share one
+// origin as a Next.js app serves them.
+const STATIC_DIR = process.env.STATIC_DIR ? resolve(process.env.STATIC_DIR) : undefined;
+const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css",
+                ".svg": "image/svg+xml", ".map": "application/json" };
+
+/** A file of STATIC_DIR, or 404 (a path out of it included). */
+async function serveStatic(pathname, res) {
+  const file = resolve(join(STATIC_DIR, pathname === "/" ? "index.html" : pathname));
+  const body = file.startsWith(STATIC_DIR + sep) ? await readFile(file).catch(() => undefined) : undefined;
+  if (body === undefined) {
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    return;
+  }
+  res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(body);
+}
+
 /** Node's request as a Web `Request`, and a Web `Response` written back to Node's response. */
 async function serve(req, res) {
   const url = new URL(req.url, `http://${req.headers.host}`);
   if (req.method === "GET" && url.pathname === "/health") {
     res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+    return;
+  }
+  if (req.method === "GET" && STATIC_DIR !== undefined) {
+    await serveStatic(url.pathname, res);
     return;
   }
   if (req.method !== "POST" || url.pathname !== "/api/chat") {
