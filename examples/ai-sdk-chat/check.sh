@@ -35,7 +35,7 @@ free_port() {
 # A copy of the example at $work/$1, without local state, its node_modules linked.
 copy() {
   mkdir -p "$work/$1"
-  (cd "$here" && find . -maxdepth 1 -mindepth 1 ! -name node_modules ! -name .keyless \
+  (cd "$here" && find . -maxdepth 1 -mindepth 1 ! -name node_modules ! -name .keyless ! -name web \
      -exec cp -r {} "$work/$1"/ \;)
   ln -s "$here/node_modules" "$work/$1/node_modules"
 }

@@ -40,9 +40,12 @@ export async function send(page: Page, text: string): Promise<void> {
   const before = await messages.count();
   await page.getByLabel("Message").fill(text);
   await page.getByRole("button", { name: "Send" }).click();
-  await expect(messages).toHaveCount(before + 2);
-  await expect(page.getByRole("alert")).toHaveCount(0);
-  await expect(page.getByTestId("status")).toHaveText("ready");
+  // The user's message and the request's status change in one render; then the turn ends as
+  // `ready`, or as `error` (shown in the alert, which fails the test at once with its text).
+  await expect(messages).not.toHaveCount(before);
+  await expect(page.getByTestId("status")).toHaveText(/^(ready|error)$/);
+  await expect(page.getByRole("alert")).toHaveCount(0, { timeout: 0 });
+  await expect(messages).toHaveCount(before + 2, { timeout: 0 });
 }
 
 /** One message as the page shows it: its role and its parts, in the order they are rendered. */
