@@ -65,7 +65,7 @@ suite() {
   cd "$work"
 }
 
-echo "ai-sdk web: the browser suite against keyless serve"
+echo "[${SECONDS}s] ai-sdk web: the browser suite against keyless serve"
 copy app
 start=$(date +%s.%N)
 suite app
@@ -73,7 +73,7 @@ suite app
 grep -E 'passed|answered as recorded' "$work/app.out" | sed 's/^ */  /'
 echo "  ($(node -e "console.log((($(date +%s.%N)) - $start).toFixed(1))") s)"
 
-echo "ai-sdk web: drift: a changed tool result must miss, keyless serve exit 1, the run red"
+echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must miss, keyless serve exit 1, the run red"
 copy tool_result
 patch_route tool_result 's/temperatureC: 21 }/temperatureC: 22 }/' 'temperatureC: 22'
 suite tool_result
@@ -84,7 +84,7 @@ grep -q 'first differing field' "$work/tool_result.out" \
   || { cat "$work/tool_result.out" >&2; fail "no miss diagnostic in the run's output"; }
 grep -m1 'first differing field' "$work/tool_result.out" | sed 's/^ */  /'
 
-echo "ai-sdk web: drift: the tool loop cut to one step must show no answer, the run red"
+echo "[${SECONDS}s] ai-sdk web: drift: the tool loop cut to one step must show no answer, the run red"
 copy one_step
 patch_route one_step 's/stepCountIs(5)/stepCountIs(1)/' 'stepCountIs(1)'
 suite one_step
@@ -93,20 +93,20 @@ grep -qE '^\s*-\s+"text: In Paris it is sunny and 21 °C\.",' "$work/one_step.ou
   || { cat "$work/one_step.out" >&2; fail "the failure does not show the missing answer"; }
 echo "  the page lacks \"text: In Paris it is sunny and 21 °C.\" ($(grep -cE '^\s+✘' "$work/one_step.out") tests red)"
 
-echo "ai-sdk web: drift: a reworded system prompt must stay green"
+echo "[${SECONDS}s] ai-sdk web: drift: a reworded system prompt must stay green"
 copy system
 patch_route system 's/You are a concise weather assistant\./You are a cheerful forecaster./' 'cheerful forecaster'
 suite system
 [ "$status" -eq 0 ] || { cat "$work/system.out" >&2; fail "a reworded system prompt failed (exit $status)"; }
 
-echo "ai-sdk web: drift: the answer streamed in other chunks (smoothStream) must stay green"
+echo "[${SECONDS}s] ai-sdk web: drift: the answer streamed in other chunks (smoothStream) must stay green"
 copy chunks
 patch_route chunks 's/^import { convertToModelMessages, stepCountIs, streamText, tool } from "ai";/import { convertToModelMessages, smoothStream, stepCountIs, streamText, tool } from "ai";/; s/    stopWhen: stepCountIs(5),/    stopWhen: stepCountIs(5),\n    experimental_transform: smoothStream({ delayInMs: null, chunking: "line" }),/' \
   'experimental_transform: smoothStream'
 suite chunks
 [ "$status" -eq 0 ] || { cat "$work/chunks.out" >&2; fail "re-chunked text failed (exit $status)"; }
 
-echo "ai-sdk web: the AI SDK's own client against keyless serve"
+echo "[${SECONDS}s] ai-sdk web: the AI SDK's own client against keyless serve"
 # Starts `keyless serve` on paris.chat in the copy `app`; its URLs in $gateway, its stderr in
 # $work/serve.err.
 serve() {
@@ -144,4 +144,4 @@ grep -q 'Berlin' "$work/serve.err" && grep -q 'first differing field' "$work/ser
   || { cat "$work/serve.err" >&2; fail "keyless serve's summary does not name the miss"; }
 grep -m1 'first differing field' "$work/serve.err" | sed 's/^ */  /'
 
-echo "ai-sdk web: ok (the suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"
+echo "[${SECONDS}s] ai-sdk web: ok (the suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"

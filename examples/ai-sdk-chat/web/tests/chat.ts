@@ -44,8 +44,9 @@ export async function send(page: Page, text: string): Promise<void> {
   // `ready`, or as `error` (shown in the alert, which fails the test at once with its text).
   await expect(messages).not.toHaveCount(before);
   await expect(page.getByTestId("status")).toHaveText(/^(ready|error)$/);
-  await expect(page.getByRole("alert")).toHaveCount(0, { timeout: 0 });
-  await expect(messages).toHaveCount(before + 2, { timeout: 0 });
+  const alert = page.getByRole("alert");
+  expect(await alert.count(), `the page shows an error: ${(await alert.allTextContents()).join("; ")}`).toBe(0);
+  expect(await messages.count()).toBe(before + 2);
 }
 
 /** One message as the page shows it: its role and its parts, in the order they are rendered. */

@@ -36,4 +36,4 @@ export const RECORD =
     : undefined;
 
 /** The Chromium the suite drives: Debian's headless shell unless `CHROMIUM_PATH` names another. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium-headless-shell";
+export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium-headless-shell";
