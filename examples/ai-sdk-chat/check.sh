@@ -69,7 +69,8 @@ echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless
 model_port="$(free_port)"
 route_port="$(free_port)"
 cd "$work/app"
-"$keyless" model-server --port "$model_port" --fixture fixtures/weather.chat.json > "$work/model.log" 2>&1 &
+"$keyless" model-server --port "$model_port" --fixture fixtures/weather.chat.json \
+  --reset-token-file "$work/reset-token" > "$work/model.log" 2>&1 &
 pids+=($!)
 OPENAI_BASE_URL="http://127.0.0.1:$model_port/v1" OPENAI_API_KEY=unused PORT="$route_port" \
   node server.mjs > "$work/route.log" 2>&1 &
@@ -79,9 +80,11 @@ for _ in $(seq 100); do
     && curl -sf "http://127.0.0.1:$model_port/_harness/state" >/dev/null 2>&1 && break
   sleep 0.1
 done
-run app --gateway-url "http://127.0.0.1:$route_port" --model-server "http://127.0.0.1:$model_port"
+run app --gateway-url "http://127.0.0.1:$route_port" --model-server "http://127.0.0.1:$model_port" \
+  --reset-token-file "$work/reset-token"
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
 curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+  -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
   "http://127.0.0.1:$model_port/_harness/reset" >/dev/null
 cd "$work/app"
 prompts="$(node -e 'const f = JSON.parse(require("fs").readFileSync("fixtures/weather.chat.json", "utf8"));
