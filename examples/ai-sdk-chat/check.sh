@@ -10,7 +10,17 @@
 # - the tool's result changed (server.mjs's forecast): a miss, with the diagnostic, exit 1;
 # - a part changed (message metadata on `start` and `finish`): the golden goes red, no miss;
 # - `finish` dropped (`sendFinish: false`): the framing rule fails it;
+# - a part type renamed on the wire (`text-delta` → `text-chunk`): the framing rule fails it
+#   where the AI SDK's client stops reading;
 # - the system prompt rewritten: green (the system prompt is not part of the replay key).
+#
+# The same agent answers as an OpenAI-style endpoint too (server.mjs's /v1/chat/completions and
+# /v1/responses): its fixtures replay with `--api openai-chat` and `--api openai-responses`, and
+# the changed tool result misses there as well.
+#
+# OpenAI's own client (`openai`: its `chat.completions.stream` and `responses.stream` helpers)
+# does the same against the OpenAI-style routes, compared with `--api openai-chat` and
+# `--api openai-responses`.
 #
 # Runs in a fresh network namespace with only loopback when the machine allows it (`unshare -n`).
 #
@@ -65,41 +75,42 @@ run app
 [ "$(field app 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
   || fail "unexpected outcome: $(cat "$work/app.json")"
 
-echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless's driver assembled"
-model_port="$(free_port)"
-route_port="$(free_port)"
-cd "$work/app"
-"$keyless" model-server --port "$model_port" --fixture fixtures/weather.chat.json \
-  --reset-token-file "$work/reset-token" > "$work/model.log" 2>&1 &
-pids+=($!)
-OPENAI_BASE_URL="http://127.0.0.1:$model_port/v1" OPENAI_API_KEY=unused PORT="$route_port" \
-  node server.mjs > "$work/route.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$route_port/health" >/dev/null 2>&1 \
-    && curl -sf "http://127.0.0.1:$model_port/_harness/state" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-run app --gateway-url "http://127.0.0.1:$route_port" --model-server "http://127.0.0.1:$model_port" \
-  --reset-token-file "$work/reset-token"
-[ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
-curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
-  -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
-  "http://127.0.0.1:$model_port/_harness/reset" >/dev/null
-cd "$work/app"
-prompts="$(node -e 'const f = JSON.parse(require("fs").readFileSync("fixtures/weather.chat.json", "utf8"));
-                    for (const p of [f.prompt, ...(f.followups ?? [])]) console.log(p)')"
-mapfile -t prompt_list <<< "$prompts"
-node official_client.mjs "http://127.0.0.1:$route_port/api/chat" "${prompt_list[@]}" > "$work/official.json" \
-  || fail "the official client failed"
-[ "$(curl -sf "http://127.0.0.1:$model_port/_harness/misses")" = "[]" ] \
-  || fail "the official client's run missed: $(curl -s "http://127.0.0.1:$model_port/_harness/misses")"
-node - "$work/app.json" "$work/official.json" <<'JS' || fail "the two clients assembled different conversations"
+# Starts `keyless model-server` replaying the fixture $1 and the route (server.mjs) with its model
+# there; their URLs are in $model_url and $route_url.
+serve_route() {
+  local model_port route_port
+  model_port="$(free_port)"
+  route_port="$(free_port)"
+  cd "$work/app"
+  "$keyless" model-server --port "$model_port" --fixture "$1" \
+    --reset-token-file "$work/reset-token" > "$work/model.log" 2>&1 &
+  pids+=($!)
+  OPENAI_BASE_URL="http://127.0.0.1:$model_port/v1" OPENAI_API_KEY=unused PORT="$route_port" \
+    node server.mjs > "$work/route.log" 2>&1 &
+  pids+=($!)
+  model_url="http://127.0.0.1:$model_port"
+  route_url="http://127.0.0.1:$route_port"
+  for _ in $(seq 100); do
+    curl -sf "$route_url/health" >/dev/null 2>&1 && curl -sf "$model_url/_harness/state" >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  fail "the route or the model server did not start: $(cat "$work/route.log" "$work/model.log")"
+}
+
+stop_route() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  pids=()
+}
+
+# Checks that the conversation the official client printed in $work/official.json equals the
+# last `history` of run $1 (message ids aside: each client mints its own), then that the
+# official client's own run missed nothing.
+same_conversation() {
+  node - "$work/$1.json" "$work/official.json" <<'JS' || fail "$1: the two clients assembled different conversations"
 const fs = require("fs");
 const line = JSON.parse(fs.readFileSync(process.argv[2], "utf8").split("\n")[0]);
 const driver = line.history[line.history.length - 1];
 const official = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
-// Message ids are each client's own; everything else must be equal, key order aside.
 const canonical = (value) => Array.isArray(value) ? value.map(canonical)
   : value && typeof value === "object"
     ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical(value[k])]))
@@ -107,13 +118,54 @@ const canonical = (value) => Array.isArray(value) ? value.map(canonical)
 const strip = (messages) => canonical(messages.map(({ id, ...rest }) => rest));
 const [a, b] = [JSON.stringify(strip(driver), null, 1), JSON.stringify(strip(official), null, 1)];
 if (a !== b) {
-  console.error(`keyless's driver:\n${a}\nthe AI SDK's client:\n${b}`);
+  console.error(`keyless's driver:\n${a}\nthe official client:\n${b}`);
   process.exit(1);
 }
-console.log(`ai-sdk example: ${official.length} messages, ${official.flatMap((m) => m.parts).length} parts, equal`);
+const parts = official.flatMap((m) => m.parts ?? [m.content]).length;
+console.log(`ai-sdk example: ${official.length} messages, ${parts} parts, equal`);
 JS
-for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-pids=()
+  [ "$(curl -sf "$model_url/_harness/misses")" = "[]" ] \
+    || fail "the official client's run missed: $(curl -s "$model_url/_harness/misses")"
+}
+
+# The fixture $1's prompts, one per line.
+prompts_of() {
+  node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+           for (const p of [f.prompt, ...(f.followups ?? [])]) console.log(p)' "$work/app/$1"
+}
+
+echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless's driver assembled"
+serve_route fixtures/weather.chat.json
+run app --gateway-url "$route_url" --model-server "$model_url" \
+    --reset-token-file "$work/reset-token"
+[ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
+curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+    -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
+  "$model_url/_harness/reset" >/dev/null
+mapfile -t prompt_list < <(prompts_of fixtures/weather.chat.json)
+(cd "$work/app" && node official_client.mjs "$route_url/api/chat" "${prompt_list[@]}") \
+  > "$work/official.json" || fail "the official client failed"
+same_conversation app
+stop_route
+
+for api in openai-chat openai-responses; do
+  echo "ai-sdk example: OpenAI's own client (openai) assembles the conversation keyless's driver sent (--api $api)"
+  serve_route "fixtures-$api/weather.chat.json"
+  run app --api "$api" --fixtures "fixtures-$api" --golden "golden-$api" \
+    --gateway-url "$route_url" --model-server "$model_url" \
+    --reset-token-file "$work/reset-token"
+  [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api at the running route failed (exit $status)"; }
+  curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+    -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
+    "$model_url/_harness/reset" >/dev/null
+  mapfile -t prompt_list < <(prompts_of "fixtures-$api/weather.chat.json")
+  model="$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).model)' \
+    "$work/app/fixtures-$api/weather.chat.json")"
+  (cd "$work/app" && node official_openai_client.mjs "${api#openai-}" "$route_url/v1" "$model" \
+    "${prompt_list[@]}") > "$work/official.json" || fail "--api $api: the official client failed"
+  same_conversation app
+  stop_route
+done
 
 echo "ai-sdk example: drift: a changed tool result must miss, with the diagnostic"
 copy tool_result
@@ -146,6 +198,16 @@ run finish
 grep -q 'expected \\"finish\\" then \\"\[DONE\]\\"' "$work/finish.json" \
   || fail "the framing did not name the missing finish: $(cat "$work/finish.json")"
 
+echo "ai-sdk example: drift: a renamed part type must fail where the AI SDK's client stops reading"
+copy renamed
+sed -i 's/    res.write(chunk);/    res.write(Buffer.from(chunk).toString().replaceAll(\x27"text-delta"\x27, \x27"text-chunk"\x27));/' \
+  "$work/renamed/server.mjs"
+grep -q '"text-chunk"' "$work/renamed/server.mjs" || fail "the renamed part patch did not apply"
+run renamed
+[ "$status" -eq 1 ] || fail "a renamed part type exited $status, not 1"
+grep -q 'not a UI message chunk type' "$work/renamed.json" \
+  || fail "the framing did not name the renamed part: $(cat "$work/renamed.json")"
+
 echo "ai-sdk example: drift: a rewritten system prompt must stay green"
 copy system
 sed -i 's/You are a concise weather assistant\./You are a cheerful forecaster./' "$work/system/server.mjs"
@@ -153,4 +215,15 @@ grep -q 'cheerful forecaster' "$work/system/server.mjs" || fail "the system prom
 run system
 [ "$status" -eq 0 ] || { cat "$work/system.out" >&2; fail "a rewritten system prompt exited $status, not 0"; }
 
-echo "ai-sdk example: ok (the fixture replays; both clients agree; the drifts fail and pass as they must)"
+for api in openai-chat openai-responses; do
+  echo "ai-sdk example: the same agent as an OpenAI-style endpoint: keyless test --api $api"
+  run app --api "$api" --fixtures "fixtures-$api" --golden "golden-$api"
+  [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api: the committed fixture failed (exit $status)"; }
+  [ "$(field app 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
+    || fail "--api $api: unexpected outcome: $(cat "$work/app.json")"
+  run tool_result --api "$api" --fixtures "fixtures-$api" --golden "golden-$api"
+  [ "$status" -eq 1 ] || fail "--api $api: a changed tool result exited $status, not 1"
+  grep -q 'first differing field' "$work/tool_result.json" || fail "--api $api: no miss diagnostic"
+done
+
+echo "ai-sdk example: ok (the fixtures replay in the three dialects; both clients agree; the drifts fail and pass as they must)"

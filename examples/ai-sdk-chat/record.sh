@@ -20,3 +20,12 @@ OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record \
   --scenario weather --mode chat --prompt "What is the weather in Paris?" \
   --followup "And in Lisbon?"
 "$keyless" test || true
+# The same agent as an OpenAI-style endpoint, one fixture folder and golden folder per dialect.
+for api in openai-chat openai-responses; do
+  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --api "$api" \
+    --fixtures "fixtures-$api" --upstream "http://127.0.0.1:$port/v1" \
+    --recording-out "$work/$api/recording.jsonl" \
+    --scenario weather --mode chat --prompt "What is the weather in Paris?" \
+    --followup "And in Lisbon?"
+  "$keyless" test --api "$api" --fixtures "fixtures-$api" --golden "golden-$api" || true
+done

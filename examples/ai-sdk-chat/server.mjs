@@ -4,6 +4,12 @@
 // Completions model at OPENAI_BASE_URL, and answers with `toUIMessageStreamResponse()`.
 // `GET /health` answers 200 once the server listens.
 //
+// The same agent (the same model, system prompt and tool loop) also answers as an OpenAI-style
+// agent endpoint, the way agent servers expose themselves to OpenAI clients: `POST
+// /v1/chat/completions` streams its answer as `chat.completion.chunk`s, `POST /v1/responses` as a
+// Responses event stream; both take the whole conversation in each request (keyless's
+// `--api openai-chat` and `--api openai-responses`).
+//
 //   OPENAI_BASE_URL=http://127.0.0.1:8090/v1 PORT=3000 node server.mjs
 import { readFile } from "node:fs/promises";
 import http from "node:http";
@@ -69,6 +75,63 @@ async function serveStatic(pathname, res) {
   res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(body);
 }
 
+/** The agent's answer to a conversation of `{ role, content }` messages: its text stream. */
+function agent(messages) {
+  const result = streamText({
+    model: openai.chat(MODEL),
+    system: SYSTEM,
+    messages: messages.map(({ role, content }) => ({ role, content: String(content ?? "") })),
+    tools,
+    stopWhen: stepCountIs(5),
+  });
+  return result.textStream;
+}
+
+/** `POST /v1/chat/completions`, streamed: a role chunk, a chunk per text delta, the finish. */
+async function chatCompletions(body, res) {
+  const base = { id: "chatcmpl-agent", object: "chat.completion.chunk", created: 1700000000,
+                 model: body.model };
+  const send = (delta, finish = null) => res.write(`data: ${JSON.stringify({ ...base,
+    choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  send({ role: "assistant", content: "" });
+  for await (const text of agent(body.messages)) {
+    send({ content: text });
+  }
+  send({}, "stop");
+  res.end("data: [DONE]\n\n");
+}
+
+/** `POST /v1/responses`, streamed: created, the message item and its text deltas, completed. */
+async function responses(body, res) {
+  let sequence = 0;
+  const send = (type, fields) => res.write(
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`);
+  const input = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input;
+  const response = { id: "resp_agent", object: "response", created_at: 1700000000,
+                     model: body.model, status: "in_progress", output: [] };
+  const item = { id: "msg_agent", type: "message", role: "assistant", status: "in_progress",
+                 content: [] };
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  send("response.created", { response });
+  send("response.output_item.added", { output_index: 0, item });
+  send("response.content_part.added", { item_id: item.id, output_index: 0, content_index: 0,
+                                        part: { type: "output_text", text: "", annotations: [] } });
+  let text = "";
+  for await (const delta of agent(input)) {
+    text += delta;
+    send("response.output_text.delta", { item_id: item.id, output_index: 0, content_index: 0,
+                                         delta });
+  }
+  const part = { type: "output_text", text, annotations: [] };
+  send("response.output_text.done", { item_id: item.id, output_index: 0, content_index: 0, text });
+  send("response.content_part.done", { item_id: item.id, output_index: 0, content_index: 0, part });
+  const done = { ...item, status: "completed", content: [part] };
+  send("response.output_item.done", { output_index: 0, item: done });
+  send("response.completed", { response: { ...response, status: "completed", output: [done] } });
+  res.end();
+}
+
 /** Node's request as a Web `Request`, and a Web `Response` written back to Node's response. */
 async function serve(req, res) {
   const url = new URL(req.url, `http://${req.headers.host}`);
@@ -79,6 +142,15 @@ async function serve(req, res) {
   if (req.method === "GET" && STATIC_DIR !== undefined) {
     await serveStatic(url.pathname, res);
     return;
+  }
+  if (req.method === "POST" && url.pathname.startsWith("/v1/")) {
+    let text = "";
+    for await (const piece of req) text += piece;
+    const route = { "/v1/chat/completions": chatCompletions, "/v1/responses": responses };
+    if (route[url.pathname]) {
+      await route[url.pathname](JSON.parse(text), res);
+      return;
+    }
   }
   if (req.method !== "POST" || url.pathname !== "/api/chat") {
     res.writeHead(404, { "content-type": "text/plain" }).end("not found");

@@ -205,6 +205,7 @@ mod tests {
                 "ready_timeout_secs",
             ),
             ("an unknown dialect", "api = \"langchain\"\n", "api"),
+            ("a dialect misspelt", "api = \"ai_sdk\"\n", "api"),
             (
                 "an unknown stream mode set",
                 "stream_modes = \"all\"\n",
@@ -262,6 +263,7 @@ mod tests {
         let cases = [
             ("python-gateway", Api::Deerflow, None),
             ("langgraph-agent", Api::Langgraph, Some("agent")),
+            ("ai-sdk-chat", Api::AiSdk, None),
         ];
         for (example, api, assistant) in cases {
             let path = examples.join(example).join(CONFIG_FILE);

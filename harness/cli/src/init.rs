@@ -43,7 +43,10 @@ ready_timeout_secs = 60
 # API server, `langgraph dev` or a LangSmith deployment: ready at /ok, and `assistant = "<graph
 # id>"` when langgraph.json has several graphs; an `[assistants]` table sends a scenario to
 # another). A deployment's static auth header: auth_header = "x-api-key", auth_env = "VAR" (the
-# value is read from VAR and never written).
+# value is read from VAR and never written). A Vercel AI SDK chat route: "ai-sdk" (posts to
+# `endpoint`, default "/api/chat"); an agent served as OpenAI's API: "openai-chat"
+# ("/v1/chat/completions") or "openai-responses" ("/v1/responses"). With these a fixture's mode
+# is a label (`keyless record --mode chat`).
 api = "deerflow"
 
 # The stream modes of every run: "values" (the golden folder above) or "web" (the web client's

@@ -90,6 +90,12 @@ pub enum FramingProblem {
         /// Its data, cut short.
         data: String,
     },
+    /// A frame the protocol's client rejects (an unknown event type, a missing field, data
+    /// that is not JSON).
+    Invalid {
+        /// What the client would reject, naming the frame.
+        problem: String,
+    },
     /// A response header the protocol's client relies on is missing or has another value.
     Header {
         /// The header's name.
@@ -120,6 +126,7 @@ impl fmt::Display for FramingProblem {
                 "the server sent an {frame:?} frame although the fixture records no model \
                  error: {data}"
             ),
+            FramingProblem::Invalid { problem } => f.write_str(problem),
             FramingProblem::Header {
                 name,
                 expected,

@@ -12,6 +12,8 @@
 pub mod ai_sdk;
 pub mod deerflow;
 pub mod langgraph;
+pub mod openai_chat;
+pub mod openai_responses;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -248,6 +250,12 @@ pub enum FramingRule {
     /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
     /// then `[DONE]` last, frames named by their JSON `type`.
     UiMessageStream,
+    /// An OpenAI Responses stream ([`openai_responses::framing`]): `response.created` first,
+    /// `response.completed` last.
+    OpenaiResponses,
+    /// An OpenAI Chat Completions stream ([`openai_chat::framing`]): chunks, a `finish_reason`,
+    /// then `[DONE]`.
+    OpenaiChat,
 }
 
 impl FramingRule {
@@ -276,6 +284,8 @@ impl FramingRule {
                 Framing::Ok
             }
             FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
+            FramingRule::OpenaiResponses => openai_responses::framing(runs, model_error_recorded),
+            FramingRule::OpenaiChat => openai_chat::framing(runs, model_error_recorded),
         }
     }
 
@@ -292,6 +302,8 @@ impl FramingRule {
                 }
             }
             FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
+            FramingRule::OpenaiResponses => openai_responses::golden_shapes(transcript),
+            FramingRule::OpenaiChat => openai_chat::golden_shapes(transcript),
         }
     }
 
@@ -300,6 +312,8 @@ impl FramingRule {
         match self {
             FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
             FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
+            FramingRule::OpenaiResponses => openai_responses::frame_shapes(transcript),
+            FramingRule::OpenaiChat => openai_chat::frame_shapes(transcript),
         }
     }
 }
@@ -610,7 +624,11 @@ impl Session {
                 options.assistants.clone(),
             )),
             Api::AiSdk => Box::new(ai_sdk::AiSdk::new(endpoint(options)?)),
-            api @ (Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat) => {
+            Api::OpenaiResponses => {
+                Box::new(openai_responses::OpenaiResponses::new(endpoint(options)?))
+            }
+            Api::OpenaiChat => Box::new(openai_chat::OpenaiChat::new(endpoint(options)?)),
+            api @ Api::AgUi => {
                 return Err(DriverError::Unsupported { api });
             }
         };

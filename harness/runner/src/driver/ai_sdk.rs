@@ -11,11 +11,13 @@
 //! conversation back, the assistant message of each run assembled from its stream as the SDK's
 //! `processUIMessageStream` assembles it ([`assemble`]): `step-start` parts, text and reasoning
 //! parts (`state: "done"`), `tool-<name>` parts with their `input`, `output` and `state`,
-//! `data-*` parts (a transient one is not kept), files and sources. A chunk the client's schema
-//! refuses, or a delta or output for a part never started, fails the run where the client's
-//! stream reader would fail, naming the frame.
+//! `data-*` parts (a transient one is not kept), files and sources. Where the client's stream
+//! reader fails (a chunk its schema refuses, a delta or output for a part never started), it
+//! stops reading and `Chat` keeps the message assembled so far: so does the driver, and the
+//! framing rule fails the run, naming the frame.
 //!
-//! Framing ([`framing`]): every run answers with the header, `start` first, `finish` then
+//! Framing ([`framing`]): every run answers with the header, every chunk one the client reads,
+//! `start` first, `finish` then
 //! `[DONE]` last (once each), `start-step`/`finish-step` paired, and no `error` part unless the
 //! fixture records a model error. Shapes: a frame is named by its JSON `type`, and a run of
 //! `text-delta`s or `reasoning-delta`s of one `id`, or of `tool-input-delta`s of one
@@ -117,13 +119,9 @@ impl Dialect for AiSdk {
     }
 
     fn read_run(&mut self, transcript: &RunTranscript) -> Result<(), DriverError> {
-        let assembled =
-            assemble(transcript.frames().map(|(_, raw, data)| (raw, data))).map_err(|source| {
-                DriverError::Protocol {
-                    route: format!("POST {}", self.endpoint),
-                    message: source.to_string(),
-                }
-            })?;
+        // A stream the client stops reading leaves the message assembled up to there (the
+        // framing rule reports where it stopped).
+        let (assembled, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
         if let Some(messages) = transcript.request["messages"].as_array() {
             self.messages = messages.clone();
         }
@@ -189,6 +187,12 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
             got: transcript.header(header).map(str::to_owned),
         });
     }
+    let frames = transcript.frames().map(|(_, raw, data)| (raw, data));
+    if let (_, Some(unreadable)) = assemble(frames) {
+        return Some(FramingProblem::Invalid {
+            problem: unreadable.to_string(),
+        });
+    }
     let names: Vec<Option<String>> = frame_shapes(transcript)
         .into_iter()
         .map(|shape| shape.event)
@@ -247,7 +251,7 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
 
 /// Why a stream cannot be assembled into a UI message, where the AI SDK's client fails too.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("frame {position} ({frame}): {message}; the AI SDK's client fails on this stream too")]
+#[error("frame {position} ({frame}): {message}; the AI SDK's client stops reading the stream here")]
 pub struct AssembleError {
     /// The frame's position in the run.
     pub position: usize,
@@ -257,59 +261,43 @@ pub struct AssembleError {
     pub message: String,
 }
 
-/// The fields each chunk type's schema requires (`uiMessageChunkSchema` in `ai`), as
-/// `(type, [(key, "string" | "any")])`; every other key is allowed (the schema's objects are
-/// loose).
-const CHUNK_FIELDS: &[(&str, &[(&str, bool)])] = &[
-    ("text-start", &[("id", true)]),
-    ("text-delta", &[("id", true), ("delta", true)]),
-    ("text-end", &[("id", true)]),
-    ("error", &[("errorText", true)]),
-    (
-        "tool-input-start",
-        &[("toolCallId", true), ("toolName", true)],
-    ),
-    (
-        "tool-input-delta",
-        &[("toolCallId", true), ("inputTextDelta", true)],
-    ),
-    (
-        "tool-input-available",
-        &[("toolCallId", true), ("toolName", true)],
-    ),
-    (
-        "tool-input-error",
-        &[
-            ("toolCallId", true),
-            ("toolName", true),
-            ("errorText", true),
-        ],
-    ),
-    (
-        "tool-approval-request",
-        &[("approvalId", true), ("toolCallId", true)],
-    ),
-    ("tool-output-available", &[("toolCallId", true)]),
-    (
-        "tool-output-error",
-        &[("toolCallId", true), ("errorText", true)],
-    ),
-    ("tool-output-denied", &[("toolCallId", true)]),
-    ("reasoning-start", &[("id", true)]),
-    ("reasoning-delta", &[("id", true), ("delta", true)]),
-    ("reasoning-end", &[("id", true)]),
-    ("source-url", &[("sourceId", true), ("url", true)]),
-    (
-        "source-document",
-        &[("sourceId", true), ("mediaType", true), ("title", true)],
-    ),
-    ("file", &[("url", true), ("mediaType", true)]),
+/// The string fields each chunk type's schema requires (`uiMessageChunkSchema` in `ai`), as
+/// `(type, [key])`; every other key is allowed (the schema's objects are loose).
+const CHUNK_FIELDS: &[(&str, &[&str])] = &[
+    ("text-start", &["id"]),
+    ("text-delta", &["id", "delta"]),
+    ("text-end", &["id"]),
+    ("error", &["errorText"]),
+    ("tool-input-start", &["toolCallId", "toolName"]),
+    ("tool-input-delta", &["toolCallId", "inputTextDelta"]),
+    ("tool-input-available", &["toolCallId", "toolName"]),
+    ("tool-input-error", &["toolCallId", "toolName", "errorText"]),
+    ("tool-approval-request", &["approvalId", "toolCallId"]),
+    ("tool-output-available", &["toolCallId"]),
+    ("tool-output-error", &["toolCallId", "errorText"]),
+    ("tool-output-denied", &["toolCallId"]),
+    ("reasoning-start", &["id"]),
+    ("reasoning-delta", &["id", "delta"]),
+    ("reasoning-end", &["id"]),
+    ("source-url", &["sourceId", "url"]),
+    ("source-document", &["sourceId", "mediaType", "title"]),
+    ("file", &["url", "mediaType"]),
     ("start-step", &[]),
     ("finish-step", &[]),
     ("start", &[]),
     ("finish", &[]),
     ("abort", &[]),
     ("message-metadata", &[]),
+];
+
+/// The `finishReason`s the client's schema accepts on `finish`.
+const FINISH_REASONS: [&str; 6] = [
+    "stop",
+    "length",
+    "content-filter",
+    "tool-calls",
+    "error",
+    "other",
 ];
 
 /// The streaming state of one assistant message (`createStreamingUIMessageState`).
@@ -322,6 +310,8 @@ struct State {
     active_reasoning: BTreeMap<String, usize>,
     /// Tool calls whose input streams: their text so far and their name.
     partial_calls: BTreeMap<String, (String, String)>,
+    /// The call whose `tool-input-delta`s are being read, its part not yet updated with them.
+    streaming_input: Option<String>,
     /// Whether the client has written the message into its list (any update but a step's).
     written: bool,
 }
@@ -372,6 +362,8 @@ impl State {
         self.set_tool(index, name, fields);
     }
 
+    /// Sets `fields` on the tool part at `index` (its type renamed after `name` unless it is a
+    /// dynamic tool), as `updateToolPart` does on an existing part.
     fn set_tool(&mut self, index: usize, name: &str, fields: &[(&str, Option<Value>)]) {
         let Some(part) = self.parts[index].as_object_mut() else {
             return;
@@ -403,12 +395,32 @@ fn tool_name(part: &Value) -> String {
 
 /// The assistant message a UI message stream assembles into, as `processUIMessageStream` and
 /// `Chat` assemble it (`None` when the client would not have written one: a stream with no
-/// part and no message id). `frames` are each frame's data as sent and parsed.
+/// part and no message id), and the frame where the client's reader fails, if it does: the
+/// message is then the one assembled up to that frame, as `Chat` keeps it. `frames` are each
+/// frame's data as sent and parsed.
 pub fn assemble<'a>(
     frames: impl IntoIterator<Item = (&'a str, &'a FrameData)>,
-) -> Result<Option<Value>, AssembleError> {
+) -> (Option<Value>, Option<AssembleError>) {
     let mut state = State::default();
+    let unreadable = read_frames(&mut state, frames).err();
+    (state.into_message(), unreadable)
+}
+
+/// Reads frames into `state` until one the client's reader fails on.
+fn read_frames<'a>(
+    state: &mut State,
+    frames: impl IntoIterator<Item = (&'a str, &'a FrameData)>,
+) -> Result<(), AssembleError> {
     for (position, (raw, data)) in frames.into_iter().enumerate() {
+        let input_delta = data
+            .json()
+            .is_some_and(|chunk| chunk["type"] == "tool-input-delta");
+        let same_call = input_delta
+            && state.streaming_input.as_deref()
+                == data.json().and_then(|chunk| chunk["toolCallId"].as_str());
+        if !same_call {
+            state.flush_input();
+        }
         if raw.trim() == DONE_MARKER {
             continue;
         }
@@ -481,9 +493,10 @@ pub fn assemble<'a>(
                 }
                 let part = &mut state.parts[index];
                 if kind.ends_with("-delta") {
-                    let joined =
-                        format!("{}{}", part["text"].as_str().unwrap_or(""), text("delta"));
-                    part["text"] = json!(joined);
+                    // Appended in place: a copy per delta would make a long answer quadratic.
+                    if let Some(Value::String(so_far)) = part.get_mut("text") {
+                        so_far.push_str(chunk.get("delta").and_then(Value::as_str).unwrap_or(""));
+                    }
                 } else {
                     part["state"] = json!("done");
                 }
@@ -542,30 +555,16 @@ pub fn assemble<'a>(
             }
             "tool-input-delta" => {
                 let call = text("toolCallId");
-                let Some((so_far, name)) = state.partial_calls.get_mut(&call) else {
+                let Some((so_far, _)) = state.partial_calls.get_mut(&call) else {
                     return Err(fail(
                         kind,
                         format!("no tool-input-start came before it for the call {call:?}"),
                     ));
                 };
                 so_far.push_str(&text("inputTextDelta"));
-                let (raw_input, name) = (so_far.clone(), name.clone());
-                // The client parses the partial JSON leniently; the input is final once
-                // `tool-input-available` names it.
-                let input = serde_json::from_str::<Value>(&raw_input).ok();
-                let index = state.tool_part(&call);
-                let fields = [
-                    ("state", Some(json!("input-streaming"))),
-                    ("input", input),
-                    ("rawInput", Some(json!(raw_input))),
-                    ("output", None),
-                    ("errorText", None),
-                    ("preliminary", None),
-                ];
-                match index {
-                    Some(index) => state.set_tool(index, &name, &fields),
-                    None => state.update_tool(&call, &name, &fields),
-                }
+                // The part is brought up to date once the deltas of this call end (`flush`):
+                // parsing the whole input again per delta would make a long input quadratic.
+                state.streaming_input = Some(call);
                 state.written = true;
             }
             "tool-input-available" | "tool-input-error" => {
@@ -676,11 +675,9 @@ pub fn assemble<'a>(
                     state.id = id.to_owned();
                     state.written = true;
                 }
-                merge_metadata(&mut state, chunk.get("messageMetadata"));
+                merge_metadata(state, chunk.get("messageMetadata"));
             }
-            "finish" | "message-metadata" => {
-                merge_metadata(&mut state, chunk.get("messageMetadata"))
-            }
+            "finish" | "message-metadata" => merge_metadata(state, chunk.get("messageMetadata")),
             "error" | "abort" => {}
             data_kind if data_kind.starts_with("data-") => {
                 if chunk.get("transient") == Some(&Value::Bool(true)) {
@@ -703,17 +700,51 @@ pub fn assemble<'a>(
             _ => unreachable!("check_schema refuses every other type"),
         }
     }
-    if !state.written {
-        return Ok(None);
+    Ok(())
+}
+
+impl State {
+    /// Updates the part of the call whose input deltas were being read, as the client does on
+    /// each `tool-input-delta` (state `input-streaming`, `rawInput` the text so far, `input` its
+    /// parse: the client parses partial JSON leniently, this only a whole one; the input is final
+    /// once `tool-input-available` names it).
+    fn flush_input(&mut self) {
+        let Some(call) = self.streaming_input.take() else {
+            return;
+        };
+        let Some((raw_input, name)) = self.partial_calls.get(&call).cloned() else {
+            return;
+        };
+        let input = serde_json::from_str::<Value>(&raw_input).ok();
+        let fields = [
+            ("state", Some(json!("input-streaming"))),
+            ("input", input),
+            ("rawInput", Some(json!(raw_input))),
+            ("output", None),
+            ("errorText", None),
+            ("preliminary", None),
+        ];
+        match self.tool_part(&call) {
+            Some(index) => self.set_tool(index, &name, &fields),
+            None => self.update_tool(&call, &name, &fields),
+        }
     }
-    let mut message = Map::new();
-    message.insert("id".into(), json!(state.id));
-    if let Some(metadata) = state.metadata {
-        message.insert("metadata".into(), metadata);
+
+    /// The message, once the client has written it into its list.
+    fn into_message(mut self) -> Option<Value> {
+        self.flush_input();
+        if !self.written {
+            return None;
+        }
+        let mut message = Map::new();
+        message.insert("id".into(), json!(self.id));
+        if let Some(metadata) = self.metadata {
+            message.insert("metadata".into(), metadata);
+        }
+        message.insert("role".into(), json!("assistant"));
+        message.insert("parts".into(), Value::Array(self.parts));
+        Some(Value::Object(message))
     }
-    message.insert("role".into(), json!("assistant"));
-    message.insert("parts".into(), Value::Array(state.parts));
-    Ok(Some(Value::Object(message)))
 }
 
 /// Merges a chunk's `messageMetadata` into the message's (`mergeObjects`: objects key by key,
@@ -749,10 +780,21 @@ fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), String> {
                 .join(", ")
         ));
     };
-    for (key, _) in fields.iter() {
+    for key in fields.iter() {
         if !chunk.get(*key).is_some_and(Value::is_string) {
             return Err(format!("its {key:?} is missing or not a string"));
         }
+    }
+    let reason = chunk.get("finishReason").filter(|reason| !reason.is_null());
+    if let (true, Some(reason)) = (kind == "finish", reason)
+        && !reason
+            .as_str()
+            .is_some_and(|reason| FINISH_REASONS.contains(&reason))
+    {
+        return Err(format!(
+            "its finishReason {reason} is not one of {}",
+            FINISH_REASONS.join(", ")
+        ));
     }
     Ok(())
 }
