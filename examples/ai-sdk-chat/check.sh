@@ -45,7 +45,7 @@ free_port() {
 # A copy of the example at $work/$1, without local state, its node_modules linked.
 copy() {
   mkdir -p "$work/$1"
-  (cd "$here" && find . -maxdepth 1 -mindepth 1 ! -name node_modules ! -name .keyless \
+  (cd "$here" && find . -maxdepth 1 -mindepth 1 ! -name node_modules ! -name .keyless ! -name web \
      -exec cp -r {} "$work/$1"/ \;)
   ln -s "$here/node_modules" "$work/$1/node_modules"
 }
@@ -82,7 +82,8 @@ serve_route() {
   model_port="$(free_port)"
   route_port="$(free_port)"
   cd "$work/app"
-  "$keyless" model-server --port "$model_port" --fixture "$1" > "$work/model.log" 2>&1 &
+  "$keyless" model-server --port "$model_port" --fixture "$1" \
+    --reset-token-file "$work/reset-token" > "$work/model.log" 2>&1 &
   pids+=($!)
   OPENAI_BASE_URL="http://127.0.0.1:$model_port/v1" OPENAI_API_KEY=unused PORT="$route_port" \
     node server.mjs > "$work/route.log" 2>&1 &
@@ -135,9 +136,11 @@ prompts_of() {
 
 echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless's driver assembled"
 serve_route fixtures/weather.chat.json
-run app --gateway-url "$route_url" --model-server "$model_url"
+run app --gateway-url "$route_url" --model-server "$model_url" \
+    --reset-token-file "$work/reset-token"
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
 curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+    -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
   "$model_url/_harness/reset" >/dev/null
 mapfile -t prompt_list < <(prompts_of fixtures/weather.chat.json)
 (cd "$work/app" && node official_client.mjs "$route_url/api/chat" "${prompt_list[@]}") \
@@ -149,9 +152,11 @@ for api in openai-chat openai-responses; do
   echo "ai-sdk example: OpenAI's own client (openai) assembles the conversation keyless's driver sent (--api $api)"
   serve_route "fixtures-$api/weather.chat.json"
   run app --api "$api" --fixtures "fixtures-$api" --golden "golden-$api" \
-    --gateway-url "$route_url" --model-server "$model_url"
+    --gateway-url "$route_url" --model-server "$model_url" \
+    --reset-token-file "$work/reset-token"
   [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api at the running route failed (exit $status)"; }
   curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
+    -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
     "$model_url/_harness/reset" >/dev/null
   mapfile -t prompt_list < <(prompts_of "fixtures-$api/weather.chat.json")
   model="$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).model)' \

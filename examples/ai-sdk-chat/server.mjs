@@ -11,7 +11,9 @@
 // `--api openai-chat` and `--api openai-responses`).
 //
 //   OPENAI_BASE_URL=http://127.0.0.1:8090/v1 PORT=3000 node server.mjs
+import { readFile } from "node:fs/promises";
 import http from "node:http";
+import { extname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
 
 import { createOpenAI } from "@ai-sdk/openai";
@@ -53,6 +55,24 @@ export async function POST(request) {
     stopWhen: stepCountIs(5),
   });
   return result.toUIMessageStreamResponse();
+}
+
+// The example's page (web/): with STATIC_DIR set (web/keyless.toml sets it to the built page,
+// web/dist), every other GET is a file of it, `/` its index.html, so page and route share one
+// origin as a Next.js app serves them.
+const STATIC_DIR = process.env.STATIC_DIR ? resolve(process.env.STATIC_DIR) : undefined;
+const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css",
+                ".svg": "image/svg+xml", ".map": "application/json" };
+
+/** A file of STATIC_DIR, or 404 (a path out of it included). */
+async function serveStatic(pathname, res) {
+  const file = resolve(join(STATIC_DIR, pathname === "/" ? "index.html" : pathname));
+  const body = file.startsWith(STATIC_DIR + sep) ? await readFile(file).catch(() => undefined) : undefined;
+  if (body === undefined) {
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    return;
+  }
+  res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(body);
 }
 
 /** The agent's answer to a conversation of `{ role, content }` messages: its text stream. */
@@ -117,6 +137,10 @@ async function serve(req, res) {
   const url = new URL(req.url, `http://${req.headers.host}`);
   if (req.method === "GET" && url.pathname === "/health") {
     res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+    return;
+  }
+  if (req.method === "GET" && STATIC_DIR !== undefined) {
+    await serveStatic(url.pathname, res);
     return;
   }
   if (req.method === "POST" && url.pathname.startsWith("/v1/")) {

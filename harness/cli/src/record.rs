@@ -142,7 +142,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Launched::new(command.clone(), &server.base_url())?
                         .with_launcher_if(crate::launcher()),
                 );
-                started.launch(&scenario.stem()).await?
+                match args.port {
+                    // --serve --port: the port the browser suite's URL names.
+                    Some(port) => started.launch_at(&scenario.stem(), port).await?,
+                    None => started.launch(&scenario.stem()).await?,
+                }
             }
             Gateway::Url(url) => {
                 out(format!(

@@ -703,6 +703,12 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
     let upstream = Upstream::start(&repo);
     let (scenario, mode) = FIXTURE.split_once('.').unwrap();
     let upstream_url = format!("{}/v1", upstream.url);
+    // The gateway on the port a browser suite's URL names (`--port`).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .unwrap()
+        .port()
+        .to_string();
     let recording = Serving::run(
         &repo,
         &[
@@ -718,8 +724,14 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
             &upstream_url,
             "--key-env",
             "UPSTREAM_KEY",
+            "--port",
+            &port,
         ],
         &[("UPSTREAM_KEY", "sk-upstream-SECRET-0123456789")],
+    );
+    assert_eq!(
+        recording.url("gateway_url"),
+        format!("http://127.0.0.1:{port}")
     );
     // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
     keyless_runner::layer1::runtime().unwrap().block_on(async {

@@ -274,6 +274,7 @@ async fn proxy(
             scenario: replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p"),
             allow_insecure_upstream: false,
             limits,
+            aws: None,
         })),
         ServerOptions::default(),
         serve,
@@ -587,6 +588,7 @@ fn finding_17_plain_http_to_another_machine_needs_an_explicit_allowance() {
             scenario: replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p"),
             allow_insecure_upstream: allow,
             limits: record::RecordLimits::default(),
+            aws: None,
         });
         match made {
             Ok(_) => assert!(accepted, "{upstream} accepted"),

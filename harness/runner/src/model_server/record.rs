@@ -579,10 +579,13 @@ pub(super) async fn proxy(
         }
     };
     if !upstream.status().is_success() {
-        let event = match tokio::time::timeout_at(deadline, status_error_event(request.wire, upstream)).await {
-            Ok(event) => event,
-            Err(_) => timed_out(),
-        };
+        let event =
+            match tokio::time::timeout_at(deadline, status_error_event(request.wire, upstream))
+                .await
+            {
+                Ok(event) => event,
+                Err(_) => timed_out(),
+            };
         return fail(shared, writing, &request, call, event);
     }
     // As OpenAI clients read it: a JSON body is one answer, anything else a stream (some
@@ -883,16 +886,18 @@ impl PumpTarget {
                         event_type,
                         payload,
                     } => {
-                        let payload = serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
-                            .unwrap_or(Value::Null);
+                        let payload =
+                            serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
+                                .unwrap_or(Value::Null);
                         event_frame(event_type, &payload).to_vec()
                     }
                     Frame::Exception {
                         exception_type,
                         payload,
                     } => {
-                        let payload = serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
-                            .unwrap_or(Value::Null);
+                        let payload =
+                            serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
+                                .unwrap_or(Value::Null);
                         let message = error_message(&payload).unwrap_or_default();
                         exception_frame(exception_type, &message).to_vec()
                     }
@@ -941,19 +946,10 @@ fn is_error(event: &Value) -> bool {
     event.get("type").and_then(Value::as_str) == Some("error")
 }
 
-/// The upstream's SSE events, cut at line ends with a line-size cap before parsing.
-type Source = std::pin::Pin<
-    Box<
-        dyn futures::Stream<
-                Item = Result<eventsource_stream::Event, EventStreamError<UpstreamRead>>,
-            > + Send,
-    >,
->;
-
 /// Reads the upstream's stream, writing each event before passing it on; returns the written
 /// events. A gateway that stops reading stops the read at once (even mid-line) and leaves the
 /// call `abandoned` (the writer's drop outcome); a stream that breaks, is cut off, carries a
-/// line past the cap or reports an error ends it with `error`.
+/// line past the cap or a corrupt frame, or reports an error ends it with `error`.
 async fn pump(
     shared: Arc<Shared>,
     writing: Arc<Writing>,
