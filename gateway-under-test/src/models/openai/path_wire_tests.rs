@@ -293,3 +293,40 @@ async fn a_bedrock_call_without_an_api_key_is_signed_with_sigv4() {
     );
     assert_eq!(header("x-amz-security-token"), "session-SECRET");
 }
+
+/// Issue 34, finding 7, at the path wires: a 307 to another origin is not followed, so neither
+/// `x-goog-api-key` nor a Bedrock `authorization` reaches it.
+#[tokio::test]
+async fn each_path_wire_sends_no_credential_to_another_origin_a_redirect_names() {
+    for api in PATH_WIRES {
+        let answer = full_answer();
+        let (_, _, kind) = routes(api);
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(stream_bytes(api, &answer), kind))
+            .mount(&elsewhere)
+            .await;
+        let origin = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(307)
+                    .insert_header("location", format!("{}/stolen", elsewhere.uri())),
+            )
+            .mount(&origin)
+            .await;
+        let model = built(&entry(api, &origin)).expect("builds");
+        let failed = match model.stream(&hi()).await {
+            Err(_) => true,
+            Ok(stream) => stream.collect::<Vec<_>>().await.iter().any(Result::is_err),
+        };
+        assert!(failed, "{api:?}: a redirect elsewhere is no answer");
+        for request in elsewhere.received_requests().await.unwrap_or_default() {
+            for header in ["authorization", "x-api-key", "x-goog-api-key"] {
+                assert!(
+                    !request.headers.contains_key(header),
+                    "{api:?}: {header} reached another origin"
+                );
+            }
+        }
+    }
+}

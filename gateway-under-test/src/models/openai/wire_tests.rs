@@ -834,7 +834,8 @@ async fn signed_thinking_at_the_messages_wire_goes_back_with_its_signature() {
 
 #[tokio::test]
 async fn each_wire_sends_no_credential_to_another_origin_a_redirect_names() {
-    for api in Api::ALL {
+    // Gemini and Converse: `path_wire_tests.rs`, with their own credential headers.
+    for api in SSE_WIRES {
         let elsewhere = MockServer::start().await;
         Mock::given(method("POST"))
             .respond_with(sse(stream_body(api, &full_answer())))
