@@ -80,7 +80,8 @@ fn every_module_says_what_it_is_for_and_nothing_is_ignored() {
         if !text.trim_start().starts_with("//!") {
             problems.push(format!("{}: no `//!` module doc", file.display()));
         }
-        if text.contains(&format!("#[{}]", "ignore")) {
+        // The bare attribute and the one with a reason alike: a test nobody runs proves nothing.
+        if text.contains(&format!("#[{}", "ignore")) {
             problems.push(format!("{}: an ignored test", file.display()));
         }
     }

@@ -24,7 +24,7 @@ use futures::StreamExt;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 
-use replay_core::{Framing, Scenario, Shape, Turn, UiMode, first_chars};
+use replay_core::{Framing, FramingProblem, Scenario, Shape, Turn, UiMode, first_chars};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -331,10 +331,47 @@ impl FramingRule {
                 }
                 Framing::Ok
             }
-            FramingRule::AgUi => ag_ui::framing(runs, model_error_recorded),
-            FramingRule::UiMessageStream => ai_sdk::framing(runs, model_error_recorded),
-            FramingRule::OpenaiResponses => openai_responses::framing(runs, model_error_recorded),
-            FramingRule::OpenaiChat => openai_chat::framing(runs, model_error_recorded),
+            FramingRule::AgUi
+            | FramingRule::UiMessageStream
+            | FramingRule::OpenaiResponses
+            | FramingRule::OpenaiChat => runs
+                .iter()
+                .enumerate()
+                .find_map(|(run, transcript)| {
+                    let problem = self.run_problem(transcript, model_error_recorded)?;
+                    Some(Framing::Violated { run, problem })
+                })
+                .unwrap_or(Framing::Ok),
+        }
+    }
+
+    /// What breaks one run's framing under a self-naming dialect's rule, if anything (the
+    /// first broken run is the verdict's).
+    fn run_problem(
+        self,
+        transcript: &RunTranscript,
+        model_error_recorded: bool,
+    ) -> Option<FramingProblem> {
+        match self {
+            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => None,
+            FramingRule::AgUi => ag_ui::run_problem(transcript, model_error_recorded),
+            FramingRule::UiMessageStream => ai_sdk::run_problem(transcript, model_error_recorded),
+            FramingRule::OpenaiResponses => {
+                openai_responses::run_problem(transcript, model_error_recorded)
+            }
+            FramingRule::OpenaiChat => openai_chat::run_problem(transcript, model_error_recorded),
+        }
+    }
+
+    /// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs to
+    /// (`None` for DeerFlow's and LangGraph's, whose shapes come from their stream modes).
+    fn named(self, transcript: &RunTranscript) -> Option<Vec<(Shape, Option<String>)>> {
+        match self {
+            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => None,
+            FramingRule::AgUi => Some(ag_ui::named(transcript)),
+            FramingRule::UiMessageStream => Some(ai_sdk::named(transcript)),
+            FramingRule::OpenaiResponses => Some(openai_responses::named(transcript)),
+            FramingRule::OpenaiChat => Some(openai_chat::named(transcript)),
         }
     }
 
@@ -343,28 +380,18 @@ impl FramingRule {
     /// the web client's modes); a dialect whose frames name themselves reduces its delta runs
     /// ([`replay_core::delta_run_shapes`]).
     pub fn golden_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
-        match self {
-            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => {
-                match transcript.modes {
-                    StreamModes::Values => transcript.shapes(),
-                    StreamModes::Web => transcript.web_shapes(),
-                }
-            }
-            FramingRule::AgUi => ag_ui::golden_shapes(transcript),
-            FramingRule::UiMessageStream => ai_sdk::golden_shapes(transcript),
-            FramingRule::OpenaiResponses => openai_responses::golden_shapes(transcript),
-            FramingRule::OpenaiChat => openai_chat::golden_shapes(transcript),
+        match (self.named(transcript), transcript.modes) {
+            (Some(named), _) => replay_core::delta_run_shapes(named),
+            (None, StreamModes::Values) => transcript.shapes(),
+            (None, StreamModes::Web) => transcript.web_shapes(),
         }
     }
 
     /// Each frame's shape, unreduced, named as the dialect names its frames (for reports).
     pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
-        match self {
-            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => transcript.shapes(),
-            FramingRule::AgUi => ag_ui::frame_shapes(transcript),
-            FramingRule::UiMessageStream => ai_sdk::frame_shapes(transcript),
-            FramingRule::OpenaiResponses => openai_responses::frame_shapes(transcript),
-            FramingRule::OpenaiChat => openai_chat::frame_shapes(transcript),
+        match self.named(transcript) {
+            Some(named) => named.into_iter().map(|(shape, _)| shape).collect(),
+            None => transcript.shapes(),
         }
     }
 }
@@ -1415,22 +1442,5 @@ mod tests {
             }
             eprintln!("a {size}-byte frame: {took:?}");
         }
-    }
-
-    /// The time to read one frame of `KEYLESS_FRAME_BYTES` bytes (a measurement, run by hand:
-    /// `KEYLESS_FRAME_BYTES=4194304 cargo test -p keyless-runner --lib frame_read_time --
-    /// --ignored --nocapture`).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore = "a measurement"]
-    async fn frame_read_time() {
-        let size = std::env::var("KEYLESS_FRAME_BYTES")
-            .ok()
-            .and_then(|size| size.parse().ok())
-            .unwrap_or(1024 * 1024);
-        let (read, took) = read_one_frame(size).await;
-        eprintln!(
-            "a {size}-byte frame: {} in {took:?}",
-            if read.is_ok() { "read" } else { "refused" }
-        );
     }
 }

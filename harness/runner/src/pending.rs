@@ -300,37 +300,4 @@ mod tests {
             lines[MAX_DIFF_LINES]
         );
     }
-
-    /// The time of a review's diff of two 50,000-line goldens whose every
-    /// `KEYLESS_DIFF_EVERY`th line differs (default 10), bounded and not (a measurement, run by
-    /// hand: `cargo test -p keyless-runner --lib review_diff_time -- --ignored --nocapture`).
-    #[test]
-    #[ignore = "a measurement"]
-    fn review_diff_time() {
-        let every = std::env::var("KEYLESS_DIFF_EVERY")
-            .ok()
-            .and_then(|every| every.parse().ok())
-            .unwrap_or(10);
-        let dir = tempfile::tempdir().unwrap();
-        let pending = huge_pair(dir.path(), 50_000, every);
-        let started = std::time::Instant::now();
-        let bounded = diff(&pending).unwrap();
-        eprintln!(
-            "bounded: {} bytes in {:?}",
-            bounded.len(),
-            started.elapsed()
-        );
-        let old = document_of(&load(&pending.golden_path).unwrap());
-        let new = document_of(&load(&pending.new_path).unwrap());
-        let started = std::time::Instant::now();
-        let whole = similar::TextDiff::from_lines(&old, &new)
-            .unified_diff()
-            .context_radius(3)
-            .to_string();
-        eprintln!(
-            "unbounded: {} bytes in {:?}",
-            whole.len(),
-            started.elapsed()
-        );
-    }
 }

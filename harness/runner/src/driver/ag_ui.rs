@@ -12,8 +12,8 @@ pub mod client;
 use serde_json::Value;
 
 use replay_core::{
-    DeltaRule, FrameName, Framing, FramingProblem, Scenario, Shape, Turn, delta_id,
-    delta_run_shapes, first_chars, named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id, first_chars,
+    named_frame_shape,
 };
 
 use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
@@ -130,23 +130,20 @@ impl Dialect for AgUi {
     }
 }
 
-/// The framing of `runs`: each run read as an AG-UI client reads it ([`client::verify_run`]);
-/// a `RUN_ERROR` fails it unless the fixture records a model error.
-pub fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-    for (run, transcript) in runs.iter().enumerate() {
-        let verified = client::verify_run(transcript.events.iter().map(|event| event.json()));
-        let problem = match verified {
-            Ok(RunEnd::Finished) => continue,
-            Ok(RunEnd::Error(_)) if model_error_recorded => continue,
-            Ok(RunEnd::Error(error)) => error,
-            Err(problem) => problem,
-        };
-        return Framing::Violated {
-            run,
-            problem: framing_problem(problem),
-        };
-    }
-    Framing::Ok
+/// What breaks the framing of one run, read as an AG-UI client reads it
+/// ([`client::verify_run`]); a `RUN_ERROR` breaks it unless the fixture records a model error.
+pub(super) fn run_problem(
+    transcript: &RunTranscript,
+    model_error_recorded: bool,
+) -> Option<FramingProblem> {
+    let verified = client::verify_run(transcript.events.iter().map(|event| event.json()));
+    let problem = match verified {
+        Ok(RunEnd::Finished) => return None,
+        Ok(RunEnd::Error(_)) if model_error_recorded => return None,
+        Ok(RunEnd::Error(error)) => error,
+        Err(problem) => problem,
+    };
+    Some(framing_problem(problem))
 }
 
 /// An AG-UI problem as the verdict's framing problem.
@@ -186,23 +183,17 @@ fn framing_problem(problem: AgUiProblem) -> FramingProblem {
     }
 }
 
-/// A run's frames as shapes named by their JSON `type`, unreduced, each with its delta id.
-fn named_shapes(transcript: &RunTranscript) -> impl Iterator<Item = (Shape, Option<String>)> {
-    transcript.frames().map(|(event, raw, data)| {
-        let shape = named_frame_shape(FrameName::JsonType, Some(event), raw, data);
-        let id = delta_id(&shape, data, &DELTAS);
-        (shape, id)
-    })
-}
-
-/// The golden's shapes of a run: delta runs of one id reduced to one entry.
-pub fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    delta_run_shapes(named_shapes(transcript))
-}
-
-/// Each frame's shape, unreduced.
-pub fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    named_shapes(transcript).map(|(shape, _)| shape).collect()
+/// A run's frames as shapes named by their JSON `type`, unreduced, each with its delta id
+/// ([`FramingRule`] reduces the delta runs).
+pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
+    transcript
+        .frames()
+        .map(|(event, raw, data)| {
+            let shape = named_frame_shape(FrameName::JsonType, Some(event), raw, data);
+            let id = delta_id(&shape, data, &DELTAS);
+            (shape, id)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -211,6 +202,23 @@ mod tests {
 
     use super::*;
     use crate::driver::SseEvent;
+
+    use replay_core::Framing;
+
+    /// The dialect's framing rule, as the runner applies it.
+    fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+        FramingRule::AgUi.framing(runs, model_error_recorded)
+    }
+
+    /// The golden's shapes of a run, delta runs reduced.
+    fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
+        FramingRule::AgUi.golden_shapes(transcript)
+    }
+
+    /// Each frame's shape, unreduced.
+    fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
+        FramingRule::AgUi.frame_shapes(transcript)
+    }
 
     /// A run as the example agent streams it (Pydantic AI's adapter): `deltas` splits the answer.
     fn tool_loop(deltas: &[&str]) -> Vec<Value> {

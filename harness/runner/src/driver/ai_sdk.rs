@@ -28,8 +28,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use replay_core::{
-    DONE_MARKER, DeltaRule, FrameData, FrameName, Framing, FramingProblem, Scenario, Shape, Turn,
-    delta_id, delta_run_shapes, first_chars, named_frame_shape,
+    DONE_MARKER, DeltaRule, FrameData, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id,
+    first_chars, named_frame_shape,
 };
 
 use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
@@ -148,37 +148,24 @@ impl Dialect for AiSdk {
     }
 }
 
-/// Each frame's shape, named by its JSON `type`, with the id of the part a delta streams into.
-fn named(transcript: &RunTranscript) -> impl Iterator<Item = (Shape, Option<String>)> + '_ {
-    transcript.frames().map(|(event, raw, data)| {
-        let shape = named_frame_shape(FrameName::JsonType, Some(event), raw, data);
-        let id = delta_id(&shape, data, &DELTAS);
-        (shape, id)
-    })
+/// Each frame's shape, named by its JSON `type`, with the id of the part a delta streams into
+/// ([`FramingRule`] reduces the delta runs and checks run by run).
+pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
+    transcript
+        .frames()
+        .map(|(event, raw, data)| {
+            let shape = named_frame_shape(FrameName::JsonType, Some(event), raw, data);
+            let id = delta_id(&shape, data, &DELTAS);
+            (shape, id)
+        })
+        .collect()
 }
 
-/// The golden's shapes of a run: delta runs of one part reduced to one entry.
-pub fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    delta_run_shapes(named(transcript))
-}
-
-/// Each frame's shape, unreduced.
-pub fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    named(transcript).map(|(shape, _)| shape).collect()
-}
-
-/// The UI message stream's framing rule, run by run (the first broken run is reported).
-pub fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-    for (run, transcript) in runs.iter().enumerate() {
-        if let Some(problem) = run_problem(transcript, model_error_recorded) {
-            return Framing::Violated { run, problem };
-        }
-    }
-    Framing::Ok
-}
-
-/// What breaks the framing of one run, if anything.
-fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option<FramingProblem> {
+/// What breaks the UI message stream's framing of one run, if anything.
+pub(super) fn run_problem(
+    transcript: &RunTranscript,
+    model_error_recorded: bool,
+) -> Option<FramingProblem> {
     let (header, value) = STREAM_HEADER;
     if transcript.header(header) != Some(value) {
         return Some(FramingProblem::Header {
@@ -193,9 +180,9 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
             problem: unreadable.to_string(),
         });
     }
-    let names: Vec<Option<String>> = frame_shapes(transcript)
+    let names: Vec<Option<String>> = named(transcript)
         .into_iter()
-        .map(|shape| shape.event)
+        .map(|(shape, _)| shape.event)
         .collect();
     let name = |position: usize| names.get(position).cloned().flatten();
     if name(0).as_deref() != Some("start") {

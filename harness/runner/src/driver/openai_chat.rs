@@ -14,10 +14,7 @@
 use serde_json::{Value, json};
 
 use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
-use replay_core::{
-    DONE_MARKER, FrameData, Framing, FramingProblem, Scenario, Shape, Turn, delta_run_shapes,
-    first_chars,
-};
+use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, Turn, first_chars};
 
 use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
 
@@ -138,7 +135,7 @@ fn delta_of(event: &Event) -> Option<String> {
 
 /// Each frame's entries (one per event the codec reads in it), with their delta ids; a frame the
 /// codec refuses is named `error` (the framing rule reports it).
-fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
+pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
     let mut assembler = ChunkAssembler::new();
     let mut out = Vec::new();
     for (_, raw, data) in transcript.frames() {
@@ -161,30 +158,11 @@ fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
     out
 }
 
-/// The golden's shapes of a run: delta runs reduced to one entry.
-pub fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    delta_run_shapes(named(transcript))
-}
-
-/// Each entry, unreduced (a report's view; a chunk read as several events is several entries).
-pub fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    named(transcript)
-        .into_iter()
-        .map(|(shape, _)| shape)
-        .collect()
-}
-
-/// The Chat Completions stream's framing rule, run by run.
-pub fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-    for (run, transcript) in runs.iter().enumerate() {
-        if let Some(problem) = run_problem(transcript, model_error_recorded) {
-            return Framing::Violated { run, problem };
-        }
-    }
-    Framing::Ok
-}
-
-fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option<FramingProblem> {
+/// What breaks the Chat Completions stream's framing of one run, if anything.
+pub(super) fn run_problem(
+    transcript: &RunTranscript,
+    model_error_recorded: bool,
+) -> Option<FramingProblem> {
     let mut assembler = ChunkAssembler::new();
     let count = transcript.events.len();
     for (position, (_, raw, data)) in transcript.frames().enumerate() {
@@ -237,6 +215,18 @@ fn frame_name(data: &FrameData) -> String {
 mod tests {
     use super::*;
     use crate::driver::SseEvent;
+
+    use replay_core::Framing;
+
+    /// The dialect's framing rule, as the runner applies it.
+    fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+        FramingRule::OpenaiChat.framing(runs, model_error_recorded)
+    }
+
+    /// The golden's shapes of a run, delta runs reduced.
+    fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
+        FramingRule::OpenaiChat.golden_shapes(transcript)
+    }
 
     /// A streamed answer: a role chunk, the text in `chunks`, the finish, `[DONE]`.
     fn stream(chunks: &[&str]) -> Vec<String> {

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use model_wire::responses::StreamAssembler;
 use replay_core::{
-    DeltaRule, FrameName, Framing, FramingProblem, Scenario, Shape, Turn, delta_id,
-    delta_run_shapes, first_chars, named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id, first_chars,
+    named_frame_shape,
 };
 
 use super::openai_chat::model_of;
@@ -128,38 +128,27 @@ impl Dialect for OpenaiResponses {
     }
 }
 
-fn named(transcript: &RunTranscript) -> impl Iterator<Item = (Shape, Option<String>)> + '_ {
-    transcript.frames().map(|(event, raw, data)| {
-        let shape = named_frame_shape(FrameName::SseEvent, Some(event), raw, data);
-        let id = delta_id(&shape, data, &DELTAS);
-        (shape, id)
-    })
+/// Each frame's shape, named by its SSE event, with the id of the item a delta streams into
+/// ([`FramingRule`] reduces the delta runs and checks run by run).
+pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
+    transcript
+        .frames()
+        .map(|(event, raw, data)| {
+            let shape = named_frame_shape(FrameName::SseEvent, Some(event), raw, data);
+            let id = delta_id(&shape, data, &DELTAS);
+            (shape, id)
+        })
+        .collect()
 }
 
-/// The golden's shapes of a run: delta runs of one item reduced to one entry.
-pub fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    delta_run_shapes(named(transcript))
-}
-
-/// Each frame's shape, unreduced.
-pub fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    named(transcript).map(|(shape, _)| shape).collect()
-}
-
-/// The Responses stream's framing rule, run by run.
-pub fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-    for (run, transcript) in runs.iter().enumerate() {
-        if let Some(problem) = run_problem(transcript, model_error_recorded) {
-            return Framing::Violated { run, problem };
-        }
-    }
-    Framing::Ok
-}
-
-fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option<FramingProblem> {
-    let names: Vec<Option<String>> = frame_shapes(transcript)
+/// What breaks the Responses stream's framing of one run, if anything.
+pub(super) fn run_problem(
+    transcript: &RunTranscript,
+    model_error_recorded: bool,
+) -> Option<FramingProblem> {
+    let names: Vec<Option<String>> = named(transcript)
         .into_iter()
-        .map(|shape| shape.event)
+        .map(|(shape, _)| shape.event)
         .collect();
     let first = names.first().cloned().flatten();
     if first.as_deref() != Some("response.created") {
@@ -202,6 +191,18 @@ fn run_problem(transcript: &RunTranscript, model_error_recorded: bool) -> Option
 mod tests {
     use super::*;
     use crate::driver::SseEvent;
+
+    use replay_core::Framing;
+
+    /// The dialect's framing rule, as the runner applies it.
+    fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+        FramingRule::OpenaiResponses.framing(runs, model_error_recorded)
+    }
+
+    /// The golden's shapes of a run, delta runs reduced.
+    fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
+        FramingRule::OpenaiResponses.golden_shapes(transcript)
+    }
 
     /// A streamed answer as OpenAI frames it: created, the message item, the text deltas in
     /// `chunks`, the item done, completed.

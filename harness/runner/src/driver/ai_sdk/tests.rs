@@ -8,6 +8,16 @@ use replay_core::{Framing, FramingProblem};
 use super::*;
 use crate::driver::{RunTranscript, SseEvent, StreamModes};
 
+/// The dialect's framing rule, as the runner applies it.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+    FramingRule::UiMessageStream.framing(runs, model_error_recorded)
+}
+
+/// The golden's shapes of a run, delta runs reduced.
+fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
+    FramingRule::UiMessageStream.golden_shapes(transcript)
+}
+
 /// A tool loop as `streamText(...).toUIMessageStreamResponse()` streams it, the text chunked as
 /// `chunks` says.
 fn tool_loop(chunks: &[&str]) -> Vec<Value> {
