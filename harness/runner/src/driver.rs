@@ -293,15 +293,15 @@ pub enum FramingRule {
     MetadataThenClose,
     /// AG-UI: `RUN_STARTED` first, `RUN_FINISHED` or `RUN_ERROR` last, in the order
     /// `@ag-ui/client` verifies; shapes named by the JSON `type`, delta runs reduced
-    /// ([`ag_ui::framing`], [`ag_ui::golden_shapes`]).
+    /// (`ag_ui::run_problem`, `ag_ui::named`).
     AgUi,
-    /// The AI SDK's UI message stream ([`ai_sdk::framing`]): its header, `start` first, `finish`
+    /// The AI SDK's UI message stream (`ai_sdk::run_problem`): its header, `start` first, `finish`
     /// then `[DONE]` last, frames named by their JSON `type`.
     UiMessageStream,
-    /// An OpenAI Responses stream ([`openai_responses::framing`]): `response.created` first,
+    /// An OpenAI Responses stream (`openai_responses::run_problem`): `response.created` first,
     /// `response.completed` last.
     OpenaiResponses,
-    /// An OpenAI Chat Completions stream ([`openai_chat::framing`]): chunks, a `finish_reason`,
+    /// An OpenAI Chat Completions stream (`openai_chat::run_problem`): chunks, a `finish_reason`,
     /// then `[DONE]`.
     OpenaiChat,
 }

@@ -16,7 +16,7 @@
 //! stops reading and `Chat` keeps the message assembled so far: so does the driver, and the
 //! framing rule fails the run, naming the frame.
 //!
-//! Framing ([`framing`]): every run answers with the header, every chunk one the client reads,
+//! Framing (`run_problem`, run by run): every run answers with the header, every chunk one the client reads,
 //! `start` first, `finish` then
 //! `[DONE]` last (once each), `start-step`/`finish-step` paired, and no `error` part unless the
 //! fixture records a model error. Shapes: a frame is named by its JSON `type`, and a run of

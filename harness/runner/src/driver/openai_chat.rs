@@ -5,7 +5,7 @@
 //! assembled (its text, and its tool calls when it made some), read with the Chat Completions
 //! codec the model server uses (`model_wire::chat_completions::ChunkAssembler`).
 //!
-//! Framing ([`framing`]): every frame a chunk the codec reads, a chunk with a `finish_reason`,
+//! Framing (`run_problem`, run by run): every frame a chunk the codec reads, a chunk with a `finish_reason`,
 //! `[DONE]` last, no error chunk unless the fixture records a model error. Shapes: a chunk is
 //! named by what the codec reads in it (`text_delta`, `toolcall_start`, `toolcall_delta`, …, one
 //! entry per event; `chunk` when it reads nothing), its keys the chunk's; `[DONE]` is `[DONE]`;

@@ -5,7 +5,7 @@
 //! `previous_response_id`), each assistant item the text the stream assembled, read with the
 //! Responses codec the model server uses (`model_wire::responses::StreamAssembler`).
 //!
-//! Framing ([`framing`]): `response.created` first, `response.completed` (or
+//! Framing (`run_problem`, run by run): `response.created` first, `response.completed` (or
 //! `response.incomplete`) last, every event one the codec reads, no `response.failed` or `error`
 //! unless the fixture records a model error. Shapes: a frame is named by its SSE `event:` (the
 //! same as its JSON `type`); a run of `response.output_text.delta`s,
