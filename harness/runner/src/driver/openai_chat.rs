@@ -21,27 +21,81 @@ use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript
 /// The model name sent when the fixture names none.
 const DEFAULT_MODEL: &str = "agent";
 
+/// What the client of an OpenAI-style agent holds, for both OpenAI dialects: the route, the
+/// model, and the whole conversation, which each request resends under `key` (`messages` for
+/// Chat Completions, `input` for Responses) because the server keeps none.
+#[derive(Debug, Clone)]
+pub(crate) struct Resent {
+    endpoint: String,
+    key: &'static str,
+    model: String,
+    conversation: Vec<Value>,
+}
+
+impl Resent {
+    /// A client posting to `endpoint`, the conversation under `key`.
+    pub(crate) fn new(endpoint: String, key: &'static str) -> Resent {
+        Resent {
+            endpoint,
+            key,
+            model: DEFAULT_MODEL.to_owned(),
+            conversation: Vec::new(),
+        }
+    }
+
+    /// A new conversation for `scenario`.
+    pub(crate) fn begin(&mut self, scenario: &Scenario) {
+        self.model = model_of(scenario);
+        self.conversation.clear();
+    }
+
+    /// The request of one prompt: the conversation so far and the prompt, streamed.
+    pub(crate) fn request(&self, prompt: &str) -> RunRequest {
+        let mut conversation = self.conversation.clone();
+        conversation.push(json!({"role": "user", "content": prompt}));
+        RunRequest {
+            path: self.endpoint.clone(),
+            body: json!({"model": self.model, self.key: conversation, "stream": true}),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `POST <endpoint>`, for errors.
+    pub(crate) fn route(&self) -> String {
+        format!("POST {}", self.endpoint)
+    }
+
+    /// The conversation after a run: what its request sent, then the assistant's `answer`.
+    pub(crate) fn answered(&mut self, transcript: &RunTranscript, answer: Value) {
+        if let Some(sent) = transcript.request[self.key].as_array() {
+            self.conversation = sent.clone();
+        }
+        self.conversation.push(answer);
+    }
+
+    /// The conversation as the client holds it.
+    pub(crate) fn history(&self) -> Option<Value> {
+        Some(Value::Array(self.conversation.clone()))
+    }
+}
+
 /// An agent at a Chat Completions route, and the conversation its client holds.
 #[derive(Debug, Clone)]
 pub struct OpenaiChat {
-    endpoint: String,
-    model: String,
-    messages: Vec<Value>,
+    client: Resent,
 }
 
 impl OpenaiChat {
     /// The dialect posting to `endpoint`.
     pub fn new(endpoint: String) -> OpenaiChat {
         OpenaiChat {
-            endpoint,
-            model: DEFAULT_MODEL.to_owned(),
-            messages: Vec::new(),
+            client: Resent::new(endpoint, "messages"),
         }
     }
 }
 
 /// The model name a scenario's requests carry: the fixture's model, else `agent`.
-pub(crate) fn model_of(scenario: &Scenario) -> String {
+fn model_of(scenario: &Scenario) -> String {
     match scenario.model.trim() {
         "" => DEFAULT_MODEL.to_owned(),
         model => model.to_owned(),
@@ -55,8 +109,7 @@ impl Dialect for OpenaiChat {
     }
 
     async fn begin(&mut self, _driver: &Driver, scenario: &Scenario) -> Result<(), DriverError> {
-        self.model = model_of(scenario);
-        self.messages.clear();
+        self.client.begin(scenario);
         Ok(())
     }
 
@@ -67,13 +120,7 @@ impl Dialect for OpenaiChat {
         _recorded: &[Turn],
         _modes: StreamModes,
     ) -> Result<RunRequest, DriverError> {
-        let mut messages = self.messages.clone();
-        messages.push(json!({"role": "user", "content": prompt}));
-        Ok(RunRequest {
-            path: self.endpoint.clone(),
-            body: json!({"model": self.model, "messages": messages, "stream": true}),
-            headers: Vec::new(),
-        })
+        Ok(self.client.request(prompt))
     }
 
     fn read_run(&mut self, transcript: &RunTranscript) -> Result<(), DriverError> {
@@ -82,17 +129,14 @@ impl Dialect for OpenaiChat {
             assembler
                 .push_data(raw)
                 .map_err(|err| DriverError::Protocol {
-                    route: format!("POST {}", self.endpoint),
+                    route: self.client.route(),
                     message: format!("frame {position}: {err}"),
                 })?;
         }
         let (_, answer) = assembler.finish().map_err(|err| DriverError::Protocol {
-            route: format!("POST {}", self.endpoint),
+            route: self.client.route(),
             message: err.to_string(),
         })?;
-        if let Some(messages) = transcript.request["messages"].as_array() {
-            self.messages = messages.clone();
-        }
         let mut message = json!({"role": "assistant", "content": answer.text});
         if !answer.calls.is_empty() {
             message["tool_calls"] = (answer.calls.iter())
@@ -102,12 +146,12 @@ impl Dialect for OpenaiChat {
                 })
                 .collect();
         }
-        self.messages.push(message);
+        self.client.answered(transcript, message);
         Ok(())
     }
 
     fn history(&self) -> Option<Value> {
-        Some(Value::Array(self.messages.clone()))
+        self.client.history()
     }
 
     fn framing_rule(&self) -> FramingRule {

@@ -20,7 +20,7 @@ use replay_core::{
     named_frame_shape,
 };
 
-use super::openai_chat::model_of;
+use super::openai_chat::Resent;
 use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
 
 /// The delta events of a Responses stream, by the item they stream into.
@@ -46,18 +46,14 @@ pub const DELTAS: [DeltaRule; 4] = [
 /// An agent at a Responses route, and the conversation its client holds.
 #[derive(Debug, Clone)]
 pub struct OpenaiResponses {
-    endpoint: String,
-    model: String,
-    input: Vec<Value>,
+    client: Resent,
 }
 
 impl OpenaiResponses {
     /// The dialect posting to `endpoint`.
     pub fn new(endpoint: String) -> OpenaiResponses {
         OpenaiResponses {
-            endpoint,
-            model: String::new(),
-            input: Vec::new(),
+            client: Resent::new(endpoint, "input"),
         }
     }
 }
@@ -69,8 +65,7 @@ impl Dialect for OpenaiResponses {
     }
 
     async fn begin(&mut self, _driver: &Driver, scenario: &Scenario) -> Result<(), DriverError> {
-        self.model = model_of(scenario);
-        self.input.clear();
+        self.client.begin(scenario);
         Ok(())
     }
 
@@ -81,17 +76,11 @@ impl Dialect for OpenaiResponses {
         _recorded: &[Turn],
         _modes: StreamModes,
     ) -> Result<RunRequest, DriverError> {
-        let mut input = self.input.clone();
-        input.push(json!({"role": "user", "content": prompt}));
-        Ok(RunRequest {
-            path: self.endpoint.clone(),
-            body: json!({"model": self.model, "input": input, "stream": true}),
-            headers: Vec::new(),
-        })
+        Ok(self.client.request(prompt))
     }
 
     fn read_run(&mut self, transcript: &RunTranscript) -> Result<(), DriverError> {
-        let route = format!("POST {}", self.endpoint);
+        let route = self.client.route();
         let mut assembler = StreamAssembler::new();
         for (position, (_, _, data)) in transcript.frames().enumerate() {
             let Some(event) = data.json() else {
@@ -111,16 +100,15 @@ impl Dialect for OpenaiResponses {
             route,
             message: err.to_string(),
         })?;
-        if let Some(input) = transcript.request["input"].as_array() {
-            self.input = input.clone();
-        }
-        self.input
-            .push(json!({"role": "assistant", "content": answer.text}));
+        self.client.answered(
+            transcript,
+            json!({"role": "assistant", "content": answer.text}),
+        );
         Ok(())
     }
 
     fn history(&self) -> Option<Value> {
-        Some(Value::Array(self.input.clone()))
+        self.client.history()
     }
 
     fn framing_rule(&self) -> FramingRule {
