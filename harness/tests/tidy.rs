@@ -1,8 +1,10 @@
 //! House rules checked under `cargo test`: every fixture has its two goldens (values-only and
 //! web modes) and every golden a fixture; every Rust module starts with a `//!` doc; no test
 //! carries the ignore attribute; the replay core and the model-wire codec depend on no gateway,
-//! async runtime or HTTP stack (nor the codec on record/replay or SSE framing); nothing points outside the repository for its specification; every section a file
-//! cites exists in the cited document under `docs/`.
+//! async runtime or HTTP stack (nor the codec on record/replay or SSE framing); nothing points
+//! outside the repository for its specification; every section a file cites exists in the cited
+//! document under `docs/`; no two files of a crate import each other, directly or in a circle
+//! (`tidy/sources.rs` reads the module trees).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -400,4 +402,280 @@ fn every_cited_section_exists_in_the_document_it_cites() {
         checked > 0,
         "no section citations found; is the parser broken?"
     );
+}
+
+#[path = "tidy/sources.rs"]
+mod sources;
+
+/// A library or binary target of a workspace package: its label and root file.
+struct Target {
+    label: String,
+    root: PathBuf,
+    library: bool,
+}
+
+/// Every library and binary target of the workspace's packages, as `cargo metadata` lists them.
+fn workspace_targets() -> Vec<Target> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "metadata",
+            "--offline",
+            "--no-deps",
+            "--format-version",
+            "1",
+        ])
+        .arg("--manifest-path")
+        .arg(workspace_root().join("Cargo.toml"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut targets = Vec::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        for target in package["targets"].as_array().unwrap() {
+            let kinds: Vec<&str> = target["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|kind| kind.as_str())
+                .collect();
+            let library = kinds.contains(&"lib");
+            if library || kinds.contains(&"bin") {
+                targets.push(Target {
+                    label: format!(
+                        "{} ({})",
+                        package["name"].as_str().unwrap(),
+                        kinds.join(",")
+                    ),
+                    root: PathBuf::from(target["src_path"].as_str().unwrap()),
+                    library,
+                });
+            }
+        }
+    }
+    assert!(
+        targets.len() >= 9,
+        "cargo metadata lists too few targets: {}",
+        targets.len()
+    );
+    targets
+}
+
+/// The workspace-relative paths of `files`, sorted.
+fn relative(files: &[PathBuf]) -> Vec<String> {
+    let root = workspace_root();
+    let mut paths: Vec<String> = files
+        .iter()
+        .map(|file| {
+            file.strip_prefix(&root)
+                .unwrap_or(file)
+                .display()
+                .to_string()
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Import circles another branch of issue 28 is removing as this test lands, each by its files.
+/// The list may only shrink: a circle listed here that no longer exists fails the test, so
+/// whoever removes one removes its entry.
+const CIRCLES_BEING_FIXED: &[&[&str]] = &[
+    // i28-wire: the all-wire chat model out of `openai/`.
+    &[
+        "gateway-under-test/src/models/anthropic.rs",
+        "gateway-under-test/src/models/bedrock.rs",
+        "gateway-under-test/src/models/gemini.rs",
+        "gateway-under-test/src/models/openai/mod.rs",
+    ],
+    // i28-driver: the runner's driver and transcript, layer1 and target.
+    &[
+        "harness/runner/src/driver.rs",
+        "harness/runner/src/transcript.rs",
+    ],
+    &[
+        "harness/runner/src/layer1.rs",
+        "harness/runner/src/target.rs",
+    ],
+    // i28-recevent: the core's replay and wire (and diff, which uses replay's `cut_text`).
+    &[
+        "harness/core/src/diff.rs",
+        "harness/core/src/replay.rs",
+        "harness/core/src/wire.rs",
+    ],
+];
+
+#[test]
+fn no_import_circle_between_the_files_of_a_crate() {
+    let mut problems = Vec::new();
+    let mut found = BTreeSet::new();
+    for target in workspace_targets() {
+        let crate_sources = sources::read_crate(&target.root);
+        problems.extend(crate_sources.problems.iter().cloned());
+        for circle in crate_sources.circles() {
+            let members = relative(&circle.members);
+            let allowed = CIRCLES_BEING_FIXED.iter().any(|listed| {
+                listed
+                    .iter()
+                    .copied()
+                    .eq(members.iter().map(String::as_str))
+            });
+            if !allowed {
+                problems.push(format!(
+                    "{}: an import circle: {}",
+                    target.label,
+                    circle.describe(&workspace_root())
+                ));
+            }
+            found.insert(members);
+        }
+    }
+    for listed in CIRCLES_BEING_FIXED {
+        let listed: Vec<String> = listed.iter().map(|file| file.to_string()).collect();
+        if !found.contains(&listed) {
+            problems.push(format!(
+                "CIRCLES_BEING_FIXED lists {listed:?}, which is no longer a circle: remove it"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "move what both files need into one of them, into a module both import, or down into a \
+         child module (a child may use its parent):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Synthetic crates (file → text, `lib.rs` the root) and the circles the reader must find in
+/// each, by their files: the detector goes red on a circle and stays green on nesting.
+const CIRCLE_CASES: &[(&str, &[(&str, &str)], &[&[&str]])] = &[
+    (
+        "two sibling files that use each other",
+        &[
+            ("lib.rs", "mod a; mod b;"),
+            ("a.rs", "use crate::b::B; pub struct A;"),
+            ("b.rs", "pub struct B; fn f() -> crate::a::A { todo!() }"),
+        ],
+        &[&["a.rs", "b.rs"]],
+    ),
+    (
+        "a child using its parent, and the parent re-exporting it, is nesting",
+        &[
+            (
+                "lib.rs",
+                "mod a; pub struct R; mod shared { pub struct S; }",
+            ),
+            ("a.rs", "mod inner; pub use inner::X; pub struct A;"),
+            (
+                "a/inner.rs",
+                "use super::A; use crate::R; use crate::shared::S; pub struct X;",
+            ),
+        ],
+        &[],
+    ),
+    (
+        "a circle through a folder's mod.rs",
+        &[
+            ("lib.rs", "mod http;"),
+            ("http/mod.rs", "mod compat; mod runs;"),
+            (
+                "http/compat/mod.rs",
+                "mod page; pub struct C; fn routes() { page::f() }",
+            ),
+            (
+                "http/compat/page.rs",
+                "pub fn f() { crate::http::runs::go() }",
+            ),
+            ("http/runs.rs", "use super::compat::C; pub fn go() {}"),
+        ],
+        &[&["http/compat/mod.rs", "http/compat/page.rs", "http/runs.rs"]],
+    ),
+    (
+        "a module bound by `use` and named in code",
+        &[
+            ("lib.rs", "mod http; mod a;"),
+            ("http/mod.rs", "pub mod runs;"),
+            ("http/runs.rs", "use crate::a::A; pub fn go() {}"),
+            (
+                "a.rs",
+                "use crate::http; pub struct A; fn f() { http::runs::go() }",
+            ),
+        ],
+        &[&["a.rs", "http/runs.rs"]],
+    ),
+    (
+        "test-only modules may import anything",
+        &[
+            ("lib.rs", "mod a; mod b;"),
+            ("a.rs", "pub struct A; #[cfg(test)] mod tests;"),
+            ("a/tests.rs", "use crate::b::B;"),
+            (
+                "b.rs",
+                "use crate::a::A; pub struct B; #[cfg(test)] mod tests { use crate::a::A; }",
+            ),
+        ],
+        &[],
+    ),
+    (
+        "a one-way chain",
+        &[
+            ("lib.rs", "mod a; mod b; mod c;"),
+            ("a.rs", "use crate::b::B;"),
+            ("b.rs", "pub struct B; use super::c::C;"),
+            ("c.rs", "pub struct C;"),
+        ],
+        &[],
+    ),
+];
+
+/// Writes `files` into a fresh folder.
+fn synthetic_crate(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn the_circle_reader_finds_circles_and_passes_nesting() {
+    for (case, files, expected) in CIRCLE_CASES {
+        let dir = synthetic_crate(files);
+        let crate_sources = sources::read_crate(&dir.path().join("lib.rs"));
+        assert!(
+            crate_sources.problems.is_empty(),
+            "{case}: {:?}",
+            crate_sources.problems
+        );
+        let circles = crate_sources.circles();
+        let found: Vec<Vec<String>> = circles
+            .iter()
+            .map(|circle| {
+                circle
+                    .members
+                    .iter()
+                    .map(|file| file.strip_prefix(dir.path()).unwrap().display().to_string())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(found, *expected, "{case}");
+        for circle in &circles {
+            let text = circle.describe(dir.path());
+            for member in &circle.members {
+                let name = member
+                    .strip_prefix(dir.path())
+                    .unwrap()
+                    .display()
+                    .to_string();
+                assert!(text.contains(&name), "{case}: {text} does not name {name}");
+            }
+        }
+    }
 }

@@ -8,9 +8,9 @@ use harness::adapter::Extensions;
 use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
-use replay_core::{Fixture, MissingGolden, TurnSummary};
+use replay_core::MissingGolden;
 
-use crate::record::write_fixture;
+use crate::record::{print_summary, write_fixture};
 
 /// Fixture maintenance verbs.
 #[derive(Debug, clap::Subcommand)]
@@ -39,18 +39,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::StandIn { out, only } => stand_in(out, only),
         Command::Check => check(),
-    }
-}
-
-/// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
-/// One line per recorded call, then each of the builder's warnings about the fixture on stderr
-/// (turns that share a key but answer differently, which a replay reports as ambiguous).
-pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
-    for line in keyless_runner::recorded::summary_lines(summary) {
-        println!("{line}");
-    }
-    for warning in keyless_runner::recorded::warning_lines(fixture) {
-        eprintln!("{warning}");
     }
 }
 

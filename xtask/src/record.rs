@@ -12,9 +12,7 @@ use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
 use harness::golden::fixtures_dir;
 use harness::record_run::record_scenario;
 use replay_core::recording::{Access, read_recording};
-use replay_core::{Fixture, Scenario, UiMode, build_fixture};
-
-use crate::fixtures::print_summary;
+use replay_core::{Fixture, Scenario, TurnSummary, UiMode, build_fixture};
 
 /// Arguments of `record`.
 #[derive(Debug, clap::Args)]
@@ -71,6 +69,18 @@ fn required(name: &str) -> Option<String> {
     std::env::var(name)
         .ok()
         .filter(|value| !value.trim().is_empty())
+}
+
+/// Prints one line per recorded call: caller, key prefix, tool calls (DeerFlow's builder does).
+/// One line per recorded call, then each of the builder's warnings about the fixture on stderr
+/// (turns that share a key but answer differently, which a replay reports as ambiguous).
+pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
+    for line in keyless_runner::recorded::summary_lines(summary) {
+        println!("{line}");
+    }
+    for warning in keyless_runner::recorded::warning_lines(fixture) {
+        eprintln!("{warning}");
+    }
 }
 
 /// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no

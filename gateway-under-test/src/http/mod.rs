@@ -34,6 +34,7 @@ use serde_json::{Value, json};
 
 use crate::app::{App, WebClientSettings};
 use crate::body_deadline::BodyDeadlineElapsed;
+use crate::runtime::runs::RunManager;
 use crate::store::{Store, StoreError, ThreadRecord};
 
 pub use guard::CurrentUser;
@@ -372,5 +373,31 @@ pub async fn readable_thread(
     match store.get_thread(thread_id).await? {
         Some(thread) if thread.owner_id != user.id => Err(ApiError::thread_not_found(thread_id)),
         other => Ok(other),
+    }
+}
+
+/// Passes when the thread's metadata row belongs to `user`, or when it has no row but `user`
+/// has runs on it (seeded threads: runs and journal rows, no checkpoint, no row). Another
+/// user's thread, and a thread nobody knows, is the contract's 404. Here, beside
+/// [`readable_thread`], because the thread routes and the web client's routes (`compat/`) both
+/// ask it.
+pub(crate) async fn thread_or_own_runs(
+    store: &Store,
+    runs: &RunManager,
+    user: &CurrentUser,
+    thread_id: &str,
+) -> Result<(), ApiError> {
+    if readable_thread(store, user, thread_id).await?.is_some() {
+        return Ok(());
+    }
+    let has_runs = runs
+        .runs_of_thread(thread_id)
+        .iter()
+        .any(|run| run.owner_id == user.id)
+        || !store.list_runs(thread_id, &user.id, 1).await?.is_empty();
+    if has_runs {
+        Ok(())
+    } else {
+        Err(ApiError::thread_not_found(thread_id))
     }
 }

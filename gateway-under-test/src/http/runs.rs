@@ -24,7 +24,8 @@ use crate::http::{
 use crate::messages::Message;
 use crate::run_status::{MultitaskStrategy, RunStatus};
 use crate::runtime::agent::Agent;
-use crate::runtime::context::{RunFlags, StreamModes};
+use crate::runtime::context::StreamModes;
+use crate::runtime::flags::RunFlags;
 use crate::runtime::message_limits;
 use crate::runtime::runs::{RunManager, RunSpec, StartError, start_run};
 use crate::store::{EventQuery, RunRecord, Store};

@@ -289,7 +289,7 @@ async fn history(
     ApiJson(body): ApiJson<HistoryBody>,
 ) -> Result<Json<Value>, ApiError> {
     // A thread with runs but no checkpoint (seeded) has no history: `200 []`, not 404.
-    super::compat::thread_or_own_runs(&store, &runs, &user, &thread_id).await?;
+    super::thread_or_own_runs(&store, &runs, &user, &thread_id).await?;
     let limit = body.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::validation(

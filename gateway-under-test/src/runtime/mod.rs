@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod context;
+pub mod flags;
 pub mod message_limits;
 pub mod middleware;
 pub mod middlewares;
@@ -11,6 +12,7 @@ pub mod runs;
 pub mod state;
 pub mod stream;
 
-pub use context::{RunContext, RunFlags, StreamModes};
+pub use context::{RunContext, StreamModes};
+pub use flags::RunFlags;
 pub use middleware::{GraphError, Middleware, ModelCall};
 pub use state::{AgentState, StateUpdate};

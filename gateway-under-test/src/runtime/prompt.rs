@@ -3,7 +3,7 @@
 //! It is sent to the model but is never part of a replay key, so it is free to evolve.
 
 use crate::models::ToolSpec;
-use crate::runtime::context::RunFlags;
+use crate::runtime::flags::RunFlags;
 
 /// What the prompt is assembled from.
 #[derive(Debug, Clone)]

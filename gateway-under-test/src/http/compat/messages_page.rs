@@ -10,11 +10,11 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::{QueryParams, query_error, thread_or_own_runs};
+use super::{QueryParams, query_error};
 use crate::app::App;
 use crate::http::guard::CurrentUser;
 use crate::http::runs::{row_json, seconds_between};
-use crate::http::{ApiError, ApiQuery};
+use crate::http::{ApiError, ApiQuery, thread_or_own_runs};
 use crate::runtime::runs::RunManager;
 use crate::store::{EventQuery, EventRecord, RunRecord, Store};
 

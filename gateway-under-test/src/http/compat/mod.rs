@@ -12,10 +12,7 @@ use std::collections::HashMap;
 use axum::Router;
 
 use crate::app::App;
-use crate::http::guard::CurrentUser;
-use crate::http::{ApiError, readable_thread};
-use crate::runtime::runs::RunManager;
-use crate::store::Store;
+use crate::http::ApiError;
 
 pub(super) fn routes() -> Router<App> {
     Router::new()
@@ -23,30 +20,6 @@ pub(super) fn routes() -> Router<App> {
         .merge(thread_info::routes())
         .merge(messages_page::routes())
         .merge(workspace_changes::routes())
-}
-
-/// Passes when the thread's metadata row belongs to `user`, or when it has no row but `user`
-/// has runs on it (seeded threads: runs and journal rows, no checkpoint, no row). Another
-/// user's thread, and a thread nobody knows, is the contract's 404.
-pub(super) async fn thread_or_own_runs(
-    store: &Store,
-    runs: &RunManager,
-    user: &CurrentUser,
-    thread_id: &str,
-) -> Result<(), ApiError> {
-    if readable_thread(store, user, thread_id).await?.is_some() {
-        return Ok(());
-    }
-    let has_runs = runs
-        .runs_of_thread(thread_id)
-        .iter()
-        .any(|run| run.owner_id == user.id)
-        || !store.list_runs(thread_id, &user.id, 1).await?.is_empty();
-    if has_runs {
-        Ok(())
-    } else {
-        Err(ApiError::thread_not_found(thread_id))
-    }
 }
 
 /// Query parameters as DeerFlow's FastAPI reads them: every problem is a 422 naming the

@@ -9,10 +9,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::thread_or_own_runs;
 use crate::app::{App, WebClientSettings};
 use crate::http::ApiError;
 use crate::http::guard::CurrentUser;
+use crate::http::thread_or_own_runs;
 use crate::run_status::RunStatus;
 use crate::runtime::runs::RunManager;
 use crate::store::{EventQuery, RunRecord, Store};
