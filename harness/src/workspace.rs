@@ -8,6 +8,11 @@ use std::path::PathBuf;
 /// `CARGO_MANIFEST_DIR` (nextest remaps it when tests run from an archive on another machine);
 /// otherwise the folder this crate was built in.
 pub fn workspace_root() -> PathBuf {
+    root_from_env()
+}
+
+/// The one place this package reads where it is: the variable at run time, else the macro.
+fn root_from_env() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .filter(|dir| dir.join("golden").is_dir())

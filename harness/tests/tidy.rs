@@ -679,3 +679,129 @@ fn the_circle_reader_finds_circles_and_passes_nesting() {
         }
     }
 }
+
+/// Environment reads in library code that another branch of issue 28 is removing as this test
+/// lands, by file and what is read. The list may only shrink: an entry that no longer matches a
+/// read fails the test.
+const ENV_READS_BEING_MOVED: &[(&str, &str)] = &[
+    // i28-driver: Layer 1's full-transcript switch becomes a run option.
+    ("harness/runner/src/layer1.rs", "std::env::var_os"),
+    // i28-wire: the Bedrock provider's AWS credentials, read inside the gateway's library
+    // (against its invariant that only the binary reads the environment).
+    ("gateway-under-test/src/models/bedrock.rs", "std::env::var"),
+];
+
+/// Whether a read sits in an explicit environment constructor: a function named `from_env`, or
+/// `<what>_from_env`, which the edges (binaries, xtask, tests) call once.
+fn in_from_env(read: &sources::EnvRead) -> bool {
+    read.functions
+        .iter()
+        .any(|name| name == "from_env" || name.ends_with("_from_env"))
+}
+
+/// The environment reads of library code that no `from_env` constructor holds, as
+/// `(workspace-relative file, what)` with their lines.
+fn stray_env_reads(reads: &[sources::EnvRead]) -> Vec<(String, String, usize)> {
+    let root = workspace_root();
+    reads
+        .iter()
+        .filter(|read| !in_from_env(read))
+        .map(|read| {
+            let file = read.file.strip_prefix(&root).unwrap_or(&read.file);
+            (file.display().to_string(), read.what.clone(), read.line)
+        })
+        .collect()
+}
+
+#[test]
+fn library_code_reads_the_environment_only_in_from_env_constructors() {
+    let mut problems = Vec::new();
+    let mut stray = Vec::new();
+    for target in workspace_targets()
+        .into_iter()
+        .filter(|target| target.library)
+    {
+        let crate_sources = sources::read_crate(&target.root);
+        problems.extend(crate_sources.problems.iter().cloned());
+        stray.extend(stray_env_reads(&crate_sources.env_reads));
+    }
+    for (file, what, line) in &stray {
+        let listed = ENV_READS_BEING_MOVED
+            .iter()
+            .any(|(listed_file, listed_what)| listed_file == file && listed_what == what);
+        if !listed {
+            problems.push(format!(
+                "{file}:{line}: reads `{what}` in library code; take the value as a parameter and \
+                 read it in a `from_env` constructor that the binary, xtask or the tests call"
+            ));
+        }
+    }
+    for (listed_file, listed_what) in ENV_READS_BEING_MOVED {
+        if !stray
+            .iter()
+            .any(|(file, what, _)| file == listed_file && what == listed_what)
+        {
+            problems.push(format!(
+                "ENV_READS_BEING_MOVED lists `{listed_what}` in {listed_file}, which no longer \
+                 reads it outside a `from_env`: remove the entry"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Synthetic library files and the stray reads the reader must report in each, by function
+/// context: reads inside `from_env` pass, everything else (a macro's arguments included) fails.
+const ENV_CASES: &[(&str, &str, &[&str])] = &[
+    (
+        "a read in an ordinary function",
+        "fn dir() -> Option<std::ffi::OsString> { std::env::var_os(\"HOME\") }",
+        &["std::env::var_os"],
+    ),
+    (
+        "the manifest folder at compile time",
+        "fn root() -> &'static str { env!(\"CARGO_MANIFEST_DIR\") }",
+        &["env!(CARGO_MANIFEST_DIR)"],
+    ),
+    (
+        "a read inside a macro's arguments, through `use std::env`",
+        "use std::env; fn f() { println!(\"{:?}\", env::var(\"X\")); }",
+        &["env::var inside println!"],
+    ),
+    (
+        "explicit constructors",
+        "struct S; impl S { fn from_env() -> S { let _ = std::env::var(\"A\"); S } } \
+         fn key_from_env() -> Option<String> { std::env::var(\"K\").ok() }",
+        &[],
+    ),
+    (
+        "tests may read anything",
+        "#[cfg(test)] mod tests { fn f() { let _ = std::env::var(\"A\"); } }",
+        &[],
+    ),
+    (
+        "a version at compile time is no read",
+        "const V: &str = env!(\"CARGO_PKG_VERSION\");",
+        &[],
+    ),
+];
+
+#[test]
+fn the_env_reader_flags_reads_outside_from_env() {
+    for (case, text, expected) in ENV_CASES {
+        let dir = synthetic_crate(&[("lib.rs", text)]);
+        let crate_sources = sources::read_crate(&dir.path().join("lib.rs"));
+        assert!(
+            crate_sources.problems.is_empty(),
+            "{case}: {:?}",
+            crate_sources.problems
+        );
+        let found: Vec<String> = crate_sources
+            .env_reads
+            .iter()
+            .filter(|read| !in_from_env(read))
+            .map(|read| read.what.clone())
+            .collect();
+        assert_eq!(found, *expected, "{case}");
+    }
+}

@@ -184,7 +184,7 @@ fn print_problem(problem: &Problem) {
 }
 
 /// The API key from the variable `key_env` names, or the error that says to set it.
-pub fn api_key(key_env: &str) -> Result<String, ConfigError> {
+pub fn api_key_from_env(key_env: &str) -> Result<String, ConfigError> {
     std::env::var(key_env)
         .ok()
         .filter(|key| !key.trim().is_empty())
@@ -248,9 +248,9 @@ pub fn save_recorded(
 
 fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String)> {
     if args.record {
-        let aws = AwsCredentials::from_vars(|name| std::env::var(name).ok());
+        let aws = aws_credentials_from_env();
         // A Bedrock-only recording signs with the AWS credentials and needs no API key.
-        let api_key = match api_key(&args.key_env) {
+        let api_key = match api_key_from_env(&args.key_env) {
             Err(_) if aws.is_some() => String::new(),
             key => key?,
         };
@@ -337,10 +337,20 @@ pub fn read_reset_token(file: Option<&std::path::Path>) -> Result<Option<String>
         }
         return Ok(Some(token.to_owned()));
     }
-    Ok(std::env::var(keyless_runner::launched::RESET_TOKEN_VAR)
+    Ok(reset_token_from_env())
+}
+
+/// `KEYLESS_RESET_TOKEN`, trimmed, when set and not empty.
+fn reset_token_from_env() -> Option<String> {
+    std::env::var(keyless_runner::launched::RESET_TOKEN_VAR)
         .ok()
         .map(|token| token.trim().to_owned())
-        .filter(|token| !token.is_empty()))
+        .filter(|token| !token.is_empty())
+}
+
+/// The AWS credentials of the standard variables, for recording Bedrock calls.
+pub fn aws_credentials_from_env() -> Option<AwsCredentials> {
+    AwsCredentials::from_vars(|name| std::env::var(name).ok())
 }
 
 /// Runs `model-server` until Ctrl-C or SIGTERM.

@@ -9,9 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keyless_runner::driver::Session;
 use keyless_runner::launched::Launched;
-use keyless_runner::model_server::{
-    AwsCredentials, Mode, ModelServer, RecordConfig, ServerOptions,
-};
+use keyless_runner::model_server::{Mode, ModelServer, RecordConfig, ServerOptions};
 use keyless_runner::suite::error_chain;
 use replay_core::prompts_in;
 use replay_core::recording::{Access, read_recording};
@@ -19,7 +17,10 @@ use replay_core::recording::{Access, read_recording};
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::gateway::{Gateway, GatewayArgs};
-use crate::model_server::{RecordBounds, ScenarioArgs, api_key, recording_path, save_recorded};
+use crate::model_server::{
+    RecordBounds, ScenarioArgs, api_key_from_env, aws_credentials_from_env, recording_path,
+    save_recorded,
+};
 use crate::output::{err, out};
 
 /// Arguments of `record`.
@@ -87,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .or(record.key_env)
         .unwrap_or_else(|| "OPENAI_API_KEY".into());
-    let api_key = api_key(&key_env)?;
+    let api_key = api_key_from_env(&key_env)?;
     let mut scenario = if args.serve {
         // The prompts are the browser's, read from the recording once it is finished.
         args.scenario.scenario_without_prompt()?
@@ -112,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         scenario: scenario.clone(),
         allow_insecure_upstream: args.bounds.allow_insecure_upstream,
         limits: args.bounds.limits(),
-        aws: AwsCredentials::from_vars(|name| std::env::var(name).ok()),
+        aws: aws_credentials_from_env(),
     };
     crate::runtime()?.block_on(async {
         let signals = crate::Signals::listen()?;

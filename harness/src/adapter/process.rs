@@ -248,47 +248,75 @@ pub const fn placeholder_key() -> &'static str {
     PLACEHOLDER_KEY
 }
 
-/// This workspace's `gateway-under-test` binary: `$GATEWAY_UNDER_TEST_BIN` when set, else built
-/// (or found up to date) with `cargo build --bin gateway-under-test` in the profile of the running
-/// executable, next to it in the target folder.
+/// This workspace's `gateway-under-test` binary, as [`GatewayBinary::from_env`] finds it.
 pub fn workspace_gateway_binary() -> Result<PathBuf, ProcessError> {
-    if let Some(path) = std::env::var_os(GATEWAY_BIN_VAR) {
-        return Ok(PathBuf::from(path));
+    GatewayBinary::from_env().path()
+}
+
+/// Where this workspace's `gateway-under-test` binary comes from: a prebuilt file (a run from a
+/// test archive), or `cargo build --bin gateway-under-test` in the profile of the running
+/// executable, next to it in the target folder.
+#[derive(Debug, Clone)]
+pub struct GatewayBinary {
+    /// The prebuilt binary, when one is named.
+    pub prebuilt: Option<PathBuf>,
+    /// The cargo that builds it otherwise.
+    pub cargo: std::ffi::OsString,
+}
+
+impl GatewayBinary {
+    /// `$GATEWAY_UNDER_TEST_BIN` as the prebuilt binary when set, and `$CARGO` (as cargo sets it
+    /// for tests and build scripts, else `cargo` on the `PATH`) to build it. The one place this
+    /// module reads the environment.
+    pub fn from_env() -> GatewayBinary {
+        GatewayBinary {
+            prebuilt: std::env::var_os(GATEWAY_BIN_VAR).map(PathBuf::from),
+            cargo: std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
+        }
     }
-    let failed = |detail: String| ProcessError::Start {
-        what: "building gateway-under-test".into(),
-        detail,
-    };
-    let executable = std::env::current_exe().map_err(|err| failed(err.to_string()))?;
-    // target/<profile>/deps/<test> or target/<profile>/<binary>.
-    let profile_dir = executable
-        .ancestors()
-        .skip(1)
-        .find(|dir| dir.file_name().is_some_and(|name| name != "deps"))
-        .ok_or_else(|| failed(format!("no target folder above {}", executable.display())))?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(workspace_root())
-        .args(["build", "--quiet", "--bin", "gateway-under-test"]);
-    if profile_dir
-        .file_name()
-        .is_some_and(|name| name == "release")
-    {
-        command.arg("--release");
+
+    /// The prebuilt binary, or the one cargo builds (or finds up to date).
+    pub fn path(&self) -> Result<PathBuf, ProcessError> {
+        if let Some(path) = &self.prebuilt {
+            return Ok(path.clone());
+        }
+        let failed = |detail: String| ProcessError::Start {
+            what: "building gateway-under-test".into(),
+            detail,
+        };
+        let executable = std::env::current_exe().map_err(|err| failed(err.to_string()))?;
+        // target/<profile>/deps/<test> or target/<profile>/<binary>.
+        let profile_dir = executable
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.file_name().is_some_and(|name| name != "deps"))
+            .ok_or_else(|| failed(format!("no target folder above {}", executable.display())))?;
+        let mut command = Command::new(&self.cargo);
+        command.current_dir(workspace_root()).args([
+            "build",
+            "--quiet",
+            "--bin",
+            "gateway-under-test",
+        ]);
+        if profile_dir
+            .file_name()
+            .is_some_and(|name| name == "release")
+        {
+            command.arg("--release");
+        }
+        if let Some(target_dir) = profile_dir.parent() {
+            command.arg("--target-dir").arg(target_dir);
+        }
+        let output = command
+            .output()
+            .map_err(|err| failed(format!("cannot run cargo: {err}")))?;
+        if !output.status.success() {
+            return Err(failed(String::from_utf8_lossy(&output.stderr).into_owned()));
+        }
+        let binary = profile_dir.join("gateway-under-test");
+        if !binary.is_file() {
+            return Err(failed(format!("{} was not built", binary.display())));
+        }
+        Ok(binary)
     }
-    if let Some(target_dir) = profile_dir.parent() {
-        command.arg("--target-dir").arg(target_dir);
-    }
-    let output = command
-        .output()
-        .map_err(|err| failed(format!("cannot run cargo: {err}")))?;
-    if !output.status.success() {
-        return Err(failed(String::from_utf8_lossy(&output.stderr).into_owned()));
-    }
-    let binary = profile_dir.join("gateway-under-test");
-    if !binary.is_file() {
-        return Err(failed(format!("{} was not built", binary.display())));
-    }
-    Ok(binary)
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::ids::{Selector, parse_selector};
+use super::ids::Selector;
 use super::{Location, RecordingsError, RecordingsHome, fsx};
 
 /// `record_replay.mode`.
@@ -129,7 +129,7 @@ impl RecordingsHome {
         if !matches!(mode, Some("record" | "replay")) || file.trim().is_empty() {
             return Ok(None);
         }
-        Ok(match parse_selector(file) {
+        Ok(match self.selector(file) {
             Ok(Selector::Id(id)) => Some(self.managed_path(&id)),
             Ok(Selector::Path(path)) => Some(path),
             Err(_) => None,
@@ -157,7 +157,7 @@ impl RecordingsHome {
                     "record_replay.file is required when mode is record or replay".into(),
                 ));
             }
-            Mode::Record => match parse_selector(file)? {
+            Mode::Record => match self.selector(file)? {
                 Selector::Id(id) => id,
                 Selector::Path(_) => return Err(RecordingsError::RecordNeedsId),
             },

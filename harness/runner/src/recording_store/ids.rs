@@ -54,14 +54,18 @@ pub(crate) enum Selector {
 /// Parses a selector (§10 "Selector resolution").
 ///
 /// A value that is absolute or contains `/` or `\` is a path: a leading `~` (alone or followed by
-/// a separator) becomes `$HOME`, a relative path is joined to the current directory, and `.` and
+/// a separator) becomes `user_home` (the caller's `$HOME`, read once by
+/// [`RecordingsHome::from_env`](super::RecordingsHome::from_env); without one it stays), a relative path is joined to the current directory, and `.` and
 /// `..` are removed lexically. Anything else must be a valid ID (`.jsonl` is optional).
-pub(crate) fn parse_selector(value: &str) -> Result<Selector, RecordingsError> {
+pub(crate) fn parse_selector(
+    value: &str,
+    user_home: Option<&Path>,
+) -> Result<Selector, RecordingsError> {
     let is_path = Path::new(value).is_absolute() || value.contains('/') || value.contains('\\');
     if !is_path {
         return normalize_recording_id(value).map(Selector::Id);
     }
-    let expanded = expand_tilde(value);
+    let expanded = expand_tilde(value, user_home);
     let absolute = std::path::absolute(&expanded).map_err(|source| RecordingsError::Io {
         action: "cannot make absolute",
         path: expanded.clone(),
@@ -70,7 +74,7 @@ pub(crate) fn parse_selector(value: &str) -> Result<Selector, RecordingsError> {
     Ok(Selector::Path(normalize_lexically(&absolute)))
 }
 
-fn expand_tilde(value: &str) -> PathBuf {
+fn expand_tilde(value: &str, user_home: Option<&Path>) -> PathBuf {
     let rest = if value == "~" {
         Some("")
     } else {
@@ -78,8 +82,8 @@ fn expand_tilde(value: &str) -> PathBuf {
             .strip_prefix("~/")
             .or_else(|| value.strip_prefix("~\\"))
     };
-    match (rest, std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) if !home.is_empty() => PathBuf::from(home).join(rest),
+    match (rest, user_home) {
+        (Some(rest), Some(home)) if !home.as_os_str().is_empty() => home.join(rest),
         _ => PathBuf::from(value),
     }
 }

@@ -209,6 +209,8 @@ impl Location {
 #[derive(Debug, Clone)]
 pub struct RecordingsHome {
     state_dir: PathBuf,
+    /// The user's home folder, which a selector's leading `~` names (none: `~` stays).
+    user_home: Option<PathBuf>,
 }
 
 impl RecordingsHome {
@@ -222,17 +224,35 @@ impl RecordingsHome {
         let absolute = std::path::absolute(&state_dir).unwrap_or(state_dir);
         RecordingsHome {
             state_dir: normalize_lexically(&absolute),
+            user_home: None,
         }
+    }
+
+    /// This home, with `~` in a selector meaning `user_home`.
+    pub fn with_user_home(mut self, user_home: impl Into<PathBuf>) -> Self {
+        let user_home = user_home.into();
+        self.user_home = (!user_home.as_os_str().is_empty()).then_some(user_home);
+        self
     }
 
     /// `$HARNESS_STATE_DIR` when set and not empty, else `default_state_dir` (the caller's
     /// `<repository root>/.harness-state`: this crate cannot know where a repository is, and a
-    /// folder derived from its own manifest would be `harness/runner/`).
+    /// folder derived from its own manifest would be `harness/runner/`), with `$HOME` as the
+    /// `~` of selectors. The one place this module reads the environment.
     pub fn from_env(default_state_dir: impl Into<PathBuf>) -> Self {
-        match std::env::var_os(Self::STATE_DIR_VAR) {
+        let home = match std::env::var_os(Self::STATE_DIR_VAR) {
             Some(dir) if !dir.is_empty() => Self::new(dir),
             _ => Self::new(default_state_dir),
+        };
+        match std::env::var_os("HOME") {
+            Some(user_home) => home.with_user_home(user_home),
+            None => home,
         }
+    }
+
+    /// Parses a selector, a leading `~` meaning this home's user home.
+    pub(crate) fn selector(&self, value: &str) -> Result<Selector, RecordingsError> {
+        parse_selector(value, self.user_home.as_deref())
     }
 
     /// The state directory.
@@ -299,7 +319,7 @@ impl RecordingsHome {
     /// root checks whenever the path lands in the root (see the module doc). Does not check that
     /// the file exists.
     pub(crate) fn locate(&self, selector: &str) -> Result<Location, RecordingsError> {
-        match parse_selector(selector)? {
+        match self.selector(selector)? {
             Selector::Id(id) => {
                 let root = self.ensure_root()?;
                 let path = root.join(format!("{id}.jsonl"));
@@ -394,7 +414,7 @@ impl RecordingsHome {
         match config.mode {
             Mode::Off => Ok(Activation::Off),
             Mode::Record => {
-                let Selector::Id(id) = parse_selector(&config.file)? else {
+                let Selector::Id(id) = self.selector(&config.file)? else {
                     return Err(RecordingsError::RecordNeedsId);
                 };
                 let root = self.ensure_root()?;

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::config::{Mode, RecordReplay};
-use super::ids::{Selector, default_recording_id, normalize_recording_id, parse_selector};
+use super::ids::{Selector, default_recording_id, normalize_recording_id};
 use super::{Location, RecordingsError, RecordingsHome, fsx, is_valid_recording_id};
 use replay_core::recording::{Recording, RecordingSink, lock_path_for, read_recording};
 
@@ -265,7 +265,7 @@ impl RecordingsHome {
         selector: &str,
         confirm: &mut dyn FnMut(&str) -> Result<(), RecordingsError>,
     ) -> Result<Deleted, RecordingsError> {
-        let Selector::Id(id) = parse_selector(selector)? else {
+        let Selector::Id(id) = self.selector(selector)? else {
             return Err(RecordingsError::DeleteRequiresManagedId);
         };
         let path = self.ensure_root()?.join(format!("{id}.jsonl"));

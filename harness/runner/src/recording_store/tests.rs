@@ -122,7 +122,8 @@ fn recordings_default_id_is_a_utc_timestamp_and_8_hex() {
 #[test]
 fn recordings_selector_resolution_table() {
     let cwd = std::env::current_dir().unwrap();
-    let home_dir = PathBuf::from(std::env::var_os("HOME").unwrap());
+    // The user home is passed in (`RecordingsHome::from_env` reads `$HOME`), never read here.
+    let home_dir = PathBuf::from("/home/someone");
     let cases: Vec<(&str, Selector)> = vec![
         ("abc", Selector::Id("abc".into())),
         ("abc.jsonl", Selector::Id("abc".into())),
@@ -140,14 +141,22 @@ fn recordings_selector_resolution_table() {
     ];
     for (input, expected) in cases {
         assert_eq!(
-            parse_selector(input).unwrap(),
+            parse_selector(input, Some(&home_dir)).unwrap(),
             expected,
             "selector {input:?}"
         );
     }
+    assert_eq!(
+        parse_selector("~/r.jsonl", None).unwrap(),
+        Selector::Path(cwd.join("~/r.jsonl")),
+        "without a user home, `~` is an ordinary folder name"
+    );
     for invalid in ["~", "bad id", "-x", ".."] {
         assert!(
-            matches!(parse_selector(invalid), Err(RecordingsError::InvalidId(_))),
+            matches!(
+                parse_selector(invalid, Some(&home_dir)),
+                Err(RecordingsError::InvalidId(_))
+            ),
             "{invalid:?} must be an invalid ID"
         );
     }
