@@ -551,9 +551,16 @@ fn no_import_circle_between_the_files_of_a_crate() {
     );
 }
 
+/// A case: its name, its files (path → text) and the circles expected, each by its files.
+type CircleCase = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static [&'static str]],
+);
+
 /// Synthetic crates (file → text, `lib.rs` the root) and the circles the reader must find in
 /// each, by their files: the detector goes red on a circle and stays green on nesting.
-const CIRCLE_CASES: &[(&str, &[(&str, &str)], &[&[&str]])] = &[
+const CIRCLE_CASES: &[CircleCase] = &[
     (
         "two sibling files that use each other",
         &[
