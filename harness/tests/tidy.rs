@@ -812,3 +812,271 @@ fn the_env_reader_flags_reads_outside_from_env() {
         assert_eq!(found, *expected, "{case}");
     }
 }
+
+/// The crates that know record and replay; the gateway reaches none of them.
+const RECORD_REPLAY_CRATES: [&str; 4] = ["replay-core", "keyless-runner", "harness", "keyless"];
+
+#[test]
+fn the_gateway_depends_on_no_record_or_replay_crate() {
+    let reached = shipped_dependencies("gateway-under-test");
+    assert!(
+        reached.contains("gateway-under-test") && reached.contains("model-wire"),
+        "the tree lists the gateway and its codec: {reached:?}"
+    );
+    let known: Vec<&str> = RECORD_REPLAY_CRATES
+        .into_iter()
+        .filter(|name| reached.contains(*name))
+        .collect();
+    assert!(
+        known.is_empty(),
+        "gateway-under-test must know nothing of record or replay, but it depends on {known:?} \
+         (see `cargo tree -p gateway-under-test -e normal -i NAME`); register a provider from the \
+         harness instead"
+    );
+}
+
+/// Verdict types outside `replay_core::Verdict` that issue 28 is folding into it, by file and
+/// name. The list may only shrink: an entry whose type is gone fails the test.
+const OTHER_VERDICTS_BEING_FOLDED: &[(&str, &str)] = &[("harness/src/web_flow.rs", "WebVerdict")];
+
+/// The Rust sources of every library and binary target, workspace-relative, with their text.
+fn product_sources() -> Vec<(String, String)> {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["harness", "gateway-under-test/src", "xtask/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files
+        .into_iter()
+        .filter(|file| {
+            let relative = file.strip_prefix(&root).unwrap();
+            !relative.components().any(|part| {
+                matches!(
+                    part.as_os_str().to_str(),
+                    Some("tests" | "benches" | "target")
+                )
+            }) && !relative.ends_with("tests.rs")
+        })
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap();
+            (
+                file.strip_prefix(&root).unwrap().display().to_string(),
+                text,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn one_verdict_type_outside_the_core() {
+    let declaration =
+        regex::Regex::new(r"(?m)^\s*pub(\([a-z]+\))? (struct|enum) (\w*Verdict)\b").unwrap();
+    let mut found = BTreeSet::new();
+    for (file, text) in product_sources() {
+        for capture in declaration.captures_iter(&text) {
+            found.insert((file.clone(), capture[3].to_string()));
+        }
+    }
+    assert!(
+        found.contains(&("harness/core/src/verdict.rs".into(), "Verdict".into())),
+        "the reader finds replay_core's Verdict: {found:?}"
+    );
+    let mut problems = Vec::new();
+    for (file, name) in &found {
+        let known = (file == "harness/core/src/verdict.rs" && name == "Verdict")
+            || OTHER_VERDICTS_BEING_FOLDED.contains(&(file.as_str(), name.as_str()));
+        if !known {
+            problems.push(format!(
+                "{file}: `{name}` is a second verdict; whether a replay passed is a \
+                 replay_core::Verdict (make the difference a policy of it)"
+            ));
+        }
+    }
+    for (file, name) in OTHER_VERDICTS_BEING_FOLDED {
+        if !found.contains(&(file.to_string(), name.to_string())) {
+            problems.push(format!(
+                "OTHER_VERDICTS_BEING_FOLDED lists {name} in {file}, which is gone: remove it"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The identifiers in a Rust source's code: comments and string literals (messages, docs) are
+/// left out, so a check on names is not fooled by prose.
+fn identifiers(file: &Path) -> BTreeSet<String> {
+    fn collect(stream: proc_macro2::TokenStream, out: &mut BTreeSet<String>) {
+        for tree in stream {
+            match tree {
+                proc_macro2::TokenTree::Group(group) => collect(group.stream(), out),
+                proc_macro2::TokenTree::Ident(ident) => {
+                    out.insert(ident.to_string());
+                }
+                proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {}
+            }
+        }
+    }
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", file.display()));
+    let stream: proc_macro2::TokenStream = text
+        .parse()
+        .unwrap_or_else(|err| panic!("cannot tokenize {}: {err:?}", file.display()));
+    let mut out = BTreeSet::new();
+    collect(stream, &mut out);
+    out
+}
+
+#[test]
+fn recording_does_not_use_the_test_runner() {
+    let file = workspace_root().join("harness/src/record_run.rs");
+    let names = identifiers(&file);
+    assert!(
+        names.contains("record_scenario"),
+        "the reader sees record_run's code: {names:?}"
+    );
+    assert!(
+        !names.contains("layer1"),
+        "{} names layer1: recording drives a scenario through the adapter and the driver, never \
+         the test runner",
+        file.display()
+    );
+}
+
+/// The replay side's files, which must open no connection: the in-process replay model and the
+/// core (whose dependency tree has no HTTP stack, checked above).
+const REPLAY_FILES: [&str; 1] = ["harness/src/adapter/replay_model.rs"];
+
+/// Names that open or accept a network connection.
+const NETWORK_NAMES: [&str; 6] = [
+    "reqwest",
+    "hyper",
+    "TcpStream",
+    "TcpListener",
+    "UdpSocket",
+    "ToSocketAddrs",
+];
+
+#[test]
+fn replay_opens_no_socket_and_nothing_binds_beyond_loopback() {
+    let mut problems = Vec::new();
+    for file in REPLAY_FILES {
+        let names = identifiers(&workspace_root().join(file));
+        assert!(names.len() > 20, "the reader sees {file}'s code");
+        for name in NETWORK_NAMES {
+            if names.contains(name) {
+                problems.push(format!(
+                    "{file}: names `{name}`; replay never reaches the network"
+                ));
+            }
+        }
+    }
+    // Every address a server in this workspace binds is loopback: no Rust source names the
+    // unspecified address, in either family.
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in [
+        "harness",
+        "gateway-under-test/src",
+        "gateway-under-test/tests",
+        "xtask",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let unspecified = regex::Regex::new(r"(^|[^0-9.])0\.0\.0\.0([^0-9./]|$)|\[::\]").unwrap();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (index, line) in text.lines().enumerate() {
+            if unspecified.is_match(line) {
+                problems.push(format!(
+                    "{}:{}: names the unspecified address (`{}`); bind 127.0.0.1 only",
+                    file.strip_prefix(&root).unwrap_or(&file).display(),
+                    index + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What is wrong with `document`'s invariants: each `**Architecture invariant:**` paragraph must
+/// carry a `Test:` (or `Tests:`) line naming `path/to/file.rs::function`s, each a function that
+/// exists in that file under `root`.
+fn invariant_problems(document: &str, root: &Path) -> Vec<String> {
+    let named = regex::Regex::new(r"`([^`\s]+\.rs)::([a-z_0-9]+)`").unwrap();
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for paragraph in document.split("\n\n") {
+        let Some(claim) = paragraph
+            .trim_start()
+            .strip_prefix("**Architecture invariant:**")
+        else {
+            continue;
+        };
+        count += 1;
+        let title: String = claim.trim().chars().take(60).collect();
+        let test_lines: Vec<&str> = paragraph
+            .lines()
+            .filter(|line| line.starts_with("Test: ") || line.starts_with("Tests: "))
+            .collect();
+        let tests: Vec<(String, String)> = test_lines
+            .iter()
+            .flat_map(|line| named.captures_iter(line))
+            .map(|capture| (capture[1].to_string(), capture[2].to_string()))
+            .collect();
+        if tests.is_empty() {
+            problems.push(format!(
+                "the invariant \"{title}…\" names no test (a `Test: `path/file.rs::function`` line)"
+            ));
+        }
+        for (file, function) in tests {
+            let text = std::fs::read_to_string(root.join(&file)).unwrap_or_default();
+            let defined = regex::Regex::new(&format!(r"fn\s+{function}\s*[(<]")).unwrap();
+            if !defined.is_match(&text) {
+                problems.push(format!(
+                    "the invariant \"{title}…\" names `{file}::{function}`, which does not exist"
+                ));
+            }
+        }
+    }
+    if count == 0 {
+        problems.push("no `**Architecture invariant:**` paragraph found".into());
+    }
+    problems
+}
+
+#[test]
+fn every_architecture_invariant_names_a_test_that_exists() {
+    let root = workspace_root();
+    let document = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let problems = invariant_problems(&document, &root);
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_invariant_check_refuses_a_missing_or_unknown_test() {
+    let root = workspace_root();
+    let cases = [
+        (
+            "**Architecture invariant:** held.\nTest: `harness/tests/tidy.rs::every_architecture_invariant_names_a_test_that_exists`",
+            0,
+        ),
+        ("**Architecture invariant:** no test named.", 1),
+        (
+            "**Architecture invariant:** a test that is gone.\nTest: `harness/tests/tidy.rs::no_such_test`",
+            1,
+        ),
+        (
+            "**Architecture invariant:** a file that is gone.\nTest: `harness/tests/nowhere.rs::every_architecture_invariant_names_a_test_that_exists`",
+            1,
+        ),
+    ];
+    for (document, expected) in cases {
+        let problems = invariant_problems(document, &root);
+        assert_eq!(problems.len(), expected, "{document}: {problems:?}");
+    }
+}
