@@ -31,7 +31,7 @@ impl Difference {
         {
             let text = value.to_string();
             if text.len() > max {
-                *value = Value::String(crate::replay::cut_text(&text, max));
+                *value = Value::String(crate::text::cut_text(&text, max));
             }
         }
     }

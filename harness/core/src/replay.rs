@@ -23,7 +23,7 @@ use super::canonical::{ReplayKey, conversation_hash, replay_key};
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError};
 use super::pyjson::{python_repr, to_python_json};
-use super::text::{first_chars, shorten};
+use super::text::{cut_text, first_chars, shorten};
 
 /// How many characters of the canonical text DeerFlow's miss message shows.
 const MISS_CANONICAL_CHARS: usize = 800;
@@ -566,18 +566,6 @@ fn short_value(value: Option<&Value>) -> String {
         return "<missing>".to_owned();
     };
     shorten(&to_python_json(value), DIAGNOSTIC_VALUE_CHARS).into_owned()
-}
-
-/// `text` cut to at most `max` bytes (at a character boundary), saying how much was cut.
-pub(crate) fn cut_text(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} more bytes cut]", &text[..end], text.len() - end)
 }
 
 impl Miss {

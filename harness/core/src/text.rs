@@ -1,5 +1,6 @@
 //! Cutting text for messages: the first N characters (not bytes) of a string, so a cut never
-//! splits a character and a limit means what a reader counts.
+//! splits a character and a limit means what a reader counts; and a cut to a byte budget that
+//! says how much it dropped (bounded diagnostics in a ledger).
 
 use std::borrow::Cow;
 
@@ -19,6 +20,18 @@ pub fn shorten(text: &str, limit: usize) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how much was cut.
+pub(crate) fn cut_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes cut]", &text[..end], text.len() - end)
 }
 
 #[cfg(test)]
