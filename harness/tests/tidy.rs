@@ -3,8 +3,10 @@
 //! carries the ignore attribute; the replay core and the model-wire codec depend on no gateway,
 //! async runtime or HTTP stack (nor the codec on record/replay or SSE framing); nothing points
 //! outside the repository for its specification; every section a file cites exists in the cited
-//! document under `docs/`; no two files of a crate import each other, directly or in a circle
-//! (`tidy/sources.rs` reads the module trees).
+//! document under `docs/`; no two files of a crate import each other, directly or in a circle,
+//! and library code reads the environment only in `from_env` constructors (`tidy/sources.rs`
+//! reads the module trees); the gateway knows no record/replay crate; one verdict type; replay
+//! opens no socket; every ARCHITECTURE.md invariant names a test that exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
