@@ -22,6 +22,7 @@
 //! is present with the wrong type, or a mode other than the four, is an error.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -232,6 +233,36 @@ impl Fixture {
         let mut text = to_python_pretty_json(&Value::Object(top));
         text.push('\n');
         text
+    }
+}
+
+/// A fixture file read, parsed and validated once, shared (`Arc`) by everyone who replays it: a
+/// model server serving it and the runner judging the run hold the same one, and a
+/// [`ReplayEngine`](crate::ReplayEngine) built over it ([`ReplayEngine::over`](crate::ReplayEngine::over))
+/// does not validate it again. Its fields are private: only [`LoadedFixture::load`] makes one.
+#[derive(Debug, Clone)]
+pub struct LoadedFixture {
+    path: PathBuf,
+    fixture: Arc<Fixture>,
+}
+
+impl LoadedFixture {
+    /// Reads and validates the fixture at `path` ([`Fixture::load`]).
+    pub fn load(path: &Path) -> Result<LoadedFixture, FixtureError> {
+        Ok(LoadedFixture {
+            fixture: Arc::new(Fixture::load(path)?),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The fixture, shared.
+    pub fn fixture(&self) -> &Arc<Fixture> {
+        &self.fixture
     }
 }
 

@@ -11,7 +11,8 @@
 //!   ([`replay_key`]);
 //! - `scenario`: one scenario model, the same before recording, beside a recording and at the
 //!   head of a fixture ([`Scenario`], [`UiMode`]);
-//! - `fixture`: fixture files, loading, validation and byte-exact writing ([`Fixture`]);
+//! - `fixture`: fixture files, loading, validation and byte-exact writing ([`Fixture`]; a file
+//!   loaded once and shared, [`LoadedFixture`]);
 //! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]),
 //!   telling an optional [`ReplayObserver`] of each lookup as it happens;
 //! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
@@ -58,7 +59,7 @@ pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,
 };
 pub use diff::{Difference, first_difference};
-pub use fixture::{Answer, Fixture, FixtureError, RecordedError, SharedKey, Turn};
+pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::canonical::{ReplayKey, conversation_hash, replay_key};
 use super::diff::{Difference, first_difference};
-use super::fixture::{Answer, Fixture, FixtureError};
+use super::fixture::{Answer, Fixture, FixtureError, LoadedFixture};
 use super::pyjson::{python_repr, to_python_json};
 use super::text::{cut_text, first_chars, shorten};
 
@@ -206,6 +206,18 @@ impl ReplayEngine {
         let fixture = fixture.into();
         let path = path.into();
         fixture.validate(&path)?;
+        Ok(ReplayEngine::unchecked(fixture, path))
+    }
+
+    /// An engine over a fixture [`LoadedFixture::load`] validated already: nothing is parsed or
+    /// validated again, and the fixture is shared, not copied.
+    pub fn over(loaded: &LoadedFixture) -> ReplayEngine {
+        ReplayEngine::unchecked(Arc::clone(loaded.fixture()), loaded.path())
+    }
+
+    /// The engine over a fixture its caller validated.
+    fn unchecked(fixture: Arc<Fixture>, path: impl Into<PathBuf>) -> ReplayEngine {
+        let path = path.into();
         let mut queues: HashMap<String, VecDeque<usize>> = HashMap::new();
         let mut known_hashes = Vec::new();
         for (index, turn) in fixture.turns.iter().enumerate() {
@@ -227,7 +239,7 @@ impl ReplayEngine {
             .into_iter()
             .map(|shared| (shared.input_hash, shared.turns))
             .collect();
-        Ok(ReplayEngine {
+        ReplayEngine {
             fixture,
             path,
             known_hashes,
@@ -237,7 +249,7 @@ impl ReplayEngine {
             misses: Mutex::new(Vec::new()),
             ambiguities: Mutex::new(Vec::new()),
             observer: None,
-        })
+        }
     }
 
     /// This engine, telling `observer` of every lookup from now on.

@@ -1,14 +1,16 @@
 //! Answers in OpenAI's Chat Completions format, from what a fixture or a recording holds, through
 //! the shared codec (`model_wire::chat_completions`, the one the gateway's provider reads with).
 //!
-//! The common currency is the recording format's event list (`start`, `text_delta`,
-//! `toolcall_start`/`toolcall_delta`/`toolcall_end`, `thinking_delta`, `done` with the assembled
-//! AI message, `error`): a recorded call already is one, and a fixture's recorded AI message
-//! becomes one with [`events_from_message`] (its text as one delta, each tool call's arguments as
-//! one delta). [`ChunkRenderer`] turns events into `chat.completion.chunk` objects one by one, so
-//! a recording is streamed with the chunk boundaries it was recorded with; [`completion`] turns
-//! them into one `chat.completion`, with each tool call's arguments as the recording streamed
-//! them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error object.
+//! The common currency is a typed event list, [`AnswerEvent`]: `Start`, the codec's deltas
+//! (`model_wire::chat_completions::Event`), `Done` with the AI message read once into the codec's
+//! [`Answer`], `Error` with the recorded failure. A recorded call's JSON events become one at the
+//! edge ([`AnswerEvent::from_recorded`], the one place JSON becomes an event), and a fixture's
+//! recorded AI message becomes one with [`events_from_message`] (its text as one delta, each tool
+//! call's arguments as one delta). [`ChunkRenderer`] turns events into `chat.completion.chunk`
+//! objects one by one, so a recording is streamed with the chunk boundaries it was recorded
+//! with; [`completion`] turns them into one `chat.completion`, with each tool call's arguments as
+//! the recording streamed them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error
+//! object.
 
 mod pyliteral;
 
@@ -19,36 +21,90 @@ use serde_json::{Value, json};
 /// The identity every chunk or completion of one answer carries.
 pub(crate) type AnswerId = chat_completions::Identity;
 
-/// The codec's events among recording events (`start`, `done` and `error` are the recording's
-/// own framing).
-fn wire_events(events: &[Value]) -> Vec<Event> {
+/// One event of an answer the model server sends, whatever it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AnswerEvent {
+    /// The answer starts.
+    Start,
+    /// A piece of it in the codec's terms: text, reasoning, a tool call's start, arguments, end.
+    Delta(Event),
+    /// The answer is complete: its AI message, read once into what every wire renders.
+    Done(Box<Answer>),
+    /// The answer failed.
+    Error(WireError),
+}
+
+impl AnswerEvent {
+    /// A recording's JSON event (`start`, the codec's deltas, `done` with the AI message,
+    /// `error`), typed; `None` for one no answer carries (`text_start` without a codec event
+    /// is one, and a malformed delta, which the recording's reader already refuses).
+    pub(crate) fn from_recorded(event: &Value) -> Option<AnswerEvent> {
+        match event.get("type").and_then(Value::as_str).unwrap_or("") {
+            "start" => Some(AnswerEvent::Start),
+            "done" => {
+                let message = event.get("message").unwrap_or(&Value::Null);
+                Some(AnswerEvent::Done(Box::new(Answer::from_ai_message(
+                    message,
+                ))))
+            }
+            "error" => Some(AnswerEvent::Error(WireError::from_event(event))),
+            _ => serde_json::from_value::<Event>(event.clone())
+                .ok()
+                .map(AnswerEvent::Delta),
+        }
+    }
+
+    /// A recording's JSON events, typed ([`AnswerEvent::from_recorded`]).
+    pub(crate) fn all_recorded(events: &[Value]) -> Vec<AnswerEvent> {
+        events
+            .iter()
+            .filter_map(AnswerEvent::from_recorded)
+            .collect()
+    }
+
+    /// The failure, when this is one.
+    pub(crate) fn failure(&self) -> Option<&WireError> {
+        match self {
+            AnswerEvent::Error(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The codec's events among answer events (`start`, `done` and `error` are the answer's own
+/// framing).
+fn wire_events(events: &[AnswerEvent]) -> Vec<Event> {
     events
         .iter()
-        .filter_map(|event| serde_json::from_value::<Event>(event.clone()).ok())
+        .filter_map(|event| match event {
+            AnswerEvent::Delta(event) => Some(event.clone()),
+            _ => None,
+        })
         .collect()
 }
 
-/// The recording events of a recorded AI message, as a streaming provider would have sent it in
-/// one piece per block: `start`, the reasoning, the text, each tool call (`toolcall_start`, its
-/// arguments as one `toolcall_delta`, `toolcall_end`), then `done` with the message itself.
-pub(crate) fn events_from_message(message: &Value) -> Vec<Value> {
-    let fields = chat_completions::message_fields(message);
+/// The events of a recorded AI message, as a streaming provider would have sent it in one piece
+/// per block: `start`, the reasoning, the text, each tool call (`toolcall_start`, its arguments
+/// as one `toolcall_delta`, `toolcall_end`), then `done` with the message read once.
+pub(crate) fn events_from_message(message: &Value) -> Vec<AnswerEvent> {
     let answer = Answer::from_ai_message(message);
-    let mut events = vec![json!({"type": "start"})];
-    events.extend(answer.events().iter().map(event_value));
-    events.push(json!({"type": "done", "message": Value::Object(fields)}));
+    let mut events = vec![AnswerEvent::Start];
+    events.extend(answer.events().into_iter().map(AnswerEvent::Delta));
+    events.push(AnswerEvent::Done(Box::new(answer)));
     events
 }
 
-/// The recording events of a fixture's recorded failure: `start` then the `error` (which
-/// carries `in_stream` when the provider reported it inside a successful answer).
-pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<Value> {
-    let mut error = json!({"type": "error", "message": recorded.message,
-                           "error_type": recorded.error_type, "status": recorded.status});
-    if recorded.in_stream {
-        error["in_stream"] = json!(true);
-    }
-    vec![json!({"type": "start"}), error]
+/// The events of a fixture's recorded failure: `start` then the `error` (in a successful answer
+/// when the provider reported it there), read as a recorded `error` event is.
+pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<AnswerEvent> {
+    let status = recorded.status.filter(|status| (400..600).contains(status));
+    let error = WireError::new(
+        status,
+        &recorded.error_type,
+        &recorded.message,
+        recorded.in_stream,
+    );
+    vec![AnswerEvent::Start, AnswerEvent::Error(error)]
 }
 
 /// One codec event in the recording's form.
@@ -154,22 +210,14 @@ impl ChunkRenderer {
 
     /// The chunks of one event. `done` closes the answer with the finish reason and, when the
     /// message has usage, a usage chunk; the caller then sends `[DONE]`.
-    pub(crate) fn render(&mut self, event: &Value) -> Rendered {
-        let chunks = match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "start" => vec![self.codec.start()],
-            "done" => {
-                let message = event.get("message").cloned().unwrap_or(Value::Null);
-                self.codec.finish(&Answer::from_ai_message(&message))
-            }
-            "error" => {
-                let error = WireError::from_event(event);
+    pub(crate) fn render(&mut self, event: &AnswerEvent) -> Rendered {
+        let chunks = match event {
+            AnswerEvent::Start => vec![self.codec.start()],
+            AnswerEvent::Done(answer) => self.codec.finish(answer),
+            AnswerEvent::Error(error) => {
                 return Rendered::Failed(error.in_stream.then(|| error.body()));
             }
-            _ => serde_json::from_value::<Event>(event.clone())
-                .ok()
-                .and_then(|event| self.codec.event(&event))
-                .into_iter()
-                .collect(),
+            AnswerEvent::Delta(event) => self.codec.event(event).into_iter().collect(),
         };
         Rendered::Chunks(
             chunks
@@ -183,7 +231,7 @@ impl ChunkRenderer {
 /// A whole SSE body for a complete event list: every chunk as a `data:` line, then
 /// `data: [DONE]`; a failure ends it without the marker (after its error payload when the
 /// provider reported it inside the stream).
-pub(crate) fn sse_body(identity: AnswerId, events: &[Value]) -> String {
+pub(crate) fn sse_body(identity: AnswerId, events: &[AnswerEvent]) -> String {
     let mut renderer = ChunkRenderer::new(identity);
     let mut body = String::new();
     for event in events {
@@ -224,25 +272,22 @@ pub(crate) enum Completion {
 /// One `chat.completion` from an event list: the `done` message when there is one, else the
 /// message the deltas spell, with each tool call's arguments as the events streamed them; the
 /// first `error` event fails it.
-pub(crate) fn completion(identity: &AnswerId, events: &[Value]) -> Completion {
-    if let Some(error) = events
-        .iter()
-        .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
-    {
-        return Completion::Failed(WireError::from_event(error));
+pub(crate) fn completion(identity: &AnswerId, events: &[AnswerEvent]) -> Completion {
+    if let Some(error) = events.iter().find_map(AnswerEvent::failure) {
+        return Completion::Failed(error.clone());
     }
-    let done = events
-        .iter()
-        .find(|e| e.get("type").and_then(Value::as_str) == Some("done"))
-        .and_then(|e| e.get("message"))
-        .cloned();
-    let message = done.unwrap_or_else(|| message_from_deltas(events));
-    let answer = Answer::from_ai_message(&message).with_streamed_arguments(&wire_events(events));
+    let done = events.iter().find_map(|event| match event {
+        AnswerEvent::Done(answer) => Some(answer.as_ref().clone()),
+        _ => None,
+    });
+    let answer = done
+        .unwrap_or_else(|| Answer::from_ai_message(&message_from_deltas(events)))
+        .with_streamed_arguments(&wire_events(events));
     Completion::Message(chat_completions::completion(identity, &answer).to_value())
 }
 
 /// The message the deltas of an unfinished event list spell (a call that ended without `done`).
-fn message_from_deltas(events: &[Value]) -> Value {
+fn message_from_deltas(events: &[AnswerEvent]) -> Value {
     let mut text = String::new();
     let mut calls: Vec<(String, String, String)> = Vec::new();
     for event in wire_events(events) {
@@ -326,12 +371,14 @@ mod tests {
             json!({"type": "done", "message": {"content": "", "type": "ai", "tool_calls": [
                 {"name": "ls", "args": {"a": 2, "b": 1}, "id": "c1", "type": "tool_call"}]}}),
         ];
-        let Completion::Message(body) = completion(&identity(), &events) else {
+        let Completion::Message(body) =
+            completion(&identity(), &AnswerEvent::all_recorded(&events))
+        else {
             panic!("a message")
         };
         let arguments = &body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
         assert_eq!(arguments, streamed);
-        let sse = sse_body(identity(), &events);
+        let sse = sse_body(identity(), &AnswerEvent::all_recorded(&events));
         let sent: String = sse
             .split("\n\n")
             .filter_map(|frame| frame.strip_prefix("data: "))
@@ -400,9 +447,10 @@ mod tests {
             ),
         ];
         for (event, (status, message, kind)) in cases {
-            let Completion::Failed(error) =
-                completion(&identity(), &[json!({"type": "start"}), event.clone()])
-            else {
+            let Completion::Failed(error) = completion(
+                &identity(),
+                &AnswerEvent::all_recorded(&[json!({"type": "start"}), event.clone()]),
+            ) else {
                 panic!("{event}")
             };
             assert_eq!(error.status, status, "{event}");
@@ -427,7 +475,11 @@ mod tests {
         for (error, in_stream) in cases {
             let body = sse_body(
                 identity(),
-                &[json!({"type": "start"}), text.clone(), error.clone()],
+                &AnswerEvent::all_recorded(&[
+                    json!({"type": "start"}),
+                    text.clone(),
+                    error.clone(),
+                ]),
             );
             assert!(!body.contains("[DONE]"), "{body}");
             assert_eq!(body.contains("\"error\""), in_stream, "{error}: {body}");
@@ -441,7 +493,9 @@ mod tests {
             json!({"type": "text_delta", "delta": "par"}),
             json!({"type": "text_delta", "delta": "tial"}),
         ];
-        let Completion::Message(body) = completion(&identity(), &events) else {
+        let Completion::Message(body) =
+            completion(&identity(), &AnswerEvent::all_recorded(&events))
+        else {
             panic!("message")
         };
         assert_eq!(body["choices"][0]["message"]["content"], "partial");

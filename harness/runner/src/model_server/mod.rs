@@ -34,16 +34,19 @@
 
 mod answer;
 mod assemble;
+mod backend;
 mod client;
 mod eventstream;
+mod fixtures;
 mod problems;
 mod record;
 mod request;
 mod serve;
+mod strict;
 mod wires;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -56,23 +59,16 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use replay_core::recording::{
-    Access, Outcome, Recording, RecordingFileError, StrictReplayError, StrictReplayer,
-    read_recording,
-};
-use replay_core::{
-    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, ReplayObserver,
-    WireLookupError, name_free_key,
-};
+use replay_core::recording::RecordingFileError;
+use replay_core::{BuildError, FixtureError, LoadedFixture, ReplayObserver};
 
-use crate::golden::stem_of;
-use answer::{
-    AnswerId, Completion, WireError, completion, error_body, events_from_error, events_from_message,
-};
+use answer::{AnswerEvent, AnswerId, Completion, WireError, completion, error_body};
+use backend::{Answered, Backend, Call, ResetDone};
 use request::{Target, Wire, WireRequest};
 
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
@@ -202,8 +198,12 @@ impl Route {
 /// What the server serves.
 #[derive(Debug)]
 pub enum Mode {
-    /// Replay fixtures by key; the first is active until a driver selects another.
+    /// Replay the fixtures at these paths by key (each loaded once, here); the first is active
+    /// until a driver selects another.
     Fixtures(Vec<PathBuf>),
+    /// The same, with fixtures loaded already: the runner that judges each run shares them
+    /// (`keyless test` loads every fixture once).
+    LoadedFixtures(Vec<LoadedFixture>),
     /// Strictly replay a recording made by a model server in record mode.
     Recording(PathBuf),
     /// Proxy to an upstream and record.
@@ -279,41 +279,12 @@ pub enum ModelServerError {
     },
 }
 
-/// One loaded fixture.
-#[derive(Debug)]
-struct LoadedFixture {
-    stem: String,
-    path: PathBuf,
-    /// Shared with each engine that replays it (one per reset).
-    fixture: Arc<Fixture>,
-}
-
-/// The active fixture and the engine replaying it.
-#[derive(Debug)]
-struct ActiveFixture {
-    index: usize,
-    engine: Arc<ReplayEngine>,
-}
-
-#[derive(Debug)]
-enum Backend {
-    Fixtures {
-        fixtures: Vec<LoadedFixture>,
-        active: Mutex<ActiveFixture>,
-    },
-    Recording {
-        recording: Recording,
-        replayer: Mutex<Arc<StrictReplayer>>,
-    },
-    Record(Box<record::Recorder>),
-}
-
 /// State shared by the handlers.
 struct Shared {
-    backend: Backend,
+    /// What it serves: fixture replay, strict replay or the recording proxy.
+    backend: Box<dyn Backend>,
     problems: Mutex<Ledger>,
     on_problem: Option<ProblemHook>,
-    observer: Option<Arc<dyn ReplayObserver>>,
     answers: AtomicU64,
     /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
     reset_token: String,
@@ -365,41 +336,6 @@ impl Drop for ModelServer {
     }
 }
 
-fn load_fixtures(paths: Vec<PathBuf>) -> Result<Vec<LoadedFixture>, ModelServerError> {
-    if paths.is_empty() {
-        return Err(ModelServerError::NoFixture);
-    }
-    let mut loaded: Vec<LoadedFixture> = Vec::new();
-    for path in paths {
-        let fixture = Arc::new(Fixture::load(&path)?);
-        let stem = stem_of(&path);
-        if let Some(other) = loaded.iter().find(|f| f.stem == stem) {
-            return Err(ModelServerError::DuplicateFixture {
-                stem,
-                first: other.path.clone(),
-                second: path,
-            });
-        }
-        loaded.push(LoadedFixture {
-            stem,
-            path,
-            fixture,
-        });
-    }
-    Ok(loaded)
-}
-
-fn engine_for(
-    loaded: &LoadedFixture,
-    observer: Option<&Arc<dyn ReplayObserver>>,
-) -> Result<Arc<ReplayEngine>, FixtureError> {
-    let engine = ReplayEngine::new(loaded.fixture.clone(), &loaded.path)?;
-    Ok(Arc::new(match observer {
-        Some(observer) => engine.with_observer(observer.clone()),
-        None => engine,
-    }))
-}
-
 /// A fresh reset token: 32 random bytes, in hex.
 fn new_reset_token() -> String {
     let bytes: [u8; 32] = rand::random();
@@ -414,23 +350,6 @@ fn holds_reset_token(shared: &Shared, headers: &HeaderMap) -> bool {
     };
     let expected = shared.reset_token.as_bytes();
     given.as_bytes().len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected))
-}
-
-/// Reads a recording for strict replay and checks it was made at the wire.
-fn wire_recording(path: &Path) -> Result<Recording, ModelServerError> {
-    let recording = read_recording(path, Access::External)?;
-    let at_wire = recording.calls.first().is_none_or(|call| {
-        call.request
-            .model
-            .get("api")
-            .and_then(Value::as_str)
-            .and_then(Wire::from_api)
-            .is_some()
-    });
-    if !at_wire {
-        return Err(ModelServerError::NotAWireRecording(path.to_path_buf()));
-    }
-    Ok(recording)
 }
 
 impl ModelServer {
@@ -449,30 +368,20 @@ impl ModelServer {
         options: ServerOptions,
         limits: ServeLimits,
     ) -> Result<ModelServer, ModelServerError> {
-        let backend = match mode {
+        let backend: Box<dyn Backend> = match mode {
             Mode::Fixtures(paths) => {
-                let fixtures = load_fixtures(paths)?;
-                let engine = engine_for(&fixtures[0], options.observer.as_ref())?;
-                Backend::Fixtures {
-                    fixtures,
-                    active: Mutex::new(ActiveFixture { index: 0, engine }),
-                }
+                Box::new(fixtures::FixtureReplay::load(paths, options.observer)?)
             }
-            Mode::Recording(path) => {
-                let recording = wire_recording(&path)?;
-                let replayer = StrictReplayer::new(recording.clone());
-                Backend::Recording {
-                    recording,
-                    replayer: Mutex::new(Arc::new(replayer)),
-                }
+            Mode::LoadedFixtures(loaded) => {
+                Box::new(fixtures::FixtureReplay::new(loaded, options.observer)?)
             }
-            Mode::Record(config) => Backend::Record(Box::new(record::Recorder::new(*config)?)),
+            Mode::Recording(path) => Box::new(strict::StrictReplay::open(&path)?),
+            Mode::Record(config) => Box::new(record::Recorder::new(*config)?),
         };
         let shared = Arc::new(Shared {
             backend,
             problems: Mutex::new(Ledger::default()),
             on_problem: options.on_problem,
-            observer: options.observer,
             answers: AtomicU64::new(0),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
@@ -545,21 +454,12 @@ impl ModelServer {
 
     /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
     pub fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
-        match &self.shared.backend {
-            Backend::Fixtures { fixtures, active } => {
-                let active = active.lock();
-                Some((
-                    fixtures[active.index].stem.clone(),
-                    active.engine.unused_turns(),
-                ))
-            }
-            Backend::Recording { .. } | Backend::Record(_) => None,
-        }
+        self.shared.backend.active_fixture()
     }
 
     /// Stops serving: open requests may finish for the grace period ([`ServeLimits::stop_grace`]),
-    /// then their connections are dropped. In record mode, reads the finished recording back
-    /// and builds the fixture from it.
+    /// then their connections are dropped. In record mode, builds the fixture from the calls
+    /// recorded.
     pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.stop.cancel();
         if let Some(task) = self.task.take()
@@ -567,10 +467,7 @@ impl ModelServer {
         {
             tracing::warn!("model server task: {err}");
         }
-        match &self.shared.backend {
-            Backend::Record(recorder) => Ok(Some(recorder.build()?)),
-            _ => Ok(None),
-        }
+        self.shared.backend.finish()
     }
 }
 
@@ -601,15 +498,13 @@ fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 /// events fail before any content fails with the recorded status, as a provider refusing a
 /// request does, streaming or not; a failure the provider reported inside its answer
 /// (`in_stream`) is served inside a 200 answer, as it came.
-fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
+fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
     let identity = shared.answer_id(&request.model);
     let failed_at_start = events
         .iter()
-        .find(|e| e.get("type").and_then(Value::as_str) != Some("start"))
-        .is_some_and(|e| {
-            e.get("type").and_then(Value::as_str) == Some("error")
-                && e.get("in_stream").and_then(Value::as_bool) != Some(true)
-        });
+        .find(|event| !matches!(event, AnswerEvent::Start))
+        .and_then(AnswerEvent::failure)
+        .is_some_and(|error| !error.in_stream);
     if !request.stream || failed_at_start {
         return match completion(&identity, events) {
             Completion::Message(body) => Json(body).into_response(),
@@ -637,7 +532,7 @@ fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Resp
 }
 
 /// The answer for a complete event list in the request's wire.
-fn respond_at(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
+fn respond_at(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
     match request.wire {
         Wire::ChatCompletions => respond(shared, request, events),
         _ => wires::respond(shared, request, events),
@@ -682,157 +577,30 @@ async fn serve(
         .get(CALLER_HEADER)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    match &shared.backend {
-        Backend::Fixtures { active, .. } => {
-            let engine = active.lock().engine.clone();
-            replay_fixture(shared, &engine, caller.as_deref(), &request)
-        }
-        Backend::Recording {
-            recording,
-            replayer,
+    let call = Call {
+        shared,
+        request: &request,
+        caller,
+        headers,
+    };
+    match shared.backend.answer(call).await {
+        Answered::Events(events) => respond_at(shared, &request, &events),
+        Answered::Failure(error) => failure_at(shared, &request, &error),
+        Answered::Problem {
+            problem,
+            status,
+            code,
         } => {
-            let replayer = replayer.lock().clone();
-            let caller = caller.as_deref().unwrap_or(DEFAULT_CALLER);
-            replay_strictly(shared, recording, &replayer, caller, &request)
+            let message = problem.message().to_owned();
+            shared.report(problem);
+            wire_error(request.wire, status, &message, code)
         }
-        Backend::Record(recorder) => {
-            record::proxy(shared, recorder, caller, headers, request).await
-        }
-    }
-}
-
-/// Fixture replay at the request's wire: the named key where the wire carries names, the
-/// name-free key where it does not (`docs/replay-and-fixtures.md` §11.1); a miss or an
-/// ambiguity is a problem and an error in the wire's shape.
-fn replay_fixture(
-    shared: &Shared,
-    engine: &ReplayEngine,
-    caller: Option<&str>,
-    request: &WireRequest,
-) -> Response {
-    let wire = request.wire;
-    let looked_up = if wire.carries_names() {
-        engine.lookup_at_wire(caller, &request.messages)
-    } else {
-        engine.lookup_at_wire_without_names(caller, &request.messages)
-    };
-    if looked_up.is_err() {
-        // The server's bounded ledger is the one record of what went wrong: the engine's own
-        // ledgers (unbounded, for an in-process run) would keep every miss of a long run.
-        engine.take_misses();
-        engine.take_ambiguities();
-    }
-    let (problem, code) = match looked_up {
-        Ok(served) => {
-            let events = match &served.answer {
-                Answer::Output(output) => events_from_message(output),
-                Answer::Error(recorded) => events_from_error(recorded),
-            };
-            return respond_at(shared, request, &events);
-        }
-        Err(WireLookupError::Miss(miss)) if wire.carries_names() => {
-            (Problem::miss(*miss), "replay_miss")
-        }
-        Err(WireLookupError::Miss(miss)) => {
-            let message = format!(
-                "{miss}\nthe {} request carries no message names, so its name-free key {} was \
-                 tried too and matches no recorded turn's name-free conversation",
-                wire.name(),
-                name_free_key(&request.messages)
-            );
-            (Problem::Miss { message, miss }, "replay_miss")
-        }
-        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => (
-            Problem::ambiguous_answer(*ambiguity),
-            "replay_answer_ambiguous",
-        ),
-        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => (
-            Problem::AmbiguousCaller {
-                message: format!("{error} (send it in the {CALLER_HEADER} header)"),
-                callers: callers.clone(),
-            },
-            "replay_caller_ambiguous",
-        ),
-    };
-    let message = problem.message().to_owned();
-    shared.report(problem);
-    wire_error(wire, StatusCode::BAD_REQUEST, &message, code)
-}
-
-/// Strict replay at the request's wire: the request, in the wire's own terms
-/// (`WireRequest::recorded`), compared field by field with the next recorded call.
-fn replay_strictly(
-    shared: &Shared,
-    recording: &Recording,
-    replayer: &StrictReplayer,
-    caller: &str,
-    request: &WireRequest,
-) -> Response {
-    match replayer.next_call(&request.recorded(caller)) {
-        Ok(events) => respond_at(shared, request, &events),
-        Err(StrictReplayError::Mismatch(mismatch)) => {
-            let message = mismatch.to_string();
-            shared.report(Problem::Mismatch {
-                message: message.clone(),
-                call_index: mismatch.call_index,
-                field_path: mismatch.public_path(),
-            });
-            wire_error(
-                request.wire,
-                StatusCode::BAD_REQUEST,
-                &message,
-                "replay_mismatch",
-            )
-        }
-        Err(StrictReplayError::Recording(error)) => {
-            // A call that failed while recording is served as the same failure: that is what
-            // was recorded, not a problem of the replay.
-            let failed = error
-                .call_index
-                .and_then(|index| recording.calls.get(index))
-                .filter(|call| call.outcome == Outcome::Error)
-                .and_then(|call| {
-                    call.events
-                        .iter()
-                        .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
-                });
-            if let Some(event) = failed {
-                // Reported inside the answer: its recorded chunks, then the error, in a 200.
-                if event.get("in_stream").and_then(Value::as_bool) == Some(true)
-                    && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
-                {
-                    return respond_at(shared, request, &call.events);
-                }
-                return failure_at(shared, request, &WireError::from_event(event));
-            }
-            let message = error.to_string();
-            shared.report(Problem::Recording {
-                message: message.clone(),
-            });
-            wire_error(
-                request.wire,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &message,
-                "replay_recording",
-            )
-        }
+        Answered::Response(response) => response,
     }
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Response {
-    let mut ids: Vec<String> = match &shared.backend {
-        Backend::Fixtures { fixtures, .. } => fixtures
-            .iter()
-            .map(|f| f.fixture.scenario.model.clone())
-            .collect(),
-        Backend::Recording { recording, .. } => recording
-            .calls
-            .iter()
-            .filter_map(|call| call.request.model.get("model").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect(),
-        Backend::Record(recorder) => vec![recorder.model_hint()],
-    };
+    let mut ids = shared.backend.models();
     ids.retain(|id| !id.is_empty());
     ids.dedup();
     if ids.is_empty() {
@@ -888,43 +656,42 @@ async fn misses(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
 
 async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let problems = problems_for(&shared, &headers);
-    let state = match &shared.backend {
-        Backend::Fixtures { fixtures, active } => {
-            let active = active.lock();
-            ServerState {
-                mode: "fixture".into(),
-                fixture: Some(fixtures[active.index].stem.clone()),
-                fixtures: fixtures.iter().map(|f| f.stem.clone()).collect(),
-                served_calls: active.engine.fixture().turns.len()
-                    - active.engine.unused_turns().len(),
-                unused_turns: active.engine.unused_turns(),
-                recorded_calls: None,
-                problems,
-            }
-        }
-        Backend::Recording {
-            recording,
-            replayer,
-        } => ServerState {
-            mode: "recording".into(),
-            fixture: None,
-            fixtures: Vec::new(),
-            served_calls: replayer.lock().call_count(),
-            unused_turns: Vec::new(),
-            recorded_calls: Some(recording.calls.len()),
-            problems,
-        },
-        Backend::Record(recorder) => ServerState {
-            mode: "record".into(),
-            fixture: None,
-            fixtures: Vec::new(),
-            served_calls: recorder.calls(),
-            unused_turns: Vec::new(),
-            recorded_calls: Some(recorder.calls()),
-            problems,
-        },
-    };
+    let state = shared.backend.state(problems);
     Json(state).into_response()
+}
+
+/// The body of `POST /_harness/reset`: empty, or `{"fixture": "<name>"}` (other keys ignored).
+#[derive(Debug, Default, Deserialize)]
+struct ResetRequest {
+    /// The fixture to select; none keeps the active one.
+    #[serde(default)]
+    fixture: Option<String>,
+}
+
+impl ResetRequest {
+    /// The request a body holds, or the error to answer with.
+    fn parse(body: &[u8]) -> Result<ResetRequest, &'static str> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(ResetRequest::default());
+        }
+        let fields = serde_json::from_slice::<serde_json::Map<String, Value>>(body)
+            .map_err(|_| "the body must be empty or {\"fixture\": \"<name>\"}")?;
+        ResetRequest::deserialize(Value::Object(fields)).map_err(|_| "\"fixture\" must be a string")
+    }
+}
+
+/// What `POST /_harness/reset` answers (the driver reads it as [`ResetReply`]): what the backend
+/// selected, and the problems the reset discarded that no driver had read, when there were any.
+#[derive(Debug, Serialize)]
+struct ResetReplyBody {
+    #[serde(flatten)]
+    selected: ResetDone,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    discarded_unread_problems: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    discarded: Option<Vec<Problem>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -939,77 +706,29 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         )
             .into_response();
     }
-    let wanted = match serde_json::from_slice::<Value>(&body) {
-        _ if body.iter().all(u8::is_ascii_whitespace) => None,
-        Ok(Value::Object(fields)) => match fields.get("fixture") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(stem)) => Some(stem.clone()),
-            Some(_) => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    Json(json!({"error": "\"fixture\" must be a string"})),
-                )
-                    .into_response();
-            }
-        },
-        _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(json!({"error": "the body must be empty or {\"fixture\": \"<name>\"}"})),
-            )
-                .into_response();
+    let wanted = match ResetRequest::parse(&body) {
+        Ok(request) => request.fixture,
+        Err(message) => {
+            return (StatusCode::BAD_REQUEST, Json(json!({"error": message}))).into_response();
         }
     };
-    let selected = match &shared.backend {
-        Backend::Fixtures { fixtures, active } => {
-            let index = match &wanted {
-                None => active.lock().index,
-                Some(stem) => match fixtures.iter().position(|f| &f.stem == stem) {
-                    Some(index) => index,
-                    None => {
-                        let loaded: Vec<&str> = fixtures.iter().map(|f| f.stem.as_str()).collect();
-                        return (
-                            StatusCode::NOT_FOUND,
-                            Json(json!({"error": format!(
-                                "no fixture named {stem:?} is loaded; loaded: {}",
-                                loaded.join(", ")
-                            )})),
-                        )
-                            .into_response();
-                    }
-                },
-            };
-            // The fixture was validated at start, so a fresh engine over it cannot fail.
-            let engine = match engine_for(&fixtures[index], shared.observer.as_ref()) {
-                Ok(engine) => engine,
-                Err(err) => {
-                    return (
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        Json(json!({"error": err.to_string()})),
-                    )
-                        .into_response();
-                }
-            };
-            *active.lock() = ActiveFixture { index, engine };
-            json!({"mode": "fixture", "fixture": fixtures[index].stem, "turns": fixtures[index].fixture.turns.len()})
-        }
-        Backend::Recording {
-            recording,
-            replayer,
-        } => {
-            *replayer.lock() = Arc::new(StrictReplayer::new(recording.clone()));
-            json!({"mode": "recording", "fixture": null, "calls": recording.calls.len()})
-        }
-        Backend::Record(_) => {
+    let selected = match shared.backend.reset(wanted.as_deref()) {
+        Ok(selected) => selected,
+        Err(refused) => {
             return (
-                StatusCode::CONFLICT,
-                Json(json!({"error": "a recording cannot be reset; stop the server to finish it"})),
+                refused.status(),
+                Json(json!({"error": refused.to_string()})),
             )
                 .into_response();
         }
     };
     let discarded = shared.problems.lock().clear();
-    let mut reply = selected;
+    let mut reply = ResetReplyBody {
+        selected,
+        discarded_unread_problems: None,
+        discarded: None,
+        warning: None,
+    };
     if discarded.count > 0 {
         let warning = format!(
             "the reset discarded {} problem(s) no driver had read (GET /_harness/misses \
@@ -1017,9 +736,9 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
             discarded.count
         );
         tracing::warn!("model server: {warning}");
-        reply["discarded_unread_problems"] = json!(discarded.count);
-        reply["discarded"] = json!(discarded.problems);
-        reply["warning"] = json!(warning);
+        reply.discarded_unread_problems = Some(discarded.count);
+        reply.discarded = Some(discarded.problems);
+        reply.warning = Some(warning);
     }
     Json(reply).into_response()
 }

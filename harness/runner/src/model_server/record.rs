@@ -47,11 +47,13 @@ use tokio::sync::mpsc;
 use model_wire::chat_completions::{error_message, status_exception_name};
 use model_wire::gemini;
 
-use super::answer::{ChunkRenderer, Rendered, WireError, push_data};
+use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
+use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
+use super::client::ServerState;
 use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 use super::request::{Framing, Wire, WireRequest};
-use super::{ModelServerError, Problem, Shared, failure_at, respond_at, sse_response, wire_error};
+use super::{ModelServerError, Problem, Shared, sse_response, wire_error};
 
 /// What record mode needs.
 pub struct RecordConfig {
@@ -404,6 +406,41 @@ impl Recorder {
     }
 }
 
+#[async_trait::async_trait]
+impl Backend for Recorder {
+    fn mode(&self) -> &'static str {
+        "record"
+    }
+
+    async fn answer(&self, call: Call<'_>) -> Answered {
+        proxy(call.shared, self, call.caller, call.headers, call.request).await
+    }
+
+    fn models(&self) -> Vec<String> {
+        vec![self.model_hint()]
+    }
+
+    fn state(&self, problems: Vec<Problem>) -> ServerState {
+        ServerState {
+            mode: self.mode().into(),
+            fixture: None,
+            fixtures: Vec::new(),
+            served_calls: self.calls(),
+            unused_turns: Vec::new(),
+            recorded_calls: Some(self.calls()),
+            problems,
+        }
+    }
+
+    fn reset(&self, _wanted: Option<&str>) -> Result<ResetDone, ResetRefused> {
+        Err(ResetRefused::Recording)
+    }
+
+    fn finish(&self) -> Result<Option<RecordedFixture>, ModelServerError> {
+        self.build().map(Some)
+    }
+}
+
 /// The proxy's redirect policy (finding 7): a redirect is followed only within the upstream's
 /// origin (scheme, host and port); one to another origin is not followed, so no credential
 /// header (`Authorization`, `x-api-key`, whatever the wire) ever reaches it, and the call is
@@ -457,18 +494,11 @@ fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
     }
 }
 
-/// Records a failed call and answers the gateway with the same (redacted) failure, in the
-/// request's wire.
-fn fail(
-    shared: &Shared,
-    writing: &Writing,
-    request: &WireRequest,
-    mut call: CallWriter,
-    event: Value,
-) -> Response {
+/// Records a failed call and answers the gateway with the same (redacted) failure.
+fn fail(shared: &Shared, writing: &Writing, mut call: CallWriter, event: Value) -> Answered {
     let written = write(shared, writing, &mut call, &event);
     end(shared, call, Outcome::Error);
-    failure_at(shared, request, &WireError::from_event(&written))
+    Answered::Failure(WireError::from_event(&written))
 }
 
 /// The recording's `error` event for an upstream's non-success status, from at most
@@ -513,13 +543,13 @@ async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
 }
 
 /// Forwards one call upstream, at the request's wire, and records it.
-pub(super) async fn proxy(
+async fn proxy(
     shared: &Arc<Shared>,
     recorder: &Recorder,
     caller: Option<String>,
     headers: &HeaderMap,
-    request: WireRequest,
-) -> Response {
+    request: &WireRequest,
+) -> Answered {
     recorder
         .first_model
         .lock()
@@ -536,16 +566,13 @@ pub(super) async fn proxy(
     let mut call = match recorder.sink.begin_call(&recorded) {
         Ok(call) => call,
         Err(err) => {
-            let message = err.to_string();
-            shared.report(Problem::RecordingWrite {
-                message: message.clone(),
-            });
-            return wire_error(
-                request.wire,
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                &message,
-                "recording_write",
-            );
+            return Answered::Problem {
+                problem: Problem::RecordingWrite {
+                    message: err.to_string(),
+                },
+                status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                code: "recording_write",
+            };
         }
     };
     recorder.calls.fetch_add(1, Ordering::Relaxed);
@@ -553,29 +580,23 @@ pub(super) async fn proxy(
     call.set_drop_outcome(Outcome::Abandoned);
     let deadline = tokio::time::Instant::now() + recorder.call_time_limit;
     let timed_out = || time_limit_event(shared, recorder.call_time_limit);
-    let upstream_request = match recorder.upstream_request(&request, headers) {
+    let upstream_request = match recorder.upstream_request(request, headers) {
         Ok(upstream_request) => upstream_request,
         Err(err) => {
             let event = json!({"type": "error", "error_type": "APIConnectionError",
                                "message": err.to_string()});
-            return fail(shared, writing, &request, call, event);
+            return fail(shared, writing, call, event);
         }
     };
     let sent = tokio::time::timeout_at(deadline, upstream_request.send()).await;
     let upstream = match sent {
-        Err(_) => return fail(shared, writing, &request, call, timed_out()),
+        Err(_) => return fail(shared, writing, call, timed_out()),
         Ok(sent) => sent,
     };
     let upstream = match upstream {
         Ok(upstream) => upstream,
         Err(err) => {
-            return fail(
-                shared,
-                writing,
-                &request,
-                call,
-                transport_error_event(&err, false),
-            );
+            return fail(shared, writing, call, transport_error_event(&err, false));
         }
     };
     if !upstream.status().is_success() {
@@ -586,7 +607,7 @@ pub(super) async fn proxy(
                 Ok(event) => event,
                 Err(_) => timed_out(),
             };
-        return fail(shared, writing, &request, call, event);
+        return fail(shared, writing, call, event);
     }
     // As OpenAI clients read it: a JSON body is one answer, anything else a stream (some
     // servers stream without `text/event-stream`).
@@ -602,30 +623,24 @@ pub(super) async fn proxy(
         )
         .await;
         let Ok(read) = read else {
-            return fail(shared, writing, &request, call, timed_out());
+            return fail(shared, writing, call, timed_out());
         };
         let events = match read {
             Ok((_, false)) => {
                 let event = json!({"type": "error", "error_type": "APIResponseValidationError",
                                    "message": format!("the provider's answer is larger than {MAX_ANSWER_BYTES} bytes")});
-                return fail(shared, writing, &request, call, event);
+                return fail(shared, writing, call, event);
             }
             Ok((bytes, true)) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(body) => events_from_completion(request.wire, &body, &request.model),
                 Err(err) => {
                     let event = json!({"type": "error", "error_type": "APIResponseValidationError",
                                        "message": format!("the provider's answer is not valid JSON: {err}")});
-                    return fail(shared, writing, &request, call, event);
+                    return fail(shared, writing, call, event);
                 }
             },
             Err(err) => {
-                return fail(
-                    shared,
-                    writing,
-                    &request,
-                    call,
-                    transport_error_event(&err, true),
-                );
+                return fail(shared, writing, call, transport_error_event(&err, true));
             }
         };
         let written: Vec<Value> = events
@@ -642,7 +657,7 @@ pub(super) async fn proxy(
                 Outcome::Complete
             },
         );
-        return respond_at(shared, &request, &written);
+        return Answered::Events(AnswerEvent::all_recorded(&written));
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let relay = match request.wire {
@@ -677,18 +692,18 @@ pub(super) async fn proxy(
         let body = futures::stream::unfold(receiver, |mut receiver| async move {
             receiver.recv().await.map(|item| (item, receiver))
         });
-        return stream_response(request.framing, Body::from_stream(body));
+        return Answered::Response(stream_response(request.framing, Body::from_stream(body)));
     }
     // The gateway asked for one answer but the upstream streamed: record the stream whole,
     // then answer with the message it spelled.
     match pumped.await {
-        Ok(events) => respond_at(shared, &request, &events),
-        Err(err) => wire_error(
+        Ok(events) => Answered::Events(AnswerEvent::all_recorded(&events)),
+        Err(err) => Answered::Response(wire_error(
             request.wire,
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
             &format!("the recording task failed: {err}"),
             "recording_task",
-        ),
+        )),
     }
 }
 
@@ -849,7 +864,10 @@ impl PumpTarget {
         match (&mut self.relay, frame, event) {
             (Relay::Chunks(renderer), _, Some(event)) => {
                 let mut text = String::new();
-                match renderer.render(event) {
+                let Some(event) = AnswerEvent::from_recorded(event) else {
+                    return true;
+                };
+                match renderer.render(&event) {
                     Rendered::Chunks(chunks) => {
                         for chunk in chunks {
                             push_data(&mut text, &chunk);

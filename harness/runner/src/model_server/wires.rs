@@ -31,7 +31,7 @@ use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message
 use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use serde_json::{Value, json};
 
-use super::answer::{WireError, error_body};
+use super::answer::{AnswerEvent, WireError, error_body};
 use super::eventstream::{self, event_frame, exception_frame};
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::{Shared, serve, sse_response, unserved_response};
@@ -188,17 +188,16 @@ fn event_stream(frames: Vec<Bytes>) -> Response {
 /// `done` event's AI message in the wire's format, or the `error` event in its error shape.
 /// The message is rendered again from the assembled answer, so a recorded stream's chunk
 /// boundaries are not kept at these wires (they are at Chat Completions).
-pub(super) fn respond(shared: &Shared, request: &WireRequest, events: &[Value]) -> Response {
-    let of_type = |kind: &str| {
-        events
-            .iter()
-            .find(|e| e.get("type").and_then(Value::as_str) == Some(kind))
-    };
-    if let Some(error) = of_type("error") {
-        return failure(shared, request, &WireError::from_event(error));
+pub(super) fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
+    if let Some(error) = events.iter().find_map(AnswerEvent::failure) {
+        return failure(shared, request, error);
     }
-    match of_type("done").and_then(|done| done.get("message")) {
-        Some(message) => answer(shared, request, message),
+    let done = events.iter().find_map(|event| match event {
+        AnswerEvent::Done(answer) => Some(answer),
+        _ => None,
+    });
+    match done {
+        Some(done) => answer(shared, request, done),
         None => failure(
             shared,
             request,
@@ -218,39 +217,38 @@ fn identity(wire: Wire, shared: &Shared, model: &str) -> Identity {
 }
 
 /// The recorded AI message in the wire's format, whole or streamed.
-fn answer(shared: &Shared, request: &WireRequest, output: &Value) -> Response {
+fn answer(shared: &Shared, request: &WireRequest, answer: &WireAnswer) -> Response {
     let wire = request.wire;
     let identity = identity(wire, shared, &request.model);
-    let answer = WireAnswer::from_ai_message(output);
     match (wire, request.stream) {
         (Wire::AnthropicMessages, false) => {
-            Json(anthropic_messages::message(&identity, &answer)).into_response()
+            Json(anthropic_messages::message(&identity, answer)).into_response()
         }
         (Wire::Responses | Wire::ChatCompletions, false) => {
-            Json(responses::response(&identity, &answer)).into_response()
+            Json(responses::response(&identity, answer)).into_response()
         }
         (Wire::AnthropicMessages, true) => sse_response(
-            anthropic_messages::stream_events(&identity, &answer, &[])
+            anthropic_messages::stream_events(&identity, answer, &[])
                 .iter()
                 .map(anthropic_messages::SseEvent::frame)
                 .collect::<String>(),
         ),
         (Wire::Responses | Wire::ChatCompletions, true) => sse_response(
-            responses::stream_events(&identity, &answer, &[])
+            responses::stream_events(&identity, answer, &[])
                 .iter()
                 .map(responses::SseEvent::frame)
                 .collect::<String>(),
         ),
-        (Wire::Gemini, false) => Json(gemini::response(&identity, &answer)).into_response(),
+        (Wire::Gemini, false) => Json(gemini::response(&identity, answer)).into_response(),
         (Wire::Gemini, true) => gemini_stream(
             request.framing,
-            &gemini::stream_chunks(&identity, &answer, &[]),
+            &gemini::stream_chunks(&identity, answer, &[]),
         ),
         (Wire::BedrockConverse, false) => {
-            Json(bedrock_converse::response(&identity, &answer)).into_response()
+            Json(bedrock_converse::response(&identity, answer)).into_response()
         }
         (Wire::BedrockConverse, true) => event_stream(
-            bedrock_converse::stream_events(&identity, &answer, &[])
+            bedrock_converse::stream_events(&identity, answer, &[])
                 .iter()
                 .map(|event| event_frame(event.name, &event.payload))
                 .collect(),

@@ -1,0 +1,122 @@
+//! What the model server serves, behind one trait: [`Backend`], implemented by fixture replay
+//! (`fixtures`), strict recording replay (`strict`) and the recording proxy (`record`). The
+//! server's routes (`super`) parse the request, hand it to the backend, and turn what it
+//! answered ([`Answered`]) into the wire's HTTP answer; a backend knows no route and no HTTP
+//! framing but the recording proxy's live stream.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Serialize;
+
+use super::answer::{AnswerEvent, WireError};
+use super::client::ServerState;
+use super::problems::Problem;
+use super::record::RecordedFixture;
+use super::request::WireRequest;
+use super::{ModelServerError, Shared};
+
+/// One model call as a backend gets it.
+pub(super) struct Call<'a> {
+    /// The server's shared state: its problem ledger, answer ids, the stop signal.
+    pub(super) shared: &'a Arc<Shared>,
+    /// The request, parsed at its wire.
+    pub(super) request: &'a WireRequest,
+    /// The caller the gateway named in [`CALLER_HEADER`](super::CALLER_HEADER), if any.
+    pub(super) caller: Option<String>,
+    /// The request's headers (the proxy passes some on).
+    pub(super) headers: &'a HeaderMap,
+}
+
+/// What a backend answered one call with; the server renders it in the request's wire.
+pub(super) enum Answered {
+    /// A complete answer: a fixture's turn or a recorded call, as events.
+    Events(Vec<AnswerEvent>),
+    /// A failure recorded for this call, answered as the provider answered it.
+    Failure(WireError),
+    /// The call could not be answered (a miss, an ambiguity, a mismatch, a recording that
+    /// cannot be written): the problem is reported, and the gateway gets an error in its wire's
+    /// shape with this status and code, carrying the problem's message.
+    Problem {
+        /// What went wrong.
+        problem: Problem,
+        /// The HTTP status.
+        status: StatusCode,
+        /// The error's `code`.
+        code: &'static str,
+    },
+    /// An answer already made: the recording proxy's stream, passed on as it arrives.
+    Response(Response),
+}
+
+/// Why a backend refused `POST /_harness/reset`.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ResetRefused {
+    /// The body named a fixture that is not loaded.
+    #[error("no fixture named {wanted:?} is loaded; loaded: {}", .loaded.join(", "))]
+    NoSuchFixture {
+        /// The name asked for.
+        wanted: String,
+        /// Every loaded fixture's name.
+        loaded: Vec<String>,
+    },
+    /// A recording in progress cannot start afresh.
+    #[error("a recording cannot be reset; stop the server to finish it")]
+    Recording,
+}
+
+impl ResetRefused {
+    /// The status the refusal answers with.
+    pub(super) fn status(&self) -> StatusCode {
+        match self {
+            ResetRefused::NoSuchFixture { .. } => StatusCode::NOT_FOUND,
+            ResetRefused::Recording => StatusCode::CONFLICT,
+        }
+    }
+}
+
+/// What a reset selected: `{"mode", "fixture", "turns"}` in fixture mode, `{"mode", "fixture":
+/// null, "calls"}` in recording mode (the server adds what the reset discarded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(super) struct ResetDone {
+    /// [`Backend::mode`].
+    pub(super) mode: &'static str,
+    /// The fixture now active.
+    pub(super) fixture: Option<String>,
+    /// How many turns it has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) turns: Option<usize>,
+    /// How many calls the recording holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) calls: Option<usize>,
+}
+
+/// One thing the model server can serve.
+#[async_trait::async_trait]
+pub(super) trait Backend: Send + Sync + std::fmt::Debug {
+    /// Its name in `GET /_harness/state`: `fixture`, `recording` or `record`.
+    fn mode(&self) -> &'static str;
+
+    /// Answers one call.
+    async fn answer(&self, call: Call<'_>) -> Answered;
+
+    /// The model ids `GET /v1/models` lists (empty ones are dropped there).
+    fn models(&self) -> Vec<String>;
+
+    /// Its state, with the server's `problems`.
+    fn state(&self, problems: Vec<Problem>) -> ServerState;
+
+    /// Starts afresh, on the fixture named `wanted` when there is one.
+    fn reset(&self, wanted: Option<&str>) -> Result<ResetDone, ResetRefused>;
+
+    /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
+    fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
+        None
+    }
+
+    /// Ends it once the server has stopped: the recording proxy builds its fixture.
+    fn finish(&self) -> Result<Option<RecordedFixture>, ModelServerError> {
+        Ok(None)
+    }
+}
