@@ -19,6 +19,7 @@ use std::io::IsTerminal;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
-use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, HarnessError, ScenarioRun, run_on_with};
+use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::pending;
 use keyless_runner::pending::{pending_path, write_pending};
@@ -36,7 +37,7 @@ use keyless_runner::suite::{
     table_line,
 };
 use keyless_runner::target::{AtUrl, GatewayTarget};
-use replay_core::{Fixture, GoldenStatus, MissingGolden, UnusedTurns};
+use replay_core::{FixtureError, GoldenStatus, LoadedFixture, MissingGolden, UnusedTurns};
 use serde_json::json;
 
 use crate::Folders;
@@ -392,7 +393,7 @@ fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bo
 }
 
 /// The outcome of a fixture that could not run at all.
-fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
+fn broken(path: &Path, error: &(dyn std::error::Error + 'static), log: Option<&Path>) -> Outcome {
     let mut message = error_chain(error);
     if let Some(log) = log
         && !message.contains(&log.display().to_string())
@@ -413,18 +414,33 @@ fn broken(path: &Path, error: &HarnessError, log: Option<&Path>) -> Outcome {
     }
 }
 
-/// Runs the fixture at `path` through `target` and judges it.
-async fn run_one(target: &mut Target, path: &Path, settings: &Settings, as_json: bool) -> Outcome {
-    let fixture = match Fixture::load(path) {
-        Err(err) => return broken(path, &HarnessError::Fixture(err), None),
-        Ok(fixture) => fixture,
+/// Every fixture of the run, each read and validated once: the job's model server replays the
+/// very one the run is judged on.
+type LoadedFixtures = [Result<LoadedFixture, FixtureError>];
+
+/// Loads the fixture at each of `paths`, keeping a broken one's error for the fixture's outcome.
+fn load_fixtures(paths: &[PathBuf]) -> Vec<Result<LoadedFixture, FixtureError>> {
+    paths.iter().map(|path| LoadedFixture::load(path)).collect()
+}
+
+/// Runs the fixture at `path` (loaded as `loaded`) through `target` and judges it.
+async fn run_one(
+    target: &mut Target,
+    path: &Path,
+    loaded: &Result<LoadedFixture, FixtureError>,
+    settings: &Settings,
+    as_json: bool,
+) -> Outcome {
+    let loaded = match loaded {
+        Err(err) => return broken(path, err, None),
+        Ok(loaded) => loaded,
     };
-    let note = gateway_config_note(path, &fixture);
+    let note = gateway_config_note(path, loaded.fixture());
     let run = run_on_with(
         target.as_dyn(),
         path,
         &settings.golden,
-        fixture,
+        Arc::clone(loaded.fixture()),
         &settings.drive,
         settings.time_limit,
     )
@@ -448,7 +464,12 @@ struct Slot {
 }
 
 /// Starts job `index`'s model server (with the run's fixtures) and target.
-async fn slot(index: usize, settings: &Settings, as_json: bool) -> anyhow::Result<Slot> {
+async fn slot(
+    index: usize,
+    settings: &Settings,
+    fixtures: &LoadedFixtures,
+    as_json: bool,
+) -> anyhow::Result<Slot> {
     let (server, model_root, token) = match &settings.model_server {
         Some(url) => (
             None,
@@ -461,7 +482,12 @@ async fn slot(index: usize, settings: &Settings, as_json: bool) -> anyhow::Resul
                 on_problem: None,
                 ..ServerOptions::default()
             };
-            let server = ModelServer::start(Mode::Fixtures(settings.fixtures.clone()), options)
+            let loaded = fixtures
+                .iter()
+                .map(|loaded| loaded.as_ref().cloned())
+                .collect::<Result<Vec<LoadedFixture>, &FixtureError>>()
+                .map_err(|err| ConfigError(error_chain(err)))?;
+            let server = ModelServer::start(Mode::LoadedFixtures(loaded), options)
                 .await
                 .map_err(|err| ConfigError(error_chain(&err)))?;
             let url = server.url();
@@ -616,6 +642,7 @@ async fn work(
     slot: &mut Slot,
     next: &AtomicUsize,
     settings: &Settings,
+    fixtures: &LoadedFixtures,
     reporter: &parking_lot::Mutex<Reporter>,
     as_json: bool,
 ) {
@@ -629,7 +656,7 @@ async fn work(
         }
         reporter.lock().started(index);
         let started = Instant::now();
-        let outcome = run_one(&mut slot.target, path, settings, as_json).await;
+        let outcome = run_one(&mut slot.target, path, &fixtures[index], settings, as_json).await;
         reporter.lock().finished(index, outcome, started.elapsed());
     }
 }
@@ -670,11 +697,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let runtime = crate::runtime()?;
     let started = Instant::now();
+    let fixtures = load_fixtures(&settings.fixtures);
     let outcome = runtime.block_on(async {
         let signals = crate::Signals::listen()?;
         let mut slots = Vec::with_capacity(settings.jobs);
         for index in 0..settings.jobs {
-            slots.push(slot(index, &settings, args.json).await?);
+            slots.push(slot(index, &settings, &fixtures, args.json).await?);
         }
         if !args.json {
             out(table_header())?;
@@ -686,7 +714,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let finished = {
             let workers = slots
                 .iter_mut()
-                .map(|slot| work(slot, &next, &settings, &reporter, args.json));
+                .map(|slot| work(slot, &next, &settings, &fixtures, &reporter, args.json));
             signals
                 .until_stopped(futures::future::join_all(workers))
                 .await

@@ -7,7 +7,7 @@
 //! differently, which only a caller header tells apart (`docs/replay-and-fixtures.md` §9.3).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -181,11 +181,22 @@ pub fn build_fixture(
     recording: &Recording,
     scenario: &Scenario,
 ) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
+    build_fixture_from_calls(&recording.path, &recording.calls, scenario)
+}
+
+/// [`build_fixture`] from the calls of the recording at `path` as a writer holds them in memory
+/// ([`RecordingSink::remembered`](crate::recording::RecordingSink::remembered)), without
+/// reading the file back; `path` names the recording in errors.
+pub fn build_fixture_from_calls(
+    path: &Path,
+    calls: &[RecordedCall],
+    scenario: &Scenario,
+) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
     let mut turns = Vec::new();
     let mut summary = Vec::new();
-    for call in &recording.calls {
+    for call in calls {
         let problem = |problem: &str| BuildError::Call {
-            path: recording.path.clone(),
+            path: path.to_path_buf(),
             call_index: call.call_index,
             problem: problem.to_string(),
         };

@@ -19,7 +19,8 @@
 //! - `diff`: the first-difference walk used to explain misses ([`first_difference`]);
 //! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
 //!   the strict reader, the locked writer and strict replay), a public module of its own;
-//! - `build_fixture`: a recording plus its scenario into a fixture ([`build_fixture()`]);
+//! - `build_fixture`: a recording plus its scenario into a fixture ([`build_fixture()`], or
+//!   from the calls a writer holds in memory, [`build_fixture_from_calls`]);
 //! - `verdict`: the Layer 1 verdict on one replay: framing, misses, golden status, unused turns
 //!   ([`Verdict`]);
 //! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
@@ -53,7 +54,8 @@ mod wire_formats;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{
-    BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture, prompts_in,
+    BuildError, BuildWarning, CallSummary, TurnSummary, build_fixture, build_fixture_from_calls,
+    prompts_in,
 };
 pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,

@@ -43,6 +43,26 @@ pub fn to_python_json(value: &Value) -> String {
     out
 }
 
+/// `value` as reading [`to_python_json`]'s text back gives it (with `preserve_order`): object
+/// keys in code point order at every depth, everything else as it is. A writer that keeps what
+/// it wrote in memory keeps this, so what it holds equals what a reader of the file would get.
+pub(crate) fn with_sorted_keys(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(with_sorted_keys).collect()),
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, item)| (key.clone(), with_sorted_keys(item)))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
 fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),

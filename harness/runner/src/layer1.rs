@@ -294,12 +294,13 @@ pub async fn run_on(
 }
 
 /// [`run_on_within`] driving the gateway in the dialect and stream modes `options` say
-/// (`keyless test --api langgraph`, `--stream-modes web`).
+/// (`keyless test --api langgraph`, `--stream-modes web`). A fixture already in an [`Arc`] (one
+/// a model server serves too) is shared, not copied.
 pub async fn run_on_with(
     target: &mut dyn GatewayTarget,
     path: &Path,
     golden_dir: &Path,
-    fixture: Fixture,
+    fixture: impl Into<Arc<Fixture>>,
     options: &DriveOptions,
     limit: Duration,
 ) -> Result<ScenarioRun, HarnessError> {
@@ -368,12 +369,12 @@ async fn drive_target_within<T>(
     target: &mut dyn GatewayTarget,
     path: &Path,
     golden_dir: &Path,
-    fixture: Fixture,
+    fixture: impl Into<Arc<Fixture>>,
     limit: Duration,
     drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
 ) -> Result<(ScenarioRun, T), HarnessError> {
     let started = Instant::now();
-    let fixture = Arc::new(fixture);
+    let fixture: Arc<Fixture> = fixture.into();
     let url = target.start(path, &fixture).await?;
     let drive = tokio::time::timeout(limit, drive(&url, &fixture)).await;
     let ledger = target.finish().await;

@@ -1532,3 +1532,75 @@ fn tool_call_arguments_compare_as_json_values() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Remembering what was written
+
+/// A remembering sink holds exactly what the strict reader reads back from its file (keys sorted
+/// at every depth, payloads redacted, outcomes from `end` and from drop, the calls a file held
+/// before it was opened), so a recorder builds its fixture without reading the file.
+#[test]
+fn a_remembering_sink_holds_what_the_reader_reads_back() {
+    let dir = tempdir();
+    let path = dir.path().join("rec.jsonl");
+    // A call written before this sink opened the file.
+    record_call(
+        &RecordingSink::open(&path).unwrap(),
+        &request("earlier"),
+        &text_events("before"),
+        Outcome::Complete,
+    );
+    let sink = RecordingSink::open_remembering(&path).unwrap();
+    let unsorted = RecordedRequest::new(
+        json!({"model": "m", "api": "openai-completions"}),
+        json!({"z": 1, "a": {"y": [{"d": 1, "c": 2}], "b": "sk-proj-abcdefghijklmnopqrstuvwx"}}),
+        json!({"signal": "x", "temperature": 0.5}),
+    );
+    let done = json!({"type": "done", "message": {"role": "assistant", "tool_calls": [
+        {"name": "ls", "args": {"path": "/", "depth": 1.0}, "id": "c1"}], "content": ""}});
+    record_call(
+        &sink,
+        &unsorted,
+        &[json!({"type": "start"}), done],
+        Outcome::Complete,
+    );
+    let error = json!({"type": "error", "status": 429, "message": "Error code: 429 - slow"});
+    record_call(&sink, &request("q"), &[error], Outcome::Error);
+    let mut dropped = sink.begin_call(&request("gone")).unwrap();
+    dropped.event(&json!({"type": "start"})).unwrap();
+    drop(dropped);
+    let read = read_recording(&path, Access::External).unwrap();
+    assert_eq!(sink.remembered().unwrap(), read.calls);
+    assert_eq!(
+        read.calls.len(),
+        4,
+        "the earlier call and three of this sink"
+    );
+    // Key order is part of equality here: a fixture is written in its values' order.
+    let remembered = serde_json::to_string(&sink.remembered().unwrap()[1].request.context);
+    let read_back = serde_json::to_string(&read.calls[1].request.context);
+    assert_eq!(remembered.unwrap(), read_back.unwrap());
+    assert!(
+        RecordingSink::open(&path)
+            .unwrap()
+            .remembered()
+            .unwrap()
+            .is_empty(),
+        "a sink that does not remember holds nothing"
+    );
+}
+
+/// A call whose `call_end` is not written yet is the reader's `missing call_end` error.
+#[test]
+fn a_remembered_call_without_its_end_is_the_reader_s_error() {
+    let dir = tempdir();
+    let path = dir.path().join("rec.jsonl");
+    let sink = RecordingSink::open_remembering(&path).unwrap();
+    let open = sink.begin_call(&request("q")).unwrap();
+    let from_memory = sink.remembered().expect_err("unfinished").to_string();
+    let from_file = read_recording(&path, Access::External)
+        .expect_err("unfinished")
+        .to_string();
+    assert_eq!(from_memory, from_file);
+    drop(open);
+}

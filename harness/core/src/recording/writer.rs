@@ -6,6 +6,10 @@
 //! exclusive `flock` on `<file>.lock` (other processes, and other sinks on the same file). Files
 //! are opened without following symlinks and must be regular files with mode exactly 0600.
 //! Everything is redacted (§6) before it reaches the disk; there is no way to turn that off.
+//!
+//! A sink opened with [`RecordingSink::open_remembering`] also keeps every call it wrote in
+//! memory, exactly as written (the stored request, the redacted events, the outcome), so that
+//! whoever records can build the fixture at the end without reading the file back.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
@@ -17,13 +21,13 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::reader::{PRIVATE_MODE, io_reason, open_nofollow};
+use super::reader::{Access, PRIVATE_MODE, io_reason, open_nofollow, read_recording};
 use super::redact::redact;
 use super::rows::{
-    FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedRequest, RecordingFileError, index_value,
-    validate_event,
+    FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedCall, RecordedRequest, RecordingFileError,
+    index_value, validate_event,
 };
-use crate::pyjson::to_python_json;
+use crate::pyjson::{to_python_json, with_sorted_keys};
 
 /// The managed recording ID syntax of §11.1 (after removing a trailing `.jsonl`).
 static RECORDING_ID: LazyLock<Regex> = LazyLock::new(|| {
@@ -59,6 +63,20 @@ struct SinkInner {
     lock_path: PathBuf,
     /// Serialises this process's appends; the `flock` serialises processes.
     guard: Mutex<()>,
+    /// A remembering sink's calls, as written ([`RecordingSink::open_remembering`]).
+    memory: Option<Mutex<Vec<Remembered>>>,
+}
+
+/// One call a remembering sink wrote: each part recorded once its row is on disk.
+#[derive(Debug)]
+struct Remembered {
+    call_index: usize,
+    /// The 1-based line of its request row.
+    line: usize,
+    request: RecordedRequest,
+    events: Vec<Value>,
+    /// `None` until its `call_end` row is written.
+    outcome: Option<Outcome>,
 }
 
 impl RecordingSink {
@@ -69,11 +87,24 @@ impl RecordingSink {
     ///
     /// An existing non-empty file is appended to as it is; calls continue its numbering.
     pub fn open(path: &Path) -> Result<RecordingSink, RecordingFileError> {
+        RecordingSink::open_with(path, false)
+    }
+
+    /// [`RecordingSink::open`], remembering every call written from now on (and the calls an
+    /// existing file holds, read once here), exactly as written: [`RecordingSink::remembered`]
+    /// gives them back without reading the file.
+    pub fn open_remembering(path: &Path) -> Result<RecordingSink, RecordingFileError> {
+        RecordingSink::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, remembering: bool) -> Result<RecordingSink, RecordingFileError> {
         let inner = SinkInner {
             path: path.to_path_buf(),
             lock_path: lock_path_for(path),
             guard: Mutex::new(()),
+            memory: None,
         };
+        let mut held = false;
         inner.with_locks(|| {
             let mut options = OpenOptions::new();
             options.append(true).create_new(true).mode(PRIVATE_MODE);
@@ -98,11 +129,56 @@ impl RecordingSink {
                 inner.write_row(&file, &header)?;
                 inner.sync(&file)?;
             }
+            held = !empty;
             Ok(())
         })?;
+        let mut inner = inner;
+        if remembering {
+            // The calls a file already held, read once before anything is written to it.
+            let before = match held {
+                true => read_recording(path, Access::External)?.calls,
+                false => Vec::new(),
+            };
+            let before = before.into_iter().map(|call| Remembered {
+                call_index: call.call_index,
+                line: call.line,
+                request: call.request,
+                events: call.events,
+                outcome: Some(call.outcome),
+            });
+            inner.memory = Some(Mutex::new(before.collect()));
+        }
         Ok(RecordingSink {
             inner: Arc::new(inner),
         })
+    }
+
+    /// A remembering sink's calls ([`RecordingSink::open_remembering`]), in `call_index` order,
+    /// as the strict reader would read them from the file: a call whose `call_end` was never
+    /// written is the reader's `missing call_end` error. A sink that does not remember has none.
+    pub fn remembered(&self) -> Result<Vec<RecordedCall>, RecordingFileError> {
+        let Some(memory) = &self.inner.memory else {
+            return Ok(Vec::new());
+        };
+        let mut memory = memory.lock();
+        memory.sort_by_key(|call| call.call_index);
+        let mut calls = Vec::with_capacity(memory.len());
+        for call in memory.iter() {
+            let Some(outcome) = call.outcome else {
+                return Err(self
+                    .inner
+                    .error("missing call_end".into())
+                    .for_call(call.call_index));
+            };
+            calls.push(RecordedCall {
+                call_index: call.call_index,
+                request: call.request.clone(),
+                events: call.events.clone(),
+                outcome,
+                line: call.line,
+            });
+        }
+        Ok(calls)
     }
 
     /// Creates a managed recording `<root>/<id>.jsonl` exclusively (create_new, 0600, no symlink
@@ -162,7 +238,7 @@ impl RecordingSink {
         let stored = request.stored();
         let inner = &self.inner;
         let call_index = inner.with_locks(|| {
-            let call_index = inner.next_call_index()?;
+            let (call_index, line) = inner.next_call_index()?;
             let row = json!({
                 "call_index": call_index,
                 "context": stored.context,
@@ -172,6 +248,21 @@ impl RecordingSink {
             });
             let file = inner.open_append()?;
             inner.write_row(&file, &row)?;
+            if let Some(memory) = &inner.memory {
+                // As a reader of the row would get it: its keys sorted at every depth.
+                let request = RecordedRequest::new(
+                    with_sorted_keys(&stored.model),
+                    with_sorted_keys(&stored.context),
+                    with_sorted_keys(&stored.options),
+                );
+                memory.lock().push(Remembered {
+                    call_index,
+                    line,
+                    request,
+                    events: Vec::new(),
+                    outcome: None,
+                });
+            }
             Ok(call_index)
         })?;
         Ok(CallWriter {
@@ -253,10 +344,10 @@ impl SinkInner {
         })
     }
 
-    /// One more than the highest `request.call_index` in the file, or 0 (§3: O(n) on purpose).
-    /// Lines that are not request rows, or not JSON, are ignored here; the strict reader judges
-    /// them.
-    fn next_call_index(&self) -> Result<usize, RecordingFileError> {
+    /// One more than the highest `request.call_index` in the file, or 0 (§3: O(n) on purpose),
+    /// and the 1-based line the next row goes on. Lines that are not request rows, or not JSON,
+    /// are ignored here; the strict reader judges them.
+    fn next_call_index(&self) -> Result<(usize, usize), RecordingFileError> {
         let mut file = open_nofollow(&self.path, OpenOptions::new().read(true), libc::O_NONBLOCK)
             .map_err(|err| self.error(io_reason("cannot open", &err)))?;
         let mut bytes = Vec::new();
@@ -269,7 +360,21 @@ impl SinkInner {
             .filter(|row| row.get("type").and_then(Value::as_str) == Some("request"))
             .filter_map(|row| index_value(row.get("call_index")))
             .max();
-        Ok(highest.map_or(0, |i| i + 1))
+        let line = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+        Ok((highest.map_or(0, |i| i + 1), line))
+    }
+
+    /// Runs `change` on a remembering sink's record of call `call_index`.
+    fn remember(&self, call_index: usize, change: impl FnOnce(&mut Remembered)) {
+        if let Some(memory) = &self.memory
+            && let Some(call) = memory
+                .lock()
+                .iter_mut()
+                .rev()
+                .find(|call| call.call_index == call_index)
+        {
+            change(call);
+        }
     }
 }
 
@@ -338,6 +443,9 @@ impl CallWriter {
         });
         self.sink.append_row(&row, false)?;
         self.event_count += 1;
+        self.sink.remember(self.call_index, |call| {
+            call.events.push(with_sorted_keys(&payload))
+        });
         Ok(())
     }
 
@@ -361,7 +469,10 @@ impl CallWriter {
             "outcome": outcome.as_str(),
             "type": "call_end",
         });
-        self.sink.append_row(&row, true)
+        self.sink.append_row(&row, true)?;
+        self.sink
+            .remember(self.call_index, |call| call.outcome = Some(outcome));
+        Ok(())
     }
 }
 

@@ -4,7 +4,8 @@
 //! Each call's request (the wire view of `request.rs`, the wire named) and the upstream's
 //! answer, as recording events, go to a versioned JSONL recording, redacted before they are written; the gateway gets the redacted
 //! answer, so a live run continues on exactly the conversation its replay will produce. When the
-//! server stops, the fixture is built from the recording.
+//! server stops, the fixture is built from the calls recorded, as the sink wrote them and keeps
+//! them in memory (`RecordingSink::open_remembering`): the file is not read back.
 //!
 //! A streamed answer is passed on chunk by chunk as it arrives (each event written before it is
 //! sent); the recording keeps the upstream's chunk boundaries, tool-call arguments split mid-JSON
@@ -36,10 +37,8 @@ use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
-use replay_core::recording::{
-    Access, CallWriter, KnownSecrets, Outcome, RecordingSink, read_recording, redact_text,
-};
-use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture};
+use replay_core::recording::{CallWriter, KnownSecrets, Outcome, RecordingSink, redact_text};
+use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -307,7 +306,8 @@ impl Recorder {
             base: base.to_owned(),
             api_key: config.api_key,
             http,
-            sink: RecordingSink::open(&config.recording)?,
+            // It remembers what it writes, so the fixture is built without reading it back.
+            sink: RecordingSink::open_remembering(&config.recording)?,
             scenario,
             aws: config.aws,
             calls: AtomicUsize::new(0),
@@ -334,14 +334,15 @@ impl Recorder {
         self.first_model.lock().clone().unwrap_or_default()
     }
 
-    /// Reads the recording back and builds the fixture.
+    /// Builds the fixture from the calls recorded, as the sink wrote them (held in memory, not
+    /// read back).
     pub(super) fn build(&self) -> Result<RecordedFixture, ModelServerError> {
-        let recording = read_recording(self.sink.path(), Access::External)?;
+        let calls = self.sink.remembered()?;
         let scenario = Scenario {
             model: self.model_hint(),
             ..self.scenario.clone()
         };
-        let (fixture, summary) = build_fixture(&recording, &scenario)?;
+        let (fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
         Ok(RecordedFixture { fixture, summary })
     }
 
