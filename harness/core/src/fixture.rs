@@ -679,6 +679,22 @@ mod tests {
         );
     }
 
+    /// A loaded fixture is read once and shared: an engine over it holds the same fixture, and
+    /// a broken file is refused at load, naming it.
+    #[test]
+    fn a_loaded_fixture_is_shared_by_the_engines_over_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.flash.json");
+        std::fs::write(&path, DEERFLOW_TEXT).expect("write");
+        let loaded = LoadedFixture::load(&path).expect("loads");
+        assert_eq!(loaded.path(), path);
+        let engine = crate::ReplayEngine::over(&loaded);
+        assert!(std::ptr::eq(engine.fixture(), loaded.fixture().as_ref()));
+        std::fs::write(&path, DEERFLOW_TEXT.replace("\"ai\"", "\"human\"")).expect("write");
+        let err = LoadedFixture::load(&path).expect_err("not an AI message");
+        assert!(matches!(err, FixtureError::NotAiOutput { .. }), "{err}");
+    }
+
     #[test]
     fn an_error_turn_is_typed_and_written_back_as_it_was_read() {
         let text = r#"{

@@ -602,3 +602,80 @@ fn finding_17_plain_http_to_another_machine_needs_an_explicit_allowance() {
         }
     }
 }
+
+/// The recorder builds its fixture from the calls it holds in memory (issue 28): byte for byte
+/// the fixture reading its recording back builds, whatever key order the upstream's answers
+/// had, streamed or not, failed or not.
+#[tokio::test]
+async fn the_fixture_built_from_memory_is_the_one_the_written_recording_builds() {
+    use replay_core::recording::{Access, read_recording};
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let upstream = MockServer::start().await;
+    let tool = serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "write_file",
+         "arguments": "{\"z\": {\"b\": 1, \"a\": [2.5, {\"y\": 0, \"x\": 1}]}, \"path\": \"/a\"}"}}]});
+    let body = serde_json::json!({"id": "c", "object": "chat.completion", "created": 0,
+        "model": "m", "choices": [{"index": 0, "message": tool, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}});
+    let stream = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hel\"},\"finish_reason\":null}]}\n\ndata: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let cases = [
+        ("case-tool", ResponseTemplate::new(200).set_body_json(body)),
+        (
+            "case-stream",
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(stream),
+        ),
+        (
+            "case-error",
+            ResponseTemplate::new(429)
+                .set_body_json(serde_json::json!({"error": {"message": "slow down"}})),
+        ),
+    ];
+    for (case, answer) in &cases {
+        Mock::given(method("POST"))
+            .and(body_string_contains(*case))
+            .respond_with(answer.clone())
+            .mount(&upstream)
+            .await;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let recording = folder.path().join("r.jsonl");
+    let server = proxy(
+        format!("{}/v1", upstream.uri()),
+        "sk-memory-0123456789abcdef",
+        &recording,
+        record::RecordLimits::default(),
+        ServeLimits::default(),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for (case, _) in &cases {
+        let body = serde_json::json!({"model": "m", "stream": *case == "case-stream",
+            "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {"z": {}, "path": {}}}}}],
+            "messages": [{"role": "user", "content": case}]});
+        http.post(format!("{}/v1/chat/completions", server.url()))
+            .json(&body)
+            .send()
+            .await
+            .expect("answer")
+            .text()
+            .await
+            .expect("body");
+    }
+    let built = server.stop().await.expect("stopped").expect("a fixture");
+    let read_back = read_recording(&recording, Access::External).expect("the recording");
+    let scenario = replay_core::Scenario {
+        model: "m".into(),
+        ..replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p")
+    };
+    let (expected, summary) = replay_core::build_fixture(&read_back, &scenario).expect("built");
+    assert_eq!(built.fixture.turns.len(), 3, "three calls recorded");
+    assert_eq!(
+        built.fixture.to_pretty_json(),
+        expected.to_pretty_json(),
+        "the same bytes"
+    );
+    assert_eq!(built.summary, summary);
+}
