@@ -1,24 +1,27 @@
 //! The model server: a server on 127.0.0.1 that replays at the model's wire (OpenAI's Chat
 //! Completions, Anthropic's Messages and OpenAI's Responses API, `Wire`), so a gateway in any
 //! language, running in its own process, can be tested by pointing its OpenAI (or Anthropic)
-//! base URL here. Every call, at any wire and in any mode, goes through `serve`.
+//! base URL here. Every call, at any wire and in any mode, goes through `serve`: the request is
+//! parsed at its wire, handed to the mode's backend (`backend::Backend`), and what the backend
+//! answered (`backend::Answered`: events, a recorded failure, a problem, or the proxy's live
+//! stream) is rendered here in the wire's shape. This file holds the routes and that HTTP edge
+//! only; each mode is one backend in its own file:
 //!
-//! Three modes ([`Mode`]):
-//!
-//! - **fixture replay**: the replay key is computed from the request body with the same canonical
-//!   projection and normalisation as in-process replay (`replay_core::lookup_at_wire`); the
-//!   caller comes from the [`CALLER_HEADER`] when the gateway sends it, else it is the one
-//!   caller among the fixture's callers whose key is recorded. The recorded answer goes back as
-//!   one completion or streamed as content and tool-call deltas; a miss answers an OpenAI error
-//!   whose message is the miss diagnostic, and so does a request without the header whose key
-//!   holds several different answers (an ambiguity, never a pick). Several fixtures may be loaded; one is active at a
-//!   time, chosen with `POST /_harness/reset`;
-//! - **strict recording replay**: a recording made by this server in record mode, served call by
-//!   call with the existing strict replay (each request compared field by field in its wire's
-//!   own terms; Chat Completions chunks as recorded);
-//! - **record**: a proxy to a real endpoint of the request's wire that writes the versioned,
-//!   redacted recording, the wire named in each call, and, when the server stops, builds the
-//!   fixture (see `record`).
+//! - **fixture replay** (`fixtures`): the replay key is computed from the request body with the
+//!   same canonical projection and normalisation as in-process replay
+//!   (`replay_core::lookup_at_wire`); the caller comes from the [`CALLER_HEADER`] when the
+//!   gateway sends it, else it is the one caller among the fixture's callers whose key is
+//!   recorded. The recorded answer goes back as one completion or streamed as content and
+//!   tool-call deltas; a miss answers an OpenAI error whose message is the miss diagnostic, and
+//!   so does a request without the header whose key holds several different answers (an
+//!   ambiguity, never a pick). Several fixtures may be loaded (each once, shared with the runner:
+//!   [`Mode::LoadedFixtures`]); one is active at a time, chosen with `POST /_harness/reset`;
+//! - **strict recording replay** (`strict`): a recording made by this server in record mode,
+//!   served call by call with the existing strict replay (each request compared field by field
+//!   in its wire's own terms; Chat Completions chunks as recorded);
+//! - **record** (`record`): a proxy to a real endpoint of the request's wire that writes the
+//!   versioned, redacted recording, the wire named in each call, and, when the server stops,
+//!   builds the fixture from the calls it recorded, held in memory.
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
 //! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and

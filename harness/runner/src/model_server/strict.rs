@@ -61,14 +61,10 @@ impl StrictReplay {
         let call = call_index
             .and_then(|index| self.recording.calls.get(index))
             .filter(|call| call.outcome == Outcome::Error)?;
-        let failure = call
-            .events
-            .iter()
-            .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
-            .and_then(AnswerEvent::from_recorded)?;
-        let failure = failure.failure()?.clone();
+        let events = AnswerEvent::all_recorded(&call.events);
+        let failure = events.iter().find_map(AnswerEvent::failure)?.clone();
         if failure.in_stream {
-            return Some(Answered::Events(AnswerEvent::all_recorded(&call.events)));
+            return Some(Answered::Events(events));
         }
         Some(Answered::Failure(failure))
     }
