@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use replay_core::{Fixture, TurnSummary};
 use serde::Serialize;
 
 use super::answer::{AnswerEvent, WireError};
 use super::client::ServerState;
 use super::problems::Problem;
-use super::record::RecordedFixture;
 use super::request::WireRequest;
 use super::{ModelServerError, Shared};
 
@@ -48,6 +48,15 @@ pub(super) enum Answered {
     },
     /// An answer already made: the recording proxy's stream, passed on as it arrives.
     Response(Response),
+}
+
+/// The fixture built when a recording server stops ([`Backend::finish`]).
+#[derive(Debug)]
+pub struct RecordedFixture {
+    /// The fixture.
+    pub fixture: Fixture,
+    /// One line per recorded call.
+    pub summary: Vec<TurnSummary>,
 }
 
 /// Why a backend refused `POST /_harness/reset`.

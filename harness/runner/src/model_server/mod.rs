@@ -74,12 +74,13 @@ use answer::{AnswerEvent, AnswerId, Completion, WireError, completion, error_bod
 use backend::{Answered, Backend, Call, ResetDone};
 use request::{Target, Wire, WireRequest};
 
+pub use backend::RecordedFixture;
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
 use problems::Ledger;
 pub use problems::Problem;
 pub use record::{
     AwsCredentials, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, RecordConfig,
-    RecordLimits, RecordedFixture,
+    RecordLimits,
 };
 pub use request::normalized;
 pub use serve::ServeLimits;

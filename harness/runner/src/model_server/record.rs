@@ -38,7 +38,7 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use replay_core::recording::{CallWriter, KnownSecrets, Outcome, RecordingSink, redact_text};
-use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture_from_calls};
+use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -48,7 +48,7 @@ use model_wire::gemini;
 
 use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
-use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
+use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
 use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 use super::request::{Framing, Wire, WireRequest};
@@ -132,15 +132,6 @@ impl std::fmt::Debug for RecordConfig {
             .field("aws", &self.aws)
             .finish()
     }
-}
-
-/// The fixture built when a recording server stops.
-#[derive(Debug)]
-pub struct RecordedFixture {
-    /// The fixture.
-    pub fixture: Fixture,
-    /// One line per recorded call.
-    pub summary: Vec<TurnSummary>,
 }
 
 /// The recording proxy.
