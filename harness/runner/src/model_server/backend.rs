@@ -50,7 +50,7 @@ pub(super) enum Answered {
     Response(Response),
 }
 
-/// The fixture built when a recording server stops ([`Backend::finish`]).
+/// The fixture built when a recording server stops ([`ModelServer::stop`](super::ModelServer::stop)).
 #[derive(Debug)]
 pub struct RecordedFixture {
     /// The fixture.
