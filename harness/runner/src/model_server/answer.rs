@@ -36,8 +36,8 @@ pub(crate) enum AnswerEvent {
 
 impl AnswerEvent {
     /// A recording's JSON event (`start`, the codec's deltas, `done` with the AI message,
-    /// `error`), typed; `None` for one no answer carries (`text_start` without a codec event
-    /// is one, and a malformed delta, which the recording's reader already refuses).
+    /// `error`), typed; `None` for an unknown type or a malformed delta (the recording's reader
+    /// refuses both, and a renderer would send nothing for them).
     pub(crate) fn from_recorded(event: &Value) -> Option<AnswerEvent> {
         match event.get("type").and_then(Value::as_str).unwrap_or("") {
             "start" => Some(AnswerEvent::Start),

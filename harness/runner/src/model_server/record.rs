@@ -353,7 +353,7 @@ impl Recorder {
             (_, false) => "application/json",
         };
         let url = format!("{}{}", self.base, request.upstream_path());
-        let body = serde_json::to_vec(&Value::Object(request.body.clone())).unwrap_or_default();
+        let body = serde_json::to_vec(&request.body).unwrap_or_default();
         let mut builder = self
             .http
             .post(&url)
