@@ -63,7 +63,8 @@ pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{
-    BadMode, Mode, Scenario, ScenarioError, UiMode, UnknownMode, check_scenario_id,
+    BadMode, BadScenarioId, FieldError, IdProblem, Mode, Scenario, ScenarioError, UiMode,
+    UnknownMode, check_scenario_id,
 };
 pub use shapes::{
     DONE_MARKER, DeltaRule, FrameData, FrameName, Shape, delta_id, delta_run_shapes, frame_shape,
