@@ -65,8 +65,8 @@ use replay_core::recording::{
     StrictReplayer, read_recording,
 };
 use replay_core::{
-    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, ReplayObserver,
-    WireLookupError, name_free_key,
+    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, LookupError, ReplayEngine,
+    ReplayObserver, name_free_key,
 };
 
 use crate::golden::stem_of;
@@ -730,10 +730,10 @@ fn replay_fixture(
             };
             return respond_at(shared, request, &events);
         }
-        Err(WireLookupError::Miss(miss)) if wire.carries_names() => {
+        Err(LookupError::Miss(miss)) if wire.carries_names() => {
             (Problem::miss(*miss), "replay_miss")
         }
-        Err(WireLookupError::Miss(miss)) => {
+        Err(LookupError::Miss(miss)) => {
             let message = format!(
                 "{miss}\nthe {} request carries no message names, so its name-free key {} was \
                  tried too and matches no recorded turn's name-free conversation",
@@ -742,11 +742,11 @@ fn replay_fixture(
             );
             (Problem::Miss { message, miss }, "replay_miss")
         }
-        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => (
+        Err(LookupError::Ambiguous(ambiguity)) => (
             Problem::ambiguous_answer(*ambiguity),
             "replay_answer_ambiguous",
         ),
-        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => (
+        Err(ref error @ LookupError::AmbiguousCaller { ref callers, .. }) => (
             Problem::AmbiguousCaller {
                 message: format!("{error} (send it in the {CALLER_HEADER} header)"),
                 callers: callers.clone(),
