@@ -466,6 +466,48 @@ mod tests {
         assert!(err.message.contains("unredacted"), "{}", err.message);
     }
 
+    #[test]
+    fn the_gateway_events_are_recorded_in_the_form_they_always_had() {
+        let message = Message::from_json(&json!({"type": "ai", "content": "hi", "id": "m1",
+            "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "c1"}]}))
+        .unwrap();
+        let written: Vec<Value> = gateway_under_test::models::one_chunk_events(&message)
+            .into_iter()
+            .map(|event| recorded_event(&event.unwrap()).to_value())
+            .collect();
+        // The serde form the gateway's own `StreamEvent` derived before the format had its own
+        // event (tag `type`, snake case; `done` the flat message dump).
+        let before = vec![
+            json!({"type": "start"}),
+            json!({"type": "text_start"}),
+            json!({"type": "text_delta", "delta": "hi"}),
+            json!({"type": "text_end"}),
+            json!({"type": "toolcall_start", "index": 0, "id": "c1", "name": "ls"}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "{\"path\":\"/\"}"}),
+            json!({"type": "toolcall_end", "index": 0}),
+            json!({"type": "done", "message": message.to_dump()}),
+        ];
+        assert_eq!(written, before);
+        let failure = ModelError::new("APIError", "boom").reported_in_stream();
+        assert_eq!(
+            failure_event(&failure).to_value(),
+            json!({"type": "error", "message": "boom", "error_type": "APIError",
+                   "status": null, "in_stream": true})
+        );
+        let stream_error = StreamEvent::Error {
+            message: "cut".into(),
+        };
+        assert_eq!(
+            recorded_event(&stream_error).to_value(),
+            json!({"type": "error", "message": "cut"})
+        );
+        // And back: what the replay hands the gateway is the event it recorded.
+        for event in gateway_under_test::models::one_chunk_events(&message) {
+            let event = event.unwrap();
+            assert_eq!(stream_event(recorded_event(&event)).unwrap(), event);
+        }
+    }
+
     /// A provider whose behaviour each test picks.
     #[derive(Debug, Clone, Copy)]
     enum Script {
