@@ -167,9 +167,9 @@ pub enum FixtureError {
     Field {
         /// The fixture file.
         path: PathBuf,
-        /// What is wrong, naming the key.
+        /// What is wrong, naming the key (boxed: it is rare, and the error stays small).
         #[source]
-        problem: FieldError,
+        problem: Box<FieldError>,
     },
     /// A key of one turn is missing or wrong, e.g. `turn 3: missing "error.message"`.
     #[error("fixture {}: turn {index}: {problem}", .path.display())]
@@ -178,9 +178,9 @@ pub enum FixtureError {
         path: PathBuf,
         /// 0-based index of the turn in `turns`.
         index: usize,
-        /// What is wrong, naming the key.
+        /// What is wrong, naming the key (boxed: it is rare, and the error stays small).
         #[source]
-        problem: FieldError,
+        problem: Box<FieldError>,
     },
     /// A problem with one turn, e.g. `turn 3: missing "output"`.
     #[error("fixture {}: turn {index}: {message}", .path.display())]
@@ -253,7 +253,7 @@ impl Fixture {
         let scenario = Scenario::take_from(&mut top, &["mode"], "").map_err(|problem| {
             FixtureError::Field {
                 path: origin.to_path_buf(),
-                problem,
+                problem: Box::new(problem),
             }
         })?;
         let turns = turns
@@ -487,7 +487,7 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
                 FixtureError::TurnField {
                     path: origin.to_path_buf(),
                     index,
-                    problem,
+                    problem: Box::new(problem),
                 }
             })?)
         }

@@ -539,8 +539,9 @@ impl ReplayEngine {
 /// which nothing on the wire names, is found among the fixture's callers when the request does not
 /// carry it.
 impl ReplayEngine {
-    /// Serves a call that arrived at the wire: `messages` as [`messages_from_chat_completions`]
-    /// returns them, `caller` when the request named one.
+    /// Serves a call that arrived at the wire: `messages` as
+    /// [`messages_from_chat_completions`](crate::messages_from_chat_completions) returns them,
+    /// `caller` when the request named one.
     ///
     /// With a caller this is [`ReplayEngine::lookup`]. Without one, the key is computed for each
     /// of the fixture's callers and the one whose key is recorded is
@@ -581,8 +582,8 @@ impl ReplayEngine {
     /// is tried: the turn whose stored canonical conversation, with the messages' names left out
     /// (tool names stay: the wires carry them), equals the request's is served under its own
     /// recorded key. No such turn, or several different conversations that read the same
-    /// without names, is the miss of the request's own key; [`name_free_key`] says which
-    /// name-free key was tried.
+    /// without names, is the miss of the request's own key;
+    /// [`name_free_key`](crate::name_free_key) says which name-free key was tried.
     pub fn lookup_at_wire_without_names(
         &self,
         caller: Option<&str>,
