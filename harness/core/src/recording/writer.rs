@@ -17,11 +17,11 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::event::RecordedEvent;
 use super::reader::{PRIVATE_MODE, io_reason, open_nofollow};
 use super::redact::redact;
 use super::rows::{
     FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedRequest, RecordingFileError, index_value,
-    validate_event,
 };
 use crate::pyjson::to_python_json;
 
@@ -321,15 +321,20 @@ impl CallWriter {
         self.event_count
     }
 
-    /// Appends an `event` row (payload redacted) with the next event_index. Called BEFORE the
-    /// event is handed to the consumer.
+    /// Appends an `event` row (payload redacted) with the next event_index, and returns the
+    /// event as written. Called BEFORE the event is handed to the consumer, which gets the
+    /// returned, redacted event: a live run continues on exactly what its replay will serve.
     ///
-    /// The redacted payload must validate as its event class (the strict reader would reject
-    /// the file otherwise); an invalid one is refused and nothing is written.
-    pub fn event(&mut self, event: &Value) -> Result<(), RecordingFileError> {
-        let payload = redact(event);
-        validate_event(&payload)
-            .map_err(|reason| self.sink.error(reason).for_call(self.call_index))?;
+    /// The redacted payload must still read as an event (redaction can replace a field's value
+    /// with text; the strict reader would reject the file otherwise); one that does not is
+    /// refused and nothing is written.
+    pub fn event(&mut self, event: &RecordedEvent) -> Result<RecordedEvent, RecordingFileError> {
+        let payload = redact(&event.to_value());
+        let written = RecordedEvent::parse(&payload).map_err(|reason| {
+            self.sink
+                .error(reason.to_string())
+                .for_call(self.call_index)
+        })?;
         let row = json!({
             "call_index": self.call_index,
             "event": payload,
@@ -338,7 +343,7 @@ impl CallWriter {
         });
         self.sink.append_row(&row, false)?;
         self.event_count += 1;
-        Ok(())
+        Ok(written)
     }
 
     /// Writes `call_end` with the event count and outcome, then fsyncs the file.

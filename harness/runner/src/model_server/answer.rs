@@ -14,6 +14,7 @@ mod pyliteral;
 
 use model_wire::chat_completions::{self, Answer, ErrorBody, Event};
 use replay_core::RecordedError;
+use replay_core::recording::RecordedEvent;
 use serde_json::{Value, json};
 
 /// The identity every chunk or completion of one answer carries.
@@ -24,8 +25,48 @@ pub(crate) type AnswerId = chat_completions::Identity;
 fn wire_events(events: &[Value]) -> Vec<Event> {
     events
         .iter()
-        .filter_map(|event| serde_json::from_value::<Event>(event.clone()).ok())
+        .filter_map(|event| RecordedEvent::parse(event).ok())
+        .filter_map(|event| wire_event(&event))
         .collect()
+}
+
+/// The recording's event as the codec's, when it is one of the codec's deltas.
+fn wire_event(event: &RecordedEvent) -> Option<Event> {
+    Some(match event.clone() {
+        RecordedEvent::TextStart => Event::TextStart,
+        RecordedEvent::TextDelta { delta } => Event::TextDelta { delta },
+        RecordedEvent::TextEnd => Event::TextEnd,
+        RecordedEvent::ThinkingStart => Event::ThinkingStart,
+        RecordedEvent::ThinkingDelta { delta } => Event::ThinkingDelta { delta },
+        RecordedEvent::ThinkingEnd => Event::ThinkingEnd,
+        RecordedEvent::ToolcallStart { index, id, name } => {
+            Event::ToolcallStart { index, id, name }
+        }
+        RecordedEvent::ToolcallDelta { index, delta } => Event::ToolcallDelta { index, delta },
+        RecordedEvent::ToolcallEnd { index } => Event::ToolcallEnd { index },
+        RecordedEvent::Start | RecordedEvent::Done { .. } | RecordedEvent::Error { .. } => {
+            return None;
+        }
+    })
+}
+
+/// The codec's event as the recording's (`docs/recording-format.md` §2.2): the recording holds
+/// the core's event, never the codec's own serde form. A function, not a `From`: both types
+/// belong to other crates.
+pub(crate) fn recorded_event(event: &Event) -> RecordedEvent {
+    match event.clone() {
+        Event::TextStart => RecordedEvent::TextStart,
+        Event::TextDelta { delta } => RecordedEvent::TextDelta { delta },
+        Event::TextEnd => RecordedEvent::TextEnd,
+        Event::ThinkingStart => RecordedEvent::ThinkingStart,
+        Event::ThinkingDelta { delta } => RecordedEvent::ThinkingDelta { delta },
+        Event::ThinkingEnd => RecordedEvent::ThinkingEnd,
+        Event::ToolcallStart { index, id, name } => {
+            RecordedEvent::ToolcallStart { index, id, name }
+        }
+        Event::ToolcallDelta { index, delta } => RecordedEvent::ToolcallDelta { index, delta },
+        Event::ToolcallEnd { index } => RecordedEvent::ToolcallEnd { index },
+    }
 }
 
 /// The recording events of a recorded AI message, as a streaming provider would have sent it in
@@ -34,26 +75,24 @@ fn wire_events(events: &[Value]) -> Vec<Event> {
 pub(crate) fn events_from_message(message: &Value) -> Vec<Value> {
     let fields = chat_completions::message_fields(message);
     let answer = Answer::from_ai_message(message);
-    let mut events = vec![json!({"type": "start"})];
-    events.extend(answer.events().iter().map(event_value));
-    events.push(json!({"type": "done", "message": Value::Object(fields)}));
-    events
+    let mut events = vec![RecordedEvent::Start];
+    events.extend(answer.events().iter().map(recorded_event));
+    events.push(RecordedEvent::done(fields));
+    events.iter().map(RecordedEvent::to_value).collect()
 }
 
 /// The recording events of a fixture's recorded failure: `start` then the `error` (which
 /// carries `in_stream` when the provider reported it inside a successful answer).
 pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<Value> {
-    let mut error = json!({"type": "error", "message": recorded.message,
-                           "error_type": recorded.error_type, "status": recorded.status});
-    if recorded.in_stream {
-        error["in_stream"] = json!(true);
-    }
-    vec![json!({"type": "start"}), error]
+    [RecordedEvent::Start, RecordedEvent::from(recorded)]
+        .iter()
+        .map(RecordedEvent::to_value)
+        .collect()
 }
 
 /// One codec event in the recording's form.
 pub(crate) fn event_value(event: &Event) -> Value {
-    serde_json::to_value(event).unwrap_or(Value::Null)
+    recorded_event(event).to_value()
 }
 
 /// A recorded provider failure, from an `error` event (`message`, and the `error_type`,

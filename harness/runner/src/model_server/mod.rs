@@ -61,12 +61,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use replay_core::recording::{
-    Access, Outcome, Recording, RecordingFileError, StrictReplayError, StrictReplayer,
-    read_recording,
+    Access, Outcome, RecordedEvent, Recording, RecordingFileError, StrictReplayError,
+    StrictReplayer, read_recording,
 };
 use replay_core::{
-    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, ReplayEngine, ReplayObserver,
-    WireLookupError, name_free_key,
+    Answer, BuildError, DEFAULT_CALLER, Fixture, FixtureError, LookupError, ReplayEngine,
+    ReplayObserver, name_free_key,
 };
 
 use crate::golden::stem_of;
@@ -730,10 +730,10 @@ fn replay_fixture(
             };
             return respond_at(shared, request, &events);
         }
-        Err(WireLookupError::Miss(miss)) if wire.carries_names() => {
+        Err(LookupError::Miss(miss)) if wire.carries_names() => {
             (Problem::miss(*miss), "replay_miss")
         }
-        Err(WireLookupError::Miss(miss)) => {
+        Err(LookupError::Miss(miss)) => {
             let message = format!(
                 "{miss}\nthe {} request carries no message names, so its name-free key {} was \
                  tried too and matches no recorded turn's name-free conversation",
@@ -742,11 +742,11 @@ fn replay_fixture(
             );
             (Problem::Miss { message, miss }, "replay_miss")
         }
-        Err(WireLookupError::AmbiguousAnswer(ambiguity)) => (
+        Err(LookupError::Ambiguous(ambiguity)) => (
             Problem::ambiguous_answer(*ambiguity),
             "replay_answer_ambiguous",
         ),
-        Err(ref error @ WireLookupError::AmbiguousCaller { ref callers, .. }) => (
+        Err(ref error @ LookupError::AmbiguousCaller { ref callers, .. }) => (
             Problem::AmbiguousCaller {
                 message: format!("{error} (send it in the {CALLER_HEADER} header)"),
                 callers: callers.clone(),
@@ -759,6 +759,11 @@ fn replay_fixture(
     wire_error(wire, StatusCode::BAD_REQUEST, &message, code)
 }
 
+/// Recorded events in the form the answers are rendered from.
+fn event_values(events: &[RecordedEvent]) -> Vec<Value> {
+    events.iter().map(RecordedEvent::to_value).collect()
+}
+
 /// Strict replay at the request's wire: the request, in the wire's own terms
 /// (`WireRequest::recorded`), compared field by field with the next recorded call.
 fn replay_strictly(
@@ -769,7 +774,7 @@ fn replay_strictly(
     request: &WireRequest,
 ) -> Response {
     match replayer.next_call(&request.recorded(caller)) {
-        Ok(events) => respond_at(shared, request, &events),
+        Ok(events) => respond_at(shared, request, &event_values(&events)),
         Err(StrictReplayError::Mismatch(mismatch)) => {
             let message = mismatch.to_string();
             shared.report(Problem::Mismatch {
@@ -794,16 +799,21 @@ fn replay_strictly(
                 .and_then(|call| {
                     call.events
                         .iter()
-                        .find(|e| e.get("type").and_then(Value::as_str) == Some("error"))
+                        .find(|e| matches!(e, RecordedEvent::Error { .. }))
                 });
             if let Some(event) = failed {
                 // Reported inside the answer: its recorded chunks, then the error, in a 200.
-                if event.get("in_stream").and_then(Value::as_bool) == Some(true)
-                    && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
+                if matches!(
+                    event,
+                    RecordedEvent::Error {
+                        in_stream: true,
+                        ..
+                    }
+                ) && let Some(call) = error.call_index.and_then(|i| recording.calls.get(i))
                 {
-                    return respond_at(shared, request, &call.events);
+                    return respond_at(shared, request, &event_values(&call.events));
                 }
-                return failure_at(shared, request, &WireError::from_event(event));
+                return failure_at(shared, request, &WireError::from_event(&event.to_value()));
             }
             let message = error.to_string();
             shared.report(Problem::Recording {

@@ -37,7 +37,8 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use replay_core::recording::{
-    Access, CallWriter, KnownSecrets, Outcome, RecordingSink, read_recording, redact_text,
+    Access, CallWriter, KnownSecrets, Outcome, RecordedEvent, RecordingSink, read_recording,
+    redact_text,
 };
 use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture};
 use secrecy::{ExposeSecret, SecretString};
@@ -438,15 +439,20 @@ fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
 }
 
 /// Writes an event (redacted, within the recording's budget) and returns what was written,
-/// which is what goes on.
+/// which is what goes on. The event is parsed into the recording's own event here, at the
+/// writer: what reaches the file is that event's form.
 fn write(shared: &Shared, writing: &Writing, call: &mut CallWriter, event: &Value) -> Value {
-    let written = writing.admit(shared, event);
-    if let Err(err) = call.event(&written) {
-        shared.report(Problem::RecordingWrite {
-            message: err.to_string(),
-        });
+    let admitted = writing.admit(shared, event);
+    let written = RecordedEvent::parse(&admitted)
+        .map_err(|err| err.to_string())
+        .and_then(|event| call.event(&event).map_err(|err| err.to_string()));
+    match written {
+        Ok(written) => written.to_value(),
+        Err(message) => {
+            shared.report(Problem::RecordingWrite { message });
+            admitted
+        }
     }
-    written
 }
 
 fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
