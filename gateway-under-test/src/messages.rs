@@ -187,6 +187,11 @@ impl Message {
 
     /// The message dump of `docs/gateway-contract.md` §6.3: the keys for its type, in order.
     pub fn to_dump(&self) -> Value {
+        Value::Object(self.to_dump_map())
+    }
+
+    /// [`Message::to_dump`]'s object itself.
+    pub fn to_dump_map(&self) -> Map<String, Value> {
         let mut dump = Map::new();
         dump.insert("content".into(), self.content.clone());
         dump.insert(
@@ -225,7 +230,7 @@ impl Message {
             }
             MessageType::Human | MessageType::System => {}
         }
-        Value::Object(dump)
+        dump
     }
 
     /// LangChain's serialised form used in fixtures: `{"type": <type>, "data": <dump>}`.

@@ -15,6 +15,8 @@
 mod drift;
 #[path = "record.rs"]
 mod record;
+#[path = "recording_round_trip.rs"]
+mod recording_round_trip;
 #[path = "replay_gateway.rs"]
 mod replay_gateway;
 #[path = "tidy.rs"]

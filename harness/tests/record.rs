@@ -16,7 +16,7 @@ use harness::layer1::run_fixture;
 use harness::record_run::{Recorded, record_scenario};
 use harness::recording_store::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
-use replay_core::recording::{Access, Outcome, read_recording};
+use replay_core::recording::{Access, Outcome, RecordedEvent, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::Value;
 use support::{scripted_upstream, text_stream, write_read_file_streams};
@@ -82,7 +82,7 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
     let deltas = file.calls[0]
         .events
         .iter()
-        .filter(|e| e["type"] == "toolcall_delta")
+        .filter(|e| matches!(e, RecordedEvent::ToolcallDelta { .. }))
         .count();
     assert_eq!(
         deltas, 3,

@@ -504,8 +504,6 @@ const CIRCLES_BEING_FIXED: &[&[&str]] = &[
         "harness/runner/src/layer1.rs",
         "harness/runner/src/target.rs",
     ],
-    // i28-recevent: the core's replay and wire.
-    &["harness/core/src/replay.rs", "harness/core/src/wire.rs"],
 ];
 
 #[test]

@@ -30,7 +30,9 @@ use harness::model_server::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
 use harness::target::AtUrl;
-use replay_core::recording::{Access, RecordedRequest, RecordingSink, read_recording};
+use replay_core::recording::{
+    Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
+};
 use replay_core::{Fixture, Scenario, UiMode, messages_from_chat_completions, replay_key};
 use serde_json::{Value, json};
 use support::{scripted_upstream, write_read_file_streams};
@@ -310,8 +312,10 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         let deltas: Vec<&str> = read.calls[0]
             .events
             .iter()
-            .filter(|e| e["type"] == "toolcall_delta")
-            .filter_map(|e| e["delta"].as_str())
+            .filter_map(|e| match e {
+                RecordedEvent::ToolcallDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
             .collect();
         assert_eq!(deltas.len(), 3, "{:?}", read.calls[0].events);
         assert!(
@@ -822,10 +826,12 @@ fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
     let events = &read.calls[call].events;
     let streamed: String = events
         .iter()
-        .filter(|e| e["type"] == "text_delta")
-        .filter_map(|e| e["delta"].as_str())
+        .filter_map(|e| match e {
+            RecordedEvent::TextDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
         .collect();
-    let last = events.last().cloned().unwrap_or(Value::Null);
+    let last = events.last().map_or(Value::Null, RecordedEvent::to_value);
     let answer = match last["type"].as_str() {
         Some("done") => {
             let mut message = last["message"].clone();

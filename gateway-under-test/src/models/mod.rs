@@ -89,10 +89,10 @@ pub struct ModelRequest {
     pub options: CallOptions,
 }
 
-/// One event of a streamed model answer. The variants mirror the provider-boundary recording
-/// format's event types (`docs/recording-format.md` §2.2); `Done` carries the assembled message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// One event of a streamed model answer; `Done` carries the assembled message. A plain Rust type
+/// of the model boundary: the gateway writes it nowhere (a recording harness converts it to its
+/// own recording event).
+#[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// The answer has started.
     Start,
@@ -136,11 +136,9 @@ pub enum StreamEvent {
         index: u32,
     },
     /// The answer is complete; `message` is the assembled AI message. The model boundary carries
-    /// it typed, so the runtime never re-parses it; only the recording wire writes it as a
-    /// message dump (`docs/recording-format.md` §2.2).
+    /// it typed, so the runtime never re-parses it.
     Done {
         /// The final AI message (boxed: it is much larger than every other event).
-        #[serde(with = "message_dump")]
         message: Box<Message>,
     },
     /// The provider failed mid-stream.
@@ -156,32 +154,6 @@ impl StreamEvent {
         StreamEvent::Done {
             message: Box::new(message),
         }
-    }
-}
-
-/// `StreamEvent::Done`'s message on the recording wire: a flat message dump, as before the
-/// boundary was typed, so recordings read and write as they did.
-mod message_dump {
-    use serde::de::Error as _;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use serde_json::Value;
-
-    use crate::messages::Message;
-
-    pub(super) fn serialize<S: Serializer>(
-        message: &Message,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        message.to_dump().serialize(serializer)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Box<Message>, D::Error> {
-        let dump = Value::deserialize(deserializer)?;
-        Message::from_json(&dump)
-            .map(Box::new)
-            .map_err(|err| D::Error::custom(format!("bad final message: {err}")))
     }
 }
 

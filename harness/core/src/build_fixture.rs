@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::fixture::{Answer, Fixture, RecordedError, SharedKey, Turn};
 use crate::pyjson::python_repr;
-use crate::recording::{Outcome, RecordedCall, Recording};
+use crate::recording::{Outcome, RecordedCall, RecordedEvent, Recording};
 use crate::scenario::Scenario;
 use crate::text::first_chars;
 use crate::wire::CALLER_HEADER;
@@ -212,20 +212,14 @@ pub fn build_fixture_from_calls(
             });
             continue;
         }
-        let done = call
-            .events
-            .iter()
-            .find(|e| e.get("type").and_then(Value::as_str) == Some("done"));
-        let failure = call
-            .events
-            .iter()
-            .find(|e| e.get("type").and_then(Value::as_str) == Some("error"));
+        let done = call.events.iter().find_map(|event| match event {
+            RecordedEvent::Done { message } => Some(message),
+            _ => None,
+        });
+        let failure = call.events.iter().find_map(RecordedError::from_event);
         let (answer, what) = match done {
-            Some(done) => {
-                let message = done
-                    .get("message")
-                    .cloned()
-                    .ok_or_else(|| problem("done event has no message"))?;
+            Some(message) => {
+                let message = Value::Object(message.clone());
                 let kind = message
                     .get("type")
                     .and_then(Value::as_str)
@@ -251,18 +245,12 @@ pub fn build_fixture_from_calls(
                 (Answer::Output(output), what)
             }
             None => {
-                let text = |key: &str| failure.and_then(|f| f.get(key)).and_then(Value::as_str);
-                let error = RecordedError {
-                    error_type: text("error_type").unwrap_or("APIError").to_string(),
-                    message: text("message")
-                        .unwrap_or("recorded call ended with error")
-                        .to_string(),
-                    status: failure
-                        .and_then(|f| f.get("status"))
-                        .and_then(Value::as_u64)
-                        .and_then(|status| u16::try_from(status).ok()),
-                    in_stream: failure.and_then(|f| f.get("in_stream")) == Some(&Value::Bool(true)),
-                };
+                let error = failure.unwrap_or_else(|| RecordedError {
+                    error_type: "APIError".to_owned(),
+                    message: "recorded call ended with error".to_owned(),
+                    status: None,
+                    in_stream: false,
+                });
                 let what = CallSummary::Error(error.error_type.clone());
                 (Answer::Error(error), what)
             }
@@ -314,7 +302,10 @@ mod tests {
         RecordedCall {
             call_index: index,
             request: RecordedRequest::new(json!({}), context, Value::Null),
-            events,
+            events: events
+                .iter()
+                .map(|e| RecordedEvent::parse(e).unwrap())
+                .collect(),
             outcome,
             line: index + 2,
         }

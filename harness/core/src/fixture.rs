@@ -27,7 +27,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::pyjson::to_python_pretty_json;
-use super::scenario::{Scenario, json_type};
+use super::recording::RecordedEvent;
+use super::scenario::{FieldError, Scenario, json_type};
 
 /// One replay fixture file.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +82,26 @@ pub struct RecordedError {
 }
 
 impl RecordedError {
+    /// The failure a recorded `error` event holds (a class name `APIError` when the recorder
+    /// knew none); `None` for any other event.
+    pub fn from_event(event: &RecordedEvent) -> Option<RecordedError> {
+        let RecordedEvent::Error {
+            message,
+            error_type,
+            in_stream,
+            ..
+        } = event
+        else {
+            return None;
+        };
+        Some(RecordedError {
+            error_type: error_type.as_deref().unwrap_or("APIError").to_owned(),
+            message: message.clone(),
+            status: event.status(),
+            in_stream: *in_stream,
+        })
+    }
+
     /// The file form, `{"type", "message", "status"}` (`status` may be `null`), with
     /// `"in_stream": true` only when it is (so fixtures without it are written as they were).
     pub(crate) fn to_value(&self) -> Value {
@@ -95,6 +116,18 @@ impl RecordedError {
             map.insert("in_stream".to_owned(), Value::Bool(true));
         }
         Value::Object(map)
+    }
+}
+
+/// A fixture's recorded failure as the recording's `error` event, which a replay serves.
+impl From<&RecordedError> for RecordedEvent {
+    fn from(error: &RecordedError) -> RecordedEvent {
+        RecordedEvent::Error {
+            message: error.message.clone(),
+            error_type: Some(error.error_type.clone()),
+            status: Some(error.status),
+            in_stream: error.in_stream,
+        }
     }
 }
 
@@ -129,6 +162,26 @@ pub enum FixtureError {
         path: PathBuf,
         /// What is wrong.
         message: String,
+    },
+    /// A key of the header is missing or wrong, e.g. `missing "mode"`.
+    #[error("fixture {}: {problem}", .path.display())]
+    Field {
+        /// The fixture file.
+        path: PathBuf,
+        /// What is wrong, naming the key (boxed: it is rare, and the error stays small).
+        #[source]
+        problem: Box<FieldError>,
+    },
+    /// A key of one turn is missing or wrong, e.g. `turn 3: missing "error.message"`.
+    #[error("fixture {}: turn {index}: {problem}", .path.display())]
+    TurnField {
+        /// The fixture file.
+        path: PathBuf,
+        /// 0-based index of the turn in `turns`.
+        index: usize,
+        /// What is wrong, naming the key (boxed: it is rare, and the error stays small).
+        #[source]
+        problem: Box<FieldError>,
     },
     /// A problem with one turn, e.g. `turn 3: missing "output"`.
     #[error("fixture {}: turn {index}: {message}", .path.display())]
@@ -198,7 +251,12 @@ impl Fixture {
                 )));
             }
         };
-        let scenario = Scenario::take_from(&mut top, &["mode"], "").map_err(invalid)?;
+        let scenario = Scenario::take_from(&mut top, &["mode"], "").map_err(|problem| {
+            FixtureError::Field {
+                path: origin.to_path_buf(),
+                problem: Box::new(problem),
+            }
+        })?;
         let turns = turns
             .into_iter()
             .enumerate()
@@ -455,7 +513,15 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
         (None, None | Some(Value::Null)) => {
             return Err(error("missing \"output\"".to_owned()));
         }
-        (None, Some(failure)) => Answer::Error(parse_recorded_error(failure).map_err(error)?),
+        (None, Some(failure)) => {
+            Answer::Error(parse_recorded_error(failure).map_err(|problem| {
+                FixtureError::TurnField {
+                    path: origin.to_path_buf(),
+                    index,
+                    problem: Box::new(problem),
+                }
+            })?)
+        }
     };
     Ok(Turn {
         caller,
@@ -468,19 +534,17 @@ fn parse_turn(turn: Value, index: usize, origin: &Path) -> Result<Turn, FixtureE
 
 /// `{"type": str, "message": str, "status": int | null, "in_stream": bool}`; `status` and
 /// `in_stream` may be absent.
-fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
+fn parse_recorded_error(failure: Value) -> Result<RecordedError, FieldError> {
     let Value::Object(mut map) = failure else {
-        return Err(format!(
-            "\"error\" must be an object, got {}",
-            json_type(&failure)
-        ));
+        return Err(FieldError::wrong_type("error", "an object", &failure));
     };
     let mut text = |key: &str| match map.remove(key) {
         Some(Value::String(text)) => Ok(text),
-        None => Err(format!("missing \"error.{key}\"")),
-        Some(other) => Err(format!(
-            "\"error.{key}\" must be a string, got {}",
-            json_type(&other)
+        None => Err(FieldError::Missing(format!("error.{key}"))),
+        Some(other) => Err(FieldError::wrong_type(
+            format!("error.{key}"),
+            "a string",
+            &other,
         )),
     };
     let error_type = text("type")?;
@@ -490,25 +554,22 @@ fn parse_recorded_error(failure: Value) -> Result<RecordedError, String> {
         Some(Value::Number(number)) => match number.as_u64().and_then(|n| u16::try_from(n).ok()) {
             Some(status) => Some(status),
             None => {
-                return Err(format!(
-                    "\"error.status\" must be an HTTP status, got {number}"
-                ));
+                return Err(FieldError::NotAStatus {
+                    field: "error.status".to_owned(),
+                    found: number.to_string(),
+                });
             }
         },
-        Some(other) => {
-            return Err(format!(
-                "\"error.status\" must be a number, got {}",
-                json_type(&other)
-            ));
-        }
+        Some(other) => return Err(FieldError::wrong_type("error.status", "a number", &other)),
     };
     let in_stream = match map.remove("in_stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(flag)) => flag,
         Some(other) => {
-            return Err(format!(
-                "\"error.in_stream\" must be a boolean, got {}",
-                json_type(&other)
+            return Err(FieldError::wrong_type(
+                "error.in_stream",
+                "a boolean",
+                &other,
             ));
         }
     };

@@ -24,7 +24,8 @@
 //! - `verdict`: the Layer 1 verdict on one replay: framing, misses, golden status, unused turns
 //!   ([`Verdict`]);
 //! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
-//!   ([`messages_from_chat_completions`], [`ReplayEngine::lookup_at_wire`]);
+//!   ([`messages_from_chat_completions`], [`name_free_key`]); the engine looks them up
+//!   ([`ReplayEngine::lookup_at_wire`]), `wire` knows nothing of it;
 //! - `wire_formats`: the same conversation from an Anthropic Messages, OpenAI Responses, Gemini
 //!   or Bedrock Converse request ([`messages_from_anthropic`], [`messages_from_responses`],
 //!   [`messages_from_gemini`], [`messages_from_converse`]), looked up with the name-free key
@@ -66,7 +67,8 @@ pub use normalize::normalize;
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{
-    BadMode, Mode, Scenario, ScenarioError, UiMode, UnknownMode, check_scenario_id,
+    BadMode, BadScenarioId, FieldError, IdProblem, Mode, Scenario, ScenarioError, UiMode,
+    UnknownMode, check_scenario_id,
 };
 pub use shapes::{
     DONE_MARKER, DeltaRule, FrameData, FrameName, Shape, delta_id, delta_run_shapes, frame_shape,
@@ -77,7 +79,7 @@ pub use text::{first_chars, shorten};
 pub use verdict::{
     Framing, FramingProblem, GoldenStatus, MissingGolden, UnusedFailure, UnusedTurns, Verdict,
 };
-pub use wire::{CALLER_HEADER, WireLookupError, messages_from_chat_completions, name_free_key};
+pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{
     messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_responses,
 };

@@ -19,11 +19,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::canonical::{ReplayKey, conversation_hash, replay_key};
+use super::canonical::{
+    DEFAULT_CALLER, ReplayKey, canonical_conversation, conversation_hash, input_hash,
+    normalize_caller, replay_key,
+};
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError, LoadedFixture};
 use super::pyjson::{python_repr, to_python_json};
 use super::text::{cut_text, first_chars, shorten};
+use super::wire::{CALLER_HEADER, name_free_entries};
 
 /// How many characters of the canonical text DeerFlow's miss message shows.
 const MISS_CANONICAL_CHARS: usize = 800;
@@ -127,21 +131,31 @@ impl fmt::Display for Ambiguity {
             self.turns.len(),
             python_repr(&self.fixture_path.display().to_string()),
             turns.join("; "),
-            crate::wire::CALLER_HEADER,
+            CALLER_HEADER,
         )
     }
 }
 
 impl std::error::Error for Ambiguity {}
 
-/// Why a lookup served nothing.
+/// Why a lookup served nothing: the one error of every lookup that can fail more than one way.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LookupError {
     /// No recorded output for the call (also in the engine's miss ledger).
     Miss(Box<Miss>),
-    /// The call named no caller and its key has several different recorded answers (also in the
-    /// engine's ambiguity ledger).
+    /// The call named no caller and its key has several different recorded answers (parallel
+    /// nodes sending one conversation); also in the engine's ambiguity ledger.
     Ambiguous(Box<Ambiguity>),
+    /// A call at the wire named no caller and its conversation is recorded for several callers,
+    /// so which output it should get cannot be told.
+    AmbiguousCaller {
+        /// The callers whose key for this conversation is recorded, in fixture order.
+        callers: Vec<String>,
+        /// The call's conversation hash.
+        conversation_hash: String,
+        /// The fixture, as given to the engine.
+        fixture_path: PathBuf,
+    },
 }
 
 impl fmt::Display for LookupError {
@@ -149,6 +163,21 @@ impl fmt::Display for LookupError {
         match self {
             LookupError::Miss(miss) => miss.fmt(f),
             LookupError::Ambiguous(ambiguity) => ambiguity.fmt(f),
+            LookupError::AmbiguousCaller {
+                callers,
+                conversation_hash,
+                fixture_path,
+            } => {
+                let quoted: Vec<String> = callers.iter().map(|c| python_repr(c)).collect();
+                write!(
+                    f,
+                    "replay caller ambiguous: the conversation {conversation_hash} is recorded \
+                     for {} callers in {} ({}); the request must name its caller",
+                    callers.len(),
+                    python_repr(&fixture_path.display().to_string()),
+                    quoted.join(", "),
+                )
+            }
         }
     }
 }
@@ -517,6 +546,182 @@ impl ReplayEngine {
     }
 }
 
+/// Lookups of calls that arrived at the model's wire (`docs/replay-and-fixtures.md` §11): the
+/// conversation comes from the request body (`crate::wire` rebuilds the messages), and the caller,
+/// which nothing on the wire names, is found among the fixture's callers when the request does not
+/// carry it.
+impl ReplayEngine {
+    /// Serves a call that arrived at the wire: `messages` as
+    /// [`messages_from_chat_completions`](crate::messages_from_chat_completions) returns them,
+    /// `caller` when the request named one.
+    ///
+    /// With a caller this is [`ReplayEngine::lookup`]. Without one, the key is computed for each
+    /// of the fixture's callers and the one whose key is recorded is
+    /// used (a legacy, caller-less key serves any caller). When several are recorded the call is
+    /// [`LookupError::AmbiguousCaller`]; when none is, the call misses under the caller of the
+    /// recorded turn nearest to it, so the miss names the turn the run diverged from. A call
+    /// without a caller whose key holds several different answers is
+    /// [`LookupError::Ambiguous`], never a pick (§5.6).
+    pub fn lookup_at_wire(
+        &self,
+        caller: Option<&str>,
+        messages: &[Value],
+    ) -> Result<Served, LookupError> {
+        self.lookup_at_wire_compared(caller, messages, Comparison::AsHashed)
+    }
+
+    /// [`ReplayEngine::lookup_at_wire`], a miss's nearest turn (and the caller a call that
+    /// names none misses under) found by comparing as `comparison` says.
+    fn lookup_at_wire_compared(
+        &self,
+        caller: Option<&str>,
+        messages: &[Value],
+        comparison: Comparison,
+    ) -> Result<Served, LookupError> {
+        if let Some(caller) = caller {
+            return self
+                .serve_compared(replay_key(caller, messages), comparison)
+                .map_err(|miss| LookupError::Miss(Box::new(miss)));
+        }
+        let canonical = canonical_conversation(messages);
+        let conversation = conversation_hash(&canonical);
+        self.lookup_conversation(None, canonical, conversation, comparison)
+    }
+
+    /// [`ReplayEngine::lookup_at_wire`] for a wire that carries no message names (Anthropic's
+    /// Messages API, OpenAI's Responses API; `docs/replay-and-fixtures.md` §11.1). When the
+    /// request's own key is recorded it is served as at any wire. Otherwise its **name-free key**
+    /// is tried: the turn whose stored canonical conversation, with the messages' names left out
+    /// (tool names stay: the wires carry them), equals the request's is served under its own
+    /// recorded key. No such turn, or several different conversations that read the same
+    /// without names, is the miss of the request's own key;
+    /// [`name_free_key`](crate::name_free_key) says which name-free key was tried.
+    pub fn lookup_at_wire_without_names(
+        &self,
+        caller: Option<&str>,
+        messages: &[Value],
+    ) -> Result<Served, LookupError> {
+        let canonical = canonical_conversation(messages);
+        let conversation = conversation_hash(&canonical);
+        let recorded = self.is_recorded(&conversation)
+            || match caller {
+                Some(caller) => self.is_recorded(&input_hash(caller, &conversation)),
+                None => self
+                    .callers()
+                    .iter()
+                    .any(|caller| self.is_recorded(&input_hash(caller, &conversation))),
+            };
+        if recorded {
+            return self.lookup_at_wire(caller, messages);
+        }
+        let wanted = name_free_entries(&canonical);
+        let mut matches: Vec<(String, String)> = Vec::new();
+        for turn in &self.fixture().turns {
+            let Some(stored) = &turn.canonical else {
+                continue;
+            };
+            if wanted.is_some() && name_free_entries(stored) == wanted {
+                let hash = turn
+                    .conversation_hash
+                    .clone()
+                    .unwrap_or_else(|| conversation_hash(stored));
+                if !matches.iter().any(|(_, h)| *h == hash) {
+                    matches.push((stored.clone(), hash));
+                }
+            }
+        }
+        match matches.as_slice() {
+            [(stored, hash)] => {
+                self.lookup_conversation(caller, stored.clone(), hash.clone(), Comparison::AsHashed)
+            }
+            // The miss (or ambiguity) of the request's own key, its report comparing without
+            // names: the recorded turn's names are not what made it miss at this wire.
+            _ => self.lookup_at_wire_compared(caller, messages, Comparison::WithoutNames),
+        }
+    }
+
+    /// Serves the conversation `canonical` (hashed `conversation`) for `caller`, or for the one
+    /// caller whose key is recorded when the request named none (see
+    /// [`ReplayEngine::lookup_at_wire`]).
+    fn lookup_conversation(
+        &self,
+        caller: Option<&str>,
+        canonical: String,
+        conversation: String,
+        comparison: Comparison,
+    ) -> Result<Served, LookupError> {
+        if let Some(caller) = caller {
+            let caller = normalize_caller(caller);
+            let key = ReplayKey {
+                input_hash: input_hash(&caller, &conversation),
+                caller,
+                canonical,
+                conversation_hash: conversation,
+            };
+            return self
+                .serve_compared(key, comparison)
+                .map_err(|miss| LookupError::Miss(Box::new(miss)));
+        }
+        let recorded: Vec<&String> = self
+            .callers()
+            .iter()
+            .filter(|caller| self.is_recorded(&input_hash(caller, &conversation)))
+            .collect();
+        let chosen = match recorded.as_slice() {
+            [one] => (*one).clone(),
+            [] if self.is_recorded(&conversation) => DEFAULT_CALLER.to_owned(),
+            [] => self.nearest_caller(&canonical, comparison),
+            _ => {
+                return Err(LookupError::AmbiguousCaller {
+                    callers: recorded.into_iter().cloned().collect(),
+                    conversation_hash: conversation,
+                    fixture_path: self.path().to_path_buf(),
+                });
+            }
+        };
+        // The conversation's part of the key is done: only the caller's part remains.
+        let caller = normalize_caller(&chosen);
+        let key = ReplayKey {
+            input_hash: input_hash(&caller, &conversation),
+            caller,
+            canonical,
+            conversation_hash: conversation,
+        };
+        self.lookup_inferred_compared(key, comparison)
+    }
+
+    /// The caller of the recorded turn whose canonical conversation shares the most leading
+    /// messages with `canonical` (the first such turn on a tie); without stored canonical texts,
+    /// `lead_agent` when the fixture has it, else its first caller.
+    fn nearest_caller(&self, canonical: &str, comparison: Comparison) -> String {
+        let entries = |text: &str| comparison.entries(text).unwrap_or_default();
+        let incoming = entries(canonical);
+        let mut best: Option<(usize, &str)> = None;
+        for turn in &self.fixture().turns {
+            let (Some(caller), Some(recorded)) = (&turn.caller, &turn.canonical) else {
+                continue;
+            };
+            let common = entries(recorded)
+                .iter()
+                .zip(&incoming)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if best.is_none_or(|(longest, _)| common > longest) {
+                best = Some((common, caller));
+            }
+        }
+        if let Some((_, caller)) = best {
+            return caller.to_owned();
+        }
+        let callers = self.callers();
+        if callers.is_empty() || callers.iter().any(|c| c == DEFAULT_CALLER) {
+            DEFAULT_CALLER.to_owned()
+        } else {
+            callers[0].clone()
+        }
+    }
+}
+
 /// How a miss's report compares the call with the recorded turns: as the key hashed them, or,
 /// at a wire that carries no message names, with the messages' names left out on both sides
 /// (the recorded turn's `name: "user-input"` is not the difference that made it miss there).
@@ -533,7 +738,7 @@ impl Comparison {
     pub(crate) fn entries(self, canonical: &str) -> Option<Vec<Value>> {
         match self {
             Comparison::AsHashed => parse_entries(canonical),
-            Comparison::WithoutNames => crate::wire::name_free_entries(canonical),
+            Comparison::WithoutNames => name_free_entries(canonical),
         }
     }
 }
@@ -1096,6 +1301,194 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "replay fixture 'f.json' turn 0 output is HumanMessage, expected AIMessage"
+        );
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::*;
+    use crate::fixture::Turn;
+    use crate::scenario::{Scenario, UiMode};
+    use crate::wire::messages_from_chat_completions;
+    use serde_json::json;
+
+    fn human(text: &str) -> Value {
+        json!({"role": "user", "content": text})
+    }
+
+    fn turn(caller: &str, wire: &[Value]) -> Turn {
+        let key = replay_key(caller, &messages_from_chat_completions(wire));
+        Turn {
+            caller: Some(key.caller),
+            conversation_hash: Some(key.conversation_hash),
+            input_hash: key.input_hash,
+            answer: Answer::Output(
+                json!({"type": "ai", "data": {"content": caller, "type": "ai"}}),
+            ),
+            canonical: Some(key.canonical),
+        }
+    }
+
+    fn engine(turns: Vec<Turn>) -> ReplayEngine {
+        let fixture = Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
+            turns,
+        };
+        ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
+    }
+
+    #[test]
+    fn the_caller_is_the_one_whose_key_is_recorded() {
+        let engine = engine(vec![
+            turn("lead_agent", &[human("q")]),
+            turn("middleware:title", &[human("title prompt")]),
+            turn("suggest_agent", &[human("suggest prompt")]),
+        ]);
+        assert_eq!(
+            engine.callers(),
+            ["lead_agent", "middleware:title", "suggest_agent"]
+        );
+        for (wire, served_turn) in [("title prompt", 1), ("q", 0), ("suggest prompt", 2)] {
+            let messages = messages_from_chat_completions(&[human(wire)]);
+            let served = engine.lookup_at_wire(None, &messages).expect(wire);
+            assert_eq!(served.turn_index, served_turn, "{wire}");
+        }
+        assert!(engine.misses().is_empty());
+    }
+
+    #[test]
+    fn a_named_caller_wins_and_can_miss() {
+        let engine = engine(vec![turn("lead_agent", &[human("q")])]);
+        let messages = messages_from_chat_completions(&[human("q")]);
+        let error = engine
+            .lookup_at_wire(Some("suggest_agent"), &messages)
+            .expect_err("the key of another caller");
+        let LookupError::Miss(miss) = error else {
+            panic!("{error}")
+        };
+        assert_eq!(miss.caller, "suggest_agent");
+        assert_eq!(engine.misses().len(), 1);
+    }
+
+    #[test]
+    fn a_conversation_recorded_for_two_callers_is_ambiguous() {
+        let engine = engine(vec![
+            turn("lead_agent", &[human("same")]),
+            turn("suggest_agent", &[human("same")]),
+        ]);
+        let messages = messages_from_chat_completions(&[human("same")]);
+        let error = engine.lookup_at_wire(None, &messages).expect_err("two");
+        let message = error.to_string();
+        assert!(
+            matches!(&error, LookupError::AmbiguousCaller { callers, .. } if callers == &["lead_agent", "suggest_agent"]),
+            "{error:?}"
+        );
+        assert!(
+            message.contains(
+                "for 2 callers in 'fixtures/s.flash.json' ('lead_agent', 'suggest_agent')"
+            ),
+            "{message}"
+        );
+        assert!(
+            engine.misses().is_empty(),
+            "an ambiguity is not a miss: nothing was looked up"
+        );
+        // Naming the caller settles it.
+        let served = engine
+            .lookup_at_wire(Some("suggest_agent"), &messages)
+            .expect("named");
+        assert_eq!(served.turn_index, 1);
+    }
+
+    fn turn_answering(caller: &str, wire: &[Value], answer: &str) -> Turn {
+        Turn {
+            answer: Answer::Output(
+                json!({"type": "ai", "data": {"content": answer, "type": "ai"}}),
+            ),
+            ..turn(caller, wire)
+        }
+    }
+
+    #[test]
+    fn one_key_with_two_answers_is_ambiguous_without_a_caller_and_served_with_one() {
+        // Two parallel nodes recorded without a caller header: both under `lead_agent`.
+        let engine = engine(vec![
+            turn_answering("lead_agent", &[human("same")], "from node a"),
+            turn_answering("lead_agent", &[human("same")], "from node b"),
+        ]);
+        let messages = messages_from_chat_completions(&[human("same")]);
+        for _ in 0..2 {
+            let error = engine
+                .lookup_at_wire(None, &messages)
+                .expect_err("ambiguous");
+            let LookupError::Ambiguous(ambiguity) = &error else {
+                panic!("{error:?}")
+            };
+            assert_eq!(ambiguity.turns, [0, 1]);
+            assert!(error.to_string().contains(CALLER_HEADER), "{error}");
+        }
+        assert_eq!(engine.ambiguities().len(), 2);
+        assert!(engine.misses().is_empty());
+        let named = engine
+            .lookup_at_wire(Some("lead_agent"), &messages)
+            .expect("named");
+        assert_eq!(named.turn_index, 0);
+    }
+
+    #[test]
+    fn a_miss_is_reported_under_the_caller_of_the_nearest_turn() {
+        let engine = engine(vec![
+            turn("lead_agent", &[human("first question")]),
+            turn(
+                "suggest_agent",
+                &[
+                    human("suggest"),
+                    json!({"role": "assistant", "content": "a"}),
+                ],
+            ),
+        ]);
+        let drifted = messages_from_chat_completions(&[
+            human("suggest"),
+            json!({"role": "assistant", "content": "b"}),
+        ]);
+        let LookupError::Miss(miss) = engine.lookup_at_wire(None, &drifted).unwrap_err() else {
+            panic!("expected a miss")
+        };
+        assert_eq!(miss.caller, "suggest_agent");
+        let text = miss.to_string();
+        assert!(
+            text.contains("first differing field: [1].content: recorded \"a\", incoming \"b\""),
+            "{text}"
+        );
+        // Served turns stay known: asking again for a served key misses under its caller.
+        let question = messages_from_chat_completions(&[human("first question")]);
+        engine.lookup_at_wire(None, &question).expect("first time");
+        let LookupError::Miss(again) = engine.lookup_at_wire(None, &question).unwrap_err() else {
+            panic!("expected a miss")
+        };
+        assert_eq!(again.caller, "lead_agent");
+        assert_eq!(engine.misses().len(), 2);
+    }
+
+    #[test]
+    fn legacy_keys_serve_any_caller() {
+        let key = replay_key("lead_agent", &messages_from_chat_completions(&[human("q")]));
+        let legacy = Turn {
+            caller: None,
+            conversation_hash: None,
+            input_hash: key.conversation_hash,
+            answer: Answer::Output(json!({"type": "ai", "data": {"content": "x", "type": "ai"}})),
+            canonical: None,
+        };
+        let engine = engine(vec![legacy]);
+        let messages = messages_from_chat_completions(&[human("q")]);
+        assert_eq!(
+            engine
+                .lookup_at_wire(None, &messages)
+                .expect("legacy")
+                .turn_index,
+            0
         );
     }
 }

@@ -208,36 +208,125 @@ pub enum ScenarioError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is not a valid scenario.
+    /// The file is not a valid scenario: not JSON, or not an object.
     #[error("scenario metadata {}: {problem}", .path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// What is wrong, naming the field.
+        /// What is wrong.
         problem: String,
+    },
+    /// A key of the scenario is missing or wrong.
+    #[error("scenario metadata {}: {problem}", .path.display())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the key.
+        #[source]
+        problem: FieldError,
     },
 }
 
 /// Checks a scenario id, which names files (`<id>.<mode>.json`, `<id>.<mode>.snap`): it must
 /// not be empty, `.` or `..`, nor hold a path separator or a control character, so it can
 /// neither name a file outside its folder nor disturb a terminal (issue 34, findings 15 and 18).
-pub fn check_scenario_id(id: &str) -> Result<(), String> {
-    let bad = if id.is_empty() {
-        Some("it is empty")
+pub fn check_scenario_id(id: &str) -> Result<(), BadScenarioId> {
+    let why = if id.is_empty() {
+        IdProblem::Empty
     } else if id == "." || id == ".." {
-        Some("it names a folder")
+        IdProblem::NamesAFolder
     } else if id.contains(['/', '\\']) {
-        Some("it holds a path separator")
+        IdProblem::PathSeparator
     } else if id.chars().any(char::is_control) {
-        Some("it holds a control character")
+        IdProblem::ControlCharacter
     } else {
-        None
+        return Ok(());
     };
-    match bad {
-        Some(why) => Err(format!(
-            "the scenario id {id:?} cannot name a file: {why} (use letters, digits, `_`, `-`)"
-        )),
-        None => Ok(()),
+    Err(BadScenarioId {
+        id: id.to_owned(),
+        why,
+    })
+}
+
+/// A scenario id that cannot name a file ([`check_scenario_id`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the scenario id {id:?} cannot name a file: {why} (use letters, digits, `_`, `-`)")]
+pub struct BadScenarioId {
+    /// The id as given.
+    pub id: String,
+    /// Why it cannot name a file.
+    pub why: IdProblem,
+}
+
+/// Why a scenario id cannot name a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IdProblem {
+    /// The id is empty.
+    #[error("it is empty")]
+    Empty,
+    /// The id is `.` or `..`.
+    #[error("it names a folder")]
+    NamesAFolder,
+    /// The id holds `/` or `\\`.
+    #[error("it holds a path separator")]
+    PathSeparator,
+    /// The id holds a control character.
+    #[error("it holds a control character")]
+    ControlCharacter,
+}
+
+/// A key of a JSON document (a scenario header, a fixture turn) that is missing or does not hold
+/// what it must; the Display names the key as the file spells it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    /// A required key is absent, e.g. `missing "mode"`.
+    #[error("missing \"{0}\"")]
+    Missing(String),
+    /// A key holds the wrong JSON type, e.g. `"context" must be an object, got a string`.
+    #[error("\"{field}\"{} must be {expected}, got {found}", item_suffix(*.item))]
+    WrongType {
+        /// The key (`error.status` for a nested one).
+        field: String,
+        /// The position inside an array key (`"followups"[2]`), when the item is wrong.
+        item: Option<usize>,
+        /// What it must hold, e.g. `a string`.
+        expected: &'static str,
+        /// The JSON type it holds, e.g. `a number`.
+        found: &'static str,
+    },
+    /// A number that is no HTTP status (`"error.status" must be an HTTP status, got 70000`).
+    #[error("\"{field}\" must be an HTTP status, got {found}")]
+    NotAStatus {
+        /// The key.
+        field: String,
+        /// The number as written.
+        found: String,
+    },
+    /// `scenario` cannot name a file.
+    #[error("\"scenario\": {0}")]
+    ScenarioId(#[from] BadScenarioId),
+    /// `mode` is neither a UI mode nor a label.
+    #[error("\"mode\": {0}")]
+    Mode(#[from] BadMode),
+}
+
+fn item_suffix(index: Option<usize>) -> String {
+    index.map(|i| format!("[{i}]")).unwrap_or_default()
+}
+
+impl FieldError {
+    /// `"<field>" must be <expected>, got <the JSON type of found>`.
+    pub(crate) fn wrong_type(
+        field: impl Into<String>,
+        expected: &'static str,
+        found: &Value,
+    ) -> FieldError {
+        FieldError::WrongType {
+            field: field.into(),
+            item: None,
+            expected,
+            found: json_type(found),
+        }
     }
 }
 
@@ -315,8 +404,12 @@ impl Scenario {
                 json_type(&value)
             )));
         };
-        Scenario::take_from(&mut top, &["scenario", "mode", "prompt"], model_default)
-            .map_err(invalid)
+        Scenario::take_from(&mut top, &["scenario", "mode", "prompt"], model_default).map_err(
+            |problem| ScenarioError::Field {
+                path: path.to_path_buf(),
+                problem,
+            },
+        )
     }
 
     /// Inserts the JSON form's keys into `out`, in file order (`None` and empty follow-ups
@@ -344,38 +437,26 @@ impl Scenario {
         top: &mut Map<String, Value>,
         required: &[&str],
         model_default: &str,
-    ) -> Result<Scenario, String> {
-        let mut text = |key: &str, default: &str| -> Result<String, String> {
-            match top.remove(key) {
-                None if required.contains(&key) || key == "mode" => {
-                    Err(format!("missing \"{key}\""))
-                }
-                None => Ok(default.to_owned()),
-                Some(Value::String(text)) => Ok(text),
-                Some(other) => Err(format!(
-                    "\"{key}\" must be a string, got {}",
-                    json_type(&other)
-                )),
+    ) -> Result<Scenario, FieldError> {
+        let mut text = |key: &str, default: &str| match top.remove(key) {
+            None if required.contains(&key) || key == "mode" => {
+                Err(FieldError::Missing(key.to_owned()))
             }
+            None => Ok(default.to_owned()),
+            Some(Value::String(text)) => Ok(text),
+            Some(other) => Err(FieldError::wrong_type(key, "a string", &other)),
         };
         let id = text("scenario", "")?;
         if !id.is_empty() {
-            check_scenario_id(&id).map_err(|err| format!("\"scenario\": {err}"))?;
+            check_scenario_id(&id)?;
         }
-        let mode = text("mode", "")?
-            .parse::<Mode>()
-            .map_err(|err| format!("\"mode\": {err}"))?;
+        let mode = text("mode", "")?.parse::<Mode>()?;
         let model = text("model", model_default)?;
         let prompt = text("prompt", "")?;
         let context = match top.remove("context") {
             None => Value::Object(Map::new()),
             Some(context @ Value::Object(_)) => context,
-            Some(other) => {
-                return Err(format!(
-                    "\"context\" must be an object, got {}",
-                    json_type(&other)
-                ));
-            }
+            Some(other) => return Err(FieldError::wrong_type("context", "an object", &other)),
         };
         let followups = match top.remove("followups") {
             None | Some(Value::Null) => Vec::new(),
@@ -384,16 +465,19 @@ impl Scenario {
                 .enumerate()
                 .map(|(index, item)| match item {
                     Value::String(text) => Ok(text),
-                    other => Err(format!(
-                        "\"followups\"[{index}] must be a string, got {}",
-                        json_type(&other)
-                    )),
+                    other => Err(FieldError::WrongType {
+                        field: "followups".to_owned(),
+                        item: Some(index),
+                        expected: "a string",
+                        found: json_type(&other),
+                    }),
                 })
                 .collect::<Result<_, _>>()?,
             Some(other) => {
-                return Err(format!(
-                    "\"followups\" must be an array of strings, got {}",
-                    json_type(&other)
+                return Err(FieldError::wrong_type(
+                    "followups",
+                    "an array of strings",
+                    &other,
                 ));
             }
         };
@@ -401,9 +485,10 @@ impl Scenario {
             None | Some(Value::Null) => None,
             Some(config @ Value::Object(_)) => Some(config),
             Some(other) => {
-                return Err(format!(
-                    "\"gateway_config\" must be an object, got {}",
-                    json_type(&other)
+                return Err(FieldError::wrong_type(
+                    "gateway_config",
+                    "an object",
+                    &other,
                 ));
             }
         };
@@ -545,12 +630,12 @@ mod tests {
         for (id, refused) in cases {
             match (check_scenario_id(id), refused) {
                 (Ok(()), None) => {}
-                (Err(err), Some(why)) => assert!(err.contains(why), "{id:?}: {err}"),
+                (Err(err), Some(why)) => assert!(err.to_string().contains(why), "{id:?}: {err}"),
                 (result, _) => panic!("{id:?}: {result:?}"),
             }
         }
         let mut document = serde_json::json!({"scenario": "../x", "mode": "flash"});
         let err = Scenario::take_from(document.as_object_mut().unwrap(), &[], "").unwrap_err();
-        assert!(err.starts_with("\"scenario\": "), "{err}");
+        assert!(err.to_string().starts_with("\"scenario\": "), "{err}");
     }
 }

@@ -400,7 +400,7 @@ mod tests {
     use crate::canonical::replay_key;
     use crate::fixture::{Answer, Fixture, Turn};
     use crate::scenario::{Scenario, UiMode};
-    use crate::{ReplayEngine, WireLookupError, messages_from_chat_completions, name_free_key};
+    use crate::{LookupError, ReplayEngine, messages_from_chat_completions, name_free_key};
 
     const ARGS: &str = r#"{"path": "/mnt/user-data/outputs/note.txt", "content": "hi"}"#;
 
@@ -573,7 +573,7 @@ mod tests {
         // The named lookup misses: the recorded key has the input's name.
         assert!(matches!(
             engine.lookup_at_wire(None, &messages),
-            Err(WireLookupError::Miss(_))
+            Err(LookupError::Miss(_))
         ));
         for caller in [None, Some("lead_agent")] {
             let engine = engine_recorded_with_names();
@@ -601,7 +601,7 @@ mod tests {
         let mut drifted = anthropic();
         drifted[4] = json!({"role": "user", "content": "no thanks"});
         for caller in [None, Some("lead_agent")] {
-            let Err(WireLookupError::Miss(miss)) =
+            let Err(LookupError::Miss(miss)) =
                 engine.lookup_at_wire_without_names(caller, &messages_from_anthropic(&drifted))
             else {
                 panic!("{caller:?}: the drifted conversation must miss");

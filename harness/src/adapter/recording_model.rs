@@ -18,7 +18,8 @@ use serde_json::{Map, Value, json};
 use crate::adapter::replay_model::{request_caller, request_messages};
 use keyless_runner::model_server::normalized;
 use replay_core::recording::{
-    CallWriter, Outcome, RecordedRequest, RecordingSink, StrictReplayError, StrictReplayer, redact,
+    CallWriter, Outcome, RecordedEvent, RecordedRequest, RecordingSink, StrictReplayError,
+    StrictReplayer, redact,
 };
 use replay_core::replay_key;
 
@@ -89,25 +90,82 @@ fn recording_error(error: impl std::fmt::Display) -> ModelError {
     ModelError::new("RecordingError", error.to_string()).with_class(ErrorClass::Generic)
 }
 
-fn event_value(event: &StreamEvent) -> Value {
-    serde_json::to_value(event).unwrap_or(Value::Null)
+/// The gateway's stream event as the recording's event (`docs/recording-format.md` §2.2). A
+/// function, not a `From`: both types belong to other crates, and the gateway knows nothing of
+/// recordings.
+pub(crate) fn recorded_event(event: &StreamEvent) -> RecordedEvent {
+    match event {
+        StreamEvent::Start => RecordedEvent::Start,
+        StreamEvent::TextStart => RecordedEvent::TextStart,
+        StreamEvent::TextDelta { delta } => RecordedEvent::TextDelta {
+            delta: delta.clone(),
+        },
+        StreamEvent::TextEnd => RecordedEvent::TextEnd,
+        StreamEvent::ThinkingStart => RecordedEvent::ThinkingStart,
+        StreamEvent::ThinkingDelta { delta } => RecordedEvent::ThinkingDelta {
+            delta: delta.clone(),
+        },
+        StreamEvent::ThinkingEnd => RecordedEvent::ThinkingEnd,
+        StreamEvent::ToolcallStart { index, id, name } => RecordedEvent::ToolcallStart {
+            index: *index,
+            id: id.clone(),
+            name: name.clone(),
+        },
+        StreamEvent::ToolcallDelta { index, delta } => RecordedEvent::ToolcallDelta {
+            index: *index,
+            delta: delta.clone(),
+        },
+        StreamEvent::ToolcallEnd { index } => RecordedEvent::ToolcallEnd { index: *index },
+        StreamEvent::Done { message } => RecordedEvent::done(message.to_dump_map()),
+        StreamEvent::Error { message } => RecordedEvent::Error {
+            message: message.clone(),
+            error_type: None,
+            status: None,
+            in_stream: false,
+        },
+    }
+}
+
+/// The recording's event as the gateway's stream event; fails when a `done` message does not
+/// read as a message. An `error` event becomes the stream's own error event (its provider
+/// failure, if any, is for [`replayed_events`] to raise).
+pub(crate) fn stream_event(event: RecordedEvent) -> Result<StreamEvent, String> {
+    Ok(match event {
+        RecordedEvent::Start => StreamEvent::Start,
+        RecordedEvent::TextStart => StreamEvent::TextStart,
+        RecordedEvent::TextDelta { delta } => StreamEvent::TextDelta { delta },
+        RecordedEvent::TextEnd => StreamEvent::TextEnd,
+        RecordedEvent::ThinkingStart => StreamEvent::ThinkingStart,
+        RecordedEvent::ThinkingDelta { delta } => StreamEvent::ThinkingDelta { delta },
+        RecordedEvent::ThinkingEnd => StreamEvent::ThinkingEnd,
+        RecordedEvent::ToolcallStart { index, id, name } => {
+            StreamEvent::ToolcallStart { index, id, name }
+        }
+        RecordedEvent::ToolcallDelta { index, delta } => {
+            StreamEvent::ToolcallDelta { index, delta }
+        }
+        RecordedEvent::ToolcallEnd { index } => StreamEvent::ToolcallEnd { index },
+        RecordedEvent::Done { message } => {
+            let message = Message::from_json(&Value::Object(message))
+                .map_err(|err| format!("bad final message: {err}"))?;
+            StreamEvent::done(message)
+        }
+        RecordedEvent::Error { message, .. } => StreamEvent::Error { message },
+    })
 }
 
 /// The error event written before `call_end` when the provider fails, so a fixture built from
-/// the recording can replay the same failure. Redacted like everything else.
-fn failure_event(error: &ModelError) -> Value {
-    let mut event = json!({
-        "type": "error",
-        "message": error.message,
-        "error_type": error.error_type,
-        "status": error.status,
-    });
-    // A failure the provider reported inside a 200 answer replays inside one
-    // (`docs/recording-format.md` §2.2); the key is absent otherwise, as before.
-    if error.in_stream {
-        event["in_stream"] = json!(true);
+/// the recording can replay the same failure. The writer redacts it like everything else.
+fn failure_event(error: &ModelError) -> RecordedEvent {
+    RecordedEvent::Error {
+        message: error.message.clone(),
+        error_type: Some(error.error_type.clone()),
+        // Written even when `null`, as it always was.
+        status: Some(error.status),
+        // A failure the provider reported inside a 200 answer replays inside one
+        // (`docs/recording-format.md` §2.2).
+        in_stream: error.in_stream,
     }
-    redact(&event)
 }
 
 /// Records the provider's failure in `call` and returns the error the gateway gets: the one
@@ -116,13 +174,26 @@ fn failure_event(error: &ModelError) -> Value {
 /// the suggestions built from it) that no replay produces. What the event does not hold (a
 /// forced class, a `Retry-After`) carries no text and is kept.
 fn record_failure(call: &mut CallWriter, error: ModelError) -> ModelError {
-    let written = failure_event(&error);
-    let _ = call.event(&written);
-    let text = |key: &str| written.get(key).and_then(Value::as_str).map(str::to_owned);
-    ModelError {
-        message: text("message").unwrap_or_default(),
-        error_type: text("error_type").unwrap_or_else(|| error.error_type.clone()),
-        ..error
+    let event = failure_event(&error);
+    // When the row cannot be written, the gateway still gets the redacted text.
+    let written = call
+        .event(&event)
+        .ok()
+        .or_else(|| RecordedEvent::parse(&redact(&event.to_value())).ok());
+    match written {
+        Some(RecordedEvent::Error {
+            message,
+            error_type,
+            ..
+        }) => ModelError {
+            message,
+            error_type: error_type.unwrap_or_else(|| error.error_type.clone()),
+            ..error
+        },
+        _ => ModelError {
+            message: String::new(),
+            ..error
+        },
     }
 }
 
@@ -180,10 +251,10 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
             let mut call = call?;
             match source.next().await {
                 Some(Ok(event)) => {
-                    let written = redact(&event_value(&event));
-                    if let Err(err) = call.event(&written) {
-                        return Some((Err(recording_error(err)), (None, source)));
-                    }
+                    let written = match call.event(&recorded_event(&event)) {
+                        Ok(written) => written,
+                        Err(err) => return Some((Err(recording_error(err)), (None, source))),
+                    };
                     let event = match passed_on(written) {
                         Ok(event) => event,
                         Err(err) => {
@@ -219,8 +290,8 @@ fn recorded_stream(call: CallWriter, source: EventStream) -> EventStream {
 /// The event the run continues with: the redacted one, as written. When redaction has made it
 /// unreadable, the call fails: passing the unredacted original on would let the live run
 /// continue on a conversation its recording does not hold (and a secret into the state).
-fn passed_on(written: Value) -> Result<StreamEvent, ModelError> {
-    serde_json::from_value::<StreamEvent>(written).map_err(|err| {
+fn passed_on(written: RecordedEvent) -> Result<StreamEvent, ModelError> {
+    stream_event(written).map_err(|err| {
         ModelError::new(
             "RecordingError",
             format!("the redacted model event no longer reads as an event ({err}); the call fails rather than pass the unredacted one on"),
@@ -282,31 +353,32 @@ impl StrictReplayChatModel {
 
 /// The recorded events as model events; a recorded provider failure (an `error` event with an
 /// `error_type`) fails the call the same way.
-fn replayed_events(events: Vec<Value>) -> Vec<Result<StreamEvent, ModelError>> {
+fn replayed_events(events: Vec<RecordedEvent>) -> Vec<Result<StreamEvent, ModelError>> {
     events
         .into_iter()
-        .map(|event| {
-            if event.get("type").and_then(Value::as_str) == Some("error") {
-                let kind = event
-                    .get("error_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("APIError");
-                let message = event
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("recorded error");
+        .map(|event| match event {
+            RecordedEvent::Error {
+                message,
+                error_type,
+                status,
+                in_stream,
+            } => {
+                let kind = error_type.as_deref().unwrap_or("APIError");
                 let mut error = ModelError::new(kind, message);
-                if let Some(status) = event.get("status").and_then(Value::as_u64) {
-                    error = error.with_status(status as u16);
+                if let Some(status) = status.flatten() {
+                    error = error.with_status(status);
                 }
-                if event.get("in_stream").and_then(Value::as_bool) == Some(true) {
+                if in_stream {
                     error = error.reported_in_stream();
                 }
-                return Err(error);
+                Err(error)
             }
-            serde_json::from_value::<StreamEvent>(event.clone()).map_err(|err| {
-                ModelError::new("RecordingError", format!("recorded event {event}: {err}"))
-            })
+            event => {
+                let shown = event.to_value();
+                stream_event(event).map_err(|err| {
+                    ModelError::new("RecordingError", format!("recorded event {shown}: {err}"))
+                })
+            }
         })
         .collect()
 }
@@ -381,15 +453,59 @@ mod tests {
 
     #[test]
     fn an_event_redaction_made_unreadable_fails_the_call_instead_of_passing_the_original_on() {
-        let readable = json!({"type": "text_delta", "delta": "hello"});
+        let readable = RecordedEvent::TextDelta {
+            delta: "hello".into(),
+        };
         assert!(passed_on(readable).is_ok());
-        // A field of a fixed type whose value redaction replaced (as it would one under a
+        // A final message whose tool call redaction replaced with text (as it would one under a
         // secret-looking key).
-        let unreadable = json!({"type": "toolcall_start", "index": "[secret removed]",
-                                "id": "c1", "name": "write_file"});
+        let unreadable = json!({"type": "ai", "content": "", "tool_calls": ["[secret removed]"]});
+        let unreadable = RecordedEvent::done(unreadable.as_object().unwrap().clone());
         let err = passed_on(unreadable).expect_err("unreadable");
         assert_eq!(err.error_type, "RecordingError");
         assert!(err.message.contains("unredacted"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_gateway_events_are_recorded_in_the_form_they_always_had() {
+        let message = Message::from_json(&json!({"type": "ai", "content": "hi", "id": "m1",
+            "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "c1"}]}))
+        .unwrap();
+        let written: Vec<Value> = gateway_under_test::models::one_chunk_events(&message)
+            .into_iter()
+            .map(|event| recorded_event(&event.unwrap()).to_value())
+            .collect();
+        // The serde form the gateway's own `StreamEvent` derived before the format had its own
+        // event (tag `type`, snake case; `done` the flat message dump).
+        let before = vec![
+            json!({"type": "start"}),
+            json!({"type": "text_start"}),
+            json!({"type": "text_delta", "delta": "hi"}),
+            json!({"type": "text_end"}),
+            json!({"type": "toolcall_start", "index": 0, "id": "c1", "name": "ls"}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "{\"path\":\"/\"}"}),
+            json!({"type": "toolcall_end", "index": 0}),
+            json!({"type": "done", "message": message.to_dump()}),
+        ];
+        assert_eq!(written, before);
+        let failure = ModelError::new("APIError", "boom").reported_in_stream();
+        assert_eq!(
+            failure_event(&failure).to_value(),
+            json!({"type": "error", "message": "boom", "error_type": "APIError",
+                   "status": null, "in_stream": true})
+        );
+        let stream_error = StreamEvent::Error {
+            message: "cut".into(),
+        };
+        assert_eq!(
+            recorded_event(&stream_error).to_value(),
+            json!({"type": "error", "message": "cut"})
+        );
+        // And back: what the replay hands the gateway is the event it recorded.
+        for event in gateway_under_test::models::one_chunk_events(&message) {
+            let event = event.unwrap();
+            assert_eq!(stream_event(recorded_event(&event)).unwrap(), event);
+        }
     }
 
     /// A provider whose behaviour each test picks.
@@ -472,7 +588,7 @@ mod tests {
                 let types = call
                     .events
                     .iter()
-                    .map(|e| e["type"].as_str().unwrap().to_string())
+                    .map(|e| e.type_name().to_string())
                     .collect();
                 (call.outcome, types)
             })
@@ -518,7 +634,7 @@ mod tests {
             let (model, path) = model(script, folder.path());
             let handed = model.invoke(&request()).await.unwrap_err();
             let recording = read_recording(&path, Access::External).unwrap();
-            let recorded = recording.calls[0].events.last().cloned().unwrap();
+            let recorded = recording.calls[0].events.last().unwrap().to_value();
             assert_eq!(
                 (
                     json!(handed.message),

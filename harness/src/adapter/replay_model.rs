@@ -66,7 +66,9 @@ impl ChatModel for ReplayChatModel {
         let served = self.lookup(request).map_err(|error| {
             let kind = match error {
                 LookupError::Miss(_) => "ReplayMiss",
-                LookupError::Ambiguous(_) => "ReplayAmbiguous",
+                LookupError::Ambiguous(_) | LookupError::AmbiguousCaller { .. } => {
+                    "ReplayAmbiguous"
+                }
             };
             ModelError::new(kind, error.to_string()).with_class(ErrorClass::Generic)
         })?;

@@ -2,10 +2,13 @@
 //! JSONL record per model call, holding the redacted request and the stream of events that came
 //! back, written append-only and replayed strictly by call order.
 //!
-//! Everything here works on `serde_json::Value` payloads and knows no gateway type. The private
-//! modules, whose items are re-exported here:
+//! Requests are `serde_json::Value` payloads; events are this crate's typed [`RecordedEvent`],
+//! whose serde form is the format. Nothing here knows a gateway type. The private modules, whose
+//! items are re-exported here:
 //!
-//! - `rows`: versions, outcomes, the request, event classes, the parsed [`Recording`] and the
+//! - `event`: the recorded stream's event, [`RecordedEvent`], parsed once at the boundary
+//!   ([`RecordedEvent::parse`], failing with an [`EventError`]);
+//! - `rows`: versions, outcomes, the request, the parsed [`Recording`] and the
 //!   [`RecordingFileError`];
 //! - `redact`: the secret redaction applied before writing and before comparing ([`redact()`]);
 //! - `reader`: the strict reader and the read-permission rules ([`read_recording`]);
@@ -15,6 +18,7 @@
 //! The managed-recordings folder, configuration and CLI (§9, §10, §12) live in the `harness`
 //! package (`recording_store`).
 
+mod event;
 mod reader;
 mod redact;
 mod rows;
@@ -24,11 +28,9 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use event::{EventError, FieldKind, FieldProblem, RecordedEvent};
 pub use reader::{Access, parse_recording, read_recording};
 pub use redact::{KnownSecrets, MIN_KNOWN_SECRET_LEN, redact, redact_text};
-pub use rows::{
-    Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError, StreamEvent,
-    validate_event,
-};
+pub use rows::{Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError};
 pub use strict_replay::{ReplayMismatch, StrictReplayError, StrictReplayer};
 pub use writer::{CallWriter, RecordingSink, lock_path_for};

@@ -11,9 +11,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::event::{RecordedEvent, describe};
 use super::rows::{
     FORMAT_VERSION, Outcome, READABLE_VERSIONS, ROW_TYPES, RecordedCall, RecordedRequest,
-    Recording, RecordingFileError, describe, index_value, validate_event, without_runtime_only,
+    Recording, RecordingFileError, index_value, without_runtime_only,
 };
 
 /// The only file mode a recording may have (§11).
@@ -32,7 +33,7 @@ pub enum Access {
 struct CallState {
     request: RecordedRequest,
     line: usize,
-    events: Vec<Value>,
+    events: Vec<RecordedEvent>,
     outcome: Option<Outcome>,
 }
 
@@ -150,8 +151,9 @@ pub fn parse_recording(text: &str, path: &Path) -> Result<Recording, RecordingFi
                     return Err(at_call("event indexes must be contiguous"));
                 }
                 let payload = row.get("event").unwrap_or(&Value::Null);
-                validate_event(payload).map_err(|reason| at_call(&reason))?;
-                call.events.push(payload.clone());
+                let event =
+                    RecordedEvent::parse(payload).map_err(|reason| at_call(&reason.to_string()))?;
+                call.events.push(event);
             }
             _ => {
                 // call_end

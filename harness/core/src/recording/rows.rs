@@ -1,19 +1,16 @@
 //! The rows of a recording file and what they carry (`docs/recording-format.md` §2 to §4): format
-//! versions, call outcomes, the request payloads, the event classes a recorded event must
-//! validate as, the parsed [`Recording`], and the [`RecordingFileError`] every reader and writer
-//! failure is reported with.
+//! versions, call outcomes, the request payloads, the parsed [`Recording`], and the
+//! [`RecordingFileError`] every reader and writer failure is reported with.
 //!
-//! Payloads stay `serde_json::Value`s: the format does not depend on any gateway's types. The
-//! event classes ([`StreamEvent`]) are this crate's own schema, mirroring a gateway's stream
-//! events; they only check that the fields a consumer needs are present with the right types, and
-//! allow extra fields so that newer writers stay readable.
+//! Request payloads stay `serde_json::Value`s: the format does not depend on any gateway's types.
+//! Events are this crate's own typed [`RecordedEvent`] (`event.rs`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::event::RecordedEvent;
 use super::redact::redact;
 
 /// The format version this build writes.
@@ -24,22 +21,6 @@ pub(crate) const READABLE_VERSIONS: [u64; 2] = [1, 2];
 
 /// The version of the redaction rules (§6), stored in managed headers.
 pub(crate) const REDACTION_VERSION: u64 = 1;
-
-/// Every allowed value of an event's `type` field, in the order of §2.2.
-pub(crate) const EVENT_TYPES: [&str; 12] = [
-    "start",
-    "text_start",
-    "text_delta",
-    "text_end",
-    "thinking_start",
-    "thinking_delta",
-    "thinking_end",
-    "toolcall_start",
-    "toolcall_delta",
-    "toolcall_end",
-    "done",
-    "error",
-];
 
 /// The row types of §2.2; any other `type` is rejected.
 pub(crate) const ROW_TYPES: [&str; 4] = ["header", "request", "event", "call_end"];
@@ -146,8 +127,8 @@ pub struct RecordedCall {
     pub(crate) call_index: usize,
     /// The recorded (redacted) request; for version 1 files, without the run-time-only options.
     pub request: RecordedRequest,
-    /// The event payloads, in `event_index` order, each a valid [`StreamEvent`].
-    pub events: Vec<Value>,
+    /// The events, in `event_index` order.
+    pub events: Vec<RecordedEvent>,
     /// How the call finished.
     pub outcome: Outcome,
     /// The 1-based line of its request row.
@@ -236,137 +217,6 @@ impl RecordingFileError {
     }
 }
 
-/// One assistant-message stream event, the payload of an `event` row, tagged by `type`.
-///
-/// This crate's own schema (§2.2 leaves the layout to each port). Unknown extra fields are
-/// accepted and ignored, so the check is forward compatible.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum StreamEvent {
-    /// The assistant message starts.
-    Start {},
-    /// A text block starts.
-    TextStart {},
-    /// A piece of text.
-    TextDelta {
-        /// The text piece.
-        delta: String,
-    },
-    /// A text block ends.
-    TextEnd {},
-    /// A thinking block starts.
-    ThinkingStart {},
-    /// A piece of thinking text.
-    ThinkingDelta {
-        /// The thinking piece.
-        delta: String,
-    },
-    /// A thinking block ends.
-    ThinkingEnd {},
-    /// A tool call starts.
-    ToolcallStart {
-        /// The tool call's position among the message's tool calls.
-        index: u32,
-        /// The tool call id.
-        id: String,
-        /// The tool name.
-        name: String,
-    },
-    /// A piece of a tool call's JSON arguments.
-    ToolcallDelta {
-        /// The tool call's position.
-        index: u32,
-        /// The arguments piece.
-        delta: String,
-    },
-    /// A tool call ends.
-    ToolcallEnd {
-        /// The tool call's position.
-        index: u32,
-    },
-    /// Terminal: the message is complete.
-    Done {
-        /// The final assistant message.
-        message: Map<String, Value>,
-    },
-    /// Terminal: the call failed.
-    Error {
-        /// The error text.
-        message: String,
-    },
-}
-
-/// The JSON type a required event field must have.
-#[derive(Clone, Copy)]
-enum FieldKind {
-    String,
-    U32,
-    Object,
-}
-
-/// The required fields of each event class, by `type`.
-fn required_fields(event_type: &str) -> &'static [(&'static str, FieldKind)] {
-    match event_type {
-        "text_delta" | "thinking_delta" => &[("delta", FieldKind::String)],
-        "toolcall_start" => &[
-            ("index", FieldKind::U32),
-            ("id", FieldKind::String),
-            ("name", FieldKind::String),
-        ],
-        "toolcall_delta" => &[("index", FieldKind::U32), ("delta", FieldKind::String)],
-        "toolcall_end" => &[("index", FieldKind::U32)],
-        "done" => &[("message", FieldKind::Object)],
-        "error" => &[("message", FieldKind::String)],
-        _ => &[],
-    }
-}
-
-/// Renders a field's value for a reason: strings as they are, anything else as compact JSON,
-/// `null` when absent.
-pub(crate) fn describe(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-        None => "null".to_owned(),
-    }
-}
-
-/// Validates an event payload as its event class (§5, the `event` checks after the index).
-///
-/// The error is the whole reason: `event payload must be an object`, `unknown event type 'x'`,
-/// or `invalid 'x' event: <detail>` where the detail names the field.
-pub fn validate_event(payload: &Value) -> Result<StreamEvent, String> {
-    let Value::Object(map) = payload else {
-        return Err("event payload must be an object".to_owned());
-    };
-    let event_type = match map.get("type") {
-        Some(Value::String(t)) if EVENT_TYPES.contains(&t.as_str()) => t.as_str(),
-        other => return Err(format!("unknown event type '{}'", describe(other))),
-    };
-    for &(field, kind) in required_fields(event_type) {
-        let detail = match (map.get(field), kind) {
-            (None, _) => Some(format!("missing field '{field}'")),
-            (Some(Value::String(_)), FieldKind::String) => None,
-            (Some(Value::Object(_)), FieldKind::Object) => None,
-            (Some(Value::Number(n)), FieldKind::U32)
-                if n.as_u64().is_some_and(|v| u32::try_from(v).is_ok()) =>
-            {
-                None
-            }
-            (Some(_), FieldKind::String) => Some(format!("field '{field}' must be a string")),
-            (Some(_), FieldKind::Object) => Some(format!("field '{field}' must be an object")),
-            (Some(_), FieldKind::U32) => Some(format!(
-                "field '{field}' must be an integer from 0 to {}",
-                u32::MAX
-            )),
-        };
-        if let Some(detail) = detail {
-            return Err(format!("invalid '{event_type}' event: {detail}"));
-        }
-    }
-    StreamEvent::deserialize(payload).map_err(|e| format!("invalid '{event_type}' event: {e}"))
-}
-
 /// An index field (`call_index`, `event_index`, `event_count`): a JSON integer ≥ 0. Booleans and
 /// floats such as `1.0` are not integers.
 pub(crate) fn index_value(value: Option<&Value>) -> Option<usize> {
@@ -415,72 +265,6 @@ mod tests {
         ];
         for (error, expected) in cases {
             assert_eq!(error.to_string(), expected);
-        }
-    }
-
-    #[test]
-    fn every_event_class_validates_its_required_fields() {
-        let valid = [
-            json!({"type": "start"}),
-            json!({"type": "text_start", "extra": [1]}),
-            json!({"type": "text_delta", "delta": "hi"}),
-            json!({"type": "text_end"}),
-            json!({"type": "thinking_start"}),
-            json!({"type": "thinking_delta", "delta": ""}),
-            json!({"type": "thinking_end"}),
-            json!({"type": "toolcall_start", "index": 0, "id": "c1", "name": "ls"}),
-            json!({"type": "toolcall_delta", "index": 4294967295u64, "delta": "{"}),
-            json!({"type": "toolcall_end", "index": 1}),
-            json!({"type": "done", "message": {"role": "assistant"}}),
-            json!({"type": "error", "message": "boom"}),
-        ];
-        assert_eq!(valid.len(), EVENT_TYPES.len());
-        for (payload, event_type) in valid.iter().zip(EVENT_TYPES) {
-            assert_eq!(payload["type"], event_type);
-            let event = validate_event(payload).unwrap_or_else(|e| panic!("{payload}: {e}"));
-            // The typed event serialises back to the same type tag.
-            assert_eq!(serde_json::to_value(&event).unwrap()["type"], event_type);
-        }
-        let cases = [
-            (json!([1]), "event payload must be an object"),
-            (json!({"delta": "x"}), "unknown event type 'null'"),
-            (json!({"type": "text"}), "unknown event type 'text'"),
-            (json!({"type": 3}), "unknown event type '3'"),
-            (
-                json!({"type": "text_delta"}),
-                "invalid 'text_delta' event: missing field 'delta'",
-            ),
-            (
-                json!({"type": "thinking_delta", "delta": 1}),
-                "invalid 'thinking_delta' event: field 'delta' must be a string",
-            ),
-            (
-                json!({"type": "toolcall_start", "index": 0, "id": "c"}),
-                "invalid 'toolcall_start' event: missing field 'name'",
-            ),
-            (
-                json!({"type": "toolcall_delta", "index": -1, "delta": "x"}),
-                "invalid 'toolcall_delta' event: field 'index' must be an integer from 0 to 4294967295",
-            ),
-            (
-                json!({"type": "toolcall_end", "index": 4294967296u64}),
-                "invalid 'toolcall_end' event: field 'index' must be an integer from 0 to 4294967295",
-            ),
-            (
-                json!({"type": "toolcall_end", "index": true}),
-                "invalid 'toolcall_end' event: field 'index' must be an integer from 0 to 4294967295",
-            ),
-            (
-                json!({"type": "done", "message": "text"}),
-                "invalid 'done' event: field 'message' must be an object",
-            ),
-            (
-                json!({"type": "error"}),
-                "invalid 'error' event: missing field 'message'",
-            ),
-        ];
-        for (payload, expected) in cases {
-            assert_eq!(validate_event(&payload).unwrap_err(), expected, "{payload}");
         }
     }
 

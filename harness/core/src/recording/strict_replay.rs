@@ -11,9 +11,10 @@ use std::path::Path;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
+use super::event::RecordedEvent;
 use super::reader::{Access, read_recording};
 use super::redact::redact_text;
-use super::rows::{Outcome, RecordedRequest, Recording, RecordingFileError, validate_event};
+use super::rows::{Outcome, RecordedRequest, Recording, RecordingFileError};
 use crate::diff::first_difference;
 
 /// The non-deterministic keys skipped at every depth (§7.5); fixed, not configurable.
@@ -157,7 +158,8 @@ pub enum StrictReplayError {
 /// with first_difference skipping exactly {"timestamp"} (within each, the fields other than the
 /// derived replay key first, `DERIVED_KEYS`); a mismatch does NOT consume; a match
 /// consumes; a recorded outcome other than complete → RecordingFileError reason `recorded call
-/// ended with <outcome>` for that call (consumed); else the recorded events (each re-validated).
+/// ended with <outcome>` for that call (consumed); else the recorded events, as the reader parsed
+/// them.
 ///
 /// The incoming `options` also lose `signal` and `on_payload` before comparison, as they did
 /// when the recording was written. Thread-safe: the position is behind a mutex, so concurrent
@@ -187,7 +189,10 @@ impl StrictReplayer {
         clippy::result_large_err,
         reason = "a mismatch carries both values by value (§7.1); it is rare and ends the run"
     )]
-    pub fn next_call(&self, incoming: &RecordedRequest) -> Result<Vec<Value>, StrictReplayError> {
+    pub fn next_call(
+        &self,
+        incoming: &RecordedRequest,
+    ) -> Result<Vec<RecordedEvent>, StrictReplayError> {
         let incoming = incoming.stored();
         let mut call_count = self.call_count.lock();
         let index = *call_count;
@@ -235,14 +240,10 @@ impl StrictReplayer {
         *call_count += 1;
         drop(call_count);
 
-        let error = |reason: String| {
-            RecordingFileError::new(&self.recording.path, reason).for_call(call.call_index)
-        };
         if call.outcome != Outcome::Complete {
-            return Err(error(format!("recorded call ended with {}", call.outcome)).into());
-        }
-        for event in &call.events {
-            validate_event(event).map_err(error)?;
+            let reason = format!("recorded call ended with {}", call.outcome);
+            let error = RecordingFileError::new(&self.recording.path, reason);
+            return Err(error.for_call(call.call_index).into());
         }
         Ok(call.events.clone())
     }

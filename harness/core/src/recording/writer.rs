@@ -21,11 +21,12 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::event::RecordedEvent;
 use super::reader::{Access, PRIVATE_MODE, io_reason, open_nofollow, read_recording};
 use super::redact::redact;
 use super::rows::{
     FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedCall, RecordedRequest, RecordingFileError,
-    index_value, validate_event,
+    index_value,
 };
 use crate::pyjson::{to_python_json, with_sorted_keys};
 
@@ -74,7 +75,7 @@ struct Remembered {
     /// The 1-based line of its request row.
     line: usize,
     request: RecordedRequest,
-    events: Vec<Value>,
+    events: Vec<RecordedEvent>,
     /// `None` until its `call_end` row is written.
     outcome: Option<Outcome>,
 }
@@ -426,15 +427,20 @@ impl CallWriter {
         self.event_count
     }
 
-    /// Appends an `event` row (payload redacted) with the next event_index. Called BEFORE the
-    /// event is handed to the consumer.
+    /// Appends an `event` row (payload redacted) with the next event_index, and returns the
+    /// event as written. Called BEFORE the event is handed to the consumer, which gets the
+    /// returned, redacted event: a live run continues on exactly what its replay will serve.
     ///
-    /// The redacted payload must validate as its event class (the strict reader would reject
-    /// the file otherwise); an invalid one is refused and nothing is written.
-    pub fn event(&mut self, event: &Value) -> Result<(), RecordingFileError> {
-        let payload = redact(event);
-        validate_event(&payload)
-            .map_err(|reason| self.sink.error(reason).for_call(self.call_index))?;
+    /// The redacted payload must still read as an event (redaction can replace a field's value
+    /// with text; the strict reader would reject the file otherwise); one that does not is
+    /// refused and nothing is written.
+    pub fn event(&mut self, event: &RecordedEvent) -> Result<RecordedEvent, RecordingFileError> {
+        let payload = redact(&event.to_value());
+        let written = RecordedEvent::parse(&payload).map_err(|reason| {
+            self.sink
+                .error(reason.to_string())
+                .for_call(self.call_index)
+        })?;
         let row = json!({
             "call_index": self.call_index,
             "event": payload,
@@ -443,10 +449,15 @@ impl CallWriter {
         });
         self.sink.append_row(&row, false)?;
         self.event_count += 1;
-        self.sink.remember(self.call_index, |call| {
-            call.events.push(with_sorted_keys(&payload))
-        });
-        Ok(())
+        if self.sink.memory.is_some() {
+            // As the reader will parse the row: its keys sorted at every depth.
+            let remembered = RecordedEvent::parse(&with_sorted_keys(&payload));
+            if let Ok(remembered) = remembered {
+                self.sink
+                    .remember(self.call_index, |call| call.events.push(remembered));
+            }
+        }
+        Ok(written)
     }
 
     /// Writes `call_end` with the event count and outcome, then fsyncs the file.

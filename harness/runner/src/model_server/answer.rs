@@ -3,10 +3,11 @@
 //!
 //! The common currency is a typed event list, [`AnswerEvent`]: `Start`, the codec's deltas
 //! (`model_wire::chat_completions::Event`), `Done` with the AI message read once into the codec's
-//! [`Answer`], `Error` with the recorded failure. A recorded call's JSON events become one at the
-//! edge ([`AnswerEvent::from_recorded`], the one place JSON becomes an event), and a fixture's
-//! recorded AI message becomes one with [`events_from_message`] (its text as one delta, each tool
-//! call's arguments as one delta). [`ChunkRenderer`] turns events into `chat.completion.chunk`
+//! [`Answer`], `Error` with the recorded failure. A recorded call's events (the core's
+//! `RecordedEvent`, as strict replay serves them and the recorder writes them) become one with
+//! [`AnswerEvent::from_recorded`], typed to typed, and a fixture's recorded AI message becomes
+//! one with [`events_from_message`] (its text as one delta, each tool call's arguments as one
+//! delta). [`ChunkRenderer`] turns events into `chat.completion.chunk`
 //! objects one by one, so a recording is streamed with the chunk boundaries it was recorded
 //! with; [`completion`] turns them into one `chat.completion`, with each tool call's arguments as
 //! the recording streamed them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error
@@ -16,6 +17,7 @@ mod pyliteral;
 
 use model_wire::chat_completions::{self, Answer, ErrorBody, Event};
 use replay_core::RecordedError;
+use replay_core::recording::RecordedEvent;
 use serde_json::{Value, json};
 
 /// The identity every chunk or completion of one answer carries.
@@ -35,31 +37,49 @@ pub(crate) enum AnswerEvent {
 }
 
 impl AnswerEvent {
-    /// A recording's JSON event (`start`, the codec's deltas, `done` with the AI message,
-    /// `error`), typed; `None` for an unknown type or a malformed delta (the recording's reader
-    /// refuses both, and a renderer would send nothing for them).
-    pub(crate) fn from_recorded(event: &Value) -> Option<AnswerEvent> {
-        match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "start" => Some(AnswerEvent::Start),
-            "done" => {
-                let message = event.get("message").unwrap_or(&Value::Null);
-                Some(AnswerEvent::Done(Box::new(Answer::from_ai_message(
-                    message,
-                ))))
+    /// A recorded event, typed for the renderers: a codec delta as the codec's event, `done`
+    /// with its message read once into the codec's [`Answer`], `error` as its [`WireError`].
+    pub(crate) fn from_recorded(event: &RecordedEvent) -> AnswerEvent {
+        let delta = AnswerEvent::Delta;
+        match event.clone() {
+            RecordedEvent::Start => AnswerEvent::Start,
+            RecordedEvent::TextStart => delta(Event::TextStart),
+            RecordedEvent::TextDelta { delta: text } => delta(Event::TextDelta { delta: text }),
+            RecordedEvent::TextEnd => delta(Event::TextEnd),
+            RecordedEvent::ThinkingStart => delta(Event::ThinkingStart),
+            RecordedEvent::ThinkingDelta { delta: text } => {
+                delta(Event::ThinkingDelta { delta: text })
             }
-            "error" => Some(AnswerEvent::Error(WireError::from_event(event))),
-            _ => serde_json::from_value::<Event>(event.clone())
-                .ok()
-                .map(AnswerEvent::Delta),
+            RecordedEvent::ThinkingEnd => delta(Event::ThinkingEnd),
+            RecordedEvent::ToolcallStart { index, id, name } => {
+                delta(Event::ToolcallStart { index, id, name })
+            }
+            RecordedEvent::ToolcallDelta { index, delta: text } => {
+                delta(Event::ToolcallDelta { index, delta: text })
+            }
+            RecordedEvent::ToolcallEnd { index } => delta(Event::ToolcallEnd { index }),
+            RecordedEvent::Done { message } => {
+                AnswerEvent::Done(Box::new(Answer::from_ai_message(&Value::Object(message))))
+            }
+            RecordedEvent::Error {
+                message,
+                error_type,
+                status,
+                in_stream,
+            } => {
+                // A status outside 4xx and 5xx is none (a transport failure's 502).
+                let status = status
+                    .flatten()
+                    .filter(|status| (400..600).contains(status));
+                let error_type = error_type.unwrap_or_default();
+                AnswerEvent::Error(WireError::new(status, &error_type, &message, in_stream))
+            }
         }
     }
 
-    /// A recording's JSON events, typed ([`AnswerEvent::from_recorded`]).
-    pub(crate) fn all_recorded(events: &[Value]) -> Vec<AnswerEvent> {
-        events
-            .iter()
-            .filter_map(AnswerEvent::from_recorded)
-            .collect()
+    /// Recorded events, typed ([`AnswerEvent::from_recorded`]).
+    pub(crate) fn all_recorded(events: &[RecordedEvent]) -> Vec<AnswerEvent> {
+        events.iter().map(AnswerEvent::from_recorded).collect()
     }
 
     /// The failure, when this is one.
@@ -81,6 +101,25 @@ fn wire_events(events: &[AnswerEvent]) -> Vec<Event> {
             _ => None,
         })
         .collect()
+}
+
+/// The codec's event as the recording's (`docs/recording-format.md` §2.2): the recording holds
+/// the core's event, never the codec's own serde form. A function, not a `From`: both types
+/// belong to other crates.
+pub(crate) fn recorded_event(event: &Event) -> RecordedEvent {
+    match event.clone() {
+        Event::TextStart => RecordedEvent::TextStart,
+        Event::TextDelta { delta } => RecordedEvent::TextDelta { delta },
+        Event::TextEnd => RecordedEvent::TextEnd,
+        Event::ThinkingStart => RecordedEvent::ThinkingStart,
+        Event::ThinkingDelta { delta } => RecordedEvent::ThinkingDelta { delta },
+        Event::ThinkingEnd => RecordedEvent::ThinkingEnd,
+        Event::ToolcallStart { index, id, name } => {
+            RecordedEvent::ToolcallStart { index, id, name }
+        }
+        Event::ToolcallDelta { index, delta } => RecordedEvent::ToolcallDelta { index, delta },
+        Event::ToolcallEnd { index } => RecordedEvent::ToolcallEnd { index },
+    }
 }
 
 /// The events of a recorded AI message, as a streaming provider would have sent it in one piece
@@ -109,7 +148,7 @@ pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<AnswerEvent> {
 
 /// One codec event in the recording's form.
 pub(crate) fn event_value(event: &Event) -> Value {
-    serde_json::to_value(event).unwrap_or(Value::Null)
+    recorded_event(event).to_value()
 }
 
 /// A recorded provider failure, from an `error` event (`message`, and the `error_type`,
@@ -128,22 +167,10 @@ pub(crate) struct WireError {
 }
 
 impl WireError {
-    /// The failure an `error` event records. A recorded message in an OpenAI client's form
-    /// (`Error code: 400 - <detail>`) answers `<detail>` under its status, so that the client
-    /// builds the same message again; an `in_stream` failure answers 200, and one without a
-    /// status failed in transport and answers 502.
-    pub(crate) fn from_event(event: &Value) -> WireError {
-        let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
-        let status = event
-            .get("status")
-            .and_then(Value::as_u64)
-            .and_then(|status| u16::try_from(status).ok())
-            .filter(|status| (400..600).contains(status));
-        let in_stream = event.get("in_stream").and_then(Value::as_bool) == Some(true);
-        WireError::new(status, text("error_type"), text("message"), in_stream)
-    }
-
-    /// A failure with an optional status; see [`WireError::from_event`].
+    /// A recorded failure: a message in an OpenAI client's form (`Error code: 400 - <detail>`)
+    /// answers `<detail>` under its status, so that the client builds the same message again;
+    /// an `in_stream` failure answers 200, and one without a status failed in transport and
+    /// answers 502; no error class reads as `APIError`.
     pub(crate) fn new(
         status: Option<u16>,
         error_type: &str,
@@ -313,6 +340,16 @@ fn message_from_deltas(events: &[AnswerEvent]) -> Value {
 mod tests {
     use super::*;
 
+    /// Recording events in their JSON form, typed as a recording's reader and the renderers
+    /// read them.
+    fn typed(events: &[Value]) -> Vec<AnswerEvent> {
+        let events: Vec<RecordedEvent> = events
+            .iter()
+            .map(|event| RecordedEvent::parse(event).expect("a recording event"))
+            .collect();
+        AnswerEvent::all_recorded(&events)
+    }
+
     fn identity() -> AnswerId {
         AnswerId {
             id: "chatcmpl-replay-1".into(),
@@ -371,14 +408,12 @@ mod tests {
             json!({"type": "done", "message": {"content": "", "type": "ai", "tool_calls": [
                 {"name": "ls", "args": {"a": 2, "b": 1}, "id": "c1", "type": "tool_call"}]}}),
         ];
-        let Completion::Message(body) =
-            completion(&identity(), &AnswerEvent::all_recorded(&events))
-        else {
+        let Completion::Message(body) = completion(&identity(), &typed(&events)) else {
             panic!("a message")
         };
         let arguments = &body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
         assert_eq!(arguments, streamed);
-        let sse = sse_body(identity(), &AnswerEvent::all_recorded(&events));
+        let sse = sse_body(identity(), &typed(&events));
         let sent: String = sse
             .split("\n\n")
             .filter_map(|frame| frame.strip_prefix("data: "))
@@ -449,7 +484,7 @@ mod tests {
         for (event, (status, message, kind)) in cases {
             let Completion::Failed(error) = completion(
                 &identity(),
-                &AnswerEvent::all_recorded(&[json!({"type": "start"}), event.clone()]),
+                &typed(&[json!({"type": "start"}), event.clone()]),
             ) else {
                 panic!("{event}")
             };
@@ -475,11 +510,7 @@ mod tests {
         for (error, in_stream) in cases {
             let body = sse_body(
                 identity(),
-                &AnswerEvent::all_recorded(&[
-                    json!({"type": "start"}),
-                    text.clone(),
-                    error.clone(),
-                ]),
+                &typed(&[json!({"type": "start"}), text.clone(), error.clone()]),
             );
             assert!(!body.contains("[DONE]"), "{body}");
             assert_eq!(body.contains("\"error\""), in_stream, "{error}: {body}");
@@ -493,9 +524,7 @@ mod tests {
             json!({"type": "text_delta", "delta": "par"}),
             json!({"type": "text_delta", "delta": "tial"}),
         ];
-        let Completion::Message(body) =
-            completion(&identity(), &AnswerEvent::all_recorded(&events))
-        else {
+        let Completion::Message(body) = completion(&identity(), &typed(&events)) else {
             panic!("message")
         };
         assert_eq!(body["choices"][0]["message"]["content"], "partial");

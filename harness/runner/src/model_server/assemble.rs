@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(message["usage_metadata"]["total_tokens"], 7);
         assert!(message["id"].as_str().unwrap().starts_with("lc_run--"));
         for event in &events {
-            replay_core::recording::validate_event(event).expect("a valid recording event");
+            replay_core::recording::RecordedEvent::parse(event).expect("a valid recording event");
         }
     }
 
@@ -383,7 +383,8 @@ mod tests {
                 assert_eq!(final_event["message"]["content"], "Hi", "{how}");
             }
             for event in &events {
-                replay_core::recording::validate_event(event).expect("a valid recording event");
+                replay_core::recording::RecordedEvent::parse(event)
+                    .expect("a valid recording event");
             }
         }
     }

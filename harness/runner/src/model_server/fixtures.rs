@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use axum::http::StatusCode;
 use parking_lot::Mutex;
 
-use replay_core::{Answer, LoadedFixture, ReplayEngine, ReplayObserver, WireLookupError};
+use replay_core::{Answer, LoadedFixture, LookupError, ReplayEngine, ReplayObserver};
 use replay_core::{FixtureError, Miss, name_free_key};
 
 use super::answer::{events_from_error, events_from_message};
@@ -109,18 +109,16 @@ fn engine_for(
 }
 
 /// The problem of a lookup that found no single answer, and its error code.
-fn lookup_problem(error: WireLookupError, request: &WireRequest) -> (Problem, &'static str) {
+fn lookup_problem(error: LookupError, request: &WireRequest) -> (Problem, &'static str) {
     let wire = request.wire;
     match error {
-        WireLookupError::Miss(miss) if wire.carries_names() => {
-            (Problem::miss(*miss), "replay_miss")
-        }
-        WireLookupError::Miss(miss) => (name_free_miss(miss, request), "replay_miss"),
-        WireLookupError::AmbiguousAnswer(ambiguity) => (
+        LookupError::Miss(miss) if wire.carries_names() => (Problem::miss(*miss), "replay_miss"),
+        LookupError::Miss(miss) => (name_free_miss(miss, request), "replay_miss"),
+        LookupError::Ambiguous(ambiguity) => (
             Problem::ambiguous_answer(*ambiguity),
             "replay_answer_ambiguous",
         ),
-        ref error @ WireLookupError::AmbiguousCaller { ref callers, .. } => (
+        ref error @ LookupError::AmbiguousCaller { ref callers, .. } => (
             Problem::AmbiguousCaller {
                 message: format!("{error} (send it in the {CALLER_HEADER} header)"),
                 callers: callers.clone(),

@@ -37,7 +37,9 @@ use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use parking_lot::Mutex;
-use replay_core::recording::{CallWriter, KnownSecrets, Outcome, RecordingSink, redact_text};
+use replay_core::recording::{
+    CallWriter, KnownSecrets, Outcome, RecordedEvent, RecordingSink, redact_text,
+};
 use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -467,15 +469,31 @@ fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
 }
 
 /// Writes an event (redacted, within the recording's budget) and returns what was written,
-/// which is what goes on.
-fn write(shared: &Shared, writing: &Writing, call: &mut CallWriter, event: &Value) -> Value {
-    let written = writing.admit(shared, event);
-    if let Err(err) = call.event(&written) {
-        shared.report(Problem::RecordingWrite {
-            message: err.to_string(),
-        });
+/// which is what goes on. The event is parsed into the recording's own event here, at the
+/// writer: what reaches the file is that event's form.
+fn write(
+    shared: &Shared,
+    writing: &Writing,
+    call: &mut CallWriter,
+    event: &Value,
+) -> Option<RecordedEvent> {
+    let admitted = writing.admit(shared, event);
+    let report = |message: String| shared.report(Problem::RecordingWrite { message });
+    let parsed = match RecordedEvent::parse(&admitted) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            // Nothing a renderer would send: reported, and passed on as nothing.
+            report(err.to_string());
+            return None;
+        }
+    };
+    match call.event(&parsed) {
+        Ok(written) => Some(written),
+        Err(err) => {
+            report(err.to_string());
+            Some(parsed)
+        }
     }
-    written
 }
 
 fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
@@ -490,7 +508,14 @@ fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
 fn fail(shared: &Shared, writing: &Writing, mut call: CallWriter, event: Value) -> Answered {
     let written = write(shared, writing, &mut call, &event);
     end(shared, call, Outcome::Error);
-    Answered::Failure(WireError::from_event(&written))
+    let failure = written
+        .map(|written| AnswerEvent::from_recorded(&written))
+        .and_then(|written| written.failure().cloned());
+    Answered::Failure(
+        failure.unwrap_or_else(|| {
+            WireError::new(None, "", "the failure could not be recorded", false)
+        }),
+    )
 }
 
 /// The recording's `error` event for an upstream's non-success status, from at most
@@ -635,9 +660,9 @@ async fn proxy(
                 return fail(shared, writing, call, transport_error_event(&err, true));
             }
         };
-        let written: Vec<Value> = events
+        let written: Vec<RecordedEvent> = events
             .iter()
-            .map(|event| write(shared, writing, &mut call, event))
+            .filter_map(|event| write(shared, writing, &mut call, event))
             .collect();
         let failed = written.iter().any(is_error);
         end(
@@ -848,7 +873,7 @@ impl PumpTarget {
     /// gone. A failure the upstream reported inside its stream is passed on as its error chunk
     /// (or exception message); any other failure (a cut-off or broken stream) ends the
     /// gateway's stream with nothing more.
-    async fn deliver(&mut self, frame: Option<&Piece>, event: Option<&Value>) -> bool {
+    async fn deliver(&mut self, frame: Option<&Piece>, event: Option<&RecordedEvent>) -> bool {
         let Some(sender) = &self.sender else {
             return true;
         };
@@ -856,10 +881,7 @@ impl PumpTarget {
         match (&mut self.relay, frame, event) {
             (Relay::Chunks(renderer), _, Some(event)) => {
                 let mut text = String::new();
-                let Some(event) = AnswerEvent::from_recorded(event) else {
-                    return true;
-                };
-                match renderer.render(&event) {
+                match renderer.render(&AnswerEvent::from_recorded(event)) {
                     Rendered::Chunks(chunks) => {
                         for chunk in chunks {
                             push_data(&mut text, &chunk);
@@ -952,8 +974,8 @@ impl PumpTarget {
     }
 }
 
-fn is_error(event: &Value) -> bool {
-    event.get("type").and_then(Value::as_str) == Some("error")
+fn is_error(event: &RecordedEvent) -> bool {
+    matches!(event, RecordedEvent::Error { .. })
 }
 
 /// Reads the upstream's stream, writing each event before passing it on; returns the written
@@ -967,7 +989,7 @@ async fn pump(
     mut source: Source,
     mut recorder: StreamRecorder,
     mut target: PumpTarget,
-) -> Vec<Value> {
+) -> Vec<RecordedEvent> {
     let writing = &*writing;
     let mut written = Vec::new();
     let mut failed = false;
@@ -981,9 +1003,10 @@ async fn pump(
         };
         let Some(next) = next else {
             let event = time_limit_event(&shared, limit);
-            let event = write(&shared, writing, &mut call, &event);
-            let _ = target.deliver(None, Some(&event)).await;
-            written.push(event);
+            if let Some(event) = write(&shared, writing, &mut call, &event) {
+                let _ = target.deliver(None, Some(&event)).await;
+                written.push(event);
+            }
             failed = true;
             break;
         };
@@ -1006,7 +1029,9 @@ async fn pump(
             Some(Err(error)) => (None, vec![error]),
         };
         for event in &events {
-            let event = write(&shared, writing, &mut call, event);
+            let Some(event) = write(&shared, writing, &mut call, event) else {
+                continue;
+            };
             failed = is_error(&event);
             let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
@@ -1027,7 +1052,9 @@ async fn pump(
     if !failed {
         done_marker = recorder.done();
         for event in recorder.finish() {
-            let event = write(&shared, writing, &mut call, &event);
+            let Some(event) = write(&shared, writing, &mut call, &event) else {
+                continue;
+            };
             failed = is_error(&event);
             let delivered = target.deliver(None, Some(&event)).await;
             written.push(event);
