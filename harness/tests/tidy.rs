@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::golden::{fixtures_dir, golden_dir, workspace_root};
+use harness::workspace::{fixtures_dir, golden_dir, workspace_root};
 
 fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)

@@ -9,8 +9,8 @@ use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use harness::adapter::Extensions;
 use harness::adapter::hermetic::{DEFAULT_RECORD_MODEL, ModelBlock};
-use harness::golden::fixtures_dir;
 use harness::record_run::record_scenario;
+use harness::workspace::fixtures_dir;
 use replay_core::recording::{Access, read_recording};
 use replay_core::{Fixture, Scenario, UiMode, build_fixture};
 

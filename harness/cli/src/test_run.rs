@@ -24,9 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use keyless_runner::driver::DriveOptions;
 use keyless_runner::launched::Launched;
-use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, HarnessError, ScenarioRun, run_on_with};
 use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::pending;
 use keyless_runner::pending::{pending_path, write_pending};
@@ -36,6 +34,9 @@ use keyless_runner::suite::{
     table_line,
 };
 use keyless_runner::target::{AtUrl, GatewayTarget};
+use keyless_runner::{
+    Drive, DriveOptions, FIXTURE_TIME_LIMIT, HarnessError, RunOptions, ScenarioRun, Transcripts,
+};
 use replay_core::{Fixture, GoldenStatus, MissingGolden, UnusedTurns};
 use serde_json::json;
 
@@ -420,15 +421,11 @@ async fn run_one(target: &mut Target, path: &Path, settings: &Settings, as_json:
         Ok(fixture) => fixture,
     };
     let note = gateway_config_note(path, &fixture);
-    let run = run_on_with(
-        target.as_dyn(),
-        path,
-        &settings.golden,
-        fixture,
-        &settings.drive,
-        settings.time_limit,
-    )
-    .await;
+    let options = RunOptions::new(&settings.golden)
+        .drive(Drive::Session(settings.drive.clone()))
+        .time_limit(settings.time_limit)
+        .transcripts(Transcripts::from_env());
+    let run = keyless_runner::run(target.as_dyn(), (path, fixture), &options).await;
     let log = target.log();
     let mut outcome = match run {
         Ok(run) => judge(&run, settings, log, as_json),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use harness::adapter::process::{placeholder_key, workspace_gateway_binary, write_wire_config};
-use harness::golden::{fixtures_dir, read_golden};
+use harness::workspace::{fixtures_dir, read_golden};
 use replay_core::Fixture;
 use serde_json::Value;
 
@@ -575,21 +575,17 @@ fn serve_holds_a_replayed_gateway_up_and_exits_0_after_a_clean_replay() {
 
     // A driver nobody configured for serve: Layer 1's, at the served URLs (the browser's stand-in).
     let path = repo.path().join(format!("fixtures/{FIXTURE}.json"));
-    let run = keyless_runner::layer1::runtime().unwrap().block_on(async {
-        let mut target = keyless_runner::target::AtUrl::new(
+    let run = keyless_runner::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::AtUrl::new(
             &serving.url("gateway_url"),
             &serving.url("model_server_url"),
         )
         .unwrap()
         .with_reset_token(&serving.url("reset_token"));
-        keyless_runner::layer1::run_on(
-            &mut target,
-            &path,
-            &repo.path().join("golden"),
-            Fixture::load(&path).unwrap(),
-        )
-        .await
-        .unwrap()
+        let options = keyless_runner::RunOptions::new(repo.path().join("golden"));
+        keyless_runner::run(&mut target, &path, &options)
+            .await
+            .unwrap()
     });
     assert!(
         run.verdict().replayed_cleanly(),
@@ -621,7 +617,7 @@ fn serve_exits_1_naming_the_miss_after_an_unrecorded_call() {
     let serving = Serving::start(&repo, &["--replay-log", &log.display().to_string()]);
     let pgid = serving.line["gateway_process_group"].as_u64().unwrap();
     let url = format!("{}/chat/completions", serving.url("model_base_url"));
-    let answered = keyless_runner::layer1::runtime().unwrap().block_on(async {
+    let answered = keyless_runner::runtime().unwrap().block_on(async {
         reqwest::Client::new()
             .post(&url)
             .json(&serde_json::json!({
@@ -677,17 +673,17 @@ fn serve_exits_1_when_the_gateway_dies_or_no_model_call_came() {
 /// Layer 1's driver at a served gateway (a browser's stand-in): the fixture's prompt, no
 /// suggestions call, then the verdict's problems (empty for a clean replay).
 fn drive_served(serving: &Serving, path: &Path, golden: &Path) -> Vec<String> {
-    keyless_runner::layer1::runtime().unwrap().block_on(async {
-        let mut target = keyless_runner::target::AtUrl::new(
+    keyless_runner::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::AtUrl::new(
             &serving.url("gateway_url"),
             &serving.url("model_server_url"),
         )
         .unwrap()
         .with_reset_token(&serving.url("reset_token"));
-        let run =
-            keyless_runner::layer1::run_on(&mut target, path, golden, Fixture::load(path).unwrap())
-                .await
-                .unwrap();
+        let options = keyless_runner::RunOptions::new(golden);
+        let run = keyless_runner::run(&mut target, path, &options)
+            .await
+            .unwrap();
         if run.verdict().replayed_cleanly() {
             Vec::new()
         } else {
@@ -734,7 +730,7 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
         format!("http://127.0.0.1:{port}")
     );
     // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
-    keyless_runner::layer1::runtime().unwrap().block_on(async {
+    keyless_runner::runtime().unwrap().block_on(async {
         let options = keyless_runner::driver::DriveOptions::default();
         let mut session =
             keyless_runner::driver::Session::open(&recording.url("gateway_url"), &options)

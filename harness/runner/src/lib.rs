@@ -2,11 +2,13 @@
 //! names a gateway type, so a gateway in any language is tested through it and the `keyless`
 //! binary compiles no gateway.
 //!
-//! - [`driver`]: the HTTP wire driver (register → thread → `runs/stream`, the web client's
-//!   requests); [`transcript`]: what a streamed run produced, each frame's data parsed once.
-//! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
-//!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
-//!   gateway that runs elsewhere against a model server.
+//! - [`run`] (in [`layer1`]): the one run API, one fixture through a [`GatewayTarget`] as
+//!   [`RunOptions`] say, returning a [`ScenarioRun`] whose [`Verdict`](replay_core::Verdict) is
+//!   the one verdict; [`target`]: the [`GatewayTarget`] interface, [`AtUrl`] (a gateway that runs
+//!   elsewhere against a model server) and [`HarnessError`].
+//! - [`driver`]: the HTTP wire driver, one [`Session`] over a `Dialect` per API (one file each
+//!   under `driver/`, DeerFlow's holding its chat page, [`WebClient`]), and what a streamed run
+//!   produced ([`RunTranscript`], each frame's data parsed once).
 //! - [`launched`]: a gateway command started for each fixture; [`reused`]: one started once and
 //!   kept for several fixtures.
 //! - [`golden`]: goldens as insta snapshots; [`pending`]: pending goldens, accepted or
@@ -36,4 +38,18 @@ pub mod replay_log;
 pub mod reused;
 pub mod suite;
 pub mod target;
-pub mod transcript;
+
+// The surface callers use (the `keyless` binary, the `harness` package, xtask, tests).
+pub use driver::deerflow::{Page, PageRuns, WebClient};
+pub use driver::{
+    Api, AuthHeader, AuthHeaderError, DriveOptions, DriverError, Exchange, FramingRule,
+    RunTranscript, Session, SseEvent, StreamModes, UnknownApi,
+};
+pub use golden::{
+    GoldenError, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, read_golden, stem_of,
+};
+pub use layer1::{
+    Drive, DriveKind, FIXTURE_TIME_LIMIT, FixtureInput, RunFailed, RunOptions, ScenarioRun,
+    Transcripts, run, runtime,
+};
+pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};

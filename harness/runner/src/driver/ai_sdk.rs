@@ -32,7 +32,9 @@ use replay_core::{
     first_chars, named_frame_shape,
 };
 
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+};
 
 /// The response header that marks a UI message stream, and its value.
 pub const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
@@ -94,11 +96,15 @@ pub fn chat_request(chat_id: &str, history: &[Value], prompt: &str, message_id: 
 
 #[async_trait::async_trait]
 impl Dialect for AiSdk {
-    async fn open(&mut self, _driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
         Ok(())
     }
 
-    async fn begin(&mut self, _driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
+    async fn begin(
+        &mut self,
+        _client: &HttpClient,
+        _scenario: &Scenario,
+    ) -> Result<(), DriverError> {
         self.chat_id = generate_id();
         self.messages.clear();
         Ok(())
