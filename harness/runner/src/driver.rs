@@ -1145,7 +1145,11 @@ mod tests {
         for (size, expected) in cases {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let runtime = crate::layer1::runtime().unwrap();
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 let _ = sender.send(runtime.block_on(read_one_frame(size)));
             });
             let (read, took) = receiver
