@@ -401,3 +401,39 @@ fn every_cited_section_exists_in_the_document_it_cites() {
         "no section citations found; is the parser broken?"
     );
 }
+
+/// One driver (ARCHITECTURE.md): a dialect's routes are written in its file under
+/// `harness/runner/src/driver/` only; every other caller drives the gateway through the
+/// runner's `Session` or `WebClient`.
+#[test]
+fn a_dialects_routes_are_written_in_its_file_only() {
+    let root = workspace_root();
+    let dialects = root.join("harness/runner/src/driver");
+    let mut files = Vec::new();
+    for dir in ["harness", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    // Built with `format!`, so this file does not hold the literals it looks for.
+    let routes: Vec<String> = ["api/threads", "threads", "assistants"]
+        .iter()
+        .map(|route| format!("\"/{route}\""))
+        .collect();
+    let mut found = Vec::new();
+    for file in files {
+        if file.parent() == Some(dialects.as_path()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (index, line) in text.lines().enumerate() {
+            for route in routes.iter().filter(|route| line.contains(route.as_str())) {
+                let shown = file.strip_prefix(&root).unwrap_or(&file).display();
+                found.push(format!("{shown}:{}: {route}", index + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "route literals outside their dialect's file (harness/runner/src/driver/<dialect>.rs):\n{}",
+        found.join("\n")
+    );
+}
