@@ -854,8 +854,15 @@ mod tests {
             UnusedTurns,
             Option<UnusedFailure>,
         );
-        let cases: [Case; 8] = [
+        let cases: [Case; 9] = [
             ("all used", &deerflow, &[], UnusedTurns::Strict, None),
+            (
+                "the title turn unused by a client's flow",
+                &deerflow,
+                &[1],
+                UnusedTurns::Client,
+                Some(UnusedFailure::NotReached { turns: vec![1] }),
+            ),
             (
                 "the title turn unused",
                 &deerflow,

@@ -511,3 +511,118 @@ async fn drive(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::driver::SseEvent;
+
+    /// A run of these frames, streamed with the web client's modes.
+    fn page_transcript(events: &[&str]) -> RunTranscript {
+        RunTranscript {
+            request: Value::Null,
+            events: (events.iter())
+                .map(|event| SseEvent::new((*event).to_owned(), "{}".to_owned(), None))
+                .collect(),
+            modes: crate::driver::StreamModes::Web,
+            framing_rule: FramingRule::MetadataThenEnd,
+            headers: Vec::new(),
+            history: None,
+        }
+    }
+
+    /// A clean run of DeerFlow's chat page over a shipped fixture: two framed runs, every
+    /// request 2xx, every turn used; its golden folder is empty (the golden is only missing).
+    fn clean_page_run() -> ScenarioRun {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/two_run_thread.pro.json");
+        let fixture = Arc::new(Fixture::load(&path).expect("a shipped fixture"));
+        ScenarioRun {
+            fixture_path: path,
+            fixture,
+            drive: DriveKind::Page,
+            transcripts: vec![
+                page_transcript(&["metadata", "values", "end"]),
+                page_transcript(&["metadata", "values", "end"]),
+            ],
+            exchanges: vec![Exchange {
+                method: "GET".into(),
+                path: "/api/models".into(),
+                status: 200,
+                body: json!({"models": []}),
+            }],
+            misses: Vec::new(),
+            ambiguities: Vec::new(),
+            model_errors: Vec::new(),
+            unused_turns: Vec::new(),
+            elapsed: Duration::ZERO,
+            golden_dir: PathBuf::from("/nonexistent-golden-folder"),
+            transcripts_shown: Transcripts::Cut,
+        }
+    }
+
+    /// A case: its name, how it spoils a clean page run, and the text its one problem holds.
+    type Case = (&'static str, fn(&mut ScenarioRun), &'static str);
+
+    /// The page's policy, which the web flow's own verdict held before: each failed check is
+    /// one problem line of the one verdict.
+    #[test]
+    fn a_page_run_is_judged_by_the_pages_policy_one_problem_per_failed_check() {
+        let cases: [Case; 5] = [
+            (
+                "a 404",
+                |run| run.exchanges[0].status = 404,
+                "GET /api/models answered 404: {\"models\":[]}",
+            ),
+            (
+                "the second run without end",
+                |run| run.transcripts[1] = page_transcript(&["metadata", "values"]),
+                "run 1: the last frame is Some(\"values\"), expected \"end\"",
+            ),
+            (
+                "a run that does not open with metadata",
+                |run| run.transcripts[0] = page_transcript(&["values", "end"]),
+                "run 0: the first frame is Some(\"values\"), expected \"metadata\"",
+            ),
+            (
+                "a model server problem",
+                |run| {
+                    run.model_errors.push(ModelProblem::Reported {
+                        kind: replay_core::ModelProblemKind::AmbiguousCaller,
+                        message: "name the caller".into(),
+                    })
+                },
+                "[\"ambiguous_caller: name the caller\"]",
+            ),
+            (
+                "the suggestions turn never reached",
+                |run| run.unused_turns.push(2),
+                "recorded turns [2] were never asked for: the web client's flow did not reach them",
+            ),
+        ];
+        let clean = clean_page_run();
+        assert_eq!(clean.golden_stem(), "two_run_thread.pro.web");
+        let verdict = clean.verdict();
+        assert!(
+            verdict.replayed_cleanly(),
+            "{:?}",
+            verdict.problems(MissingGolden::Allowed)
+        );
+        for (name, spoil, expected) in cases {
+            let mut run = clean_page_run();
+            spoil(&mut run);
+            let verdict = run.verdict();
+            let problems = verdict.problems(MissingGolden::Allowed);
+            assert!(!verdict.replayed_cleanly(), "{name}");
+            assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+            assert!(problems[0].contains(expected), "{name}: {problems:?}");
+        }
+        // A session's run keeps Layer 1's policy: an unused suggestions turn is information.
+        let mut session = clean_page_run();
+        session.drive = DriveKind::Session;
+        session.unused_turns.push(2);
+        assert!(session.verdict().replayed_cleanly());
+    }
+}
