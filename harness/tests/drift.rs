@@ -502,6 +502,42 @@ fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     );
 }
 
+/// DeerFlow's frontend asks for no suggestions while `suggestions/config` says they are off
+/// (`input-box.tsx`), and neither does the page flow: the recorded suggestions turn is then never
+/// reached, which the page's verdict fails, naming it.
+#[test]
+fn the_page_asks_for_no_suggestions_while_they_are_off() {
+    let run = runtime()
+        .expect("Failed to build a runtime")
+        .block_on(run(
+            &mut InProcess::new(Extensions {
+                configure: Box::new(|config| config.suggestions.enabled = false),
+                ..Extensions::default()
+            }),
+            &scenario_fixture(),
+            &web_options(),
+        ))
+        .expect("the web flow runs");
+    let verdict = run.verdict();
+    let report = run.report(&verdict);
+    assert!(
+        !(run.exchanges.iter()).any(|exchange| exchange.path.ends_with("/suggestions")),
+        "no suggestions request: {report}"
+    );
+    let suggest_turns: Vec<usize> = (run.fixture.turns.iter().enumerate())
+        .filter(|(_, turn)| turn.caller.as_deref() == Some("suggest_agent"))
+        .map(|(index, _)| index)
+        .collect();
+    assert!(!suggest_turns.is_empty(), "the fixture records suggestions");
+    assert_eq!(
+        verdict.unused_failure,
+        Some(replay_core::UnusedFailure::NotReached {
+            turns: suggest_turns
+        }),
+        "{report}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Values below the shapes: the thread's final messages, normalised, against
 // `golden/<stem>.messages.snap` (docs/golden-format.md §9).
