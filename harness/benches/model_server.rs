@@ -21,7 +21,7 @@ use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::{options, run as run_fixture};
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
-use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
+use keyless_runner::{Mode, ModelServer, ServerOptions};
 use keyless_runner::{ScenarioRun, runtime};
 use replay_core::{
     Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,

@@ -73,11 +73,11 @@ pub struct Recorded {
 }
 
 /// The metadata file of a recording: `<recording>.meta.json`.
-pub use keyless_runner::recorded::meta_path_for;
+pub use keyless_runner::meta_path_for;
 
 /// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
 /// recording is (`docs/recording-format.md` §6).
-pub use keyless_runner::recorded::redacted_scenario;
+pub use keyless_runner::redacted_scenario;
 
 /// Drives `scenario` (redacted first, [`redacted_scenario`]) against a gateway whose model is
 /// `block`, recording every model call to `recording_path`, then writes the scenario beside it

@@ -15,7 +15,7 @@ use harness::adapter::hermetic::{ModelBlock, SCENARIO_MODEL, hermetic_config, pr
 use harness::in_process::run as run_fixture;
 use harness::record_run::{Recorded, record_scenario};
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
-use keyless_runner::recording_store::Activation;
+use keyless_runner::Activation;
 use replay_core::recording::{Access, Outcome, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::Value;

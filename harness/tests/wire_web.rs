@@ -17,8 +17,8 @@ use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::web_options;
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
-use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
 use keyless_runner::runtime;
+use keyless_runner::{Mode, ModelServer, ServerOptions};
 use replay_core::{Answer, Fixture, GoldenStatus};
 
 /// A hung gateway or server fails the test instead of the build.

@@ -46,10 +46,10 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 /// One line per recorded call, then each of the builder's warnings about the fixture on stderr
 /// (turns that share a key but answer differently, which a replay reports as ambiguous).
 pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
-    for line in keyless_runner::recorded::summary_lines(summary) {
+    for line in keyless_runner::summary_lines(summary) {
         println!("{line}");
     }
-    for warning in keyless_runner::recorded::warning_lines(fixture) {
+    for warning in keyless_runner::warning_lines(fixture) {
         eprintln!("{warning}");
     }
 }

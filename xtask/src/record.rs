@@ -76,7 +76,7 @@ fn required(name: &str) -> Option<String> {
 /// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no
 /// half-written fixture.
 pub fn write_fixture(path: &Path, fixture: &Fixture) -> anyhow::Result<()> {
-    Ok(keyless_runner::recorded::write_fixture(path, fixture)?)
+    Ok(keyless_runner::write_fixture(path, fixture)?)
 }
 
 pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
@@ -170,5 +170,5 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 /// Creates the folder a `--recording-out` file goes into when it does not exist yet (the
 /// recording writer would otherwise fail on its lock file) and returns it, so the caller says so.
 pub(crate) fn create_parent(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
-    Ok(keyless_runner::recorded::create_parent(path)?)
+    Ok(keyless_runner::create_parent(path)?)
 }

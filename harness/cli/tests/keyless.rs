@@ -160,7 +160,7 @@ fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fa
     assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
     // Over the wire the gateway streams what it streams in-process: the same golden.
     assert_eq!(
-        keyless_runner::golden::read_golden(&golden, FIXTURE).unwrap(),
+        keyless_runner::read_golden(&golden, FIXTURE).unwrap(),
         read_golden(FIXTURE).unwrap()
     );
 
@@ -295,8 +295,7 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
         ("maybe\ny\n", true, false),
     ];
     for (answers, accepted, left) in cases {
-        keyless_runner::pending::write_pending(&golden, FIXTURE, "fixtures/x.json", &document)
-            .unwrap();
+        keyless_runner::write_pending(&golden, FIXTURE, "fixtures/x.json", &document).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
             .arg("review")
             .current_dir(repo.path())
@@ -731,11 +730,10 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
     );
     // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
     keyless_runner::runtime().unwrap().block_on(async {
-        let options = keyless_runner::driver::DriveOptions::default();
-        let mut session =
-            keyless_runner::driver::Session::open(&recording.url("gateway_url"), &options)
-                .await
-                .unwrap();
+        let options = keyless_runner::DriveOptions::default();
+        let mut session = keyless_runner::Session::open(&recording.url("gateway_url"), &options)
+            .await
+            .unwrap();
         session.run_scenario(&shipped.scenario, &[]).await.unwrap();
     });
     let (code, stderr) = recording.stop();
@@ -893,7 +891,7 @@ impl UserRepo {
 
     /// Accepts the shipped golden into the user's folder, so `keyless test` passes.
     fn with_golden(self) -> UserRepo {
-        keyless_runner::pending::write_pending(
+        keyless_runner::write_pending(
             &self.path().join("golden"),
             FIXTURE,
             "fixtures/x.json",
@@ -1013,7 +1011,7 @@ fn links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused() 
         std::fs::create_dir_all(repo.path().join(".keyless/logs")).unwrap();
         std::fs::write(&secret, secret_text).unwrap();
         if real_pending {
-            keyless_runner::pending::write_pending(
+            keyless_runner::write_pending(
                 &repo.path().join("golden"),
                 FIXTURE,
                 "fixtures/x.json",

@@ -279,7 +279,7 @@ pub enum StreamModes {
     /// `["values"]`: Layer 1's golden, every event's shape.
     #[default]
     Values,
-    /// DeerFlow's web client's four modes ([`deerflow::WEB_STREAM_MODES`]): the web golden, runs of chunks of one
+    /// DeerFlow's web client's four modes (`deerflow::WEB_STREAM_MODES`): the web golden, runs of chunks of one
     /// message reduced to one entry ([`replay_core::web_shapes`]).
     Web,
 }

@@ -225,7 +225,7 @@ impl Dialect for DeerFlow {
 /// `channels/providers`, `suggestions/config`; a new chat ([`Page::new_thread`]):
 /// `threads/search`, the thread created, `GET`, `history`, `messages/page`, `token-usage`,
 /// `uploads/limits`; each prompt ([`Page::send`]) streamed with the web request
-/// ([`web_run_request`], four stream modes, the picked model), after each run the thread,
+/// (`web_run_request`, four stream modes, the picked model), after each run the thread,
 /// `history`, `messages/page` and `token-usage` again, then the follow-up suggestions as
 /// DeerFlow's frontend asks for them (`frontend/src/components/workspace/input-box.tsx`): the
 /// last six visible messages and `n = max_suggestions`, skipped while `suggestions/config` says
@@ -272,7 +272,7 @@ impl PageRuns {
 }
 
 impl WebClient {
-    /// The page below DeerFlow's [`BASE`], picking `model_name` as the page's model picker does
+    /// The page below DeerFlow's `BASE` (`/api`), picking `model_name` as the page's model picker does
     /// (`None`: no model picked, the gateway's default).
     pub fn new(model_name: Option<&str>) -> WebClient {
         WebClient {
@@ -368,7 +368,7 @@ impl Page {
     }
 
     /// Sends `prompt` in `mode` to the thread and streams the run with the web client's request
-    /// ([`web_run_request`]); then reloads the thread and asks for follow-up suggestions as
+    /// (`web_run_request`); then reloads the thread and asks for follow-up suggestions as
     /// DeerFlow's frontend does: the last six visible messages and `n = max_suggestions`,
     /// skipped while they are off or no message is visible.
     pub async fn send(
