@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture, run_fixture_on, runtime};
-use harness::model_server::{Mode, ModelServer, ServerOptions};
-use harness::target::AtUrl;
+use harness::in_process::{options, run as run_fixture};
+use harness::workspace::fixtures_dir;
+use keyless_runner::AtUrl;
+use keyless_runner::{Mode, ModelServer, ServerOptions};
+use keyless_runner::{ScenarioRun, runtime};
 use replay_core::{
     Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,
 };
@@ -154,7 +155,7 @@ async fn bench_layer1(fixture: &Path) {
     let mut in_process = Vec::new();
     for round in 0..45 {
         let started = Instant::now();
-        let run = run_fixture_on(&mut target, fixture)
+        let run = keyless_runner::run(&mut target, fixture, &options())
             .await
             .expect("external run");
         let external_time = started.elapsed();

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture, runtime};
+use harness::in_process::run as run_fixture;
+use harness::workspace::fixtures_dir;
+use keyless_runner::{ScenarioRun, runtime};
 use replay_core::replay_key;
 use serde_json::{Value, json};
 

@@ -1,48 +1,40 @@
 //! The in-process side of Layer 1: [`InProcess`], the [`GatewayTarget`] that boots
-//! `gateway-under-test` in this process with the replay model over the fixture, and the
-//! `run_fixture*` functions the golden tests, the benchmarks and `cargo xtask replay` call. The
-//! runner itself (`keyless_runner::layer1`) never names a gateway type; this is where this
-//! workspace's gateway is bound to it.
+//! `gateway-under-test` in this process with the replay model over the fixture, and this
+//! workspace's [`RunOptions`] for the one run API ([`keyless_runner::run`]): its `golden/`
+//! folder, and DeerFlow's chat page picking the hermetic scenario model ([`web_options`]). The
+//! runner itself never names a gateway type; this is where this workspace's gateway is bound to
+//! it.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keyless_runner::layer1::{HarnessError, ScenarioRun, run_on, run_on_within};
-use keyless_runner::target::{GatewayTarget, ModelLedger};
+use keyless_runner::{
+    Drive, GatewayTarget, HarnessError, ModelLedger, RunOptions, ScenarioRun, Transcripts,
+    WebClient,
+};
 use replay_core::{Fixture, ReplayEngine};
 
 use crate::adapter::boot::{BootedGateway, Extensions, ModelWiring, boot};
+use crate::adapter::hermetic::SCENARIO_MODEL;
+use crate::workspace::golden_dir;
 
-/// Runs a fixture file.
-pub async fn run_fixture(path: &Path) -> Result<ScenarioRun, HarnessError> {
-    run_fixture_with(path, Extensions::default()).await
+/// Layer 1's options in this workspace: judged against its `golden/`, transcripts shown in full
+/// when `HARNESS_FULL_TRANSCRIPT` is set.
+pub fn options() -> RunOptions {
+    RunOptions::new(golden_dir()).transcripts(Transcripts::from_env())
 }
 
-/// Runs a fixture file with test extensions (drift tests use the gateway's real extension
-/// points through these).
-pub async fn run_fixture_with(
-    path: &Path,
-    extensions: Extensions,
-) -> Result<ScenarioRun, HarnessError> {
-    let fixture = Fixture::load(path)?;
-    run_loaded(path, fixture, extensions).await
+/// [`options`] driving DeerFlow's chat page as its web client does, with the model the hermetic
+/// configuration names picked: judged against `golden/<stem>.web.snap`.
+pub fn web_options() -> RunOptions {
+    options().drive(Drive::Page(WebClient::new(Some(SCENARIO_MODEL))))
 }
 
-/// Runs an already loaded fixture through an in-process gateway, judged against this
-/// workspace's `golden/`.
-pub async fn run_loaded(
-    path: &Path,
-    fixture: Fixture,
-    extensions: Extensions,
-) -> Result<ScenarioRun, HarnessError> {
-    run_on(
-        &mut InProcess::new(extensions),
-        path,
-        &crate::golden::golden_dir(),
-        fixture,
-    )
-    .await
+/// Runs a fixture file through the gateway in-process with [`options`]: the one convenience the
+/// golden tests and benchmarks share.
+pub async fn run(path: &Path) -> Result<ScenarioRun, HarnessError> {
+    keyless_runner::run(&mut InProcess::default(), path, &options()).await
 }
 
 /// `gateway-under-test` booted in this process, with the replay model over the fixture and the
@@ -96,39 +88,4 @@ impl GatewayTarget for InProcess {
             unused_turns: engine.unused_turns(),
         })
     }
-}
-
-/// Runs a fixture file through `target` (in-process or at a URL), judged against this
-/// workspace's `golden/`.
-pub async fn run_fixture_on(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-) -> Result<ScenarioRun, HarnessError> {
-    keyless_runner::layer1::run_fixture_on(target, path, &crate::golden::golden_dir()).await
-}
-
-/// [`run_fixture_on`] with a time limit for the drive.
-pub async fn run_fixture_on_within(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    limit: std::time::Duration,
-) -> Result<ScenarioRun, HarnessError> {
-    keyless_runner::layer1::run_fixture_on_within(target, path, &crate::golden::golden_dir(), limit)
-        .await
-}
-
-/// [`run_fixture`] through the in-process gateway with a time limit for the drive.
-pub async fn run_fixture_within(
-    path: &Path,
-    limit: std::time::Duration,
-) -> Result<ScenarioRun, HarnessError> {
-    let fixture = Fixture::load(path)?;
-    run_on_within(
-        &mut InProcess::new(Extensions::default()),
-        path,
-        &crate::golden::golden_dir(),
-        fixture,
-        limit,
-    )
-    .await
 }

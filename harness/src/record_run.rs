@@ -1,6 +1,7 @@
 //! Recording a scenario: boot the gateway with the real OpenAI-compatible provider wrapped by the
-//! recording model, drive the scenario as the web client does (each prompt and follow-up with
-//! its run request, then the suggestions it asks for after every run), write the versioned
+//! recording model, drive the scenario through DeerFlow's chat page ([`WebClient`], the one page
+//! flow the web tests drive too: its page requests, each prompt and follow-up with its run
+//! request, then the suggestions it asks for after every run), write the versioned
 //! recording and its scenario metadata, and build the fixture from them. The stand-in path is
 //! the same with a scripted server in place of the real model.
 //!
@@ -15,9 +16,9 @@ use serde_json::Value;
 use crate::adapter::boot::{BootError, Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::ModelBlock;
 use crate::adapter::hermetic::SCENARIO_MODEL;
-use crate::driver::{Driver, DriverError, RunTranscript};
 #[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
+use keyless_runner::{DriverError, RunTranscript, WebClient};
 use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
 use replay_core::{BuildError, Fixture, Scenario, TurnSummary, build_fixture};
 
@@ -72,11 +73,11 @@ pub struct Recorded {
 }
 
 /// The metadata file of a recording: `<recording>.meta.json`.
-pub use keyless_runner::recorded::meta_path_for;
+pub use keyless_runner::meta_path_for;
 
 /// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
 /// recording is (`docs/recording-format.md` §6).
-pub use keyless_runner::recorded::redacted_scenario;
+pub use keyless_runner::redacted_scenario;
 
 /// Drives `scenario` (redacted first, [`redacted_scenario`]) against a gateway whose model is
 /// `block`, recording every model call to `recording_path`, then writes the scenario beside it
@@ -108,19 +109,20 @@ pub async fn record_scenario(
         source,
     })?;
     let drive = async {
-        let mut driver = Driver::new(&booted.url())?;
-        driver.register().await?;
         // Exactly the web client's requests, so the fixture replays in the browser too.
-        let runs = driver
-            .run_scenario_as_web_client(scenario, SCENARIO_MODEL)
+        let runs = (WebClient::new(Some(SCENARIO_MODEL)))
+            .drive(&booted.url(), scenario)
             .await?;
-        Ok((runs.transcripts, runs.suggestions))
+        if let Some(failed) = runs.first_failure() {
+            return Err(failed);
+        }
+        Ok((runs.suggestions(), runs.transcripts))
     }
     .await;
     if let Err(err) = booted.shutdown().await {
         tracing::warn!("gateway shutdown: {err}");
     }
-    let (transcripts, suggestions) = drive.map_err(|source| RecordError::Drive {
+    let (suggestions, transcripts) = drive.map_err(|source| RecordError::Drive {
         recording: origin.clone(),
         source,
     })?;

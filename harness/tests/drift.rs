@@ -16,10 +16,12 @@ use gateway_under_test::runtime::middleware::{HookResult, Middleware, ModelCall}
 use gateway_under_test::runtime::{AgentState, RunContext, StateUpdate};
 use gateway_under_test::tools::{Tool, ToolContext};
 use harness::adapter::Extensions;
-use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, run_fixture_with, run_loaded, runtime};
+use harness::in_process::{InProcess, options, web_options};
 use harness::record_run::record_with_stand_in;
 use harness::stand_in::Reply;
+use harness::web_flow::messages_status;
+use harness::workspace::fixtures_dir;
+use keyless_runner::{ScenarioRun, run, runtime};
 use replay_core::{Framing, GoldenStatus, MissingGolden, Scenario, UiMode, golden_document};
 use serde_json::{Value, json};
 
@@ -30,7 +32,7 @@ fn scenario_fixture() -> PathBuf {
 fn replay(path: &Path, extensions: Extensions) -> ScenarioRun {
     runtime()
         .expect("Failed to build a runtime")
-        .block_on(run_fixture_with(path, extensions))
+        .block_on(run(&mut InProcess::new(extensions), path, &options()))
         .unwrap_or_else(|err| panic!("{} did not run: {err}", path.display()))
 }
 
@@ -245,7 +247,11 @@ fn a_miss_swallowed_by_the_error_middleware_still_fails_the_scenario() {
     fixture.scenario.prompt.push_str(" Please.");
     let run = runtime()
         .expect("Failed to build a runtime")
-        .block_on(run_loaded(&path, fixture, Extensions::default()))
+        .block_on(run(
+            &mut InProcess::default(),
+            (path.as_path(), fixture),
+            &options(),
+        ))
         .unwrap();
     let events: Vec<&str> = run.transcripts[0]
         .events
@@ -393,7 +399,11 @@ fn record_then_replay(volatile: bool) -> (Value, ScenarioRun) {
         .final_values()
         .expect("recorded state");
     let run = runtime
-        .block_on(run_fixture_with(&path, stamp_extensions(volatile)))
+        .block_on(run(
+            &mut InProcess::new(stamp_extensions(volatile)),
+            &path,
+            &options(),
+        ))
         .expect("replay");
     (recorded, run)
 }
@@ -446,9 +456,10 @@ fn a_fresh_value_that_no_rule_normalises_is_a_miss() {
 fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     let baseline = runtime()
         .expect("Failed to build a runtime")
-        .block_on(harness::web_flow::run_web_flow(
+        .block_on(run(
+            &mut InProcess::default(),
             &scenario_fixture(),
-            Extensions::default(),
+            &web_options(),
         ))
         .expect("the web flow runs");
     if let Err(report) = baseline.check() {
@@ -458,12 +469,13 @@ fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     // suggestions prompt says "Generate 5 follow-up questions" and no recorded turn matches.
     let drifted = runtime()
         .expect("Failed to build a runtime")
-        .block_on(harness::web_flow::run_web_flow(
-            &scenario_fixture(),
-            Extensions {
+        .block_on(run(
+            &mut InProcess::new(Extensions {
                 configure: Box::new(|config| config.suggestions.max_suggestions = 5),
                 ..Extensions::default()
-            },
+            }),
+            &scenario_fixture(),
+            &web_options(),
         ))
         .expect("the web flow runs");
     let suggestions = drifted
@@ -487,6 +499,42 @@ fn a_drifted_suggestions_prompt_fails_the_web_client_flow() {
     assert!(
         verdict.failed_requests.is_empty(),
         "every request still answers 2xx: {report}"
+    );
+}
+
+/// DeerFlow's frontend asks for no suggestions while `suggestions/config` says they are off
+/// (`input-box.tsx`), and neither does the page flow: the recorded suggestions turn is then never
+/// reached, which the page's verdict fails, naming it.
+#[test]
+fn the_page_asks_for_no_suggestions_while_they_are_off() {
+    let run = runtime()
+        .expect("Failed to build a runtime")
+        .block_on(run(
+            &mut InProcess::new(Extensions {
+                configure: Box::new(|config| config.suggestions.enabled = false),
+                ..Extensions::default()
+            }),
+            &scenario_fixture(),
+            &web_options(),
+        ))
+        .expect("the web flow runs");
+    let verdict = run.verdict();
+    let report = run.report(&verdict);
+    assert!(
+        !(run.exchanges.iter()).any(|exchange| exchange.path.ends_with("/suggestions")),
+        "no suggestions request: {report}"
+    );
+    let suggest_turns: Vec<usize> = (run.fixture.turns.iter().enumerate())
+        .filter(|(_, turn)| turn.caller.as_deref() == Some("suggest_agent"))
+        .map(|(index, _)| index)
+        .collect();
+    assert!(!suggest_turns.is_empty(), "the fixture records suggestions");
+    assert_eq!(
+        verdict.unused_failure,
+        Some(replay_core::UnusedFailure::NotReached {
+            turns: suggest_turns
+        }),
+        "{report}"
     );
 }
 
@@ -525,14 +573,15 @@ fn a_drifted_message_value_changes_the_messages_golden() {
     let flow = |extensions| {
         runtime()
             .expect("Failed to build a runtime")
-            .block_on(harness::web_flow::run_web_flow(
+            .block_on(run(
+                &mut InProcess::new(extensions),
                 &scenario_fixture(),
-                extensions,
+                &web_options(),
             ))
             .expect("the web flow runs")
     };
     assert_eq!(
-        flow(Extensions::default()).messages_status(),
+        messages_status(&flow(Extensions::default())),
         GoldenStatus::Ok,
         "the unchanged gateway matches its messages golden"
     );
@@ -557,7 +606,7 @@ fn a_drifted_message_value_changes_the_messages_golden() {
             ..Extensions::default()
         });
         assert!(run.verdict().misses.is_empty(), "{name}: no miss");
-        assert_eq!(run.messages_status(), GoldenStatus::Changed, "{name}");
+        assert_eq!(messages_status(&run), GoldenStatus::Changed, "{name}");
     }
 }
 
@@ -594,7 +643,7 @@ fn a_fixture_whose_gateway_config_leaves_the_allow_list_is_refused_naming_file_a
         std::fs::write(&path, fixture.to_string()).expect("write");
         let error = runtime()
             .expect("runtime")
-            .block_on(run_fixture_with(&path, Extensions::default()))
+            .block_on(run(&mut InProcess::default(), &path, &options()))
             .expect_err("refused");
         let message = error.to_string();
         assert!(
@@ -612,14 +661,15 @@ fn a_fixture_past_its_time_limit_fails_naming_the_fixture() {
     let path = scenario_fixture();
     let error = runtime()
         .expect("runtime")
-        .block_on(harness::layer1::run_fixture_within(
+        .block_on(run(
+            &mut InProcess::default(),
             &path,
-            std::time::Duration::from_millis(1),
+            &options().time_limit(std::time::Duration::from_millis(1)),
         ))
         .expect_err("past the limit");
     let message = error.to_string();
     assert!(
-        matches!(error, harness::layer1::HarnessError::TimedOut { .. })
+        matches!(error, keyless_runner::HarnessError::TimedOut { .. })
             && message.contains(&path.display().to_string())
             && message.contains("time limit"),
         "{message}"

@@ -6,7 +6,7 @@
 //! gate); and the shape sequence equals the insta snapshot `golden/<stem>.snap`. The first two
 //! come from the run's verdict.
 //!
-//! `web_golden` drives the same fixture as DeerFlow's web client does (`harness::web_flow`: its
+//! `web_golden` drives the same fixture as DeerFlow's web client does (`keyless_runner::WebClient`: its
 //! page requests and its run request with the stream modes `messages-tuple`, `values`,
 //! `updates`, `custom`) and asserts: the flow passes its checks; the `values` frames are exactly
 //! those of the values-only golden (other modes must not change them); and the web reduction
@@ -25,10 +25,10 @@ mod web_client;
 
 use std::path::Path;
 
-use harness::adapter::Extensions;
-use harness::golden::{golden_dir, read_golden};
-use harness::layer1::{run_fixture, runtime};
-use harness::web_flow::run_web_flow;
+use harness::in_process::{InProcess, run as run_fixture, web_options};
+use harness::web_flow::{messages_document, messages_stem};
+use harness::workspace::{golden_dir, read_golden};
+use keyless_runner::runtime;
 use serde_json::{Value, json};
 use web_client::web_client_flow;
 
@@ -71,9 +71,16 @@ fn golden(path: &Path) -> datatest_stable::Result<()> {
 }
 
 fn web_golden(path: &Path) -> datatest_stable::Result<()> {
-    let run = runtime()?.block_on(run_web_flow(path, Extensions::default()))?;
-    run.check()?;
-    let fixture_stem = run.scenario.stem();
+    let run = runtime()?.block_on(keyless_runner::run(
+        &mut InProcess::default(),
+        path,
+        &web_options(),
+    ))?;
+    let verdict = run.verdict();
+    if !verdict.replayed_cleanly() {
+        return Err(run.report(&verdict).into());
+    }
+    let fixture_stem = run.stem();
     let expected: Vec<Value> = serde_json::from_str::<Value>(&read_golden(&fixture_stem)?)
         .ok()
         .and_then(|document| document["events"].as_array().cloned())
@@ -82,7 +89,6 @@ fn web_golden(path: &Path) -> datatest_stable::Result<()> {
         .filter(|event| event["event"] == "values")
         .collect();
     let actual: Vec<Value> = run
-        .scenario
         .shapes()
         .into_iter()
         .filter(|shape| shape.event.as_deref() == Some("values"))
@@ -91,23 +97,23 @@ fn web_golden(path: &Path) -> datatest_stable::Result<()> {
     if actual != expected {
         return Err(format!(
             "with the web client's stream modes, the `values` frames of fixtures/{fixture_stem}.json differ from golden/{fixture_stem}.snap: other modes must not change them\n\n{}",
-            run.report()
+            run.report(&verdict)
         )
         .into());
     }
     assert_golden(
         "the web SSE shape",
         &fixture_stem,
-        &run.stem(),
+        &run.golden_stem(),
         run.golden_document(),
-        || run.report(),
+        || run.report(&verdict),
     )?;
     assert_golden(
         "the final messages (values, normalised)",
         &fixture_stem,
-        &run.messages_stem(),
-        run.messages_document(),
-        || run.report(),
+        &messages_stem(&run),
+        messages_document(&run),
+        || run.report(&verdict),
     )
 }
 

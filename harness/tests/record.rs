@@ -12,10 +12,10 @@ use gateway_under_test::AppBuilder;
 use harness::adapter::Extensions;
 use harness::adapter::activation::{Installed, apply};
 use harness::adapter::hermetic::{ModelBlock, SCENARIO_MODEL, hermetic_config, prepare_home};
-use harness::layer1::run_fixture;
+use harness::in_process::run as run_fixture;
 use harness::record_run::{Recorded, record_scenario};
-use harness::recording_store::Activation;
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
+use keyless_runner::Activation;
 use replay_core::recording::{Access, Outcome, RecordedEvent, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::Value;
@@ -154,20 +154,13 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
     let gateway = app
         .serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap())
         .unwrap();
-    let mut driver = harness::driver::Driver::new(&gateway.url()).unwrap();
-    driver.register().await.unwrap();
-    let thread = driver.create_thread().await.unwrap();
-    // The web client's request, as the recording was made with: strict replay compares the
+    // The web client's page, as the recording was made with: strict replay compares the
     // model's input field by field, content blocks included.
-    let transcript = driver
-        .stream_web_run(
-            &thread,
-            WRITE_READ_FILE_PROMPT,
-            UiMode::Ultra,
-            Some(SCENARIO_MODEL),
-        )
+    let runs = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+        .drive(&gateway.url(), &ultra_scenario(WRITE_READ_FILE_PROMPT))
         .await
         .unwrap();
+    let transcript = &runs.transcripts[0];
     let values = transcript
         .events
         .iter()

@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
-use harness::golden::fixtures_dir;
+use harness::adapter::hermetic::SCENARIO_MODEL;
 use harness::replay_gateway::{
     Auth, GatewaySpec, HostSettings, ReplayGateway, SUITE_EXTRAS, manifest, replay_log_name, suite,
 };
-use harness::web_flow::drive_web_client;
+use harness::workspace::fixtures_dir;
+use keyless_runner::WebClient;
 use replay_core::Fixture;
 use serde_json::{Value, json};
 
@@ -106,7 +107,10 @@ async fn a_gateway_serves_the_client_logs_each_hit_and_then_each_miss_as_it_happ
             "auth": "enabled", "seed_route": false, "replay_log": "gateways/ultra.replay.jsonl"}]})
     );
 
-    drive_web_client(&url, &fixture).await.unwrap();
+    WebClient::new(Some(SCENARIO_MODEL))
+        .drive(&url, &fixture.scenario)
+        .await
+        .unwrap();
     let hits = log_lines(&log);
     let expected: Vec<Value> = fixture
         .turns
@@ -118,7 +122,10 @@ async fn a_gateway_serves_the_client_logs_each_hit_and_then_each_miss_as_it_happ
 
     // The same fixture again: every turn is used up, so the first model call misses, and the
     // log has the miss before the gateway stops.
-    drive_web_client(&url, &fixture).await.unwrap();
+    WebClient::new(Some(SCENARIO_MODEL))
+        .drive(&url, &fixture.scenario)
+        .await
+        .unwrap();
     let lines = log_lines(&log);
     let misses: Vec<&Value> = lines[hits.len()..].iter().collect();
     assert!(!misses.is_empty(), "no miss logged: {lines:?}");

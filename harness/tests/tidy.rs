@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::golden::{fixtures_dir, golden_dir, workspace_root};
+use harness::workspace::{fixtures_dir, golden_dir, workspace_root};
 
 fn stems(dir: &Path, suffix: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -495,15 +495,6 @@ const CIRCLES_BEING_FIXED: &[&[&str]] = &[
         "gateway-under-test/src/models/gemini.rs",
         "gateway-under-test/src/models/openai/mod.rs",
     ],
-    // i28-driver: the runner's driver and transcript, layer1 and target.
-    &[
-        "harness/runner/src/driver.rs",
-        "harness/runner/src/transcript.rs",
-    ],
-    &[
-        "harness/runner/src/layer1.rs",
-        "harness/runner/src/target.rs",
-    ],
 ];
 
 #[test]
@@ -687,8 +678,6 @@ fn the_circle_reader_finds_circles_and_passes_nesting() {
 /// lands, by file and what is read. The list may only shrink: an entry that no longer matches a
 /// read fails the test.
 const ENV_READS_BEING_MOVED: &[(&str, &str)] = &[
-    // i28-driver: Layer 1's full-transcript switch becomes a run option.
-    ("harness/runner/src/layer1.rs", "std::env::var_os"),
     // i28-wire: the Bedrock provider's AWS credentials, read inside the gateway's library
     // (against its invariant that only the binary reads the environment).
     ("gateway-under-test/src/models/bedrock.rs", "std::env::var"),
@@ -831,10 +820,6 @@ fn the_gateway_depends_on_no_record_or_replay_crate() {
     );
 }
 
-/// Verdict types outside `replay_core::Verdict` that issue 28 is folding into it, by file and
-/// name. The list may only shrink: an entry whose type is gone fails the test.
-const OTHER_VERDICTS_BEING_FOLDED: &[(&str, &str)] = &[("harness/src/web_flow.rs", "WebVerdict")];
-
 /// The Rust sources of every library and binary target, workspace-relative, with their text.
 fn product_sources() -> Vec<(String, String)> {
     let root = workspace_root();
@@ -879,19 +864,10 @@ fn one_verdict_type_outside_the_core() {
     );
     let mut problems = Vec::new();
     for (file, name) in &found {
-        let known = (file == "harness/core/src/verdict.rs" && name == "Verdict")
-            || OTHER_VERDICTS_BEING_FOLDED.contains(&(file.as_str(), name.as_str()));
-        if !known {
+        if !(file == "harness/core/src/verdict.rs" && name == "Verdict") {
             problems.push(format!(
                 "{file}: `{name}` is a second verdict; whether a replay passed is a \
                  replay_core::Verdict (make the difference a policy of it)"
-            ));
-        }
-    }
-    for (file, name) in OTHER_VERDICTS_BEING_FOLDED {
-        if !found.contains(&(file.to_string(), name.to_string())) {
-            problems.push(format!(
-                "OTHER_VERDICTS_BEING_FOLDED lists {name} in {file}, which is gone: remove it"
             ));
         }
     }
@@ -1075,4 +1051,40 @@ fn the_invariant_check_refuses_a_missing_or_unknown_test() {
         let problems = invariant_problems(document, &root);
         assert_eq!(problems.len(), expected, "{document}: {problems:?}");
     }
+}
+
+/// One driver (ARCHITECTURE.md): a dialect's routes are written in its file under
+/// `harness/runner/src/driver/` only; every other caller drives the gateway through the
+/// runner's `Session` or `WebClient`.
+#[test]
+fn a_dialects_routes_are_written_in_its_file_only() {
+    let root = workspace_root();
+    let dialects = root.join("harness/runner/src/driver");
+    let mut files = Vec::new();
+    for dir in ["harness", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    // Built with `format!`, so this file does not hold the literals it looks for.
+    let routes: Vec<String> = ["api/threads", "threads", "assistants"]
+        .iter()
+        .map(|route| format!("\"/{route}\""))
+        .collect();
+    let mut found = Vec::new();
+    for file in files {
+        if file.parent() == Some(dialects.as_path()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (index, line) in text.lines().enumerate() {
+            for route in routes.iter().filter(|route| line.contains(route.as_str())) {
+                let shown = file.strip_prefix(&root).unwrap_or(&file).display();
+                found.push(format!("{shown}:{}: {route}", index + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "route literals outside their dialect's file (harness/runner/src/driver/<dialect>.rs):\n{}",
+        found.join("\n")
+    );
 }

@@ -1,20 +1,23 @@
 //! The web client's flow over every shipped fixture (adding a fixture file adds a test): replay
-//! it while making the requests DeerFlow's chat page makes, in its order (`harness::web_flow`),
+//! it while making the requests DeerFlow's chat page makes, in its order (`keyless_runner::WebClient`),
 //! and assert what a browser needs: every request 2xx, no replay miss, every recorded turn used
 //! (the suggestions turn included), suggestions shown, and the page's message history holding
 //! each prompt after the runs.
 
 use std::path::Path;
 
-use harness::adapter::Extensions;
-use harness::layer1::runtime;
-use harness::web_flow::run_web_flow;
+use harness::in_process::{InProcess, web_options};
+use keyless_runner::runtime;
 use serde_json::Value;
 
 /// One fixture's test; `golden.rs` lists it in the binary's datatest harness.
 pub(crate) fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
     let runtime = runtime()?;
-    let run = runtime.block_on(run_web_flow(path, Extensions::default()))?;
+    let run = runtime.block_on(keyless_runner::run(
+        &mut InProcess::default(),
+        path,
+        &web_options(),
+    ))?;
     run.check()?;
     let answer = |suffix: &str| {
         run.exchanges
@@ -22,7 +25,7 @@ pub(crate) fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
             .rev()
             .find(|exchange| exchange.path.ends_with(suffix) || exchange.path.contains(suffix))
             .map(|exchange| exchange.body.clone())
-            .ok_or_else(|| format!("no request to …{suffix}\n\n{}", run.report()))
+            .ok_or_else(|| format!("no request to …{suffix}\n\n{}", run.report(&run.verdict())))
     };
     let suggestions = answer("/suggestions")?;
     if suggestions["suggestions"]
@@ -31,7 +34,7 @@ pub(crate) fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
     {
         return Err(format!(
             "no suggestions were shown: {suggestions}\n\n{}",
-            run.report()
+            run.report(&run.verdict())
         )
         .into());
     }
@@ -43,7 +46,7 @@ pub(crate) fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
         .filter(|row| row["event_type"] == "llm.human.input")
         .map(|row| text_of(&row["content"]["content"]))
         .collect();
-    let fixture = &run.scenario.fixture;
+    let fixture = &run.fixture;
     let prompts: Vec<String> = std::iter::once(&fixture.scenario.prompt)
         .chain(&fixture.scenario.followups)
         .cloned()
@@ -51,7 +54,7 @@ pub(crate) fn web_client_flow(path: &Path) -> datatest_stable::Result<()> {
     if humans != prompts {
         return Err(format!(
             "the message page after the runs shows the prompts {humans:?}, expected {prompts:?}\n\n{}",
-            run.report()
+            run.report(&run.verdict())
         )
         .into());
     }

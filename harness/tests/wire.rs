@@ -24,16 +24,20 @@ use std::time::Duration;
 
 use gateway_under_test::models::openai::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::golden::fixtures_dir;
-use harness::layer1::{ScenarioRun, drive_prompts, run_fixture_on, run_loaded, runtime};
-use harness::model_server::{
+use harness::in_process::{InProcess, options};
+use harness::workspace::fixtures_dir;
+use keyless_runner::AtUrl;
+use keyless_runner::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
-use harness::target::AtUrl;
+use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
 };
-use replay_core::{Fixture, Scenario, UiMode, messages_from_chat_completions, replay_key};
+use replay_core::{
+    Fixture, ModelProblem, ModelProblemKind, Scenario, UiMode, messages_from_chat_completions,
+    replay_key,
+};
 use serde_json::{Value, json};
 use support::{scripted_upstream, write_read_file_streams};
 
@@ -57,7 +61,7 @@ fn gateway_binary() -> &'static Path {
 
 /// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let files = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
@@ -116,7 +120,9 @@ fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
                 let mut target = AtUrl::new(gateway.url(), &server.url())
                     .expect("target")
                     .with_reset_token(server.reset_token());
-                let run = run_fixture_on(&mut target, path).await.expect("the run");
+                let run = keyless_runner::run(&mut target, path, &options())
+                    .await
+                    .expect("the run");
                 assert_green(&run, &format!("over the wire at {api:?}"));
                 assert!(
                     server.problems().is_empty(),
@@ -132,6 +138,15 @@ fn every_shipped_fixture_replays_over_each_wire_to_its_golden() {
         }
         server.stop().await.expect("stops");
     });
+}
+
+/// Drives the gateway at `url` through `fixture`'s prompt and follow-ups in a DeerFlow session
+/// with Layer 1's run request (a test that starts its gateway and model server itself).
+async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
+    let mut session = Session::open(url, &DriveOptions::default()).await?;
+    session
+        .run_scenario(&fixture.scenario, &fixture.turns)
+        .await
 }
 
 /// Records `fixture` (read from `path`) at the wire into `folder`: gateway → proxy → a model
@@ -181,9 +196,11 @@ fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
             let mut target = AtUrl::new(gateway.url(), &strict.url())
                 .expect("target")
                 .with_reset_token(strict.reset_token());
-            let run = run_fixture_on(&mut target, &path).await.expect("the run");
+            let run = keyless_runner::run(&mut target, &path, &options())
+                .await
+                .expect("the run");
             assert_green(&run, "strict recording over the wire");
-            let state = harness::model_server::ModelServerClient::new(&strict.url())
+            let state = keyless_runner::ModelServerClient::new(&strict.url())
                 .expect("client")
                 .state()
                 .await
@@ -220,7 +237,7 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
         let mut target = AtUrl::new(gateway.url(), &strict.url())
             .expect("target")
             .with_reset_token(strict.reset_token());
-        let run = run_fixture_on(&mut target, &drifted_path)
+        let run = keyless_runner::run(&mut target, &drifted_path, &options())
             .await
             .expect("the run");
         let verdict = run.verdict();
@@ -228,10 +245,13 @@ fn a_strict_mismatch_over_the_wire_fails_the_verdict_and_the_report_names_it() {
         // Strict replay reports a mismatch, not a miss; the verdict fails on it all the same.
         assert!(verdict.misses.is_empty(), "{report}");
         assert!(
-            verdict
-                .model_errors
-                .first()
-                .is_some_and(|e| e.starts_with("mismatch: ")),
+            verdict.model_errors.first().is_some_and(|e| matches!(
+                e,
+                ModelProblem::Reported {
+                    kind: ModelProblemKind::Mismatch,
+                    ..
+                }
+            )),
             "{report}"
         );
         assert!(!verdict.replayed_cleanly(), "{report}");
@@ -328,10 +348,10 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         // The fixture it built replays in-process …
         let fixture_path = folder.path().join("write_read_file.ultra.json");
         std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
-        let run = run_loaded(
-            &fixture_path,
-            built.fixture.clone(),
-            harness::adapter::Extensions::default(),
+        let run = keyless_runner::run(
+            &mut InProcess::default(),
+            (fixture_path.as_path(), built.fixture.clone()),
+            &options(),
         )
         .await
         .expect("in-process run");
@@ -345,7 +365,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         let mut target = AtUrl::new(gateway.url(), &server.url())
             .expect("target")
             .with_reset_token(server.reset_token());
-        let run = run_fixture_on(&mut target, &fixture_path)
+        let run = keyless_runner::run(&mut target, &fixture_path, &options())
             .await
             .expect("the run");
         assert_green(&run, "over the wire, from the proxy's recording");
@@ -372,7 +392,7 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let mut target = AtUrl::new(gateway.url(), &server.url())
             .expect("target")
             .with_reset_token(server.reset_token());
-        let run = run_fixture_on(&mut target, &drifted)
+        let run = keyless_runner::run(&mut target, &drifted, &options())
             .await
             .expect("the run");
         let verdict = run.verdict();
@@ -397,8 +417,7 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let kinds: Vec<&str> = server.problems().iter().map(Problem::kind).collect();
         assert_eq!(kinds, ["miss"]);
         // A driver in another process reads the same ledger.
-        let client =
-            harness::model_server::ModelServerClient::new(&server.base_url()).expect("client");
+        let client = keyless_runner::ModelServerClient::new(&server.base_url()).expect("client");
         assert_eq!(client.problems().await.expect("misses"), server.problems());
     });
 }
@@ -626,10 +645,7 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(status, 400, "a miss");
         let reply: Value = client
             .post(format!("{}/_harness/reset", server.url()))
-            .header(
-                harness::model_server::RESET_TOKEN_HEADER,
-                server.reset_token(),
-            )
+            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
             .send()
             .await
             .expect("reset")
@@ -639,10 +655,7 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
         let again: Value = client
             .post(format!("{}/_harness/reset", server.url()))
-            .header(
-                harness::model_server::RESET_TOKEN_HEADER,
-                server.reset_token(),
-            )
+            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
             .send()
             .await
             .expect("reset")
@@ -782,7 +795,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
                 .insert("send_message_names".into(), Value::Bool(true));
             model_block_at(&mut entry, api);
             let model = WireChatModel::new(&entry, api).expect("client");
-            let client = harness::model_server::ModelServerClient::new(&server.url())
+            let client = keyless_runner::ModelServerClient::new(&server.url())
                 .unwrap()
                 .with_reset_token(server.reset_token());
             client.reset(None).await.expect("a fresh replay");
@@ -846,7 +859,7 @@ fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
 
 /// What a run's final state says the model answered: each AI message's text, reasoning,
 /// refusal, tool calls (id, name, arguments) and error fallback, and each tool message's result.
-fn answers(transcripts: &[harness::driver::RunTranscript]) -> Vec<Value> {
+fn answers(transcripts: &[keyless_runner::RunTranscript]) -> Vec<Value> {
     transcripts
         .iter()
         .filter_map(|transcript| transcript.final_values())
@@ -934,10 +947,10 @@ async fn through_xtask_record(
     .unwrap_or_else(|err| panic!("{}: recording: {err}", case.name));
     let fixture_path = folder.join(format!("{}.ultra.json", case.name));
     std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).expect("write fixture");
-    let replay = run_loaded(
-        &fixture_path,
-        recorded.fixture.clone(),
-        harness::adapter::Extensions::default(),
+    let replay = keyless_runner::run(
+        &mut InProcess::default(),
+        (fixture_path.as_path(), recorded.fixture.clone()),
+        &options(),
     )
     .await
     .expect("in-process replay");
@@ -950,7 +963,7 @@ async fn through_xtask_record(
 }
 
 /// The events a run streamed, by name (`llm_retry` custom events included), per run.
-fn event_names(transcripts: &[harness::driver::RunTranscript]) -> Vec<Vec<String>> {
+fn event_names(transcripts: &[keyless_runner::RunTranscript]) -> Vec<Vec<String>> {
     transcripts
         .iter()
         .map(|t| t.events.iter().map(|e| e.event.clone()).collect())
@@ -991,10 +1004,10 @@ async fn through_the_proxy(
     let built = proxy.stop().await.expect("stops").expect("a fixture");
     let fixture_path = folder.join(format!("{}.ultra.json", case.name));
     std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
-    let in_process = run_loaded(
-        &fixture_path,
-        built.fixture.clone(),
-        harness::adapter::Extensions::default(),
+    let in_process = keyless_runner::run(
+        &mut InProcess::default(),
+        (fixture_path.as_path(), built.fixture.clone()),
+        &options(),
     )
     .await
     .expect("in-process replay");
@@ -1006,7 +1019,7 @@ async fn through_the_proxy(
     let mut target = AtUrl::new(gateway.url(), &server.url())
         .expect("target")
         .with_reset_token(server.reset_token());
-    let over_wire = run_fixture_on(&mut target, &fixture_path)
+    let over_wire = keyless_runner::run(&mut target, &fixture_path, &options())
         .await
         .expect("the wire replay");
     assert_replayed(&over_wire, case.name, "the proxy's fixture, over the wire");
@@ -1018,7 +1031,7 @@ async fn through_the_proxy(
     let mut target = AtUrl::new(gateway.url(), &strict.url())
         .expect("target")
         .with_reset_token(strict.reset_token());
-    let strictly = run_fixture_on(&mut target, &fixture_path)
+    let strictly = keyless_runner::run(&mut target, &fixture_path, &options())
         .await
         .expect("the strict replay");
     assert_replayed(

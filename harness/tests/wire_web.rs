@@ -1,7 +1,7 @@
 //! The web client's four-mode flow at the model's wire agrees with in-process replay: the
 //! `gateway-under-test` binary, its one model a model server replaying every shipped fixture,
-//! driven as DeerFlow's chat page drives it (`harness::web_flow::run_web_flow_on` through
-//! `target::AtUrl`: its page requests, its run request with four stream modes, suggestions with
+//! driven as DeerFlow's chat page drives it (`keyless_runner::run` with the page drive through
+//! `AtUrl`: its page requests, its run request with four stream modes, suggestions with
 //! `n = max_suggestions` after each run, the reload) gives the committed web golden of every
 //! fixture, with no miss, no model-server problem and every recorded turn used (the suggestions
 //! turns included). A run of streamed chunks is one golden entry (`docs/golden-format.md` §8), so
@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use gateway_under_test::models::openai::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::golden::fixtures_dir;
-use harness::layer1::runtime;
-use harness::model_server::{Mode, ModelServer, ServerOptions};
-use harness::target::AtUrl;
-use harness::web_flow::{run_web_flow_on, web_golden_status};
+use harness::in_process::web_options;
+use harness::workspace::fixtures_dir;
+use keyless_runner::AtUrl;
+use keyless_runner::runtime;
+use keyless_runner::{Mode, ModelServer, ServerOptions};
 use replay_core::{Answer, Fixture, GoldenStatus};
 
 /// A hung gateway or server fails the test instead of the build.
@@ -64,7 +64,9 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                 let mut target = AtUrl::new(gateway.url(), &server.url())
                     .expect("target")
                     .with_reset_token(server.reset_token());
-                let run = run_web_flow_on(&mut target, path).await.expect("the flow");
+                let run = keyless_runner::run(&mut target, path, &web_options())
+                    .await
+                    .expect("the flow");
                 let stem = fixture.scenario.stem();
                 // The error body as each non-OpenAI wire words it (its Python repr).
                 let worded = match api {
@@ -78,12 +80,11 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                     // words it, so the suggestions prompt that quotes the fallback differs at
                     // a wire other than OpenAI's: a miss, named, never a silent pick.
                     assert!(
-                        run.scenario
-                            .misses
+                        run.misses
                             .iter()
                             .any(|miss| miss.canonical.contains(worded)),
                         "{stem} at {api:?}: expected the suggestions call quoting the wire's error body to miss\n{}",
-                        run.report()
+                        run.report(&run.verdict())
                     );
                     continue;
                 }
@@ -91,11 +92,11 @@ fn every_shipped_fixture_gives_its_web_golden_at_the_wire() {
                     panic!("{stem} at the wire {api:?}:\n{report}");
                 }
                 assert_eq!(
-                    web_golden_status(&run),
+                    run.golden_status(),
                     GoldenStatus::Ok,
                     "{stem}: the web golden at the wire {api:?} differs from golden/{stem}.web.snap\n{}\n\n{}",
                     run.golden_document(),
-                    run.report()
+                    run.report(&run.verdict())
                 );
             }
         }

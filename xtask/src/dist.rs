@@ -24,7 +24,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail, ensure};
-use harness::golden::workspace_root;
+use harness::workspace::workspace_root;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};

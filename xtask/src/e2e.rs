@@ -15,7 +15,7 @@ use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use harness::golden::workspace_root;
+use harness::workspace::workspace_root;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

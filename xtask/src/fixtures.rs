@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use harness::adapter::Extensions;
-use harness::golden::fixtures_dir;
 use harness::record_run::record_with_stand_in;
 use harness::scenarios::shipped;
+use harness::workspace::fixtures_dir;
 use replay_core::MissingGolden;
 
 use crate::record::{print_summary, write_fixture};
@@ -73,7 +73,7 @@ fn check() -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in files {
         let run = runtime
-            .block_on(harness::layer1::run_fixture(&path))
+            .block_on(harness::in_process::run(&path))
             .with_context(|| format!("replaying {}", path.display()))?;
         let verdict = run.verdict();
         let unused: Vec<String> = verdict

@@ -163,5 +163,5 @@ fn main() -> ExitCode {
 
 /// The runtime for commands that boot gateways (the harness's, as its tests use).
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(harness::layer1::runtime()?)
+    Ok(keyless_runner::runtime()?)
 }

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use harness::golden::fixtures_dir;
+use harness::workspace::fixtures_dir;
 
 /// Arguments of `model-server`: `keyless model-server`'s.
 pub type Args = keyless::model_server::Args;

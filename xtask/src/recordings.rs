@@ -1,5 +1,5 @@
 //! `cargo xtask recordings`: manage provider-boundary recordings and the `record_replay`
-//! configuration (`docs/recording-format.md` §12). A thin layer over `harness::recording_store`; it
+//! configuration (`docs/recording-format.md` §12). A thin layer over `keyless_runner::RecordingsHome`; it
 //! never starts a gateway, so `status` and `off` work even when the configured file is broken.
 //!
 //! The state directory is `$HARNESS_STATE_DIR`, else `<repository root>/.harness-state`.
@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use harness::recording_store::{RecordingsError, RecordingsHome, terminal_confirmation};
+use keyless_runner::{RecordingsError, RecordingsHome, terminal_confirmation};
 use serde_json::Value;
 
 /// Recordings verbs. Every change takes effect at the next start.
@@ -76,7 +76,8 @@ pub enum Command {
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
-    let home = RecordingsHome::from_env(harness::golden::workspace_root().join(".harness-state"));
+    let home =
+        RecordingsHome::from_env(harness::workspace::workspace_root().join(".harness-state"));
     match execute(&home, command) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err) => {

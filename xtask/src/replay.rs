@@ -8,12 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use futures::StreamExt;
-use harness::adapter::Extensions;
-use harness::golden::fixtures_dir;
-use harness::layer1::{FIXTURE_TIME_LIMIT, ScenarioRun, run_fixture_on_within, run_fixture_within};
-use harness::target::AtUrl;
-use harness::web_flow::{run_web_flow, run_web_flow_on, web_golden_status};
-use keyless_runner::suite::{
+use harness::in_process::{InProcess, options, web_options};
+use harness::workspace::fixtures_dir;
+use keyless_runner::{AtUrl, FIXTURE_TIME_LIMIT, RunOptions, ScenarioRun};
+use keyless_runner::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
 };
@@ -74,18 +72,18 @@ fn warn_about_overrides(path: &std::path::Path) {
     }
 }
 
-/// One fixture in-process, or through the gateway at a URL.
+/// One fixture in-process, or through the gateway at a URL, as `options` say.
 async fn run_one(
     path: &std::path::Path,
     external: Option<AtUrl>,
-    limit: std::time::Duration,
-) -> Result<ScenarioRun, harness::layer1::HarnessError> {
+    options: &RunOptions,
+) -> Result<ScenarioRun, keyless_runner::HarnessError> {
     match external {
         Some(mut target) => {
             warn_about_overrides(path);
-            run_fixture_on_within(&mut target, path, limit).await
+            keyless_runner::run(&mut target, path, options).await
         }
-        None => run_fixture_within(path, limit).await,
+        None => keyless_runner::run(&mut InProcess::default(), path, options).await,
     }
 }
 
@@ -111,15 +109,7 @@ fn run_web(
         );
     }
     for path in files {
-        let run = runtime.block_on(async {
-            match external.clone() {
-                Some(mut target) => {
-                    warn_about_overrides(path);
-                    run_web_flow_on(&mut target, path).await
-                }
-                None => run_web_flow(path, Extensions::default()).await,
-            }
-        });
+        let run = runtime.block_on(run_one(path, external.clone(), &web_options()));
         let run = match run {
             Ok(run) => run,
             Err(err) => {
@@ -128,9 +118,9 @@ fn run_web(
                 continue;
             }
         };
-        let golden = web_golden_status(&run);
-        let scenario = &run.scenario;
-        let events: usize = scenario.transcripts.iter().map(|t| t.events.len()).sum();
+        let golden = run.golden_status();
+        let scenario = &run;
+        let events = run.event_count();
         if json_lines {
             let line = json!({
                 "fixture": path.display().to_string(),
@@ -195,11 +185,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // One model server serves one fixture at a time, so an external gateway runs them in turn.
     let parallel = if external.is_some() { 1 } else { 4 };
     let external = &external;
-    let limit = std::time::Duration::from_secs(args.fixture_time_limit);
+    let options = &options().time_limit(std::time::Duration::from_secs(args.fixture_time_limit));
     let results: Vec<anyhow::Result<Row>> = runtime.block_on(async {
         futures::stream::iter(files.iter().cloned())
             .map(|path| async move {
-                let run = run_one(&path, external.clone(), limit)
+                let run = run_one(&path, external.clone(), options)
                     .await
                     .with_context(|| format!("replaying {}", path.display()))?;
                 let verdict = run.verdict();

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use harness::golden::{fixtures_dir, workspace_root};
 use harness::replay_gateway::{
     Auth, GatewayReport, GatewaySpec, HostSettings, ReplayGateway, manifest, suite,
 };
+use harness::workspace::{fixtures_dir, workspace_root};
 use replay_core::{SHARED_FILE_MODE, write_atomically};
 
 /// Arguments of `replay-gateway`.

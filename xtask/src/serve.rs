@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use gateway_under_test::{AppBuilder, Config};
 use harness::adapter::activation::{Installed, apply};
-use harness::recording_store::RecordingsHome;
+use keyless_runner::RecordingsHome;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
@@ -26,7 +26,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(port) = args.port {
         config.server.port = port;
     }
-    let home = RecordingsHome::from_env(harness::golden::workspace_root().join(".harness-state"));
+    let home =
+        RecordingsHome::from_env(harness::workspace::workspace_root().join(".harness-state"));
     // Read once, at start: a later `recordings` change takes effect at the next start.
     let activation = home.activation();
     let (builder, installed) = apply(AppBuilder::new(config.clone()), activation, &home.root());

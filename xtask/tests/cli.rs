@@ -6,6 +6,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use harness::adapter::hermetic::SCENARIO_MODEL;
 use serde_json::{Value, json};
 use support::{free_port, interrupt};
 
@@ -199,17 +200,19 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
         let fixture =
             replay_core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
                 .unwrap();
-        let mut driver = harness::driver::Driver::new(&base).unwrap();
-        driver.register().await.unwrap();
-        let thread = driver.create_thread().await.unwrap();
-        let transcript = driver
-            .stream_run(&thread, &fixture.scenario.prompt, &fixture.scenario.context)
+        // DeerFlow's chat page: the run, then the suggestions it asks for after it.
+        let runs = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+            .drive(&base, &fixture.scenario)
             .await
             .unwrap();
-        assert_eq!(transcript.events.len(), 15);
-        let conversation =
-            harness::driver::visible_conversation(&transcript.final_values().unwrap());
-        driver.suggestions(&thread, &conversation, 3).await.unwrap()
+        assert_eq!(runs.transcripts.len(), 1);
+        let suggestions = runs.suggestions();
+        assert_eq!(
+            suggestions.len(),
+            1,
+            "one suggestions request after the run"
+        );
+        suggestions[0].clone()
     });
     let rest = interrupt(&child, &mut stdout);
     let status = child.wait().unwrap();
@@ -300,12 +303,14 @@ fn the_suite_gateways_write_their_manifest_and_a_miss_makes_the_launcher_exit_1(
             reqwest_get(&format!("{base}/health")).await["status"],
             "healthy"
         );
-        let mut driver = harness::driver::Driver::new(&base).unwrap();
-        driver.register().await.unwrap();
-        let thread = driver.create_thread().await.unwrap();
+        let mut page = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+            .open(&base)
+            .await
+            .unwrap();
+        let thread = page.new_thread().await.unwrap();
         // A conversation the fixture never recorded: the suggestions model call misses.
         let unrecorded = [("user".to_owned(), "Something nobody recorded".to_owned())];
-        driver.suggestions(&thread, &unrecorded, 3).await.unwrap();
+        page.suggest(&thread, &unrecorded).await.unwrap();
     });
     let log = folder
         .path()

@@ -11,9 +11,18 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
-use harness::layer1::{drive_prompts, runtime};
+use keyless_runner::{DriveOptions, DriverError, RunTranscript, Session, runtime};
 use replay_core::Fixture;
 use serde_json::{Value, json};
+
+/// Drives the gateway at `url` through `fixture`'s prompt and follow-ups in a DeerFlow session
+/// with Layer 1's run request.
+async fn drive_prompts(url: &str, fixture: &Fixture) -> Result<Vec<RunTranscript>, DriverError> {
+    let mut session = Session::open(url, &DriveOptions::default()).await?;
+    session
+        .run_scenario(&fixture.scenario, &fixture.turns)
+        .await
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

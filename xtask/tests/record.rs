@@ -222,14 +222,14 @@ fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_close
     assert!(lines.contains("record/replay: BLOCKED"), "{lines}");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let answer = runtime.block_on(async {
-        let mut driver = harness::driver::Driver::new(&format!("http://127.0.0.1:{port}")).unwrap();
-        driver.register().await.unwrap();
-        let thread = driver.create_thread().await.unwrap();
-        let transcript = driver
-            .stream_run(&thread, "hello", &json!({}))
-            .await
-            .unwrap();
-        transcript.final_values().unwrap()["messages"]
+        let url = format!("http://127.0.0.1:{port}");
+        let mut session =
+            keyless_runner::Session::open(&url, &keyless_runner::DriveOptions::default())
+                .await
+                .unwrap();
+        let scenario = replay_core::Scenario::new("hello", replay_core::UiMode::Flash, "hello");
+        let transcripts = session.run_scenario(&scenario, &[]).await.unwrap();
+        transcripts[0].final_values().unwrap()["messages"]
             .as_array()
             .unwrap()
             .last()

@@ -10,7 +10,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use harness::recording_store::{Activation, RecordingsHome};
+use keyless_runner::{Activation, RecordingsHome};
 use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -520,7 +520,7 @@ fn prune_skips_a_locked_old_recording() {
 /// repository's own `config.json` is put back as it was, so a developer's mode survives the test.
 #[test]
 fn off_from_another_folder_writes_the_repository_root_state() {
-    let root = harness::golden::workspace_root();
+    let root = harness::workspace::workspace_root();
     let config = root.join(".harness-state").join("config.json");
     let before = std::fs::read(&config).ok();
     let elsewhere = tempfile::tempdir().expect("tempdir");

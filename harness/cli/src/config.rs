@@ -28,7 +28,7 @@ pub struct ConfigError(pub String);
 
 /// The API dialect the driver speaks to the gateway: the runner's one list, parsed here from
 /// `--api` ([`api_parser`]) and the file's `api` key.
-pub use keyless_runner::driver::Api;
+pub use keyless_runner::Api;
 
 /// The `--api` parser: the names of [`Api::ALL`], so the list exists once.
 pub fn api_parser() -> impl clap::builder::TypedValueParser<Value = Api> {
@@ -51,10 +51,10 @@ pub enum StreamModes {
 
 impl StreamModes {
     /// The driver's stream modes.
-    pub fn driver(self) -> keyless_runner::driver::StreamModes {
+    pub fn driver(self) -> keyless_runner::StreamModes {
         match self {
-            StreamModes::Values => keyless_runner::driver::StreamModes::Values,
-            StreamModes::Web => keyless_runner::driver::StreamModes::Web,
+            StreamModes::Values => keyless_runner::StreamModes::Values,
+            StreamModes::Web => keyless_runner::StreamModes::Web,
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use keyless_runner::driver::{AuthHeader, DriveOptions};
-use keyless_runner::launched::GatewayCommand;
+use keyless_runner::GatewayCommand;
+use keyless_runner::{AuthHeader, DriveOptions};
 
 use crate::Resolved;
 use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};

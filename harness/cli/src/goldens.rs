@@ -5,8 +5,8 @@
 use std::io::BufRead;
 use std::process::ExitCode;
 
-use keyless_runner::pending::{self, Pending};
-use keyless_runner::regular_file::exists_regular;
+use keyless_runner::exists_regular;
+use keyless_runner::{Pending, accept_pending, find_pending, pending_diff, reject_pending};
 
 use crate::Folders;
 use crate::output::{out, prompt};
@@ -37,14 +37,14 @@ pub struct ReviewArgs {
 pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
     let golden = args.folders.resolve()?.golden;
     let chosen: Vec<Pending> = match &args.name {
-        Some(name) => vec![pending::find(&golden, name)?],
-        None => pending::pending(&golden)?,
+        Some(name) => vec![find_pending(&golden, name)?],
+        None => keyless_runner::pending(&golden)?,
     };
     if chosen.is_empty() {
         out(format!("no pending goldens in {}", golden.display()))?;
     }
     for one in &chosen {
-        pending::accept(one)?;
+        accept_pending(one)?;
         out(format!("accepted {}", one.golden_path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -53,7 +53,7 @@ pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
 /// Runs `review`: reads one answer per pending golden from standard input.
 pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let golden = args.folders.resolve()?.golden;
-    let all = pending::pending(&golden)?;
+    let all = keyless_runner::pending(&golden)?;
     if all.is_empty() {
         out(format!("no pending goldens in {}", golden.display()))?;
         return Ok(ExitCode::SUCCESS);
@@ -62,7 +62,7 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let mut answers = stdin.lock().lines();
     for (index, one) in all.iter().enumerate() {
         // The diff first: a link or a binary snapshot is refused before anything is asked.
-        let diff = pending::diff(one)?;
+        let diff = pending_diff(one)?;
         out(format!(
             "[{}/{}] {} ({})",
             index + 1,
@@ -86,11 +86,11 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
             };
             match answer.trim() {
                 "y" | "yes" => {
-                    pending::accept(one)?;
+                    accept_pending(one)?;
                     out(format!("accepted {}", one.golden_path.display()))?;
                 }
                 "n" | "no" => {
-                    pending::reject(one)?;
+                    reject_pending(one)?;
                     out(format!("rejected: deleted {}", one.new_path.display()))?;
                 }
                 "s" | "skip" => out(format!("skipped: {} stays pending", one.new_path.display()))?,

@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::builder::TypedValueParser;
-use keyless_runner::golden::stem_of;
-use keyless_runner::model_server::{
+use keyless_runner::fixture_files;
+use keyless_runner::stem_of;
+use keyless_runner::{
     AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode,
     ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture,
     ServerOptions,
 };
-use keyless_runner::recorded::{
+use keyless_runner::{
     create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
 };
-use keyless_runner::suite::fixture_files;
 use replay_core::Scenario;
 
 use crate::Folders;
@@ -342,7 +342,7 @@ pub fn read_reset_token(file: Option<&std::path::Path>) -> Result<Option<String>
 
 /// `KEYLESS_RESET_TOKEN`, trimmed, when set and not empty.
 fn reset_token_from_env() -> Option<String> {
-    std::env::var(keyless_runner::launched::RESET_TOKEN_VAR)
+    std::env::var(keyless_runner::RESET_TOKEN_VAR)
         .ok()
         .map(|token| token.trim().to_owned())
         .filter(|token| !token.is_empty())
@@ -370,7 +370,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let signals = crate::Signals::listen()?;
         let server = ModelServer::start(mode, options)
             .await
-            .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
+            .map_err(|err| ConfigError(keyless_runner::error_chain(&err)))?;
         // A closed stdout after the address (`| head -1`) leaves the server serving.
         // The token is written before it is printed, so a script that read the line finds the
         // file.
@@ -391,7 +391,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 out(format!(
                     "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
                      --reset-token-file or {}): {}",
-                    keyless_runner::launched::RESET_TOKEN_VAR,
+                    keyless_runner::RESET_TOKEN_VAR,
                     server.reset_token()
                 ))
             });

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use keyless_runner::golden::stem_of;
-use keyless_runner::launched::Launched;
-use keyless_runner::model_server::{Mode, ModelServer, Problem, ServerOptions};
-use keyless_runner::replay_log::ReplayLog;
-use keyless_runner::suite::{error_chain, fixture_files};
+use keyless_runner::Launched;
+use keyless_runner::ReplayLog;
+use keyless_runner::stem_of;
+use keyless_runner::{Mode, ModelServer, Problem, ServerOptions};
+use keyless_runner::{error_chain, fixture_files};
 use parking_lot::Mutex;
 use replay_core::{Ambiguity, Miss, ReplayObserver, Served};
 use serde_json::json;
@@ -81,7 +81,7 @@ pub struct Args {
 /// What `serve` needs, settled before anything starts.
 struct Settings {
     fixtures: Vec<PathBuf>,
-    gateway: keyless_runner::launched::GatewayCommand,
+    gateway: keyless_runner::GatewayCommand,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {

@@ -12,7 +12,7 @@
 //! every gateway's base URL to carry the path through its client unchanged; a port each needs
 //! nothing of the gateway.) Whatever order fixtures finish in, their lines are printed in
 //! fixture-name order. `--partition` runs one shard (`partition`), `--junit` writes the report
-//! (`junit`), `--reuse-gateway` keeps one gateway per slot (`keyless_runner::reused`).
+//! (`junit`), `--reuse-gateway` keeps one gateway per slot (`keyless_runner::Reused`).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -25,18 +25,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use keyless_runner::driver::DriveOptions;
-use keyless_runner::launched::Launched;
-use keyless_runner::layer1::{FIXTURE_TIME_LIMIT, ScenarioRun, run_on_with};
-use keyless_runner::model_server::{Mode, ModelServer, ServerOptions};
-use keyless_runner::pending;
-use keyless_runner::pending::{pending_path, write_pending};
-use keyless_runner::reused::Reused;
-use keyless_runner::suite::{
+use keyless_runner::Launched;
+use keyless_runner::Reused;
+use keyless_runner::{AtUrl, GatewayTarget};
+use keyless_runner::{
+    Drive, DriveOptions, FIXTURE_TIME_LIMIT, RunOptions, ScenarioRun, Transcripts,
+};
+use keyless_runner::{Mode, ModelServer, ServerOptions};
+use keyless_runner::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
 };
-use keyless_runner::target::{AtUrl, GatewayTarget};
+use keyless_runner::{find_pending, pending_diff};
+use keyless_runner::{pending_path, write_pending};
 use replay_core::{FixtureError, GoldenStatus, LoadedFixture, MissingGolden, UnusedTurns};
 use serde_json::json;
 
@@ -229,7 +230,7 @@ fn jobs(
 }
 
 fn stem(path: &Path) -> String {
-    keyless_runner::golden::stem_of(path)
+    keyless_runner::stem_of(path)
 }
 
 /// The target the fixtures run through.
@@ -382,8 +383,8 @@ fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bo
     if let Some(Failed::Check { text: slot, .. }) = &mut outcome.failed {
         *slot = text;
         if pending.is_some()
-            && let Ok(found) = pending::find(golden, &run.stem())
-            && let Ok(diff) = pending::diff(&found)
+            && let Ok(found) = find_pending(golden, &run.stem())
+            && let Ok(diff) = pending_diff(&found)
         {
             slot.push_str("\n\n");
             slot.push_str(&diff);
@@ -436,15 +437,12 @@ async fn run_one(
         Ok(loaded) => loaded,
     };
     let note = gateway_config_note(path, loaded.fixture());
-    let run = run_on_with(
-        target.as_dyn(),
-        path,
-        &settings.golden,
-        Arc::clone(loaded.fixture()),
-        &settings.drive,
-        settings.time_limit,
-    )
-    .await;
+    let options = RunOptions::new(&settings.golden)
+        .drive(Drive::Session(settings.drive.clone()))
+        .time_limit(settings.time_limit)
+        .transcripts(Transcripts::from_env());
+    let fixture = Arc::clone(loaded.fixture());
+    let run = keyless_runner::run(target.as_dyn(), (path, fixture), &options).await;
     let log = target.log();
     let mut outcome = match run {
         Ok(run) => judge(&run, settings, log, as_json),
@@ -757,7 +755,7 @@ mod tests {
     /// serves the run, and asking for more then is a usage error naming why.
     #[test]
     fn jobs_are_as_asked_else_the_cores_and_one_model_server_means_one_job() {
-        let command = Gateway::Command(keyless_runner::launched::GatewayCommand {
+        let command = Gateway::Command(keyless_runner::GatewayCommand {
             command: "true".into(),
             working_dir: PathBuf::from("."),
             ready_path: "/health".into(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use harness::adapter::process::{placeholder_key, workspace_gateway_binary, write_wire_config};
-use harness::golden::{fixtures_dir, read_golden};
+use harness::workspace::{fixtures_dir, read_golden};
 use replay_core::Fixture;
 use serde_json::Value;
 
@@ -160,7 +160,7 @@ fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fa
     assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
     // Over the wire the gateway streams what it streams in-process: the same golden.
     assert_eq!(
-        keyless_runner::golden::read_golden(&golden, FIXTURE).unwrap(),
+        keyless_runner::read_golden(&golden, FIXTURE).unwrap(),
         read_golden(FIXTURE).unwrap()
     );
 
@@ -295,8 +295,7 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
         ("maybe\ny\n", true, false),
     ];
     for (answers, accepted, left) in cases {
-        keyless_runner::pending::write_pending(&golden, FIXTURE, "fixtures/x.json", &document)
-            .unwrap();
+        keyless_runner::write_pending(&golden, FIXTURE, "fixtures/x.json", &document).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
             .arg("review")
             .current_dir(repo.path())
@@ -575,21 +574,17 @@ fn serve_holds_a_replayed_gateway_up_and_exits_0_after_a_clean_replay() {
 
     // A driver nobody configured for serve: Layer 1's, at the served URLs (the browser's stand-in).
     let path = repo.path().join(format!("fixtures/{FIXTURE}.json"));
-    let run = keyless_runner::layer1::runtime().unwrap().block_on(async {
-        let mut target = keyless_runner::target::AtUrl::new(
+    let run = keyless_runner::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::AtUrl::new(
             &serving.url("gateway_url"),
             &serving.url("model_server_url"),
         )
         .unwrap()
         .with_reset_token(&serving.url("reset_token"));
-        keyless_runner::layer1::run_on(
-            &mut target,
-            &path,
-            &repo.path().join("golden"),
-            Fixture::load(&path).unwrap(),
-        )
-        .await
-        .unwrap()
+        let options = keyless_runner::RunOptions::new(repo.path().join("golden"));
+        keyless_runner::run(&mut target, &path, &options)
+            .await
+            .unwrap()
     });
     assert!(
         run.verdict().replayed_cleanly(),
@@ -621,7 +616,7 @@ fn serve_exits_1_naming_the_miss_after_an_unrecorded_call() {
     let serving = Serving::start(&repo, &["--replay-log", &log.display().to_string()]);
     let pgid = serving.line["gateway_process_group"].as_u64().unwrap();
     let url = format!("{}/chat/completions", serving.url("model_base_url"));
-    let answered = keyless_runner::layer1::runtime().unwrap().block_on(async {
+    let answered = keyless_runner::runtime().unwrap().block_on(async {
         reqwest::Client::new()
             .post(&url)
             .json(&serde_json::json!({
@@ -677,17 +672,17 @@ fn serve_exits_1_when_the_gateway_dies_or_no_model_call_came() {
 /// Layer 1's driver at a served gateway (a browser's stand-in): the fixture's prompt, no
 /// suggestions call, then the verdict's problems (empty for a clean replay).
 fn drive_served(serving: &Serving, path: &Path, golden: &Path) -> Vec<String> {
-    keyless_runner::layer1::runtime().unwrap().block_on(async {
-        let mut target = keyless_runner::target::AtUrl::new(
+    keyless_runner::runtime().unwrap().block_on(async {
+        let mut target = keyless_runner::AtUrl::new(
             &serving.url("gateway_url"),
             &serving.url("model_server_url"),
         )
         .unwrap()
         .with_reset_token(&serving.url("reset_token"));
-        let run =
-            keyless_runner::layer1::run_on(&mut target, path, golden, Fixture::load(path).unwrap())
-                .await
-                .unwrap();
+        let options = keyless_runner::RunOptions::new(golden);
+        let run = keyless_runner::run(&mut target, path, &options)
+            .await
+            .unwrap();
         if run.verdict().replayed_cleanly() {
             Vec::new()
         } else {
@@ -734,12 +729,11 @@ fn record_serve_builds_from_what_a_client_drove_a_fixture_that_serve_replays_cle
         format!("http://127.0.0.1:{port}")
     );
     // A client (the browser's stand-in) sends the prompt the shipped fixture was recorded with.
-    keyless_runner::layer1::runtime().unwrap().block_on(async {
-        let options = keyless_runner::driver::DriveOptions::default();
-        let mut session =
-            keyless_runner::driver::Session::open(&recording.url("gateway_url"), &options)
-                .await
-                .unwrap();
+    keyless_runner::runtime().unwrap().block_on(async {
+        let options = keyless_runner::DriveOptions::default();
+        let mut session = keyless_runner::Session::open(&recording.url("gateway_url"), &options)
+            .await
+            .unwrap();
         session.run_scenario(&shipped.scenario, &[]).await.unwrap();
     });
     let (code, stderr) = recording.stop();
@@ -897,7 +891,7 @@ impl UserRepo {
 
     /// Accepts the shipped golden into the user's folder, so `keyless test` passes.
     fn with_golden(self) -> UserRepo {
-        keyless_runner::pending::write_pending(
+        keyless_runner::write_pending(
             &self.path().join("golden"),
             FIXTURE,
             "fixtures/x.json",
@@ -1017,7 +1011,7 @@ fn links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused() 
         std::fs::create_dir_all(repo.path().join(".keyless/logs")).unwrap();
         std::fs::write(&secret, secret_text).unwrap();
         if real_pending {
-            keyless_runner::pending::write_pending(
+            keyless_runner::write_pending(
                 &repo.path().join("golden"),
                 FIXTURE,
                 "fixtures/x.json",

@@ -77,7 +77,8 @@ pub use shapes::{
 };
 pub use text::{first_chars, shorten};
 pub use verdict::{
-    Framing, FramingProblem, GoldenStatus, MissingGolden, UnusedFailure, UnusedTurns, Verdict,
+    FailedRequest, Framing, FramingProblem, GoldenStatus, MissingGolden, ModelProblem,
+    ModelProblemKind, UnusedFailure, UnusedTurns, Verdict,
 };
 pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{

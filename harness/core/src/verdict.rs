@@ -214,6 +214,9 @@ pub enum UnusedTurns {
     Lenient,
     /// Every unused turn fails.
     Strict,
+    /// Every unused turn fails: the run was driven as a client that makes every request the
+    /// recording saw (DeerFlow's chat page, its suggestions included), so it must reach them all.
+    Client,
 }
 
 /// Recorded turns whose not being used fails a run.
@@ -233,6 +236,11 @@ pub enum UnusedFailure {
     },
     /// [`UnusedTurns::Strict`]: these turns were not used.
     Unused {
+        /// The unused turns.
+        turns: Vec<usize>,
+    },
+    /// [`UnusedTurns::Client`]: the client's flow never asked for these turns.
+    NotReached {
         /// The unused turns.
         turns: Vec<usize>,
     },
@@ -269,9 +277,12 @@ impl UnusedFailure {
                 turns: lead_turns,
             });
         }
-        (rule == UnusedTurns::Strict).then(|| UnusedFailure::Unused {
-            turns: unused.to_vec(),
-        })
+        let turns = unused.to_vec();
+        match rule {
+            UnusedTurns::Lenient => None,
+            UnusedTurns::Strict => Some(UnusedFailure::Unused { turns }),
+            UnusedTurns::Client => Some(UnusedFailure::NotReached { turns }),
+        }
     }
 }
 
@@ -295,7 +306,140 @@ impl std::fmt::Display for UnusedFailure {
                 "recorded turns {turns:?} were not used, and --strict-unused (strict_unused in \
                  keyless.toml) makes every unused turn a failure"
             ),
+            UnusedFailure::NotReached { turns } => write!(
+                f,
+                "recorded turns {turns:?} were never asked for: the web client's flow did not \
+                 reach them"
+            ),
         }
+    }
+}
+
+/// A failure the model side reported besides a miss or an ambiguity: a model server at the wire
+/// can also see a strict-replay mismatch, an ambiguous caller, an unreadable request (the
+/// in-process replay model can only miss).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelProblem {
+    /// A problem the model server reported during this run.
+    Reported {
+        /// Which problem.
+        kind: ModelProblemKind,
+        /// Its diagnostic.
+        message: String,
+    },
+    /// A problem of an earlier run that nobody read, cleared by this run's reset: reported, so
+    /// a run never inherits a clean ledger it did not earn.
+    DiscardedAtReset {
+        /// Which problem.
+        kind: ModelProblemKind,
+        /// Its diagnostic.
+        message: String,
+    },
+    /// The gateway process exited before the runner stopped it (a gateway that crashed after
+    /// its last answer would otherwise pass); its diagnostic names the status and the log.
+    GatewayExited {
+        /// What happened.
+        message: String,
+    },
+    /// The reset cleared more unread problems than the model server kept in full.
+    DiscardedUnkept {
+        /// How many were cleared.
+        count: usize,
+        /// How many of them were not kept in full.
+        not_kept: usize,
+    },
+}
+
+/// The kinds of problem a model server reports (its `/_harness/state` `kind` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelProblemKind {
+    /// No recorded output for the call's key.
+    Miss,
+    /// The request named no caller and its conversation is recorded for several.
+    AmbiguousCaller,
+    /// The request named no caller and its key has several different recorded answers.
+    AmbiguousAnswer,
+    /// Strict replay: the request differs from the recorded one.
+    Mismatch,
+    /// Strict replay: the recorded call cannot be served.
+    Recording,
+    /// The request is not one the server can key.
+    BadRequest,
+    /// Recording: a call could not be written.
+    RecordingWrite,
+    /// A route the server does not serve.
+    UnservedRoute,
+    /// A request body past the server's bound.
+    BodyTooLarge,
+    /// Recording: the recording or a call reached its limit.
+    RecordingLimit,
+    /// The ledger overflowed and dropped problems.
+    Overflow,
+}
+
+impl ModelProblemKind {
+    /// The name the model server reports (`miss`, `ambiguous_caller`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelProblemKind::Miss => "miss",
+            ModelProblemKind::AmbiguousCaller => "ambiguous_caller",
+            ModelProblemKind::AmbiguousAnswer => "ambiguous_answer",
+            ModelProblemKind::Mismatch => "mismatch",
+            ModelProblemKind::Recording => "recording",
+            ModelProblemKind::BadRequest => "bad_request",
+            ModelProblemKind::RecordingWrite => "recording_write",
+            ModelProblemKind::UnservedRoute => "unserved_route",
+            ModelProblemKind::BodyTooLarge => "body_too_large",
+            ModelProblemKind::RecordingLimit => "recording_limit",
+            ModelProblemKind::Overflow => "overflow",
+        }
+    }
+}
+
+impl fmt::Display for ModelProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ModelProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelProblem::Reported { kind, message } => write!(f, "{kind}: {message}"),
+            ModelProblem::DiscardedAtReset { kind, message } => {
+                write!(f, "discarded_at_reset: {kind}: {message}")
+            }
+            ModelProblem::GatewayExited { message } => f.write_str(message),
+            ModelProblem::DiscardedUnkept { count, not_kept } => write!(
+                f,
+                "discarded_at_reset: {count} problem(s) nobody had read were cleared by the reset \
+                 before this run ({not_kept} not kept in full)"
+            ),
+        }
+    }
+}
+
+/// A request of a driven page that did not answer 2xx (the web client's flow fails on it: a
+/// browser shows an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedRequest {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The path with its query.
+    pub path: String,
+    /// The status received.
+    pub status: u16,
+    /// The body, as received (JSON text when it was JSON).
+    pub body: String,
+}
+
+impl fmt::Display for FailedRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} answered {}: {}",
+            self.method, self.path, self.status, self.body
+        )
     }
 }
 
@@ -309,9 +453,12 @@ pub struct Verdict {
     /// The model calls that named no caller and whose key has several different recorded
     /// answers, so none was served (`docs/replay-and-fixtures.md` §5.6), oldest first.
     pub ambiguities: Vec<Ambiguity>,
-    /// Other failures the model side reported, as their messages (empty for the in-process
-    /// replay model, which can only miss).
-    pub model_errors: Vec<String>,
+    /// Other failures the model side reported (empty for the in-process replay model, which can
+    /// only miss).
+    pub model_errors: Vec<ModelProblem>,
+    /// The requests of a driven page that did not answer 2xx, in order (empty for a drive that
+    /// only streams runs).
+    pub failed_requests: Vec<FailedRequest>,
     /// The shapes against the committed golden.
     pub golden: GoldenStatus,
     /// Why the golden is [`GoldenStatus::Refused`], naming its file.
@@ -331,7 +478,7 @@ impl Verdict {
         shapes: &[Shape],
         misses: Vec<Miss>,
         ambiguities: Vec<Ambiguity>,
-        model_errors: Vec<String>,
+        model_errors: Vec<ModelProblem>,
         golden: GoldenStatus,
         unused_turns: Vec<usize>,
         recorded_turns: usize,
@@ -341,6 +488,7 @@ impl Verdict {
             misses,
             ambiguities,
             model_errors,
+            failed_requests: Vec::new(),
             golden,
             golden_refusal: None,
             unused_failure: None,
@@ -364,6 +512,7 @@ impl Verdict {
             && self.misses.is_empty()
             && self.ambiguities.is_empty()
             && self.model_errors.is_empty()
+            && self.failed_requests.is_empty()
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
@@ -378,10 +527,12 @@ impl Verdict {
         self.replayed_cleanly() && golden_ok
     }
 
-    /// One line per failed check, in §8.3's order: framing, misses (then the model side's other
-    /// errors), golden.
+    /// One line per failed check, in §8.3's order: the page's failed requests, framing, misses
+    /// (then the model side's other errors), golden.
     pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems: Vec<String> = (self.failed_requests.iter())
+            .map(ToString::to_string)
+            .collect();
         if self.recorded_turns == 0 {
             problems.push(
                 "the fixture has no recorded turn: a replay of it proves nothing (record it again)"
@@ -425,10 +576,10 @@ impl Verdict {
             problems.push(failure.to_string());
         }
         if !self.model_errors.is_empty() {
+            let lines: Vec<String> = self.model_errors.iter().map(ToString::to_string).collect();
             problems.push(format!(
-                "the model server reported {} problem(s): {:?}",
+                "the model server reported {} problem(s): {lines:?}",
                 self.model_errors.len(),
-                self.model_errors
             ));
         }
         match (self.golden, missing) {
@@ -573,7 +724,10 @@ mod tests {
         assert!(!missing.passes(MissingGolden::Fails));
 
         let model_error = Verdict {
-            model_errors: vec!["strict replay mismatch: row 2".into()],
+            model_errors: vec![ModelProblem::Reported {
+                kind: ModelProblemKind::Mismatch,
+                message: "replay mismatch at call 2".into(),
+            }],
             ..clean.clone()
         };
         assert!(!model_error.replayed_cleanly());
@@ -596,7 +750,10 @@ mod tests {
                 turns: vec![0, 1],
                 answers: vec!["text \"a\"".into(), "text \"b\"".into()],
             }],
-            vec!["ambiguous caller".into()],
+            vec![ModelProblem::Reported {
+                kind: ModelProblemKind::AmbiguousCaller,
+                message: "name the caller".into(),
+            }],
             GoldenStatus::Changed,
             Vec::new(),
             0,
@@ -617,7 +774,7 @@ mod tests {
                  cannot be told. Nodes that call the model with the same conversation must name \
                  themselves: send the X-Harness-Caller header (one value per node) on each model \
                  call, or a caller tag or run name in process, and record again",
-                "the model server reported 1 problem(s): [\"ambiguous caller\"]",
+                "the model server reported 1 problem(s): [\"ambiguous_caller: name the caller\"]",
                 "the SSE shape differs from the golden (review it with `keyless review`; in this \
                  workspace `cargo insta review`)",
             ]
@@ -635,7 +792,19 @@ mod tests {
                 ..clean.clone()
             },
             Verdict {
-                model_errors: vec!["x".into()],
+                model_errors: vec![ModelProblem::DiscardedUnkept {
+                    count: 2,
+                    not_kept: 1,
+                }],
+                ..clean.clone()
+            },
+            Verdict {
+                failed_requests: vec![FailedRequest {
+                    method: "GET".into(),
+                    path: "/api/models".into(),
+                    status: 404,
+                    body: "{}".into(),
+                }],
                 ..clean.clone()
             },
             Verdict {
@@ -685,8 +854,15 @@ mod tests {
             UnusedTurns,
             Option<UnusedFailure>,
         );
-        let cases: [Case; 8] = [
+        let cases: [Case; 9] = [
             ("all used", &deerflow, &[], UnusedTurns::Strict, None),
+            (
+                "the title turn unused by a client's flow",
+                &deerflow,
+                &[1],
+                UnusedTurns::Client,
+                Some(UnusedFailure::NotReached { turns: vec![1] }),
+            ),
             (
                 "the title turn unused",
                 &deerflow,

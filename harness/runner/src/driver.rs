@@ -15,6 +15,7 @@ pub mod deerflow;
 pub mod langgraph;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod transcript;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,9 +23,9 @@ use std::fmt;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use replay_core::{Framing, FramingProblem, Scenario, Shape, Turn, UiMode, first_chars};
+use replay_core::{FailedRequest, Framing, FramingProblem, Scenario, Shape, Turn, first_chars};
 
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
@@ -50,8 +51,21 @@ pub enum DriverError {
         body: String,
     },
     /// Registration set no `csrf_token` cookie.
-    #[error("POST /api/v1/auth/register: no csrf_token cookie was set")]
-    MissingCsrfCookie,
+    #[error("{route}: no csrf_token cookie was set")]
+    MissingCsrfCookie {
+        /// Method and path.
+        route: String,
+    },
+    /// A request of a driven page did not answer 2xx.
+    #[error("{route} answered {status}: {body}")]
+    PageRequest {
+        /// Method and path.
+        route: String,
+        /// The status received.
+        status: u16,
+        /// The response body (truncated).
+        body: String,
+    },
     /// The LangGraph server lists no graph, or several, and no `--assistant` chose one.
     #[error(
         "POST {route}: {}; choose one with --assistant ID (or `assistant` in keyless.toml)",
@@ -128,7 +142,7 @@ pub enum DriverError {
     },
 }
 
-pub use crate::transcript::{RunTranscript, SseEvent};
+pub use transcript::{RunTranscript, SseEvent};
 
 /// The longest SSE frame (and line) the driver reads: far above any gateway's frame (the
 /// gateway's own answer bound is 32 MiB, a frame holds one state), far below memory trouble.
@@ -265,7 +279,7 @@ pub enum StreamModes {
     /// `["values"]`: Layer 1's golden, every event's shape.
     #[default]
     Values,
-    /// The web client's four modes ([`WEB_STREAM_MODES`]): the web golden, runs of chunks of one
+    /// DeerFlow's web client's four modes (`deerflow::WEB_STREAM_MODES`): the web golden, runs of chunks of one
     /// message reduced to one entry ([`replay_core::web_shapes`]).
     Web,
 }
@@ -275,7 +289,7 @@ impl StreamModes {
     pub fn modes(self) -> &'static [&'static str] {
         match self {
             StreamModes::Values => &["values"],
-            StreamModes::Web => &WEB_STREAM_MODES,
+            StreamModes::Web => &deerflow::WEB_STREAM_MODES,
         }
     }
 }
@@ -396,60 +410,6 @@ impl FramingRule {
     }
 }
 
-/// The stream modes DeerFlow's web client asks for.
-pub const WEB_STREAM_MODES: [&str; 4] = ["messages-tuple", "values", "updates", "custom"];
-
-/// The run request of DeerFlow's web client, in its exact form: the prompt as a text block,
-/// `recursion_limit: 1000`, the context the client builds for `mode` (the picked model when there
-/// is one, the mode, its `reasoning_effort` unless flash, its three flags, the thread id), the
-/// four web stream modes, `stream_resumable: false` (the LangGraph SDK always sends it),
-/// `assistant_id` and `on_disconnect: "continue"`.
-///
-/// The web client builds the same body (`gateway-under-test/web/src/chat/run-request.ts`), and
-/// both are held to `gateway-under-test/web/src/chat/run-requests/run-request.<mode>.json`, so
-/// a run recorded through this driver replays in the browser without a miss.
-pub fn web_run_request(
-    prompt: &str,
-    mode: UiMode,
-    model_name: Option<&str>,
-    thread_id: &str,
-) -> Value {
-    let mut context = Map::new();
-    if let Some(model_name) = model_name {
-        context.insert("model_name".into(), json!(model_name));
-    }
-    context.insert("mode".into(), json!(mode.as_str()));
-    if let Some(effort) = mode.reasoning_effort() {
-        context.insert("reasoning_effort".into(), json!(effort));
-    }
-    let flags = mode.context();
-    for flag in ["thinking_enabled", "is_plan_mode", "subagent_enabled"] {
-        context.insert(flag.into(), flags[flag].clone());
-    }
-    context.insert("thread_id".into(), json!(thread_id));
-    json!({
-        "input": {"messages": [{"type": "human", "content": [{"type": "text", "text": prompt}],
-                                "additional_kwargs": {}}]},
-        "config": {"recursion_limit": 1000},
-        "context": context,
-        "stream_mode": WEB_STREAM_MODES,
-        "stream_resumable": false,
-        "assistant_id": "lead_agent",
-        "on_disconnect": "continue",
-    })
-}
-
-/// A scenario driven the way the web client drives it ([`Driver::run_scenario_as_web_client`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WebClientRuns {
-    /// The thread the runs went to.
-    pub thread_id: String,
-    /// One transcript per prompt.
-    pub transcripts: Vec<RunTranscript>,
-    /// The suggestions answer after each run (none while suggestions are off).
-    pub suggestions: Vec<Value>,
-}
-
 /// One request of a driven page and its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
@@ -470,13 +430,25 @@ impl Exchange {
     }
 }
 
-/// A browser-like session against one gateway: a cookie jar, the CSRF token once DeerFlow's
-/// registration set one, and the static auth header when one is configured.
+impl From<&Exchange> for FailedRequest {
+    fn from(exchange: &Exchange) -> FailedRequest {
+        FailedRequest {
+            method: exchange.method.clone(),
+            path: exchange.path.clone(),
+            status: exchange.status,
+            body: exchange.body.to_string(),
+        }
+    }
+}
+
+/// The HTTP side of a session against one gateway, knowing no dialect: a cookie jar, the static
+/// auth header when one is configured, and the header a dialect's session adds to every request
+/// once it is open (DeerFlow's CSRF token, [`deerflow`]).
 #[derive(Debug)]
-pub struct Driver {
+pub struct HttpClient {
     base: String,
     http: reqwest::Client,
-    csrf: Option<String>,
+    session_header: Option<(&'static str, String)>,
     auth: Option<AuthHeader>,
 }
 
@@ -640,11 +612,11 @@ pub struct RunRequest {
 pub trait Dialect: fmt::Debug + Send + Sync {
     /// Opens the session before the first conversation (DeerFlow registers; LangGraph lists its
     /// assistants when none is configured).
-    async fn open(&mut self, driver: &mut Driver) -> Result<(), DriverError>;
+    async fn open(&mut self, client: &mut HttpClient) -> Result<(), DriverError>;
 
     /// Starts `scenario`'s conversation, forgetting the last one's (DeerFlow and LangGraph create
     /// a thread; a dialect without threads mints its ids and empties its history).
-    async fn begin(&mut self, driver: &Driver, scenario: &Scenario) -> Result<(), DriverError>;
+    async fn begin(&mut self, client: &HttpClient, scenario: &Scenario) -> Result<(), DriverError>;
 
     /// The request of `prompt` in the conversation begun, `recorded` being the fixture's turns
     /// (none while recording).
@@ -683,7 +655,7 @@ pub trait Dialect: fmt::Debug + Send + Sync {
 /// A driver opened in a dialect: runs a scenario's prompt and follow-ups in one conversation.
 #[derive(Debug)]
 pub struct Session {
-    driver: Driver,
+    client: HttpClient,
     dialect: Box<dyn Dialect>,
     modes: StreamModes,
 }
@@ -691,8 +663,8 @@ pub struct Session {
 impl Session {
     /// Opens a session on the gateway at `url` as `options` say.
     pub async fn open(url: &str, options: &DriveOptions) -> Result<Session, DriverError> {
-        let mut driver = Driver::new(url)?;
-        driver.auth = options.auth.clone();
+        let mut client = HttpClient::new(url)?;
+        client.auth = options.auth.clone();
         let base = options.base_path();
         let mut dialect: Box<dyn Dialect> = match options.api {
             Api::Deerflow => Box::new(deerflow::DeerFlow::new(base)),
@@ -708,9 +680,9 @@ impl Session {
             Api::OpenaiChat => Box::new(openai_chat::OpenaiChat::new(endpoint(options)?)),
             Api::AgUi => Box::new(ag_ui::AgUi::new(endpoint(options)?)),
         };
-        dialect.open(&mut driver).await?;
+        dialect.open(&mut client).await?;
         Ok(Session {
-            driver,
+            client,
             dialect,
             modes: options.stream_modes,
         })
@@ -724,14 +696,14 @@ impl Session {
         scenario: &Scenario,
         recorded: &[Turn],
     ) -> Result<Vec<RunTranscript>, DriverError> {
-        self.dialect.begin(&self.driver, scenario).await?;
+        self.dialect.begin(&self.client, scenario).await?;
         let mut transcripts = Vec::new();
         for prompt in scenario.prompts() {
             let request = self
                 .dialect
                 .run_request(scenario, prompt, recorded, self.modes)?;
             let mut transcript = self
-                .driver
+                .client
                 .stream(
                     request,
                     self.modes,
@@ -754,30 +726,17 @@ fn endpoint(options: &DriveOptions) -> Result<String, DriverError> {
         .ok_or(DriverError::Unsupported { api: options.api })
 }
 
-/// The scenario's UI mode, or [`DriverError::NoUiMode`] for a label.
-pub fn ui_mode(scenario: &Scenario) -> Result<UiMode, DriverError> {
-    scenario.mode.ui().ok_or_else(|| DriverError::NoUiMode {
-        mode: scenario.mode.to_string(),
-    })
-}
-
 /// Creates a thread with a fresh UUID id at `threads_path` (`POST`, `{"thread_id", "metadata"}`,
 /// 200), as DeerFlow's and LangGraph's clients do.
 pub(crate) async fn create_thread(
-    driver: &Driver,
+    client: &HttpClient,
     threads_path: &str,
 ) -> Result<String, DriverError> {
     let thread_id = uuid::Uuid::new_v4().to_string();
     let body = json!({"thread_id": thread_id, "metadata": {}});
-    driver.post_json(threads_path, &body, 200).await?;
+    client.post_json(threads_path, &body, 200).await?;
     Ok(thread_id)
 }
-
-/// The prefix of DeerFlow's routes, as its frontend calls them.
-const DEERFLOW_BASE: &str = "/api";
-
-/// The password every driven user registers with.
-pub const DRIVER_PASSWORD: &str = "very-strong-password-123";
 
 /// Sends `request` for `route` (`METHOD path`, which errors name) and expects `expected`.
 async fn send_expecting(
@@ -803,8 +762,8 @@ async fn send_expecting(
     })
 }
 
-impl Driver {
-    /// POSTs `body` to `path` (with the CSRF header once known) and expects `expected`.
+impl HttpClient {
+    /// POSTs `body` to `path` (with the session's header once set) and expects `expected`.
     pub(crate) async fn post_json(
         &self,
         path: &str,
@@ -815,8 +774,8 @@ impl Driver {
         send_expecting(&route, self.post(path).json(body), expected).await
     }
 
-    /// A session for the gateway at `base` (`http://127.0.0.1:<port>`).
-    pub fn new(base: &str) -> Result<Driver, DriverError> {
+    /// A client for the gateway at `base` (`http://127.0.0.1:<port>`).
+    pub fn new(base: &str) -> Result<HttpClient, DriverError> {
         let mut builder = reqwest::Client::builder().cookie_store(true).no_proxy();
         if base.starts_with("http://") {
             // Plain http needs no TLS roots, and loading the system's roots costs about 4 ms per
@@ -827,10 +786,10 @@ impl Driver {
             route: "client".into(),
             source,
         })?;
-        Ok(Driver {
+        Ok(HttpClient {
             base: base.trim_end_matches('/').to_string(),
             http,
-            csrf: None,
+            session_header: None,
             auth: None,
         })
     }
@@ -845,13 +804,23 @@ impl Driver {
 
     fn post(&self, path: &str) -> reqwest::RequestBuilder {
         let request = self.authorized(self.http.post(format!("{}{path}", self.base)));
-        match &self.csrf {
-            Some(token) => request.header("X-CSRF-Token", token),
+        self.with_session_header(request)
+    }
+
+    /// `request` with the session's header, once the dialect set one.
+    fn with_session_header(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.session_header {
+            Some((name, value)) => request.header(*name, value),
             None => request,
         }
     }
 
-    /// Sends a request (with the CSRF header once known) and returns whatever the gateway
+    /// Sends `(name, value)` with every later request (DeerFlow's `X-CSRF-Token`).
+    pub(crate) fn set_session_header(&mut self, name: &'static str, value: String) {
+        self.session_header = Some((name, value));
+    }
+
+    /// Sends a request (with the session's header once set) and returns whatever the gateway
     /// answered; only a transport failure is an error.
     pub async fn exchange(
         &self,
@@ -860,13 +829,12 @@ impl Driver {
         body: Option<&Value>,
     ) -> Result<Exchange, DriverError> {
         let route = format!("{method} {path}");
-        let mut request = self.authorized(
-            self.http
-                .request(method.clone(), format!("{}{path}", self.base)),
+        let mut request = self.with_session_header(
+            self.authorized(
+                self.http
+                    .request(method.clone(), format!("{}{path}", self.base)),
+            ),
         );
-        if let Some(token) = &self.csrf {
-            request = request.header("X-CSRF-Token", token);
-        }
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -885,80 +853,6 @@ impl Driver {
             status,
             body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
         })
-    }
-
-    /// Streams one run with the web client's request (`web_run_request`).
-    pub async fn stream_web_run(
-        &self,
-        thread_id: &str,
-        prompt: &str,
-        mode: UiMode,
-        model_name: Option<&str>,
-    ) -> Result<RunTranscript, DriverError> {
-        let request = web_run_request(prompt, mode, model_name, thread_id);
-        self.stream_request(thread_id, request).await
-    }
-
-    /// Registers `e2e-<8 hex>@example.com` and keeps the `csrf_token` cookie (DeerFlow's
-    /// session, [`deerflow::register`]).
-    pub async fn register(&mut self) -> Result<(), DriverError> {
-        deerflow::register(self, DEERFLOW_BASE).await
-    }
-
-    /// Keeps the CSRF token DeerFlow's registration set.
-    pub(crate) fn set_csrf(&mut self, token: String) {
-        self.csrf = Some(token);
-    }
-
-    /// Creates a thread with a fresh UUID id.
-    pub async fn create_thread(&self) -> Result<String, DriverError> {
-        create_thread(self, &format!("{DEERFLOW_BASE}/threads")).await
-    }
-
-    /// Streams one run with the Layer 1 body (`stream_mode: ["values"]`,
-    /// `recursion_limit: 100`) and reads the whole stream.
-    pub async fn stream_run(
-        &self,
-        thread_id: &str,
-        prompt: &str,
-        context: &Value,
-    ) -> Result<RunTranscript, DriverError> {
-        let request = deerflow::values_run_request(prompt, context);
-        self.stream_request(thread_id, request).await
-    }
-
-    /// Streams a run with any request body (other stream modes, for example) and reads the
-    /// whole stream.
-    pub async fn stream_request(
-        &self,
-        thread_id: &str,
-        request: Value,
-    ) -> Result<RunTranscript, DriverError> {
-        let path = format!("{DEERFLOW_BASE}/threads/{thread_id}/runs/stream");
-        let modes = if request["stream_mode"] == json!(["values"]) {
-            StreamModes::Values
-        } else {
-            StreamModes::Web
-        };
-        self.stream_at(&path, request, modes, FramingRule::MetadataThenEnd)
-            .await
-    }
-
-    /// `POST path` with `request`, reading the whole stream (which must close cleanly: a broken
-    /// body is [`DriverError::Stream`]).
-    async fn stream_at(
-        &self,
-        path: &str,
-        request: Value,
-        modes: StreamModes,
-        framing_rule: FramingRule,
-    ) -> Result<RunTranscript, DriverError> {
-        let request = RunRequest {
-            path: path.to_owned(),
-            body: request,
-            headers: Vec::new(),
-        };
-        self.stream(request, modes, framing_rule, &[]).await
     }
 
     /// Posts `request` and reads the whole stream (which must close cleanly: a broken body is
@@ -1039,135 +933,6 @@ impl Driver {
             history: None,
         })
     }
-
-    /// Creates a thread and streams the scenario's prompt and each follow-up in it, one run after
-    /// another, with the scenario's context and Layer 1's values-only request.
-    /// Returns the thread id and one transcript per prompt.
-    pub async fn run_scenario(
-        &self,
-        scenario: &Scenario,
-    ) -> Result<(String, Vec<RunTranscript>), DriverError> {
-        let thread_id = self.create_thread().await?;
-        let mut transcripts = Vec::new();
-        for prompt in scenario.prompts() {
-            transcripts.push(
-                self.stream_run(&thread_id, prompt, &scenario.context)
-                    .await?,
-            );
-        }
-        Ok((thread_id, transcripts))
-    }
-
-    /// Creates a thread and drives the scenario's prompt and each follow-up in it the way the
-    /// web client does (the path of recording): each run with the client's run request
-    /// ([`web_run_request`], in the scenario's mode, with `model_name`), and after each run
-    /// the follow-up suggestions the client asks for, while `GET /api/suggestions/config` says
-    /// they are on (`n = max_suggestions`, the last six visible messages).
-    pub async fn run_scenario_as_web_client(
-        &self,
-        scenario: &Scenario,
-        model_name: &str,
-    ) -> Result<WebClientRuns, DriverError> {
-        let config = self.get_json("/api/suggestions/config").await?;
-        let suggestions_on = config["enabled"] != Value::Bool(false);
-        let n = config["max_suggestions"].as_u64().unwrap_or(3) as u32;
-        let thread_id = self.create_thread().await?;
-        let mut runs = WebClientRuns {
-            thread_id,
-            transcripts: Vec::new(),
-            suggestions: Vec::new(),
-        };
-        for prompt in scenario.prompts() {
-            let transcript = self
-                .stream_web_run(
-                    &runs.thread_id,
-                    prompt,
-                    ui_mode(scenario)?,
-                    Some(model_name),
-                )
-                .await?;
-            let conversation = transcript
-                .final_values()
-                .map(|values| visible_conversation(&values))
-                .unwrap_or_default();
-            runs.transcripts.push(transcript);
-            if suggestions_on && n > 0 && !conversation.is_empty() {
-                let answer = self.suggestions(&runs.thread_id, &conversation, n).await?;
-                runs.suggestions.push(answer);
-            }
-        }
-        Ok(runs)
-    }
-
-    /// `GET path`, expecting 200 and a JSON body.
-    async fn get_json(&self, path: &str) -> Result<Value, DriverError> {
-        let route = format!("GET {path}");
-        let request = self.authorized(self.http.get(format!("{}{path}", self.base)));
-        send_expecting(&route, request, 200)
-            .await?
-            .json()
-            .await
-            .map_err(|source| DriverError::Http { route, source })
-    }
-
-    /// `POST /api/threads/{id}/suggestions` with the last six visible messages, as the frontend
-    /// does after a run; returns the answer body.
-    pub async fn suggestions(
-        &self,
-        thread_id: &str,
-        messages: &[(String, String)],
-        n: u32,
-    ) -> Result<Value, DriverError> {
-        let path = format!("/api/threads/{thread_id}/suggestions");
-        let route = format!("POST {path}");
-        let body = suggestions_request(messages, n);
-        let response = self.post_json(&path, &body, 200).await?;
-        response
-            .json()
-            .await
-            .map_err(|source| DriverError::Http { route, source })
-    }
-}
-
-/// The suggestions request the frontend sends after a run: the last six visible messages as
-/// `{"role", "content"}` and `n`.
-pub fn suggestions_request(messages: &[(String, String)], n: u32) -> Value {
-    let recent: Vec<Value> = messages
-        .iter()
-        .skip(messages.len().saturating_sub(6))
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    json!({"messages": recent, "n": n})
-}
-
-/// The visible human and AI messages of a `values` state as `(role, text)`, the way the frontend
-/// builds the suggestions request: hidden messages skipped, AI messages without text skipped.
-pub fn visible_conversation(values: &Value) -> Vec<(String, String)> {
-    let Some(messages) = values.get("messages").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    messages
-        .iter()
-        .filter(|message| {
-            message.pointer("/additional_kwargs/hide_from_ui") != Some(&Value::Bool(true))
-        })
-        .filter_map(|message| {
-            let role = match message.get("type")?.as_str()? {
-                "human" => "user",
-                "ai" => "assistant",
-                _ => return None,
-            };
-            let text = match message.get("content")? {
-                Value::String(text) => text.clone(),
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter_map(|block| block.get("text").and_then(Value::as_str))
-                    .collect(),
-                _ => return None,
-            };
-            (!text.trim().is_empty()).then(|| (role.to_string(), text))
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -1326,61 +1091,6 @@ mod tests {
         }
     }
 
-    /// The web client's expected run request bodies, one file per mode:
-    /// `{"inputs": {"prompt", "mode", "model_name", "thread_id"}, "body": …}`.
-    fn run_request_files() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../gateway-under-test/web/src/chat/run-requests")
-    }
-
-    #[test]
-    fn the_web_run_request_is_the_web_clients_for_every_mode() {
-        let folder = run_request_files();
-        let mut problems = Vec::new();
-        for mode in UiMode::ALL {
-            let path = folder.join(format!("run-request.{mode}.json"));
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-            let file: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-            let inputs = &file["inputs"];
-            assert_eq!(inputs["mode"], mode.as_str(), "{}", path.display());
-            let built = web_run_request(
-                inputs["prompt"].as_str().expect("inputs.prompt"),
-                mode,
-                inputs["model_name"].as_str(),
-                inputs["thread_id"].as_str().expect("inputs.thread_id"),
-            );
-            if built != file["body"] {
-                problems.push(format!(
-                    "{}: the client sends\n  {}\nharness::driver::web_run_request builds\n  {built}",
-                    path.display(),
-                    file["body"]
-                ));
-            }
-        }
-        assert!(problems.is_empty(), "{}", problems.join("\n"));
-    }
-
-    #[test]
-    fn every_run_request_file_is_a_mode_the_driver_knows() {
-        let mut modes: Vec<String> = std::fs::read_dir(run_request_files())
-            .expect("the client's run-requests folder")
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .map(|name| {
-                let mode = name
-                    .strip_prefix("run-request.")
-                    .and_then(|rest| rest.strip_suffix(".json"));
-                mode.unwrap_or_else(|| panic!("{name}: not run-request.<mode>.json"))
-                    .to_owned()
-            })
-            .collect();
-        modes.sort();
-        let mut known: Vec<String> = UiMode::ALL.iter().map(|mode| mode.to_string()).collect();
-        known.sort();
-        assert_eq!(modes, known);
-    }
-
     /// A server whose `runs/stream` answers `metadata`, one `values` frame whose data is a JSON
     /// string of `size` bytes, and `end`, in 16 KiB pieces as a socket delivers them.
     async fn serve_one_frame(size: usize) -> String {
@@ -1389,7 +1099,7 @@ mod tests {
         body.extend_from_slice(b"\"\n\nevent: end\ndata: null\n\n");
         let pieces: Vec<Vec<u8>> = body.chunks(16 * 1024).map(<[u8]>::to_vec).collect();
         let app = axum::Router::new().route(
-            &format!("{DEERFLOW_BASE}/threads/t/runs/stream"),
+            "/t/runs/stream",
             axum::routing::post(move || {
                 let pieces = pieces.clone();
                 async move {
@@ -1407,11 +1117,20 @@ mod tests {
     /// Reads the one-frame stream of `size` bytes, and how long that took.
     async fn read_one_frame(size: usize) -> (Result<RunTranscript, DriverError>, Duration) {
         let url = serve_one_frame(size).await;
-        let driver = Driver::new(&url).unwrap();
+        let client = HttpClient::new(&url).unwrap();
         let started = std::time::Instant::now();
-        let read = driver
-            .stream_request("t", json!({"stream_mode": ["values"]}))
-            .await;
+        let request = RunRequest {
+            path: "/t/runs/stream".to_owned(),
+            body: json!({"stream_mode": ["values"]}),
+            headers: Vec::new(),
+        };
+        let read = (client.stream(
+            request,
+            StreamModes::Values,
+            FramingRule::MetadataThenEnd,
+            &[],
+        ))
+        .await;
         (read, started.elapsed())
     }
 
@@ -1426,7 +1145,11 @@ mod tests {
         for (size, expected) in cases {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let runtime = crate::layer1::runtime().unwrap();
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 let _ = sender.send(runtime.block_on(read_one_frame(size)));
             });
             let (read, took) = receiver
@@ -1436,7 +1159,7 @@ mod tests {
                 (Ok(transcript), Ok(frames)) => assert_eq!(transcript.events.len(), frames),
                 (Err(DriverError::FrameTooLong { frame, route, .. }), Err(named)) => {
                     assert_eq!(frame, named, "{size}");
-                    assert!(route.ends_with("/threads/t/runs/stream"), "{route}");
+                    assert!(route.ends_with("/t/runs/stream"), "{route}");
                 }
                 (read, _) => panic!("{size}: {read:?}"),
             }

@@ -63,7 +63,14 @@ pub enum GoldenError {
         /// insta's message.
         message: String,
     },
+    /// No golden is committed there.
+    #[error("{}: no such golden", .0.display())]
+    Missing(PathBuf),
 }
+
+/// The suffix of a web golden's stem: `<fixture stem>.web.snap` holds the run of DeerFlow's chat
+/// page ([`crate::driver::deerflow::WebClient`]).
+pub const WEB_GOLDEN_SUFFIX: &str = ".web";
 
 /// The snapshot name of a fixture: its file name without `.json`
 /// (`write_read_file.ultra.json` → `write_read_file.ultra`).
@@ -98,16 +105,19 @@ pub fn golden_check(
 
 /// The committed golden document of `stem` in `golden_dir` (the snapshot's body, as insta reads
 /// it), or an error naming the file.
-pub fn read_golden(golden_dir: &Path, stem: &str) -> Result<String, String> {
+pub fn read_golden(golden_dir: &Path, stem: &str) -> Result<String, GoldenError> {
     let path = golden_path(golden_dir, stem);
-    let snapshot = load_snapshot(&path)
-        .map_err(|err| err.to_string())?
-        .ok_or_else(|| format!("{}: no such golden", path.display()))?;
+    let snapshot = load_snapshot(&path)?.ok_or_else(|| GoldenError::Missing(path.clone()))?;
+    // `load_snapshot` refuses every snapshot that is not text.
     snapshot
         .contents()
         .as_text()
         .map(ToString::to_string)
-        .ok_or_else(|| format!("{}: not a text snapshot", path.display()))
+        .ok_or(GoldenError::NotText {
+            path,
+            line: 1,
+            text: "a binary snapshot".into(),
+        })
 }
 
 /// The snapshot at `path` (`None` when nothing is there), read as a regular file without

@@ -26,10 +26,10 @@ use async_trait::async_trait;
 use replay_core::Fixture;
 
 use crate::golden::stem_of;
-use crate::layer1::HarnessError;
+
 use crate::model_server::{ClientError, ModelServerClient};
 use crate::processes;
-use crate::target::{GatewayTarget, ModelLedger};
+use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 
 /// The placeholder for the model server's OpenAI base URL in a gateway command.
 pub const MODEL_BASE_URL_PLACEHOLDER: &str = "{model_base_url}";
@@ -128,7 +128,7 @@ pub struct Launched {
     running: Option<Child>,
     log: Option<PathBuf>,
     /// What the last reset cleared unread: problems of the run it started.
-    discarded: Vec<String>,
+    discarded: Vec<replay_core::ModelProblem>,
     /// The running command's mark ([`processes::LAUNCH_MARK_VAR`]).
     mark: Option<String>,
     /// A program the command line is run through, with its leading arguments.
@@ -397,7 +397,7 @@ impl GatewayTarget for Launched {
                 fixture: path.to_path_buf(),
                 source,
             })?;
-        self.discarded = reply.problem_lines();
+        self.discarded = reply.discarded_problems();
         self.launch(&stem).await.map_err(|error| self.failed(error))
     }
 
@@ -421,7 +421,9 @@ impl GatewayTarget for Launched {
                 })?;
         let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
         ledger.other_problems.append(&mut self.discarded);
-        ledger.other_problems.extend(exited);
+        ledger
+            .other_problems
+            .extend(exited.map(|message| replay_core::ModelProblem::GatewayExited { message }));
         Ok(ledger)
     }
 }
@@ -498,10 +500,11 @@ mod tests {
             std::fs::write(&go, "").expect("go");
             tokio::time::sleep(Duration::from_millis(500)).await;
             let ledger = launched.finish().await.expect("ledger");
-            let exited: Vec<&String> = ledger
-                .other_problems
-                .iter()
-                .filter(|line| line.starts_with("gateway_exited: "))
+            let exited: Vec<&String> = (ledger.other_problems.iter())
+                .filter_map(|problem| match problem {
+                    replay_core::ModelProblem::GatewayExited { message } => Some(message),
+                    _ => None,
+                })
                 .collect();
             match says {
                 Some(says) => assert!(

@@ -1,8 +1,10 @@
-//! Layer 1: one fixture through the real gateway, keyless. Boot with the replay model (or select
-//! the fixture on the model server of a gateway that runs elsewhere: see [`crate::target`]),
-//! drive register → thread → `runs/stream` (then any follow-up prompts in the same thread),
-//! reduce the SSE to shapes, collect the misses the error middleware hid, and give the run its
-//! [`Verdict`] and a report that explains it.
+//! Layer 1, the one run API: [`run`] takes a gateway [`target`](crate::target) (in-process, or a
+//! gateway elsewhere whose model is a model server), a fixture and [`RunOptions`] (the golden
+//! folder, what to drive, the time limit, how reports show transcripts); it starts the target,
+//! drives it ([`Drive`]: a [`Session`] in the gateway's dialect, or DeerFlow's chat page,
+//! [`WebClient`]), finishes the target also after a failed drive, and returns one
+//! [`ScenarioRun`] whose [`Verdict`] is the one verdict, judged by the drive's policy, with a
+//! report that explains it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -10,59 +12,159 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Ambiguity, Fixture, FixtureError, GoldenStatus, Miss, MissingGolden, Shape, UnusedTurns,
-    Verdict, golden_document, shorten,
+    Ambiguity, FailedRequest, Fixture, Framing, FramingProblem, GoldenStatus, Miss, MissingGolden,
+    ModelProblem, Shape, UnusedTurns, Verdict, golden_document, shorten,
 };
 
-use crate::driver::{DriveOptions, Driver, DriverError, FramingRule, RunTranscript, Session};
-use crate::golden::{golden_check, golden_path, stem_of};
-use crate::model_server::ClientError;
-use crate::target::GatewayTarget;
+use crate::driver::deerflow::{PageRuns, WebClient};
+use crate::driver::{DriveOptions, DriverError, Exchange, FramingRule, RunTranscript, Session};
+use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
+use crate::target::{GatewayTarget, HarnessError};
 
-/// Why a scenario could not run at all (as opposed to running and drifting).
-#[derive(Debug, thiserror::Error)]
-pub enum HarnessError {
-    /// The fixture is malformed.
-    #[error(transparent)]
-    Fixture(#[from] FixtureError),
-    /// The gateway did not boot.
-    #[error("booting the gateway for {fixture}: {source}")]
-    Boot {
-        /// The fixture file.
-        fixture: PathBuf,
-        /// Why (the adapter's boot error).
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// A request of the drive failed.
-    #[error("driving the gateway for {fixture}: {source}")]
-    Drive {
-        /// The fixture file.
-        fixture: PathBuf,
-        /// Why.
-        source: DriverError,
-    },
-    /// The fixture's drive ran past its time limit (a fixture with thousands of follow-ups
-    /// would otherwise run unbounded).
-    #[error(
-        "{fixture}: the drive ran past the fixture's time limit of {} s and was stopped (raise it \
-         with --fixture-time-limit SECS, a flag of keyless test and cargo xtask replay, if the \
-         fixture is meant to be that long)",
-        .limit.as_secs_f64()
-    )]
-    TimedOut {
-        /// The fixture file.
-        fixture: PathBuf,
-        /// The limit.
-        limit: Duration,
-    },
-    /// The model server of a gateway that runs elsewhere could not select the fixture or report.
-    #[error("model server for {fixture}: {source}")]
-    ModelServer {
-        /// The fixture file.
-        fixture: PathBuf,
-        /// Why.
-        source: ClientError,
-    },
+/// How long one fixture's drive may take by default: far above any shipped fixture (a few
+/// seconds on a debug build), far below "unbounded".
+pub const FIXTURE_TIME_LIMIT: Duration = Duration::from_secs(300);
+
+/// What a run drives, and so the policy its verdict is judged by.
+#[derive(Debug, Clone)]
+pub enum Drive {
+    /// A [`Session`] in the gateway's dialect (`keyless test --api …`): the fixture's prompt and
+    /// follow-ups as runs, held to `<stem>.snap`; unused turns judged leniently.
+    Session(DriveOptions),
+    /// DeerFlow's chat page ([`WebClient`]): its page requests and runs, held to
+    /// `<stem>.web.snap`; every request must answer 2xx, every run be framed by `metadata` and
+    /// `end`, and every recorded turn be reached (the suggestions turns included).
+    Page(WebClient),
+}
+
+impl Default for Drive {
+    fn default() -> Drive {
+        Drive::Session(DriveOptions::default())
+    }
+}
+
+/// What a run drove ([`Drive`] without its settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriveKind {
+    /// A session in a dialect.
+    Session,
+    /// DeerFlow's chat page.
+    Page,
+}
+
+/// How a report shows each run's SSE transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transcripts {
+    /// One line per frame, its data cut at 160 characters.
+    #[default]
+    Cut,
+    /// Every frame as sent.
+    Full,
+}
+
+impl Transcripts {
+    /// [`Transcripts::Full`] when `HARNESS_FULL_TRANSCRIPT` is set, else [`Transcripts::Cut`].
+    pub fn from_env() -> Transcripts {
+        match std::env::var_os("HARNESS_FULL_TRANSCRIPT") {
+            Some(_) => Transcripts::Full,
+            None => Transcripts::Cut,
+        }
+    }
+}
+
+/// How [`run`] runs a fixture.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The folder of the goldens the run is judged against [default: `golden`].
+    pub golden_dir: PathBuf,
+    /// What to drive [default: a DeerFlow session with the values-only run request].
+    pub drive: Drive,
+    /// Past this the drive stops and the run is [`HarnessError::TimedOut`] [default:
+    /// [`FIXTURE_TIME_LIMIT`]].
+    pub time_limit: Duration,
+    /// How reports show transcripts [default: cut].
+    pub transcripts: Transcripts,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            golden_dir: PathBuf::from("golden"),
+            drive: Drive::default(),
+            time_limit: FIXTURE_TIME_LIMIT,
+            transcripts: Transcripts::Cut,
+        }
+    }
+}
+
+impl RunOptions {
+    /// The defaults, judged against the goldens in `golden_dir`.
+    pub fn new(golden_dir: impl Into<PathBuf>) -> RunOptions {
+        RunOptions {
+            golden_dir: golden_dir.into(),
+            ..RunOptions::default()
+        }
+    }
+
+    /// These options driving `drive`.
+    pub fn drive(mut self, drive: Drive) -> RunOptions {
+        self.drive = drive;
+        self
+    }
+
+    /// These options with the time limit `limit`.
+    pub fn time_limit(mut self, limit: Duration) -> RunOptions {
+        self.time_limit = limit;
+        self
+    }
+
+    /// These options showing transcripts as `transcripts` says.
+    pub fn transcripts(mut self, transcripts: Transcripts) -> RunOptions {
+        self.transcripts = transcripts;
+        self
+    }
+}
+
+/// The fixture a run replays: a file to read, or one already read (the file still names it in
+/// reports and goldens).
+#[derive(Debug, Clone)]
+pub enum FixtureInput<'a> {
+    /// Read (and validate) the file.
+    File(&'a Path),
+    /// The fixture read from the file, shared with whoever else holds it.
+    Loaded(&'a Path, Arc<Fixture>),
+}
+
+impl<'a> From<&'a Path> for FixtureInput<'a> {
+    fn from(path: &'a Path) -> FixtureInput<'a> {
+        FixtureInput::File(path)
+    }
+}
+
+impl<'a> From<&'a PathBuf> for FixtureInput<'a> {
+    fn from(path: &'a PathBuf) -> FixtureInput<'a> {
+        FixtureInput::File(path)
+    }
+}
+
+impl<'a> From<(&'a Path, Fixture)> for FixtureInput<'a> {
+    fn from((path, fixture): (&'a Path, Fixture)) -> FixtureInput<'a> {
+        FixtureInput::Loaded(path, Arc::new(fixture))
+    }
+}
+
+impl<'a> From<(&'a Path, Arc<Fixture>)> for FixtureInput<'a> {
+    fn from((path, fixture): (&'a Path, Arc<Fixture>)) -> FixtureInput<'a> {
+        FixtureInput::Loaded(path, fixture)
+    }
+}
+
+/// A run that did not pass: the report that explains its verdict.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{report}")]
+pub struct RunFailed {
+    /// The verdict's problems, then everything that explains them.
+    pub report: String,
 }
 
 /// The result of running one fixture.
@@ -72,27 +174,42 @@ pub struct ScenarioRun {
     pub fixture_path: PathBuf,
     /// The fixture (the same one the target's engine replayed, not a copy).
     pub fixture: Arc<Fixture>,
+    /// What was driven, which also says how the run is judged.
+    pub drive: DriveKind,
     /// One transcript per prompt (the prompt, then each follow-up).
     pub transcripts: Vec<RunTranscript>,
+    /// The page's requests but the streams, in order (empty for a session).
+    pub exchanges: Vec<Exchange>,
     /// Model calls with no recorded output.
     pub misses: Vec<Miss>,
     /// Model calls that named no caller and met a key with several different answers.
     pub ambiguities: Vec<Ambiguity>,
     /// Other model-side failures reported by a model server (a strict-replay mismatch, an
-    /// ambiguous caller, an unreadable request), as their messages.
-    pub model_errors: Vec<String>,
-    /// Turns nobody asked for (information, not failure).
+    /// ambiguous caller, an unreadable request).
+    pub model_errors: Vec<ModelProblem>,
+    /// Turns nobody asked for (information, not failure, unless the drive's policy says so).
     pub unused_turns: Vec<usize>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
-    /// The golden folder the run is judged against (its golden is `<stem>.snap` there).
+    /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
+    /// `.snap` there).
     pub golden_dir: PathBuf,
+    /// How reports show the transcripts.
+    pub transcripts_shown: Transcripts,
 }
 
 impl ScenarioRun {
-    /// The snapshot name: the fixture's file name without `.json`.
+    /// The fixture's stem: its file name without `.json`.
     pub fn stem(&self) -> String {
         stem_of(&self.fixture_path)
+    }
+
+    /// The golden's stem: the fixture's, with `.web` for a page's run.
+    pub fn golden_stem(&self) -> String {
+        match self.drive {
+            DriveKind::Session => self.stem(),
+            DriveKind::Page => format!("{}{WEB_GOLDEN_SUFFIX}", self.stem()),
+        }
     }
 
     /// The shape sequence of every run, in order (each run reduced as its stream modes' golden
@@ -112,7 +229,7 @@ impl ScenarioRun {
             .sum()
     }
 
-    /// DeerFlow's golden document for these shapes.
+    /// The golden document for these shapes.
     pub fn golden_document(&self) -> String {
         golden_document(
             &self.fixture.scenario.id,
@@ -121,10 +238,29 @@ impl ScenarioRun {
         )
     }
 
-    /// The Layer 1 verdict on this run: framing, misses and other model errors, the shapes
-    /// against the committed golden, unused turns (judged [`UnusedTurns::Lenient`]).
+    /// The golden document against the committed `<golden stem>.snap`.
+    pub fn golden_status(&self) -> GoldenStatus {
+        golden_status(
+            &self.golden_dir,
+            &self.golden_stem(),
+            &self.golden_document(),
+        )
+    }
+
+    /// The rule unused turns are judged by when none is given: lenient for a session, every
+    /// turn for a page (a browser needs them all).
+    pub fn unused_rule(&self) -> UnusedTurns {
+        match self.drive {
+            DriveKind::Session => UnusedTurns::Lenient,
+            DriveKind::Page => UnusedTurns::Client,
+        }
+    }
+
+    /// The verdict on this run: framing, misses and other model errors, the page's failed
+    /// requests, the shapes against the committed golden, unused turns judged by
+    /// [`ScenarioRun::unused_rule`].
     pub fn verdict(&self) -> Verdict {
-        self.verdict_with(UnusedTurns::Lenient)
+        self.verdict_with(self.unused_rule())
     }
 
     /// [`ScenarioRun::verdict`] with the unused turns judged under `rule`.
@@ -135,7 +271,8 @@ impl ScenarioRun {
             self.fixture.scenario.mode.as_str(),
             &shapes,
         );
-        let (golden, refusal) = match golden_check(&self.golden_dir, &self.stem(), &document) {
+        let (golden, refusal) = match golden_check(&self.golden_dir, &self.golden_stem(), &document)
+        {
             Ok(status) => (status, None),
             Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
         };
@@ -153,30 +290,64 @@ impl ScenarioRun {
         )
         .judge_unused(&callers, rule);
         verdict.golden_refusal = refusal;
-        // A dialect other than DeerFlow's is held to its own rule, run by run.
-        let rule = self.transcripts.first().map(|t| t.framing_rule);
-        if let Some(rule) = rule.filter(|rule| *rule != FramingRule::MetadataThenEnd) {
-            let model_error_recorded = (self.fixture.turns.iter())
-                .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
-            verdict.framing = rule.framing(&self.transcripts, model_error_recorded);
+        verdict.failed_requests = (self.exchanges.iter())
+            .filter(|exchange| !exchange.succeeded())
+            .map(FailedRequest::from)
+            .collect();
+        match self.drive {
+            // The page's runs are each framed by `metadata` and `end`.
+            DriveKind::Page => verdict.framing = self.framing_per_run(),
+            DriveKind::Session => {
+                // A dialect other than DeerFlow's is held to its own rule, run by run.
+                let rule = self.transcripts.first().map(|t| t.framing_rule);
+                if let Some(rule) = rule.filter(|rule| *rule != FramingRule::MetadataThenEnd) {
+                    let model_error_recorded = (self.fixture.turns.iter())
+                        .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
+                    verdict.framing = rule.framing(&self.transcripts, model_error_recorded);
+                }
+            }
         }
         verdict
     }
 
+    /// The first run not framed by `metadata` and `end`, naming it.
+    fn framing_per_run(&self) -> Framing {
+        for (run, transcript) in self.transcripts.iter().enumerate() {
+            if let Framing::Broken { first, last } = Framing::of(&transcript.shapes()) {
+                let problem = if first.as_deref() != Some("metadata") {
+                    FramingProblem::First {
+                        expected: "\"metadata\"".into(),
+                        got: first,
+                    }
+                } else {
+                    FramingProblem::Last {
+                        expected: "\"end\"".into(),
+                        got: last,
+                    }
+                };
+                return Framing::Violated { run, problem };
+            }
+        }
+        Framing::Ok
+    }
+
     /// `Ok` when the run's verdict passes with a missing golden failing it, as a test or a
     /// benchmark demands of a shipped fixture; otherwise the report that explains the verdict.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RunFailed> {
         let verdict = self.verdict();
         if verdict.passes(MissingGolden::Fails) {
             Ok(())
         } else {
-            Err(self.report(&verdict))
+            Err(RunFailed {
+                report: self.report(&verdict),
+            })
         }
     }
 
-    /// Everything needed to explain `verdict`: its failed checks, the fixture, each request and
-    /// SSE transcript, every miss with its key, canonical input and nearest recorded turn, the
-    /// model server's other problems, and the unused turns.
+    /// Everything needed to explain `verdict`: its failed checks, the page's requests with
+    /// their statuses, the fixture, each request and SSE transcript, every miss with its key,
+    /// canonical input and nearest recorded turn, the model server's other problems, and the
+    /// unused turns.
     pub fn report(&self, verdict: &Verdict) -> String {
         let mut out = String::new();
         for problem in verdict.problems(MissingGolden::Fails) {
@@ -186,21 +357,31 @@ impl ScenarioRun {
             let _ = writeln!(
                 out,
                 "\ngolden: {} ({})",
-                golden_path(&self.golden_dir, &self.stem()).display(),
+                golden_path(&self.golden_dir, &self.golden_stem()).display(),
                 verdict.golden.as_str()
             );
+        }
+        if !self.exchanges.is_empty() {
+            out.push_str("\n--- web client requests ---\n");
+            for exchange in &self.exchanges {
+                let body = replay_core::first_chars(&exchange.body.to_string(), 200).to_owned();
+                let _ = writeln!(
+                    out,
+                    "{} {} {} {body}",
+                    exchange.status, exchange.method, exchange.path
+                );
+            }
         }
         out.push_str(&self.details());
         out
     }
 
     /// What explains any verdict on this run, without judging it: the fixture, each request and
-    /// SSE transcript, every miss, the model server's other problems and the unused turns. (The
-    /// web client flow judges its runs by its own verdict, not by the Layer 1 golden.)
+    /// SSE transcript, every miss, the model server's other problems and the unused turns.
     pub fn details(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "\nfixture: {}", self.fixture_path.display());
-        let full = std::env::var_os("HARNESS_FULL_TRANSCRIPT").is_some();
+        let full = self.transcripts_shown == Transcripts::Full;
         for (index, transcript) in self.transcripts.iter().enumerate() {
             let _ = writeln!(out, "\n--- run {index} request ---\n{}", transcript.request);
             if full {
@@ -257,160 +438,191 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Runs a fixture file through `target`, judged against the goldens in `golden_dir`.
-pub async fn run_fixture_on(
+/// Runs `fixture` through `target` as `options` say: starts the target, drives it (within the
+/// time limit: past it the drive is dropped, its requests cancelled, and the run is
+/// [`HarnessError::TimedOut`]), then finishes the target, also after a failed drive, so the
+/// gateway stops and the model side is read.
+pub async fn run(
     target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
+    fixture: impl Into<FixtureInput<'_>>,
+    options: &RunOptions,
 ) -> Result<ScenarioRun, HarnessError> {
-    run_fixture_on_within(target, path, golden_dir, FIXTURE_TIME_LIMIT).await
-}
-
-/// How long one fixture's drive may take by default: far above any shipped fixture (a few
-/// seconds on a debug build), far below "unbounded".
-pub const FIXTURE_TIME_LIMIT: Duration = Duration::from_secs(300);
-
-/// [`run_fixture_on`] with a time limit for the drive: past it, the drive stops, the target
-/// finishes, and the run is [`HarnessError::TimedOut`], naming the fixture.
-pub async fn run_fixture_on_within(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    limit: Duration,
-) -> Result<ScenarioRun, HarnessError> {
-    let fixture = Fixture::load(path)?;
-    run_on_within(target, path, golden_dir, fixture, limit).await
-}
-
-/// Runs an already loaded fixture through `target`: start, drive, then finish (also after a
-/// failed drive, so the gateway stops and the model side is read).
-pub async fn run_on(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    fixture: Fixture,
-) -> Result<ScenarioRun, HarnessError> {
-    run_on_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT).await
-}
-
-/// [`run_on_within`] driving the gateway in the dialect and stream modes `options` say
-/// (`keyless test --api langgraph`, `--stream-modes web`). A fixture already in an [`Arc`] (one
-/// a model server serves too) is shared, not copied.
-pub async fn run_on_with(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    fixture: impl Into<Arc<Fixture>>,
-    options: &DriveOptions,
-    limit: Duration,
-) -> Result<ScenarioRun, HarnessError> {
-    let (run, ()) = drive_target_within(
-        target,
-        path,
-        golden_dir,
-        fixture,
-        limit,
-        async |url, fixture| Ok((drive_prompts_with(url, fixture, options).await?, ())),
-    )
-    .await?;
-    Ok(run)
-}
-
-/// Opens a session in `options`' dialect and streams the fixture's prompt and follow-ups in one
-/// thread, each human message as the fixture recorded it.
-pub async fn drive_prompts_with(
-    url: &str,
-    fixture: &Fixture,
-    options: &DriveOptions,
-) -> Result<Vec<RunTranscript>, DriverError> {
-    let mut session = Session::open(url, options).await?;
-    session
-        .run_scenario(&fixture.scenario, &fixture.turns)
-        .await
-}
-
-/// [`run_on`] with a time limit for the drive.
-pub async fn run_on_within(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    fixture: Fixture,
-    limit: Duration,
-) -> Result<ScenarioRun, HarnessError> {
-    let (run, ()) = drive_target_within(
-        target,
-        path,
-        golden_dir,
-        fixture,
-        limit,
-        async |url, fixture| Ok((drive_prompts(url, fixture).await?, ())),
-    )
-    .await?;
-    Ok(run)
-}
-
-/// Starts `target` for `fixture`, drives it with `drive`, then finishes it, also after a failed
-/// drive, so the gateway stops and the model side is read. `drive` returns the transcripts of
-/// the runs and whatever else it observed (the web client's flow keeps its page requests). The
-/// run is judged against the goldens in `golden_dir`.
-pub async fn drive_target<T>(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    fixture: Fixture,
-    drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
-) -> Result<(ScenarioRun, T), HarnessError> {
-    drive_target_within(target, path, golden_dir, fixture, FIXTURE_TIME_LIMIT, drive).await
-}
-
-/// [`drive_target`] with a time limit for the drive: past it the drive is dropped (its requests
-/// cancelled), the target finishes, and the run is [`HarnessError::TimedOut`].
-async fn drive_target_within<T>(
-    target: &mut dyn GatewayTarget,
-    path: &Path,
-    golden_dir: &Path,
-    fixture: impl Into<Arc<Fixture>>,
-    limit: Duration,
-    drive: impl AsyncFnOnce(&str, &Fixture) -> Result<(Vec<RunTranscript>, T), DriverError>,
-) -> Result<(ScenarioRun, T), HarnessError> {
+    let (path, fixture) = match fixture.into() {
+        FixtureInput::File(path) => (path, Arc::new(Fixture::load(path)?)),
+        FixtureInput::Loaded(path, fixture) => (path, fixture),
+    };
     let started = Instant::now();
-    let fixture: Arc<Fixture> = fixture.into();
     let url = target.start(path, &fixture).await?;
-    let drive = tokio::time::timeout(limit, drive(&url, &fixture)).await;
+    let drive = tokio::time::timeout(options.time_limit, drive(&options.drive, &url, &fixture));
+    let drive = drive.await;
     let ledger = target.finish().await;
     let Ok(drive) = drive else {
         return Err(HarnessError::TimedOut {
             fixture: path.to_path_buf(),
-            limit,
+            limit: options.time_limit,
         });
     };
-    let (transcripts, observed) = drive.map_err(|source| HarnessError::Drive {
+    let (transcripts, exchanges) = drive.map_err(|source| HarnessError::Drive {
         fixture: path.to_path_buf(),
         source,
     })?;
     let ledger = ledger?;
-    let run = ScenarioRun {
+    Ok(ScenarioRun {
         fixture_path: path.to_path_buf(),
+        drive: match options.drive {
+            Drive::Session(_) => DriveKind::Session,
+            Drive::Page(_) => DriveKind::Page,
+        },
         misses: ledger.misses,
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
         fixture,
         transcripts,
+        exchanges,
         elapsed: started.elapsed(),
-        golden_dir: golden_dir.to_path_buf(),
-    };
-    Ok((run, observed))
+        golden_dir: options.golden_dir.clone(),
+        transcripts_shown: options.transcripts,
+    })
 }
 
-/// Registers, creates a thread, and streams the fixture's prompt and follow-ups in it (public:
-/// a test that starts its gateway and model server itself drives them with this).
-pub async fn drive_prompts(
+/// Drives the gateway at `url` through `fixture` as `drive` says: the transcripts of the runs
+/// and the page's other requests.
+async fn drive(
+    drive: &Drive,
     url: &str,
     fixture: &Fixture,
-) -> Result<Vec<RunTranscript>, DriverError> {
-    let mut driver = Driver::new(url)?;
-    driver.register().await?;
-    let (_, transcripts) = driver.run_scenario(&fixture.scenario).await?;
-    Ok(transcripts)
+) -> Result<(Vec<RunTranscript>, Vec<Exchange>), DriverError> {
+    match drive {
+        Drive::Session(options) => {
+            let mut session = Session::open(url, options).await?;
+            let transcripts = session
+                .run_scenario(&fixture.scenario, &fixture.turns)
+                .await?;
+            Ok((transcripts, Vec::new()))
+        }
+        Drive::Page(client) => {
+            let PageRuns {
+                transcripts,
+                exchanges,
+                ..
+            } = client.drive(url, &fixture.scenario).await?;
+            Ok((transcripts, exchanges))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::driver::SseEvent;
+
+    /// A run of these frames, streamed with the web client's modes.
+    fn page_transcript(events: &[&str]) -> RunTranscript {
+        RunTranscript {
+            request: Value::Null,
+            events: (events.iter())
+                .map(|event| SseEvent::new((*event).to_owned(), "{}".to_owned(), None))
+                .collect(),
+            modes: crate::driver::StreamModes::Web,
+            framing_rule: FramingRule::MetadataThenEnd,
+            headers: Vec::new(),
+            history: None,
+        }
+    }
+
+    /// A clean run of DeerFlow's chat page over a shipped fixture: two framed runs, every
+    /// request 2xx, every turn used; its golden folder is empty (the golden is only missing).
+    fn clean_page_run() -> ScenarioRun {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/two_run_thread.pro.json");
+        let fixture = Arc::new(Fixture::load(&path).expect("a shipped fixture"));
+        ScenarioRun {
+            fixture_path: path,
+            fixture,
+            drive: DriveKind::Page,
+            transcripts: vec![
+                page_transcript(&["metadata", "values", "end"]),
+                page_transcript(&["metadata", "values", "end"]),
+            ],
+            exchanges: vec![Exchange {
+                method: "GET".into(),
+                path: "/api/models".into(),
+                status: 200,
+                body: json!({"models": []}),
+            }],
+            misses: Vec::new(),
+            ambiguities: Vec::new(),
+            model_errors: Vec::new(),
+            unused_turns: Vec::new(),
+            elapsed: Duration::ZERO,
+            golden_dir: PathBuf::from("/nonexistent-golden-folder"),
+            transcripts_shown: Transcripts::Cut,
+        }
+    }
+
+    /// A case: its name, how it spoils a clean page run, and the text its one problem holds.
+    type Case = (&'static str, fn(&mut ScenarioRun), &'static str);
+
+    /// The page's policy, which the web flow's own verdict held before: each failed check is
+    /// one problem line of the one verdict.
+    #[test]
+    fn a_page_run_is_judged_by_the_pages_policy_one_problem_per_failed_check() {
+        let cases: [Case; 5] = [
+            (
+                "a 404",
+                |run| run.exchanges[0].status = 404,
+                "GET /api/models answered 404: {\"models\":[]}",
+            ),
+            (
+                "the second run without end",
+                |run| run.transcripts[1] = page_transcript(&["metadata", "values"]),
+                "run 1: the last frame is Some(\"values\"), expected \"end\"",
+            ),
+            (
+                "a run that does not open with metadata",
+                |run| run.transcripts[0] = page_transcript(&["values", "end"]),
+                "run 0: the first frame is Some(\"values\"), expected \"metadata\"",
+            ),
+            (
+                "a model server problem",
+                |run| {
+                    run.model_errors.push(ModelProblem::Reported {
+                        kind: replay_core::ModelProblemKind::AmbiguousCaller,
+                        message: "name the caller".into(),
+                    })
+                },
+                "[\"ambiguous_caller: name the caller\"]",
+            ),
+            (
+                "the suggestions turn never reached",
+                |run| run.unused_turns.push(2),
+                "recorded turns [2] were never asked for: the web client's flow did not reach them",
+            ),
+        ];
+        let clean = clean_page_run();
+        assert_eq!(clean.golden_stem(), "two_run_thread.pro.web");
+        let verdict = clean.verdict();
+        assert!(
+            verdict.replayed_cleanly(),
+            "{:?}",
+            verdict.problems(MissingGolden::Allowed)
+        );
+        for (name, spoil, expected) in cases {
+            let mut run = clean_page_run();
+            spoil(&mut run);
+            let verdict = run.verdict();
+            let problems = verdict.problems(MissingGolden::Allowed);
+            assert!(!verdict.replayed_cleanly(), "{name}");
+            assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+            assert!(problems[0].contains(expected), "{name}: {problems:?}");
+        }
+        // A session's run keeps Layer 1's policy: an unused suggestions turn is information.
+        let mut session = clean_page_run();
+        session.drive = DriveKind::Session;
+        session.unused_turns.push(2);
+        assert!(session.verdict().replayed_cleanly());
+    }
 }

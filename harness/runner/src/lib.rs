@@ -1,39 +1,97 @@
 //! `keyless-runner`: the part of keyless (keyless contract tests for agent gateways) that never
 //! names a gateway type, so a gateway in any language is tested through it and the `keyless`
-//! binary compiles no gateway.
+//! binary compiles no gateway. Its modules are private; what callers use is re-exported here.
 //!
-//! - [`driver`]: the HTTP wire driver (register → thread → `runs/stream`, the web client's
-//!   requests); [`transcript`]: what a streamed run produced, each frame's data parsed once.
-//! - [`layer1`]: one fixture through a gateway [`target`] and its verdict and report; [`target`]:
-//!   the [`GatewayTarget`](target::GatewayTarget) interface and [`AtUrl`](target::AtUrl), a
-//!   gateway that runs elsewhere against a model server.
-//! - [`launched`]: a gateway command started for each fixture; [`reused`]: one started once and
-//!   kept for several fixtures.
-//! - [`golden`]: goldens as insta snapshots; [`pending`]: pending goldens, accepted or
-//!   reviewed; [`regular_file`]: their files and the gateway's logs, never through a link.
-//! - [`model_server`]: an OpenAI-compatible server that replays (or records) at the model's
-//!   wire, for a gateway that runs in its own process, in any language.
-//! - [`replay_log`]: what a replay served and missed, as JSON lines the moment it happens.
-//! - [`processes`]: every process a gateway command left behind, found by its mark or its
-//!   parent chain (Linux).
-//! - [`recording_store`]: the managed recordings store and the record/replay activation
-//!   decision for launchers.
+//! - [`run`]: the one run API, one fixture through a [`GatewayTarget`] as [`RunOptions`] say,
+//!   returning a [`ScenarioRun`] whose [`Verdict`](replay_core::Verdict) is the one verdict
+//!   (`layer1`); [`AtUrl`] drives a gateway that runs elsewhere against a model server,
+//!   [`HarnessError`] says why a fixture could not run (`target`).
+//! - The driver (`driver`): one [`Session`] over a dialect per [`Api`] (one file each under
+//!   `driver/`, DeerFlow's holding its chat page, [`WebClient`]), and what a streamed run
+//!   produced ([`RunTranscript`], each frame's data parsed once).
+//! - [`Launched`]: a gateway command started for each fixture; [`Reused`]: one started once and
+//!   kept for several fixtures; [`descendants_of`] and its kin: every process a gateway command
+//!   left behind, found by its mark or its parent chain (Linux).
+//! - Goldens as insta snapshots ([`golden_status`], [`read_golden`]), pending goldens accepted or
+//!   reviewed ([`Pending`]), read as regular files, never through a link ([`FileError`]).
+//! - [`ModelServer`]: an OpenAI-compatible server that replays (or records) at the model's wire,
+//!   for a gateway that runs in its own process, in any language; [`ReplayLog`]: what a replay
+//!   served and missed, as JSON lines the moment it happens.
+//! - [`RecordingsHome`]: the managed recordings store and the record/replay [`Activation`]
+//!   decision for launchers; [`write_fixture`] and its kin: a recorded run's files.
+//! - [`table_line`], [`json_line`], [`problem_lines`]: what a suite of fixtures prints.
 //!
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
 
-pub mod driver;
-pub mod golden;
-pub mod launched;
-pub mod layer1;
-pub mod model_server;
-pub mod pending;
-pub mod processes;
-pub mod recorded;
-pub mod recording_store;
-pub mod regular_file;
-pub mod replay_log;
-pub mod reused;
-pub mod suite;
-pub mod target;
-pub mod transcript;
+mod driver;
+mod golden;
+mod launched;
+mod layer1;
+mod model_server;
+mod pending;
+mod processes;
+mod recorded;
+mod recording_store;
+mod regular_file;
+mod replay_log;
+mod reused;
+mod suite;
+mod target;
+
+// The surface callers use (the `keyless` binary, the `harness` package, xtask, tests): every
+// module is private, and this is what the crate offers.
+
+// The one run API and where it sends its requests.
+pub use launched::{GatewayCommand, GatewayExited, LaunchError, Launched, RESET_TOKEN_VAR};
+pub use layer1::{
+    Drive, DriveKind, FIXTURE_TIME_LIMIT, FixtureInput, RunFailed, RunOptions, ScenarioRun,
+    Transcripts, run, runtime,
+};
+pub use reused::Reused;
+pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};
+
+// The driver: one session over a dialect per API, DeerFlow's chat page.
+pub use driver::deerflow::{Page, PageRuns, WebClient};
+pub use driver::{
+    Api, AuthHeader, AuthHeaderError, DriveOptions, DriverError, Exchange, FramingRule,
+    RunTranscript, Session, SseEvent, StreamModes, UnknownApi,
+};
+
+// Goldens and pending goldens.
+pub use golden::{
+    GoldenError, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, read_golden, stem_of,
+};
+pub use pending::{
+    Pending, PendingError, accept as accept_pending, diff as pending_diff, find as find_pending,
+    pending, pending_path, reject as reject_pending, write_pending,
+};
+pub use regular_file::{FileError, exists_regular};
+
+// The model server.
+pub use model_server::{
+    AwsCredentials, CALLER_HEADER, ClientError, DEFAULT_CALL_TIME_LIMIT,
+    DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer, ModelServerClient, ModelServerError, Problem,
+    RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ResetReply, ServeLimits,
+    ServerOptions, ServerState, normalized,
+};
+pub use replay_log::ReplayLog;
+
+// Recordings: the managed store, and a recorded run's files.
+pub use recorded::{
+    WriteError, create_parent, meta_path_for, redacted_scenario, summary_lines, warning_lines,
+    write_fixture, write_meta,
+};
+pub use recording_store::{
+    Activation, BLOCKED_MESSAGE, Deleted, Mode as RecordReplayMode, PruneReport, RecordReplay,
+    Recorded, RecordingInfo, RecordingsError, RecordingsHome, Shown, terminal_confirmation,
+};
+
+// A suite of fixtures: the table, JSON lines and problem lines a run prints.
+pub use suite::{
+    error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
+    table_line,
+};
+
+// The processes a gateway command left behind.
+pub use processes::{Signal, become_subreaper, descendants_of, exec_tied_to_parent, signal_all};

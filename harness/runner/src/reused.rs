@@ -26,9 +26,9 @@ use replay_core::Fixture;
 
 use crate::golden::stem_of;
 use crate::launched::{GatewayCommand, GatewayExited, Launched};
-use crate::layer1::HarnessError;
+
 use crate::model_server::{ClientError, ModelServerClient};
-use crate::target::{GatewayTarget, ModelLedger};
+use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 
 /// The gateway command, started once and kept for every fixture that carries no gateway settings
 /// of its own.
@@ -44,7 +44,7 @@ pub struct Reused {
     /// The current fixture has a gateway of its own, stopped when it finishes.
     own: bool,
     /// What the last reset cleared unread: problems of the run it started.
-    discarded: Vec<String>,
+    discarded: Vec<replay_core::ModelProblem>,
 }
 
 /// Whether `fixture` carries gateway settings of its own, so it must not share a gateway.
@@ -123,7 +123,7 @@ impl GatewayTarget for Reused {
             .reset(Some(&stem))
             .await
             .map_err(|source| self.model_server_error(source))?;
-        self.discarded = reply.problem_lines();
+        self.discarded = reply.discarded_problems();
         self.own = carries_gateway_config(fixture);
         let name = if self.own {
             // `launch` stops the shared gateway first.
@@ -174,7 +174,9 @@ impl GatewayTarget for Reused {
             .map_err(|source| self.model_server_error(source))?;
         let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
         ledger.other_problems.append(&mut self.discarded);
-        ledger.other_problems.extend(exited);
+        ledger
+            .other_problems
+            .extend(exited.map(|message| replay_core::ModelProblem::GatewayExited { message }));
         Ok(ledger)
     }
 }

@@ -106,7 +106,7 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
         "events": run.shapes(),
         "framing": framing,
         "misses": misses,
-        "model_errors": verdict.model_errors,
+        "model_errors": (verdict.model_errors.iter()).map(ToString::to_string).collect::<Vec<_>>(),
         "unused_turns": verdict.unused_turns,
         "golden": verdict.golden.as_str(),
         "elapsed_ms": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),

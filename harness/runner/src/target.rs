@@ -1,5 +1,6 @@
 //! Where Layer 1 sends its requests: one interface, [`GatewayTarget`], that the runner
-//! (`layer1::run_on`) takes, and its two implementations.
+//! ([`crate::run`]) takes, its two implementations here and [`HarnessError`], why a fixture
+//! could not run at all.
 //!
 //! - `InProcess` boots `gateway-under-test` in this process with the replay model over the
 //!   fixture, as every golden test does;
@@ -10,15 +11,62 @@
 //! Either way the drive (register → thread → `runs/stream`) and the golden comparison are the
 //! same code, so both paths are held to the same goldens.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use replay_core::{Ambiguity, Fixture, Miss};
+use replay_core::{Ambiguity, Fixture, FixtureError, Miss, ModelProblem};
 
+use crate::driver::DriverError;
 use crate::golden::stem_of;
-use crate::layer1::HarnessError;
 use crate::model_server::{ClientError, ModelServerClient, Problem};
+
+/// Why a scenario could not run at all (as opposed to running and drifting).
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The fixture is malformed.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// The gateway did not boot.
+    #[error("booting the gateway for {fixture}: {source}")]
+    Boot {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why (the adapter's boot error).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A request of the drive failed.
+    #[error("driving the gateway for {fixture}: {source}")]
+    Drive {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: DriverError,
+    },
+    /// The fixture's drive ran past its time limit (a fixture with thousands of follow-ups
+    /// would otherwise run unbounded).
+    #[error(
+        "{fixture}: the drive ran past the fixture's time limit of {} s and was stopped (raise it \
+         with --fixture-time-limit SECS, a flag of keyless test and cargo xtask replay, if the \
+         fixture is meant to be that long)",
+        .limit.as_secs_f64()
+    )]
+    TimedOut {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// The limit.
+        limit: Duration,
+    },
+    /// The model server of a gateway that runs elsewhere could not select the fixture or report.
+    #[error("model server for {fixture}: {source}")]
+    ModelServer {
+        /// The fixture file.
+        fixture: PathBuf,
+        /// Why.
+        source: ClientError,
+    },
+}
 
 /// What the model side saw during one drive.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,9 +75,9 @@ pub struct ModelLedger {
     pub misses: Vec<Miss>,
     /// Calls that named no caller and met a key with several different answers.
     pub ambiguities: Vec<Ambiguity>,
-    /// Other model-side failures, as their messages: a strict-replay mismatch, an ambiguous
-    /// caller, a request the model server could not read.
-    pub other_problems: Vec<String>,
+    /// Other model-side failures: a strict-replay mismatch, an ambiguous caller, a request the
+    /// model server could not read.
+    pub other_problems: Vec<ModelProblem>,
     /// Recorded turns nobody asked for (information, not failure).
     pub unused_turns: Vec<usize>,
 }
@@ -45,11 +93,10 @@ impl ModelLedger {
             match problem {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
                 Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
-                other => {
-                    ledger
-                        .other_problems
-                        .push(format!("{}: {}", other.kind(), other.message()))
-                }
+                other => ledger.other_problems.push(ModelProblem::Reported {
+                    kind: other.model_kind(),
+                    message: other.message().to_owned(),
+                }),
             }
         }
         ledger
@@ -75,9 +122,9 @@ pub trait GatewayTarget: Send {
 pub struct AtUrl {
     gateway_url: String,
     model_server: ModelServerClient,
-    fixture: std::path::PathBuf,
+    fixture: PathBuf,
     /// What the last reset cleared unread: problems of the run it started.
-    discarded: Vec<String>,
+    discarded: Vec<replay_core::ModelProblem>,
 }
 
 impl AtUrl {
@@ -87,7 +134,7 @@ impl AtUrl {
         Ok(AtUrl {
             gateway_url: gateway_url.trim_end_matches('/').to_owned(),
             model_server: ModelServerClient::new(model_server_url)?,
-            fixture: std::path::PathBuf::new(),
+            fixture: PathBuf::new(),
             discarded: Vec::new(),
         })
     }
@@ -121,7 +168,7 @@ impl GatewayTarget for AtUrl {
             .reset(Some(&stem_of(path)))
             .await
             .map_err(|source| self.model_server_error(source))?;
-        self.discarded = reply.problem_lines();
+        self.discarded = reply.discarded_problems();
         Ok(self.gateway_url.clone())
     }
 

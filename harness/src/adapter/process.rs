@@ -23,7 +23,7 @@ use tempfile::TempDir;
 use crate::adapter::hermetic::{
     HermeticError, ModelBlock, SCENARIO_MODEL, hermetic_config, prepare_home, write_config_file,
 };
-use crate::golden::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The variable that names a prebuilt gateway binary (for runs from a test archive).
 pub(crate) const GATEWAY_BIN_VAR: &str = "GATEWAY_UNDER_TEST_BIN";

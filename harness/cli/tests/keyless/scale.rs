@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use harness::golden::{fixtures_dir, golden_dir};
+use harness::workspace::{fixtures_dir, golden_dir};
 use serde_json::Value;
 
 use super::{FIXTURE, UserRepo, said, toml_string};

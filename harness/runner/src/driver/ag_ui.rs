@@ -16,7 +16,9 @@ use replay_core::{
     named_frame_shape,
 };
 
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+};
 use client::{AgUiProblem, Conversation, RunEnd};
 
 /// The delta events whose runs of one id reduce to one golden entry.
@@ -68,11 +70,15 @@ impl AgUi {
 
 #[async_trait::async_trait]
 impl Dialect for AgUi {
-    async fn open(&mut self, _driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
         Ok(())
     }
 
-    async fn begin(&mut self, _driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
+    async fn begin(
+        &mut self,
+        _client: &HttpClient,
+        _scenario: &Scenario,
+    ) -> Result<(), DriverError> {
         self.thread_id = uuid::Uuid::new_v4().to_string();
         self.conversation = Conversation::default();
         Ok(())

@@ -32,7 +32,9 @@ use replay_core::{
     first_chars, named_frame_shape,
 };
 
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+};
 
 /// The response header that marks a UI message stream, and its value.
 pub const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
@@ -94,11 +96,15 @@ pub fn chat_request(chat_id: &str, history: &[Value], prompt: &str, message_id: 
 
 #[async_trait::async_trait]
 impl Dialect for AiSdk {
-    async fn open(&mut self, _driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
         Ok(())
     }
 
-    async fn begin(&mut self, _driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
+    async fn begin(
+        &mut self,
+        _client: &HttpClient,
+        _scenario: &Scenario,
+    ) -> Result<(), DriverError> {
         self.chat_id = generate_id();
         self.messages.clear();
         Ok(())
@@ -420,7 +426,7 @@ fn read_frames<'a>(
             return Err(fail(first_chars(raw, 60), "not a JSON object".to_owned()));
         };
         let kind = chunk.get("type").and_then(Value::as_str).unwrap_or("");
-        check_schema(kind, chunk).map_err(|message| fail(kind, message))?;
+        check_schema(kind, chunk).map_err(|err| fail(kind, err.to_string()))?;
         let text = |key: &str| {
             chunk
                 .get(key)
@@ -751,25 +757,46 @@ fn merge_metadata(state: &mut State, metadata: Option<&Value>) {
     state.written = true;
 }
 
+/// How a chunk breaks the client's schema.
+#[derive(Debug, thiserror::Error)]
+enum SchemaError {
+    /// The type is none the schema knows.
+    #[error(
+        "{kind:?} is not a UI message chunk type (the client's schema knows {} and data-*)",
+        CHUNK_FIELDS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownType {
+        /// The chunk's `type`.
+        kind: String,
+    },
+    /// A required field is missing or not a string.
+    #[error("its {key:?} is missing or not a string")]
+    Field {
+        /// The field.
+        key: &'static str,
+    },
+    /// A `finish` chunk's reason is none the schema knows.
+    #[error("its finishReason {reason} is not one of {}", FINISH_REASONS.join(", "))]
+    FinishReason {
+        /// The reason, as sent.
+        reason: Value,
+    },
+}
+
 /// Checks a chunk against the client's schema: a known type (or `data-*`) with its required
 /// fields as strings.
-fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), String> {
+fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), SchemaError> {
     if kind.starts_with("data-") {
         return Ok(());
     }
     let Some((_, fields)) = CHUNK_FIELDS.iter().find(|(name, _)| *name == kind) else {
-        return Err(format!(
-            "{kind:?} is not a UI message chunk type (the client's schema knows {} and data-*)",
-            CHUNK_FIELDS
-                .iter()
-                .map(|(name, _)| *name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(SchemaError::UnknownType {
+            kind: kind.to_owned(),
+        });
     };
     for key in fields.iter() {
         if !chunk.get(*key).is_some_and(Value::is_string) {
-            return Err(format!("its {key:?} is missing or not a string"));
+            return Err(SchemaError::Field { key });
         }
     }
     let reason = chunk.get("finishReason").filter(|reason| !reason.is_null());
@@ -778,10 +805,9 @@ fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), String> {
             .as_str()
             .is_some_and(|reason| FINISH_REASONS.contains(&reason))
     {
-        return Err(format!(
-            "its finishReason {reason} is not one of {}",
-            FINISH_REASONS.join(", ")
-        ));
+        return Err(SchemaError::FinishReason {
+            reason: reason.clone(),
+        });
     }
     Ok(())
 }

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use replay_core::{Scenario, Turn};
 
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, StreamModes, create_thread};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, StreamModes, create_thread,
+};
 
 /// LangGraph's API server below `base` (`""`: the root).
 #[derive(Debug, Clone)]
@@ -131,13 +133,13 @@ pub fn recorded_human_name<'t>(recorded: &'t [Turn], prompt: &str) -> Option<Str
 
 #[async_trait::async_trait]
 impl Dialect for LangGraph {
-    async fn open(&mut self, driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, client: &mut HttpClient) -> Result<(), DriverError> {
         if self.assistant.is_some() {
             return Ok(());
         }
         let path = format!("{}/assistants/search", self.base);
         let route = self.search_route();
-        let response = driver
+        let response = client
             .post_json(&path, &json!({"limit": 100, "offset": 0}), 200)
             .await?;
         let answer: Value = response.json().await.map_err(|source| DriverError::Http {
@@ -151,8 +153,12 @@ impl Dialect for LangGraph {
         Ok(())
     }
 
-    async fn begin(&mut self, driver: &Driver, _scenario: &Scenario) -> Result<(), DriverError> {
-        self.thread_id = create_thread(driver, &self.threads_path()).await?;
+    async fn begin(
+        &mut self,
+        client: &HttpClient,
+        _scenario: &Scenario,
+    ) -> Result<(), DriverError> {
+        self.thread_id = create_thread(client, &self.threads_path()).await?;
         Ok(())
     }
 

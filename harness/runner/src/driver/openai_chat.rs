@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
 use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, Turn, first_chars};
 
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+};
 
 /// The model name sent when the fixture names none.
 const DEFAULT_MODEL: &str = "agent";
@@ -104,11 +106,15 @@ fn model_of(scenario: &Scenario) -> String {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiChat {
-    async fn open(&mut self, _driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
         Ok(())
     }
 
-    async fn begin(&mut self, _driver: &Driver, scenario: &Scenario) -> Result<(), DriverError> {
+    async fn begin(
+        &mut self,
+        _client: &HttpClient,
+        scenario: &Scenario,
+    ) -> Result<(), DriverError> {
         self.client.begin(scenario);
         Ok(())
     }

@@ -21,7 +21,9 @@ use replay_core::{
 };
 
 use super::openai_chat::Resent;
-use super::{Dialect, Driver, DriverError, FramingRule, RunRequest, RunTranscript, StreamModes};
+use super::{
+    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+};
 
 /// The delta events of a Responses stream, by the item they stream into.
 pub const DELTAS: [DeltaRule; 4] = [
@@ -60,11 +62,15 @@ impl OpenaiResponses {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiResponses {
-    async fn open(&mut self, _driver: &mut Driver) -> Result<(), DriverError> {
+    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
         Ok(())
     }
 
-    async fn begin(&mut self, _driver: &Driver, scenario: &Scenario) -> Result<(), DriverError> {
+    async fn begin(
+        &mut self,
+        _client: &HttpClient,
+        scenario: &Scenario,
+    ) -> Result<(), DriverError> {
         self.client.begin(scenario);
         Ok(())
     }

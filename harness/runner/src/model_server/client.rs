@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::RESET_TOKEN_HEADER;
 use super::problems::Problem;
+use replay_core::{ModelProblem, ModelProblemKind};
 
 /// A model server's state, as `GET /_harness/state` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,29 +63,41 @@ pub struct ResetReply {
 }
 
 impl ResetReply {
-    /// The discarded problems as lines for a run's ledger (`discarded_at_reset: <kind>: …`),
-    /// and one more when some were not kept in full.
-    pub fn problem_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .discarded
-            .iter()
-            .map(|problem| {
-                format!(
-                    "discarded_at_reset: {}: {}",
-                    problem.kind(),
-                    problem.message()
-                )
+    /// The discarded problems for a run's ledger ([`ModelProblem::DiscardedAtReset`]), and one
+    /// more when some were not kept in full.
+    pub fn discarded_problems(&self) -> Vec<ModelProblem> {
+        let mut problems: Vec<ModelProblem> = (self.discarded.iter())
+            .map(|problem| ModelProblem::DiscardedAtReset {
+                kind: problem.model_kind(),
+                message: problem.message().to_owned(),
             })
             .collect();
         if self.discarded_count > self.discarded.len() {
-            lines.push(format!(
-                "discarded_at_reset: {} problem(s) nobody had read were cleared by the reset \
-                 before this run ({} not kept in full)",
-                self.discarded_count,
-                self.discarded_count - self.discarded.len()
-            ));
+            problems.push(ModelProblem::DiscardedUnkept {
+                count: self.discarded_count,
+                not_kept: self.discarded_count - self.discarded.len(),
+            });
         }
-        lines
+        problems
+    }
+}
+
+impl Problem {
+    /// The verdict's kind of this problem.
+    pub fn model_kind(&self) -> ModelProblemKind {
+        match self {
+            Problem::Miss { .. } => ModelProblemKind::Miss,
+            Problem::AmbiguousCaller { .. } => ModelProblemKind::AmbiguousCaller,
+            Problem::AmbiguousAnswer { .. } => ModelProblemKind::AmbiguousAnswer,
+            Problem::Mismatch { .. } => ModelProblemKind::Mismatch,
+            Problem::Recording { .. } => ModelProblemKind::Recording,
+            Problem::BadRequest { .. } => ModelProblemKind::BadRequest,
+            Problem::RecordingWrite { .. } => ModelProblemKind::RecordingWrite,
+            Problem::UnservedRoute { .. } => ModelProblemKind::UnservedRoute,
+            Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
+            Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
+            Problem::Overflow { .. } => ModelProblemKind::Overflow,
+        }
     }
 }
 

@@ -96,7 +96,13 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
     target.start(&fixture(), &loaded).await.expect("reset");
     let ledger = target.finish().await.expect("ledger");
     assert!(
-        matches!(ledger.other_problems.as_slice(), [line] if line.starts_with("discarded_at_reset: miss: ")),
+        matches!(
+            ledger.other_problems.as_slice(),
+            [replay_core::ModelProblem::DiscardedAtReset {
+                kind: replay_core::ModelProblemKind::Miss,
+                ..
+            }]
+        ),
         "{:?}",
         ledger.other_problems
     );

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use replay_core::{FrameData, Shape, frame_shape, web_frame_shapes};
 
-use crate::driver::{FramingRule, StreamModes};
+use super::{FramingRule, StreamModes};
 
 /// One SSE event as the client parsed it, its data parsed once.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +70,7 @@ pub struct RunTranscript {
     /// the AI SDK's `x-vercel-ai-ui-message-stream`; never a cookie or other credential.
     pub headers: Vec<(String, String)>,
     /// The conversation as the dialect's client holds it after this run (the UI messages the
-    /// next request carries, [`crate::driver::Dialect::history`]); `None` for a dialect whose
+    /// next request carries, `Dialect::history`); `None` for a dialect whose
     /// server keeps it.
     pub history: Option<Value>,
 }
