@@ -35,6 +35,7 @@ use axum::response::Response;
 use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
+use model_wire::chat_completions::error_message;
 use parking_lot::Mutex;
 use replay_core::recording::{
     Access, CallWriter, KnownSecrets, Outcome, RecordingSink, read_recording, redact_text,
@@ -43,9 +44,6 @@ use replay_core::{DEFAULT_CALLER, Fixture, Scenario, TurnSummary, build_fixture}
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-use model_wire::chat_completions::{error_message, status_exception_name};
-use model_wire::gemini;
 
 use super::answer::{ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
@@ -267,7 +265,11 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
-        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        // The gateway's providers' rule (`model_wire::edge`): any loopback address or
+        // `localhost` name is this machine.
+        let loopback = parsed
+            .host_str()
+            .is_some_and(model_wire::edge::is_loopback_host);
         if parsed.scheme() == "http" && !loopback && !config.allow_insecure_upstream {
             return Err(ModelServerError::Upstream(format!(
                 "the upstream {} is plain http:// on another machine, where the API key would \
@@ -472,43 +474,27 @@ fn fail(
 }
 
 /// The recording's `error` event for an upstream's non-success status, from at most
-/// [`MAX_ERROR_BODY_BYTES`] of its body: the provider's message when the body is JSON, else
-/// the body's text (cut at the read cap), in the Python clients' form `Error code: <status> -
-/// <detail>`.
+/// [`MAX_ERROR_BODY_BYTES`] of its body: named as the wire's own client names the failure
+/// ([`Wire::http_error_class`]: an Anthropic 529 is `OverloadedError`, a Bedrock failure the
+/// exception its `x-amzn-errortype` names), the provider's message worded as
+/// [`model_wire::edge::recorded_error_text`] words it (`Error code: <status> - <detail>`).
 async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
     let status = upstream.status().as_u16();
-    // Bedrock names its exception in `x-amzn-errortype` (`ThrottlingException:http://…`), which
-    // is the class boto3 raises; the other wires' clients name it by the status.
-    let exception = match wire {
-        Wire::BedrockConverse => upstream
-            .headers()
-            .get("x-amzn-errortype")
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(':').next())
-            .filter(|name| !name.is_empty())
-            .unwrap_or(model_wire::bedrock_converse::exception_for_status(status))
-            .to_owned(),
-        Wire::Gemini => gemini::status_exception_name(status).to_owned(),
-        Wire::ChatCompletions | Wire::AnthropicMessages | Wire::Responses => {
-            status_exception_name(status).to_owned()
-        }
-    };
+    let exception = wire
+        .http_error_class(
+            status,
+            upstream
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|value| value.to_str().ok()),
+        )
+        .to_owned();
     let (body, whole) = bounded_read::read_capped(upstream.bytes_stream(), MAX_ERROR_BODY_BYTES)
         .await
         .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
         // An unreadable body reads as an empty one.
         .unwrap_or_else(|_| (String::new(), true));
-    let detail = serde_json::from_str::<Value>(&body)
-        .ok()
-        .and_then(|json| error_message(&json))
-        .or_else(|| Some(body.trim().to_owned()).filter(|body| !body.is_empty()))
-        .unwrap_or_else(|| "no error detail".to_owned());
-    let cut = if whole {
-        ""
-    } else {
-        " [cut at the read limit]"
-    };
-    json!({"type": "error", "message": format!("Error code: {status} - {detail}{cut}"),
+    json!({"type": "error", "message": model_wire::edge::recorded_error_text(status, &body, whole),
            "error_type": exception, "status": status})
 }
 
@@ -1083,6 +1069,40 @@ mod tests {
             .expect_err(upstream);
             assert!(error.to_string().starts_with("upstream: "), "{error}");
             assert!(!recording.exists(), "{upstream}: nothing written");
+        }
+    }
+
+    /// A failed answer is recorded under the class the wire's own client raises: the Anthropic
+    /// client's `OverloadedError` for a 529 (Chat Completions' table said
+    /// `InternalServerError`), Bedrock's exception from `x-amzn-errortype`.
+    #[tokio::test]
+    async fn a_failure_status_is_recorded_under_the_wire_s_own_client_class() {
+        let cases = [
+            (Wire::AnthropicMessages, 529, None, "OverloadedError"),
+            (Wire::ChatCompletions, 529, None, "InternalServerError"),
+            (Wire::Gemini, 429, None, "ClientError"),
+            (
+                Wire::BedrockConverse,
+                400,
+                Some("ThrottlingException:http://internal.amazon.com/coral/"),
+                "ThrottlingException",
+            ),
+        ];
+        for (wire, status, errortype, class) in cases {
+            let mut answer = axum::http::Response::builder().status(status);
+            if let Some(errortype) = errortype {
+                answer = answer.header("x-amzn-errortype", errortype);
+            }
+            let body = r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
+            let upstream = reqwest::Response::from(answer.body(body).unwrap());
+            let event = status_error_event(wire, upstream).await;
+            assert_eq!(event["error_type"], class, "{wire:?} {status}");
+            assert_eq!(event["status"], status, "{wire:?}");
+            assert_eq!(
+                event["message"],
+                format!("Error code: {status} - Overloaded"),
+                "{wire:?}"
+            );
         }
     }
 }

@@ -19,6 +19,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use super::stream::{MAX_SSE_LINE_BYTES, sse_events};
 use super::*;
 use crate::messages::ToolCall;
+use crate::models::ProviderContext;
 use crate::models::{
     CallOptions, ErrorClass, ProviderRegistry, StreamEvent, ToolSpec, collect_stream,
 };
@@ -440,9 +441,11 @@ async fn each_wire_sends_the_conversation_in_its_own_terms_with_its_own_credenti
         let bearer = format!("Bearer {KEY}");
         let credentials = match api {
             Api::ChatCompletions | Api::Responses => [Some(bearer.as_str()), None, None],
-            Api::AnthropicMessages => {
-                [None, Some(KEY), Some(crate::models::anthropic::API_VERSION)]
-            }
+            Api::AnthropicMessages => [
+                None,
+                Some(KEY),
+                Some(super::anthropic_messages::API_VERSION),
+            ],
             Api::Gemini | Api::BedrockConverse => not_here(api),
         };
         assert_eq!(
@@ -719,7 +722,7 @@ fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
         let config = entry(use_, settings.clone());
         let api = match use_ {
             "anthropic" | "langchain_anthropic:ChatAnthropic" => Api::AnthropicMessages,
-            _ => Api::of_openai_entry(&config).expect("a known api"),
+            _ => crate::models::openai::api_of_entry(&config).expect("a known api"),
         };
         let model = WireChatModel::new(&config, api).expect("builds");
         assert_eq!(model.endpoint(), endpoint, "{use_} {settings}");
@@ -822,7 +825,7 @@ async fn signed_thinking_at_the_messages_wire_goes_back_with_its_signature() {
         );
         let tool = Message::tool("a.txt", "ls", "toolu_1", "success");
         let next = request(vec![Message::human("hi"), answer, tool]);
-        let body = super::super::anthropic::request_body("m", &next, &Map::new(), false);
+        let body = super::anthropic_messages::request_body("m", &next, &Map::new(), false);
         assert_eq!(
             body["messages"][1]["content"],
             json!([{"type": "thinking", "thinking": "List it.", "signature": "EqQB"},

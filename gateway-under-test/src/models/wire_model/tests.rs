@@ -13,7 +13,9 @@ use super::stream::sse_events;
 use super::wire;
 use super::*;
 use crate::messages::{MessageType, ToolCall};
+use crate::models::openai::OpenAiProvider;
 use crate::models::{CallOptions, ErrorClass, StreamEvent, ToolSpec, collect_stream};
+use crate::models::{ModelProvider, ProviderContext};
 
 const KEY: &str = "sk-test-SECRET123456789";
 

@@ -1,0 +1,392 @@
+//! The model wires as one enum ([`Wire`]), and what every user of a wire asks of it through that
+//! enum: its stream reader ([`StreamReader`]: one SSE event, or one event-stream message, at a
+//! time into events, the one rule for when the stream has ended, the final answer), the reading
+//! of a whole answer ([`Wire::parse_answer`]), the name its provider's official client gives an
+//! HTTP failure ([`Wire::status_exception_name`]), and the facts the gateway's providers and the
+//! harness's model server both need (its name in recordings, its request body's keys).
+//!
+//! The gateway's providers (`gateway-under-test/src/models/`) and the model server's recorder
+//! (`harness/runner/src/model_server/assemble.rs`) read streams with the same [`StreamReader`],
+//! so they cannot disagree on where a stream ends or what it said. Adding a wire is one module
+//! (its codec, beside the others) and one variant here: every `match` below then names what the
+//! new wire must say.
+
+use serde_json::Value;
+
+use crate::chat_completions::{Assembled, ChunkAssembler, Event, WireError};
+use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
+
+/// A model wire: one provider API a chat model is called through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wire {
+    /// OpenAI's Chat Completions (`POST {base}/chat/completions`), and every compatible server.
+    ChatCompletions,
+    /// OpenAI's Responses (`POST {base}/responses`).
+    Responses,
+    /// Anthropic's Messages (`POST {base}/v1/messages`).
+    AnthropicMessages,
+    /// Google's Gemini API (`POST {base}/models/{model}:generateContent`, or
+    /// `:streamGenerateContent`).
+    Gemini,
+    /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
+    /// `/converse-stream`: AWS's binary event stream).
+    BedrockConverse,
+}
+
+impl Wire {
+    /// Every wire, Chat Completions first.
+    pub const ALL: [Wire; 5] = [
+        Wire::ChatCompletions,
+        Wire::Responses,
+        Wire::AnthropicMessages,
+        Wire::Gemini,
+        Wire::BedrockConverse,
+    ];
+
+    /// The wire's identifier: the `model.api` of every request a model server records at it
+    /// (`docs/recording-format.md` §17), which tells a wire recording from one made at a
+    /// gateway's provider boundary.
+    pub fn api(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "openai.chat.completions",
+            Wire::AnthropicMessages => "anthropic.messages",
+            Wire::Responses => "openai.responses",
+            Wire::Gemini => "google.gemini",
+            Wire::BedrockConverse => "aws.bedrock.converse",
+        }
+    }
+
+    /// The wire an identifier ([`Wire::api`]) names.
+    pub fn from_api(api: &str) -> Option<Wire> {
+        Wire::ALL.into_iter().find(|wire| wire.api() == api)
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "OpenAI Chat Completions",
+            Wire::AnthropicMessages => "Anthropic Messages",
+            Wire::Responses => "OpenAI Responses",
+            Wire::Gemini => "Google Gemini",
+            Wire::BedrockConverse => "AWS Bedrock Converse",
+        }
+    }
+
+    /// `response_metadata.model_provider` of its answers, as LangChain's chat model for the
+    /// wire sets it.
+    pub fn model_provider(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => "openai",
+            Wire::AnthropicMessages => "anthropic",
+            Wire::Gemini => "google_genai",
+            Wire::BedrockConverse => "bedrock_converse",
+        }
+    }
+
+    /// The exception class the wire's official Python client raises for an HTTP failure status:
+    /// openai-python's (`_make_status_error`) at OpenAI's two wires, `anthropic`'s at the
+    /// Messages wire (a 529 is `OverloadedError`), `google-genai`'s (`ClientError`,
+    /// `ServerError`) at Gemini's, and at Converse's the exception Bedrock Runtime documents for
+    /// the status (boto3 raises the one the error names; see [`Wire::http_error_class`]).
+    pub fn status_exception_name(self, status: u16) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => {
+                chat_completions::status_exception_name(status)
+            }
+            Wire::AnthropicMessages => anthropic_messages::status_exception_name(status),
+            Wire::Gemini => gemini::status_exception_name(status),
+            Wire::BedrockConverse => bedrock_converse::status_exception_name(status),
+        }
+    }
+
+    /// The exception class of a failed HTTP answer, as the wire's client names it: at Converse
+    /// the class the answer's `x-amzn-errortype` header names (`ThrottlingException:http://…`
+    /// is `ThrottlingException`, what boto3 raises), else [`Wire::status_exception_name`].
+    pub fn http_error_class<'a>(self, status: u16, amzn_error_type: Option<&'a str>) -> &'a str {
+        let named = amzn_error_type
+            .and_then(|value| value.split(':').next())
+            .filter(|name| self == Wire::BedrockConverse && !name.is_empty());
+        named.unwrap_or(self.status_exception_name(status))
+    }
+
+    /// True when the wire carries message names (only Chat Completions does), so a replay key
+    /// that reads names applies to it.
+    pub fn carries_names(self) -> bool {
+        self == Wire::ChatCompletions
+    }
+
+    /// The request body's key holding the conversation as sent.
+    pub fn conversation_key(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
+            Wire::Responses => "input",
+            Wire::Gemini => "contents",
+        }
+    }
+
+    /// The request body's key holding the tools.
+    pub fn tools_key(self) -> &'static str {
+        match self {
+            Wire::BedrockConverse => "toolConfig",
+            _ => "tools",
+        }
+    }
+
+    /// The request body's keys that are the transport, not the request (the model, the tools,
+    /// the streaming switch): what a request's options leave out, so one request streamed and
+    /// not is the same request.
+    pub fn transport_keys(self) -> &'static [&'static str] {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => {
+                &["model", "tools", "stream", "stream_options"]
+            }
+            Wire::AnthropicMessages => &["model", "tools", "stream"],
+            // The model and the mode are in the path.
+            Wire::Gemini => &["tools"],
+            Wire::BedrockConverse => &["toolConfig"],
+        }
+    }
+
+    /// A whole (non-streamed) answer at this wire (a `chat.completion`, a Responses `response`,
+    /// a Messages `message`, a Gemini `GenerateContentResponse`, a Converse answer) read into
+    /// one answer.
+    pub fn parse_answer(self, body: &Value) -> Result<Assembled, WireError> {
+        match self {
+            Wire::ChatCompletions => chat_completions::parse_completion(body),
+            Wire::Responses => responses::parse_response(body),
+            Wire::AnthropicMessages => anthropic_messages::parse_message(body),
+            Wire::Gemini => gemini::parse_response(body),
+            Wire::BedrockConverse => bedrock_converse::parse_response(body),
+        }
+    }
+
+    /// A reader for one streamed answer at this wire.
+    pub fn reader(self) -> StreamReader {
+        StreamReader::new(self)
+    }
+}
+
+/// The wire's assembler.
+#[derive(Debug)]
+enum Codec {
+    ChatCompletions(ChunkAssembler),
+    Responses(responses::StreamAssembler),
+    AnthropicMessages(anthropic_messages::StreamAssembler),
+    Gemini(gemini::StreamAssembler),
+    BedrockConverse(bedrock_converse::StreamAssembler),
+}
+
+/// Reads one streamed answer at one wire: each SSE event (its name and `data`; at Converse each
+/// event-stream message, named by its `:event-type`) becomes the codec's [`Event`]s, the reader
+/// says when the wire's last event has arrived ([`StreamReader::ended`]), and
+/// [`StreamReader::finish`] judges how the stream ended and yields the answer.
+///
+/// SSE framing (and AWS's binary framing) stays with the transport: the reader takes the parsed
+/// pieces.
+#[derive(Debug)]
+pub struct StreamReader {
+    codec: Codec,
+}
+
+impl StreamReader {
+    /// A reader for one answer at `wire`.
+    pub fn new(wire: Wire) -> StreamReader {
+        let codec = match wire {
+            Wire::ChatCompletions => Codec::ChatCompletions(ChunkAssembler::new()),
+            Wire::Responses => Codec::Responses(responses::StreamAssembler::new()),
+            Wire::AnthropicMessages => {
+                Codec::AnthropicMessages(anthropic_messages::StreamAssembler::new())
+            }
+            Wire::Gemini => Codec::Gemini(gemini::StreamAssembler::new()),
+            Wire::BedrockConverse => {
+                Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
+            }
+        };
+        StreamReader { codec }
+    }
+
+    /// The wire it reads.
+    pub fn wire(&self) -> Wire {
+        match self.codec {
+            Codec::ChatCompletions(_) => Wire::ChatCompletions,
+            Codec::Responses(_) => Wire::Responses,
+            Codec::AnthropicMessages(_) => Wire::AnthropicMessages,
+            Codec::Gemini(_) => Wire::Gemini,
+            Codec::BedrockConverse(_) => Wire::BedrockConverse,
+        }
+    }
+
+    /// One SSE event named `name` (`message` when unnamed) with its `data`. Chat Completions
+    /// sends its chunks as unnamed events and a failure as an `error` event, and other names
+    /// (and comments) are not the answer; the Responses and Messages wires name every event
+    /// after its payload's `type`, so the payload alone says what it is (their codecs ignore
+    /// `ping` and unknown types); every Gemini `data:` is a whole chunk; a Converse message's
+    /// name is its `:event-type`. An event without data is nothing. A failure ends the answer:
+    /// the caller reads no more.
+    pub fn push(&mut self, name: &str, data: &str) -> Result<Vec<Event>, WireError> {
+        match &mut self.codec {
+            Codec::ChatCompletions(_) if name == "error" => Err(WireError::from_error_event(data)),
+            Codec::ChatCompletions(_) if name != "message" => Ok(Vec::new()),
+            _ if data.trim().is_empty() => Ok(Vec::new()),
+            Codec::ChatCompletions(codec) => codec.push_data(data),
+            Codec::Responses(codec) => codec.push_data(data),
+            Codec::AnthropicMessages(codec) => codec.push_data(data),
+            Codec::Gemini(codec) => codec.push_data(data),
+            Codec::BedrockConverse(codec) => codec.push_data(name, data),
+        }
+    }
+
+    /// An exception message of a Converse stream (`:message-type: exception`, its
+    /// `:exception-type` and payload text): the provider's failure, reported inside its answer.
+    /// At the other wires the same failure, named by the exception type.
+    pub fn push_exception(&mut self, exception_type: &str, data: &str) -> WireError {
+        let payload = serde_json::from_str::<Value>(data)
+            .unwrap_or_else(|_| serde_json::json!({"message": data}));
+        match &mut self.codec {
+            Codec::BedrockConverse(codec) => codec.push_exception(exception_type, &payload),
+            _ => bedrock_converse::StreamAssembler::new().push_exception(exception_type, &payload),
+        }
+    }
+
+    /// True once the wire's last event has arrived (`data: [DONE]` at Chat Completions,
+    /// `response.completed` or `response.incomplete` at Responses, `message_stop` at Messages):
+    /// nothing after it is the answer, and the caller reads no more. Never at Gemini (no end
+    /// marker) and Converse (the usage follows `messageStop`), whose streams are read to their
+    /// end.
+    pub fn ended(&self) -> bool {
+        match &self.codec {
+            Codec::ChatCompletions(codec) => codec.done(),
+            Codec::Responses(codec) => codec.ended(),
+            Codec::AnthropicMessages(codec) => codec.ended(),
+            Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
+        }
+    }
+
+    /// The stream is over: the closing events and the answer, or why the stream is no good
+    /// answer (cut off before its last event, or without a choice).
+    pub fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {
+        match self.codec {
+            Codec::ChatCompletions(codec) => codec.finish(),
+            Codec::Responses(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::AnthropicMessages(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::Gemini(codec) => codec.finish(),
+            Codec::BedrockConverse(codec) => Ok((Vec::new(), codec.finish()?)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_wire_names_itself_once_and_is_found_by_that_name() {
+        for wire in Wire::ALL {
+            assert_eq!(Wire::from_api(wire.api()), Some(wire));
+            assert_eq!(wire.reader().wire(), wire);
+        }
+        assert_eq!(Wire::from_api("openai.completions"), None);
+    }
+
+    /// Each wire's failure status named as its own client names it, not as openai-python does.
+    #[test]
+    fn a_failure_status_is_named_by_the_wire_s_own_client() {
+        let table = [
+            (Wire::AnthropicMessages, 529, None, "OverloadedError"),
+            (Wire::AnthropicMessages, 413, None, "RequestTooLargeError"),
+            (Wire::ChatCompletions, 529, None, "InternalServerError"),
+            (Wire::Responses, 429, None, "RateLimitError"),
+            (Wire::Gemini, 429, None, "ClientError"),
+            (Wire::Gemini, 503, None, "ServerError"),
+            (
+                Wire::BedrockConverse,
+                400,
+                Some("ThrottlingException:http://internal.amazon.com/coral/"),
+                "ThrottlingException",
+            ),
+            (Wire::BedrockConverse, 429, Some(""), "ThrottlingException"),
+            // Only Bedrock's client reads the header.
+            (
+                Wire::ChatCompletions,
+                400,
+                Some("ThrottlingException"),
+                "BadRequestError",
+            ),
+        ];
+        for (wire, status, header, expected) in table {
+            assert_eq!(
+                wire.http_error_class(status, header),
+                expected,
+                "{wire:?} {status} {header:?}"
+            );
+        }
+    }
+
+    /// One end rule per wire: the reader stops at the wire's last event and nowhere else.
+    #[test]
+    fn each_wire_s_reader_ends_at_its_last_event() {
+        let chunk =
+            json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]});
+        let cases: [(Wire, Vec<(&str, String)>); 5] = [
+            (
+                Wire::ChatCompletions,
+                vec![("message", chunk.to_string()), ("message", "[DONE]".into())],
+            ),
+            (
+                Wire::Responses,
+                vec![(
+                    "response.completed",
+                    json!({"type": "response.completed", "response": {"status": "completed", "output": []}}).to_string(),
+                )],
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![("message_stop", json!({"type": "message_stop"}).to_string())],
+            ),
+            (
+                Wire::Gemini,
+                vec![(
+                    "message",
+                    json!({"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP"}]}).to_string(),
+                )],
+            ),
+            (
+                Wire::BedrockConverse,
+                vec![(
+                    "messageStop",
+                    json!({"stopReason": "end_turn"}).to_string(),
+                )],
+            ),
+        ];
+        for (wire, events) in cases {
+            let mut reader = wire.reader();
+            let (last, before) = events.split_last().unwrap();
+            for (name, data) in before {
+                reader.push(name, data).unwrap();
+                assert!(!reader.ended(), "{wire:?} ended before its last event");
+            }
+            reader.push(last.0, &last.1).unwrap();
+            let ends = !matches!(wire, Wire::Gemini | Wire::BedrockConverse);
+            assert_eq!(reader.ended(), ends, "{wire:?}");
+        }
+    }
+
+    #[test]
+    fn an_event_without_data_is_nothing_and_a_chat_error_event_is_the_provider_s_failure() {
+        for wire in Wire::ALL {
+            assert_eq!(
+                wire.reader().push("message", " "),
+                Ok(Vec::new()),
+                "{wire:?}"
+            );
+        }
+        let failed = Wire::ChatCompletions
+            .reader()
+            .push("error", r#"{"error": {"message": "boom"}}"#)
+            .unwrap_err();
+        assert_eq!(failed.to_string(), "boom");
+        assert_eq!(failed.exception_name(), "APIError");
+    }
+}
