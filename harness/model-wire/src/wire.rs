@@ -102,7 +102,7 @@ impl Wire {
     /// The exception class of a failed HTTP answer, as the wire's client names it: at Converse
     /// the class the answer's `x-amzn-errortype` header names (`ThrottlingException:http://…`
     /// is `ThrottlingException`, what boto3 raises), else [`Wire::status_exception_name`].
-    pub fn http_error_class<'a>(self, status: u16, amzn_error_type: Option<&'a str>) -> &'a str {
+    pub fn http_error_class(self, status: u16, amzn_error_type: Option<&str>) -> &str {
         let named = amzn_error_type
             .and_then(|value| value.split(':').next())
             .filter(|name| self == Wire::BedrockConverse && !name.is_empty());
