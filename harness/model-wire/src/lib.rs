@@ -2,7 +2,8 @@
 //! and functions, with no HTTP, no async runtime and no knowledge of who uses them.
 //!
 //! [`Wire`] names the wires and is how every user reaches one: its [`StreamReader`] (one end
-//! rule per wire), its whole-answer reader, its client's name for an HTTP failure. One module
+//! rule per wire), its whole-answer reader, its renderer ([`Wire::render_answer`],
+//! [`Wire::render_stream`]), its client's name for an HTTP failure. One module
 //! per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
 //! Anthropic's Messages API, [`gemini`] Google's Gemini API and [`bedrock_converse`] AWS
@@ -33,4 +34,4 @@ pub mod pyrepr;
 pub mod responses;
 mod wire;
 
-pub use wire::{StreamReader, Wire};
+pub use wire::{RenderedStream, StreamReader, Wire};

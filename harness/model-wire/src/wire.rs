@@ -13,7 +13,9 @@
 
 use serde_json::Value;
 
-use crate::chat_completions::{Assembled, ChunkAssembler, Event, WireError};
+use crate::chat_completions::{
+    Answer, Assembled, ChunkAssembler, ChunkRenderer, Event, Identity, WireError,
+};
 use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
 
 /// A model wire: one provider API a chat model is called through.
@@ -164,6 +166,115 @@ impl Wire {
     pub fn reader(self) -> StreamReader {
         StreamReader::new(self)
     }
+
+    /// A failure as this wire's HTTP error body, with `message` and, where the wire's body has
+    /// a code field (OpenAI's two wires), `code`: OpenAI's `{"error": {"message", "type",
+    /// "param", "code"}}`, Anthropic's `{"type": "error", "error": {"type", "message"}}`,
+    /// Gemini's `{"error": {"code", "message", "status"}}`, Bedrock's `{"message"}` (whose
+    /// exception is named in a header, [`Wire::error_header`]).
+    pub fn error_body(self, status: u16, message: &str, code: Option<&str>) -> Value {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => chat_completions::ErrorBody::new(
+                message,
+                chat_completions::ErrorBody::kind_for_status(status),
+                code,
+            )
+            .to_value(),
+            Wire::AnthropicMessages => anthropic_messages::error_body(
+                anthropic_messages::error_kind_for_status(status),
+                message,
+            ),
+            Wire::Gemini => gemini::error_body(status, message),
+            Wire::BedrockConverse => bedrock_converse::error_body(message),
+        }
+    }
+
+    /// The header a failure's answer names its class in, when the wire has one: Bedrock's
+    /// `x-amzn-errortype` (boto3 raises the class it names).
+    pub fn error_header(self, status: u16) -> Option<(&'static str, &'static str)> {
+        match self {
+            Wire::BedrockConverse => Some((
+                "x-amzn-errortype",
+                bedrock_converse::exception_for_status(status),
+            )),
+            _ => None,
+        }
+    }
+
+    /// An answer as this wire's whole (non-streamed) answer: a `chat.completion`, a Responses
+    /// `response`, a Messages `message`, a Gemini response, a Converse answer.
+    pub fn render_answer(self, identity: &Identity, answer: &Answer) -> Value {
+        match self {
+            Wire::ChatCompletions => chat_completions::completion(identity, answer).to_value(),
+            Wire::Responses => responses::response(identity, answer),
+            Wire::AnthropicMessages => anthropic_messages::message(identity, answer),
+            Wire::Gemini => gemini::response(identity, answer),
+            Wire::BedrockConverse => bedrock_converse::response(identity, answer),
+        }
+    }
+
+    /// An answer as this wire streams it, before the transport frames it. `events` are the
+    /// answer's events as a recording streamed them (their boundaries kept where the wire's
+    /// renderer can), or none to stream the answer in one piece per block.
+    pub fn render_stream(
+        self,
+        identity: &Identity,
+        answer: &Answer,
+        events: &[Event],
+    ) -> RenderedStream {
+        match self {
+            Wire::ChatCompletions => {
+                let mut renderer = ChunkRenderer::new(identity.clone());
+                let own;
+                let events = if events.is_empty() {
+                    own = answer.events();
+                    &own
+                } else {
+                    events
+                };
+                let mut chunks = vec![renderer.start()];
+                chunks.extend(events.iter().filter_map(|event| renderer.event(event)));
+                chunks.extend(renderer.finish(answer));
+                let mut body: String = chunks
+                    .iter()
+                    .map(|chunk| format!("data: {}\n\n", chunk.to_value()))
+                    .collect();
+                body.push_str("data: [DONE]\n\n");
+                RenderedStream::Sse(body)
+            }
+            Wire::Responses => RenderedStream::Sse(
+                responses::stream_events(identity, answer, events)
+                    .iter()
+                    .map(responses::SseEvent::frame)
+                    .collect(),
+            ),
+            Wire::AnthropicMessages => RenderedStream::Sse(
+                anthropic_messages::stream_events(identity, answer, events)
+                    .iter()
+                    .map(anthropic_messages::SseEvent::frame)
+                    .collect(),
+            ),
+            Wire::Gemini => RenderedStream::Chunks(gemini::stream_chunks(identity, answer, events)),
+            Wire::BedrockConverse => {
+                RenderedStream::Events(bedrock_converse::stream_events(identity, answer, events))
+            }
+        }
+    }
+}
+
+/// A streamed answer as its wire's renderer writes it ([`Wire::render_stream`]), before the
+/// transport frames it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderedStream {
+    /// Server-sent events, framed (`event: <name>\ndata: <json>\n\n`, or Chat Completions'
+    /// unnamed `data:` frames and `data: [DONE]`).
+    Sse(String),
+    /// Gemini's chunks, each a whole response: SSE `data:` frames (`?alt=sse`) or the elements
+    /// of one streamed JSON array, as the client asked.
+    Chunks(Vec<Value>),
+    /// Converse's event-stream messages (`:event-type` and JSON payload), framed and
+    /// checksummed by the transport (`aws-smithy-eventstream`).
+    Events(Vec<bedrock_converse::StreamEvent>),
 }
 
 /// The wire's assembler.
@@ -388,5 +499,64 @@ mod tests {
             .unwrap_err();
         assert_eq!(failed.to_string(), "boom");
         assert_eq!(failed.exception_name(), "APIError");
+    }
+
+    /// What a wire's renderer writes, its reader reads back as the same answer: streamed (fed
+    /// to the [`StreamReader`] event by event) and whole.
+    #[test]
+    fn each_wire_reads_back_what_it_renders() {
+        let message = json!({"content": "Hi", "tool_calls": [{"id": "c1", "name": "ls", "args": {"path": "/"}}],
+                             "response_metadata": {"finish_reason": "tool_calls"}});
+        let answer = Answer::from_ai_message(&message);
+        let identity = Identity {
+            id: "replay_1".into(),
+            model: "m".into(),
+            created: 7,
+        };
+        for wire in Wire::ALL {
+            let whole = wire
+                .parse_answer(&wire.render_answer(&identity, &answer))
+                .unwrap();
+            let mut reader = wire.reader();
+            let pieces: Vec<(String, String)> = match wire.render_stream(&identity, &answer, &[]) {
+                RenderedStream::Sse(body) => body
+                    .split("\n\n")
+                    .filter(|frame| !frame.is_empty())
+                    .map(|frame| {
+                        let name = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("event: "))
+                            .unwrap_or("message");
+                        let data = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("data: "))
+                            .unwrap_or("");
+                        (name.to_owned(), data.to_owned())
+                    })
+                    .collect(),
+                RenderedStream::Chunks(chunks) => chunks
+                    .iter()
+                    .map(|chunk| ("message".to_owned(), chunk.to_string()))
+                    .collect(),
+                RenderedStream::Events(events) => events
+                    .iter()
+                    .map(|event| (event.name.to_owned(), event.payload.to_string()))
+                    .collect(),
+            };
+            for (name, data) in &pieces {
+                reader.push(name, data).unwrap();
+            }
+            let (_, streamed) = reader.finish().unwrap();
+            for assembled in [whole, streamed] {
+                assert_eq!(assembled.text, "Hi", "{wire:?}");
+                assert_eq!(assembled.calls.len(), 1, "{wire:?}");
+                assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
+                assert_eq!(
+                    assembled.finish_reason.as_deref(),
+                    Some("tool_calls"),
+                    "{wire:?}"
+                );
+            }
+        }
     }
 }
