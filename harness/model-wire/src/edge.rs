@@ -1,9 +1,10 @@
-//! The rules of the HTTP edge that both callers of a real provider share (the gateway's
+//! How a failed HTTP answer is worded by the two callers of a real provider (the gateway's
 //! providers and the harness's recording proxy), kept free of HTTP types so this crate stays a
-//! codec: which upstream host is this machine ([`is_loopback_host`]), and how a failed HTTP
-//! answer is worded ([`client_error_text`], what the provider's Python client says;
-//! [`recorded_error_text`], what the recording proxy writes). Its class is the wire's
-//! ([`Wire::http_error_class`](crate::Wire::http_error_class)).
+//! codec: [`client_error_text`], what the provider's Python client says; [`recorded_error_text`],
+//! what the recording proxy writes. Its class is the wire's
+//! ([`Wire::http_error_class`](crate::Wire::http_error_class)); the rest of that edge (the
+//! loopback rule, the redirect policy, transport failures, the bounded read) needs `reqwest`'s
+//! types and is `bounded-read`'s `upstream` module.
 
 use serde_json::Value;
 
@@ -12,20 +13,6 @@ use crate::pyrepr::python_str;
 
 /// The longest provider error detail kept in a client's error text, in characters.
 pub const ERROR_DETAIL_LIMIT: usize = 500;
-
-/// True when an URL's host (as `url::Url::host_str` gives it, IPv6 bracketed) is a loopback
-/// address or `localhost` (or a name under `.localhost`): a local server or a test double, which
-/// no proxy can reach and where a key crossing in clear crosses no network.
-pub fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => {
-            let host = host.to_ascii_lowercase();
-            host == "localhost" || host.ends_with(".localhost")
-        }
-    }
-}
 
 /// The text the Python clients (openai-python's `_make_status_error_from_response`, and
 /// `anthropic`, which words it alike) give a failed answer: `Error code: <status> - <the parsed
@@ -69,24 +56,6 @@ pub fn recorded_error_text(status: u16, body: &str, whole: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn loopback_hosts_are_this_machine_whatever_their_spelling() {
-        let table = [
-            ("127.0.0.1", true),
-            ("127.0.0.2", true),
-            ("[::1]", true),
-            ("localhost", true),
-            ("LocalHost", true),
-            ("api.localhost", true),
-            ("10.0.0.1", false),
-            ("localhost.example.com", false),
-            ("api.openai.com", false),
-        ];
-        for (host, loopback) in table {
-            assert_eq!(is_loopback_host(host), loopback, "{host}");
-        }
-    }
 
     #[test]
     fn a_failed_answer_is_worded_as_the_client_words_it_and_as_the_proxy_records_it() {

@@ -12,8 +12,8 @@
 //! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
 //! what a call sends ([`conversation`]), which the Responses, Messages, Gemini and Converse request
 //! builders write in their wire's terms. [`pyrepr`] is Python's `repr()` of JSON both ways (the
-//! Python clients' error text and its parser), and [`edge`] the HTTP edge's shared rules (which
-//! host is this machine, how a failed answer is worded).
+//! Python clients' error text and its parser), and [`edge`] how a failed answer is worded, as the
+//! client says it and as the recording proxy records it.
 //!
 //! Adding a wire is one module here (its `assemble.rs`, `render.rs`, `request.rs`) and one
 //! [`Wire`] variant; the compiler then lists every `match` that must learn it.

@@ -47,8 +47,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
-use reqwest::{StatusCode, Url};
 use serde_json::{Map, Value};
 
 use crate::config::ModelConfig;
@@ -206,27 +206,6 @@ impl fmt::Debug for WireChatModel {
     }
 }
 
-/// The provider's redirect policy: a redirect is followed only within the endpoint's origin
-/// (scheme, host and port). One to another origin is not followed, at any wire, so the key in
-/// whatever header the wire sends it (`Authorization`, `x-api-key`) never reaches another host
-/// (reqwest's default policy drops `Authorization` there but not `x-api-key`); the call fails
-/// with the 3xx status instead.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same = attempt
-            .previous()
-            .last()
-            .is_some_and(|from| from.origin() == attempt.url().origin());
-        if attempt.previous().len() > 5 {
-            attempt.error("more than 5 redirects")
-        } else if same {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
-}
-
 impl WireChatModel {
     /// Builds the model for one `[[models]]` entry, at `api`.
     ///
@@ -292,14 +271,14 @@ impl WireChatModel {
             .filter(|timeout| !timeout.is_zero());
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")))
-            .redirect(same_origin_redirects());
+            .redirect(bounded_read::upstream::same_origin_redirects());
         if let Some(timeout) = timeout {
             builder = builder.connect_timeout(timeout).read_timeout(timeout);
         }
         // System proxy settings apply as usual, except to a loopback endpoint (local servers
         // and test doubles): a proxy cannot reach our own loopback, and an `HTTP_PROXY` in the
         // environment would otherwise break every local call.
-        if is_loopback(&endpoint) {
+        if bounded_read::upstream::is_loopback(&endpoint) {
             builder = builder.no_proxy();
         }
         let client = builder
@@ -500,13 +479,6 @@ impl ChatModel for WireChatModel {
     }
 }
 
-/// True when the URL's host is a loopback address or `localhost` (`model_wire::edge`'s rule,
-/// the recording proxy's too).
-fn is_loopback(url: &Url) -> bool {
-    url.host_str()
-        .is_some_and(model_wire::edge::is_loopback_host)
-}
-
 /// Maps a non-success response to the error the wire's Python client raises: named as that
 /// client names the status, or at Converse as the answer's `x-amzn-errortype` names it
 /// ([`Api::http_error_class`]), worded as openai-python (and `anthropic`, which words it alike)
@@ -514,23 +486,14 @@ fn is_loopback(url: &Url) -> bool {
 /// `Error code: <code> - <the parsed JSON body>`, its Python `str`), with the status and any
 /// `Retry-After`. The caller scrubs the key.
 async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
-    let status = response.status();
     let retry_after = retry_after(response.headers());
-    let amzn_error_type = response
-        .headers()
-        .get("x-amzn-errortype")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    // A body that cannot be read still leaves the status to report; only its first
-    // `MAX_ERROR_BODY_BYTES` are read (the detail kept is far shorter).
-    let (body, whole) = read_capped(response, MAX_ERROR_BODY_BYTES)
-        .await
-        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
-        // An unreadable body reads as an empty one: `Error code: <code>`.
-        .unwrap_or_else(|_| (String::new(), true));
-    let mut error = error_from_status(api, status, retry_after, &body, whole);
+    // A body that cannot be read still leaves the status to report (an unreadable body reads
+    // as an empty one: `Error code: <code>`); only its first `MAX_ERROR_BODY_BYTES` are read
+    // (the detail kept is far shorter).
+    let failed = bounded_read::upstream::read_failed_answer(response, MAX_ERROR_BODY_BYTES).await;
+    let mut error = error_from_status(api, failed.status, retry_after, &failed.body, failed.whole);
     error.error_type = api
-        .http_error_class(status.as_u16(), amzn_error_type.as_deref())
+        .http_error_class(failed.status, failed.amzn_error_type.as_deref())
         .to_owned();
     error
 }
@@ -554,12 +517,11 @@ async fn read_capped(
 
 fn error_from_status(
     api: Api,
-    status: StatusCode,
+    code: u16,
     retry_after: Option<Duration>,
     body: &str,
     whole: bool,
 ) -> ModelError {
-    let code = status.as_u16();
     let message = model_wire::edge::client_error_text(code, body, whole);
     let mut error = ModelError::new(api.status_exception_name(code), message).with_status(code);
     error.retry_after = retry_after;
@@ -582,27 +544,16 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
 }
 
-/// Maps a reqwest failure. `in_body` says the response had started, so a broken connection is a
-/// protocol failure (`RemoteProtocolError`) rather than a failure to connect. The URL is left
-/// out of the text (it may carry a token in its query).
+/// Maps a reqwest failure as the recording proxy does (`bounded_read::upstream::TransportFailure`).
+/// `in_body` says the response had started, so a broken connection is a protocol failure
+/// (`RemoteProtocolError`) rather than a failure to connect. The URL is left out of the text (it
+/// may carry a token in its query).
 fn transport_error(err: reqwest::Error, in_body: bool) -> ModelError {
-    let err = err.without_url();
-    let detail = error_chain(&err);
-    if err.is_timeout() {
-        ModelError::new("APITimeoutError", format!("Request timed out: {detail}"))
-    } else if in_body || err.is_body() || err.is_decode() {
-        ModelError::new(
-            "RemoteProtocolError",
-            format!("the response broke off: {detail}"),
-        )
-    } else if err.is_builder() {
-        ModelError::new(
-            "ConfigurationError",
-            format!("cannot build the request: {detail}"),
-        )
-    } else {
-        ModelError::new("APIConnectionError", format!("Connection error: {detail}"))
-    }
+    let failure = bounded_read::upstream::TransportFailure::of(&err, in_body);
+    ModelError::new(
+        failure.class(),
+        failure.message(&error_chain(&err.without_url())),
+    )
 }
 
 /// An error and its sources, joined by `: `, skipping a source that repeats its parent's text.

@@ -224,22 +224,14 @@ const BEDROCK_SERVICE: &str = "bedrock";
 /// The `anthropic-version` sent when the gateway sends none (the API requires one).
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// A reqwest failure as the gateway's provider classifies it (the Python client's names):
-/// a timeout is `APITimeoutError`; a failure once the answer has started (`in_body`) is
+/// A reqwest failure as the gateway's provider classifies it
+/// (`bounded_read::upstream::TransportFailure`: the Python client's names): a timeout is
+/// `APITimeoutError`; a failure once the answer has started (`in_body`) is
 /// `RemoteProtocolError`; a failure to connect `APIConnectionError`.
 fn transport_error_event(err: &reqwest::Error, in_body: bool) -> Value {
-    let detail = redact_text(&err.to_string());
-    let (error_type, message) = if err.is_timeout() {
-        ("APITimeoutError", format!("Request timed out: {detail}"))
-    } else if in_body || err.is_body() || err.is_decode() {
-        (
-            "RemoteProtocolError",
-            format!("the response broke off: {detail}"),
-        )
-    } else {
-        ("APIConnectionError", format!("Connection error: {detail}"))
-    };
-    json!({"type": "error", "message": message, "error_type": error_type})
+    let failure = bounded_read::upstream::TransportFailure::of(err, in_body);
+    let message = failure.message(&redact_text(&err.to_string()));
+    json!({"type": "error", "message": message, "error_type": failure.class()})
 }
 
 /// Why reading the upstream's stream stopped short.
@@ -265,11 +257,9 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
-        // The gateway's providers' rule (`model_wire::edge`): any loopback address or
+        // The gateway's providers' rule (`bounded_read::upstream`): any loopback address or
         // `localhost` name is this machine.
-        let loopback = parsed
-            .host_str()
-            .is_some_and(model_wire::edge::is_loopback_host);
+        let loopback = bounded_read::upstream::is_loopback(&parsed);
         if parsed.scheme() == "http" && !loopback && !config.allow_insecure_upstream {
             return Err(ModelServerError::Upstream(format!(
                 "the upstream {} is plain http:// on another machine, where the API key would \
@@ -289,7 +279,9 @@ impl Recorder {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(UPSTREAM_READ_TIMEOUT)
-            .redirect(same_origin_redirects());
+            // Finding 7: a redirect to another origin is not followed, so no credential header
+            // reaches it; the call is recorded as the upstream's 3xx answer.
+            .redirect(bounded_read::upstream::same_origin_redirects());
         if loopback {
             builder = builder.no_proxy();
         }
@@ -406,26 +398,6 @@ impl Recorder {
     }
 }
 
-/// The proxy's redirect policy (finding 7): a redirect is followed only within the upstream's
-/// origin (scheme, host and port); one to another origin is not followed, so no credential
-/// header (`Authorization`, `x-api-key`, whatever the wire) ever reaches it, and the call is
-/// recorded as the upstream's 3xx answer.
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same = attempt
-            .previous()
-            .last()
-            .is_some_and(|from| from.origin() == attempt.url().origin());
-        if attempt.previous().len() > 5 {
-            attempt.error("more than 5 redirects")
-        } else if same {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
-}
-
 /// The error event of a call cut at the call time limit, and its problem.
 fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
     let message = format!(
@@ -479,23 +451,10 @@ fn fail(
 /// exception its `x-amzn-errortype` names), the provider's message worded as
 /// [`model_wire::edge::recorded_error_text`] words it (`Error code: <status> - <detail>`).
 async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
-    let status = upstream.status().as_u16();
-    let exception = wire
-        .http_error_class(
-            status,
-            upstream
-                .headers()
-                .get("x-amzn-errortype")
-                .and_then(|value| value.to_str().ok()),
-        )
-        .to_owned();
-    let (body, whole) = bounded_read::read_capped(upstream.bytes_stream(), MAX_ERROR_BODY_BYTES)
-        .await
-        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
-        // An unreadable body reads as an empty one.
-        .unwrap_or_else(|_| (String::new(), true));
-    json!({"type": "error", "message": model_wire::edge::recorded_error_text(status, &body, whole),
-           "error_type": exception, "status": status})
+    let failed = bounded_read::upstream::read_failed_answer(upstream, MAX_ERROR_BODY_BYTES).await;
+    let exception = wire.http_error_class(failed.status, failed.amzn_error_type.as_deref());
+    let message = model_wire::edge::recorded_error_text(failed.status, &failed.body, failed.whole);
+    json!({"type": "error", "message": message, "error_type": exception, "status": failed.status})
 }
 
 /// Forwards one call upstream, at the request's wire, and records it.
