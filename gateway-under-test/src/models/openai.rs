@@ -71,3 +71,103 @@ pub fn api_of_entry(config: &ModelConfig) -> Result<Api, ModelError> {
         (None, _) => Ok(Api::ChatCompletions),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::models::ProviderRegistry;
+
+    fn built(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, ModelError> {
+        let provider = ProviderRegistry::with_builtins()
+            .get(&config.use_)
+            .expect("a built-in provider");
+        provider.build(
+            config,
+            &ProviderContext {
+                home: std::path::PathBuf::from("."),
+            },
+        )
+    }
+
+    #[test]
+    fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
+        let entry = |use_: &str, settings: Value| {
+            let mut config = ModelConfig::new("my-model", use_);
+            config.settings = settings.as_object().cloned().unwrap_or_default();
+            config
+        };
+        let table = [
+            (
+                "openai",
+                json!({}),
+                "https://api.openai.com/v1/chat/completions",
+            ),
+            (
+                "openai",
+                json!({"api": "chat_completions"}),
+                "https://api.openai.com/v1/chat/completions",
+            ),
+            (
+                "openai",
+                json!({"api": "responses"}),
+                "https://api.openai.com/v1/responses",
+            ),
+            (
+                "langchain_openai:ChatOpenAI",
+                json!({"use_responses_api": true}),
+                "https://api.openai.com/v1/responses",
+            ),
+            (
+                "anthropic",
+                json!({}),
+                "https://api.anthropic.com/v1/messages",
+            ),
+            (
+                "langchain_anthropic:ChatAnthropic",
+                json!({}),
+                "https://api.anthropic.com/v1/messages",
+            ),
+        ];
+        for (use_, settings, endpoint) in table {
+            let config = entry(use_, settings.clone());
+            let api = match use_ {
+                "anthropic" | "langchain_anthropic:ChatAnthropic" => Api::AnthropicMessages,
+                _ => api_of_entry(&config).expect("a known api"),
+            };
+            let model = WireChatModel::new(&config, api).expect("builds");
+            assert_eq!(model.endpoint(), endpoint, "{use_} {settings}");
+            assert!(built(&config).is_ok(), "{use_} {settings}");
+        }
+        // (use, settings, what the error names besides the model)
+        let refused = [
+            ("openai", json!({"api": "completions"}), "api must be"),
+            ("openai", json!({"api": 3}), "api must be"),
+            (
+                "openai",
+                json!({"use_responses_api": "yes"}),
+                "use_responses_api must be",
+            ),
+            (
+                "openai",
+                json!({"api": "chat_completions", "use_responses_api": true}),
+                "contradicts",
+            ),
+            (
+                "anthropic",
+                json!({"api": "responses"}),
+                "api is a setting of use = \"openai\"",
+            ),
+        ];
+        for (use_, settings, named) in refused {
+            let error = built(&entry(use_, settings.clone())).expect_err("refused");
+            assert_eq!(error.error_type, "ConfigurationError", "{settings}");
+            assert!(
+                error.message.contains("'my-model'") && error.message.contains(named),
+                "{use_} {settings}: {}",
+                error.message
+            );
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! The Anthropic Messages request body the all-wire model sends (`POST {base}/v1/messages`),
-//! with the wire's defaults: what [`AnthropicProvider`](crate::models::anthropic::AnthropicProvider)'s
+//! with the wire's defaults: what the Anthropic provider (`models/anthropic.rs`)'s
 //! models send.
 
 use model_wire::anthropic_messages::MessagesRequest;

@@ -1,5 +1,5 @@
 //! The Converse request body the all-wire model sends (`converse` / `converse-stream`), with the
-//! wire's default endpoint: what [`BedrockProvider`](crate::models::bedrock::BedrockProvider)'s
+//! wire's default endpoint: what the Bedrock provider (`models/bedrock.rs`)'s
 //! models send.
 
 use model_wire::bedrock_converse::ConverseRequest;

@@ -1,6 +1,6 @@
 //! The Gemini request body the all-wire model sends (`generateContent` /
 //! `streamGenerateContent`), with the wire's default endpoint: what
-//! [`GeminiProvider`](crate::models::gemini::GeminiProvider)'s models send.
+//! the Gemini provider (`models/gemini.rs`)'s models send.
 
 use model_wire::gemini::GenerateContentRequest;
 use serde_json::{Map, Value};
