@@ -34,4 +34,4 @@ pub mod pyrepr;
 pub mod responses;
 mod wire;
 
-pub use wire::{RenderedStream, StreamReader, Wire};
+pub use wire::{RenderedStream, StreamException, StreamReader, Wire};

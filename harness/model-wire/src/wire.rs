@@ -255,9 +255,61 @@ impl Wire {
                     .collect(),
             ),
             Wire::Gemini => RenderedStream::Chunks(gemini::stream_chunks(identity, answer, events)),
-            Wire::BedrockConverse => {
-                RenderedStream::Events(bedrock_converse::stream_events(identity, answer, events))
+            Wire::BedrockConverse => RenderedStream::Events {
+                events: bedrock_converse::stream_events(identity, answer, events),
+                exception: None,
+            },
+        }
+    }
+
+    /// A failure the provider reported inside a streamed answer (a 200 whose stream carries
+    /// the error), as this wire streams it: the answer's first event, then the wire's error
+    /// event (Chat Completions' error chunk, Responses' and Messages' `error` event, Converse's
+    /// `modelStreamErrorException` message); at Gemini, the error body as the stream's one
+    /// chunk. `status` is the failure's status, which only Gemini's body carries.
+    pub fn render_stream_failure(
+        self,
+        identity: &Identity,
+        status: u16,
+        message: &str,
+    ) -> RenderedStream {
+        let nothing = Answer::from_ai_message(&serde_json::json!({"content": ""}));
+        match self {
+            Wire::ChatCompletions => {
+                let start = ChunkRenderer::new(identity.clone()).start().to_value();
+                let error = chat_completions::ErrorBody::new(message, "api_error", None).to_value();
+                RenderedStream::Sse(format!("data: {start}\n\ndata: {error}\n\n"))
             }
+            Wire::Responses => {
+                let first = responses::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .next()
+                    .map(|event| event.frame())
+                    .unwrap_or_default();
+                let mut error = responses::error_event(message, Some("server_error"));
+                error["sequence_number"] = serde_json::json!(1);
+                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
+            }
+            Wire::AnthropicMessages => {
+                let first = anthropic_messages::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .next()
+                    .map(|event| event.frame())
+                    .unwrap_or_default();
+                let error = anthropic_messages::error_body("api_error", message);
+                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
+            }
+            Wire::Gemini => RenderedStream::Chunks(vec![gemini::error_body(status, message)]),
+            Wire::BedrockConverse => RenderedStream::Events {
+                events: bedrock_converse::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .take(1)
+                    .collect(),
+                exception: Some(StreamException {
+                    exception_type: "modelStreamErrorException",
+                    message: message.to_owned(),
+                }),
+            },
         }
     }
 }
@@ -273,8 +325,24 @@ pub enum RenderedStream {
     /// of one streamed JSON array, as the client asked.
     Chunks(Vec<Value>),
     /// Converse's event-stream messages (`:event-type` and JSON payload), framed and
-    /// checksummed by the transport (`aws-smithy-eventstream`).
-    Events(Vec<bedrock_converse::StreamEvent>),
+    /// checksummed by the transport (`aws-smithy-eventstream`), and the exception message that
+    /// ends a failed stream.
+    Events {
+        /// The event messages, in order.
+        events: Vec<bedrock_converse::StreamEvent>,
+        /// The exception message after them, when the stream failed.
+        exception: Option<StreamException>,
+    },
+}
+
+/// An exception message of an event stream (`:message-type: exception`): its
+/// `:exception-type` and the `{"message"}` payload's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamException {
+    /// The exception's type, e.g. `modelStreamErrorException`.
+    pub exception_type: &'static str,
+    /// Its message.
+    pub message: String,
 }
 
 /// The wire's assembler.
@@ -538,7 +606,7 @@ mod tests {
                     .iter()
                     .map(|chunk| ("message".to_owned(), chunk.to_string()))
                     .collect(),
-                RenderedStream::Events(events) => events
+                RenderedStream::Events { events, .. } => events
                     .iter()
                     .map(|event| (event.name.to_owned(), event.payload.to_string()))
                     .collect(),
@@ -557,6 +625,51 @@ mod tests {
                     "{wire:?}"
                 );
             }
+        }
+    }
+
+    /// A failure rendered inside a stream reads back, at every wire, as the provider's failure
+    /// with its message (never as a good answer).
+    #[test]
+    fn each_wire_reads_a_rendered_in_stream_failure_as_the_provider_s() {
+        let identity = Identity {
+            id: "replay_1".into(),
+            model: "m".into(),
+            created: 7,
+        };
+        for wire in Wire::ALL {
+            let mut reader = wire.reader();
+            let failed = match wire.render_stream_failure(&identity, 429, "Overloaded") {
+                RenderedStream::Sse(body) => body
+                    .split("\n\n")
+                    .filter(|frame| !frame.is_empty())
+                    .find_map(|frame| {
+                        let name = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("event: "))
+                            .unwrap_or("message");
+                        let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
+                        reader.push(name, data).err()
+                    }),
+                RenderedStream::Chunks(chunks) => chunks
+                    .iter()
+                    .find_map(|chunk| reader.push("message", &chunk.to_string()).err()),
+                RenderedStream::Events { events, exception } => {
+                    for event in &events {
+                        reader.push(event.name, &event.payload.to_string()).unwrap();
+                    }
+                    exception.map(|exception| {
+                        let payload = serde_json::json!({"message": exception.message});
+                        reader.push_exception(exception.exception_type, &payload.to_string())
+                    })
+                }
+            };
+            let failed = failed.unwrap_or_else(|| panic!("{wire:?}: no failure read"));
+            assert_eq!(failed.exception_name(), "APIError", "{wire:?}");
+            assert!(
+                failed.to_string().contains("Overloaded"),
+                "{wire:?}: {failed}"
+            );
         }
     }
 }

@@ -27,9 +27,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use model_wire::RenderedStream;
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
-use model_wire::{RenderedStream, anthropic_messages, bedrock_converse, gemini, responses};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::answer::WireError;
 use super::eventstream::{self, event_frame, exception_frame};
@@ -214,15 +214,29 @@ fn answer(shared: &Shared, request: &WireRequest, output: &Value) -> Response {
     if !request.stream {
         return Json(wire.render_answer(&identity, &answer)).into_response();
     }
-    match wire.render_stream(&identity, &answer, &[]) {
+    streamed(request.framing, wire.render_stream(&identity, &answer, &[]))
+}
+
+/// A rendered stream framed as its wire sends it: SSE, Gemini's chunks in the framing the
+/// client asked for, or Converse's event-stream messages (and the exception that ends a failed
+/// one).
+fn streamed(framing: Framing, stream: RenderedStream) -> Response {
+    match stream {
         RenderedStream::Sse(body) => sse_response(body),
-        RenderedStream::Chunks(chunks) => gemini_stream(request.framing, &chunks),
-        RenderedStream::Events(events) => event_stream(
-            events
+        RenderedStream::Chunks(chunks) => gemini_stream(framing, &chunks),
+        RenderedStream::Events { events, exception } => {
+            let mut frames: Vec<Bytes> = events
                 .iter()
                 .map(|event| event_frame(event.name, &event.payload))
-                .collect(),
-        ),
+                .collect();
+            if let Some(exception) = exception {
+                frames.push(exception_frame(
+                    exception.exception_type,
+                    &exception.message,
+                ));
+            }
+            event_stream(frames)
+        }
     }
 }
 
@@ -242,43 +256,14 @@ pub(super) fn failure(shared: &Shared, request: &WireRequest, error: &WireError)
         }
         return self::error(wire, status, &message, "recorded_error");
     }
-    let identity = identity(wire, shared, &request.model);
-    let nothing = WireAnswer::from_ai_message(&json!({"content": ""}));
-    let body = match wire {
-        Wire::AnthropicMessages => {
-            let first = anthropic_messages::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event.frame())
-                .unwrap_or_default();
-            let error = anthropic_messages::error_body("api_error", &message);
-            format!("{first}event: error\ndata: {error}\n\n")
-        }
-        Wire::Gemini => {
-            let error = gemini::error_body(status.as_u16(), &message);
-            return gemini_stream(request.framing, &[error]);
-        }
-        Wire::BedrockConverse => {
-            let start = bedrock_converse::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event_frame(event.name, &event.payload))
-                .unwrap_or_default();
-            return event_stream(vec![
-                start,
-                exception_frame("modelStreamErrorException", &message),
-            ]);
-        }
-        Wire::Responses | Wire::ChatCompletions => {
-            let first = responses::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event.frame())
-                .unwrap_or_default();
-            let mut error = responses::error_event(&message, Some("server_error"));
-            error["sequence_number"] = json!(1);
-            format!("{first}event: error\ndata: {error}\n\n")
-        }
+    // Chat Completions is answered by `mod.rs`; were it to come here, in the Responses shape.
+    let wire = match wire {
+        Wire::ChatCompletions => Wire::Responses,
+        wire => wire,
     };
-    sse_response(body)
+    let identity = identity(wire, shared, &request.model);
+    streamed(
+        request.framing,
+        wire.render_stream_failure(&identity, status.as_u16(), &message),
+    )
 }
