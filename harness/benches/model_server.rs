@@ -257,15 +257,10 @@ async fn bench_streamed_answer_per_wire() {
         .no_proxy()
         .build()
         .expect("client");
-    let reset = format!("{}/_harness/reset", server.url());
+    // A reset needs the server's token (finding 3): its own client holds it.
+    let owner = server.client().expect("the model server's client");
     let fresh = || async {
-        let answer = client
-            .post(&reset)
-            .json(&json!({}))
-            .send()
-            .await
-            .expect("reset");
-        assert!(answer.status().is_success(), "{}", answer.status());
+        owner.reset(None).await.expect("reset");
     };
     for wire in wires {
         let (route, body) = streamed_request_at(wire);

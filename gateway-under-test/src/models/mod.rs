@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod gemini;
 pub mod openai;
+pub mod wire_model;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -339,7 +339,7 @@ impl<'a> AgentLoop<'a> {
             ));
         }
         if answer.id.is_none() {
-            answer.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
+            answer.id = Some(model_wire::chat_completions::new_run_id());
         }
         if let Some(detail) = answer
             .additional_kwargs

@@ -283,7 +283,7 @@ impl RunContext {
         // Named before it is journaled, as LangChain names a generation before its callbacks
         // see it: the journal row and the state then hold the same message, stored once.
         if message.id.is_none() {
-            message.id = Some(format!("lc_run--{}", uuid::Uuid::new_v4()));
+            message.id = Some(model_wire::chat_completions::new_run_id());
         }
         let index = self.llm_calls.fetch_add(1, Ordering::SeqCst);
         unpoisoned(&self.usage).add(&caller, message.usage_metadata.as_ref());
@@ -383,7 +383,7 @@ impl RunContext {
         answer_limit: usize,
     ) -> Result<Message, ModelError> {
         let mut events = message_limits::limit_stream(model.stream(request).await?, answer_limit);
-        let mut chunk_id = format!("lc_run--{}", uuid::Uuid::new_v4());
+        let mut chunk_id = model_wire::chat_completions::new_run_id();
         let mut chunk_sent = false;
         let metadata = self.tuple_metadata("model", &request.metadata.tags);
         let publish = |chunk: Value| {

@@ -10,10 +10,15 @@
 //!   never received into memory (dropping the source closes the connection).
 //!
 //! Both read only when polled and own their source, so dropping them stops the read at once.
+//!
+//! [`upstream`] is the rest of that shared HTTP edge, in `reqwest`'s terms: the loopback rule,
+//! the redirect policy, the transport failures' classes and a failed answer read within a bound.
 
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
+
+pub mod upstream;
 
 /// A line longer than the limit, with no line end in sight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

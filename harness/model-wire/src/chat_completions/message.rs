@@ -30,7 +30,7 @@ impl Assembled {
                 Ok(args) => valid.push(json!({"name": call.name, "args": args, "id": call.id,
                                               "type": "tool_call"})),
                 Err(error) => invalid.push(json!({"name": call.name, "args": call.arguments,
-                                                  "id": call.id, "error": error,
+                                                  "id": call.id, "error": error.to_string(),
                                                   "type": "invalid_tool_call"})),
             }
         }
@@ -66,16 +66,32 @@ impl Assembled {
     }
 }
 
+/// A fresh AI message id in LangChain's run form, `lc_run--<uuid4>`: the one place such ids are
+/// minted, by the gateway's providers and runtime and by the model server's recorder alike.
+pub fn new_run_id() -> String {
+    format!("lc_run--{}", uuid::Uuid::new_v4())
+}
+
+/// Why a call's arguments make it an invalid call; its text is the invalid call's `error`.
+#[derive(Debug, thiserror::Error)]
+enum ArgumentsError {
+    /// JSON, but not an object.
+    #[error("the arguments are not a JSON object")]
+    NotAnObject,
+    /// Not JSON at all.
+    #[error("the arguments are not valid JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+}
+
 /// A call's arguments parsed as LangChain does: blank means `{}`; anything but a JSON object is
 /// an error, which makes the call an invalid one.
-fn parse_arguments(arguments: &str) -> Result<Value, String> {
+fn parse_arguments(arguments: &str) -> Result<Value, ArgumentsError> {
     if arguments.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(object @ Value::Object(_)) => Ok(object),
-        Ok(_) => Err("the arguments are not a JSON object".to_owned()),
-        Err(err) => Err(format!("the arguments are not valid JSON: {err}")),
+    match serde_json::from_str::<Value>(arguments)? {
+        object @ Value::Object(_) => Ok(object),
+        _ => Err(ArgumentsError::NotAnObject),
     }
 }
 

@@ -24,7 +24,8 @@ pub use assemble::{
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
 pub use message::{
-    Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, openai_usage, usage_metadata,
+    Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, new_run_id, openai_usage,
+    usage_metadata,
 };
 pub use render::{ChunkRenderer, Identity, completion};
 pub use types::{

@@ -13,8 +13,6 @@
 //! the recording streamed them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error
 //! object.
 
-mod pyliteral;
-
 use model_wire::chat_completions::{self, Answer, ErrorBody, Event};
 use replay_core::RecordedError;
 use replay_core::recording::RecordedEvent;
@@ -200,7 +198,7 @@ impl WireError {
         } else {
             ErrorBody::kind_for_status(self.status)
         };
-        pyliteral::parse(&self.message)
+        model_wire::pyrepr::parse(&self.message)
             .filter(Value::is_object)
             .unwrap_or_else(|| error_body(&self.message, kind, None))
     }
@@ -316,14 +314,18 @@ pub(crate) fn completion(identity: &AnswerId, events: &[AnswerEvent]) -> Complet
 /// The message the deltas of an unfinished event list spell (a call that ended without `done`).
 fn message_from_deltas(events: &[AnswerEvent]) -> Value {
     let mut text = String::new();
-    let mut calls: Vec<(String, String, String)> = Vec::new();
+    // Calls by their stream index, in the order they started: a delta belongs to the call of
+    // its index, which need not be the last one started (parallel calls interleave).
+    let mut calls: Vec<(u32, String, String, String)> = Vec::new();
     for event in wire_events(events) {
         match event {
             Event::TextDelta { delta } => text.push_str(&delta),
-            Event::ToolcallStart { id, name, .. } => calls.push((id, name, String::new())),
-            Event::ToolcallDelta { delta, .. } => {
-                if let Some(call) = calls.last_mut() {
-                    call.2.push_str(&delta);
+            Event::ToolcallStart { index, id, name } => {
+                calls.push((index, id, name, String::new()));
+            }
+            Event::ToolcallDelta { index, delta } => {
+                if let Some(call) = calls.iter_mut().rev().find(|call| call.0 == index) {
+                    call.3.push_str(&delta);
                 }
             }
             _ => {}
@@ -331,7 +333,7 @@ fn message_from_deltas(events: &[AnswerEvent]) -> Value {
     }
     let calls: Vec<Value> = calls
         .into_iter()
-        .map(|(id, name, args)| json!({"id": id, "name": name, "args": args}))
+        .map(|(_, id, name, args)| json!({"id": id, "name": name, "args": args}))
         .collect();
     json!({"content": text, "tool_calls": calls, "type": "ai"})
 }
@@ -530,5 +532,27 @@ mod tests {
         assert_eq!(body["choices"][0]["message"]["content"], "partial");
         assert_eq!(body["choices"][0]["finish_reason"], "stop");
         assert_eq!(body["model"], "requested");
+    }
+
+    /// Parallel calls stream their arguments interleaved: each fragment goes to the call of its
+    /// index, not to the call started last.
+    #[test]
+    fn interleaved_call_fragments_without_done_go_to_the_call_of_their_index() {
+        let events = [
+            json!({"type": "start"}),
+            json!({"type": "toolcall_start", "index": 0, "id": "a", "name": "ls"}),
+            json!({"type": "toolcall_start", "index": 1, "id": "b", "name": "cat"}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "{\"path\": "}),
+            json!({"type": "toolcall_delta", "index": 1, "delta": "{\"file\": \"x\"}"}),
+            json!({"type": "toolcall_delta", "index": 0, "delta": "\"/\"}"}),
+        ];
+        let message = message_from_deltas(&typed(&events));
+        assert_eq!(
+            message["tool_calls"],
+            json!([
+                {"id": "a", "name": "ls", "args": "{\"path\": \"/\"}"},
+                {"id": "b", "name": "cat", "args": "{\"file\": \"x\"}"},
+            ])
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! An upstream's answer as recording events, read by the shared codec of its wire
-//! (`model_wire::chat_completions`, the one the gateway's provider reads the same answers with,
-//! `model_wire::anthropic_messages`, `model_wire::responses`): streamed `data:` payloads one by
+//! An upstream's answer as recording events, read by its wire's [`StreamReader`] (or, whole, by
+//! [`Wire::parse_answer`]): `model_wire`'s, the one the gateway's providers read the same answers
+//! with, so both stop a stream at the same event (one end rule per wire). Streamed events one by
 //! one, or a whole answer, become the recording format's events, ending with `done` and the assembled AI message in LangChain's dump form
 //! (the form a fixture's `output` holds), so the fixture built from a proxy's recording replays
 //! in-process as well as over the wire.
@@ -12,8 +12,8 @@
 //! cut off (no `finish_reason` and no `[DONE]`) or without a choice is the error the gateway's
 //! provider raises for it, never a good turn.
 
-use model_wire::chat_completions::{self, Assembled, ChunkAssembler, Ending, Event, WireError};
-use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
+use model_wire::StreamReader;
+use model_wire::chat_completions::{Assembled, Ending, Event, WireError, new_run_id};
 use serde_json::{Value, json};
 
 use super::answer::event_value;
@@ -30,62 +30,27 @@ pub(crate) fn error_event(error: &WireError) -> Value {
 
 /// The `done` event of an answer.
 fn done_event(assembled: &Assembled, requested_model: &str) -> Value {
-    let id = format!("lc_run--{}", uuid::Uuid::new_v4());
-    json!({"type": "done", "message": assembled.to_ai_message(&id, requested_model)})
+    json!({"type": "done", "message": assembled.to_ai_message(&new_run_id(), requested_model)})
 }
-
-/// The wire's stream assembler.
-#[derive(Debug)]
-enum Codec {
-    ChatCompletions(ChunkAssembler),
-    AnthropicMessages(anthropic_messages::StreamAssembler),
-    Responses(responses::StreamAssembler),
-    Gemini(gemini::StreamAssembler),
-    BedrockConverse(bedrock_converse::StreamAssembler),
-}
-
-/// The SSE event names that end a Messages or Responses stream: nothing after them is the
-/// answer, so the proxy stops reading there (Chat Completions ends at `data: [DONE]`; a Gemini
-/// stream has no end marker and a Converse stream's `metadata` follows its `messageStop`, so
-/// those two are read to their end).
-const LAST_EVENTS: [&str; 4] = [
-    "message_stop",
-    "response.completed",
-    "response.incomplete",
-    "response.failed",
-];
 
 /// Folds an upstream's stream, at one wire, into recording events and, at the end, the AI
 /// message.
 #[derive(Debug)]
 pub(crate) struct StreamRecorder {
-    codec: Codec,
+    /// The wire's reader, the gateway's providers' too: one end rule per wire.
+    reader: StreamReader,
     requested_model: String,
     started: bool,
-    /// A Messages or Responses stream's last event has arrived.
-    ended: bool,
 }
 
 impl StreamRecorder {
     /// A recorder for a request at `wire` that named `requested_model` (the fallback
     /// `model_name`).
     pub(crate) fn new(wire: Wire, requested_model: &str) -> StreamRecorder {
-        let codec = match wire {
-            Wire::ChatCompletions => Codec::ChatCompletions(ChunkAssembler::new()),
-            Wire::AnthropicMessages => {
-                Codec::AnthropicMessages(anthropic_messages::StreamAssembler::new())
-            }
-            Wire::Responses => Codec::Responses(responses::StreamAssembler::new()),
-            Wire::Gemini => Codec::Gemini(gemini::StreamAssembler::new()),
-            Wire::BedrockConverse => {
-                Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
-            }
-        };
         StreamRecorder {
-            codec,
+            reader: wire.reader(),
             requested_model: requested_model.to_owned(),
             started: false,
-            ended: false,
         }
     }
 
@@ -98,23 +63,11 @@ impl StreamRecorder {
     }
 
     /// The events one SSE event (or, at Converse, one event-stream message: `name` is its
-    /// `:event-type`) causes; a failure is an `error` event, last. At Chat Completions only
-    /// `message` events carry chunks and an `error` event is the provider's failure; at the
-    /// Messages and Responses wires every event's `data` is the payload (its `type` is the
-    /// event's name, `error` included); at Gemini's every `data:` is a whole chunk.
+    /// `:event-type`) causes, as the wire's [`StreamReader::push`] reads it; a failure is an
+    /// `error` event, last.
     pub(crate) fn on_event(&mut self, name: &str, data: &str) -> Vec<Value> {
         let mut out = Vec::new();
-        let pushed = match &mut self.codec {
-            Codec::ChatCompletions(_) if name == "error" => Err(WireError::from_error_event(data)),
-            // Others (and comments) are not the answer.
-            Codec::ChatCompletions(_) if name != "message" => return out,
-            Codec::ChatCompletions(codec) => codec.push_data(data),
-            Codec::AnthropicMessages(codec) => codec.push_data(data),
-            Codec::Responses(codec) => codec.push_data(data),
-            Codec::Gemini(codec) => codec.push_data(data),
-            Codec::BedrockConverse(codec) => codec.push_data(name, data),
-        };
-        self.ended |= LAST_EVENTS.contains(&name);
+        let pushed = self.reader.push(name, data);
         self.start(&mut out);
         match pushed {
             Ok(events) => out.extend(events.iter().map(event_value)),
@@ -128,23 +81,17 @@ impl StreamRecorder {
     pub(crate) fn on_exception(&mut self, exception_type: &str, data: &str) -> Vec<Value> {
         let mut out = Vec::new();
         self.start(&mut out);
-        let payload =
-            serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!({"message": data}));
-        let mut assembler = bedrock_converse::StreamAssembler::new();
         out.push(error_event(
-            &assembler.push_exception(exception_type, &payload),
+            &self.reader.push_exception(exception_type, data),
         ));
         out
     }
 
     /// True once the answer's last event (`data: [DONE]`, `message_stop`, `response.completed`,
-    /// …) has arrived; never at Gemini and Converse, whose streams are read to their end.
+    /// …) has arrived, by the wire's one end rule ([`StreamReader::ended`]); never at Gemini and
+    /// Converse, whose streams are read to their end.
     pub(crate) fn done(&self) -> bool {
-        match &self.codec {
-            Codec::ChatCompletions(codec) => codec.done(),
-            Codec::AnthropicMessages(_) | Codec::Responses(_) => self.ended,
-            Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
-        }
+        self.reader.ended()
     }
 
     /// The last events: closing ones, then `done` with the assembled message; or the `error` of
@@ -153,22 +100,13 @@ impl StreamRecorder {
         let mut out = Vec::new();
         let mut this = self;
         this.start(&mut out);
-        let finished: Result<(Vec<Event>, Assembled), WireError> = match this.codec {
-            Codec::ChatCompletions(codec) => codec.finish().inspect(|(_, assembled)| {
+        let finished: Result<(Vec<Event>, Assembled), WireError> =
+            this.reader.finish().inspect(|(_, assembled)| {
                 if assembled.ending != Ending::Complete {
                     tracing::warn!(ending = ?assembled.ending,
                         "the upstream's stream ended without [DONE] or without a finish reason");
                 }
-            }),
-            Codec::AnthropicMessages(codec) => {
-                codec.finish().map(|assembled| (Vec::new(), assembled))
-            }
-            Codec::Responses(codec) => codec.finish().map(|assembled| (Vec::new(), assembled)),
-            Codec::Gemini(codec) => codec.finish(),
-            Codec::BedrockConverse(codec) => {
-                codec.finish().map(|assembled| (Vec::new(), assembled))
-            }
-        };
+            });
         match finished {
             Ok((closing, assembled)) => {
                 out.extend(closing.iter().map(event_value));
@@ -188,13 +126,7 @@ pub(crate) fn events_from_completion(
     requested_model: &str,
 ) -> Vec<Value> {
     let mut events = vec![json!({"type": "start"})];
-    let parsed = match wire {
-        Wire::ChatCompletions => chat_completions::parse_completion(body),
-        Wire::AnthropicMessages => anthropic_messages::parse_message(body),
-        Wire::Responses => responses::parse_response(body),
-        Wire::Gemini => gemini::parse_response(body),
-        Wire::BedrockConverse => bedrock_converse::parse_response(body),
-    };
+    let parsed = wire.parse_answer(body);
     match parsed {
         Ok(assembled) => {
             events.extend(assembled.events().iter().map(event_value));

@@ -568,7 +568,7 @@ async fn serve(
         Ok(request) => request,
         Err(message) => {
             let message = match wire {
-                Wire::ChatCompletions => message,
+                Wire::ChatCompletions => message.to_string(),
                 _ => format!("{} request: {message}", wire.name()),
             };
             shared.report(Problem::BadRequest {

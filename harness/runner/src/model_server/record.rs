@@ -36,6 +36,7 @@ use axum::response::Response;
 use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
+use model_wire::chat_completions::error_message;
 use parking_lot::Mutex;
 use replay_core::recording::{
     CallWriter, KnownSecrets, Outcome, RecordedEvent, RecordingSink, redact_text,
@@ -44,9 +45,6 @@ use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-use model_wire::chat_completions::{error_message, status_exception_name};
-use model_wire::gemini;
 
 use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
@@ -220,22 +218,14 @@ const BEDROCK_SERVICE: &str = "bedrock";
 /// The `anthropic-version` sent when the gateway sends none (the API requires one).
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// A reqwest failure as the gateway's provider classifies it (the Python client's names):
-/// a timeout is `APITimeoutError`; a failure once the answer has started (`in_body`) is
+/// A reqwest failure as the gateway's provider classifies it
+/// (`bounded_read::upstream::TransportFailure`: the Python client's names): a timeout is
+/// `APITimeoutError`; a failure once the answer has started (`in_body`) is
 /// `RemoteProtocolError`; a failure to connect `APIConnectionError`.
 fn transport_error_event(err: &reqwest::Error, in_body: bool) -> Value {
-    let detail = redact_text(&err.to_string());
-    let (error_type, message) = if err.is_timeout() {
-        ("APITimeoutError", format!("Request timed out: {detail}"))
-    } else if in_body || err.is_body() || err.is_decode() {
-        (
-            "RemoteProtocolError",
-            format!("the response broke off: {detail}"),
-        )
-    } else {
-        ("APIConnectionError", format!("Connection error: {detail}"))
-    };
-    json!({"type": "error", "message": message, "error_type": error_type})
+    let failure = bounded_read::upstream::TransportFailure::of(err, in_body);
+    let message = failure.message(&redact_text(&err.to_string()));
+    json!({"type": "error", "message": message, "error_type": failure.class()})
 }
 
 /// Why reading the upstream's stream stopped short.
@@ -261,7 +251,9 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
-        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        // The gateway's providers' rule (`bounded_read::upstream`): any loopback address or
+        // `localhost` name is this machine.
+        let loopback = bounded_read::upstream::is_loopback(&parsed);
         if parsed.scheme() == "http" && !loopback && !config.allow_insecure_upstream {
             return Err(ModelServerError::Upstream(format!(
                 "the upstream {} is plain http:// on another machine, where the API key would \
@@ -281,7 +273,9 @@ impl Recorder {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(UPSTREAM_READ_TIMEOUT)
-            .redirect(same_origin_redirects());
+            // Finding 7: a redirect to another origin is not followed, so no credential header
+            // reaches it; the call is recorded as the upstream's 3xx answer.
+            .redirect(bounded_read::upstream::same_origin_redirects());
         if loopback {
             builder = builder.no_proxy();
         }
@@ -435,26 +429,6 @@ impl Backend for Recorder {
     }
 }
 
-/// The proxy's redirect policy (finding 7): a redirect is followed only within the upstream's
-/// origin (scheme, host and port); one to another origin is not followed, so no credential
-/// header (`Authorization`, `x-api-key`, whatever the wire) ever reaches it, and the call is
-/// recorded as the upstream's 3xx answer.
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same = attempt
-            .previous()
-            .last()
-            .is_some_and(|from| from.origin() == attempt.url().origin());
-        if attempt.previous().len() > 5 {
-            attempt.error("more than 5 redirects")
-        } else if same {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
-}
-
 /// The error event of a call cut at the call time limit, and its problem.
 fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
     let message = format!(
@@ -519,44 +493,15 @@ fn fail(shared: &Shared, writing: &Writing, mut call: CallWriter, event: Value) 
 }
 
 /// The recording's `error` event for an upstream's non-success status, from at most
-/// [`MAX_ERROR_BODY_BYTES`] of its body: the provider's message when the body is JSON, else
-/// the body's text (cut at the read cap), in the Python clients' form `Error code: <status> -
-/// <detail>`.
+/// [`MAX_ERROR_BODY_BYTES`] of its body: named as the wire's own client names the failure
+/// ([`Wire::http_error_class`]: an Anthropic 529 is `OverloadedError`, a Bedrock failure the
+/// exception its `x-amzn-errortype` names), the provider's message worded as
+/// [`model_wire::edge::recorded_error_text`] words it (`Error code: <status> - <detail>`).
 async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
-    let status = upstream.status().as_u16();
-    // Bedrock names its exception in `x-amzn-errortype` (`ThrottlingException:http://…`), which
-    // is the class boto3 raises; the other wires' clients name it by the status.
-    let exception = match wire {
-        Wire::BedrockConverse => upstream
-            .headers()
-            .get("x-amzn-errortype")
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(':').next())
-            .filter(|name| !name.is_empty())
-            .unwrap_or(model_wire::bedrock_converse::exception_for_status(status))
-            .to_owned(),
-        Wire::Gemini => gemini::status_exception_name(status).to_owned(),
-        Wire::ChatCompletions | Wire::AnthropicMessages | Wire::Responses => {
-            status_exception_name(status).to_owned()
-        }
-    };
-    let (body, whole) = bounded_read::read_capped(upstream.bytes_stream(), MAX_ERROR_BODY_BYTES)
-        .await
-        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
-        // An unreadable body reads as an empty one.
-        .unwrap_or_else(|_| (String::new(), true));
-    let detail = serde_json::from_str::<Value>(&body)
-        .ok()
-        .and_then(|json| error_message(&json))
-        .or_else(|| Some(body.trim().to_owned()).filter(|body| !body.is_empty()))
-        .unwrap_or_else(|| "no error detail".to_owned());
-    let cut = if whole {
-        ""
-    } else {
-        " [cut at the read limit]"
-    };
-    json!({"type": "error", "message": format!("Error code: {status} - {detail}{cut}"),
-           "error_type": exception, "status": status})
+    let failed = bounded_read::upstream::read_failed_answer(upstream, MAX_ERROR_BODY_BYTES).await;
+    let exception = wire.http_error_class(failed.status, failed.amzn_error_type.as_deref());
+    let message = model_wire::edge::recorded_error_text(failed.status, &failed.body, failed.whole);
+    json!({"type": "error", "message": message, "error_type": exception, "status": failed.status})
 }
 
 /// Forwards one call upstream, at the request's wire, and records it.
@@ -1120,6 +1065,40 @@ mod tests {
             .expect_err(upstream);
             assert!(error.to_string().starts_with("upstream: "), "{error}");
             assert!(!recording.exists(), "{upstream}: nothing written");
+        }
+    }
+
+    /// A failed answer is recorded under the class the wire's own client raises: the Anthropic
+    /// client's `OverloadedError` for a 529 (Chat Completions' table said
+    /// `InternalServerError`), Bedrock's exception from `x-amzn-errortype`.
+    #[tokio::test]
+    async fn a_failure_status_is_recorded_under_the_wire_s_own_client_class() {
+        let cases = [
+            (Wire::AnthropicMessages, 529, None, "OverloadedError"),
+            (Wire::ChatCompletions, 529, None, "InternalServerError"),
+            (Wire::Gemini, 429, None, "ClientError"),
+            (
+                Wire::BedrockConverse,
+                400,
+                Some("ThrottlingException:http://internal.amazon.com/coral/"),
+                "ThrottlingException",
+            ),
+        ];
+        for (wire, status, errortype, class) in cases {
+            let mut answer = axum::http::Response::builder().status(status);
+            if let Some(errortype) = errortype {
+                answer = answer.header("x-amzn-errortype", errortype);
+            }
+            let body = r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
+            let upstream = reqwest::Response::from(answer.body(body).unwrap());
+            let event = status_error_event(wire, upstream).await;
+            assert_eq!(event["error_type"], class, "{wire:?} {status}");
+            assert_eq!(event["status"], status, "{wire:?}");
+            assert_eq!(
+                event["message"],
+                format!("Error code: {status} - Overloaded"),
+                "{wire:?}"
+            );
         }
     }
 }

@@ -15,23 +15,28 @@ use serde_json::{Map, Value, json};
 
 use replay_core::normalize;
 
-/// A model wire the server serves, replays strictly and records through. Its [`Wire::api`] is the
-/// `model.api` of every request a model server records at it: it names the wire in the
-/// recording, and tells a wire recording from one made at a gateway's provider boundary, whose
-/// requests have another shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
-    /// OpenAI's Chat Completions API (`POST /v1/chat/completions`).
-    ChatCompletions,
-    /// Anthropic's Messages API (`POST /v1/messages`).
-    AnthropicMessages,
-    /// OpenAI's Responses API (`POST /v1/responses`).
-    Responses,
-    /// Google's Gemini API (`POST /v1beta/models/{model}:generateContent`,
-    /// `:streamGenerateContent`).
-    Gemini,
-    /// AWS Bedrock's Converse API (`POST /model/{modelId}/converse`, `/converse-stream`).
-    BedrockConverse,
+/// A model wire the server serves, replays strictly and records through: `model_wire`'s, the one
+/// the gateway's providers speak. Its [`Wire::api`] is the `model.api` of every request a model
+/// server records at it: it names the wire in the recording, and tells a wire recording from
+/// one made at a gateway's provider boundary, whose requests have another shape.
+pub(crate) use model_wire::Wire;
+
+/// What is wrong with a request body: the text the gateway is answered with (and the run's
+/// `bad_request` problem says).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadBody {
+    /// Not JSON.
+    #[error("the request body is not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("the request body must be a JSON object")]
+    NotAnObject,
+    /// No conversation under the wire's key; `what` names the key and what it must hold.
+    #[error("the request body has no {what}")]
+    NoConversation {
+        /// The key and its kind, e.g. `"messages" array`.
+        what: &'static str,
+    },
 }
 
 /// How a streamed answer is framed on the wire.
@@ -56,119 +61,47 @@ pub(crate) struct Target {
     pub(crate) stream: Option<Framing>,
 }
 
-impl Wire {
-    /// Every wire.
-    pub(crate) const ALL: [Wire; 5] = [
-        Wire::ChatCompletions,
-        Wire::AnthropicMessages,
-        Wire::Responses,
-        Wire::Gemini,
-        Wire::BedrockConverse,
-    ];
-
-    /// The recording's `model.api` for this wire.
-    pub(crate) fn api(self) -> &'static str {
-        match self {
-            Wire::ChatCompletions => "openai.chat.completions",
-            Wire::AnthropicMessages => "anthropic.messages",
-            Wire::Responses => "openai.responses",
-            Wire::Gemini => "google.gemini",
-            Wire::BedrockConverse => "aws.bedrock.converse",
+/// The conversation as sent, without the ids a server assigned and the client echoes back:
+/// a Responses client sends each output item of an earlier answer again with its `id`
+/// (`fc_…`, `msg_…`, `rs_…`), which the provider chose and a replay chooses anew, so the
+/// recorded request leaves them out (a `function_call`'s `call_id` stays: it pairs the call
+/// with its output). The other wires echo no server id.
+fn without_server_ids(wire: Wire, mut conversation: Value) -> Value {
+    if wire == Wire::Responses
+        && let Value::Array(items) = &mut conversation
+    {
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            item.remove("id");
         }
     }
+    conversation
+}
 
-    /// The wire a recording's `model.api` names.
-    pub(crate) fn from_api(api: &str) -> Option<Wire> {
-        Wire::ALL.into_iter().find(|wire| wire.api() == api)
-    }
-
-    /// Its name in messages.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Wire::ChatCompletions => "OpenAI Chat Completions",
-            Wire::AnthropicMessages => "Anthropic Messages",
-            Wire::Responses => "OpenAI Responses",
-            Wire::Gemini => "Google Gemini",
-            Wire::BedrockConverse => "AWS Bedrock Converse",
+/// The conversation the replay key reads, at `wire`; the error names what is missing.
+fn conversation(wire: Wire, body: &Map<String, Value>) -> Result<Vec<Value>, BadBody> {
+    match (wire, body.get(wire.conversation_key())) {
+        (Wire::ChatCompletions, Some(Value::Array(messages))) => {
+            Ok(messages_from_chat_completions(messages))
         }
-    }
-
-    /// True when the wire carries message names, so the named key applies (the others are
-    /// looked up with the name-free key, `docs/replay-and-fixtures.md` §11.1).
-    pub(crate) fn carries_names(self) -> bool {
-        self == Wire::ChatCompletions
-    }
-
-    /// The body key holding the conversation as sent.
-    fn conversation_key(self) -> &'static str {
-        match self {
-            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
-            Wire::Responses => "input",
-            Wire::Gemini => "contents",
+        (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
+            Ok(messages_from_anthropic(messages))
         }
-    }
-
-    /// The body key holding the tools.
-    fn tools_key(self) -> &'static str {
-        match self {
-            Wire::BedrockConverse => "toolConfig",
-            _ => "tools",
+        (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
+            Ok(messages_from_responses(input))
         }
-    }
-
-    /// Body keys that are the transport, not the request: left out of the recorded request's
-    /// `options`, so a recording replays to a streaming and a non-streaming client alike (the
-    /// conversation and the tools are in its `context`).
-    fn transport_keys(self) -> &'static [&'static str] {
-        match self {
-            Wire::ChatCompletions | Wire::Responses => {
-                &["model", "tools", "stream", "stream_options"]
-            }
-            Wire::AnthropicMessages => &["model", "tools", "stream"],
-            // The model and the mode are in the path.
-            Wire::Gemini => &["tools"],
-            Wire::BedrockConverse => &["toolConfig"],
+        (Wire::Gemini, Some(Value::Array(contents))) => Ok(messages_from_gemini(contents)),
+        (Wire::BedrockConverse, Some(Value::Array(messages))) => {
+            Ok(messages_from_converse(messages))
         }
-    }
-
-    /// The conversation as sent, without the ids a server assigned and the client echoes back:
-    /// a Responses client sends each output item of an earlier answer again with its `id`
-    /// (`fc_…`, `msg_…`, `rs_…`), which the provider chose and a replay chooses anew, so the
-    /// recorded request leaves them out (a `function_call`'s `call_id` stays: it pairs the call
-    /// with its output). The other wires echo no server id.
-    fn without_server_ids(self, mut conversation: Value) -> Value {
-        if self == Wire::Responses
-            && let Value::Array(items) = &mut conversation
-        {
-            for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                item.remove("id");
-            }
-        }
-        conversation
-    }
-
-    /// The conversation the replay key reads; the error names what is missing.
-    fn conversation(self, body: &Map<String, Value>) -> Result<Vec<Value>, String> {
-        match (self, body.get(self.conversation_key())) {
-            (Wire::ChatCompletions, Some(Value::Array(messages))) => {
-                Ok(messages_from_chat_completions(messages))
-            }
-            (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
-                Ok(messages_from_anthropic(messages))
-            }
-            (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
-                Ok(messages_from_responses(input))
-            }
-            (Wire::Gemini, Some(Value::Array(contents))) => Ok(messages_from_gemini(contents)),
-            (Wire::BedrockConverse, Some(Value::Array(messages))) => {
-                Ok(messages_from_converse(messages))
-            }
-            (Wire::Responses, _) => {
-                Err("the request body has no \"input\" (a string or a list of items)".to_owned())
-            }
-            (Wire::Gemini, _) => Err("the request body has no \"contents\" array".to_owned()),
-            _ => Err("the request body has no \"messages\" array".to_owned()),
-        }
+        (Wire::Responses, _) => Err(BadBody::NoConversation {
+            what: "\"input\" (a string or a list of items)",
+        }),
+        (Wire::Gemini, _) => Err(BadBody::NoConversation {
+            what: "\"contents\" array",
+        }),
+        _ => Err(BadBody::NoConversation {
+            what: "\"messages\" array",
+        }),
     }
 }
 
@@ -191,13 +124,12 @@ pub(crate) struct WireRequest {
 
 impl WireRequest {
     /// Parses a request body at `wire`; the error says what is wrong with it.
-    pub(crate) fn parse(wire: Wire, bytes: &[u8]) -> Result<WireRequest, String> {
-        let body: Value = serde_json::from_slice(bytes)
-            .map_err(|err| format!("the request body is not JSON: {err}"))?;
+    pub(crate) fn parse(wire: Wire, bytes: &[u8]) -> Result<WireRequest, BadBody> {
+        let body: Value = serde_json::from_slice(bytes)?;
         let Value::Object(body) = body else {
-            return Err("the request body must be a JSON object".to_owned());
+            return Err(BadBody::NotAnObject);
         };
-        let messages = wire.conversation(&body)?;
+        let messages = conversation(wire, &body)?;
         Ok(WireRequest {
             wire,
             model: body
@@ -217,7 +149,7 @@ impl WireRequest {
         wire: Wire,
         bytes: &[u8],
         target: Target,
-    ) -> Result<WireRequest, String> {
+    ) -> Result<WireRequest, BadBody> {
         let mut request = WireRequest::parse(wire, bytes)?;
         request.model = target.model;
         request.stream = target.stream.is_some();
@@ -270,7 +202,7 @@ impl WireRequest {
             "input_hash": key.input_hash,
             "canonical": key.canonical,
         });
-        context[conversation] = normalized(&self.wire.without_server_ids(field(conversation)));
+        context[conversation] = normalized(&without_server_ids(self.wire, field(conversation)));
         context["tools"] = normalized(&field(self.wire.tools_key()));
         RecordedRequest::new(
             json!({"api": self.wire.api(), "model": self.model}),
@@ -324,7 +256,7 @@ mod tests {
         ];
         for (body, expected) in cases {
             let error = WireRequest::parse(Wire::ChatCompletions, body).expect_err(expected);
-            assert!(error.starts_with(expected), "{error}");
+            assert!(error.to_string().starts_with(expected), "{error}");
         }
     }
 

@@ -13,10 +13,10 @@
 //! with the name-free key
 //! (`ReplayEngine::lookup_at_wire_without_names`, `docs/replay-and-fixtures.md` §11.1), since
 //! none of these wires carries message names: one fixture serves all five wires. The recorded
-//! answer goes back through that wire's codec (`model_wire::anthropic_messages`,
-//! `model_wire::responses`, `model_wire::gemini`, `model_wire::bedrock_converse`): a whole
-//! answer, or its stream, with tool calls, reasoning where recorded and usage; a recorded failure and every problem answer in the
-//! wire's own error shape. Strict replay of a recording and the recording proxy serve these wires
+//! answer goes back through that wire's renderer (`model_wire::Wire::render_answer`,
+//! `render_stream`): a whole answer, or its stream, with tool calls, reasoning where recorded
+//! and usage; a recorded failure and every problem answer in the wire's own error shape
+//! (`Wire::error_body`, `Wire::error_header`). Strict replay of a recording and the recording proxy serve these wires
 //! too (`super::serve`, `record`): a recorded call's `done` message or `error` is answered the
 //! same way ([`respond`]).
 
@@ -27,11 +27,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use model_wire::RenderedStream;
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
-use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::answer::{AnswerEvent, WireError, error_body};
+use super::answer::{AnswerEvent, WireError};
 use super::eventstream::{self, event_frame, exception_frame};
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::{Shared, serve, sse_response, unserved_response};
@@ -40,28 +40,11 @@ use super::{Shared, serve, sse_response, unserved_response};
 /// as OpenAI's `code`; the other wires' bodies have no code field). Bedrock's names its
 /// exception in the `x-amzn-errortype` header, as boto3 reads it.
 pub(super) fn error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Response {
-    let body = match wire {
-        Wire::AnthropicMessages => anthropic_messages::error_body(
-            anthropic_messages::error_kind_for_status(status.as_u16()),
-            message,
-        ),
-        Wire::Gemini => gemini::error_body(status.as_u16(), message),
-        Wire::BedrockConverse => {
-            let exception = bedrock_converse::exception_for_status(status.as_u16());
-            return (
-                status,
-                [("x-amzn-errortype", exception)],
-                Json(bedrock_converse::error_body(message)),
-            )
-                .into_response();
-        }
-        Wire::ChatCompletions | Wire::Responses => error_body(
-            message,
-            model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
-            Some(code),
-        ),
-    };
-    (status, Json(body)).into_response()
+    let body = Json(wire.error_body(status.as_u16(), message, Some(code)));
+    match wire.error_header(status.as_u16()) {
+        Some(header) => (status, [header], body).into_response(),
+        None => (status, body).into_response(),
+    }
 }
 
 /// `POST /v1/messages`.
@@ -216,43 +199,42 @@ fn identity(wire: Wire, shared: &Shared, model: &str) -> Identity {
     identity
 }
 
-/// The recorded AI message in the wire's format, whole or streamed.
+/// The recorded AI message in the wire's format, whole or streamed, as the wire's renderer
+/// writes it ([`Wire::render_answer`], [`Wire::render_stream`]).
 fn answer(shared: &Shared, request: &WireRequest, answer: &WireAnswer) -> Response {
-    let wire = request.wire;
+    // `mod.rs` answers Chat Completions with its own renderer, keeping a recording's chunk
+    // boundaries; were it to come here, it is answered in the Responses shape, the nearest.
+    let wire = match request.wire {
+        Wire::ChatCompletions => Wire::Responses,
+        wire => wire,
+    };
     let identity = identity(wire, shared, &request.model);
-    match (wire, request.stream) {
-        (Wire::AnthropicMessages, false) => {
-            Json(anthropic_messages::message(&identity, answer)).into_response()
-        }
-        (Wire::Responses | Wire::ChatCompletions, false) => {
-            Json(responses::response(&identity, answer)).into_response()
-        }
-        (Wire::AnthropicMessages, true) => sse_response(
-            anthropic_messages::stream_events(&identity, answer, &[])
-                .iter()
-                .map(anthropic_messages::SseEvent::frame)
-                .collect::<String>(),
-        ),
-        (Wire::Responses | Wire::ChatCompletions, true) => sse_response(
-            responses::stream_events(&identity, answer, &[])
-                .iter()
-                .map(responses::SseEvent::frame)
-                .collect::<String>(),
-        ),
-        (Wire::Gemini, false) => Json(gemini::response(&identity, answer)).into_response(),
-        (Wire::Gemini, true) => gemini_stream(
-            request.framing,
-            &gemini::stream_chunks(&identity, answer, &[]),
-        ),
-        (Wire::BedrockConverse, false) => {
-            Json(bedrock_converse::response(&identity, answer)).into_response()
-        }
-        (Wire::BedrockConverse, true) => event_stream(
-            bedrock_converse::stream_events(&identity, answer, &[])
+    if !request.stream {
+        return Json(wire.render_answer(&identity, answer)).into_response();
+    }
+    streamed(request.framing, wire.render_stream(&identity, answer, &[]))
+}
+
+/// A rendered stream framed as its wire sends it: SSE, Gemini's chunks in the framing the
+/// client asked for, or Converse's event-stream messages (and the exception that ends a failed
+/// one).
+fn streamed(framing: Framing, stream: RenderedStream) -> Response {
+    match stream {
+        RenderedStream::Sse(body) => sse_response(body),
+        RenderedStream::Chunks(chunks) => gemini_stream(framing, &chunks),
+        RenderedStream::Events { events, exception } => {
+            let mut frames: Vec<Bytes> = events
                 .iter()
                 .map(|event| event_frame(event.name, &event.payload))
-                .collect(),
-        ),
+                .collect();
+            if let Some(exception) = exception {
+                frames.push(exception_frame(
+                    exception.exception_type,
+                    &exception.message,
+                ));
+            }
+            event_stream(frames)
+        }
     }
 }
 
@@ -272,43 +254,14 @@ pub(super) fn failure(shared: &Shared, request: &WireRequest, error: &WireError)
         }
         return self::error(wire, status, &message, "recorded_error");
     }
-    let identity = identity(wire, shared, &request.model);
-    let nothing = WireAnswer::from_ai_message(&json!({"content": ""}));
-    let body = match wire {
-        Wire::AnthropicMessages => {
-            let first = anthropic_messages::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event.frame())
-                .unwrap_or_default();
-            let error = anthropic_messages::error_body("api_error", &message);
-            format!("{first}event: error\ndata: {error}\n\n")
-        }
-        Wire::Gemini => {
-            let error = gemini::error_body(status.as_u16(), &message);
-            return gemini_stream(request.framing, &[error]);
-        }
-        Wire::BedrockConverse => {
-            let start = bedrock_converse::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event_frame(event.name, &event.payload))
-                .unwrap_or_default();
-            return event_stream(vec![
-                start,
-                exception_frame("modelStreamErrorException", &message),
-            ]);
-        }
-        Wire::Responses | Wire::ChatCompletions => {
-            let first = responses::stream_events(&identity, &nothing, &[])
-                .into_iter()
-                .next()
-                .map(|event| event.frame())
-                .unwrap_or_default();
-            let mut error = responses::error_event(&message, Some("server_error"));
-            error["sequence_number"] = json!(1);
-            format!("{first}event: error\ndata: {error}\n\n")
-        }
+    // Chat Completions is answered by `mod.rs`; were it to come here, in the Responses shape.
+    let wire = match wire {
+        Wire::ChatCompletions => Wire::Responses,
+        wire => wire,
     };
-    sse_response(body)
+    let identity = identity(wire, shared, &request.model);
+    streamed(
+        request.framing,
+        wire.render_stream_failure(&identity, status.as_u16(), &message),
+    )
 }

@@ -1,7 +1,7 @@
-//! Python literals back into JSON: the inverse of the `repr()` of a parsed JSON body that the
-//! OpenAI Python client puts in its error messages (`Error code: 400 - {'error': {...}}`), so the
-//! model server can answer a recorded error with the very body whose repr the client will print
-//! again (`docs/replay-and-fixtures.md` §11).
+//! Python literals back into JSON: the inverse of [`python_repr`](super::python_repr), the
+//! `repr()` of a parsed JSON body that the Python clients put in their error messages (`Error
+//! code: 400 - {'error': {...}}`), so the model server can answer a recorded error with the very
+//! body whose repr the client will print again (`docs/replay-and-fixtures.md` §11).
 //!
 //! The grammar is what such a repr holds: dicts, lists, strings in single or double quotes with
 //! Python's escapes, `None`, `True`, `False`, ints and floats. Anything else is not a body.
@@ -9,7 +9,7 @@
 use serde_json::{Map, Number, Value};
 
 /// The JSON value whose Python repr is `text`, when `text` is exactly one such literal.
-pub(crate) fn parse(text: &str) -> Option<Value> {
+pub fn parse(text: &str) -> Option<Value> {
     let mut parser = Parser {
         chars: text.chars().collect(),
         at: 0,

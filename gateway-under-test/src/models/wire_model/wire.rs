@@ -2,8 +2,7 @@
 //! turning a provider's answer at any of the three wires (whole or streamed), as the shared codec
 //! (`model_wire`) reads it, into the AI [`Message`] both call paths return.
 
-use model_wire::chat_completions::{self, Assembled, WireError, WireToolCall};
-use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
+use model_wire::chat_completions::{Assembled, WireError, WireToolCall};
 use serde_json::{Map, Value, json};
 
 use super::Api;
@@ -249,10 +248,8 @@ fn user_content(content: &Value) -> Value {
     }
 }
 
-/// A message id in LangChain's run form, `lc_run--<uuid4>`.
-pub(super) fn new_message_id() -> String {
-    format!("lc_run--{}", uuid::Uuid::new_v4())
-}
+/// A message id in LangChain's run form, `lc_run--<uuid4>` (`model_wire`'s, the one minter).
+pub(super) use model_wire::chat_completions::new_run_id as new_message_id;
 
 /// The AI message of an answer the codec read (`model_wire`'s `Assembled`), with a fresh
 /// `lc_run--` id: the same message the harness's model server records for the same answer, but
@@ -285,13 +282,6 @@ pub(super) fn wire_error(error: &WireError) -> ModelError {
 /// Turns a whole (non-streamed) answer at `api` (a completion, a response object or a message)
 /// into the AI message.
 pub(super) fn parse_answer(api: Api, body: &Value, model_id: &str) -> Result<Message, ModelError> {
-    let assembled = match api {
-        Api::ChatCompletions => chat_completions::parse_completion(body),
-        Api::Responses => responses::parse_response(body),
-        Api::AnthropicMessages => anthropic_messages::parse_message(body),
-        Api::Gemini => gemini::parse_response(body),
-        Api::BedrockConverse => bedrock_converse::parse_response(body),
-    }
-    .map_err(|err| wire_error(&err))?;
+    let assembled = api.parse_answer(body).map_err(|err| wire_error(&err))?;
     Ok(message_from_assembled(api, &assembled, model_id))
 }

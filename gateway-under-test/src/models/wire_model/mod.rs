@@ -1,28 +1,34 @@
-//! The built-in OpenAI provider (`use = "openai"`, also reachable as
-//! `langchain_openai:ChatOpenAI`), and the HTTP transport it shares with the Anthropic provider
-//! (`models/anthropic.rs`).
+//! The all-wire chat model: one [`WireChatModel`] per `[[models]]` entry, each with its own
+//! `reqwest::Client`, speaking one [`Api`] (`model_wire::Wire`): OpenAI's Chat Completions
+//! (`POST {base_url}/chat/completions`), OpenAI's Responses (`POST {base_url}/responses`),
+//! Anthropic's Messages (`POST {base_url}/v1/messages`), Gemini's (`…/models/{model}:generateContent`)
+//! or Bedrock's Converse (`…/model/{modelId}/converse`). Every provider (`models/openai.rs`,
+//! `anthropic.rs`, `gemini.rs`, `bedrock.rs`) builds one from its entry; none imports another,
+//! and this module imports none of them.
 //!
-//! One [`WireChatModel`] per `[[models]]` entry, each with its own `reqwest::Client`, speaking one
-//! [`Api`]: OpenAI's Chat Completions (the default: `POST {base_url}/chat/completions`), OpenAI's
-//! Responses (`api = "responses"`: `POST {base_url}/responses`) or Anthropic's Messages
-//! (`use = "anthropic"`: `POST {base_url}/v1/messages`). [`ChatModel::invoke`] calls without
-//! streaming, [`ChatModel::stream`] with `"stream": true` (and, for Chat Completions,
-//! `stream_options.include_usage`), parsed as SSE (see `stream.rs`). Every wire's answer is read
-//! by its `model_wire` codec into the same AI message (see `wire.rs`): LangChain's shape, with
-//! `response_metadata.model_provider` (`openai`, or `anthropic`) and an `lc_run--<uuid>` id. The
-//! reads are bounded alike on every wire (a whole answer, an error body, an SSE line).
+//! [`ChatModel::invoke`] calls without streaming, [`ChatModel::stream`] with `"stream": true`
+//! (and, for Chat Completions, `stream_options.include_usage`), read by the wire's
+//! `model_wire::StreamReader` (see `stream.rs`). Each wire's request body is its file here
+//! (`wire.rs` for Chat Completions, `responses.rs`, `anthropic_messages.rs`, `gemini.rs`,
+//! `bedrock_converse.rs`); every wire's answer is read by its `model_wire` codec into the same
+//! AI message (see `wire.rs`): LangChain's shape, with `response_metadata.model_provider` (the
+//! wire's) and an `lc_run--<uuid>` id. The reads are bounded alike on every wire (a whole
+//! answer, an error body, an SSE line).
 //!
-//! Failures become [`ModelError`]s named like the Python `openai` (or `anthropic`) client's
-//! exceptions (`AuthenticationError`, `RateLimitError`, `APIConnectionError`, …) so that the LLM
-//! error-handling middleware classifies them as DeerFlow does.
+//! Failures become [`ModelError`]s named like the wire's Python client's exceptions
+//! (`AuthenticationError`, `RateLimitError`, `OverloadedError`, `APIConnectionError`, …;
+//! [`Api::http_error_class`]) so that the LLM error-handling middleware classifies them as
+//! DeerFlow does.
 //!
-//! **The API key never leaves this module** except in the `Authorization` (or `x-api-key`)
-//! header: the model's `Debug` redacts it, and every error is scrubbed of it
-//! (`[secret removed]`) at the [`ChatModel`] boundary, in case a provider echoes the key back in
-//! an error body.
+//! **The API key never leaves this module** except in the wire's key header (`Authorization`,
+//! `x-api-key`, `x-goog-api-key`): the model's `Debug` redacts it, and every error is scrubbed
+//! of it (`[secret removed]`) at the [`ChatModel`] boundary, in case a provider echoes the key
+//! back in an error body.
 
+pub(crate) mod anthropic_messages;
+pub(crate) mod bedrock_converse;
 pub(super) mod conversation;
-mod pyrepr;
+pub(crate) mod gemini;
 mod responses;
 mod stream;
 pub(super) mod wire;
@@ -41,25 +47,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
-use reqwest::{StatusCode, Url};
 use serde_json::{Map, Value};
 
 use crate::config::ModelConfig;
 use crate::messages::Message;
 use crate::models::{
-    ChatModel, ErrorClass, EventStream, ModelError, ModelProvider, ModelRequest, ProviderContext,
-    one_chunk_events,
+    ChatModel, ErrorClass, EventStream, ModelError, ModelRequest, one_chunk_events,
 };
 
-/// The endpoint root used when a model entry has no `base_url`.
+/// The endpoint root used when an OpenAI entry has no `base_url`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// What replaces the API key wherever it would otherwise appear in error text.
 pub const SECRET_REMOVED: &str = "[secret removed]";
-
-/// The longest provider error detail kept in an error message, in characters.
-const ERROR_DETAIL_LIMIT: usize = 500;
 
 /// The model setting that chooses the OpenAI wire: `api = "chat_completions"` (the default) or
 /// `api = "responses"`. LangChain's spelling, `use_responses_api = true`, means the same.
@@ -68,138 +70,59 @@ pub const API_SETTING: &str = "api";
 /// LangChain's `ChatOpenAI` spelling of `api = "responses"`.
 pub const RESPONSES_FLAG: &str = "use_responses_api";
 
-/// The wire a model's calls cross.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI's Chat Completions (`POST {base}/chat/completions`), and every compatible server.
-    ChatCompletions,
-    /// OpenAI's Responses (`POST {base}/responses`).
-    Responses,
-    /// Anthropic's Messages (`POST {base}/v1/messages`).
-    AnthropicMessages,
-    /// Google's Gemini API (`POST {base}/models/{model}:generateContent`, or
-    /// `:streamGenerateContent?alt=sse`).
-    Gemini,
-    /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
-    /// `/converse-stream`: AWS's binary event stream).
-    BedrockConverse,
-}
+/// The wire a model's calls cross: `model_wire`'s, the one the harness's model server serves.
+pub use model_wire::Wire as Api;
 
-impl Api {
-    /// Every wire, Chat Completions first.
-    pub const ALL: [Api; 5] = [
-        Api::ChatCompletions,
-        Api::Responses,
-        Api::AnthropicMessages,
-        Api::Gemini,
-        Api::BedrockConverse,
-    ];
-
-    /// The wire an `openai` entry chose (see [`API_SETTING`]). An unknown value, a
-    /// `use_responses_api` that is not a boolean, or one that contradicts `api` names the model
-    /// and the key.
-    pub fn of_openai_entry(config: &ModelConfig) -> Result<Api, ModelError> {
-        let refused = |problem: String| {
-            ModelError::new(
-                "ConfigurationError",
-                format!("model '{}': {problem}", config.name),
-            )
-        };
-        let responses_flag = match config.settings.get(RESPONSES_FLAG) {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(flag)) => Some(*flag),
-            Some(other) => {
-                return Err(refused(format!(
-                    "{RESPONSES_FLAG} must be true or false, not {other}"
-                )));
-            }
-        };
-        let chosen = match config.settings.get(API_SETTING) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(api)) if api == "chat_completions" => Some(Api::ChatCompletions),
-            Some(Value::String(api)) if api == "responses" => Some(Api::Responses),
-            Some(other) => {
-                return Err(refused(format!(
-                    "{API_SETTING} must be \"chat_completions\" or \"responses\", not {other}"
-                )));
-            }
-        };
-        match (chosen, responses_flag) {
-            (Some(Api::ChatCompletions), Some(true)) => Err(refused(format!(
-                "{API_SETTING} = \"chat_completions\" contradicts {RESPONSES_FLAG} = true"
-            ))),
-            (Some(api), _) => Ok(api),
-            (None, Some(true)) => Ok(Api::Responses),
-            (None, _) => Ok(Api::ChatCompletions),
-        }
-    }
-
-    /// The endpoint root of an entry without `base_url`.
-    fn default_base_url(self) -> &'static str {
-        match self {
-            Api::ChatCompletions | Api::Responses => DEFAULT_BASE_URL,
-            Api::AnthropicMessages => crate::models::anthropic::DEFAULT_BASE_URL,
-            Api::Gemini => crate::models::gemini::DEFAULT_BASE_URL,
-            Api::BedrockConverse => crate::models::bedrock::DEFAULT_BASE_URL,
-        }
-    }
-
-    /// The path appended to the base URL for a call to `model`, streamed or not (Gemini and
-    /// Converse name the model and the mode in the path; a Bedrock id's `:` is encoded).
-    fn path(self, model: &str, stream: bool) -> String {
-        let segment = || {
-            percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
-                .to_string()
-                .replace("%2D", "-")
-                .replace("%2E", ".")
-                .replace("%5F", "_")
-        };
-        match (self, stream) {
-            (Api::ChatCompletions, _) => "/chat/completions".to_owned(),
-            (Api::Responses, _) => "/responses".to_owned(),
-            (Api::AnthropicMessages, _) => "/v1/messages".to_owned(),
-            (Api::Gemini, false) => format!("/models/{}:generateContent", segment()),
-            (Api::Gemini, true) => format!("/models/{}:streamGenerateContent?alt=sse", segment()),
-            (Api::BedrockConverse, false) => format!("/model/{}/converse", segment()),
-            (Api::BedrockConverse, true) => format!("/model/{}/converse-stream", segment()),
-        }
-    }
-
-    /// The exception name the wire's Python client gives an HTTP status.
-    fn status_exception_name(self, status: u16) -> &'static str {
-        match self {
-            Api::ChatCompletions | Api::Responses => {
-                model_wire::chat_completions::status_exception_name(status)
-            }
-            Api::AnthropicMessages => model_wire::anthropic_messages::status_exception_name(status),
-            Api::Gemini => model_wire::gemini::status_exception_name(status),
-            Api::BedrockConverse => model_wire::bedrock_converse::status_exception_name(status),
-        }
-    }
-
-    /// `response_metadata.model_provider` of the answers, as LangChain's chat models set it.
-    fn model_provider(self) -> &'static str {
-        match self {
-            Api::ChatCompletions | Api::Responses => "openai",
-            Api::AnthropicMessages => "anthropic",
-            Api::Gemini => "google_genai",
-            Api::BedrockConverse => "bedrock_converse",
-        }
+/// The endpoint root of an entry at `api` without `base_url`.
+fn default_base_url(api: Api) -> &'static str {
+    match api {
+        Api::ChatCompletions | Api::Responses => DEFAULT_BASE_URL,
+        Api::AnthropicMessages => anthropic_messages::DEFAULT_BASE_URL,
+        Api::Gemini => gemini::DEFAULT_BASE_URL,
+        Api::BedrockConverse => bedrock_converse::DEFAULT_BASE_URL,
     }
 }
 
-/// Builds [`WireChatModel`]s from `[[models]]` entries with `use = "openai"`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OpenAiProvider;
+/// The path appended to the base URL for a call at `api` to `model`, streamed or not (Gemini
+/// and Converse name the model and the mode in the path; a Bedrock id's `:` is encoded).
+fn path(api: Api, model: &str, stream: bool) -> String {
+    let segment = || {
+        percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
+            .to_string()
+            .replace("%2D", "-")
+            .replace("%2E", ".")
+            .replace("%5F", "_")
+    };
+    match (api, stream) {
+        (Api::ChatCompletions, _) => "/chat/completions".to_owned(),
+        (Api::Responses, _) => "/responses".to_owned(),
+        (Api::AnthropicMessages, _) => "/v1/messages".to_owned(),
+        (Api::Gemini, false) => format!("/models/{}:generateContent", segment()),
+        (Api::Gemini, true) => format!("/models/{}:streamGenerateContent?alt=sse", segment()),
+        (Api::BedrockConverse, false) => format!("/model/{}/converse", segment()),
+        (Api::BedrockConverse, true) => format!("/model/{}/converse-stream", segment()),
+    }
+}
 
-impl ModelProvider for OpenAiProvider {
-    fn build(
-        &self,
-        config: &ModelConfig,
-        _context: &ProviderContext,
-    ) -> Result<Arc<dyn ChatModel>, ModelError> {
-        let api = Api::of_openai_entry(config)?;
-        Ok(Arc::new(WireChatModel::new(config, api)?))
+/// The OpenAI provider's choice of wire means nothing at another provider: refused rather
+/// than ignored.
+pub(crate) fn refuse_openai_settings(
+    config: &ModelConfig,
+    provider: &str,
+) -> Result<(), ModelError> {
+    match [API_SETTING, RESPONSES_FLAG]
+        .into_iter()
+        .find(|key| config.settings.contains_key(*key))
+    {
+        Some(key) => Err(ModelError::new(
+            "ConfigurationError",
+            format!(
+                "model '{}': {key} is a setting of use = \"openai\"; use = \"{provider}\" \
+                 always speaks its own API",
+                config.name
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -283,27 +206,6 @@ impl fmt::Debug for WireChatModel {
     }
 }
 
-/// The provider's redirect policy: a redirect is followed only within the endpoint's origin
-/// (scheme, host and port). One to another origin is not followed, at any wire, so the key in
-/// whatever header the wire sends it (`Authorization`, `x-api-key`) never reaches another host
-/// (reqwest's default policy drops `Authorization` there but not `x-api-key`); the call fails
-/// with the 3xx status instead.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let same = attempt
-            .previous()
-            .last()
-            .is_some_and(|from| from.origin() == attempt.url().origin());
-        if attempt.previous().len() > 5 {
-            attempt.error("more than 5 redirects")
-        } else if same {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
-}
-
 impl WireChatModel {
     /// Builds the model for one `[[models]]` entry, at `api`.
     ///
@@ -340,7 +242,7 @@ impl WireChatModel {
             .as_deref()
             .map(str::trim)
             .filter(|base| !base.is_empty())
-            .unwrap_or(api.default_base_url())
+            .unwrap_or(default_base_url(api))
             .trim_end_matches('/');
         // The base is checked on its own (`http://` + `/chat/completions` would otherwise
         // parse with `chat` as the host). The URL itself is not quoted in the error: it may
@@ -360,23 +262,23 @@ impl WireChatModel {
             .clone()
             .filter(|model| !model.is_empty())
             .unwrap_or_else(|| config.name.clone());
-        let endpoint = Url::parse(&format!("{base}{}", api.path(&model, false)))
+        let endpoint = Url::parse(&format!("{base}{}", path(api, &model, false)))
             .map_err(|err| not_a_url(err.to_string()))?;
-        let stream_endpoint = Url::parse(&format!("{base}{}", api.path(&model, true)))
+        let stream_endpoint = Url::parse(&format!("{base}{}", path(api, &model, true)))
             .map_err(|err| not_a_url(err.to_string()))?;
 
         let timeout = Some(Duration::from_secs(config.request_timeout_secs))
             .filter(|timeout| !timeout.is_zero());
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")))
-            .redirect(same_origin_redirects());
+            .redirect(bounded_read::upstream::same_origin_redirects());
         if let Some(timeout) = timeout {
             builder = builder.connect_timeout(timeout).read_timeout(timeout);
         }
         // System proxy settings apply as usual, except to a loopback endpoint (local servers
         // and test doubles): a proxy cannot reach our own loopback, and an `HTTP_PROXY` in the
         // environment would otherwise break every local call.
-        if is_loopback(&endpoint) {
+        if bounded_read::upstream::is_loopback(&endpoint) {
             builder = builder.no_proxy();
         }
         let client = builder
@@ -465,7 +367,7 @@ impl WireChatModel {
             }
             (Api::AnthropicMessages, Some(key)) => post
                 .header("x-api-key", key)
-                .header("anthropic-version", crate::models::anthropic::API_VERSION),
+                .header("anthropic-version", anthropic_messages::API_VERSION),
             (Api::Gemini, Some(key)) => post.header("x-goog-api-key", key),
             (_, None) => {
                 let signed = [("content-type", "application/json"), ("accept", accept)];
@@ -499,10 +401,10 @@ impl WireChatModel {
             Api::ChatCompletions => wire::request_body(model, request, settings, stream),
             Api::Responses => responses::request_body(model, request, settings, stream),
             Api::AnthropicMessages => {
-                crate::models::anthropic::request_body(model, request, settings, stream)
+                anthropic_messages::request_body(model, request, settings, stream)
             }
-            Api::Gemini => crate::models::gemini::request_body(request, settings),
-            Api::BedrockConverse => crate::models::bedrock::request_body(request, settings),
+            Api::Gemini => gemini::request_body(request, settings),
+            Api::BedrockConverse => bedrock_converse::request_body(request, settings),
         }
     }
 
@@ -577,50 +479,22 @@ impl ChatModel for WireChatModel {
     }
 }
 
-/// True when the URL's host is a loopback address or `localhost`.
-fn is_loopback(url: &Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    // IPv6 hosts come bracketed (`[::1]`).
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => {
-            let host = host.to_ascii_lowercase();
-            host == "localhost" || host.ends_with(".localhost")
-        }
-    }
-}
-
-/// Maps a non-success response to the message openai-python (and the `anthropic` client, which
-/// words it alike) gives it
-/// (`_make_status_error_from_response`): `Error code: <code> - <the parsed JSON body>` (its Python
-/// `str`, [`pyrepr::python_str`]), the trimmed text of a body that is not JSON, or
-/// `Error code: <code>` for an empty one; the body's part cut to 500 characters, with the status and any
+/// Maps a non-success response to the error the wire's Python client raises: named as that
+/// client names the status, or at Converse as the answer's `x-amzn-errortype` names it
+/// ([`Api::http_error_class`]), worded as openai-python (and `anthropic`, which words it alike)
+/// words it (`_make_status_error_from_response`, [`model_wire::edge::client_error_text`]:
+/// `Error code: <code> - <the parsed JSON body>`, its Python `str`), with the status and any
 /// `Retry-After`. The caller scrubs the key.
 async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
-    let status = response.status();
     let retry_after = retry_after(response.headers());
-    // Bedrock names its exception (`ThrottlingException:http://…`), which is what boto3 raises.
-    let exception = response
-        .headers()
-        .get("x-amzn-errortype")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(':').next())
-        .filter(|name| api == Api::BedrockConverse && !name.is_empty())
-        .map(str::to_owned);
-    // A body that cannot be read still leaves the status to report; only its first
-    // `MAX_ERROR_BODY_BYTES` are read (the detail kept is far shorter).
-    let (body, whole) = read_capped(response, MAX_ERROR_BODY_BYTES)
-        .await
-        .map(|(bytes, whole)| (String::from_utf8_lossy(&bytes).into_owned(), whole))
-        // An unreadable body reads as an empty one: `Error code: <code>`.
-        .unwrap_or_else(|_| (String::new(), true));
-    let mut error = error_from_status(api, status, retry_after, &body, whole);
-    if let Some(exception) = exception {
-        error.error_type = exception;
-    }
+    // A body that cannot be read still leaves the status to report (an unreadable body reads
+    // as an empty one: `Error code: <code>`); only its first `MAX_ERROR_BODY_BYTES` are read
+    // (the detail kept is far shorter).
+    let failed = bounded_read::upstream::read_failed_answer(response, MAX_ERROR_BODY_BYTES).await;
+    let mut error = error_from_status(api, failed.status, retry_after, &failed.body, failed.whole);
+    error.error_type = api
+        .http_error_class(failed.status, failed.amzn_error_type.as_deref())
+        .to_owned();
     error
 }
 
@@ -643,27 +517,12 @@ async fn read_capped(
 
 fn error_from_status(
     api: Api,
-    status: StatusCode,
+    code: u16,
     retry_after: Option<Duration>,
     body: &str,
     whole: bool,
 ) -> ModelError {
-    let code = status.as_u16();
-    let text = body.trim();
-    let message = match serde_json::from_str::<Value>(text) {
-        // A body cut at the read cap no longer parses, so the Python client's rule for a text
-        // body (the text alone) would drop the status from the message; say both instead.
-        Err(_) if !whole => format!(
-            "Error code: {code} - {}",
-            stream::cut(text, ERROR_DETAIL_LIMIT)
-        ),
-        Ok(json) => format!(
-            "Error code: {code} - {}",
-            stream::cut(&pyrepr::python_str(&json), ERROR_DETAIL_LIMIT)
-        ),
-        Err(_) if text.is_empty() => format!("Error code: {code}"),
-        Err(_) => stream::cut(text, ERROR_DETAIL_LIMIT).to_string(),
-    };
+    let message = model_wire::edge::client_error_text(code, body, whole);
     let mut error = ModelError::new(api.status_exception_name(code), message).with_status(code);
     error.retry_after = retry_after;
     error
@@ -685,27 +544,16 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
 }
 
-/// Maps a reqwest failure. `in_body` says the response had started, so a broken connection is a
-/// protocol failure (`RemoteProtocolError`) rather than a failure to connect. The URL is left
-/// out of the text (it may carry a token in its query).
+/// Maps a reqwest failure as the recording proxy does (`bounded_read::upstream::TransportFailure`).
+/// `in_body` says the response had started, so a broken connection is a protocol failure
+/// (`RemoteProtocolError`) rather than a failure to connect. The URL is left out of the text (it
+/// may carry a token in its query).
 fn transport_error(err: reqwest::Error, in_body: bool) -> ModelError {
-    let err = err.without_url();
-    let detail = error_chain(&err);
-    if err.is_timeout() {
-        ModelError::new("APITimeoutError", format!("Request timed out: {detail}"))
-    } else if in_body || err.is_body() || err.is_decode() {
-        ModelError::new(
-            "RemoteProtocolError",
-            format!("the response broke off: {detail}"),
-        )
-    } else if err.is_builder() {
-        ModelError::new(
-            "ConfigurationError",
-            format!("cannot build the request: {detail}"),
-        )
-    } else {
-        ModelError::new("APIConnectionError", format!("Connection error: {detail}"))
-    }
+    let failure = bounded_read::upstream::TransportFailure::of(&err, in_body);
+    ModelError::new(
+        failure.class(),
+        failure.message(&error_chain(&err.without_url())),
+    )
 }
 
 /// An error and its sources, joined by `: `, skipping a source that repeats its parent's text.

@@ -1,13 +1,24 @@
-//! Python's `repr()` of a parsed JSON value, for error messages in the OpenAI Python client's
-//! form: openai-python formats a failed response as `Error code: <status> - <repr of the JSON
-//! body>` (`_make_status_error_from_response`), e.g. `Error code: 400 - {'error': {'message':
-//! 'bad', 'type': 'invalid_request_error', 'param': None, 'code': None}}`, and DeerFlow's clients
-//! quote that text (`docs/gateway-contract.md` §11.2).
+//! Python's `repr()` of a parsed JSON value, both ways: the writer ([`python_repr`],
+//! [`python_str`]) the gateway's providers word a failed call with, and its parser ([`parse`],
+//! `parse.rs`) the model server reads a recorded message back into the body with. They live
+//! together so that one cannot change without the other: the round-trip test below holds them
+//! to each other.
+//!
+//! Python's clients word a failed response as `Error code: <status> - <repr of the JSON body>`
+//! (openai-python's `_make_status_error_from_response`; `anthropic` words it alike), e.g.
+//! `Error code: 400 - {'error': {'message': 'bad', 'type': 'invalid_request_error', 'param':
+//! None, 'code': None}}`, and DeerFlow's clients quote that text (`docs/gateway-contract.md`
+//! §11.2). The model server answers a recorded message of that form with the very body whose
+//! repr the client will print again (`docs/replay-and-fixtures.md` §11).
 //!
 //! The value is what `json.loads` gives: objects are dicts in key order, `true`/`false`/`null`
 //! are `True`/`False`/`None`, integers are ints, other numbers floats (`repr(float)`), strings
 //! `str` reprs (single quotes unless the text has a `'` and no `"`, the usual escapes, non-ASCII
 //! printable characters raw).
+
+mod parse;
+
+pub use parse::parse;
 
 use std::fmt::Write as _;
 
@@ -205,6 +216,27 @@ mod tests {
         ];
         for (value, expected) in table {
             assert_eq!(python_repr(&value), expected, "{value}");
+        }
+    }
+
+    /// The parser reads back exactly what the writer wrote.
+    #[test]
+    fn the_parser_reads_back_what_the_writer_writes() {
+        let values = [
+            json!({"error": {"message": "This model's \"limit\"", "type": "invalid_request_error", "param": null, "code": 400}}),
+            json!([
+                "tab\tnew\nline\\ é \u{7f} \u{200b}",
+                true,
+                false,
+                -2,
+                1.5,
+                0.00001,
+                1e16,
+                {}
+            ]),
+        ];
+        for value in values {
+            assert_eq!(parse(&python_repr(&value)), Some(value.clone()), "{value}");
         }
     }
 }

@@ -19,6 +19,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use super::stream::{MAX_SSE_LINE_BYTES, sse_events};
 use super::*;
 use crate::messages::ToolCall;
+use crate::models::ProviderContext;
 use crate::models::{
     CallOptions, ErrorClass, ProviderRegistry, StreamEvent, ToolSpec, collect_stream,
 };
@@ -440,9 +441,11 @@ async fn each_wire_sends_the_conversation_in_its_own_terms_with_its_own_credenti
         let bearer = format!("Bearer {KEY}");
         let credentials = match api {
             Api::ChatCompletions | Api::Responses => [Some(bearer.as_str()), None, None],
-            Api::AnthropicMessages => {
-                [None, Some(KEY), Some(crate::models::anthropic::API_VERSION)]
-            }
+            Api::AnthropicMessages => [
+                None,
+                Some(KEY),
+                Some(super::anthropic_messages::API_VERSION),
+            ],
             Api::Gemini | Api::BedrockConverse => not_here(api),
         };
         assert_eq!(
@@ -676,86 +679,6 @@ async fn each_wire_refuses_to_call_without_a_key_and_never_shows_it() {
     }
 }
 
-#[test]
-fn the_entry_chooses_the_wire_and_a_bad_choice_names_the_model_and_the_key() {
-    let entry = |use_: &str, settings: Value| {
-        let mut config = ModelConfig::new("my-model", use_);
-        config.settings = settings.as_object().cloned().unwrap_or_default();
-        config
-    };
-    let table = [
-        (
-            "openai",
-            json!({}),
-            "https://api.openai.com/v1/chat/completions",
-        ),
-        (
-            "openai",
-            json!({"api": "chat_completions"}),
-            "https://api.openai.com/v1/chat/completions",
-        ),
-        (
-            "openai",
-            json!({"api": "responses"}),
-            "https://api.openai.com/v1/responses",
-        ),
-        (
-            "langchain_openai:ChatOpenAI",
-            json!({"use_responses_api": true}),
-            "https://api.openai.com/v1/responses",
-        ),
-        (
-            "anthropic",
-            json!({}),
-            "https://api.anthropic.com/v1/messages",
-        ),
-        (
-            "langchain_anthropic:ChatAnthropic",
-            json!({}),
-            "https://api.anthropic.com/v1/messages",
-        ),
-    ];
-    for (use_, settings, endpoint) in table {
-        let config = entry(use_, settings.clone());
-        let api = match use_ {
-            "anthropic" | "langchain_anthropic:ChatAnthropic" => Api::AnthropicMessages,
-            _ => Api::of_openai_entry(&config).expect("a known api"),
-        };
-        let model = WireChatModel::new(&config, api).expect("builds");
-        assert_eq!(model.endpoint(), endpoint, "{use_} {settings}");
-        assert!(built(&config).is_ok(), "{use_} {settings}");
-    }
-    // (use, settings, what the error names besides the model)
-    let refused = [
-        ("openai", json!({"api": "completions"}), "api must be"),
-        ("openai", json!({"api": 3}), "api must be"),
-        (
-            "openai",
-            json!({"use_responses_api": "yes"}),
-            "use_responses_api must be",
-        ),
-        (
-            "openai",
-            json!({"api": "chat_completions", "use_responses_api": true}),
-            "contradicts",
-        ),
-        (
-            "anthropic",
-            json!({"api": "responses"}),
-            "api is a setting of use = \"openai\"",
-        ),
-    ];
-    for (use_, settings, named) in refused {
-        let error = built(&entry(use_, settings.clone())).expect_err("refused");
-        assert_eq!(error.error_type, "ConfigurationError", "{settings}");
-        assert!(
-            error.message.contains("'my-model'") && error.message.contains(named),
-            "{use_} {settings}: {}",
-            error.message
-        );
-    }
-}
-
 /// Anthropic refuses a tool loop with extended thinking unless the earlier thinking comes back
 /// signed: a signed thinking block (streamed as a `signature_delta`, or whole with its
 /// `signature`) is kept with the answer and sent first in that message on the next call.
@@ -822,7 +745,7 @@ async fn signed_thinking_at_the_messages_wire_goes_back_with_its_signature() {
         );
         let tool = Message::tool("a.txt", "ls", "toolu_1", "success");
         let next = request(vec![Message::human("hi"), answer, tool]);
-        let body = super::super::anthropic::request_body("m", &next, &Map::new(), false);
+        let body = super::anthropic_messages::request_body("m", &next, &Map::new(), false);
         assert_eq!(
             body["messages"][1]["content"],
             json!([{"type": "thinking", "thinking": "List it.", "signature": "EqQB"},

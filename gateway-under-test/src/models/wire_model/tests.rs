@@ -13,6 +13,7 @@ use super::stream::sse_events;
 use super::wire;
 use super::*;
 use crate::messages::{MessageType, ToolCall};
+use crate::models::ProviderContext;
 use crate::models::{CallOptions, ErrorClass, StreamEvent, ToolSpec, collect_stream};
 
 const KEY: &str = "sk-test-SECRET123456789";
@@ -766,7 +767,9 @@ async fn the_api_key_never_appears_in_errors_or_debug_output() {
     }
     assert!(error.message.contains(SECRET_REMOVED), "{}", error.message);
     assert!(format!("{model:?}").contains("[redacted]"));
-    let shared: Arc<dyn ChatModel> = OpenAiProvider
+    let shared: Arc<dyn ChatModel> = crate::models::ProviderRegistry::with_builtins()
+        .get("openai")
+        .expect("the openai provider")
         .build(
             &config(&server.uri()),
             &ProviderContext {

@@ -5,10 +5,9 @@
 //!
 //! [`sse_events`] takes any byte stream, so tests feed it chunks split mid-line or mid-UTF-8
 //! without HTTP. eventsource-stream does the SSE framing (and keeps an incomplete UTF-8 sequence
-//! until its next bytes arrive); the wire's shared codec (`model_wire`'s [`ChunkAssembler`] or
-//! the Responses and Messages `StreamAssembler`s, the ones the harness's model server reads and
-//! writes the same streams with) turns each `data:` payload into events and assembles the final
-//! message. The bounds (the line length, below, and the caller's) are the same on every wire.
+//! until its next bytes arrive); the wire's [`StreamReader`] (`model_wire`'s, the one the
+//! harness's model server records the same streams with, so both end a stream at the same
+//! event) turns each event into the codec's events and assembles the final message. The bounds (the line length, below, and the caller's) are the same on every wire.
 //!
 //! Event order: `start`; the codec's events (text and thinking blocks, tool calls); then `done`
 //! with the assembled message. Failures end the stream with an `Err` item (not an
@@ -19,15 +18,13 @@ use std::pin::Pin;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
-use model_wire::chat_completions::{Assembled, ChunkAssembler, Ending, Event, WireError};
-use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
+use model_wire::StreamReader;
+use model_wire::chat_completions::{Ending, Event};
 
 use super::Api;
 use super::wire::{message_from_assembled, wire_error};
 
 use crate::models::{EventStream, ModelError, StreamEvent};
-/// The first `limit` characters of a text (the codec's).
-pub(super) use model_wire::chat_completions::cut;
 
 /// The gateway's event for one of the codec's.
 pub(super) fn stream_event(event: Event) -> StreamEvent {
@@ -67,72 +64,6 @@ impl From<bounded_read::LineTooLong> for ModelError {
     }
 }
 
-/// The wire's stream reader: the codec's assembler for that wire.
-#[derive(Debug)]
-enum Reader {
-    Chat(ChunkAssembler),
-    Responses(responses::StreamAssembler),
-    Messages(anthropic_messages::StreamAssembler),
-    Gemini(gemini::StreamAssembler),
-    Converse(bedrock_converse::StreamAssembler),
-}
-
-impl Reader {
-    fn new(api: Api) -> Reader {
-        match api {
-            Api::ChatCompletions => Reader::Chat(ChunkAssembler::new()),
-            Api::Responses => Reader::Responses(responses::StreamAssembler::new()),
-            Api::AnthropicMessages => Reader::Messages(anthropic_messages::StreamAssembler::new()),
-            Api::Gemini => Reader::Gemini(gemini::StreamAssembler::new()),
-            Api::BedrockConverse => Reader::Converse(bedrock_converse::StreamAssembler::new()),
-        }
-    }
-
-    /// One SSE event. Chat Completions sends its chunks as unnamed (`message`) events and a
-    /// failure as an `error` event; the other two wires name every event after its payload's
-    /// `type`, so the payload alone says what it is (`ping` and unknown types are ignored by
-    /// their codecs).
-    fn push(&mut self, event: &eventsource_stream::Event) -> Result<Vec<Event>, WireError> {
-        match self {
-            Reader::Chat(_) if event.event == "error" => {
-                Err(WireError::from_error_event(&event.data))
-            }
-            Reader::Chat(_) if event.event != "message" => Ok(Vec::new()),
-            _ if event.data.trim().is_empty() => Ok(Vec::new()),
-            Reader::Chat(assembler) => assembler.push_data(&event.data),
-            Reader::Responses(assembler) => assembler.push_data(&event.data),
-            Reader::Messages(assembler) => assembler.push_data(&event.data),
-            Reader::Gemini(assembler) => assembler.push_data(&event.data),
-            // A frame's `:event-type` is the event name.
-            Reader::Converse(assembler) => assembler.push_data(&event.event, &event.data),
-        }
-    }
-
-    /// True once the wire's last event has arrived (`[DONE]`, `response.completed`,
-    /// `message_stop`): the reader reads no more.
-    fn ended(&self) -> bool {
-        match self {
-            Reader::Chat(assembler) => assembler.done(),
-            Reader::Responses(assembler) => assembler.ended(),
-            Reader::Messages(assembler) => assembler.ended(),
-            // No end marker (Gemini), or the usage after `messageStop` (Converse): read to the
-            // end.
-            Reader::Gemini(_) | Reader::Converse(_) => false,
-        }
-    }
-
-    /// The closing events and the answer.
-    fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {
-        match self {
-            Reader::Chat(assembler) => assembler.finish(),
-            Reader::Responses(assembler) => Ok((Vec::new(), assembler.finish()?)),
-            Reader::Messages(assembler) => Ok((Vec::new(), assembler.finish()?)),
-            Reader::Gemini(assembler) => assembler.finish(),
-            Reader::Converse(assembler) => Ok((Vec::new(), assembler.finish()?)),
-        }
-    }
-}
-
 /// The pieces a stream's transport yields: SSE events, or event-stream frames as events named
 /// by their `:event-type`.
 type Pieces = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, ModelError>> + Send>>;
@@ -141,7 +72,7 @@ type Pieces = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, ModelE
 struct SseState {
     source: Pieces,
     api: Api,
-    reader: Option<Reader>,
+    reader: Option<StreamReader>,
     model_id: String,
     pending: VecDeque<StreamEvent>,
     done: bool,
@@ -250,10 +181,9 @@ where
                     let data = String::from_utf8_lossy(message.payload()).into_owned();
                     if header(":message-type") == "exception" {
                         state.over = true;
-                        let payload = serde_json::from_str(&data)
-                            .unwrap_or_else(|_| serde_json::json!({"message": data}));
-                        let error = bedrock_converse::StreamAssembler::new()
-                            .push_exception(&header(":exception-type"), &payload);
+                        let error = Api::BedrockConverse
+                            .reader()
+                            .push_exception(&header(":exception-type"), &data);
                         return Some((Err(wire_error(&error)), state));
                     }
                     let event = eventsource_stream::Event {
@@ -293,7 +223,7 @@ fn events_of(source: Pieces, model_id: &str, api: Api) -> EventStream {
     let state = SseState {
         source,
         api,
-        reader: Some(Reader::new(api)),
+        reader: Some(api.reader()),
         model_id: model_id.to_string(),
         pending: VecDeque::from([StreamEvent::Start]),
         done: false,
@@ -325,8 +255,11 @@ fn on_sse_event(state: &mut SseState, event: &eventsource_stream::Event) -> Resu
     let Some(reader) = state.reader.as_mut() else {
         return Ok(());
     };
-    let events = reader.push(event).map_err(|err| wire_error(&err))?;
+    let events = reader
+        .push(&event.event, &event.data)
+        .map_err(|err| wire_error(&err))?;
     state.pending.extend(events.into_iter().map(stream_event));
+    // The wire's one end rule (`model_wire::StreamReader::ended`), the recorder's too.
     if reader.ended() {
         return state.complete();
     }

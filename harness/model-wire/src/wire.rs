@@ -1,0 +1,675 @@
+//! The model wires as one enum ([`Wire`]), and what every user of a wire asks of it through that
+//! enum: its stream reader ([`StreamReader`]: one SSE event, or one event-stream message, at a
+//! time into events, the one rule for when the stream has ended, the final answer), the reading
+//! of a whole answer ([`Wire::parse_answer`]), the name its provider's official client gives an
+//! HTTP failure ([`Wire::status_exception_name`]), and the facts the gateway's providers and the
+//! harness's model server both need (its name in recordings, its request body's keys).
+//!
+//! The gateway's providers (`gateway-under-test/src/models/`) and the model server's recorder
+//! (`harness/runner/src/model_server/assemble.rs`) read streams with the same [`StreamReader`],
+//! so they cannot disagree on where a stream ends or what it said. Adding a wire is one module
+//! (its codec, beside the others) and one variant here: every `match` below then names what the
+//! new wire must say.
+
+use serde_json::Value;
+
+use crate::chat_completions::{
+    Answer, Assembled, ChunkAssembler, ChunkRenderer, Event, Identity, WireError,
+};
+use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
+
+/// A model wire: one provider API a chat model is called through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wire {
+    /// OpenAI's Chat Completions (`POST {base}/chat/completions`), and every compatible server.
+    ChatCompletions,
+    /// OpenAI's Responses (`POST {base}/responses`).
+    Responses,
+    /// Anthropic's Messages (`POST {base}/v1/messages`).
+    AnthropicMessages,
+    /// Google's Gemini API (`POST {base}/models/{model}:generateContent`, or
+    /// `:streamGenerateContent`).
+    Gemini,
+    /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
+    /// `/converse-stream`: AWS's binary event stream).
+    BedrockConverse,
+}
+
+impl Wire {
+    /// Every wire, Chat Completions first.
+    pub const ALL: [Wire; 5] = [
+        Wire::ChatCompletions,
+        Wire::Responses,
+        Wire::AnthropicMessages,
+        Wire::Gemini,
+        Wire::BedrockConverse,
+    ];
+
+    /// The wire's identifier: the `model.api` of every request a model server records at it
+    /// (`docs/recording-format.md` §17), which tells a wire recording from one made at a
+    /// gateway's provider boundary.
+    pub fn api(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "openai.chat.completions",
+            Wire::AnthropicMessages => "anthropic.messages",
+            Wire::Responses => "openai.responses",
+            Wire::Gemini => "google.gemini",
+            Wire::BedrockConverse => "aws.bedrock.converse",
+        }
+    }
+
+    /// The wire an identifier ([`Wire::api`]) names.
+    pub fn from_api(api: &str) -> Option<Wire> {
+        Wire::ALL.into_iter().find(|wire| wire.api() == api)
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions => "OpenAI Chat Completions",
+            Wire::AnthropicMessages => "Anthropic Messages",
+            Wire::Responses => "OpenAI Responses",
+            Wire::Gemini => "Google Gemini",
+            Wire::BedrockConverse => "AWS Bedrock Converse",
+        }
+    }
+
+    /// `response_metadata.model_provider` of its answers, as LangChain's chat model for the
+    /// wire sets it.
+    pub fn model_provider(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => "openai",
+            Wire::AnthropicMessages => "anthropic",
+            Wire::Gemini => "google_genai",
+            Wire::BedrockConverse => "bedrock_converse",
+        }
+    }
+
+    /// The exception class the wire's official Python client raises for an HTTP failure status:
+    /// openai-python's (`_make_status_error`) at OpenAI's two wires, `anthropic`'s at the
+    /// Messages wire (a 529 is `OverloadedError`), `google-genai`'s (`ClientError`,
+    /// `ServerError`) at Gemini's, and at Converse's the exception Bedrock Runtime documents for
+    /// the status (boto3 raises the one the error names; see [`Wire::http_error_class`]).
+    pub fn status_exception_name(self, status: u16) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => {
+                chat_completions::status_exception_name(status)
+            }
+            Wire::AnthropicMessages => anthropic_messages::status_exception_name(status),
+            Wire::Gemini => gemini::status_exception_name(status),
+            Wire::BedrockConverse => bedrock_converse::status_exception_name(status),
+        }
+    }
+
+    /// The exception class of a failed HTTP answer, as the wire's client names it: at Converse
+    /// the class the answer's `x-amzn-errortype` header names (`ThrottlingException:http://…`
+    /// is `ThrottlingException`, what boto3 raises), else [`Wire::status_exception_name`].
+    pub fn http_error_class(self, status: u16, amzn_error_type: Option<&str>) -> &str {
+        let named = amzn_error_type
+            .and_then(|value| value.split(':').next())
+            .filter(|name| self == Wire::BedrockConverse && !name.is_empty());
+        named.unwrap_or(self.status_exception_name(status))
+    }
+
+    /// True when the wire carries message names (only Chat Completions does), so a replay key
+    /// that reads names applies to it.
+    pub fn carries_names(self) -> bool {
+        self == Wire::ChatCompletions
+    }
+
+    /// The request body's key holding the conversation as sent.
+    pub fn conversation_key(self) -> &'static str {
+        match self {
+            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
+            Wire::Responses => "input",
+            Wire::Gemini => "contents",
+        }
+    }
+
+    /// The request body's key holding the tools.
+    pub fn tools_key(self) -> &'static str {
+        match self {
+            Wire::BedrockConverse => "toolConfig",
+            _ => "tools",
+        }
+    }
+
+    /// The request body's keys that are the transport, not the request (the model, the tools,
+    /// the streaming switch): what a request's options leave out, so one request streamed and
+    /// not is the same request.
+    pub fn transport_keys(self) -> &'static [&'static str] {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => {
+                &["model", "tools", "stream", "stream_options"]
+            }
+            Wire::AnthropicMessages => &["model", "tools", "stream"],
+            // The model and the mode are in the path.
+            Wire::Gemini => &["tools"],
+            Wire::BedrockConverse => &["toolConfig"],
+        }
+    }
+
+    /// A whole (non-streamed) answer at this wire (a `chat.completion`, a Responses `response`,
+    /// a Messages `message`, a Gemini `GenerateContentResponse`, a Converse answer) read into
+    /// one answer.
+    pub fn parse_answer(self, body: &Value) -> Result<Assembled, WireError> {
+        match self {
+            Wire::ChatCompletions => chat_completions::parse_completion(body),
+            Wire::Responses => responses::parse_response(body),
+            Wire::AnthropicMessages => anthropic_messages::parse_message(body),
+            Wire::Gemini => gemini::parse_response(body),
+            Wire::BedrockConverse => bedrock_converse::parse_response(body),
+        }
+    }
+
+    /// A reader for one streamed answer at this wire.
+    pub fn reader(self) -> StreamReader {
+        StreamReader::new(self)
+    }
+
+    /// A failure as this wire's HTTP error body, with `message` and, where the wire's body has
+    /// a code field (OpenAI's two wires), `code`: OpenAI's `{"error": {"message", "type",
+    /// "param", "code"}}`, Anthropic's `{"type": "error", "error": {"type", "message"}}`,
+    /// Gemini's `{"error": {"code", "message", "status"}}`, Bedrock's `{"message"}` (whose
+    /// exception is named in a header, [`Wire::error_header`]).
+    pub fn error_body(self, status: u16, message: &str, code: Option<&str>) -> Value {
+        match self {
+            Wire::ChatCompletions | Wire::Responses => chat_completions::ErrorBody::new(
+                message,
+                chat_completions::ErrorBody::kind_for_status(status),
+                code,
+            )
+            .to_value(),
+            Wire::AnthropicMessages => anthropic_messages::error_body(
+                anthropic_messages::error_kind_for_status(status),
+                message,
+            ),
+            Wire::Gemini => gemini::error_body(status, message),
+            Wire::BedrockConverse => bedrock_converse::error_body(message),
+        }
+    }
+
+    /// The header a failure's answer names its class in, when the wire has one: Bedrock's
+    /// `x-amzn-errortype` (boto3 raises the class it names).
+    pub fn error_header(self, status: u16) -> Option<(&'static str, &'static str)> {
+        match self {
+            Wire::BedrockConverse => Some((
+                "x-amzn-errortype",
+                bedrock_converse::exception_for_status(status),
+            )),
+            _ => None,
+        }
+    }
+
+    /// An answer as this wire's whole (non-streamed) answer: a `chat.completion`, a Responses
+    /// `response`, a Messages `message`, a Gemini response, a Converse answer.
+    pub fn render_answer(self, identity: &Identity, answer: &Answer) -> Value {
+        match self {
+            Wire::ChatCompletions => chat_completions::completion(identity, answer).to_value(),
+            Wire::Responses => responses::response(identity, answer),
+            Wire::AnthropicMessages => anthropic_messages::message(identity, answer),
+            Wire::Gemini => gemini::response(identity, answer),
+            Wire::BedrockConverse => bedrock_converse::response(identity, answer),
+        }
+    }
+
+    /// An answer as this wire streams it, before the transport frames it. `events` are the
+    /// answer's events as a recording streamed them (their boundaries kept where the wire's
+    /// renderer can), or none to stream the answer in one piece per block.
+    pub fn render_stream(
+        self,
+        identity: &Identity,
+        answer: &Answer,
+        events: &[Event],
+    ) -> RenderedStream {
+        match self {
+            Wire::ChatCompletions => {
+                let mut renderer = ChunkRenderer::new(identity.clone());
+                let own;
+                let events = if events.is_empty() {
+                    own = answer.events();
+                    &own
+                } else {
+                    events
+                };
+                let mut chunks = vec![renderer.start()];
+                chunks.extend(events.iter().filter_map(|event| renderer.event(event)));
+                chunks.extend(renderer.finish(answer));
+                let mut body: String = chunks
+                    .iter()
+                    .map(|chunk| format!("data: {}\n\n", chunk.to_value()))
+                    .collect();
+                body.push_str("data: [DONE]\n\n");
+                RenderedStream::Sse(body)
+            }
+            Wire::Responses => RenderedStream::Sse(
+                responses::stream_events(identity, answer, events)
+                    .iter()
+                    .map(responses::SseEvent::frame)
+                    .collect(),
+            ),
+            Wire::AnthropicMessages => RenderedStream::Sse(
+                anthropic_messages::stream_events(identity, answer, events)
+                    .iter()
+                    .map(anthropic_messages::SseEvent::frame)
+                    .collect(),
+            ),
+            Wire::Gemini => RenderedStream::Chunks(gemini::stream_chunks(identity, answer, events)),
+            Wire::BedrockConverse => RenderedStream::Events {
+                events: bedrock_converse::stream_events(identity, answer, events),
+                exception: None,
+            },
+        }
+    }
+
+    /// A failure the provider reported inside a streamed answer (a 200 whose stream carries
+    /// the error), as this wire streams it: the answer's first event, then the wire's error
+    /// event (Chat Completions' error chunk, Responses' and Messages' `error` event, Converse's
+    /// `modelStreamErrorException` message); at Gemini, the error body as the stream's one
+    /// chunk. `status` is the failure's status, which only Gemini's body carries.
+    pub fn render_stream_failure(
+        self,
+        identity: &Identity,
+        status: u16,
+        message: &str,
+    ) -> RenderedStream {
+        let nothing = Answer::from_ai_message(&serde_json::json!({"content": ""}));
+        match self {
+            Wire::ChatCompletions => {
+                let start = ChunkRenderer::new(identity.clone()).start().to_value();
+                let error = chat_completions::ErrorBody::new(message, "api_error", None).to_value();
+                RenderedStream::Sse(format!("data: {start}\n\ndata: {error}\n\n"))
+            }
+            Wire::Responses => {
+                let first = responses::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .next()
+                    .map(|event| event.frame())
+                    .unwrap_or_default();
+                let mut error = responses::error_event(message, Some("server_error"));
+                error["sequence_number"] = serde_json::json!(1);
+                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
+            }
+            Wire::AnthropicMessages => {
+                let first = anthropic_messages::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .next()
+                    .map(|event| event.frame())
+                    .unwrap_or_default();
+                let error = anthropic_messages::error_body("api_error", message);
+                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
+            }
+            Wire::Gemini => RenderedStream::Chunks(vec![gemini::error_body(status, message)]),
+            Wire::BedrockConverse => RenderedStream::Events {
+                events: bedrock_converse::stream_events(identity, &nothing, &[])
+                    .into_iter()
+                    .take(1)
+                    .collect(),
+                exception: Some(StreamException {
+                    exception_type: "modelStreamErrorException",
+                    message: message.to_owned(),
+                }),
+            },
+        }
+    }
+}
+
+/// A streamed answer as its wire's renderer writes it ([`Wire::render_stream`]), before the
+/// transport frames it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderedStream {
+    /// Server-sent events, framed (`event: <name>\ndata: <json>\n\n`, or Chat Completions'
+    /// unnamed `data:` frames and `data: [DONE]`).
+    Sse(String),
+    /// Gemini's chunks, each a whole response: SSE `data:` frames (`?alt=sse`) or the elements
+    /// of one streamed JSON array, as the client asked.
+    Chunks(Vec<Value>),
+    /// Converse's event-stream messages (`:event-type` and JSON payload), framed and
+    /// checksummed by the transport (`aws-smithy-eventstream`), and the exception message that
+    /// ends a failed stream.
+    Events {
+        /// The event messages, in order.
+        events: Vec<bedrock_converse::StreamEvent>,
+        /// The exception message after them, when the stream failed.
+        exception: Option<StreamException>,
+    },
+}
+
+/// An exception message of an event stream (`:message-type: exception`): its
+/// `:exception-type` and the `{"message"}` payload's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamException {
+    /// The exception's type, e.g. `modelStreamErrorException`.
+    pub exception_type: &'static str,
+    /// Its message.
+    pub message: String,
+}
+
+/// The wire's assembler.
+#[derive(Debug)]
+enum Codec {
+    ChatCompletions(ChunkAssembler),
+    Responses(responses::StreamAssembler),
+    AnthropicMessages(anthropic_messages::StreamAssembler),
+    Gemini(gemini::StreamAssembler),
+    BedrockConverse(bedrock_converse::StreamAssembler),
+}
+
+/// Reads one streamed answer at one wire: each SSE event (its name and `data`; at Converse each
+/// event-stream message, named by its `:event-type`) becomes the codec's [`Event`]s, the reader
+/// says when the wire's last event has arrived ([`StreamReader::ended`]), and
+/// [`StreamReader::finish`] judges how the stream ended and yields the answer.
+///
+/// SSE framing (and AWS's binary framing) stays with the transport: the reader takes the parsed
+/// pieces.
+#[derive(Debug)]
+pub struct StreamReader {
+    codec: Codec,
+}
+
+impl StreamReader {
+    /// A reader for one answer at `wire`.
+    pub fn new(wire: Wire) -> StreamReader {
+        let codec = match wire {
+            Wire::ChatCompletions => Codec::ChatCompletions(ChunkAssembler::new()),
+            Wire::Responses => Codec::Responses(responses::StreamAssembler::new()),
+            Wire::AnthropicMessages => {
+                Codec::AnthropicMessages(anthropic_messages::StreamAssembler::new())
+            }
+            Wire::Gemini => Codec::Gemini(gemini::StreamAssembler::new()),
+            Wire::BedrockConverse => {
+                Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
+            }
+        };
+        StreamReader { codec }
+    }
+
+    /// The wire it reads.
+    pub fn wire(&self) -> Wire {
+        match self.codec {
+            Codec::ChatCompletions(_) => Wire::ChatCompletions,
+            Codec::Responses(_) => Wire::Responses,
+            Codec::AnthropicMessages(_) => Wire::AnthropicMessages,
+            Codec::Gemini(_) => Wire::Gemini,
+            Codec::BedrockConverse(_) => Wire::BedrockConverse,
+        }
+    }
+
+    /// One SSE event named `name` (`message` when unnamed) with its `data`. Chat Completions
+    /// sends its chunks as unnamed events and a failure as an `error` event, and other names
+    /// (and comments) are not the answer; the Responses and Messages wires name every event
+    /// after its payload's `type`, so the payload alone says what it is (their codecs ignore
+    /// `ping` and unknown types); every Gemini `data:` is a whole chunk; a Converse message's
+    /// name is its `:event-type`. An event without data is nothing. A failure ends the answer:
+    /// the caller reads no more.
+    pub fn push(&mut self, name: &str, data: &str) -> Result<Vec<Event>, WireError> {
+        match &mut self.codec {
+            Codec::ChatCompletions(_) if name == "error" => Err(WireError::from_error_event(data)),
+            Codec::ChatCompletions(_) if name != "message" => Ok(Vec::new()),
+            _ if data.trim().is_empty() => Ok(Vec::new()),
+            Codec::ChatCompletions(codec) => codec.push_data(data),
+            Codec::Responses(codec) => codec.push_data(data),
+            Codec::AnthropicMessages(codec) => codec.push_data(data),
+            Codec::Gemini(codec) => codec.push_data(data),
+            Codec::BedrockConverse(codec) => codec.push_data(name, data),
+        }
+    }
+
+    /// An exception message of a Converse stream (`:message-type: exception`, its
+    /// `:exception-type` and payload text): the provider's failure, reported inside its answer.
+    /// At the other wires the same failure, named by the exception type.
+    pub fn push_exception(&mut self, exception_type: &str, data: &str) -> WireError {
+        let payload = serde_json::from_str::<Value>(data)
+            .unwrap_or_else(|_| serde_json::json!({"message": data}));
+        match &mut self.codec {
+            Codec::BedrockConverse(codec) => codec.push_exception(exception_type, &payload),
+            _ => bedrock_converse::StreamAssembler::new().push_exception(exception_type, &payload),
+        }
+    }
+
+    /// True once the wire's last event has arrived (`data: [DONE]` at Chat Completions,
+    /// `response.completed` or `response.incomplete` at Responses, `message_stop` at Messages):
+    /// nothing after it is the answer, and the caller reads no more. Never at Gemini (no end
+    /// marker) and Converse (the usage follows `messageStop`), whose streams are read to their
+    /// end.
+    pub fn ended(&self) -> bool {
+        match &self.codec {
+            Codec::ChatCompletions(codec) => codec.done(),
+            Codec::Responses(codec) => codec.ended(),
+            Codec::AnthropicMessages(codec) => codec.ended(),
+            Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
+        }
+    }
+
+    /// The stream is over: the closing events and the answer, or why the stream is no good
+    /// answer (cut off before its last event, or without a choice).
+    pub fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {
+        match self.codec {
+            Codec::ChatCompletions(codec) => codec.finish(),
+            Codec::Responses(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::AnthropicMessages(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::Gemini(codec) => codec.finish(),
+            Codec::BedrockConverse(codec) => Ok((Vec::new(), codec.finish()?)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_wire_names_itself_once_and_is_found_by_that_name() {
+        for wire in Wire::ALL {
+            assert_eq!(Wire::from_api(wire.api()), Some(wire));
+            assert_eq!(wire.reader().wire(), wire);
+        }
+        assert_eq!(Wire::from_api("openai.completions"), None);
+    }
+
+    /// Each wire's failure status named as its own client names it, not as openai-python does.
+    #[test]
+    fn a_failure_status_is_named_by_the_wire_s_own_client() {
+        let table = [
+            (Wire::AnthropicMessages, 529, None, "OverloadedError"),
+            (Wire::AnthropicMessages, 413, None, "RequestTooLargeError"),
+            (Wire::ChatCompletions, 529, None, "InternalServerError"),
+            (Wire::Responses, 429, None, "RateLimitError"),
+            (Wire::Gemini, 429, None, "ClientError"),
+            (Wire::Gemini, 503, None, "ServerError"),
+            (
+                Wire::BedrockConverse,
+                400,
+                Some("ThrottlingException:http://internal.amazon.com/coral/"),
+                "ThrottlingException",
+            ),
+            (Wire::BedrockConverse, 429, Some(""), "ThrottlingException"),
+            // Only Bedrock's client reads the header.
+            (
+                Wire::ChatCompletions,
+                400,
+                Some("ThrottlingException"),
+                "BadRequestError",
+            ),
+        ];
+        for (wire, status, header, expected) in table {
+            assert_eq!(
+                wire.http_error_class(status, header),
+                expected,
+                "{wire:?} {status} {header:?}"
+            );
+        }
+    }
+
+    /// One end rule per wire: the reader stops at the wire's last event and nowhere else.
+    #[test]
+    fn each_wire_s_reader_ends_at_its_last_event() {
+        let chunk =
+            json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]});
+        let cases: [(Wire, Vec<(&str, String)>); 5] = [
+            (
+                Wire::ChatCompletions,
+                vec![("message", chunk.to_string()), ("message", "[DONE]".into())],
+            ),
+            (
+                Wire::Responses,
+                vec![(
+                    "response.completed",
+                    json!({"type": "response.completed", "response": {"status": "completed", "output": []}}).to_string(),
+                )],
+            ),
+            (
+                Wire::AnthropicMessages,
+                vec![("message_stop", json!({"type": "message_stop"}).to_string())],
+            ),
+            (
+                Wire::Gemini,
+                vec![(
+                    "message",
+                    json!({"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP"}]}).to_string(),
+                )],
+            ),
+            (
+                Wire::BedrockConverse,
+                vec![(
+                    "messageStop",
+                    json!({"stopReason": "end_turn"}).to_string(),
+                )],
+            ),
+        ];
+        for (wire, events) in cases {
+            let mut reader = wire.reader();
+            let (last, before) = events.split_last().unwrap();
+            for (name, data) in before {
+                reader.push(name, data).unwrap();
+                assert!(!reader.ended(), "{wire:?} ended before its last event");
+            }
+            reader.push(last.0, &last.1).unwrap();
+            let ends = !matches!(wire, Wire::Gemini | Wire::BedrockConverse);
+            assert_eq!(reader.ended(), ends, "{wire:?}");
+        }
+    }
+
+    #[test]
+    fn an_event_without_data_is_nothing_and_a_chat_error_event_is_the_provider_s_failure() {
+        for wire in Wire::ALL {
+            assert_eq!(
+                wire.reader().push("message", " "),
+                Ok(Vec::new()),
+                "{wire:?}"
+            );
+        }
+        let failed = Wire::ChatCompletions
+            .reader()
+            .push("error", r#"{"error": {"message": "boom"}}"#)
+            .unwrap_err();
+        assert_eq!(failed.to_string(), "boom");
+        assert_eq!(failed.exception_name(), "APIError");
+    }
+
+    /// What a wire's renderer writes, its reader reads back as the same answer: streamed (fed
+    /// to the [`StreamReader`] event by event) and whole.
+    #[test]
+    fn each_wire_reads_back_what_it_renders() {
+        let message = json!({"content": "Hi", "tool_calls": [{"id": "c1", "name": "ls", "args": {"path": "/"}}],
+                             "response_metadata": {"finish_reason": "tool_calls"}});
+        let answer = Answer::from_ai_message(&message);
+        let identity = Identity {
+            id: "replay_1".into(),
+            model: "m".into(),
+            created: 7,
+        };
+        for wire in Wire::ALL {
+            let whole = wire
+                .parse_answer(&wire.render_answer(&identity, &answer))
+                .unwrap();
+            let mut reader = wire.reader();
+            let pieces: Vec<(String, String)> = match wire.render_stream(&identity, &answer, &[]) {
+                RenderedStream::Sse(body) => body
+                    .split("\n\n")
+                    .filter(|frame| !frame.is_empty())
+                    .map(|frame| {
+                        let name = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("event: "))
+                            .unwrap_or("message");
+                        let data = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("data: "))
+                            .unwrap_or("");
+                        (name.to_owned(), data.to_owned())
+                    })
+                    .collect(),
+                RenderedStream::Chunks(chunks) => chunks
+                    .iter()
+                    .map(|chunk| ("message".to_owned(), chunk.to_string()))
+                    .collect(),
+                RenderedStream::Events { events, .. } => events
+                    .iter()
+                    .map(|event| (event.name.to_owned(), event.payload.to_string()))
+                    .collect(),
+            };
+            for (name, data) in &pieces {
+                reader.push(name, data).unwrap();
+            }
+            let (_, streamed) = reader.finish().unwrap();
+            for assembled in [whole, streamed] {
+                assert_eq!(assembled.text, "Hi", "{wire:?}");
+                assert_eq!(assembled.calls.len(), 1, "{wire:?}");
+                assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
+                assert_eq!(
+                    assembled.finish_reason.as_deref(),
+                    Some("tool_calls"),
+                    "{wire:?}"
+                );
+            }
+        }
+    }
+
+    /// A failure rendered inside a stream reads back, at every wire, as the provider's failure
+    /// with its message (never as a good answer).
+    #[test]
+    fn each_wire_reads_a_rendered_in_stream_failure_as_the_provider_s() {
+        let identity = Identity {
+            id: "replay_1".into(),
+            model: "m".into(),
+            created: 7,
+        };
+        for wire in Wire::ALL {
+            let mut reader = wire.reader();
+            let failed = match wire.render_stream_failure(&identity, 429, "Overloaded") {
+                RenderedStream::Sse(body) => body
+                    .split("\n\n")
+                    .filter(|frame| !frame.is_empty())
+                    .find_map(|frame| {
+                        let name = frame
+                            .lines()
+                            .find_map(|line| line.strip_prefix("event: "))
+                            .unwrap_or("message");
+                        let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
+                        reader.push(name, data).err()
+                    }),
+                RenderedStream::Chunks(chunks) => chunks
+                    .iter()
+                    .find_map(|chunk| reader.push("message", &chunk.to_string()).err()),
+                RenderedStream::Events { events, exception } => {
+                    for event in &events {
+                        reader.push(event.name, &event.payload.to_string()).unwrap();
+                    }
+                    exception.map(|exception| {
+                        let payload = serde_json::json!({"message": exception.message});
+                        reader.push_exception(exception.exception_type, &payload.to_string())
+                    })
+                }
+            };
+            let failed = failed.unwrap_or_else(|| panic!("{wire:?}: no failure read"));
+            assert_eq!(failed.exception_name(), "APIError", "{wire:?}");
+            assert!(
+                failed.to_string().contains("Overloaded"),
+                "{wire:?}: {failed}"
+            );
+        }
+    }
+}
