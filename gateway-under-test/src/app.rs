@@ -147,6 +147,7 @@ impl AppBuilder {
         crate::runtime::runs::finish_orphaned_runs(&store)?;
         let context = ProviderContext {
             home: config.home.clone(),
+            aws_credentials: config.aws_credentials.clone(),
         };
         let mut models = BTreeMap::new();
         for (index, entry) in config.models.iter().enumerate() {

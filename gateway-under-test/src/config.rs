@@ -89,6 +89,12 @@ pub struct Config {
     /// `[skills]`: the skills folder and its path inside the sandbox.
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// AWS credentials for `use = "bedrock"` models without an `api_key`: never part of the
+    /// file, read by [`Config::apply_env`] from the standard variables (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`) as boto3 reads them. Its
+    /// `Debug` shows the region only.
+    #[serde(skip)]
+    pub aws_credentials: Option<aws_sign::AwsCredentials>,
     /// `[title]`: the title middleware.
     #[serde(default)]
     pub title: TitleConfig,
@@ -700,6 +706,7 @@ impl Default for Config {
             tools: default_tools(),
             tool_limits: ToolLimitsConfig::default(),
             skills: SkillsConfig::default(),
+            aws_credentials: None,
             title: TitleConfig::default(),
             suggestions: SuggestionsConfig::default(),
             token_usage: TokenUsageConfig::default(),
@@ -780,6 +787,7 @@ impl Config {
                 )
             })?;
         }
+        self.aws_credentials = aws_sign::AwsCredentials::from_vars(|name| env(name));
         for (index, model) in self.models.iter_mut().enumerate() {
             let expand = |field: &str, text: &str| {
                 expand_env(text, env).map_err(|var| {
@@ -1065,6 +1073,35 @@ mod tests {
             Some("sk-test")
         );
         assert_eq!(config.models[0].base_url.as_deref(), Some("http://h/v1"));
+    }
+
+    #[test]
+    fn apply_env_takes_the_aws_credentials_from_the_lookup_and_never_shows_them() {
+        let table = |name: &str| {
+            [
+                ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+                ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-secret"),
+                ("AWS_REGION", "eu-west-3"),
+            ]
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+        };
+        let mut config = Config::default();
+        config.apply_env(&table).unwrap();
+        let aws = config
+            .aws_credentials
+            .as_ref()
+            .expect("both key variables are set");
+        assert_eq!(aws.region, "eu-west-3");
+        let shown = format!("{config:?}{}", toml::to_string(&config).unwrap_or_default());
+        assert!(
+            !shown.contains("AKIDEXAMPLE") && !shown.contains("wJalrXUtnFEMI"),
+            "{shown}"
+        );
+        let mut without = Config::default();
+        without.apply_env(&|_: &str| None).unwrap();
+        assert!(without.aws_credentials.is_none());
     }
 
     #[test]

@@ -468,65 +468,17 @@ fn workspace_targets() -> Vec<Target> {
     targets
 }
 
-/// The workspace-relative paths of `files`, sorted.
-fn relative(files: &[PathBuf]) -> Vec<String> {
-    let root = workspace_root();
-    let mut paths: Vec<String> = files
-        .iter()
-        .map(|file| {
-            file.strip_prefix(&root)
-                .unwrap_or(file)
-                .display()
-                .to_string()
-        })
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// Import circles another branch of issue 28 is removing as this test lands, each by its files.
-/// The list may only shrink: a circle listed here that no longer exists fails the test, so
-/// whoever removes one removes its entry.
-const CIRCLES_BEING_FIXED: &[&[&str]] = &[
-    // i28-wire: the all-wire chat model out of `openai/`.
-    &[
-        "gateway-under-test/src/models/anthropic.rs",
-        "gateway-under-test/src/models/bedrock.rs",
-        "gateway-under-test/src/models/gemini.rs",
-        "gateway-under-test/src/models/openai/mod.rs",
-    ],
-];
-
 #[test]
 fn no_import_circle_between_the_files_of_a_crate() {
     let mut problems = Vec::new();
-    let mut found = BTreeSet::new();
     for target in workspace_targets() {
         let crate_sources = sources::read_crate(&target.root);
         problems.extend(crate_sources.problems.iter().cloned());
         for circle in crate_sources.circles() {
-            let members = relative(&circle.members);
-            let allowed = CIRCLES_BEING_FIXED.iter().any(|listed| {
-                listed
-                    .iter()
-                    .copied()
-                    .eq(members.iter().map(String::as_str))
-            });
-            if !allowed {
-                problems.push(format!(
-                    "{}: an import circle: {}",
-                    target.label,
-                    circle.describe(&workspace_root())
-                ));
-            }
-            found.insert(members);
-        }
-    }
-    for listed in CIRCLES_BEING_FIXED {
-        let listed: Vec<String> = listed.iter().map(|file| file.to_string()).collect();
-        if !found.contains(&listed) {
             problems.push(format!(
-                "CIRCLES_BEING_FIXED lists {listed:?}, which is no longer a circle: remove it"
+                "{}: an import circle: {}",
+                target.label,
+                circle.describe(&workspace_root())
             ));
         }
     }
@@ -674,15 +626,6 @@ fn the_circle_reader_finds_circles_and_passes_nesting() {
     }
 }
 
-/// Environment reads in library code that another branch of issue 28 is removing as this test
-/// lands, by file and what is read. The list may only shrink: an entry that no longer matches a
-/// read fails the test.
-const ENV_READS_BEING_MOVED: &[(&str, &str)] = &[
-    // i28-wire: the Bedrock provider's AWS credentials, read inside the gateway's library
-    // (against its invariant that only the binary reads the environment).
-    ("gateway-under-test/src/models/bedrock.rs", "std::env::var"),
-];
-
 /// Whether a read sits in an explicit environment constructor: a function named `from_env`, or
 /// `<what>_from_env`, which the edges (binaries, xtask, tests) call once.
 fn in_from_env(read: &sources::EnvRead) -> bool {
@@ -718,26 +661,10 @@ fn library_code_reads_the_environment_only_in_from_env_constructors() {
         stray.extend(stray_env_reads(&crate_sources.env_reads));
     }
     for (file, what, line) in &stray {
-        let listed = ENV_READS_BEING_MOVED
-            .iter()
-            .any(|(listed_file, listed_what)| listed_file == file && listed_what == what);
-        if !listed {
-            problems.push(format!(
-                "{file}:{line}: reads `{what}` in library code; take the value as a parameter and \
-                 read it in a `from_env` constructor that the binary, xtask or the tests call"
-            ));
-        }
-    }
-    for (listed_file, listed_what) in ENV_READS_BEING_MOVED {
-        if !stray
-            .iter()
-            .any(|(file, what, _)| file == listed_file && what == listed_what)
-        {
-            problems.push(format!(
-                "ENV_READS_BEING_MOVED lists `{listed_what}` in {listed_file}, which no longer \
-                 reads it outside a `from_env`: remove the entry"
-            ));
-        }
+        problems.push(format!(
+            "{file}:{line}: reads `{what}` in library code; take the value as a parameter and \
+             read it in a `from_env` constructor that the binary, xtask or the tests call"
+        ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

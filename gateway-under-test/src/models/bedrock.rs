@@ -4,13 +4,15 @@
 //! binary event stream, read frame by frame with `aws-smithy-eventstream`, CRCs checked), with
 //! tool use, reasoning where the answer has it, and usage.
 //!
-//! The HTTP transport is the all-wire model's (`models/wire_model/`) ([`WireChatModel`]), with this wire's request
-//! body and the codec's Converse reader ([`model_wire::bedrock_converse`]). The entry's
-//! `api_key`, when set, is a Bedrock API key, sent as `Authorization: Bearer` (the AWS SDKs'
-//! `AWS_BEARER_TOKEN_BEDROCK`); without one, each call is signed with SigV4 (`aws-sign`, through
-//! `aws-sigv4`) from the standard variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-//! `AWS_SESSION_TOKEN`, `AWS_REGION`), as boto3 reads them; a secret never sits in the
-//! configuration, whose settings may be shown. A failure is named
+//! The HTTP transport is the all-wire model's ([`WireChatModel`], `models/wire_model/`), with
+//! this wire's request body and the codec's Converse reader ([`model_wire::bedrock_converse`]).
+//! The entry's `api_key`, when set, is a Bedrock API key, sent as `Authorization: Bearer` (the
+//! AWS SDKs' `AWS_BEARER_TOKEN_BEDROCK`); without one, each call is signed with SigV4
+//! (`aws-sign`, through `aws-sigv4`) with the credentials of the standard variables
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`), as boto3
+//! reads them. The binary reads them once, through `Config::apply_env`'s lookup, and the provider
+//! takes them from its [`ProviderContext`]; the provider never reads the environment, and the
+//! credentials never show in the configuration's `Debug` or serialised form. A failure is named
 //! as boto3 names it: the exception in the answer's `x-amzn-errortype` (`ThrottlingException`,
 //! `ValidationException`, …).
 
@@ -33,11 +35,10 @@ impl ModelProvider for BedrockProvider {
     fn build(
         &self,
         config: &ModelConfig,
-        _context: &ProviderContext,
+        context: &ProviderContext,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
         refuse_openai_settings(config, BEDROCK_PROVIDER)?;
         let model = WireChatModel::new(config, Api::BedrockConverse)?;
-        let aws = aws_sign::AwsCredentials::from_vars(|name| std::env::var(name).ok());
-        Ok(Arc::new(model.with_aws(aws)))
+        Ok(Arc::new(model.with_aws(context.aws_credentials.clone())))
     }
 }

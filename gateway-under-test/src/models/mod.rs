@@ -411,6 +411,11 @@ impl StreamFold {
 pub struct ProviderContext {
     /// The gateway home folder.
     pub home: std::path::PathBuf,
+    /// The AWS credentials the configuration holds ([`Config::aws_credentials`]), for
+    /// providers that sign with SigV4.
+    ///
+    /// [`Config::aws_credentials`]: crate::config::Config::aws_credentials
+    pub aws_credentials: Option<aws_sign::AwsCredentials>,
 }
 
 /// A provider builds a [`ChatModel`] from a configured model entry.

@@ -87,6 +87,7 @@ mod tests {
             config,
             &ProviderContext {
                 home: std::path::PathBuf::from("."),
+                aws_credentials: None,
             },
         )
     }

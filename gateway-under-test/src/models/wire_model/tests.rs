@@ -774,6 +774,7 @@ async fn the_api_key_never_appears_in_errors_or_debug_output() {
             &config(&server.uri()),
             &ProviderContext {
                 home: std::path::PathBuf::from("."),
+                aws_credentials: None,
             },
         )
         .expect("builds");

@@ -67,6 +67,7 @@ pub(super) fn built(config: &ModelConfig) -> Result<Arc<dyn ChatModel>, ModelErr
         config,
         &ProviderContext {
             home: std::path::PathBuf::from("."),
+            aws_credentials: None,
         },
     )
 }
