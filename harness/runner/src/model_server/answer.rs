@@ -144,11 +144,6 @@ pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<AnswerEvent> {
     vec![AnswerEvent::Start, AnswerEvent::Error(error)]
 }
 
-/// One codec event in the recording's form.
-pub(crate) fn event_value(event: &Event) -> Value {
-    recorded_event(event).to_value()
-}
-
 /// A recorded provider failure, from an `error` event (`message`, and the `error_type`,
 /// `status` and `in_stream` this harness records) or a fixture's `error` turn.
 #[derive(Debug, Clone, PartialEq)]

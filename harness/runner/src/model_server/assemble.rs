@@ -14,23 +14,29 @@
 
 use model_wire::StreamReader;
 use model_wire::chat_completions::{Assembled, Ending, Event, WireError, new_run_id};
-use serde_json::{Value, json};
+use replay_core::recording::RecordedEvent;
+use serde_json::{Map, Value};
 
-use super::answer::event_value;
+use super::answer::recorded_event;
 use super::request::Wire;
 
 /// The recording's `error` event for an answer the codec could not read.
-pub(crate) fn error_event(error: &WireError) -> Value {
-    let mut event = json!({"type": "error", "message": error.to_string(), "error_type": error.exception_name()});
-    if matches!(error, WireError::Provider { .. }) {
-        event["in_stream"] = json!(true);
+pub(crate) fn error_event(error: &WireError) -> RecordedEvent {
+    RecordedEvent::Error {
+        message: error.to_string(),
+        error_type: Some(error.exception_name().to_owned()),
+        status: None,
+        in_stream: matches!(error, WireError::Provider { .. }),
     }
-    event
 }
 
 /// The `done` event of an answer.
-fn done_event(assembled: &Assembled, requested_model: &str) -> Value {
-    json!({"type": "done", "message": assembled.to_ai_message(&new_run_id(), requested_model)})
+fn done_event(assembled: &Assembled, requested_model: &str) -> RecordedEvent {
+    let message = match assembled.to_ai_message(&new_run_id(), requested_model) {
+        Value::Object(message) => message,
+        _ => Map::new(),
+    };
+    RecordedEvent::done(message)
 }
 
 /// Folds an upstream's stream, at one wire, into recording events and, at the end, the AI
@@ -55,22 +61,22 @@ impl StreamRecorder {
     }
 
     /// `start`, the first time.
-    fn start(&mut self, out: &mut Vec<Value>) {
+    fn start(&mut self, out: &mut Vec<RecordedEvent>) {
         if !self.started {
             self.started = true;
-            out.push(json!({"type": "start"}));
+            out.push(RecordedEvent::Start);
         }
     }
 
     /// The events one SSE event (or, at Converse, one event-stream message: `name` is its
     /// `:event-type`) causes, as the wire's [`StreamReader::push`] reads it; a failure is an
     /// `error` event, last.
-    pub(crate) fn on_event(&mut self, name: &str, data: &str) -> Vec<Value> {
+    pub(crate) fn on_event(&mut self, name: &str, data: &str) -> Vec<RecordedEvent> {
         let mut out = Vec::new();
         let pushed = self.reader.push(name, data);
         self.start(&mut out);
         match pushed {
-            Ok(events) => out.extend(events.iter().map(event_value)),
+            Ok(events) => out.extend(events.iter().map(recorded_event)),
             Err(error) => out.push(error_event(&error)),
         }
         out
@@ -78,7 +84,7 @@ impl StreamRecorder {
 
     /// The `error` event for an exception message of a Converse stream (`:exception-type` and
     /// its payload): the provider's failure, reported inside its answer.
-    pub(crate) fn on_exception(&mut self, exception_type: &str, data: &str) -> Vec<Value> {
+    pub(crate) fn on_exception(&mut self, exception_type: &str, data: &str) -> Vec<RecordedEvent> {
         let mut out = Vec::new();
         self.start(&mut out);
         out.push(error_event(
@@ -96,7 +102,7 @@ impl StreamRecorder {
 
     /// The last events: closing ones, then `done` with the assembled message; or the `error` of
     /// a stream that was cut off or carried no choice.
-    pub(crate) fn finish(self) -> Vec<Value> {
+    pub(crate) fn finish(self) -> Vec<RecordedEvent> {
         let mut out = Vec::new();
         let mut this = self;
         this.start(&mut out);
@@ -109,7 +115,7 @@ impl StreamRecorder {
             });
         match finished {
             Ok((closing, assembled)) => {
-                out.extend(closing.iter().map(event_value));
+                out.extend(closing.iter().map(recorded_event));
                 out.push(done_event(&assembled, &this.requested_model));
             }
             Err(error) => out.push(error_event(&error)),
@@ -124,12 +130,12 @@ pub(crate) fn events_from_completion(
     wire: Wire,
     body: &Value,
     requested_model: &str,
-) -> Vec<Value> {
-    let mut events = vec![json!({"type": "start"})];
+) -> Vec<RecordedEvent> {
+    let mut events = vec![RecordedEvent::Start];
     let parsed = wire.parse_answer(body);
     match parsed {
         Ok(assembled) => {
-            events.extend(assembled.events().iter().map(event_value));
+            events.extend(assembled.events().iter().map(recorded_event));
             events.push(done_event(&assembled, requested_model));
         }
         Err(error) => events.push(error_event(&error)),
@@ -140,6 +146,12 @@ pub(crate) fn events_from_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// Recording events in the JSON form a recording holds them in.
+    fn values(events: Vec<RecordedEvent>) -> Vec<Value> {
+        events.iter().map(RecordedEvent::to_value).collect()
+    }
 
     fn types(events: &[Value]) -> Vec<&str> {
         events
@@ -174,10 +186,10 @@ mod tests {
             json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).to_string(),
             "[DONE]".to_owned(),
         ] {
-            events.extend(recorder.on_event("message", &data));
+            events.extend(values(recorder.on_event("message", &data)));
         }
         assert!(recorder.done());
-        events.extend(recorder.finish());
+        events.extend(values(recorder.finish()));
         assert_eq!(
             types(&events),
             [
@@ -214,10 +226,10 @@ mod tests {
             let mut recorder = StreamRecorder::new(Wire::ChatCompletions, "m");
             let mut events: Vec<Value> = payloads
                 .iter()
-                .flat_map(|p| recorder.on_event("message", p))
+                .flat_map(|p| values(recorder.on_event("message", p)))
                 .collect();
             if !events.iter().any(|e| e["type"] == "error") {
-                events.extend(recorder.finish());
+                events.extend(values(recorder.finish()));
             }
             let last = events.last().unwrap();
             assert_eq!(last["type"], "error", "{payloads:?}");
@@ -233,15 +245,19 @@ mod tests {
             {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
             {"id": "b", "type": "function", "function": {"name": "bad", "arguments": "{\"x"}},
         ]}}]});
-        let events = events_from_completion(Wire::ChatCompletions, &body, "asked");
+        let events = values(events_from_completion(
+            Wire::ChatCompletions,
+            &body,
+            "asked",
+        ));
         let message = &events.last().unwrap()["message"];
         assert_eq!(message["tool_calls"][0]["name"], "ls");
         assert_eq!(message["invalid_tool_calls"][0]["args"], "{\"x");
-        let no_choices = events_from_completion(
+        let no_choices = values(events_from_completion(
             Wire::ChatCompletions,
             &json!({"error": {"message": "nope"}}),
             "m",
-        );
+        ));
         assert_eq!(types(&no_choices), ["start", "error"]);
         assert_eq!(no_choices[1]["message"], "nope");
         assert_eq!(no_choices[1]["in_stream"], true);
@@ -301,12 +317,14 @@ mod tests {
             let mut recorder = StreamRecorder::new(wire, "m");
             let mut events: Vec<Value> = payloads
                 .iter()
-                .flat_map(|p| recorder.on_event(p["type"].as_str().unwrap(), &p.to_string()))
+                .flat_map(|p| {
+                    values(recorder.on_event(p["type"].as_str().unwrap(), &p.to_string()))
+                })
                 .collect();
             let how = format!("{wire:?} {payloads:?}");
             assert_eq!(recorder.done(), ended, "{how}");
             if !events.iter().any(|e| e["type"] == "error") {
-                events.extend(recorder.finish());
+                events.extend(values(recorder.finish()));
             }
             let final_event = events.last().unwrap();
             assert_eq!(final_event["type"], last, "{how}: {events:?}");

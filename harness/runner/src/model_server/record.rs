@@ -43,7 +43,7 @@ use replay_core::recording::{
 };
 use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
@@ -161,14 +161,15 @@ pub(super) struct Writing {
 }
 
 impl Writing {
-    /// `event` redacted, or the error event that ends the call when the recording is full.
-    fn admit(&self, shared: &Shared, event: &Value) -> Value {
-        let redacted = self.secrets.redact(event);
+    /// `event` redacted, or the error event that ends the call when the recording is full; the
+    /// reason when the redacted event no longer reads as one (redaction replaced a field).
+    fn admit(&self, shared: &Shared, event: &RecordedEvent) -> Result<RecordedEvent, String> {
+        let redacted = self.secrets.redact(&event.to_value());
         // The file as written so far (rows, requests and all) plus this event.
         let size = redacted.to_string().len() as u64;
         let written = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
         if written + size <= self.max_bytes {
-            return redacted;
+            return RecordedEvent::parse(&redacted).map_err(|err| err.to_string());
         }
         let message = format!(
             "the recording reached its limit of {} bytes (--record-max-bytes); the call was cut \
@@ -178,7 +179,18 @@ impl Writing {
         shared.report(Problem::RecordingLimit {
             message: message.clone(),
         });
-        json!({"type": "error", "error_type": "RecordingLimit", "message": message})
+        Ok(failure_event("RecordingLimit", message))
+    }
+}
+
+/// A recorded failure the provider answered no status to: its client's error class and its
+/// message.
+fn failure_event(error_type: &str, message: String) -> RecordedEvent {
+    RecordedEvent::Error {
+        message,
+        error_type: Some(error_type.to_owned()),
+        status: None,
+        in_stream: false,
     }
 }
 
@@ -222,10 +234,10 @@ const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// (`bounded_read::upstream::TransportFailure`: the Python client's names): a timeout is
 /// `APITimeoutError`; a failure once the answer has started (`in_body`) is
 /// `RemoteProtocolError`; a failure to connect `APIConnectionError`.
-fn transport_error_event(err: &reqwest::Error, in_body: bool) -> Value {
+fn transport_error_event(err: &reqwest::Error, in_body: bool) -> RecordedEvent {
     let failure = bounded_read::upstream::TransportFailure::of(err, in_body);
     let message = failure.message(&redact_text(&err.to_string()));
-    json!({"type": "error", "message": message, "error_type": failure.class()})
+    failure_event(failure.class(), message)
 }
 
 /// Why reading the upstream's stream stopped short.
@@ -430,7 +442,7 @@ impl Backend for Recorder {
 }
 
 /// The error event of a call cut at the call time limit, and its problem.
-fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
+fn time_limit_event(shared: &Shared, limit: Duration) -> RecordedEvent {
     let message = format!(
         "the call ran past the recording's call time limit of {}s \
          (--record-call-time-limit-secs); it was cut there",
@@ -439,33 +451,31 @@ fn time_limit_event(shared: &Shared, limit: Duration) -> Value {
     shared.report(Problem::RecordingLimit {
         message: message.clone(),
     });
-    json!({"type": "error", "error_type": "APITimeoutError", "message": message})
+    failure_event("APITimeoutError", message)
 }
 
 /// Writes an event (redacted, within the recording's budget) and returns what was written,
-/// which is what goes on. The event is parsed into the recording's own event here, at the
-/// writer: what reaches the file is that event's form.
+/// which is what goes on; `None` when the redacted event no longer reads as one (reported, and
+/// passed on as nothing).
 fn write(
     shared: &Shared,
     writing: &Writing,
     call: &mut CallWriter,
-    event: &Value,
+    event: &RecordedEvent,
 ) -> Option<RecordedEvent> {
-    let admitted = writing.admit(shared, event);
     let report = |message: String| shared.report(Problem::RecordingWrite { message });
-    let parsed = match RecordedEvent::parse(&admitted) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            // Nothing a renderer would send: reported, and passed on as nothing.
-            report(err.to_string());
+    let admitted = match writing.admit(shared, event) {
+        Ok(admitted) => admitted,
+        Err(reason) => {
+            report(reason);
             return None;
         }
     };
-    match call.event(&parsed) {
+    match call.event(&admitted) {
         Ok(written) => Some(written),
         Err(err) => {
             report(err.to_string());
-            Some(parsed)
+            Some(admitted)
         }
     }
 }
@@ -479,7 +489,12 @@ fn end(shared: &Shared, call: CallWriter, outcome: Outcome) {
 }
 
 /// Records a failed call and answers the gateway with the same (redacted) failure.
-fn fail(shared: &Shared, writing: &Writing, mut call: CallWriter, event: Value) -> Answered {
+fn fail(
+    shared: &Shared,
+    writing: &Writing,
+    mut call: CallWriter,
+    event: RecordedEvent,
+) -> Answered {
     let written = write(shared, writing, &mut call, &event);
     end(shared, call, Outcome::Error);
     let failure = written
@@ -497,11 +512,16 @@ fn fail(shared: &Shared, writing: &Writing, mut call: CallWriter, event: Value) 
 /// ([`Wire::http_error_class`]: an Anthropic 529 is `OverloadedError`, a Bedrock failure the
 /// exception its `x-amzn-errortype` names), the provider's message worded as
 /// [`model_wire::edge::recorded_error_text`] words it (`Error code: <status> - <detail>`).
-async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> Value {
+async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> RecordedEvent {
     let failed = bounded_read::upstream::read_failed_answer(upstream, MAX_ERROR_BODY_BYTES).await;
     let exception = wire.http_error_class(failed.status, failed.amzn_error_type.as_deref());
     let message = model_wire::edge::recorded_error_text(failed.status, &failed.body, failed.whole);
-    json!({"type": "error", "message": message, "error_type": exception, "status": failed.status})
+    RecordedEvent::Error {
+        message,
+        error_type: Some(exception.to_owned()),
+        status: Some(Some(failed.status)),
+        in_stream: false,
+    }
 }
 
 /// Forwards one call upstream, at the request's wire, and records it.
@@ -545,8 +565,7 @@ async fn proxy(
     let upstream_request = match recorder.upstream_request(request, headers) {
         Ok(upstream_request) => upstream_request,
         Err(err) => {
-            let event = json!({"type": "error", "error_type": "APIConnectionError",
-                               "message": err.to_string()});
+            let event = failure_event("APIConnectionError", err.to_string());
             return fail(shared, writing, call, event);
         }
     };
@@ -589,15 +608,19 @@ async fn proxy(
         };
         let events = match read {
             Ok((_, false)) => {
-                let event = json!({"type": "error", "error_type": "APIResponseValidationError",
-                                   "message": format!("the provider's answer is larger than {MAX_ANSWER_BYTES} bytes")});
+                let event = failure_event(
+                    "APIResponseValidationError",
+                    format!("the provider's answer is larger than {MAX_ANSWER_BYTES} bytes"),
+                );
                 return fail(shared, writing, call, event);
             }
             Ok((bytes, true)) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(body) => events_from_completion(request.wire, &body, &request.model),
                 Err(err) => {
-                    let event = json!({"type": "error", "error_type": "APIResponseValidationError",
-                                       "message": format!("the provider's answer is not valid JSON: {err}")});
+                    let event = failure_event(
+                        "APIResponseValidationError",
+                        format!("the provider's answer is not valid JSON: {err}"),
+                    );
                     return fail(shared, writing, call, event);
                 }
             },
@@ -693,10 +716,12 @@ enum Piece {
 
 /// The upstream's stream: its pieces, or the `error` event that ends it (a transport failure, a
 /// line past the cap, a malformed or corrupt frame).
-type Source = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Piece, Value>> + Send>>;
+type Source = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Piece, RecordedEvent>> + Send>>;
 
 /// An SSE upstream, cut at line ends with a line-size cap before parsing.
-fn sse_source(upstream: reqwest::Response) -> impl futures::Stream<Item = Result<Piece, Value>> {
+fn sse_source(
+    upstream: reqwest::Response,
+) -> impl futures::Stream<Item = Result<Piece, RecordedEvent>> {
     bounded_read::whole_lines(
         upstream
             .bytes_stream()
@@ -709,18 +734,19 @@ fn sse_source(upstream: reqwest::Response) -> impl futures::Stream<Item = Result
         Err(EventStreamError::Transport(UpstreamRead::Transport(err))) => {
             Err(transport_error_event(&err, true))
         }
-        Err(EventStreamError::Transport(UpstreamRead::LineTooLong(err))) => Err(
-            json!({"type": "error", "error_type": "RemoteProtocolError", "message": err.to_string()}),
-        ),
-        Err(err) => Err(json!({"type": "error", "error_type": "RemoteProtocolError",
-                               "message": format!("malformed event stream: {err}")})),
+        Err(EventStreamError::Transport(UpstreamRead::LineTooLong(err))) => {
+            Err(failure_event("RemoteProtocolError", err.to_string()))
+        }
+        Err(err) => Err(failure_event(
+            "RemoteProtocolError",
+            format!("malformed event stream: {err}"),
+        )),
     })
 }
 
 /// The `error` event of a stream whose frame `corrupt` could not be read.
-fn corrupt_frame_event(corrupt: &CorruptFrame) -> Value {
-    json!({"type": "error", "error_type": "RemoteProtocolError",
-           "message": format!("the upstream's {corrupt}")})
+fn corrupt_frame_event(corrupt: &CorruptFrame) -> RecordedEvent {
+    failure_event("RemoteProtocolError", format!("the upstream's {corrupt}"))
 }
 
 /// A Converse upstream's binary event stream, cut into messages (CRCs checked) whatever the
@@ -728,11 +754,11 @@ fn corrupt_frame_event(corrupt: &CorruptFrame) -> Value {
 /// with an error naming the frame.
 fn event_stream_source(
     upstream: reqwest::Response,
-) -> impl futures::Stream<Item = Result<Piece, Value>> {
+) -> impl futures::Stream<Item = Result<Piece, RecordedEvent>> {
     struct State {
         bytes: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>>,
         reader: FrameReader,
-        pending: std::collections::VecDeque<Result<Piece, Value>>,
+        pending: std::collections::VecDeque<Result<Piece, RecordedEvent>>,
         over: bool,
     }
     let state = State {
@@ -767,9 +793,10 @@ fn event_stream_source(
                 }
                 None => {
                     if state.reader.has_partial_frame() {
-                        state.pending.push_back(Err(json!({"type": "error",
-                            "error_type": "RemoteProtocolError",
-                            "message": "the upstream's event stream ended inside a frame"})));
+                        state.pending.push_back(Err(failure_event(
+                            "RemoteProtocolError",
+                            "the upstream's event stream ended inside a frame".to_owned(),
+                        )));
                     }
                     state.over = true;
                 }
@@ -1091,7 +1118,7 @@ mod tests {
             }
             let body = r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
             let upstream = reqwest::Response::from(answer.body(body).unwrap());
-            let event = status_error_event(wire, upstream).await;
+            let event = status_error_event(wire, upstream).await.to_value();
             assert_eq!(event["error_type"], class, "{wire:?} {status}");
             assert_eq!(event["status"], status, "{wire:?}");
             assert_eq!(
