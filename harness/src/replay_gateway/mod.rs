@@ -14,7 +14,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
-use replay_core::{Ambiguity, Fixture, FixtureError, Miss, ReplayEngine};
+use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ReplayEngine};
 
 pub(crate) use keyless_runner::ReplayLog;
 
@@ -173,7 +173,9 @@ impl ReplayGateway {
             gateway: spec.name.clone(),
             source,
         };
-        let fixture = Arc::new(Fixture::load(&spec.fixture).map_err(fixture_error)?);
+        // Read and validated once: the engine over it validates nothing again.
+        let loaded = LoadedFixture::load(&spec.fixture).map_err(fixture_error)?;
+        let fixture = Arc::clone(loaded.fixture());
         let log = match &spec.replay_log {
             Some(path) => ReplayLog::create(&format!("replay gateway {}", spec.name), path)
                 .map_err(|source| ReplayGatewayError::Io {
@@ -182,9 +184,7 @@ impl ReplayGateway {
                 })?,
             None => ReplayLog::stderr_only(&format!("replay gateway {}", spec.name)),
         };
-        let engine = ReplayEngine::new(Arc::clone(&fixture), &spec.fixture)
-            .map_err(fixture_error)?
-            .with_observer(Arc::new(log));
+        let engine = ReplayEngine::over(&loaded).with_observer(Arc::new(log));
         let engine = Arc::new(engine);
         let (settings, auth, seed_route) = (settings.clone(), spec.auth, spec.seed_route);
         let extensions = Extensions {
