@@ -13,7 +13,7 @@ use keyless_runner::{
     Drive, GatewayTarget, HarnessError, ModelLedger, RunOptions, ScenarioRun, Transcripts,
     WebClient,
 };
-use replay_core::{Fixture, ReplayEngine};
+use replay_core::{LoadedFixture, ReplayEngine};
 
 use crate::adapter::boot::{BootedGateway, Extensions, ModelWiring, boot};
 use crate::adapter::hermetic::SCENARIO_MODEL;
@@ -57,8 +57,9 @@ impl InProcess {
 
 #[async_trait]
 impl GatewayTarget for InProcess {
-    async fn start(&mut self, path: &Path, fixture: &Arc<Fixture>) -> Result<String, HarnessError> {
-        let engine = Arc::new(ReplayEngine::new(Arc::clone(fixture), path)?);
+    async fn start(&mut self, loaded: &LoadedFixture) -> Result<String, HarnessError> {
+        let (path, fixture) = (loaded.path(), loaded.fixture());
+        let engine = Arc::new(ReplayEngine::over(loaded));
         let booted = boot(
             ModelWiring::Replay(engine.clone()),
             fixture.scenario.gateway_config.as_ref(),

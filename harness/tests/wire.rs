@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use gateway_under_test::models::openai::Api;
+use gateway_under_test::models::wire_model::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::{InProcess, options};
 use harness::workspace::fixtures_dir;
@@ -348,13 +348,9 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         // The fixture it built replays in-process …
         let fixture_path = folder.path().join("write_read_file.ultra.json");
         std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
-        let run = keyless_runner::run(
-            &mut InProcess::default(),
-            (fixture_path.as_path(), built.fixture.clone()),
-            &options(),
-        )
-        .await
-        .expect("in-process run");
+        let run = keyless_runner::run(&mut InProcess::default(), &fixture_path, &options())
+            .await
+            .expect("in-process run");
         assert_green(&run, "in-process, from the proxy's recording");
 
         // … and over the wire.
@@ -760,7 +756,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
     use futures::StreamExt;
     use gateway_under_test::config::ModelConfig;
     use gateway_under_test::messages::Message;
-    use gateway_under_test::models::openai::WireChatModel;
+    use gateway_under_test::models::wire_model::WireChatModel;
     use gateway_under_test::models::{ChatModel, ModelRequest, StreamEvent, collect_stream};
     use harness::adapter::process::{base_url_at_wire, model_block_at};
 
@@ -947,13 +943,9 @@ async fn through_xtask_record(
     .unwrap_or_else(|err| panic!("{}: recording: {err}", case.name));
     let fixture_path = folder.join(format!("{}.ultra.json", case.name));
     std::fs::write(&fixture_path, recorded.fixture.to_pretty_json()).expect("write fixture");
-    let replay = keyless_runner::run(
-        &mut InProcess::default(),
-        (fixture_path.as_path(), recorded.fixture.clone()),
-        &options(),
-    )
-    .await
-    .expect("in-process replay");
+    let replay = keyless_runner::run(&mut InProcess::default(), &fixture_path, &options())
+        .await
+        .expect("in-process replay");
     assert_replayed(&replay, case.name, "xtask record's fixture, in-process");
     (
         recorded_answer(&recording, 0),
@@ -1004,13 +996,9 @@ async fn through_the_proxy(
     let built = proxy.stop().await.expect("stops").expect("a fixture");
     let fixture_path = folder.join(format!("{}.ultra.json", case.name));
     std::fs::write(&fixture_path, built.fixture.to_pretty_json()).expect("write fixture");
-    let in_process = keyless_runner::run(
-        &mut InProcess::default(),
-        (fixture_path.as_path(), built.fixture.clone()),
-        &options(),
-    )
-    .await
-    .expect("in-process replay");
+    let in_process = keyless_runner::run(&mut InProcess::default(), &fixture_path, &options())
+        .await
+        .expect("in-process replay");
     assert_replayed(&in_process, case.name, "the proxy's fixture, in-process");
     let server = ModelServer::start(Mode::Fixtures(vec![fixture_path.clone()]), quiet())
         .await

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use gateway_under_test::models::openai::Api;
+use gateway_under_test::models::wire_model::Api;
 use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::web_options;
 use harness::workspace::fixtures_dir;

@@ -14,9 +14,7 @@ use serde_json::Value;
 use crate::config::ModelConfig;
 use crate::models::{ChatModel, ModelError, ModelProvider, ProviderContext};
 
-pub use crate::models::wire_model::{
-    API_SETTING, Api, DEFAULT_BASE_URL, RESPONSES_FLAG, SECRET_REMOVED, WireChatModel,
-};
+use crate::models::wire_model::{API_SETTING, Api, RESPONSES_FLAG, WireChatModel};
 
 /// Builds [`WireChatModel`]s from `[[models]]` entries with `use = "openai"`.
 #[derive(Debug, Clone, Copy, Default)]

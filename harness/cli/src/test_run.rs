@@ -19,7 +19,6 @@ use std::io::IsTerminal;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -441,8 +440,7 @@ async fn run_one(
         .drive(Drive::Session(settings.drive.clone()))
         .time_limit(settings.time_limit)
         .transcripts(Transcripts::from_env());
-    let fixture = Arc::clone(loaded.fixture());
-    let run = keyless_runner::run(target.as_dyn(), (path, fixture), &options).await;
+    let run = keyless_runner::run(target.as_dyn(), loaded.clone(), &options).await;
     let log = target.log();
     let mut outcome = match run {
         Ok(run) => judge(&run, settings, log, as_json),

@@ -19,11 +19,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use replay_core::Fixture;
+use replay_core::LoadedFixture;
 
 use crate::golden::stem_of;
 
@@ -381,11 +380,8 @@ fn free_port() -> std::io::Result<u16> {
 
 #[async_trait]
 impl GatewayTarget for Launched {
-    async fn start(
-        &mut self,
-        path: &Path,
-        _fixture: &Arc<Fixture>,
-    ) -> Result<String, HarnessError> {
+    async fn start(&mut self, fixture: &LoadedFixture) -> Result<String, HarnessError> {
+        let path = fixture.path();
         self.fixture = path.to_path_buf();
         self.stop().await;
         let stem = stem_of(path);
@@ -493,10 +489,10 @@ mod tests {
             )
             .expect("launched")
             .with_reset_token(server.reset_token());
-            let loaded = Arc::new(Fixture::load(&fixture).expect("fixture"));
+            let loaded = LoadedFixture::load(&fixture).expect("fixture");
             let go = logs.path().join("go");
             let _ = std::fs::remove_file(&go);
-            launched.start(&fixture, &loaded).await.expect("ready");
+            launched.start(&loaded).await.expect("ready");
             std::fs::write(&go, "").expect("go");
             tokio::time::sleep(Duration::from_millis(500)).await;
             let ledger = launched.finish().await.expect("ledger");

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Ambiguity, FailedRequest, Fixture, Framing, FramingProblem, GoldenStatus, Miss, MissingGolden,
-    ModelProblem, Shape, UnusedTurns, Verdict, golden_document, shorten,
+    Ambiguity, FailedRequest, Fixture, Framing, FramingProblem, GoldenStatus, LoadedFixture, Miss,
+    MissingGolden, ModelProblem, Shape, UnusedTurns, Verdict, golden_document, shorten,
 };
 
 use crate::driver::deerflow::{PageRuns, WebClient};
@@ -125,14 +125,15 @@ impl RunOptions {
     }
 }
 
-/// The fixture a run replays: a file to read, or one already read (the file still names it in
-/// reports and goldens).
+/// The fixture a run replays: a file to read (and validate), or one already loaded and shared
+/// with whoever else holds it (`keyless test`'s model servers); either way it is read and
+/// validated once.
 #[derive(Debug, Clone)]
 pub enum FixtureInput<'a> {
     /// Read (and validate) the file.
     File(&'a Path),
-    /// The fixture read from the file, shared with whoever else holds it.
-    Loaded(&'a Path, Arc<Fixture>),
+    /// The fixture [`LoadedFixture::load`] read and validated.
+    Loaded(LoadedFixture),
 }
 
 impl<'a> From<&'a Path> for FixtureInput<'a> {
@@ -147,15 +148,9 @@ impl<'a> From<&'a PathBuf> for FixtureInput<'a> {
     }
 }
 
-impl<'a> From<(&'a Path, Fixture)> for FixtureInput<'a> {
-    fn from((path, fixture): (&'a Path, Fixture)) -> FixtureInput<'a> {
-        FixtureInput::Loaded(path, Arc::new(fixture))
-    }
-}
-
-impl<'a> From<(&'a Path, Arc<Fixture>)> for FixtureInput<'a> {
-    fn from((path, fixture): (&'a Path, Arc<Fixture>)) -> FixtureInput<'a> {
-        FixtureInput::Loaded(path, fixture)
+impl From<LoadedFixture> for FixtureInput<'_> {
+    fn from(loaded: LoadedFixture) -> Self {
+        FixtureInput::Loaded(loaded)
     }
 }
 
@@ -447,12 +442,13 @@ pub async fn run(
     fixture: impl Into<FixtureInput<'_>>,
     options: &RunOptions,
 ) -> Result<ScenarioRun, HarnessError> {
-    let (path, fixture) = match fixture.into() {
-        FixtureInput::File(path) => (path, Arc::new(Fixture::load(path)?)),
-        FixtureInput::Loaded(path, fixture) => (path, fixture),
+    let loaded = match fixture.into() {
+        FixtureInput::File(path) => LoadedFixture::load(path)?,
+        FixtureInput::Loaded(loaded) => loaded,
     };
+    let (path, fixture) = (loaded.path(), Arc::clone(loaded.fixture()));
     let started = Instant::now();
-    let url = target.start(path, &fixture).await?;
+    let url = target.start(&loaded).await?;
     let drive = tokio::time::timeout(options.time_limit, drive(&options.drive, &url, &fixture));
     let drive = drive.await;
     let ledger = target.finish().await;

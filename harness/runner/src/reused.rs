@@ -19,10 +19,9 @@
 //! again.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use replay_core::Fixture;
+use replay_core::{Fixture, LoadedFixture};
 
 use crate::golden::stem_of;
 use crate::launched::{GatewayCommand, GatewayExited, Launched};
@@ -115,7 +114,8 @@ impl Reused {
 
 #[async_trait]
 impl GatewayTarget for Reused {
-    async fn start(&mut self, path: &Path, fixture: &Arc<Fixture>) -> Result<String, HarnessError> {
+    async fn start(&mut self, loaded: &LoadedFixture) -> Result<String, HarnessError> {
+        let (path, fixture) = (loaded.path(), loaded.fixture());
         self.fixture = path.to_path_buf();
         let stem = stem_of(path);
         let reply = self

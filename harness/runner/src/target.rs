@@ -11,12 +11,11 @@
 //! Either way the drive (register → thread → `runs/stream`) and the golden comparison are the
 //! same code, so both paths are held to the same goldens.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use replay_core::{Ambiguity, Fixture, FixtureError, Miss, ModelProblem};
+use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ModelProblem};
 
 use crate::driver::DriverError;
 use crate::golden::stem_of;
@@ -109,7 +108,7 @@ pub trait GatewayTarget: Send {
     /// Readies a gateway to replay `fixture` (read from `path`) and returns its base URL
     /// (`http://127.0.0.1:<port>`). A target that replays in process shares the fixture with
     /// its engine instead of copying it.
-    async fn start(&mut self, path: &Path, fixture: &Arc<Fixture>) -> Result<String, HarnessError>;
+    async fn start(&mut self, fixture: &LoadedFixture) -> Result<String, HarnessError>;
 
     /// After the drive, whether it succeeded or not: stops what [`start`](Self::start) started
     /// and returns what the model side saw.
@@ -157,11 +156,8 @@ impl AtUrl {
 
 #[async_trait]
 impl GatewayTarget for AtUrl {
-    async fn start(
-        &mut self,
-        path: &Path,
-        _fixture: &Arc<Fixture>,
-    ) -> Result<String, HarnessError> {
+    async fn start(&mut self, fixture: &LoadedFixture) -> Result<String, HarnessError> {
+        let path = fixture.path();
         self.fixture = path.to_path_buf();
         let reply = self
             .model_server

@@ -16,7 +16,7 @@ use gateway_under_test::config::ModelConfig;
 use gateway_under_test::models::anthropic::ANTHROPIC_PROVIDER;
 use gateway_under_test::models::bedrock::BEDROCK_PROVIDER;
 use gateway_under_test::models::gemini::GEMINI_PROVIDER;
-use gateway_under_test::models::openai::{API_SETTING, Api};
+use gateway_under_test::models::wire_model::{API_SETTING, Api};
 use serde_json::Value;
 use tempfile::TempDir;
 

@@ -3,7 +3,6 @@
 //! page in the developer's browser (8), a body past every reason (9).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -92,8 +91,8 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
     let mut target = AtUrl::new("http://127.0.0.1:1", &server.url())
         .expect("target")
         .with_reset_token(server.reset_token());
-    let loaded = Arc::new(replay_core::Fixture::load(&fixture()).expect("fixture"));
-    target.start(&fixture(), &loaded).await.expect("reset");
+    let loaded = replay_core::LoadedFixture::load(&fixture()).expect("fixture");
+    target.start(&loaded).await.expect("reset");
     let ledger = target.finish().await.expect("ledger");
     assert!(
         matches!(

@@ -39,7 +39,7 @@ use futures::StreamExt;
 use model_wire::chat_completions::error_message;
 use parking_lot::Mutex;
 use replay_core::recording::{
-    CallWriter, KnownSecrets, Outcome, RecordedEvent, RecordingSink, redact_text,
+    CallWriter, EventError, KnownSecrets, Outcome, RecordedEvent, RecordingSink, redact_text,
 };
 use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
@@ -163,13 +163,13 @@ pub(super) struct Writing {
 impl Writing {
     /// `event` redacted, or the error event that ends the call when the recording is full; the
     /// reason when the redacted event no longer reads as one (redaction replaced a field).
-    fn admit(&self, shared: &Shared, event: &RecordedEvent) -> Result<RecordedEvent, String> {
+    fn admit(&self, shared: &Shared, event: &RecordedEvent) -> Result<RecordedEvent, EventError> {
         let redacted = self.secrets.redact(&event.to_value());
         // The file as written so far (rows, requests and all) plus this event.
         let size = redacted.to_string().len() as u64;
         let written = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
         if written + size <= self.max_bytes {
-            return RecordedEvent::parse(&redacted).map_err(|err| err.to_string());
+            return RecordedEvent::parse(&redacted);
         }
         let message = format!(
             "the recording reached its limit of {} bytes (--record-max-bytes); the call was cut \
@@ -467,7 +467,7 @@ fn write(
     let admitted = match writing.admit(shared, event) {
         Ok(admitted) => admitted,
         Err(reason) => {
-            report(reason);
+            report(reason.to_string());
             return None;
         }
     };
