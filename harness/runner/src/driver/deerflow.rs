@@ -140,14 +140,23 @@ pub fn ui_mode(scenario: &Scenario) -> Result<UiMode, DriverError> {
 }
 
 /// The suggestions request the frontend sends after a run: the last six visible messages as
-/// `{"role", "content"}` and `n`.
-pub fn suggestions_request(messages: &[(String, String)], n: u32) -> Value {
+/// `{"role", "content"}`, `n`, and the picked model as `model_name` (absent when none is picked:
+/// the frontend sends `undefined`, which `JSON.stringify` drops).
+pub fn suggestions_request(
+    messages: &[(String, String)],
+    n: u32,
+    model_name: Option<&str>,
+) -> Value {
     let recent: Vec<Value> = messages
         .iter()
         .skip(messages.len().saturating_sub(SUGGESTIONS_CONTEXT))
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
-    json!({"messages": recent, "n": n})
+    let mut body = json!({"messages": recent, "n": n});
+    if let Some(model_name) = model_name {
+        body["model_name"] = json!(model_name);
+    }
+    body
 }
 
 /// The visible human and AI messages of a `values` state as `(role, text)`, the way the frontend
@@ -403,7 +412,8 @@ impl Page {
         thread_id: &str,
         conversation: &[(String, String)],
     ) -> Result<Value, DriverError> {
-        let body = suggestions_request(conversation, self.suggestions.unwrap_or(3));
+        let n = self.suggestions.unwrap_or(3);
+        let body = suggestions_request(conversation, n, self.model_name.as_deref());
         (self.post(&thread_path(&self.base, thread_id, "/suggestions"), &body)).await
     }
 
@@ -440,6 +450,24 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_suggestions_request_is_the_frontends_with_the_picked_model_or_none() {
+        let conversation: Vec<(String, String)> = (0..8)
+            .map(|turn| ("user".to_owned(), format!("message {turn}")))
+            .collect();
+        let picked = suggestions_request(&conversation, 3, Some("scenario-model"));
+        assert_eq!(picked["model_name"], "scenario-model");
+        assert_eq!(picked["n"], 3);
+        let sent = picked["messages"].as_array().expect("messages");
+        assert_eq!(sent.len(), 6, "the last six only: {picked}");
+        assert_eq!(sent[0]["content"], "message 2");
+        let none = suggestions_request(&conversation, 3, None);
+        assert!(
+            none.get("model_name").is_none(),
+            "no model picked, no key: {none}"
+        );
+    }
 
     /// The web client's expected run request bodies, one file per mode:
     /// `{"inputs": {"prompt", "mode", "model_name", "thread_id"}, "body": …}`.
