@@ -34,4 +34,7 @@ pub mod pyrepr;
 pub mod responses;
 mod wire;
 
-pub use wire::{RenderedStream, StreamException, StreamReader, Wire};
+pub use wire::{
+    EVENT_STREAM_CONTENT_TYPE, KeyHeader, RenderedStream, StreamException, StreamReader, Wire,
+    model_segment,
+};

@@ -18,6 +18,32 @@ use crate::chat_completions::{
 };
 use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
 
+/// The content type of AWS's binary event stream, which Converse streams in.
+pub const EVENT_STREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+
+/// Where a wire's client puts its API key ([`Wire::key_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key alone, in the header of this name.
+    Named(&'static str),
+}
+
+/// The characters a model id keeps in a path segment: RFC 3986's unreserved set (letters,
+/// digits, `-`, `.`, `_`, `~`), as Python's `urllib.parse.quote(…, safe="")` and botocore keep
+/// them; everything else (a Bedrock id's `:`, a `/`) is percent-encoded.
+const SEGMENT_KEEPS: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `model` as one path segment ([`Wire::call_path`]).
+pub fn model_segment(model: &str) -> String {
+    percent_encoding::utf8_percent_encode(model, SEGMENT_KEEPS).to_string()
+}
+
 /// A model wire: one provider API a chat model is called through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wire {
@@ -25,7 +51,7 @@ pub enum Wire {
     ChatCompletions,
     /// OpenAI's Responses (`POST {base}/responses`).
     Responses,
-    /// Anthropic's Messages (`POST {base}/v1/messages`).
+    /// Anthropic's Messages (`POST {root}/v1/messages`).
     AnthropicMessages,
     /// Google's Gemini API (`POST {base}/models/{model}:generateContent`, or
     /// `:streamGenerateContent`).
@@ -109,6 +135,51 @@ impl Wire {
             .and_then(|value| value.split(':').next())
             .filter(|name| self == Wire::BedrockConverse && !name.is_empty());
         named.unwrap_or(self.status_exception_name(status))
+    }
+
+    /// The path of a call to `model` under the API's versioned root (`https://api.openai.com/v1`,
+    /// `https://api.anthropic.com/v1`, Gemini's `…/v1beta`, Bedrock's runtime host), streamed or
+    /// not: Gemini and Converse name the model and the mode in the path, the model id as one
+    /// path segment ([`model_segment`]: a Bedrock id's `:` is encoded, as boto3 encodes it).
+    /// The gateway's providers and the recording proxy build their URLs with it.
+    pub fn call_path(self, model: &str, stream: bool) -> String {
+        match (self, stream) {
+            (Wire::ChatCompletions, _) => "/chat/completions".to_owned(),
+            (Wire::Responses, _) => "/responses".to_owned(),
+            (Wire::AnthropicMessages, _) => "/messages".to_owned(),
+            (Wire::Gemini, false) => format!("/models/{}:generateContent", model_segment(model)),
+            (Wire::Gemini, true) => {
+                format!(
+                    "/models/{}:streamGenerateContent?alt=sse",
+                    model_segment(model)
+                )
+            }
+            (Wire::BedrockConverse, false) => format!("/model/{}/converse", model_segment(model)),
+            (Wire::BedrockConverse, true) => {
+                format!("/model/{}/converse-stream", model_segment(model))
+            }
+        }
+    }
+
+    /// The `Accept` header a client of this wire sends: Converse streams AWS's binary event
+    /// stream, every other wire streams Server-Sent Events, and a whole answer is JSON.
+    pub fn accept(self, stream: bool) -> &'static str {
+        match (self, stream) {
+            (Wire::BedrockConverse, true) => EVENT_STREAM_CONTENT_TYPE,
+            (_, true) => "text/event-stream",
+            (_, false) => "application/json",
+        }
+    }
+
+    /// How a client of this wire sends its API key. A Bedrock API key is a bearer token (the AWS
+    /// SDKs' `AWS_BEARER_TOKEN_BEDROCK`); without a key, a Converse call is signed with SigV4
+    /// instead, which is the transport's business.
+    pub fn key_header(self) -> KeyHeader {
+        match self {
+            Wire::ChatCompletions | Wire::Responses | Wire::BedrockConverse => KeyHeader::Bearer,
+            Wire::AnthropicMessages => KeyHeader::Named("x-api-key"),
+            Wire::Gemini => KeyHeader::Named("x-goog-api-key"),
+        }
     }
 
     /// True when the wire carries message names (only Chat Completions does), so a replay key
@@ -669,6 +740,78 @@ mod tests {
             assert!(
                 failed.to_string().contains("Overloaded"),
                 "{wire:?}: {failed}"
+            );
+        }
+    }
+
+    /// What the gateway's providers and the recording proxy both build a call from: its path
+    /// under the versioned root, with the model id as one segment as boto3 and google-genai
+    /// encode it (the unreserved `-._~` kept, `:` and `/` encoded), its `Accept` and its key
+    /// header.
+    #[test]
+    fn each_wire_names_its_call_path_accept_and_key_header() {
+        let id = "anthropic.claude-3-5:0/v~1_x";
+        let cases = [
+            (
+                Wire::ChatCompletions,
+                true,
+                "/chat/completions",
+                "text/event-stream",
+                KeyHeader::Bearer,
+            ),
+            (
+                Wire::Responses,
+                false,
+                "/responses",
+                "application/json",
+                KeyHeader::Bearer,
+            ),
+            (
+                Wire::AnthropicMessages,
+                true,
+                "/messages",
+                "text/event-stream",
+                KeyHeader::Named("x-api-key"),
+            ),
+            (
+                Wire::Gemini,
+                true,
+                "/models/anthropic.claude-3-5%3A0%2Fv~1_x:streamGenerateContent?alt=sse",
+                "text/event-stream",
+                KeyHeader::Named("x-goog-api-key"),
+            ),
+            (
+                Wire::Gemini,
+                false,
+                "/models/anthropic.claude-3-5%3A0%2Fv~1_x:generateContent",
+                "application/json",
+                KeyHeader::Named("x-goog-api-key"),
+            ),
+            (
+                Wire::BedrockConverse,
+                true,
+                "/model/anthropic.claude-3-5%3A0%2Fv~1_x/converse-stream",
+                EVENT_STREAM_CONTENT_TYPE,
+                KeyHeader::Bearer,
+            ),
+            (
+                Wire::BedrockConverse,
+                false,
+                "/model/anthropic.claude-3-5%3A0%2Fv~1_x/converse",
+                "application/json",
+                KeyHeader::Bearer,
+            ),
+        ];
+        for (wire, stream, path, accept, key) in cases {
+            let seen = (
+                wire.call_path(id, stream),
+                wire.accept(stream),
+                wire.key_header(),
+            );
+            assert_eq!(
+                seen,
+                (path.to_owned(), accept, key),
+                "{wire:?}, stream {stream}"
             );
         }
     }

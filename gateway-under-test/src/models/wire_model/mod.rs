@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use model_wire::KeyHeader;
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde_json::{Map, Value};
@@ -83,25 +84,16 @@ fn default_base_url(api: Api) -> &'static str {
     }
 }
 
-/// The path appended to the base URL for a call at `api` to `model`, streamed or not (Gemini
-/// and Converse name the model and the mode in the path; a Bedrock id's `:` is encoded).
+/// The path appended to the base URL for a call at `api` to `model`, streamed or not: the
+/// wire's own ([`Api::call_path`]), under `/v1` for Anthropic, whose base URL is the SDK's root
+/// without the version (the other wires' base URLs include it).
 fn path(api: Api, model: &str, stream: bool) -> String {
-    let segment = || {
-        percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
-            .to_string()
-            .replace("%2D", "-")
-            .replace("%2E", ".")
-            .replace("%5F", "_")
+    let version = if api == Api::AnthropicMessages {
+        "/v1"
+    } else {
+        ""
     };
-    match (api, stream) {
-        (Api::ChatCompletions, _) => "/chat/completions".to_owned(),
-        (Api::Responses, _) => "/responses".to_owned(),
-        (Api::AnthropicMessages, _) => "/v1/messages".to_owned(),
-        (Api::Gemini, false) => format!("/models/{}:generateContent", segment()),
-        (Api::Gemini, true) => format!("/models/{}:streamGenerateContent?alt=sse", segment()),
-        (Api::BedrockConverse, false) => format!("/model/{}/converse", segment()),
-        (Api::BedrockConverse, true) => format!("/model/{}/converse-stream", segment()),
-    }
+    format!("{version}{}", api.call_path(model, stream))
 }
 
 /// The OpenAI provider's choice of wire means nothing at another provider: refused rather
@@ -344,11 +336,7 @@ impl WireChatModel {
         }
         tracing::debug!(model = %self.name, model_id = %self.model, api = ?self.api, stream,
             "model call");
-        let accept = match (self.api, stream) {
-            (Api::BedrockConverse, true) => "application/vnd.amazon.eventstream",
-            (_, true) => "text/event-stream",
-            (_, false) => "application/json",
-        };
+        let accept = self.api.accept(stream);
         let endpoint = if stream {
             &self.stream_endpoint
         } else {
@@ -360,15 +348,9 @@ impl WireChatModel {
             .post(endpoint.clone())
             .header(reqwest::header::ACCEPT, accept)
             .header(CONTENT_TYPE, "application/json");
-        let post = match (self.api, key) {
-            // A Bedrock API key is a bearer token too.
-            (Api::ChatCompletions | Api::Responses | Api::BedrockConverse, Some(key)) => {
-                post.bearer_auth(key)
-            }
-            (Api::AnthropicMessages, Some(key)) => post
-                .header("x-api-key", key)
-                .header("anthropic-version", anthropic_messages::API_VERSION),
-            (Api::Gemini, Some(key)) => post.header("x-goog-api-key", key),
+        let post = match (self.api.key_header(), key) {
+            (KeyHeader::Bearer, Some(key)) => post.bearer_auth(key),
+            (KeyHeader::Named(name), Some(key)) => post.header(name, key),
             (_, None) => {
                 let signed = [("content-type", "application/json"), ("accept", accept)];
                 let headers = signer
@@ -382,6 +364,11 @@ impl WireChatModel {
                     .into_iter()
                     .fold(post, |post, (name, value)| post.header(name, value))
             }
+        };
+        let post = if self.api == Api::AnthropicMessages {
+            post.header("anthropic-version", anthropic_messages::API_VERSION)
+        } else {
+            post
         };
         let response = post
             .body(bytes)

@@ -14,8 +14,9 @@ use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-/// The content type of an event stream body.
-pub(crate) const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+/// The content type of AWS's binary event stream: model-wire's, the one the gateway's
+/// provider asks for.
+pub(crate) use model_wire::EVENT_STREAM_CONTENT_TYPE as CONTENT_TYPE;
 
 fn string(value: &str) -> HeaderValue {
     HeaderValue::String(value.to_owned().into())

@@ -36,6 +36,7 @@ use axum::response::Response;
 use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
+use model_wire::KeyHeader;
 use model_wire::chat_completions::error_message;
 use parking_lot::Mutex;
 use replay_core::recording::{
@@ -355,11 +356,7 @@ impl Recorder {
         headers: &HeaderMap,
     ) -> Result<reqwest::RequestBuilder, UpstreamSetup> {
         let wire = request.wire;
-        let accept = match (wire, request.stream) {
-            (Wire::BedrockConverse, true) => eventstream::CONTENT_TYPE,
-            (_, true) => "text/event-stream",
-            (_, false) => "application/json",
-        };
+        let accept = wire.accept(request.stream);
         let url = format!("{}{}", self.base, request.upstream_path());
         let body = serde_json::to_vec(&request.body).unwrap_or_default();
         let mut builder = self
@@ -374,13 +371,9 @@ impl Recorder {
             key.set_sensitive(true);
             key
         };
-        builder = match wire {
-            Wire::AnthropicMessages => builder.header("x-api-key", key()),
-            Wire::Gemini => builder.header("x-goog-api-key", key()),
-            Wire::ChatCompletions | Wire::Responses => {
-                builder.bearer_auth(self.api_key.expose_secret())
-            }
-            Wire::BedrockConverse => {
+        builder = match (wire, wire.key_header()) {
+            // The proxy signs every Converse call: its key is the AWS credentials.
+            (Wire::BedrockConverse, _) => {
                 let aws = self.aws.as_ref().ok_or(UpstreamSetup::NoAwsCredentials)?;
                 let signed = [("content-type", "application/json"), ("accept", accept)];
                 for (name, value) in
@@ -393,6 +386,8 @@ impl Recorder {
                 }
                 builder
             }
+            (_, KeyHeader::Named(name)) => builder.header(name, key()),
+            (_, KeyHeader::Bearer) => builder.bearer_auth(self.api_key.expose_secret()),
         };
         for name in PASSED_HEADERS {
             if let Some(value) = headers.get(name) {

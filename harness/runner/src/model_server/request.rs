@@ -164,16 +164,7 @@ impl WireRequest {
     /// The proxy streams Gemini's answers as SSE whatever framing the gateway asked for: the
     /// recording keeps the events, not the framing.
     pub(crate) fn upstream_path(&self) -> String {
-        let model = percent_encoded(&self.model);
-        match (self.wire, self.stream) {
-            (Wire::ChatCompletions, _) => "/chat/completions".to_owned(),
-            (Wire::AnthropicMessages, _) => "/messages".to_owned(),
-            (Wire::Responses, _) => "/responses".to_owned(),
-            (Wire::Gemini, false) => format!("/models/{model}:generateContent"),
-            (Wire::Gemini, true) => format!("/models/{model}:streamGenerateContent?alt=sse"),
-            (Wire::BedrockConverse, false) => format!("/model/{model}/converse"),
-            (Wire::BedrockConverse, true) => format!("/model/{model}/converse-stream"),
-        }
+        self.wire.call_path(&self.model, self.stream)
     }
 
     /// The request as a recording stores it: `model` names the wire API ([`Wire::api`]) and
@@ -210,20 +201,6 @@ impl WireRequest {
             normalized(&Value::Object(options)),
         )
     }
-}
-
-/// A model id as one path segment: everything but unreserved characters percent-encoded (a
-/// Bedrock id's `:`, an inference profile's ARN's `/`), as the AWS SDKs send it.
-fn percent_encoded(model: &str) -> String {
-    model
-        .bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(byte).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 /// `value` with every string normalised (`replay_core::normalize`), at any depth.
