@@ -480,14 +480,7 @@ fn sigterm_stops_keyless_and_the_gateway_it_started() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    while !pid_file.is_file()
-        || std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .is_empty()
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for_pid(&pid_file);
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
