@@ -39,8 +39,9 @@ else:
 PY
 
 cd "$here"
+# --force: recording again replaces the committed fixtures, on purpose.
 record() {
-  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record \
+  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force \
     --upstream "http://127.0.0.1:$upstream_port/v1" --recording-out "$work/$1/recording.jsonl" \
     --scenario "$1" --mode chat "${@:2}"
 }

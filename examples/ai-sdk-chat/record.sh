@@ -15,14 +15,15 @@ node "$here/scripted_upstream.mjs" --port "$port" &
 upstream_pid=$!
 trap 'kill "$upstream_pid" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$here"
-OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record \
+# --force: recording again replaces the committed fixtures, on purpose.
+OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force \
   --upstream "http://127.0.0.1:$port/v1" --recording-out "$work/weather/recording.jsonl" \
   --scenario weather --mode chat --prompt "What is the weather in Paris?" \
   --followup "And in Lisbon?"
 "$keyless" test || true
 # The same agent as an OpenAI-style endpoint, one fixture folder and golden folder per dialect.
 for api in openai-chat openai-responses; do
-  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --api "$api" \
+  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force --api "$api" \
     --fixtures "fixtures-$api" --upstream "http://127.0.0.1:$port/v1" \
     --recording-out "$work/$api/recording.jsonl" \
     --scenario weather --mode chat --prompt "What is the weather in Paris?" \

@@ -28,8 +28,9 @@ upstream_pid=$!
 serve_langgraph "$here" "$(free_port)" "http://127.0.0.1:$model_port/v1" "$work/langgraph.log"
 echo "langgraph dev at $LANGGRAPH_URL"
 
+# --force: recording again replaces the committed fixtures, on purpose.
 record() {
-  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --gateway-url "$LANGGRAPH_URL" \
+  OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force --gateway-url "$LANGGRAPH_URL" \
     --model-port "$model_port" --upstream "http://127.0.0.1:$upstream_port/v1" \
     --recording-out "$work/$1/recording.jsonl" --scenario "$1" --mode flash "${@:2}"
 }

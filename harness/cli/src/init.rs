@@ -1,4 +1,6 @@
-//! `keyless init`: a commented `keyless.toml` in the current folder, never over an existing one.
+//! `keyless init`: a commented `keyless.toml` in the current folder, never over an existing one,
+//! and the git-ignored `.keyless/` folder keyless keeps its logs and raw recordings in
+//! ([`private_folder`]).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -53,7 +55,8 @@ api = "deerflow"
 # four modes; keep their goldens in another folder, `--golden golden-web`).
 # stream_modes = "values"
 
-# Where the gateway's logs go (one `<fixture>.gateway.log` each; add `.keyless/` to .gitignore).
+# Where the gateway's logs go (one `<fixture>.gateway.log` each). `.keyless/` is git-ignored by the
+# `.gitignore` inside it, which `keyless init` writes.
 logs = ".keyless/logs"
 
 # A fixture fails when the gateway used none of its recorded turns, or none of the lead caller's
@@ -92,8 +95,36 @@ pub fn run(folder: &Path) -> Result<ExitCode, ConfigError> {
     std::fs::write(&path, TEMPLATE)
         .map_err(|err| ConfigError(format!("cannot write {}: {err}", path.display())))?;
     let _ = crate::output::out(format!("wrote {}", path.display()));
+    let private = private_folder(folder)?;
+    let _ = crate::output::out(format!(
+        "{} holds keyless's logs and raw recordings, git-ignored by its .gitignore",
+        private.display()
+    ));
     let _ = crate::output::out(
         "next: set gateway_cmd, put fixtures in fixtures/ (keyless record makes them), then run keyless test",
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The folder, beside the configuration, where keyless keeps what is not committed: the
+/// gateways' logs and raw recordings.
+pub const PRIVATE_FOLDER: &str = ".keyless";
+
+/// What `.keyless/.gitignore` says: everything in the folder, itself included, stays out of git
+/// (as pytest's and ruff's caches ignore themselves), so no repository needs an entry for it.
+const IGNORE_ALL: &str =
+    "# Written by keyless: nothing in .keyless/ (logs, raw recordings) belongs in git.\n*\n";
+
+/// `<root>/.keyless`, created when missing, with the `.gitignore` that ignores it (written when
+/// missing; one the user edited is left as it is).
+pub fn private_folder(root: &Path) -> Result<std::path::PathBuf, ConfigError> {
+    let folder = root.join(PRIVATE_FOLDER);
+    std::fs::create_dir_all(&folder)
+        .map_err(|err| ConfigError(format!("cannot create {}: {err}", folder.display())))?;
+    let ignore = folder.join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
+        std::fs::write(&ignore, IGNORE_ALL)
+            .map_err(|err| ConfigError(format!("cannot write {}: {err}", ignore.display())))?;
+    }
+    Ok(folder)
 }

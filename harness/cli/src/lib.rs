@@ -9,7 +9,8 @@
 //!   several at once (`--jobs`); [`partition`]: one CI machine's shard of them (`--partition`);
 //!   [`junit`]: the run as a JUnit XML report (`--junit`).
 //! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
-//! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture.
+//! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture;
+//!   [`recorded`]: what a recording session keeps, and when it refuses to write its fixture.
 //! - [`serve`]: `keyless serve`, the model server and the gateway held up for a browser suite.
 //! - [`model_server`]: `keyless model-server`, the model server on its own (also behind
 //!   `cargo xtask model-server`).
@@ -24,6 +25,7 @@ pub mod model_server;
 pub mod output;
 pub mod partition;
 pub mod record;
+pub mod recorded;
 pub mod serve;
 pub mod test_run;
 

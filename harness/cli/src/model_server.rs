@@ -10,20 +10,18 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::builder::TypedValueParser;
 use keyless_runner::fixture_files;
+use keyless_runner::redacted_scenario;
 use keyless_runner::stem_of;
 use keyless_runner::{
     AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode,
-    ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture,
-    ServerOptions,
-};
-use keyless_runner::{
-    create_parent, redacted_scenario, summary_lines, warning_lines, write_fixture, write_meta,
+    ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, ServerOptions,
 };
 use replay_core::Scenario;
 
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::output::{err, out};
+use crate::recorded::{Keeping, Plan};
 
 /// Arguments of `model-server`.
 #[derive(Debug, clap::Args)]
@@ -37,7 +35,11 @@ use crate::output::{err, out};
   GEMINI_API_KEY=… keyless model-server --record \\
       --upstream https://generativelanguage.googleapis.com/v1beta --key-env GEMINI_API_KEY …
   AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… AWS_REGION=us-east-1 keyless model-server --record \\
-      --upstream https://bedrock-runtime.us-east-1.amazonaws.com …   # SigV4-signed")]
+      --upstream https://bedrock-runtime.us-east-1.amazonaws.com …   # SigV4-signed
+
+Record mode refuses an existing fixture without --force, and builds none when a call never got an
+HTTP answer from the upstream (exit 1, the raw recording kept; --keep-transport-errors records
+such failures anyway).")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -76,11 +78,8 @@ pub struct Args {
     /// Record: where to write the fixture [default: the fixture folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Record: where to write the raw recording, a file that must not exist yet (default:
-    /// `recording.jsonl` in a fresh temporary folder, printed; a missing folder is created). The
-    /// scenario metadata goes beside it.
-    #[arg(long, value_name = "FILE")]
-    pub recording_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub keeping: Keeping,
     /// Also write the reset token (printed at start; `POST /_harness/reset` needs it in the
     /// `x-keyless-reset-token` header) to this file, mode 0600, replacing what is there. Give
     /// it to `keyless test --reset-token-file`, never to the gateway.
@@ -195,58 +194,9 @@ pub fn api_key_from_env(key_env: &str) -> Result<String, ConfigError> {
         })
 }
 
-/// The raw recording's path: `out`, its folder created, or a fresh temporary one. An existing
-/// `out` is refused: a recording file holds one session, and a second one appended to it would
-/// put the first session's calls into the second fixture (issue 34, finding 13).
-pub fn recording_path(out: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
-    match out {
-        Some(path) => {
-            if std::fs::symlink_metadata(path).is_ok() {
-                return Err(ConfigError(format!(
-                    "--recording-out {}: the file exists, and a recording holds one session; \
-                     remove it or name a new file (nothing was recorded)",
-                    path.display()
-                ))
-                .into());
-            }
-            // On stderr: the first stdout line is the server's address, which scripts read.
-            if let Some(created) = create_parent(path)? {
-                err(format!("created folder {}", created.display()));
-            }
-            Ok(path.clone())
-        }
-        None => Ok(tempfile::Builder::new()
-            .prefix("keyless-record-")
-            .tempdir()
-            .context("cannot create a temporary folder")?
-            .keep()
-            .join("recording.jsonl")),
-    }
-}
-
-/// Writes what a recording session produced: the scenario metadata beside the recording and
-/// the fixture into `fixtures`; prints a line per call and the paths.
-pub fn save_recorded(
-    recorded: &RecordedFixture,
-    recording: &std::path::Path,
-    fixtures: &std::path::Path,
-) -> anyhow::Result<PathBuf> {
-    for line in summary_lines(&recorded.summary) {
-        out(line)?;
-    }
-    for warning in warning_lines(&recorded.fixture) {
-        err(warning);
-    }
-    let meta = write_meta(recording, &recorded.fixture)?;
-    let fixture_path = fixtures.join(format!("{}.json", recorded.fixture.scenario.stem()));
-    write_fixture(&fixture_path, &recorded.fixture)?;
-    out(format!("raw recording: {}", recording.display()))?;
-    out(format!("scenario metadata: {}", meta.display()))?;
-    out(format!("fixture: {}", fixture_path.display()))?;
-    Ok(fixture_path)
-}
-
-fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String)> {
+/// The mode to serve, how to describe it, and in record mode where its files go.
+fn mode(args: &Args, resolved: &crate::Resolved) -> anyhow::Result<(Mode, String, Option<Plan>)> {
+    let fixtures = &resolved.fixtures;
     if args.record {
         let aws = aws_credentials_from_env();
         // A Bedrock-only recording signs with the AWS credentials and needs no API key.
@@ -259,26 +209,31 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
             .clone()
             .ok_or_else(|| ConfigError("--record needs --upstream".into()))?;
         let scenario = args.scenario.scenario()?;
-        let recording = recording_path(args.recording_out.as_ref())?;
+        let plan = args.keeping.plan(
+            &resolved.loaded.base,
+            args.out.as_ref().unwrap_or(fixtures),
+            &scenario.stem(),
+            &upstream,
+        )?;
         let described = format!(
             "recording {} to {} through {upstream}",
             scenario.stem(),
-            recording.display()
+            plan.recording.display()
         );
         let config = RecordConfig {
             upstream,
             api_key: api_key.into(),
-            recording,
+            recording: plan.recording.clone(),
             scenario,
             allow_insecure_upstream: args.bounds.allow_insecure_upstream,
             limits: args.bounds.limits(),
             aws,
         };
-        return Ok((Mode::Record(Box::new(config)), described));
+        return Ok((Mode::Record(Box::new(config)), described, Some(plan)));
     }
     if let Some(recording) = &args.recording {
         let described = format!("strict replay of {}", recording.display());
-        return Ok((Mode::Recording(recording.clone()), described));
+        return Ok((Mode::Recording(recording.clone()), described, None));
     }
     let files = if args.fixture_files.is_empty() {
         fixture_files(fixtures).map_err(|err| {
@@ -292,7 +247,7 @@ fn mode(args: &Args, fixtures: &std::path::Path) -> anyhow::Result<(Mode, String
     };
     let names: Vec<String> = files.iter().map(|path| stem_of(path)).collect();
     let described = format!("fixture replay of {}", names.join(", "));
-    Ok((Mode::Fixtures(files), described))
+    Ok((Mode::Fixtures(files), described, None))
 }
 
 /// Writes the reset token to `path`, mode 0600: whatever was there (a file, a link) is removed
@@ -355,12 +310,8 @@ pub fn aws_credentials_from_env() -> Option<AwsCredentials> {
 
 /// Runs `model-server` until Ctrl-C or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let fixtures = args.folders.resolve()?.fixtures;
-    let (mode, described) = mode(&args, &fixtures)?;
-    let recording = match &mode {
-        Mode::Record(config) => Some(config.recording.clone()),
-        _ => None,
-    };
+    let resolved = args.folders.resolve()?;
+    let (mode, described, plan) = mode(&args, &resolved)?;
     let options = ServerOptions {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
@@ -368,9 +319,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     crate::runtime()?.block_on(async {
         let signals = crate::Signals::listen()?;
-        let server = ModelServer::start(mode, options)
-            .await
-            .map_err(|err| ConfigError(keyless_runner::error_chain(&err)))?;
+        let server = ModelServer::start(mode, options).await.map_err(|err| {
+            if let Some(plan) = &plan {
+                plan.abandon();
+            }
+            ConfigError(keyless_runner::error_chain(&err))
+        })?;
         // A closed stdout after the address (`| head -1`) leaves the server serving.
         // The token is written before it is printed, so a script that read the line finds the
         // file.
@@ -397,8 +351,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
         signals.stopped().await;
         let recorded = server.stop().await?;
-        if let (Some(recorded), Some(recording)) = (recorded, recording) {
-            save_recorded(&recorded, &recording, args.out.as_ref().unwrap_or(&fixtures))?;
+        if let (Some(recorded), Some(plan)) = (recorded, plan) {
+            plan.save(&recorded)?;
         }
         anyhow::Ok(())
     })?;

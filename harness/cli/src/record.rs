@@ -2,7 +2,9 @@
 //! recording proxy in front of a real OpenAI-compatible endpoint, the configured gateway is
 //! started with its model at the proxy (or a running one is used), the driver sends the prompt
 //! (and follow-ups), the gateway is stopped, and the fixture is built from the recording, as
-//! `keyless model-server --record` builds it when stopped.
+//! `keyless model-server --record` builds it when stopped (both through [`crate::recorded`]:
+//! no fixture replaced without `--force`, none built from a call that never reached the
+//! upstream).
 
 use std::process::ExitCode;
 
@@ -17,11 +19,9 @@ use replay_core::recording::{Access, read_recording};
 use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT};
 use crate::gateway::{Gateway, GatewayArgs};
-use crate::model_server::{
-    RecordBounds, ScenarioArgs, api_key_from_env, aws_credentials_from_env, recording_path,
-    save_recorded,
-};
+use crate::model_server::{RecordBounds, ScenarioArgs, api_key_from_env, aws_credentials_from_env};
 use crate::output::{err, out};
+use crate::recorded::Keeping;
 
 /// Arguments of `record`.
 #[derive(Debug, clap::Args)]
@@ -32,9 +32,20 @@ use crate::output::{err, out};
       --upstream https://my-proxy.example/v1 --key-env MY_KEY
   keyless record --serve --scenario chat --mode flash --port 3000
       # your browser suite (or you) drives http://127.0.0.1:3000; Ctrl-C builds the fixture
+  keyless record --force --scenario chat --mode flash --prompt 'Hi'
+      # record fixtures/chat.flash.json again, replacing it
+  keyless record --scenario chat --mode flash --prompt 'Hi' --recording-out rec/chat.jsonl
+      # keep the raw recording (and its scenario metadata) in rec/
 
 The gateway must be configured as it will be when the fixture is replayed (keyless.toml's
-[record] section says why). The key is read from the environment and never written.")]
+[record] section says why). The key is read from the environment and never written.
+
+An existing fixture is never replaced without --force. A call that never got an HTTP answer from
+the upstream (no connection, DNS, TLS, a reset) builds no fixture: the run exits 1 naming the
+upstream and the error, the fixture stays as it was, and the raw recording is kept in
+.keyless/recordings/ (--keep-transport-errors records such failures anyway). A provider's own
+error answer (a 400, a 429) is an answer and is recorded. Without --recording-out, the raw
+recording is removed once the fixture is built.")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -55,11 +66,8 @@ pub struct Args {
     /// gateway is started].
     #[arg(long, value_name = "PORT")]
     pub model_port: Option<u16>,
-    /// Where to write the raw recording, a file that must not exist yet (default:
-    /// `recording.jsonl` in a fresh temporary folder, printed). The scenario metadata goes
-    /// beside it.
-    #[arg(long, value_name = "FILE")]
-    pub recording_out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub keeping: Keeping,
     /// Drive nothing: hold the recording proxy and the gateway up while a browser suite (or a
     /// person) drives it, and build the fixture at SIGTERM or SIGINT, its prompt and follow-ups
     /// taken from the user messages the recorded calls carried. Prints one JSON line with the
@@ -101,7 +109,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // records none, and its mode is a label.
         scenario.context = serde_json::json!({});
     }
-    let recording = recording_path(args.recording_out.as_ref())?;
+    let plan = args.keeping.plan(
+        &resolved.loaded.base,
+        &resolved.fixtures,
+        &scenario.stem(),
+        &upstream,
+    )?;
+    let recording = plan.recording.clone();
     let port = match gateway {
         Gateway::Command(_) => args.model_port.unwrap_or(0),
         Gateway::Url(_) => args.model_port.unwrap_or(DEFAULT_MODEL_PORT),
@@ -124,7 +138,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)
             .await
-            .map_err(|err| ConfigError(error_chain(&err)))?;
+            .map_err(|err| {
+                plan.abandon();
+                ConfigError(error_chain(&err))
+            })?;
         let described = format!(
             "recording {} through {upstream} to {}",
             scenario.stem(),
@@ -175,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             recorded.fixture.scenario.prompt = prompt;
             recorded.fixture.scenario.followups = prompts.collect();
-            save_recorded(&recorded, &recording, &resolved.fixtures)?;
+            plan.save(&recorded)?;
             return anyhow::Ok(());
         }
         let driven = signals
@@ -205,7 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let recorded = recorded.context("the model server recorded nothing")?;
-        save_recorded(&recorded, &recording, &resolved.fixtures)?;
+        plan.save(&recorded)?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -73,7 +73,7 @@ pub use model_server::{
     AwsCredentials, CALLER_HEADER, ClientError, DEFAULT_CALL_TIME_LIMIT,
     DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer, ModelServerClient, ModelServerError, Problem,
     RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ResetReply, ServeLimits,
-    ServerOptions, ServerState, normalized,
+    ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
 };
 pub use replay_log::ReplayLog;
 

@@ -416,8 +416,7 @@ pub struct CallWriter {
 
 impl CallWriter {
     /// The index of this call in the recording.
-    #[cfg(test)]
-    pub(crate) fn call_index(&self) -> usize {
+    pub fn call_index(&self) -> usize {
         self.call_index
     }
 

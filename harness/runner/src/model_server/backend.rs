@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::answer::{AnswerEvent, WireError};
 use super::client::ServerState;
 use super::problems::Problem;
+use super::reach::UpstreamReach;
 use super::request::WireRequest;
 use super::{ModelServerError, Shared};
 
@@ -57,6 +58,8 @@ pub struct RecordedFixture {
     pub fixture: Fixture,
     /// One line per recorded call.
     pub summary: Vec<TurnSummary>,
+    /// Which calls got an HTTP answer from the upstream.
+    pub reach: UpstreamReach,
 }
 
 /// Why a backend refused `POST /_harness/reset`.

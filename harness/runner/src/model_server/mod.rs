@@ -42,6 +42,7 @@ mod client;
 mod eventstream;
 mod fixtures;
 mod problems;
+mod reach;
 mod record;
 mod request;
 mod serve;
@@ -78,6 +79,7 @@ pub use backend::RecordedFixture;
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
 use problems::Ledger;
 pub use problems::Problem;
+pub use reach::{Unreached, UpstreamReach};
 pub use record::{
     AwsCredentials, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, RecordConfig,
     RecordLimits,

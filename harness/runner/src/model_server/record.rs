@@ -52,6 +52,7 @@ use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
 use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
+use super::reach::{ReachTally, with_causes};
 use super::request::{Framing, Wire, WireRequest};
 use super::{ModelServerError, Problem, Shared, sse_response, wire_error};
 
@@ -150,6 +151,8 @@ pub(super) struct Recorder {
     writing: Arc<Writing>,
     /// How long one call may take.
     call_time_limit: Duration,
+    /// Which calls got an HTTP answer from the upstream (issue 48).
+    reach: ReachTally,
 }
 
 /// What each written event goes through: the patterns and the proxy's own key in every
@@ -318,6 +321,7 @@ impl Recorder {
                 max_bytes: config.limits.max_bytes,
             }),
             call_time_limit: config.limits.call_time_limit,
+            reach: ReachTally::default(),
         })
     }
 
@@ -343,7 +347,11 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let (fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
-        Ok(RecordedFixture { fixture, summary })
+        Ok(RecordedFixture {
+            fixture,
+            summary,
+            reach: self.reach.reach(),
+        })
     }
 
     /// The upstream request for one call at `wire`: its path under the base URL, the proxy's
@@ -557,25 +565,40 @@ async fn proxy(
     call.set_drop_outcome(Outcome::Abandoned);
     let deadline = tokio::time::Instant::now() + recorder.call_time_limit;
     let timed_out = || time_limit_event(shared, recorder.call_time_limit);
+    // Until the upstream answers with a status, a failure means it was never reached.
+    let call_index = call.call_index();
+    let unreached = |failure: String| recorder.reach.unreached(call_index, failure);
     let upstream_request = match recorder.upstream_request(request, headers) {
         Ok(upstream_request) => upstream_request,
         Err(err) => {
+            unreached(format!("the request was never sent: {err}"));
             let event = failure_event("APIConnectionError", err.to_string());
             return fail(shared, writing, call, event);
         }
     };
     let sent = tokio::time::timeout_at(deadline, upstream_request.send()).await;
     let upstream = match sent {
-        Err(_) => return fail(shared, writing, call, timed_out()),
+        Err(_) => {
+            unreached(format!(
+                "APITimeoutError: no answer within the call time limit of {}s",
+                recorder.call_time_limit.as_secs()
+            ));
+            return fail(shared, writing, call, timed_out());
+        }
         Ok(sent) => sent,
     };
     let upstream = match upstream {
         Ok(upstream) => upstream,
         Err(err) => {
+            let class = bounded_read::upstream::TransportFailure::of(&err, false).class();
+            unreached(format!("{class}: {}", redact_text(&with_causes(&err))));
             return fail(shared, writing, call, transport_error_event(&err, false));
         }
     };
-    if !upstream.status().is_success() {
+    if upstream.status().is_success() {
+        recorder.reach.answered();
+    } else {
+        recorder.reach.provider_error();
         let event =
             match tokio::time::timeout_at(deadline, status_error_event(request.wire, upstream))
                 .await
