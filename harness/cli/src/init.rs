@@ -128,3 +128,20 @@ pub fn private_folder(root: &Path) -> Result<std::path::PathBuf, ConfigError> {
     }
     Ok(folder)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_makes_the_private_folder_ignore_itself_and_keeps_an_edited_gitignore() {
+        let folder = tempfile::tempdir().unwrap();
+        run(folder.path()).unwrap();
+        let ignore = folder.path().join(".keyless/.gitignore");
+        let written = std::fs::read_to_string(&ignore).unwrap();
+        assert!(written.lines().any(|line| line == "*"), "{written}");
+        std::fs::write(&ignore, "logs/\n").unwrap();
+        private_folder(folder.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&ignore).unwrap(), "logs/\n");
+    }
+}

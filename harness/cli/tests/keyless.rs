@@ -1080,11 +1080,12 @@ fn record_refuses_an_existing_recording_and_a_scenario_id_that_is_a_path() {
     )
     .unwrap();
     let upstream_url = format!("{}/v1", upstream.url);
-    // (name, scenario id, --recording-out, what stderr says)
+    // (name, scenario id, --recording-out, what stderr says); a scenario without a fixture, so
+    // the recording is what is refused.
     let cases = [
         (
             "an existing recording",
-            "write_read_file",
+            "not_recorded_yet",
             "earlier.jsonl",
             "the file exists",
         ),
