@@ -279,17 +279,48 @@ fn an_existing_fixture_is_replaced_only_with_force_and_no_recording_is_left() {
     assert!(ignore.lines().any(|line| line == "*"), "{ignore}");
 }
 
-/// `model-server --record` keeps the same rule at its stop: a call that never reached the
-/// upstream builds no fixture (exit 1, naming the upstream), and the committed fixture stays
-/// byte-identical even with `--force`.
+/// An upstream that accepts each connection and closes it before any byte of an answer (a reset
+/// before the status line). Its thread ends with the test process.
+fn hanging_up_upstream() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            drop(stream);
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+/// `model-server --record` keeps the same rule at its stop: a call that never got an answer (no
+/// listener, or one that hangs up before answering) builds no fixture (exit 1, naming the
+/// upstream), and the committed fixture stays byte-identical even with `--force`.
 #[test]
 fn model_server_record_builds_no_fixture_from_a_call_that_never_reached_the_upstream() {
     let repo = UserRepo::new();
     let committed = repo.fixture_bytes();
+    for upstream in [UNREACHABLE.to_owned(), hanging_up_upstream()] {
+        let printed = record_one_call_through_model_server(&repo, &upstream);
+        assert!(
+            printed.contains(&format!("never got an answer from the upstream {upstream}"))
+                && printed.contains("1 never reached it"),
+            "{upstream}: {printed}"
+        );
+        assert_eq!(
+            repo.fixture_bytes(),
+            committed,
+            "{upstream}: the fixture was replaced"
+        );
+    }
+}
+
+/// `keyless model-server --record --force` in front of `upstream`: one Chat Completions call,
+/// then SIGTERM; what it printed, once it exited 1.
+fn record_one_call_through_model_server(repo: &UserRepo, upstream: &str) -> String {
     let (scenario, mode) = FIXTURE.split_once('.').unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
         .args(["model-server", "--record", "--port", "0", "--force"])
-        .args(["--upstream", UNREACHABLE, "--scenario", scenario])
+        .args(["--upstream", upstream, "--scenario", scenario])
         .args(["--mode", mode, "--prompt", "x"])
         .current_dir(repo.path())
         .env("OPENAI_API_KEY", placeholder_key())
@@ -316,7 +347,7 @@ fn model_server_record_builds_no_fixture_from_a_call_that_never_reached_the_upst
             body.len()
         ),
     );
-    assert_ne!(status, "200", "an unreachable upstream answered");
+    assert_ne!(status, "200", "{upstream} answered");
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let mut printed = String::new();
@@ -328,11 +359,6 @@ fn model_server_record_builds_no_fixture_from_a_call_that_never_reached_the_upst
         .unwrap()
         .read_to_string(&mut printed)
         .unwrap();
-    assert_eq!(code, Some(1), "{printed}");
-    assert!(
-        printed.contains("never got an answer from the upstream http://127.0.0.1:9/v1"),
-        "{printed}"
-    );
-    assert!(printed.contains("1 never reached it"), "{printed}");
-    assert_eq!(repo.fixture_bytes(), committed, "the fixture was replaced");
+    assert_eq!(code, Some(1), "{upstream}: {printed}");
+    printed
 }
