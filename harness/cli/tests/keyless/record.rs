@@ -362,3 +362,44 @@ fn record_one_call_through_model_server(repo: &UserRepo, upstream: &str) -> Stri
     assert_eq!(code, Some(1), "{upstream}: {printed}");
     printed
 }
+
+/// `record --serve` too: what a client drove against an unreachable upstream builds no fixture at
+/// the stop (exit 1, naming the upstream), and the committed fixture stays byte-identical.
+#[test]
+fn record_serve_builds_no_fixture_from_a_call_that_never_reached_the_upstream() {
+    let repo = UserRepo::new();
+    let committed = repo.fixture_bytes();
+    let shipped = Fixture::load(&fixtures_dir().join(format!("{FIXTURE}.json"))).unwrap();
+    let (scenario, mode) = FIXTURE.split_once('.').unwrap();
+    let recording = super::Serving::run(
+        &repo,
+        &[
+            "record",
+            "--serve",
+            "--force",
+            "--scenario",
+            scenario,
+            "--mode",
+            mode,
+            "--upstream",
+            UNREACHABLE,
+        ],
+        &[],
+    );
+    keyless_runner::runtime().unwrap().block_on(async {
+        let options = keyless_runner::DriveOptions::default();
+        let mut session = keyless_runner::Session::open(&recording.url("gateway_url"), &options)
+            .await
+            .unwrap();
+        // The gateway answers its fallback message or fails the run: either way the model call
+        // never reached the upstream.
+        let _ = session.run_scenario(&shipped.scenario, &[]).await;
+    });
+    let (code, printed) = recording.stop();
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(
+        printed.contains("never got an answer from the upstream http://127.0.0.1:9/v1"),
+        "{printed}"
+    );
+    assert_eq!(repo.fixture_bytes(), committed, "the fixture was replaced");
+}
