@@ -15,6 +15,7 @@ pub mod deerflow;
 pub mod langgraph;
 pub mod openai_chat;
 pub mod openai_responses;
+mod parsed_size;
 pub mod transcript;
 
 use std::collections::BTreeMap;
