@@ -753,8 +753,7 @@ async fn send_expecting(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body = response.text().await.unwrap_or_default();
-    let body = first_chars(&body, 2000).to_owned();
+    let body = error_excerpt(response).await;
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -762,6 +761,22 @@ async fn send_expecting(
         body,
     })
 }
+
+/// The characters of an unexpected answer's body an error shows.
+const EXCERPT_CHARS: usize = 2000;
+
+/// The first [`EXCERPT_CHARS`] characters of an unexpected answer's body, reading at most the
+/// bytes they can take (4 a character) and dropping the connection there: a body written 1 MB
+/// at a time once took keyless to 2 GB (issue 45, finding 3).
+async fn error_excerpt(response: reqwest::Response) -> String {
+    let read = bounded_read::read_capped(response.bytes_stream(), 4 * EXCERPT_CHARS).await;
+    let bytes = read.map(|(bytes, _)| bytes).unwrap_or_default();
+    first_chars(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS).to_owned()
+}
+
+/// The most of a page request's answer ([`HttpClient::exchange`]) the driver reads: a frame's
+/// bound, since such an answer holds at most a thread's state, as one frame does.
+pub const MAX_EXCHANGE_BYTES: usize = MAX_FRAME_BYTES;
 
 impl HttpClient {
     /// POSTs `body` to `path` (with the session's header once set) and expects `expected`.
@@ -844,10 +859,22 @@ impl HttpClient {
             source,
         })?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
+        let (bytes, whole) = bounded_read::read_capped(response.bytes_stream(), MAX_EXCHANGE_BYTES)
             .await
-            .map_err(|source| DriverError::Http { route, source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.clone(),
+                source,
+            })?;
+        if !whole {
+            return Err(DriverError::Unexpected {
+                route,
+                message: format!(
+                    "the answer is longer than {MAX_EXCHANGE_BYTES} bytes, which the driver does \
+                     not read"
+                ),
+            });
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(Exchange {
             method: method.to_string(),
             path: path.to_string(),
@@ -1089,6 +1116,48 @@ mod tests {
                 ..DriveOptions::default()
             };
             assert_eq!(options.base_path(), expected, "{api:?} {base_path:?}");
+        }
+    }
+
+    /// A server answering every request `status` with an endless body, written 1 MB at a time.
+    async fn serve_endless(status: u16) -> String {
+        let app = axum::Router::new().fallback(move || async move {
+            let piece = axum::body::Bytes::from(vec![b'x'; 1024 * 1024]);
+            let body = futures::stream::repeat_with(move || Ok::<_, std::io::Error>(piece.clone()));
+            let status = axum::http::StatusCode::from_u16(status).unwrap();
+            (status, axum::body::Body::from_stream(body))
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    /// Issue 45, finding 3: an unexpected status's endless body is read to the excerpt's bound
+    /// and dropped (it was read whole: 2 GB), and a page request's answer to its own bound.
+    #[tokio::test]
+    async fn an_endless_error_body_or_page_answer_is_read_only_to_its_bound() {
+        let url = serve_endless(500).await;
+        let client = HttpClient::new(&url).unwrap();
+        let deadline = Duration::from_secs(30);
+        let sent = tokio::time::timeout(deadline, client.post_json("/t", &json!({}), 200)).await;
+        match sent.expect("the error body was read within 30 s") {
+            Err(DriverError::Status { status, body, .. }) => {
+                assert_eq!(status, 500);
+                assert_eq!(body.chars().count(), EXCERPT_CHARS, "the excerpt");
+            }
+            other => panic!("{other:?}"),
+        }
+        let page = client.exchange(reqwest::Method::GET, "/p", None);
+        match tokio::time::timeout(deadline, page)
+            .await
+            .expect("read within 30 s")
+        {
+            Err(DriverError::Unexpected { route, message }) => {
+                assert_eq!(route, "GET /p");
+                assert!(message.contains("longer than"), "{message}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 
