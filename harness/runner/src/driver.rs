@@ -110,6 +110,20 @@ pub enum DriverError {
         /// The bound, in bytes.
         limit: usize,
     },
+    /// The run's frames, as kept (their text and their parse), would pass what the driver holds.
+    #[error(
+        "{route}: SSE frame {frame} (counting from 0) takes the run's frames past {} MiB as \
+         parsed JSON (estimated), which the driver does not hold",
+        .limit / (1024 * 1024)
+    )]
+    ParsedTooLarge {
+        /// Method and path.
+        route: String,
+        /// The frame's index in the stream.
+        frame: usize,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// The dialect is not driven by this build yet.
     #[error("--api {api}: this dialect is not implemented yet")]
     Unsupported {
@@ -150,6 +164,12 @@ pub use transcript::{RunTranscript, SseEvent};
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// The longest whole event stream of one run the driver reads.
 pub const MAX_STREAM_BYTES: usize = 256 * 1024 * 1024;
+
+/// The most one run's frames may hold as kept, their text and their parse estimated together
+/// (`parsed_size`): within the byte bounds, 240 frames of 1 MB of `[0,0,…]` once held 3 GB, a
+/// parse costing 16 times its text (issue 45, finding 4). A frame that would pass it is refused
+/// before it is parsed.
+pub const MAX_PARSED_BYTES: usize = 160 * 1024 * 1024;
 
 /// Why reading a run's body stopped below the SSE parser.
 #[derive(Debug, thiserror::Error)]
@@ -921,6 +941,7 @@ impl HttpClient {
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
         let mut stream = Box::pin(bounded_read::whole_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
+        let mut held = 0usize;
         while let Some(event) = stream.next().await {
             let frame_too_long = |frame: usize| DriverError::FrameTooLong {
                 route: route.clone(),
@@ -945,6 +966,18 @@ impl HttpClient {
             // A frame of many lines, each within the bound.
             if event.data.len() > MAX_FRAME_BYTES {
                 return Err(frame_too_long(events.len()));
+            }
+            // Counted from the text, so a frame too large to hold is never parsed.
+            let values = parsed_size::json_value_count(&event.data);
+            held = held
+                .saturating_add(event.data.len())
+                .saturating_add(values.saturating_mul(std::mem::size_of::<Value>()));
+            if held > MAX_PARSED_BYTES {
+                return Err(DriverError::ParsedTooLarge {
+                    route: route.clone(),
+                    frame: events.len(),
+                    limit: MAX_PARSED_BYTES,
+                });
             }
             events.push(SseEvent::new(
                 event.event,
@@ -1182,6 +1215,47 @@ mod tests {
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         url
+    }
+
+    /// Issue 45, finding 4: frames of 1 MB of `[0,0,…]`, each within the byte bounds, are refused
+    /// once their parse would pass the run's bound (each costs 43 MB parsed), naming the frame.
+    #[tokio::test]
+    async fn frames_whose_parse_passes_the_bound_are_refused_before_they_are_parsed() {
+        let mut frame = br#"data: {"type":"data-x","data":["#.to_vec();
+        frame.extend(b"0,".repeat(512 * 1024));
+        frame.extend_from_slice(b"0]}\n\n");
+        let body = frame.repeat(12);
+        let app = axum::Router::new().route(
+            "/chat",
+            axum::routing::post(move || {
+                let pieces: Vec<Vec<u8>> = body.chunks(64 * 1024).map(<[u8]>::to_vec).collect();
+                let pieces = pieces.into_iter().map(Ok::<_, std::io::Error>);
+                async move { axum::body::Body::from_stream(futures::stream::iter(pieces)) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let request = RunRequest {
+            path: "/chat".to_owned(),
+            body: json!({}),
+            headers: Vec::new(),
+        };
+        let client = HttpClient::new(&url).unwrap();
+        let read = client
+            .stream(
+                request,
+                StreamModes::Values,
+                FramingRule::MetadataThenEnd,
+                &[],
+            )
+            .await;
+        match read {
+            Err(error @ DriverError::ParsedTooLarge { frame: 4, .. }) => {
+                assert!(error.to_string().contains("past 160 MiB"), "{error}");
+            }
+            other => panic!("{:?}", other.map(|transcript| transcript.events.len())),
+        }
     }
 
     /// Reads the one-frame stream of `size` bytes, and how long that took.
