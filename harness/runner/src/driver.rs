@@ -794,9 +794,10 @@ async fn error_excerpt(response: reqwest::Response) -> String {
     first_chars(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS).to_owned()
 }
 
-/// The most of a page request's answer ([`HttpClient::exchange`]) the driver reads: a frame's
-/// bound, since such an answer holds at most a thread's state, as one frame does.
-pub const MAX_EXCHANGE_BYTES: usize = MAX_FRAME_BYTES;
+/// The most of a page request's answer ([`HttpClient::exchange`]) the driver reads and holds,
+/// as text and as parsed (estimated before it is parsed): a page keeps every answer, and a
+/// thread's state, the largest of them, is kilobytes.
+pub const MAX_EXCHANGE_BYTES: usize = 4 * 1024 * 1024;
 
 impl HttpClient {
     /// POSTs `body` to `path` (with the session's header once set) and expects `expected`.
@@ -895,6 +896,16 @@ impl HttpClient {
             });
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
+        let values = parsed_size::json_value_count(&text);
+        if values.saturating_mul(std::mem::size_of::<Value>()) + text.len() > MAX_EXCHANGE_BYTES {
+            return Err(DriverError::Unexpected {
+                route,
+                message: format!(
+                    "the answer holds more than {MAX_EXCHANGE_BYTES} bytes as parsed JSON \
+                     (estimated), which the driver does not hold"
+                ),
+            });
+        }
         Ok(Exchange {
             method: method.to_string(),
             path: path.to_string(),
@@ -1167,7 +1178,8 @@ mod tests {
     }
 
     /// Issue 45, finding 3: an unexpected status's endless body is read to the excerpt's bound
-    /// and dropped (it was read whole: 2 GB), and a page request's answer to its own bound.
+    /// and dropped (it was read whole: 2 GB), and a page request's answer to its own bound; an
+    /// answer within it whose parse would pass it is refused unparsed.
     #[tokio::test]
     async fn an_endless_error_body_or_page_answer_is_read_only_to_its_bound() {
         let url = serve_endless(500).await;
@@ -1191,6 +1203,18 @@ mod tests {
                 assert!(message.contains("longer than"), "{message}");
             }
             other => panic!("{other:?}"),
+        }
+        let zeros = format!("[{}0]", "0,".repeat(512 * 1024));
+        let app = axum::Router::new().fallback(move || std::future::ready(zeros.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = HttpClient::new(&url).unwrap();
+        match client.exchange(reqwest::Method::GET, "/p", None).await {
+            Err(DriverError::Unexpected { message, .. }) => {
+                assert!(message.contains("as parsed JSON"), "{message}");
+            }
+            other => panic!("{:?}", other.map(|exchange| exchange.status)),
         }
     }
 
