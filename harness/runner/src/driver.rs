@@ -15,6 +15,7 @@ pub mod deerflow;
 pub mod langgraph;
 pub mod openai_chat;
 pub mod openai_responses;
+mod parsed_size;
 pub mod transcript;
 
 use std::collections::BTreeMap;
@@ -109,6 +110,20 @@ pub enum DriverError {
         /// The bound, in bytes.
         limit: usize,
     },
+    /// The run's frames, as kept (their text and their parse), would pass what the driver holds.
+    #[error(
+        "{route}: SSE frame {frame} (counting from 0) takes the run's frames past {} MiB as \
+         parsed JSON (estimated), which the driver does not hold",
+        .limit / (1024 * 1024)
+    )]
+    ParsedTooLarge {
+        /// Method and path.
+        route: String,
+        /// The frame's index in the stream.
+        frame: usize,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// The dialect is not driven by this build yet.
     #[error("--api {api}: this dialect is not implemented yet")]
     Unsupported {
@@ -149,6 +164,12 @@ pub use transcript::{RunTranscript, SseEvent};
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// The longest whole event stream of one run the driver reads.
 pub const MAX_STREAM_BYTES: usize = 256 * 1024 * 1024;
+
+/// The most one run's frames may hold as kept, their text and their parse estimated together
+/// (`parsed_size`): within the byte bounds, 240 frames of 1 MB of `[0,0,…]` once held 3 GB, a
+/// parse costing 16 times its text (issue 45, finding 4). A frame that would pass it is refused
+/// before it is parsed.
+pub const MAX_PARSED_BYTES: usize = 160 * 1024 * 1024;
 
 /// Why reading a run's body stopped below the SSE parser.
 #[derive(Debug, thiserror::Error)]
@@ -752,8 +773,7 @@ async fn send_expecting(
         return Ok(response);
     }
     let status = response.status().as_u16();
-    let body = response.text().await.unwrap_or_default();
-    let body = first_chars(&body, 2000).to_owned();
+    let body = error_excerpt(response).await;
     Err(DriverError::Status {
         route: route.to_string(),
         expected,
@@ -761,6 +781,23 @@ async fn send_expecting(
         body,
     })
 }
+
+/// The characters of an unexpected answer's body an error shows.
+const EXCERPT_CHARS: usize = 2000;
+
+/// The first [`EXCERPT_CHARS`] characters of an unexpected answer's body, reading at most the
+/// bytes they can take (4 a character) and dropping the connection there: a body written 1 MB
+/// at a time once took keyless to 2 GB (issue 45, finding 3).
+async fn error_excerpt(response: reqwest::Response) -> String {
+    let read = bounded_read::read_capped(response.bytes_stream(), 4 * EXCERPT_CHARS).await;
+    let bytes = read.map(|(bytes, _)| bytes).unwrap_or_default();
+    first_chars(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS).to_owned()
+}
+
+/// The most of a page request's answer ([`HttpClient::exchange`]) the driver reads and holds,
+/// as text and as parsed (estimated before it is parsed): a page keeps every answer, and a
+/// thread's state, the largest of them, is kilobytes.
+pub const MAX_EXCHANGE_BYTES: usize = 4 * 1024 * 1024;
 
 impl HttpClient {
     /// POSTs `body` to `path` (with the session's header once set) and expects `expected`.
@@ -843,10 +880,32 @@ impl HttpClient {
             source,
         })?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
+        let (bytes, whole) = bounded_read::read_capped(response.bytes_stream(), MAX_EXCHANGE_BYTES)
             .await
-            .map_err(|source| DriverError::Http { route, source })?;
+            .map_err(|source| DriverError::Http {
+                route: route.clone(),
+                source,
+            })?;
+        if !whole {
+            return Err(DriverError::Unexpected {
+                route,
+                message: format!(
+                    "the answer is longer than {MAX_EXCHANGE_BYTES} bytes, which the driver does \
+                     not read"
+                ),
+            });
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let values = parsed_size::json_value_count(&text);
+        if values.saturating_mul(std::mem::size_of::<Value>()) + text.len() > MAX_EXCHANGE_BYTES {
+            return Err(DriverError::Unexpected {
+                route,
+                message: format!(
+                    "the answer holds more than {MAX_EXCHANGE_BYTES} bytes as parsed JSON \
+                     (estimated), which the driver does not hold"
+                ),
+            });
+        }
         Ok(Exchange {
             method: method.to_string(),
             path: path.to_string(),
@@ -893,6 +952,7 @@ impl HttpClient {
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
         let mut stream = Box::pin(bounded_read::whole_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
+        let mut held = 0usize;
         while let Some(event) = stream.next().await {
             let frame_too_long = |frame: usize| DriverError::FrameTooLong {
                 route: route.clone(),
@@ -917,6 +977,18 @@ impl HttpClient {
             // A frame of many lines, each within the bound.
             if event.data.len() > MAX_FRAME_BYTES {
                 return Err(frame_too_long(events.len()));
+            }
+            // Counted from the text, so a frame too large to hold is never parsed.
+            let values = parsed_size::json_value_count(&event.data);
+            held = held
+                .saturating_add(event.data.len())
+                .saturating_add(values.saturating_mul(std::mem::size_of::<Value>()));
+            if held > MAX_PARSED_BYTES {
+                return Err(DriverError::ParsedTooLarge {
+                    route: route.clone(),
+                    frame: events.len(),
+                    limit: MAX_PARSED_BYTES,
+                });
             }
             events.push(SseEvent::new(
                 event.event,
@@ -1091,6 +1163,61 @@ mod tests {
         }
     }
 
+    /// A server answering every request `status` with an endless body, written 1 MB at a time.
+    async fn serve_endless(status: u16) -> String {
+        let app = axum::Router::new().fallback(move || async move {
+            let piece = axum::body::Bytes::from(vec![b'x'; 1024 * 1024]);
+            let body = futures::stream::repeat_with(move || Ok::<_, std::io::Error>(piece.clone()));
+            let status = axum::http::StatusCode::from_u16(status).unwrap();
+            (status, axum::body::Body::from_stream(body))
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    /// Issue 45, finding 3: an unexpected status's endless body is read to the excerpt's bound
+    /// and dropped (it was read whole: 2 GB), and a page request's answer to its own bound; an
+    /// answer within it whose parse would pass it is refused unparsed.
+    #[tokio::test]
+    async fn an_endless_error_body_or_page_answer_is_read_only_to_its_bound() {
+        let url = serve_endless(500).await;
+        let client = HttpClient::new(&url).unwrap();
+        let deadline = Duration::from_secs(30);
+        let sent = tokio::time::timeout(deadline, client.post_json("/t", &json!({}), 200)).await;
+        match sent.expect("the error body was read within 30 s") {
+            Err(DriverError::Status { status, body, .. }) => {
+                assert_eq!(status, 500);
+                assert_eq!(body.chars().count(), EXCERPT_CHARS, "the excerpt");
+            }
+            other => panic!("{other:?}"),
+        }
+        let page = client.exchange(reqwest::Method::GET, "/p", None);
+        match tokio::time::timeout(deadline, page)
+            .await
+            .expect("read within 30 s")
+        {
+            Err(DriverError::Unexpected { route, message }) => {
+                assert_eq!(route, "GET /p");
+                assert!(message.contains("longer than"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let zeros = format!("[{}0]", "0,".repeat(512 * 1024));
+        let app = axum::Router::new().fallback(move || std::future::ready(zeros.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = HttpClient::new(&url).unwrap();
+        match client.exchange(reqwest::Method::GET, "/p", None).await {
+            Err(DriverError::Unexpected { message, .. }) => {
+                assert!(message.contains("as parsed JSON"), "{message}");
+            }
+            other => panic!("{:?}", other.map(|exchange| exchange.status)),
+        }
+    }
+
     /// A server whose `runs/stream` answers `metadata`, one `values` frame whose data is a JSON
     /// string of `size` bytes, and `end`, in 16 KiB pieces as a socket delivers them.
     async fn serve_one_frame(size: usize) -> String {
@@ -1112,6 +1239,47 @@ mod tests {
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         url
+    }
+
+    /// Issue 45, finding 4: frames of 1 MB of `[0,0,…]`, each within the byte bounds, are refused
+    /// once their parse would pass the run's bound (each costs 43 MB parsed), naming the frame.
+    #[tokio::test]
+    async fn frames_whose_parse_passes_the_bound_are_refused_before_they_are_parsed() {
+        let mut frame = br#"data: {"type":"data-x","data":["#.to_vec();
+        frame.extend(b"0,".repeat(512 * 1024));
+        frame.extend_from_slice(b"0]}\n\n");
+        let body = frame.repeat(12);
+        let app = axum::Router::new().route(
+            "/chat",
+            axum::routing::post(move || {
+                let pieces: Vec<Vec<u8>> = body.chunks(64 * 1024).map(<[u8]>::to_vec).collect();
+                let pieces = pieces.into_iter().map(Ok::<_, std::io::Error>);
+                async move { axum::body::Body::from_stream(futures::stream::iter(pieces)) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let request = RunRequest {
+            path: "/chat".to_owned(),
+            body: json!({}),
+            headers: Vec::new(),
+        };
+        let client = HttpClient::new(&url).unwrap();
+        let read = client
+            .stream(
+                request,
+                StreamModes::Values,
+                FramingRule::MetadataThenEnd,
+                &[],
+            )
+            .await;
+        match read {
+            Err(error @ DriverError::ParsedTooLarge { frame: 4, .. }) => {
+                assert!(error.to_string().contains("past 160 MiB"), "{error}");
+            }
+            other => panic!("{:?}", other.map(|transcript| transcript.events.len())),
+        }
     }
 
     /// Reads the one-frame stream of `size` bytes, and how long that took.

@@ -11,6 +11,8 @@
 //! - `rows`: versions, outcomes, the request, the parsed [`Recording`] and the
 //!   [`RecordingFileError`];
 //! - `redact`: the secret redaction applied before writing and before comparing ([`redact()`]);
+//! - `split_secrets`: a known secret split over a stream's deltas ([`DeltaHold`]) and the check
+//!   of finished calls for one ([`KnownSecrets::first_in_calls`]);
 //! - `reader`: the strict reader and the read-permission rules ([`read_recording`]);
 //! - `writer`: the locked, append-only [`RecordingSink`] and its per-call [`CallWriter`];
 //! - `strict_replay`: the [`StrictReplayer`] and its value-free [`ReplayMismatch`].
@@ -22,6 +24,7 @@ mod event;
 mod reader;
 mod redact;
 mod rows;
+mod split_secrets;
 mod strict_replay;
 mod writer;
 
@@ -32,5 +35,6 @@ pub use event::{EventError, FieldKind, FieldProblem, RecordedEvent};
 pub use reader::{Access, parse_recording, read_recording};
 pub use redact::{KnownSecrets, MIN_KNOWN_SECRET_LEN, redact, redact_text};
 pub use rows::{Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError};
+pub use split_secrets::{DeltaHold, SecretFound};
 pub use strict_replay::{ReplayMismatch, StrictReplayError, StrictReplayer};
 pub use writer::{CallWriter, RecordingSink, lock_path_for};

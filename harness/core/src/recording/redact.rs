@@ -523,6 +523,23 @@ impl KnownSecrets {
         redact(&self.remove_in(value))
     }
 
+    /// The length of the longest form, in bytes (0 with no secret): the most a form split over
+    /// a stream's pieces can leave in the last of them.
+    pub fn longest_form(&self) -> usize {
+        self.forms.first().map_or(0, String::len)
+    }
+
+    /// `text` with every form of every secret replaced by the placeholder (without the
+    /// patterns).
+    pub fn remove_forms(&self, text: &str) -> String {
+        self.remove(text)
+    }
+
+    /// Whether `text` holds a form of a secret.
+    pub(crate) fn found(&self, text: &str) -> bool {
+        self.forms.iter().any(|form| text.contains(form.as_str()))
+    }
+
     fn remove(&self, text: &str) -> String {
         let mut text = Cow::Borrowed(text);
         for form in &self.forms {

@@ -14,7 +14,7 @@
 
 use model_wire::StreamReader;
 use model_wire::chat_completions::{Assembled, Ending, Event, WireError, new_run_id};
-use replay_core::recording::RecordedEvent;
+use replay_core::recording::{DeltaHold, KnownSecrets, RecordedEvent};
 use serde_json::{Map, Value};
 
 use super::answer::recorded_event;
@@ -47,6 +47,9 @@ pub(crate) struct StreamRecorder {
     reader: StreamReader,
     requested_model: String,
     started: bool,
+    /// What the events go through: a known secret split over deltas is removed whole (issue
+    /// 45, finding 1).
+    hold: DeltaHold,
 }
 
 impl StreamRecorder {
@@ -57,7 +60,25 @@ impl StreamRecorder {
             reader: wire.reader(),
             requested_model: requested_model.to_owned(),
             started: false,
+            hold: DeltaHold::new(KnownSecrets::default()),
         }
+    }
+
+    /// The recorder with its deltas rid of every form of `secrets`, even one split over several
+    /// of them ([`DeltaHold`]): the last characters of a stream of deltas that could still
+    /// start a form are held back until it goes on or ends.
+    pub(crate) fn holding(self, secrets: KnownSecrets) -> StreamRecorder {
+        StreamRecorder {
+            hold: DeltaHold::new(secrets),
+            ..self
+        }
+    }
+
+    /// `out` through the hold.
+    fn held(&mut self, out: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
+        out.into_iter()
+            .flat_map(|event| self.hold.push(event))
+            .collect()
     }
 
     /// `start`, the first time.
@@ -79,7 +100,7 @@ impl StreamRecorder {
             Ok(events) => out.extend(events.iter().map(recorded_event)),
             Err(error) => out.push(error_event(&error)),
         }
-        out
+        self.held(out)
     }
 
     /// The `error` event for an exception message of a Converse stream (`:exception-type` and
@@ -90,7 +111,7 @@ impl StreamRecorder {
         out.push(error_event(
             &self.reader.push_exception(exception_type, data),
         ));
-        out
+        self.held(out)
     }
 
     /// True once the answer's last event (`data: [DONE]`, `message_stop`, `response.completed`,
@@ -120,6 +141,10 @@ impl StreamRecorder {
             }
             Err(error) => out.push(error_event(&error)),
         }
+        let mut hold = this.hold;
+        let mut out: Vec<RecordedEvent> =
+            out.into_iter().flat_map(|event| hold.push(event)).collect();
+        out.extend(hold.flush());
         out
     }
 }

@@ -684,3 +684,109 @@ async fn the_fixture_built_from_memory_is_the_one_the_written_recording_builds()
     );
     assert_eq!(built.summary, summary);
 }
+
+/// Issue 45, finding 1: an upstream that streams the proxy's key split over two chunks
+/// (`"Your key: "`, its first 16 characters, its last 16, `" end"`), at Chat Completions and at
+/// Gemini's `?alt=sse`, puts neither half in the recording; the fixture and the gateway's
+/// Chat Completions stream hold the placeholder where the key was.
+#[tokio::test]
+async fn finding_45_1_a_key_split_over_chunks_never_reaches_the_recording() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let key = "0123456789abcdef0123456789abcdef";
+    let pieces = ["Your key: ", &key[..16], &key[16..], " end"];
+    let chat = |content: &str, finish: serde_json::Value| {
+        serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+            "model": "m", "choices": [{"index": 0, "delta": {"content": content},
+            "finish_reason": finish}]})
+    };
+    let gemini = |text: &str, last: bool| {
+        let mut candidate = serde_json::json!({"index": 0,
+            "content": {"role": "model", "parts": [{"text": text}]}});
+        if last {
+            candidate["finishReason"] = "STOP".into();
+        }
+        serde_json::json!({"candidates": [candidate], "modelVersion": "m"})
+    };
+    let frames = |chunks: Vec<serde_json::Value>, done: &str| {
+        let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        body.push_str(done);
+        body
+    };
+    let chat_stream = frames(
+        (pieces.iter().map(|p| chat(p, serde_json::Value::Null)))
+            .chain([chat("", "stop".into())])
+            .collect(),
+        "data: [DONE]\n\n",
+    );
+    let gemini_stream = frames(
+        (pieces.iter().enumerate())
+            .map(|(at, p)| gemini(p, at == pieces.len() - 1))
+            .collect(),
+        "",
+    );
+    let cases = [
+        ("/v1/chat/completions", chat_stream, "/v1"),
+        (
+            "/v1beta/models/m:streamGenerateContent?alt=sse",
+            gemini_stream,
+            "/v1beta",
+        ),
+    ];
+    for (path, stream, base) in cases {
+        let upstream = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_string(stream),
+            )
+            .mount(&upstream)
+            .await;
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("r.jsonl");
+        let server = proxy(
+            format!("{}{base}", upstream.uri()),
+            key,
+            &recording,
+            record::RecordLimits::default(),
+            ServeLimits::default(),
+        )
+        .await;
+        let body = if path.starts_with("/v1beta") {
+            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        } else {
+            serde_json::json!({"model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "hi"}]})
+        };
+        let answer = (reqwest::Client::new())
+            .post(format!("{}{path}", server.url()))
+            .json(&body)
+            .send()
+            .await
+            .expect("answer")
+            .text()
+            .await
+            .expect("body");
+        let written = std::fs::read_to_string(&recording).expect("recording");
+        let recorded = server.stop().await.expect("stopped").expect("a fixture");
+        for half in [&key[..16], &key[16..]] {
+            assert!(
+                !written.contains(half),
+                "{path}: the recording holds {half}: {written}"
+            );
+        }
+        assert!(written.contains("[secret removed]"), "{path}: {written}");
+        let fixture = recorded.fixture.to_pretty_json();
+        assert!(
+            fixture.contains("Your key: [secret removed] end"),
+            "{path}: {fixture}"
+        );
+        if path.starts_with("/v1/") {
+            assert!(
+                !answer.contains(&key[..16]),
+                "{path}: the gateway got {answer}"
+            );
+        }
+    }
+}

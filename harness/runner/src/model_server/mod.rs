@@ -269,6 +269,22 @@ pub enum ModelServerError {
         .0.display()
     )]
     NotAWireRecording(PathBuf),
+    /// The finished recording holds a form of the proxy's API key (checked before it is kept).
+    #[error(
+        "recording {}: call {call} holds a form of the API key (in one string or across its \
+         deltas); {}",
+        .path.display(),
+        if *.removed { "the recording was deleted, since a key must not reach a file" }
+        else { "the recording could not be deleted: delete it yourself" }
+    )]
+    SecretInRecording {
+        /// The recording.
+        path: PathBuf,
+        /// The call's index.
+        call: usize,
+        /// Whether the file was deleted.
+        removed: bool,
+    },
     /// The upstream URL or HTTP client is unusable.
     #[error("upstream: {0}")]
     Upstream(String),

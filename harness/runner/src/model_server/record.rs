@@ -342,6 +342,18 @@ impl Recorder {
     /// read back).
     pub(super) fn build(&self) -> Result<RecordedFixture, ModelServerError> {
         let calls = self.sink.remembered()?;
+        // The last check before the recording is kept (issue 45, finding 1): the deltas were
+        // rid of the key even split over several of them, so a form found now is a hole in that;
+        // the file goes rather than keep a key on disk.
+        if let Some(found) = self.writing.secrets.first_in_calls(&calls) {
+            let path = self.sink.path().to_path_buf();
+            let removed = std::fs::remove_file(&path).is_ok();
+            return Err(ModelServerError::SecretInRecording {
+                path,
+                call: found.call,
+                removed,
+            });
+        }
         let scenario = Scenario {
             model: self.model_hint(),
             ..self.scenario.clone()
@@ -688,7 +700,7 @@ async fn proxy(
         recorder.writing.clone(),
         (call, deadline, recorder.call_time_limit),
         source,
-        StreamRecorder::new(request.wire, &request.model),
+        StreamRecorder::new(request.wire, &request.model).holding(recorder.writing.secrets.clone()),
         target,
     ));
     if request.stream {

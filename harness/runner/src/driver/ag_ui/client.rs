@@ -14,8 +14,11 @@
 
 use std::collections::BTreeSet;
 
+use json_patch::PatchOperation;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+
+use crate::driver::parsed_size::parsed_size;
 
 /// Every event type of AG-UI's `EventType` (`@ag-ui/core`), as its `type` field spells it.
 pub const EVENT_TYPES: [&str; 33] = [
@@ -341,6 +344,23 @@ pub enum AgUiProblem {
         target: String,
         /// What json-patch said.
         error: String,
+    },
+    /// A JSON Patch that grows what it patches past [`MAX_PATCHED_BYTES`] (issue 45, finding 5:
+    /// 40 `copy` operations doubling the state reached 2.4 GB); checked before each operation.
+    #[error(
+        "{name} at frame {frame} grows the client's {target} past {} MiB (estimated, as parsed) at \
+         operation {operation}; the driver does not hold a larger one",
+        MAX_PATCHED_BYTES / (1024 * 1024)
+    )]
+    PatchTooLarge {
+        /// The frame.
+        frame: usize,
+        /// The event type.
+        name: String,
+        /// `state`, or the activity message.
+        target: String,
+        /// The operation's index in the patch, from 0.
+        operation: usize,
     },
     /// An event naming a message or tool call the client does not hold.
     #[error("frame {frame}: {name}: no {what} with id {id:?}")]
@@ -936,12 +956,8 @@ impl Conversation {
                 // Applied to a copy, so a patch that fails halfway leaves the state as it was
                 // (fast-json-patch's applyPatch validates before it mutates).
                 let mut state = self.state.clone();
-                json_patch::patch(&mut state, delta).map_err(|error| AgUiProblem::Patch {
-                    frame,
-                    name: name.to_owned(),
-                    target: "state".into(),
-                    error: error.to_string(),
-                })?;
+                bounded_patch(&mut state, delta)
+                    .map_err(|failed| failed.problem(frame, name, "state"))?;
                 self.state = state;
             }
             Event::MessagesSnapshot { messages } => self.apply_messages_snapshot(messages),
@@ -973,11 +989,8 @@ impl Conversation {
                 };
                 let message = &mut self.messages[index];
                 let mut content = message.get("content").cloned().unwrap_or(json!({}));
-                json_patch::patch(&mut content, patch).map_err(|error| AgUiProblem::Patch {
-                    frame,
-                    name: name.to_owned(),
-                    target: format!("activity message {message_id:?}"),
-                    error: error.to_string(),
+                bounded_patch(&mut content, patch).map_err(|failed| {
+                    failed.problem(frame, name, &format!("activity message {message_id:?}"))
                 })?;
                 message["content"] = content;
                 message["activityType"] = json!(activity_type);
@@ -1065,6 +1078,63 @@ impl Conversation {
         );
         self.messages = messages;
     }
+}
+
+/// The most a patched state (or activity message's content) may hold, as [`parsed_size`]
+/// estimates it: far above any real frontend's state, far below memory trouble.
+pub const MAX_PATCHED_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why a JSON Patch was not applied.
+enum PatchFailed {
+    /// An operation does not apply (json-patch's error, its index that of the whole patch).
+    Apply(json_patch::PatchError),
+    /// The operation at this index would grow the target past [`MAX_PATCHED_BYTES`].
+    TooLarge(usize),
+}
+
+impl PatchFailed {
+    /// The problem of frame `frame`'s event `name` patching `target`.
+    fn problem(self, frame: usize, name: &str, target: &str) -> AgUiProblem {
+        match self {
+            PatchFailed::Apply(error) => AgUiProblem::Patch {
+                frame,
+                name: name.to_owned(),
+                target: target.to_owned(),
+                error: error.to_string(),
+            },
+            PatchFailed::TooLarge(operation) => AgUiProblem::PatchTooLarge {
+                frame,
+                name: name.to_owned(),
+                target: target.to_owned(),
+                operation,
+            },
+        }
+    }
+}
+
+/// Applies `ops` to `target` one operation at a time, refusing the first that would take it past
+/// [`MAX_PATCHED_BYTES`]: its growth is at most the size of the value it adds (`add`,
+/// `replace`) or copies (`copy`), checked before it is built. The caller patches a copy, so a
+/// refused patch leaves what it held as it was.
+fn bounded_patch(target: &mut Value, ops: &[PatchOperation]) -> Result<(), PatchFailed> {
+    let mut size = parsed_size(target);
+    for (index, op) in ops.iter().enumerate() {
+        let added = match op {
+            PatchOperation::Add(add) => parsed_size(&add.value),
+            PatchOperation::Replace(replace) => parsed_size(&replace.value),
+            PatchOperation::Copy(copy) => target.pointer(copy.from.as_str()).map_or(0, parsed_size),
+            PatchOperation::Remove(_) | PatchOperation::Move(_) | PatchOperation::Test(_) => 0,
+        };
+        size = size.saturating_add(added);
+        if size > MAX_PATCHED_BYTES {
+            return Err(PatchFailed::TooLarge(index));
+        }
+        json_patch::patch(target, std::slice::from_ref(op)).map_err(|mut error| {
+            error.operation = index;
+            PatchFailed::Apply(error)
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1163,6 +1233,14 @@ mod tests {
     }
 
     /// Each drift a frontend would trip over, and the problem it is reported as.
+    /// A JSON Patch that makes `at` an array of a 1 kB string, then copies the array into itself
+    /// 40 times, doubling it each time (issue 45, finding 5: 2.4 GB unbounded).
+    fn doubling(at: &str) -> Value {
+        let mut ops = vec![json!({"op": "add", "path": at, "value": ["x".repeat(1000)]})];
+        ops.extend((0..40).map(|_| json!({"op": "copy", "from": at, "path": format!("{at}/-")})));
+        Value::Array(ops)
+    }
+
     #[test]
     fn drifted_streams_are_problems_that_name_the_frame() {
         let with = |index: usize, replacement: Option<Value>| {
@@ -1226,6 +1304,24 @@ mod tests {
                     ),
                 ),
                 "frame 8: STATE_DELTA: the patch does not apply to the client's state",
+            ),
+            (
+                "a STATE_DELTA whose copies double the state (finding 5)",
+                with(
+                    8,
+                    Some(json!({"type": "STATE_DELTA", "delta": doubling("/s")})),
+                ),
+                "STATE_DELTA at frame 8 grows the client's state past 64 MiB",
+            ),
+            (
+                "an ACTIVITY_DELTA whose copies double the content",
+                {
+                    let mut events = tool_loop();
+                    events[8] = json!({"type": "ACTIVITY_SNAPSHOT", "messageId": "act", "activityType": "plan", "content": {}});
+                    events.insert(9, json!({"type": "ACTIVITY_DELTA", "messageId": "act", "activityType": "plan", "patch": doubling("/s")}));
+                    events
+                },
+                "ACTIVITY_DELTA at frame 9 grows the client's activity message \"act\" past 64 MiB",
             ),
             (
                 "an event after RUN_FINISHED",
