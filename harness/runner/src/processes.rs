@@ -155,6 +155,32 @@ pub fn reap(pids: &BTreeSet<i32>) {
     }
 }
 
+/// The kernel's flag on a task that has begun to exit (`PF_EXITING`, `include/linux/sched.h`).
+const PF_EXITING: u64 = 0x4;
+
+/// Whether the process `pid` has begun to exit (Linux; false where there is no `/proc`): one of
+/// its threads is a zombie or carries the kernel's exiting flag. A gateway that calls `exit`
+/// just before it is signalled is still tearing down when the signal comes, and ends with its
+/// own status; this tells that exit from the stop (issue 45, finding 8).
+pub fn exiting(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp session tty_nr tpgid flags …`, read after the last `)`.
+        let fields: Vec<&str> = stat
+            .rfind(')')
+            .map(|end| stat[end + 1..].split_whitespace().take(7).collect())
+            .unwrap_or_default();
+        let state = fields.first().copied().unwrap_or_default();
+        let flags = fields.get(6).and_then(|flags| flags.parse::<u64>().ok());
+        state == "Z" || state == "X" || flags.is_some_and(|flags| flags & PF_EXITING != 0)
+    })
+}
+
 /// Whether a process is still alive (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
