@@ -180,14 +180,6 @@ impl Launched {
         self.log.as_deref()
     }
 
-    /// Whether the gateway it started is still running (a reused gateway that died with the
-    /// last fixture is started again for the next: `reused`).
-    pub fn is_running(&mut self) -> bool {
-        self.running
-            .as_mut()
-            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
-    }
-
     fn failed(&self, error: LaunchError) -> HarnessError {
         HarnessError::Boot {
             fixture: self.fixture.clone(),

@@ -569,9 +569,9 @@ async fn serve(
 ) -> Response {
     if shared.closed.load(Ordering::SeqCst) {
         let message = format!(
-            "a {} call arrived between two runs (after one run ended, before the next began): \
-             it was refused, not answered from either fixture; a gateway kept across fixtures \
-             (--reuse-gateway) made it after its run, e.g. from a background task",
+            "a model call ({}) arrived between two runs (after one run ended, before the next \
+             began): it was refused, not answered from either fixture; a gateway kept across \
+             fixtures (--reuse-gateway) made it after its run, e.g. from a background task",
             wire.name()
         );
         shared.report(Problem::CallBetweenRuns {
