@@ -377,7 +377,7 @@ impl Launched {
 }
 
 /// How long an exit under way may take to finish before [`own_exit`] gives up on its status.
-const EXIT_TEARDOWN: Duration = Duration::from_secs(5);
+const EXIT_TEARDOWN: Duration = Duration::from_secs(2);
 
 /// How `child` ended if it has exited, or begun to exit, on its own (its status, reaped; an
 /// exit under way is waited out for up to [`EXIT_TEARDOWN`]); `None` while it runs.
