@@ -37,7 +37,9 @@ use keyless_runner::{
 };
 use keyless_runner::{find_pending, pending_diff};
 use keyless_runner::{pending_path, write_pending};
-use replay_core::{FixtureError, GoldenStatus, LoadedFixture, MissingGolden, UnusedTurns};
+use replay_core::{
+    FixtureError, GoldenStatus, LoadedFixture, MissingGolden, ModelProblem, UnusedTurns,
+};
 use serde_json::json;
 
 use crate::Folders;
@@ -260,9 +262,33 @@ impl Target {
     /// Stops the gateway it started, if any.
     async fn stop(&mut self) {
         match self {
-            Target::Launched(launched) => launched.stop().await,
+            Target::Launched(launched) => {
+                launched.stop().await;
+            }
             Target::Reused(reused) => reused.stop().await,
             Target::AtUrl(_) => {}
+        }
+    }
+
+    /// Whether a fixture's verdict waits for what its gateway does after its run: a gateway
+    /// kept for the next fixture.
+    fn holds_verdicts(&self) -> bool {
+        matches!(self, Target::Reused(_))
+    }
+
+    /// The problems of the fixture that ran last found since its run ([`Reused::take_last_run`]).
+    fn after_run(&mut self) -> Vec<ModelProblem> {
+        match self {
+            Target::Reused(reused) => reused.take_last_run(),
+            Target::Launched(_) | Target::AtUrl(_) => Vec::new(),
+        }
+    }
+
+    /// After the slot's last fixture: [`Self::after_run`] once the gateway is stopped.
+    async fn settle(&mut self) -> Vec<ModelProblem> {
+        match self {
+            Target::Reused(reused) => reused.settle().await,
+            Target::Launched(_) | Target::AtUrl(_) => Vec::new(),
         }
     }
 }
@@ -423,16 +449,27 @@ fn load_fixtures(paths: &[PathBuf]) -> Vec<Result<LoadedFixture, FixtureError>> 
     paths.iter().map(|path| LoadedFixture::load(path)).collect()
 }
 
-/// Runs the fixture at `path` (loaded as `loaded`) through `target` and judges it.
+/// A fixture's run, not yet judged: under `--reuse-gateway` what its gateway did after the run
+/// is added first ([`Target::after_run`]).
+struct Ran {
+    path: PathBuf,
+    run: Result<ScenarioRun, keyless_runner::HarnessError>,
+    /// Its gateway's log.
+    log: Option<PathBuf>,
+    /// The note on its gateway settings, printed first.
+    note: Option<String>,
+}
+
+/// Runs the fixture at `path` (loaded as `loaded`) through `target`; `None` when the fixture
+/// could not be loaded (its outcome is given).
 async fn run_one(
     target: &mut Target,
     path: &Path,
     loaded: &Result<LoadedFixture, FixtureError>,
     settings: &Settings,
-    as_json: bool,
-) -> Outcome {
+) -> Result<Ran, Outcome> {
     let loaded = match loaded {
-        Err(err) => return broken(path, err, None),
+        Err(err) => return Err(broken(path, err, None)),
         Ok(loaded) => loaded,
     };
     let note = gateway_config_note(path, loaded.fixture());
@@ -441,12 +478,34 @@ async fn run_one(
         .time_limit(settings.time_limit)
         .transcripts(Transcripts::from_env());
     let run = keyless_runner::run(target.as_dyn(), loaded.clone(), &options).await;
-    let log = target.log();
-    let mut outcome = match run {
-        Ok(run) => judge(&run, settings, log, as_json),
-        Err(err) => broken(path, &err, log),
+    Ok(Ran {
+        path: path.to_path_buf(),
+        run,
+        log: target.log().map(Path::to_path_buf),
+        note,
+    })
+}
+
+/// Judges `ran`, with `after`, the problems its gateway caused after its run.
+fn judged(ran: Ran, after: Vec<ModelProblem>, settings: &Settings, as_json: bool) -> Outcome {
+    let log = ran.log.as_deref();
+    let mut outcome = match ran.run {
+        Ok(mut run) => {
+            run.model_errors.extend(after);
+            judge(&run, settings, log, as_json)
+        }
+        Err(err) => {
+            let mut outcome = broken(&ran.path, &err, log);
+            for problem in after {
+                outcome.printed.push(Printed::Err(format!(
+                    "{}: after its run: {problem}",
+                    ran.path.display()
+                )));
+            }
+            outcome
+        }
     };
-    if let Some(note) = note {
+    if let Some(note) = ran.note {
         outcome.printed.insert(0, Printed::Err(note));
     }
     outcome
@@ -633,7 +692,10 @@ impl Reporter {
     }
 }
 
-/// Runs fixtures from `next` on `slot` until none is left.
+/// Runs fixtures from `next` on `slot` until none is left. Under `--reuse-gateway` a fixture is
+/// judged once the next one's run has begun (or after the last): a model call its gateway made
+/// after its run, or the gateway's exit after it, is its own problem (issue 45, findings 8
+/// and 9).
 async fn work(
     slot: &mut Slot,
     next: &AtomicUsize,
@@ -642,18 +704,36 @@ async fn work(
     reporter: &parking_lot::Mutex<Reporter>,
     as_json: bool,
 ) {
+    let mut held: Option<(usize, Ran, Duration)> = None;
     loop {
         let index = next.fetch_add(1, Ordering::Relaxed);
         let Some(path) = settings.fixtures.get(index) else {
-            return;
+            break;
         };
         if reporter.lock().closed {
-            return;
+            break;
         }
         reporter.lock().started(index);
         let started = Instant::now();
-        let outcome = run_one(&mut slot.target, path, &fixtures[index], settings, as_json).await;
-        reporter.lock().finished(index, outcome, started.elapsed());
+        let ran = run_one(&mut slot.target, path, &fixtures[index], settings).await;
+        let time = started.elapsed();
+        if let Some((before, ran, time)) = held.take() {
+            let outcome = judged(ran, slot.target.after_run(), settings, as_json);
+            reporter.lock().finished(before, outcome, time);
+        }
+        match ran {
+            Ok(ran) if slot.target.holds_verdicts() => held = Some((index, ran, time)),
+            Ok(ran) => {
+                let outcome = judged(ran, Vec::new(), settings, as_json);
+                reporter.lock().finished(index, outcome, time);
+            }
+            Err(outcome) => reporter.lock().finished(index, outcome, time),
+        }
+    }
+    if let Some((before, ran, time)) = held.take() {
+        let after = slot.target.settle().await;
+        let outcome = judged(ran, after, settings, as_json);
+        reporter.lock().finished(before, outcome, time);
     }
 }
 

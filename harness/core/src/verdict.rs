@@ -375,6 +375,9 @@ pub enum ModelProblemKind {
     RecordingLimit,
     /// The ledger overflowed and dropped problems.
     Overflow,
+    /// A model call arrived between two runs of a reused gateway (after one run's end, before
+    /// the next run's start): refused, never answered from either fixture.
+    CallBetweenRuns,
 }
 
 impl ModelProblemKind {
@@ -392,6 +395,7 @@ impl ModelProblemKind {
             ModelProblemKind::BodyTooLarge => "body_too_large",
             ModelProblemKind::RecordingLimit => "recording_limit",
             ModelProblemKind::Overflow => "overflow",
+            ModelProblemKind::CallBetweenRuns => "call_between_runs",
         }
     }
 }

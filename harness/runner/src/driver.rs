@@ -717,7 +717,23 @@ impl Session {
         scenario: &Scenario,
         recorded: &[Turn],
     ) -> Result<Vec<RunTranscript>, DriverError> {
-        self.dialect.begin(&self.client, scenario).await?;
+        self.begin(scenario).await?;
+        self.runs(scenario, recorded).await
+    }
+
+    /// The first half of [`Session::run_scenario`]: starts the conversation (a dialect's thread),
+    /// sending no run yet.
+    pub async fn begin(&mut self, scenario: &Scenario) -> Result<(), DriverError> {
+        self.dialect.begin(&self.client, scenario).await
+    }
+
+    /// The second half of [`Session::run_scenario`]: the runs, in the conversation
+    /// [`Session::begin`] started.
+    pub async fn runs(
+        &mut self,
+        scenario: &Scenario,
+        recorded: &[Turn],
+    ) -> Result<Vec<RunTranscript>, DriverError> {
         let mut transcripts = Vec::new();
         for prompt in scenario.prompts() {
             let request = self

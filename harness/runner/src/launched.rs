@@ -180,14 +180,6 @@ impl Launched {
         self.log.as_deref()
     }
 
-    /// Whether the gateway it started is still running (a reused gateway that died with the
-    /// last fixture is started again for the next: `reused`).
-    pub fn is_running(&mut self) -> bool {
-        self.running
-            .as_mut()
-            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
-    }
-
     fn failed(&self, error: LaunchError) -> HarnessError {
         HarnessError::Boot {
             fixture: self.fixture.clone(),
@@ -324,12 +316,14 @@ impl Launched {
 
     /// Stops the running gateway: SIGTERM to its process group and to every process that left
     /// it, SIGKILL after the grace period (or once the shell is gone) to all of them again.
-    pub async fn stop(&mut self) {
-        let Some(mut child) = self.running.take() else {
-            return;
-        };
+    /// Returns how the command ended when it had exited, or begun to exit, on its own before
+    /// the SIGTERM (issue 45, finding 8): decided at the signal from the reaped status and the
+    /// kernel's exiting flag, so an exit that races the stop is still the gateway's own.
+    pub async fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.running.take()?;
         let group = rustix::process::Pid::from_child(&child);
         let strays = self.strays(&child);
+        let own = own_exit(&mut child).await;
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
         processes::signal_all(&strays, rustix::process::Signal::TERM);
         let deadline = Instant::now() + STOP_GRACE;
@@ -361,6 +355,7 @@ impl Launched {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         self.mark = None;
+        own
     }
 
     /// How the running command ended, if it has exited on its own since it was launched (call
@@ -370,6 +365,37 @@ impl Launched {
             .as_mut()
             .and_then(|child| child.try_wait().ok().flatten())
     }
+
+    /// [`Self::exited`], also when the command has only begun to exit: its exit is waited out,
+    /// so a gateway that exits right after its run is never taken for a running one.
+    pub async fn exited_now(&mut self) -> Option<ExitStatus> {
+        match self.running.as_mut() {
+            Some(child) => own_exit(child).await,
+            None => None,
+        }
+    }
+}
+
+/// How long an exit under way may take to finish before [`own_exit`] gives up on its status.
+const EXIT_TEARDOWN: Duration = Duration::from_secs(2);
+
+/// How `child` ended if it has exited, or begun to exit, on its own (its status, reaped; an
+/// exit under way is waited out for up to [`EXIT_TEARDOWN`]); `None` while it runs.
+async fn own_exit(child: &mut Child) -> Option<ExitStatus> {
+    if let Ok(Some(status)) = child.try_wait() {
+        return Some(status);
+    }
+    if !processes::exiting(child.id() as i32) {
+        return None;
+    }
+    let deadline = Instant::now() + EXIT_TEARDOWN;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
 }
 
 /// A free port on 127.0.0.1 (the listener is closed before the gateway binds it).
@@ -398,15 +424,15 @@ impl GatewayTarget for Launched {
     }
 
     async fn finish(&mut self) -> Result<ModelLedger, HarnessError> {
-        // A gateway that crashed after its last answer would otherwise pass (finding 12).
-        let exited = self.exited().map(|status| {
+        // A gateway that crashed after its last answer would otherwise pass (finding 12), also
+        // when its exit races the stop (issue 45, finding 8).
+        let exited = self.stop().await.map(|status| {
             GatewayExited {
                 status,
                 log: self.log.clone().unwrap_or_default(),
             }
             .to_string()
         });
-        self.stop().await;
         let state =
             self.model_server
                 .state()

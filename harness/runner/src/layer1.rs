@@ -449,7 +449,10 @@ pub async fn run(
     let (path, fixture) = (loaded.path(), Arc::clone(loaded.fixture()));
     let started = Instant::now();
     let url = target.start(&loaded).await?;
-    let drive = tokio::time::timeout(options.time_limit, drive(&options.drive, &url, &fixture));
+    let drive = tokio::time::timeout(
+        options.time_limit,
+        drive(&options.drive, &url, &fixture, &mut *target),
+    );
     let drive = drive.await;
     let ledger = target.finish().await;
     let Ok(drive) = drive else {
@@ -488,16 +491,19 @@ async fn drive(
     drive: &Drive,
     url: &str,
     fixture: &Fixture,
+    target: &mut dyn GatewayTarget,
 ) -> Result<(Vec<RunTranscript>, Vec<Exchange>), DriverError> {
     match drive {
         Drive::Session(options) => {
             let mut session = Session::open(url, options).await?;
-            let transcripts = session
-                .run_scenario(&fixture.scenario, &fixture.turns)
-                .await?;
+            session.begin(&fixture.scenario).await?;
+            target.run_begins().await;
+            let transcripts = session.runs(&fixture.scenario, &fixture.turns).await?;
             Ok((transcripts, Vec::new()))
         }
         Drive::Page(client) => {
+            // The page's first request may already reach the model (its suggestions).
+            target.run_begins().await;
             let PageRuns {
                 transcripts,
                 exchanges,

@@ -155,6 +155,29 @@ pub fn reap(pids: &BTreeSet<i32>) {
     }
 }
 
+/// The kernel's flag on a task that has begun to exit (`PF_EXITING`, `include/linux/sched.h`).
+const PF_EXITING: u64 = 0x4;
+
+/// Whether the process `pid` has begun to exit (Linux; false where there is no `/proc`): its
+/// main thread is a zombie or carries the kernel's exiting flag. A gateway that calls `exit`
+/// just before it is signalled is still tearing down when the signal comes, and ends with its
+/// own status; this tells that exit from the stop (issue 45, finding 8). Only the main thread
+/// counts: another thread exiting (a server's worker after its request) is no exit of the
+/// process, while an `exit` from any thread takes the main thread down within microseconds.
+pub fn exiting(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ppid pgrp session tty_nr tpgid flags …`, read after the last `)`.
+    let fields: Vec<&str> = stat
+        .rfind(')')
+        .map(|end| stat[end + 1..].split_whitespace().take(7).collect())
+        .unwrap_or_default();
+    let state = fields.first().copied().unwrap_or_default();
+    let flags = fields.get(6).and_then(|flags| flags.parse::<u64>().ok());
+    state == "Z" || state == "X" || flags.is_some_and(|flags| flags & PF_EXITING != 0)
+}
+
 /// Whether a process is still alive (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -198,5 +221,27 @@ mod tests {
         signal_all(&BTreeSet::from([pid]), Signal::KILL);
         let _ = child.wait();
         assert!(!alive(pid));
+    }
+
+    /// A running process is not exiting; one that has exited, not yet reaped, is.
+    #[test]
+    fn a_process_is_exiting_once_it_has_begun_to_exit_and_not_before() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read line"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let pid = child.id() as i32;
+        assert!(!exiting(pid), "a shell waiting for its input");
+        drop(child.stdin.take());
+        for _ in 0..100 {
+            if !alive(pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(exiting(pid), "a shell that exited, not yet reaped");
+        let _ = child.wait();
+        assert!(!exiting(pid), "reaped, it is no process at all");
     }
 }

@@ -110,6 +110,13 @@ pub trait GatewayTarget: Send {
     /// its engine instead of copying it.
     async fn start(&mut self, fixture: &LoadedFixture) -> Result<String, HarnessError>;
 
+    /// During the drive, once the session and its conversation are open and just before the
+    /// first run is sent. A target whose gateway outlives a fixture (`Reused`) opens the
+    /// fixture's replay only now, so a call its gateway makes between two fixtures' runs is
+    /// credited to neither (issue 45, finding 9). What goes wrong here is reported by
+    /// [`finish`](Self::finish).
+    async fn run_begins(&mut self) {}
+
     /// After the drive, whether it succeeded or not: stops what [`start`](Self::start) started
     /// and returns what the model side saw.
     async fn finish(&mut self) -> Result<ModelLedger, HarnessError>;

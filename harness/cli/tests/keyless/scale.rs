@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use harness::workspace::{fixtures_dir, golden_dir};
+use harness::workspace::{fixtures_dir, golden_dir, workspace_root};
 use serde_json::Value;
 
 use super::{FIXTURE, UserRepo, said, toml_string};
@@ -31,6 +31,46 @@ impl UserRepo {
             )
             .unwrap();
         }
+    }
+
+    /// Replaces the user's fixtures with copies of a one-turn chat fixture named `names`, run
+    /// through `scripted_gateway.py` (LangGraph's dialect; its environment says how it
+    /// misbehaves), and accepts the goldens of a clean run.
+    fn scripted(&self, names: &[&str]) {
+        let fixtures = self.path().join("fixtures");
+        std::fs::remove_dir_all(&fixtures).unwrap();
+        std::fs::create_dir_all(&fixtures).unwrap();
+        let hello = workspace_root().join("examples/ai-sdk-chat/web/fixtures/hello.chat.json");
+        for name in names {
+            std::fs::copy(&hello, fixtures.join(format!("{name}.json"))).unwrap();
+        }
+        let gateway = workspace_root().join("harness/cli/tests/keyless/scripted_gateway.py");
+        let command = format!("exec python3 '{}'", gateway.display());
+        std::fs::write(
+            self.path().join("keyless.toml"),
+            format!(
+                "gateway_cmd = {}\nready = \"/\"\napi = \"langgraph\"\n",
+                toml_string(&command)
+            ),
+        )
+        .unwrap();
+        let first = self.keyless(&["test", "--jobs", "1"]);
+        assert_eq!(first.status.code(), Some(1), "{}", said(&first));
+        let accepted = self.keyless(&["accept"]);
+        assert!(accepted.status.success(), "{}", said(&accepted));
+        let clean = self.keyless(&["test", "--jobs", "1", "--reuse-gateway"]);
+        assert!(clean.status.success(), "{}", said(&clean));
+    }
+
+    /// `keyless args…` with `env` set (the scripted gateway inherits it).
+    fn keyless_with(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_keyless"))
+            .args(args)
+            .current_dir(self.path())
+            .envs(env.iter().copied())
+            .env_remove("CARGO_MANIFEST_DIR")
+            .output()
+            .unwrap()
     }
 
     /// The configured gateway command with `before` run first.
@@ -303,4 +343,94 @@ fn jobs_a_single_model_server_cannot_serve_and_bad_partitions_exit_2() {
             );
         }
     }
+}
+
+/// Issue 45, finding 8: a gateway that exits (with 0 or not) right after it closed its run's
+/// response fails that fixture, with or without `--reuse-gateway`, every time: its exit is told
+/// from the stop by the reaped status and the kernel's exiting flag at the signal, not by a poll
+/// that races it. Under reuse the exit is charged to the fixture that ran last, and the next
+/// fixture starts the gateway again with a log of its own.
+#[test]
+fn finding_8_a_gateway_that_exits_right_after_its_run_fails_that_fixture() {
+    let repo = UserRepo::new();
+    let names = ["a.chat", "b.chat", "c.chat"];
+    repo.scripted(&names);
+    for (code, reuse) in [("0", "false"), ("3", "false"), ("0", "true"), ("3", "true")] {
+        let reused = format!("--reuse-gateway={reuse}");
+        let output = repo.keyless_with(
+            &["test", "--jobs", "1", "--json", &reused],
+            &[("GW_EXIT", code)],
+        );
+        let case = format!("GW_EXIT={code} {reused}: {}", said(&output));
+        assert_eq!(output.status.code(), Some(1), "{case}");
+        let lines = json_lines(&output.stdout);
+        assert_eq!(lines.len(), names.len(), "{case}");
+        for (index, (name, line)) in lines.iter().enumerate() {
+            let errors = line["model_errors"].to_string();
+            let says = format!("exited (exit status: {code}) before it was stopped");
+            assert!(
+                errors.contains("gateway_exited") && errors.contains(&says),
+                "{name}: {errors}\n{case}"
+            );
+            let log = line["gateway_log"].as_str().unwrap_or_default();
+            let expected = match (reuse, index) {
+                ("true", 0) => "job-1.gateway.log".to_owned(),
+                ("true", n) => format!("job-1.{}.gateway.log", n + 1),
+                _ => format!("{name}.gateway.log"),
+            };
+            assert!(
+                log.ends_with(&expected) && errors.contains(log),
+                "{name}: {log} {errors}\n{case}"
+            );
+        }
+    }
+}
+
+/// Issue 45, finding 9: under `--reuse-gateway` the first run's gateway repeats its model call
+/// 0.2 s after its run, while the next fixture's thread is being created (1 s), and answers the
+/// next run from a cache without calling the model. The late call is refused and charged to
+/// the first fixture (`call_between_runs`), and the next fixture, which never reached the
+/// model, is not credited with it: it fails for using none of its turns.
+#[test]
+fn finding_9_a_late_call_under_reuse_is_charged_to_the_run_before_never_credited_to_the_next() {
+    let repo = UserRepo::new();
+    repo.scripted(&["a.chat", "b.chat"]);
+    let output = repo.keyless_with(
+        &["test", "--jobs", "1", "--json", "--reuse-gateway"],
+        &[("GW_LATE", "0.2"), ("GW_SLOW_THREAD", "1")],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let lines = json_lines(&output.stdout);
+    let (first, next) = (&lines[0].1, &lines[1].1);
+    // Under a heavy load the late call can come before the harness has read the first run's
+    // ledger: then it is that run's own call, a miss (its turn was served already).
+    let first_errors = first["model_errors"].to_string();
+    assert!(
+        first_errors.contains("call_between_runs: ")
+            || first["misses"]
+                .as_array()
+                .is_some_and(|misses| !misses.is_empty()),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(
+        next["unused_turns"],
+        serde_json::json!([0]),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(
+        next["model_errors"],
+        serde_json::json!([]),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(
+        next["unused_failure"]
+            .as_str()
+            .map(|text| text.contains("no recorded turn was used")),
+        Some(true),
+        "{}",
+        said(&output)
+    );
 }

@@ -63,6 +63,24 @@ pub struct ResetReply {
 }
 
 impl ResetReply {
+    /// The discarded problems as the fixture that ran last's own: what arrived after its run
+    /// ended, while no run was open ([`ModelServerClient::end_run`]).
+    pub fn problems_of_the_last_run(&self) -> Vec<ModelProblem> {
+        let mut problems: Vec<ModelProblem> = (self.discarded.iter())
+            .map(|problem| ModelProblem::Reported {
+                kind: problem.model_kind(),
+                message: problem.message().to_owned(),
+            })
+            .collect();
+        if self.discarded_count > self.discarded.len() {
+            problems.push(ModelProblem::DiscardedUnkept {
+                count: self.discarded_count,
+                not_kept: self.discarded_count - self.discarded.len(),
+            });
+        }
+        problems
+    }
+
     /// The discarded problems for a run's ledger ([`ModelProblem::DiscardedAtReset`]), and one
     /// more when some were not kept in full.
     pub fn discarded_problems(&self) -> Vec<ModelProblem> {
@@ -97,6 +115,7 @@ impl Problem {
             Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
             Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
             Problem::Overflow { .. } => ModelProblemKind::Overflow,
+            Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
         }
     }
 }
@@ -178,6 +197,17 @@ impl ModelServerClient {
         let url = format!("{}/_harness/reset", self.root);
         let route = format!("POST {url}");
         let request = self.owned(self.http.post(&url).json(&json!({"fixture": fixture})));
+        self.send(request, route).await
+    }
+
+    /// Ends the run (`POST /_harness/reset` with `{"between_runs": true}`): until the next
+    /// [`ModelServerClient::reset`], every model call is refused and kept as a
+    /// `call_between_runs` problem, which that reset hands back. Returns what it cleared that
+    /// nobody had read.
+    pub async fn end_run(&self) -> Result<ResetReply, ClientError> {
+        let url = format!("{}/_harness/reset", self.root);
+        let route = format!("POST {url}");
+        let request = self.owned(self.http.post(&url).json(&json!({"between_runs": true})));
         self.send(request, route).await
     }
 

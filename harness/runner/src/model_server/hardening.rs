@@ -790,3 +790,61 @@ async fn finding_45_1_a_key_split_over_chunks_never_reaches_the_recording() {
         }
     }
 }
+
+/// Issue 45, finding 9: between two runs (`{"between_runs": true}` until the next reset) a model
+/// call at any wire is refused (409) and kept as a `call_between_runs` problem, which the next
+/// reset hands back; after it, calls are answered again. Ending a run selects no fixture.
+#[tokio::test]
+async fn finding_9_a_call_between_runs_is_refused_and_handed_back_by_the_next_reset() {
+    let server = server(ServeLimits::default()).await;
+    let port = server.address.port();
+    let client = ModelServerClient::new(&server.url())
+        .expect("client")
+        .with_reset_token(server.reset_token());
+    let ended = client.end_run().await.expect("end the run");
+    assert_eq!(ended.discarded_count, 0);
+    for (path, body) in [
+        ("/v1/chat/completions", MISSING),
+        (
+            "/v1/messages",
+            r#"{"model":"m","max_tokens":5,"messages":[]}"#,
+        ),
+    ] {
+        let refused = raw(&server, &post(port, path, "", body), Duration::from_secs(5)).await;
+        assert!(refused.starts_with("HTTP/1.1 409"), "{path}: {refused}");
+        assert!(
+            refused.contains("arrived between two runs"),
+            "{path}: {refused}"
+        );
+    }
+    let reply = client
+        .reset(Some("write_read_file.flash"))
+        .await
+        .expect("reset");
+    let kinds: Vec<&str> = reply.discarded.iter().map(Problem::kind).collect();
+    assert_eq!(kinds, ["call_between_runs", "call_between_runs"]);
+    assert!(
+        (reply.problems_of_the_last_run().iter())
+            .all(|problem| problem.to_string().starts_with("call_between_runs: ")),
+        "{reply:?}"
+    );
+    let answered = raw(
+        &server,
+        &post(port, "/v1/chat/completions", "", MISSING),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        answered.starts_with("HTTP/1.1 400"),
+        "a miss again: {answered}"
+    );
+    let token = format!("{RESET_TOKEN_HEADER}: {}\r\n", server.reset_token());
+    let both = r#"{"between_runs": true, "fixture": "write_read_file.flash"}"#;
+    let refused = raw(
+        &server,
+        &post(port, "/_harness/reset", &token, both),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+}

@@ -28,7 +28,10 @@
 //! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
 //! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
-//! ledger is cleared, and a reply that discarded problems no driver had read says how many). Any
+//! ledger is cleared, and a reply that discarded problems no driver had read says how many;
+//! `{"between_runs": true}` ends the run instead: until the next reset every model call is
+//! refused as a `call_between_runs` problem, so a call a reused gateway makes after its run is
+//! credited to no fixture). Any
 //! other request (`POST /v1/embeddings`, a wrong method) answers an OpenAI error
 //! naming the route and is an `unserved_route` problem: a gateway that calls something no
 //! recording answers is not a clean run. Problems are also handed to [`ServerOptions::on_problem`]
@@ -52,7 +55,7 @@ mod wires;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
@@ -308,6 +311,9 @@ struct Shared {
     problems: Mutex<Ledger>,
     on_problem: Option<ProblemHook>,
     answers: AtomicU64,
+    /// No run is open (`{"between_runs": true}` until the next reset): every model call is
+    /// refused and reported.
+    closed: AtomicBool,
     /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
     reset_token: String,
     /// Cancelled once a stop's grace has run out: work outside a connection (the recording
@@ -405,6 +411,7 @@ impl ModelServer {
             problems: Mutex::new(Ledger::default()),
             on_problem: options.on_problem,
             answers: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
         });
@@ -578,6 +585,18 @@ async fn serve(
     body: &[u8],
     target: Option<Target>,
 ) -> Response {
+    if shared.closed.load(Ordering::SeqCst) {
+        let message = format!(
+            "a model call ({}) arrived between two runs (after one run ended, before the next \
+             began): it was refused, not answered from either fixture; a gateway kept across \
+             fixtures (--reuse-gateway) made it after its run, e.g. from a background task",
+            wire.name()
+        );
+        shared.report(Problem::CallBetweenRuns {
+            message: message.clone(),
+        });
+        return wire_error(wire, StatusCode::CONFLICT, &message, "call_between_runs");
+    }
     let parsed = match target {
         Some(target) => WireRequest::parse_at(wire, body, target),
         None => WireRequest::parse(wire, body),
@@ -682,12 +701,16 @@ async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respons
     Json(state).into_response()
 }
 
-/// The body of `POST /_harness/reset`: empty, or `{"fixture": "<name>"}` (other keys ignored).
+/// The body of `POST /_harness/reset`: empty, `{"fixture": "<name>"}` or `{"between_runs":
+/// true}` (other keys ignored).
 #[derive(Debug, Default, Deserialize)]
 struct ResetRequest {
     /// The fixture to select; none keeps the active one.
     #[serde(default)]
     fixture: Option<String>,
+    /// End the run: refuse every model call until the next reset.
+    #[serde(default)]
+    between_runs: bool,
 }
 
 impl ResetRequest {
@@ -696,9 +719,15 @@ impl ResetRequest {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(ResetRequest::default());
         }
-        let fields = serde_json::from_slice::<serde_json::Map<String, Value>>(body)
-            .map_err(|_| "the body must be empty or {\"fixture\": \"<name>\"}")?;
-        ResetRequest::deserialize(Value::Object(fields)).map_err(|_| "\"fixture\" must be a string")
+        let fields = serde_json::from_slice::<serde_json::Map<String, Value>>(body).map_err(
+            |_| "the body must be empty, {\"fixture\": \"<name>\"} or {\"between_runs\": true}",
+        )?;
+        let request = ResetRequest::deserialize(Value::Object(fields))
+            .map_err(|_| "\"fixture\" must be a string and \"between_runs\" a boolean")?;
+        if request.between_runs && request.fixture.is_some() {
+            return Err("\"between_runs\" ends the run: it selects no fixture");
+        }
+        Ok(request)
     }
 }
 
@@ -728,8 +757,8 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         )
             .into_response();
     }
-    let wanted = match ResetRequest::parse(&body) {
-        Ok(request) => request.fixture,
+    let (wanted, between_runs) = match ResetRequest::parse(&body) {
+        Ok(request) => (request.fixture, request.between_runs),
         Err(message) => {
             return (StatusCode::BAD_REQUEST, Json(json!({"error": message}))).into_response();
         }
@@ -744,7 +773,15 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
                 .into_response();
         }
     };
+    // Closed before the ledger is cleared, opened after: a call in between is either refused or
+    // in the ledger the reply hands back, never answered and then cleared.
+    if between_runs {
+        shared.closed.store(true, Ordering::SeqCst);
+    }
     let discarded = shared.problems.lock().clear();
+    if !between_runs {
+        shared.closed.store(false, Ordering::SeqCst);
+    }
     let mut reply = ResetReplyBody {
         selected,
         discarded_unread_problems: None,

@@ -132,6 +132,14 @@ pub enum Problem {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A model call that arrived while no run was open (`POST /_harness/reset` with
+    /// `{"between_runs": true}`, until the next reset): under `--reuse-gateway`, a call the last
+    /// run's gateway made after that run ended. It was refused, so it is neither answered from
+    /// the fixture that ran last nor credited to the next.
+    CallBetweenRuns {
+        /// The call and why it was refused.
+        message: String,
+    },
     /// The ledger's bound was reached: these problems happened but are not kept in full.
     Overflow {
         /// How many, and of which kinds.
@@ -166,6 +174,7 @@ impl Problem {
             | Problem::UnservedRoute { message, .. }
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
+            | Problem::CallBetweenRuns { message }
             | Problem::Overflow { message, .. } => *message = cut_middle(message, max),
         }
         self
@@ -188,7 +197,8 @@ impl Problem {
     }
 
     /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
-    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large`, `recording_limit` or `overflow`.
+    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large`, `recording_limit`,
+    /// `call_between_runs` or `overflow`.
     pub fn kind(&self) -> &'static str {
         match self {
             Problem::Miss { .. } => "miss",
@@ -201,6 +211,7 @@ impl Problem {
             Problem::UnservedRoute { .. } => "unserved_route",
             Problem::BodyTooLarge { .. } => "body_too_large",
             Problem::RecordingLimit { .. } => "recording_limit",
+            Problem::CallBetweenRuns { .. } => "call_between_runs",
             Problem::Overflow { .. } => "overflow",
         }
     }
@@ -218,6 +229,7 @@ impl Problem {
             | Problem::UnservedRoute { message, .. }
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
+            | Problem::CallBetweenRuns { message }
             | Problem::Overflow { message, .. } => message,
         }
     }
