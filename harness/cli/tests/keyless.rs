@@ -10,6 +10,8 @@ use harness::workspace::{fixtures_dir, read_golden};
 use replay_core::Fixture;
 use serde_json::Value;
 
+#[path = "keyless/report.rs"]
+mod report;
 #[path = "keyless/scale.rs"]
 mod scale;
 

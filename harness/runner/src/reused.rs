@@ -153,15 +153,8 @@ impl GatewayTarget for Reused {
         // A gateway that died during this fixture's run fails it (finding 12); a shared one is
         // started again for the next fixture.
         let exited = self.launched.exited().map(|status| {
-            GatewayExited {
-                status,
-                log: self
-                    .launched
-                    .log()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default(),
-            }
-            .to_string()
+            let log = self.launched.log().map(Path::to_path_buf);
+            GatewayExited::new(status, log.unwrap_or_default()).to_string()
         });
         if self.own || exited.is_some() {
             self.launched.stop().await;
