@@ -827,7 +827,7 @@ impl Miss {
             format!("{} (its {CALLER_HEADER} header)", python_repr(&self.caller))
         };
         let mut out = format!(
-            "replay miss: no recorded answer in {} for a model call of {caller}, key {}",
+            "replay miss: no recorded output in {} for a model call of {caller}, key {}",
             self.fixture_path.display(),
             first_chars(&self.input_hash, 16),
         );
