@@ -1245,6 +1245,55 @@ mod tests {
         );
     }
 
+    /// Issue 47: a miss in plain words names the call's caller as the gateway's own request when
+    /// no header named one, shows a message's `type` as its `role` and names the next step,
+    /// without DeerFlow's vocabulary; a later call whose conversation carries on from a missed
+    /// one is its consequence, an unrelated one is not.
+    #[test]
+    fn a_miss_in_plain_words_and_its_consequences() {
+        let recorded = [
+            human("hi"),
+            json!({"type": "ai", "content": "hello"}),
+            human("more"),
+        ];
+        let engine = engine(vec![
+            turn("lead_agent", &recorded[..1], "hello", true),
+            turn("lead_agent", &recorded, "ok", true),
+        ]);
+        let first = [json!({"type": "ai", "content": "hi", "name": "user-input"})];
+        let missed = engine.lookup("", &first).expect_err("a miss");
+        let words = missed.in_plain_words();
+        for says in [
+            "no recorded output in fixtures/s.flash.json",
+            "the gateway's request (it sent no X-Harness-Caller header",
+            "first differing field: [0].role (against the nearest recorded turn 0",
+            "recorded \"user\", incoming \"assistant\"",
+            "record the fixture again (keyless record)",
+        ] {
+            assert!(words.contains(says), "{says:?} not in {words}");
+        }
+        for never in ["lead_agent", "graph changed", "'type'", "Normalized input"] {
+            assert!(!words.contains(never), "{never:?} in {words}");
+        }
+        let named = engine.lookup("critic", &first).expect_err("a miss");
+        assert!(
+            named
+                .in_plain_words()
+                .contains("'critic' (its X-Harness-Caller header)")
+        );
+
+        let follow_up = [
+            first[0].clone(),
+            json!({"type": "ai", "content": "sorry"}),
+            human("more"),
+        ];
+        let later = engine.lookup("", &follow_up).expect_err("a miss");
+        assert!(later.continues(&missed));
+        assert!(!missed.continues(&later));
+        let unrelated = engine.lookup("", &[human("other")]).expect_err("a miss");
+        assert!(!unrelated.continues(&missed));
+    }
+
     #[test]
     fn miss_message_is_deerflows_with_diagnostics() {
         let conversation = vec![

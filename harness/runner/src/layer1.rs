@@ -756,4 +756,39 @@ mod tests {
         assert_eq!(moved.golden_status(), GoldenStatus::Changed);
         assert_eq!(moved.dropped(), None);
     }
+
+    /// Issue 47: in keyless's voice a miss whose conversation carries on from an earlier miss's
+    /// is one short line naming it (its nearest turn would be noise); the workspace's voice
+    /// keeps DeerFlow's message for every miss.
+    #[test]
+    fn a_consequence_of_an_earlier_miss_is_marked_and_kept_short() {
+        let miss = |canonical: &str| Miss {
+            caller: "lead_agent".into(),
+            input_hash: "k".into(),
+            conversation_hash: "c".into(),
+            canonical: canonical.into(),
+            fixture_path: PathBuf::from("f.json"),
+            known_hashes: Vec::new(),
+            nearest: None,
+        };
+        let mut run = clean_page_run();
+        run.misses = vec![
+            miss(r#"[{"content": "hi", "type": "human"}]"#),
+            miss(r#"[{"content": "hi", "type": "human"}, {"content": "more", "type": "human"}]"#),
+        ];
+        run.voice = Voice::Keyless;
+        assert_eq!(run.consequence_of(1), Some(0));
+        let second = run.miss_text(1);
+        assert!(
+            second.starts_with("replay miss 2 of 2: a consequence of miss 1")
+                && !second.contains('\n'),
+            "{second}"
+        );
+        assert!(
+            run.miss_text(0)
+                .contains("record the fixture again (keyless record)")
+        );
+        run.voice = Voice::Workspace;
+        assert_eq!(run.miss_text(1), run.misses[1].to_string());
+    }
 }
