@@ -99,8 +99,8 @@ pub enum LaunchError {
         url: String,
         /// The log file.
         log: PathBuf,
-        /// Its last lines.
-        tail: LogTail,
+        /// Its last lines (boxed: the error stays small).
+        tail: Box<LogTail>,
     },
     /// The readiness path did not answer 2xx in time.
     #[error("the gateway command `{command}` was not ready within {}s: {url} {last}; its output is in {}{tail}", .timeout.as_secs(), .log.display())]
@@ -115,8 +115,8 @@ pub enum LaunchError {
         timeout: Duration,
         /// The log file.
         log: PathBuf,
-        /// Its last lines.
-        tail: LogTail,
+        /// Its last lines (boxed: the error stays small).
+        tail: Box<LogTail>,
     },
 }
 
@@ -337,7 +337,7 @@ impl Launched {
                     command: self.command.command.clone(),
                     status,
                     url: ready,
-                    tail: LogTail::read(&log),
+                    tail: Box::new(LogTail::read(&log)),
                     log,
                 });
             }
@@ -358,7 +358,7 @@ impl Launched {
                     url: ready,
                     last,
                     timeout: self.command.ready_timeout,
-                    tail: LogTail::read(&log),
+                    tail: Box::new(LogTail::read(&log)),
                     log,
                 });
             }
