@@ -621,7 +621,18 @@ impl Verdict {
                     "recorded turns {:?} were not used, a consequence of the miss above",
                     failure.turns()
                 ),
-                _ => failure.to_string(),
+                // `lead_agent` is only keyless's name for a call that names no caller.
+                (Voice::Keyless, true) => match failure {
+                    UnusedFailure::LeadUnused { caller, turns } if caller == DEFAULT_CALLER => {
+                        format!(
+                            "none of the turns recorded for the gateway's own requests (those \
+                             without an X-Harness-Caller header) was used (turns {turns:?}): the \
+                             gateway's main model calls did not reach the model server"
+                        )
+                    }
+                    other => other.to_string(),
+                },
+                (Voice::Workspace, _) => failure.to_string(),
             });
         }
         if !self.model_errors.is_empty() {
@@ -1004,6 +1015,20 @@ mod tests {
         assert!(
             problems.len() == 1 && problems[0].contains("no recorded turn was used (turns [0])"),
             "{problems:?}"
+        );
+        let lead_unused = Verdict {
+            unused_failure: Some(UnusedFailure::LeadUnused {
+                caller: DEFAULT_CALLER.into(),
+                turns: vec![0],
+            }),
+            ..verdict
+        };
+        let words = lead_unused.problems_in(MissingGolden::Allowed, Voice::Keyless);
+        assert!(
+            words.len() == 1
+                && words[0].contains("the gateway's own requests")
+                && !words[0].contains(DEFAULT_CALLER),
+            "{words:?}"
         );
     }
 }
