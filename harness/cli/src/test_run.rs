@@ -65,6 +65,11 @@ A run fails when the model server answered none of the fixture's recorded turns,
 lead caller's (the gateway's model is not the model server); other unused turns are reported,
 and fail with --strict-unused.
 
+A failed fixture says under its row what to do next: a changed golden's diff (at most 60 lines,
+coloured on a terminal only; --json carries it as golden_diff), a miss's first differing field and
+how to record again, a dead gateway's last log lines. ignore_events = [\"RAW\"] in keyless.toml
+leaves a framework's own event types out of the goldens (no longer guarded), counted per type.
+
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
 must use unused, or has a changed or missing golden (written as <name>.snap.new: see keyless
 review); 2 a usage or configuration error. A closed standard output stops the run quietly.")]
