@@ -89,4 +89,16 @@ status=$?
 set -e
 [ "$status" -eq 1 ] || { cat "$work/action-drift.out" >&2; fail "the action exited $status on a drifted gateway, not 1"; }
 grep -q 'first differing field: \[0\].name' "$work/action-drift.out" || fail "the action's output has no miss diagnostic"
+! grep -q 'keyless review' "$work/action-drift.out" ||
+  fail "the action's output on a miss points at keyless review, which has nothing for a miss"
+# A changed golden (its first event renamed): the log shows the diff under the fixture's row.
+golden_file="$(ls "$work/repository/golden/"*.snap | head -1)"
+sed -i '0,/"event": "/s//"event": "renamed-/' "$golden_file"
+set +e
+action >"$work/action-changed.out" 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || { cat "$work/action-changed.out" >&2; fail "the action exited $status on a changed golden, not 1"; }
+grep -q '^-  *"event": "renamed-' "$work/action-changed.out" && grep -q '^@@ ' "$work/action-changed.out" ||
+  { cat "$work/action-changed.out" >&2; fail "the action's log on a changed golden has no diff"; }
 echo "installs: ok (pip, npm and the action each ran keyless test: green as recorded, red on the drift)"

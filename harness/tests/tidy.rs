@@ -240,6 +240,65 @@ fn tracked_texts_outside_docs() -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+/// Issue 47, item 7: the Action's repository path is written in one place, the `repository`
+/// of the `keyless` package (harness/cli/Cargo.toml), and every `uses:` of the Action in a
+/// tracked document or workflow (README, docs, `action.yml`) is that path at the package's
+/// version, so a CI snippet can be pasted as it is; every `actions/upload-artifact` is one
+/// version.
+#[test]
+fn ci_snippets_use_the_keyless_packages_repository_and_one_upload_artifact_version() {
+    let root = workspace_root();
+    let manifest = std::fs::read_to_string(root.join("harness/cli/Cargo.toml")).unwrap();
+    let manifest: toml::Value = toml::from_str(&manifest).unwrap();
+    let package = &manifest["package"];
+    let repository = package.get("repository").and_then(toml::Value::as_str);
+    let path = repository
+        .and_then(|url| url.strip_prefix("https://github.com/"))
+        .expect("harness/cli/Cargo.toml: package.repository = \"https://github.com/OWNER/NAME\"");
+    let version = package["version"].as_str().expect("a version");
+    let action = format!("{path}@v{version}");
+    let mut wrong = Vec::new();
+    let mut upload_versions = BTreeSet::new();
+    for file in tracked_files() {
+        let text_file = ["md", "yml", "yaml"]
+            .iter()
+            .any(|ext| file.extension().is_some_and(|found| found == *ext));
+        let Some(text) = text_file
+            .then(|| std::fs::read_to_string(root.join(&file)).ok())
+            .flatten()
+        else {
+            continue;
+        };
+        for (number, line) in text.lines().enumerate() {
+            let Some(used) = line
+                .split("uses:")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            else {
+                continue;
+            };
+            if let Some(upload) = used.strip_prefix("actions/upload-artifact@") {
+                upload_versions.insert(upload.to_owned());
+            }
+            let names_keyless =
+                used.contains("/keyless@") || used.contains("<owner>") || used.contains("OWNER/");
+            if names_keyless && used != action {
+                wrong.push(format!("{}:{}: {used}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "uses of the Action that are not {action} (package.repository and version of \
+         harness/cli/Cargo.toml): {wrong:#?}"
+    );
+    assert_eq!(
+        upload_versions.len(),
+        1,
+        "actions/upload-artifact at several versions: {upload_versions:?}"
+    );
+}
+
 /// Text that points outside the repository for a specification, and why it must not. The
 /// needles are joined at run time so that this file does not contain them.
 const OUTSIDE_POINTERS: &[(&[&str], &str)] = &[

@@ -108,6 +108,20 @@ pub struct FileConfig {
     pub reuse_gateway: Option<bool>,
     /// How fixtures are recorded.
     pub record: Option<RecordConfig>,
+    /// Event types every fixture's golden leaves out (`ignore_events = ["RAW"]`): a framework's
+    /// own telemetry, whose place in the stream is its internals. What is ignored is no longer
+    /// guarded.
+    pub ignore_events: Option<Vec<String>>,
+    /// Settings of single fixtures, by fixture name (`[fixture."chat.chat"]`).
+    pub fixture: Option<BTreeMap<String, FixtureConfig>>,
+}
+
+/// A `[fixture."NAME"]` table: settings of one fixture, over the file's.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureConfig {
+    /// Event types this fixture's golden also leaves out.
+    pub ignore_events: Option<Vec<String>>,
 }
 
 /// The `[record]` table.
@@ -224,6 +238,16 @@ mod tests {
                 "an unknown record key",
                 "[record]\nupstrem = \"u\"\n",
                 "upstrem",
+            ),
+            (
+                "ignored events that are not a list",
+                "ignore_events = \"RAW\"\n",
+                "ignore_events",
+            ),
+            (
+                "an unknown fixture key",
+                "[fixture.\"a.chat\"]\nignore_event = [\"RAW\"]\n",
+                "ignore_event",
             ),
         ];
         for (name, text, key) in cases {

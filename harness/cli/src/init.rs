@@ -72,6 +72,13 @@ logs = ".keyless/logs"
 # jobs = 2
 # reuse_gateway = false
 
+# Event types left out of every golden, for a framework that mixes its own telemetry into the
+# stream (Agno's AG-UI `RAW` events): where they land is the framework's internals, and its
+# upgrades would churn goldens no frontend reads. What is ignored is no longer guarded, so never
+# ignore an event your frontend reads. `keyless test` says how many frames each type left out;
+# a `[fixture."<name>"]` table with its own `ignore_events` adds types for one fixture.
+# ignore_events = ["RAW"]
+
 # How `keyless record` records a fixture: it proxies the gateway's model calls to a real
 # OpenAI-compatible endpoint and writes what came back. Record with the settings you replay with:
 # the same gateway configuration (model name, message names, prompts, tools), because the

@@ -5,7 +5,9 @@
 //!   is kept where the text is several lines, escaped where it is one field);
 //! - a closed standard output (`keyless test --json | head -1`) is [`StdoutClosed`], an error
 //!   the command stops on quietly, after stopping what it started, instead of a panic (as
-//!   ripgrep does); a closed standard error is ignored.
+//!   ripgrep does); a closed standard error is ignored;
+//! - a golden's diff is coloured only where standard error is a terminal (issue 47): a CI log
+//!   gets the plain diff, never escape codes.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -78,9 +80,58 @@ pub fn err(line: impl AsRef<str>) {
     let _ = writeln!(stderr, "{}", printable(line.as_ref()));
 }
 
+/// Prints a unified diff on standard error, each line escaped ([`printable`]), removed lines
+/// red, added ones green and hunk headers cyan where standard error is a terminal (anstream
+/// strips the styles anywhere else, and under `NO_COLOR`).
+pub fn err_diff(diff: &str) {
+    let mut stderr = anstream::AutoStream::auto(std::io::stderr().lock());
+    let _ = stderr.write_all(styled_diff(diff).as_bytes());
+}
+
+/// `diff` escaped line by line, each line styled by its kind.
+fn styled_diff(diff: &str) -> String {
+    use anstyle::{AnsiColor, Style};
+    let mut out = String::with_capacity(diff.len() + 64);
+    for line in diff.lines() {
+        let style = if line.starts_with("@@") {
+            Style::new().fg_color(Some(AnsiColor::Cyan.into()))
+        } else if line.starts_with("---") || line.starts_with("+++") {
+            Style::new().bold()
+        } else if line.starts_with('-') {
+            Style::new().fg_color(Some(AnsiColor::Red.into()))
+        } else if line.starts_with('+') {
+            Style::new().fg_color(Some(AnsiColor::Green.into()))
+        } else {
+            Style::new()
+        };
+        out.push_str(&format!("{style}{}{style:#}\n", one_line(line)));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 47: a diff's lines are styled by kind, the styles are all that a plain stream
+    /// strips, and an escape sequence inside the diff itself is escaped, never passed on.
+    #[test]
+    fn a_diff_is_styled_by_line_and_its_own_control_characters_are_escaped() {
+        let diff = "--- golden/a.snap\n+++ golden/a.snap.new\n@@ -1,2 +1,2 @@\n   \"event\": \"x\",\n-  \"keys\": [\"a\"]\n+  \"keys\": [\"b\u{1b}[2J\"]\n";
+        let styled = styled_diff(diff);
+        assert!(
+            styled.contains("\u{1b}[31m-  \"keys\": [\"a\"]"),
+            "{styled:?}"
+        );
+        assert!(styled.contains("\u{1b}[32m+"), "{styled:?}");
+        assert!(styled.contains("\u{1b}[36m@@"), "{styled:?}");
+        let plain = anstream::adapter::strip_str(&styled).to_string();
+        assert_eq!(
+            plain,
+            diff.replace('\u{1b}', "\\u{1b}"),
+            "without styles, the diff as it is, its own ESC escaped"
+        );
+    }
 
     #[test]
     fn control_characters_are_escaped_and_line_breaks_kept_only_in_text() {

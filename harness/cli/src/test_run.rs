@@ -30,15 +30,15 @@ use keyless_runner::{AtUrl, GatewayTarget};
 use keyless_runner::{
     Drive, DriveOptions, FIXTURE_TIME_LIMIT, RunOptions, ScenarioRun, Transcripts,
 };
+use keyless_runner::{IgnoredEvents, find_pending, pending_diff, pending_diff_within};
 use keyless_runner::{Mode, ModelServer, ServerOptions};
 use keyless_runner::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
 };
-use keyless_runner::{find_pending, pending_diff};
 use keyless_runner::{pending_path, write_pending};
 use replay_core::{
-    FixtureError, GoldenStatus, LoadedFixture, MissingGolden, ModelProblem, UnusedTurns,
+    FixtureError, GoldenStatus, LoadedFixture, MissingGolden, ModelProblem, UnusedTurns, Voice,
 };
 use serde_json::json;
 
@@ -46,7 +46,11 @@ use crate::Folders;
 use crate::config::{ConfigError, DEFAULT_MODEL_PORT, FileConfig};
 use crate::gateway::{Gateway, GatewayArgs};
 use crate::junit::{self, Case, Failed};
-use crate::output::{err, out};
+use crate::output::{err, err_diff, out};
+
+/// How many lines of a changed golden's diff a run prints under the fixture's row; the rest is
+/// counted (`keyless review` shows up to 2,000).
+const LOG_DIFF_LINES: usize = 60;
 use crate::partition::Partition;
 
 /// Arguments of `test`.
@@ -62,6 +66,11 @@ use crate::partition::Partition;
 A run fails when the model server answered none of the fixture's recorded turns, or none of the
 lead caller's (the gateway's model is not the model server); other unused turns are reported,
 and fail with --strict-unused.
+
+A failed fixture says under its row what to do next: a changed golden's diff (at most 60 lines,
+coloured on a terminal only; --json carries it as golden_diff), a miss's first differing field and
+how to record again, a dead gateway's last log lines. ignore_events = [\"RAW\"] in keyless.toml
+leaves a framework's own event types out of the goldens (no longer guarded), counted per type.
 
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
 must use unused, or has a changed or missing golden (written as <name>.snap.new: see keyless
@@ -132,6 +141,20 @@ struct Settings {
     time_limit: Duration,
     /// The reset token of a model server already running (`--model-server`).
     external_token: Option<String>,
+    /// The event types every golden leaves out (`ignore_events`).
+    ignore_events: IgnoredEvents,
+    /// The types single fixtures also leave out (`[fixture."NAME"]`), by fixture name.
+    fixture_ignore_events: BTreeMap<String, IgnoredEvents>,
+}
+
+impl Settings {
+    /// The event types the golden of the fixture `stem` leaves out.
+    fn ignored_for(&self, stem: &str) -> IgnoredEvents {
+        match self.fixture_ignore_events.get(stem) {
+            Some(own) => self.ignore_events.with(own),
+            None => self.ignore_events.clone(),
+        }
+    }
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -151,8 +174,26 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         )));
     }
+    let all: Vec<String> = fixtures.iter().map(|path| stem(path)).collect();
+    let fixture_tables = file.fixture.clone().unwrap_or_default();
+    if let Some(unknown) = fixture_tables.keys().find(|name| !all.contains(name)) {
+        return Err(ConfigError(format!(
+            "{}: [fixture.{unknown:?}] names no fixture in {} (fixtures: {})",
+            resolved.loaded.describe(),
+            resolved.fixtures.display(),
+            all.join(", ")
+        )));
+    }
+    let fixture_ignore_events = (fixture_tables.into_iter())
+        .map(|(name, table)| {
+            (
+                name,
+                IgnoredEvents::new(table.ignore_events.unwrap_or_default()),
+            )
+        })
+        .collect();
     if !args.names.is_empty() {
-        let stems: Vec<String> = fixtures.iter().map(|path| stem(path)).collect();
+        let stems = &all;
         if let Some(unknown) = args.names.iter().find(|name| !stems.contains(name)) {
             return Err(ConfigError(format!(
                 "no fixture {unknown:?} in {} (fixtures: {})",
@@ -201,6 +242,8 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             Some(_) => crate::model_server::read_reset_token(args.reset_token_file.as_deref())?,
             None => None,
         },
+        ignore_events: IgnoredEvents::new(file.ignore_events.clone().unwrap_or_default()),
+        fixture_ignore_events,
     })
 }
 
@@ -297,6 +340,8 @@ impl Target {
 enum Printed {
     Out(String),
     Err(String),
+    /// A golden's diff, on standard error (coloured on a terminal).
+    Diff(String),
 }
 
 /// One fixture's outcome.
@@ -318,7 +363,8 @@ impl Outcome {
             .iter()
             .filter_map(|printed| match printed {
                 Printed::Err(line) => Some(line.as_str()),
-                Printed::Out(_) => None,
+                // The report carries the whole diff (up to `keyless review`'s bound) instead.
+                Printed::Out(_) | Printed::Diff(_) => None,
             })
             .collect();
         lines.join("\n")
@@ -357,13 +403,31 @@ fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bo
         }
         GoldenStatus::Missing | GoldenStatus::Changed | GoldenStatus::Refused => {}
     }
+    // A changed golden's diff, bounded, for the log under the row and for --json (issue 47).
+    let diff = match (&pending, verdict.golden) {
+        (Some(_), GoldenStatus::Changed) => find_pending(golden, &run.stem())
+            .and_then(|found| pending_diff_within(&found, LOG_DIFF_LINES))
+            .map_err(|err| printed.push(Printed::Err(format!("keyless: {err}"))))
+            .ok(),
+        _ => None,
+    };
     let mut line = json_line(run, &verdict);
     line["pending_golden"] = json!(pending.as_ref().map(|p| p.display().to_string()));
+    line["golden_diff"] = json!(diff.as_ref().map(|diff| json!({
+        "diff": diff.text,
+        "lines_left_out": diff.left_out,
+    })));
     line["gateway_log"] = json!(log.map(|p| p.display().to_string()));
     line["unused_failure"] = json!(verdict.unused_failure.as_ref().map(ToString::to_string));
     line["golden_refusal"] = json!(verdict.golden_refusal);
     if !as_json {
         printed.push(Printed::Out(table_line(run, &verdict)));
+        if let Some(dropped) = run.dropped() {
+            printed.push(Printed::Out(format!(
+                "{}: {dropped}",
+                run.fixture_path.display()
+            )));
+        }
     }
     let mut failed = None;
     if !passed {
@@ -384,6 +448,16 @@ fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bo
                 run.stem()
             )));
         }
+        if let Some(diff) = &diff {
+            let mut text = diff.text.clone();
+            if diff.left_out > 0 {
+                text.push_str(&format!(
+                    "… {} more diff lines not shown (keyless review shows them all)\n",
+                    diff.left_out
+                ));
+            }
+            printed.push(Printed::Diff(text));
+        }
         if let Some(log) = log {
             printed.push(Printed::Err(format!(
                 "{}: gateway log: {}",
@@ -392,7 +466,9 @@ fn judge(run: &ScenarioRun, settings: &Settings, log: Option<&Path>, as_json: bo
             )));
         }
         failed = Some(Failed::Check {
-            message: verdict.problems(MissingGolden::Fails).join("; "),
+            message: verdict
+                .problems_in(MissingGolden::Fails, Voice::Keyless)
+                .join("; "),
             text: String::new(),
         });
     }
@@ -476,7 +552,9 @@ async fn run_one(
     let options = RunOptions::new(&settings.golden)
         .drive(Drive::Session(settings.drive.clone()))
         .time_limit(settings.time_limit)
-        .transcripts(Transcripts::from_env());
+        .transcripts(Transcripts::from_env())
+        .voice(Voice::Keyless)
+        .ignore_events(settings.ignored_for(&stem(path)));
     let run = keyless_runner::run(target.as_dyn(), loaded.clone(), &options).await;
     Ok(Ran {
         path: path.to_path_buf(),
@@ -675,6 +753,7 @@ impl Reporter {
                     match printed {
                         Printed::Out(line) => *closed |= out(line).is_err(),
                         Printed::Err(line) => err(line),
+                        Printed::Diff(diff) => err_diff(diff),
                     }
                 }
                 if as_json {

@@ -12,6 +12,8 @@ use serde_json::Value;
 
 #[path = "keyless/record.rs"]
 mod record;
+#[path = "keyless/report.rs"]
+mod report;
 #[path = "keyless/scale.rs"]
 mod scale;
 

@@ -78,7 +78,7 @@ pub use shapes::{
 pub use text::{first_chars, shorten};
 pub use verdict::{
     FailedRequest, Framing, FramingProblem, GoldenStatus, MissingGolden, ModelProblem,
-    ModelProblemKind, UnusedFailure, UnusedTurns, Verdict,
+    ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
 pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{

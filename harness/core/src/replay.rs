@@ -812,6 +812,136 @@ impl Miss {
     }
 }
 
+impl Miss {
+    /// The miss in the words of the installed `keyless` command, to a user of any gateway
+    /// (issue 47): which call missed (the caller as the gateway named it, or its own request
+    /// when it sent no caller header), the first differing field with the messages' roles as a
+    /// chat API names them, and the next step. No DeerFlow vocabulary and no canonical text: the
+    /// JSON output and the model server's ledger keep DeerFlow's message ([`Miss`]'s `Display`).
+    pub fn in_plain_words(&self) -> String {
+        let caller = if self.caller == DEFAULT_CALLER {
+            format!(
+                "the gateway's request (it sent no {CALLER_HEADER} header naming another caller)"
+            )
+        } else {
+            format!("{} (its {CALLER_HEADER} header)", python_repr(&self.caller))
+        };
+        let mut out = format!(
+            "replay miss: no recorded output in {} for a model call of {caller}, key {}",
+            self.fixture_path.display(),
+            first_chars(&self.input_hash, 16),
+        );
+        let Some(nearest) = &self.nearest else {
+            out.push_str(
+                "\nthe fixture records no call of this caller: the gateway calls its model \
+                 where it did not when the fixture was recorded; record the fixture again \
+                 (keyless record) if that is intended",
+            );
+            return out;
+        };
+        let turn = format!(
+            "recorded turn {} ({})",
+            nearest.turn_index,
+            if nearest.served {
+                "already answered in this run"
+            } else {
+                "not yet answered"
+            }
+        );
+        match (&nearest.difference, nearest.common_prefix) {
+            (None, Some(_)) if nearest.canonical_rewritten => out.push_str(&format!(
+                "\nthe nearest {turn} reads the same, but recording redacted a credential-shaped \
+                 value in it: the conversations differ where the recording shows \
+                 \"[secret removed]\""
+            )),
+            (Some(difference), _) => out.push_str(&format!(
+                "\nfirst differing field: {} (against the nearest {turn}): recorded {}, \
+                 incoming {}",
+                plain_path(&difference.path),
+                plain_value(&difference.path, difference.recorded.as_ref()),
+                plain_value(&difference.path, difference.incoming.as_ref()),
+            )),
+            (None, Some(_)) => out.push_str(&format!(
+                "\nthe conversation is the one of the nearest {turn}, but that turn was recorded \
+                 for another caller"
+            )),
+            (None, None) => out.push_str(&format!(
+                "\nthe nearest is {turn}, but the fixture stores no conversation text to compare \
+                 with: record it again (keyless record) to see the first differing field"
+            )),
+        }
+        out.push_str(
+            "\nnext: if the gateway changed that on purpose, record the fixture again (keyless \
+             record); otherwise fix what changed it",
+        );
+        out
+    }
+
+    /// Whether this call's conversation carries on from `earlier`'s (it starts with every
+    /// message `earlier` sent): after `earlier` missed, the gateway went on with whatever it
+    /// did instead of the recorded answer, so this call could not match the recording either.
+    /// It is a consequence of `earlier`, and fixing `earlier` fixes it.
+    pub fn continues(&self, earlier: &Miss) -> bool {
+        match (
+            parse_entries(&self.canonical),
+            parse_entries(&earlier.canonical),
+        ) {
+            (Some(later), Some(earlier)) => {
+                !earlier.is_empty() && later.len() > earlier.len() && later.starts_with(&earlier)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The roles a chat API names, for the canonical conversation's message types (LangChain's).
+const PLAIN_ROLES: [(&str, &str); 4] = [
+    ("human", "user"),
+    ("ai", "assistant"),
+    ("system", "system"),
+    ("tool", "tool"),
+];
+
+/// A canonical field path with a message's `type` named `role`, as a chat API names it.
+fn plain_path(path: &str) -> String {
+    match path.strip_suffix(".type") {
+        Some(message) => format!("{message}.role"),
+        None => path.to_owned(),
+    }
+}
+
+/// A differing value at `path` as [`short_value`] shows it (as JSON), a message's `type`
+/// shown as its `role`.
+fn plain_value(path: &str, value: Option<&Value>) -> String {
+    fn plain(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, value)| {
+                        let role = (PLAIN_ROLES.iter())
+                            .find(|(kind, _)| key == "type" && value.as_str() == Some(kind));
+                        match role {
+                            Some((_, role)) => ("role".to_owned(), Value::from(*role)),
+                            None => (key.clone(), plain(value)),
+                        }
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(plain).collect()),
+            other => other.clone(),
+        }
+    }
+    let Some(value) = value else {
+        return "<missing>".to_owned();
+    };
+    let role = (value.as_str().filter(|_| path.ends_with(".type")))
+        .and_then(|text| PLAIN_ROLES.iter().find(|(kind, _)| *kind == text));
+    if let Some((_, role)) = role {
+        return format!("{role:?}");
+    }
+    shorten(&plain(value).to_string(), DIAGNOSTIC_VALUE_CHARS).into_owned()
+}
+
 impl fmt::Display for Miss {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known: Vec<String> = self.known_hashes.iter().map(|k| python_repr(k)).collect();
@@ -1113,6 +1243,55 @@ mod tests {
                 "served 0 lead_agent"
             ]
         );
+    }
+
+    /// Issue 47: a miss in plain words names the call's caller as the gateway's own request when
+    /// no header named one, shows a message's `type` as its `role` and names the next step,
+    /// without DeerFlow's vocabulary; a later call whose conversation carries on from a missed
+    /// one is its consequence, an unrelated one is not.
+    #[test]
+    fn a_miss_in_plain_words_and_its_consequences() {
+        let recorded = [
+            human("hi"),
+            json!({"type": "ai", "content": "hello"}),
+            human("more"),
+        ];
+        let engine = engine(vec![
+            turn("lead_agent", &recorded[..1], "hello", true),
+            turn("lead_agent", &recorded, "ok", true),
+        ]);
+        let first = [json!({"type": "ai", "content": "hi", "name": "user-input"})];
+        let missed = engine.lookup("", &first).expect_err("a miss");
+        let words = missed.in_plain_words();
+        for says in [
+            "no recorded output in fixtures/s.flash.json",
+            "the gateway's request (it sent no X-Harness-Caller header",
+            "first differing field: [0].role (against the nearest recorded turn 0",
+            "recorded \"user\", incoming \"assistant\"",
+            "record the fixture again (keyless record)",
+        ] {
+            assert!(words.contains(says), "{says:?} not in {words}");
+        }
+        for never in ["lead_agent", "graph changed", "'type'", "Normalized input"] {
+            assert!(!words.contains(never), "{never:?} in {words}");
+        }
+        let named = engine.lookup("critic", &first).expect_err("a miss");
+        assert!(
+            named
+                .in_plain_words()
+                .contains("'critic' (its X-Harness-Caller header)")
+        );
+
+        let follow_up = [
+            first[0].clone(),
+            json!({"type": "ai", "content": "sorry"}),
+            human("more"),
+        ];
+        let later = engine.lookup("", &follow_up).expect_err("a miss");
+        assert!(later.continues(&missed));
+        assert!(!missed.continues(&later));
+        let unrelated = engine.lookup("", &[human("other")]).expect_err("a miss");
+        assert!(!unrelated.continues(&missed));
     }
 
     #[test]

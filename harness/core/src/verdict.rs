@@ -286,6 +286,18 @@ impl UnusedFailure {
     }
 }
 
+impl UnusedFailure {
+    /// The turns it names.
+    pub fn turns(&self) -> &[usize] {
+        match self {
+            UnusedFailure::NoneUsed { turns }
+            | UnusedFailure::LeadUnused { turns, .. }
+            | UnusedFailure::Unused { turns }
+            | UnusedFailure::NotReached { turns } => turns,
+        }
+    }
+}
+
 impl std::fmt::Display for UnusedFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -447,6 +459,20 @@ impl fmt::Display for FailedRequest {
     }
 }
 
+/// Whose words a problem line speaks in, and so which next step it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Voice {
+    /// This workspace's own harness: DeerFlow's miss message, and the workspace's commands
+    /// beside keyless's (`cargo xtask record`, `cargo insta review`).
+    #[default]
+    Workspace,
+    /// The installed `keyless` command, to a user of any gateway (issue 47): its own commands
+    /// only, no DeerFlow or LangChain vocabulary, and a next step only where one exists: a run
+    /// that failed before its golden could be judged writes no pending golden, so it names no
+    /// `keyless review`.
+    Keyless,
+}
+
 /// Everything Layer 1 concludes about one replayed scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -532,8 +558,14 @@ impl Verdict {
     }
 
     /// One line per failed check, in §8.3's order: the page's failed requests, framing, misses
-    /// (then the model side's other errors), golden.
+    /// (then the model side's other errors), golden; in the workspace's words
+    /// ([`Verdict::problems_in`]).
     pub fn problems(&self, missing: MissingGolden) -> Vec<String> {
+        self.problems_in(missing, Voice::Workspace)
+    }
+
+    /// [`Verdict::problems`] in `voice`'s words.
+    pub fn problems_in(&self, missing: MissingGolden, voice: Voice) -> Vec<String> {
         let mut problems: Vec<String> = (self.failed_requests.iter())
             .map(ToString::to_string)
             .collect();
@@ -566,18 +598,46 @@ impl Verdict {
         }
         if !self.misses.is_empty() {
             let hashes: Vec<&str> = self.misses.iter().map(|m| m.input_hash.as_str()).collect();
-            problems.push(format!(
-                "replay miss ({}): the fixture is stale vs the current gateway; re-record it \
-                 (keyless record; in this workspace cargo xtask record) or fix the drift. \
-                 Missed hashes: {hashes:?}",
-                self.misses.len()
-            ));
+            problems.push(match voice {
+                Voice::Workspace => format!(
+                    "replay miss ({}): the fixture is stale vs the current gateway; re-record it \
+                     (keyless record; in this workspace cargo xtask record) or fix the drift. \
+                     Missed hashes: {hashes:?}",
+                    self.misses.len()
+                ),
+                Voice::Keyless => format!(
+                    "replay miss ({}): the gateway asked its model something the recording has \
+                     no answer for: its conversation with the model changed since the fixture \
+                     was recorded (each miss below names the first differing field). If the \
+                     change is a mistake, fix the gateway; if it is intended, record the fixture \
+                     again (keyless record)",
+                    self.misses.len()
+                ),
+            });
         }
         for ambiguity in &self.ambiguities {
             problems.push(ambiguity.to_string());
         }
         if let Some(failure) = &self.unused_failure {
-            problems.push(failure.to_string());
+            problems.push(match (voice, self.misses.is_empty()) {
+                // The calls did reach the model server, and missed: not "never asked".
+                (Voice::Keyless, false) => format!(
+                    "recorded turns {:?} were not used, a consequence of the miss above",
+                    failure.turns()
+                ),
+                // `lead_agent` is only keyless's name for a call that names no caller.
+                (Voice::Keyless, true) => match failure {
+                    UnusedFailure::LeadUnused { caller, turns } if caller == DEFAULT_CALLER => {
+                        format!(
+                            "none of the turns recorded for the gateway's own requests (those \
+                             without an X-Harness-Caller header) was used (turns {turns:?}): the \
+                             gateway's main model calls did not reach the model server"
+                        )
+                    }
+                    other => other.to_string(),
+                },
+                (Voice::Workspace, _) => failure.to_string(),
+            });
         }
         if !self.model_errors.is_empty() {
             let lines: Vec<String> = self.model_errors.iter().map(ToString::to_string).collect();
@@ -586,23 +646,37 @@ impl Verdict {
                 self.model_errors.len(),
             ));
         }
+        let judged = self.replayed_cleanly();
         match (self.golden, missing) {
-            (GoldenStatus::Changed, _) => problems.push(
-                "the SSE shape differs from the golden (review it with `keyless review`; in this \
-                 workspace `cargo insta review`)"
+            (GoldenStatus::Changed, _) => problems.push(match (voice, judged) {
+                (Voice::Workspace, _) => "the SSE shape differs from the golden (review it with \
+                     `keyless review`; in this workspace `cargo insta review`)"
                     .into(),
-            ),
+                (Voice::Keyless, true) => "the SSE shape differs from the golden (the diff is \
+                     below; `keyless review` shows it again and accepts or rejects it)"
+                    .into(),
+                (Voice::Keyless, false) => "the SSE shape differs from the golden too, a \
+                     consequence of the failure above: no pending golden is written for a run \
+                     that did not replay cleanly, so fix that first"
+                    .into(),
+            }),
             (GoldenStatus::Refused, _) => problems.push(
                 self.golden_refusal
                     .clone()
                     .unwrap_or_else(|| "the golden file cannot be read".into()),
             ),
-            (GoldenStatus::Missing, MissingGolden::Fails) => problems.push(
-                "no golden is committed for this fixture (accept the pending one with `keyless \
-                 accept`; in this workspace run `cargo test -p harness --test golden`, then \
-                 `cargo insta review`)"
+            (GoldenStatus::Missing, MissingGolden::Fails) => problems.push(match (voice, judged) {
+                (Voice::Workspace, _) => "no golden is committed for this fixture (accept the \
+                     pending one with `keyless accept`; in this workspace run `cargo test -p \
+                     harness --test golden`, then `cargo insta review`)"
                     .into(),
-            ),
+                (Voice::Keyless, true) => "no golden is committed for this fixture (accept the \
+                     pending one with `keyless accept`)"
+                    .into(),
+                (Voice::Keyless, false) => "no golden is committed for this fixture, and none \
+                     is written until the run replays cleanly"
+                    .into(),
+            }),
             _ => {}
         }
         problems
@@ -835,11 +909,13 @@ mod tests {
         ];
         for verdict in &variants {
             for missing in [MissingGolden::Fails, MissingGolden::Allowed] {
-                assert_eq!(
-                    verdict.passes(missing),
-                    verdict.problems(missing).is_empty(),
-                    "{verdict:?} with {missing:?}"
-                );
+                for voice in [Voice::Workspace, Voice::Keyless] {
+                    assert_eq!(
+                        verdict.passes(missing),
+                        verdict.problems_in(missing, voice).is_empty(),
+                        "{verdict:?} with {missing:?} in {voice:?}"
+                    );
+                }
             }
         }
     }
@@ -943,6 +1019,20 @@ mod tests {
         assert!(
             problems.len() == 1 && problems[0].contains("no recorded turn was used (turns [0])"),
             "{problems:?}"
+        );
+        let lead_unused = Verdict {
+            unused_failure: Some(UnusedFailure::LeadUnused {
+                caller: DEFAULT_CALLER.into(),
+                turns: vec![0],
+            }),
+            ..verdict
+        };
+        let words = lead_unused.problems_in(MissingGolden::Allowed, Voice::Keyless);
+        assert!(
+            words.len() == 1
+                && words[0].contains("the gateway's own requests")
+                && !words[0].contains(DEFAULT_CALLER),
+            "{words:?}"
         );
     }
 }

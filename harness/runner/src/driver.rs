@@ -28,6 +28,8 @@ use serde_json::{Value, json};
 
 use replay_core::{FailedRequest, Framing, FramingProblem, Scenario, Shape, Turn, first_chars};
 
+use crate::ignored::IgnoredEvents;
+
 /// A failed step of the drive, naming the route.
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
@@ -415,10 +417,26 @@ impl FramingRule {
     /// the web client's modes); a dialect whose frames name themselves reduces its delta runs
     /// ([`replay_core::delta_run_shapes`]).
     pub fn golden_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
+        self.golden_shapes_without(transcript, &IgnoredEvents::default())
+    }
+
+    /// [`FramingRule::golden_shapes`] with the frames of the `ignored` types left out before
+    /// the reduction (so a `RAW` frame between two deltas of one message no longer splits
+    /// their run).
+    pub fn golden_shapes_without(
+        self,
+        transcript: &RunTranscript,
+        ignored: &IgnoredEvents,
+    ) -> Vec<Shape> {
         match (self.named(transcript), transcript.modes) {
-            (Some(named), _) => replay_core::delta_run_shapes(named),
-            (None, StreamModes::Values) => transcript.shapes(),
-            (None, StreamModes::Web) => transcript.web_shapes(),
+            (Some(mut named), _) => {
+                named.retain(|(shape, _)| !ignored.contains(shape.event.as_deref()));
+                replay_core::delta_run_shapes(named)
+            }
+            (None, StreamModes::Values) => (transcript.shapes().into_iter())
+                .filter(|shape| !ignored.contains(shape.event.as_deref()))
+                .collect(),
+            (None, StreamModes::Web) => transcript.web_shapes_without(ignored),
         }
     }
 

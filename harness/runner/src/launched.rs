@@ -89,7 +89,7 @@ pub enum LaunchError {
         source: std::io::Error,
     },
     /// The command exited before it was ready.
-    #[error("the gateway command `{command}` exited ({status}) before {url} answered; its output is in {}", .log.display())]
+    #[error("the gateway command `{command}` exited ({status}) before {url} answered; its output is in {}{tail}", .log.display())]
     Exited {
         /// The command line.
         command: String,
@@ -99,9 +99,11 @@ pub enum LaunchError {
         url: String,
         /// The log file.
         log: PathBuf,
+        /// Its last lines (boxed: the error stays small).
+        tail: Box<LogTail>,
     },
     /// The readiness path did not answer 2xx in time.
-    #[error("the gateway command `{command}` was not ready within {}s: {url} {last}; its output is in {}", .timeout.as_secs(), .log.display())]
+    #[error("the gateway command `{command}` was not ready within {}s: {url} {last}; its output is in {}{tail}", .timeout.as_secs(), .log.display())]
     NotReady {
         /// The command line.
         command: String,
@@ -113,7 +115,86 @@ pub enum LaunchError {
         timeout: Duration,
         /// The log file.
         log: PathBuf,
+        /// Its last lines (boxed: the error stays small).
+        tail: Box<LogTail>,
     },
+}
+
+/// The last lines of a gateway's log, shown in the failure itself (issue 47): a gateway that
+/// dies at boot (`ModuleNotFoundError: No module named 'uvicorn'`) is explained in the CI log,
+/// without downloading the log as an artifact. Bounded (the last [`LogTail::LINES`] lines of
+/// the last [`LogTail::BYTES`] bytes, each cut at [`LogTail::LINE_CHARS`] characters) and
+/// escaped: a control character is shown as `\u{1b}`, never sent to the terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogTail {
+    /// The lines shown, oldest first.
+    lines: Vec<String>,
+    /// Whether earlier output was left out.
+    cut: bool,
+}
+
+impl LogTail {
+    /// How many lines are shown.
+    pub const LINES: usize = 20;
+    /// How many bytes at the end of the log are read.
+    pub const BYTES: u64 = 8 * 1024;
+    /// How many characters of one line are shown.
+    pub const LINE_CHARS: usize = 300;
+
+    /// The tail of the log at `path` (empty when it cannot be read: its path is named anyway).
+    pub fn read(path: &Path) -> LogTail {
+        let Ok(Some(bytes)) = crate::regular_file::read_tail(path, LogTail::BYTES) else {
+            return LogTail::default();
+        };
+        let whole = std::fs::symlink_metadata(path).is_ok_and(|m| m.len() <= LogTail::BYTES);
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<&str> = text.lines().collect();
+        // A read that started mid-file starts mid-line: that line is left out.
+        if !whole && !lines.is_empty() {
+            lines.remove(0);
+        }
+        let cut = !whole || lines.len() > LogTail::LINES;
+        let kept = &lines[lines.len().saturating_sub(LogTail::LINES)..];
+        LogTail {
+            lines: kept.iter().map(|line| escaped(line)).collect(),
+            cut,
+        }
+    }
+}
+
+/// `line` cut at [`LogTail::LINE_CHARS`] characters, its control characters escaped.
+fn escaped(line: &str) -> String {
+    let mut out = String::new();
+    for (index, c) in line.chars().enumerate() {
+        if index == LogTail::LINE_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl std::fmt::Display for LogTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.lines.is_empty() {
+            return f.write_str(" (it printed nothing)");
+        }
+        let which = if self.cut {
+            "its last lines"
+        } else {
+            "all of it"
+        };
+        write!(f, "; {which}:")?;
+        for line in &self.lines {
+            write!(f, "\n  | {line}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The gateway command, started for each fixture against a model server.
@@ -248,6 +329,7 @@ impl Launched {
                     command: self.command.command.clone(),
                     status,
                     url: ready,
+                    tail: Box::new(LogTail::read(&log)),
                     log,
                 });
             }
@@ -268,6 +350,7 @@ impl Launched {
                     url: ready,
                     last,
                     timeout: self.command.ready_timeout,
+                    tail: Box::new(LogTail::read(&log)),
                     log,
                 });
             }
@@ -427,11 +510,7 @@ impl GatewayTarget for Launched {
         // A gateway that crashed after its last answer would otherwise pass (finding 12), also
         // when its exit races the stop (issue 45, finding 8).
         let exited = self.stop().await.map(|status| {
-            GatewayExited {
-                status,
-                log: self.log.clone().unwrap_or_default(),
-            }
-            .to_string()
+            GatewayExited::new(status, self.log.clone().unwrap_or_default()).to_string()
         });
         let state =
             self.model_server
@@ -454,7 +533,7 @@ impl GatewayTarget for Launched {
 /// of the run, whatever its stream looked like.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "gateway_exited: the gateway command exited ({status}) before it was stopped; its output is in {}",
+    "gateway_exited: the gateway command exited ({status}) before it was stopped; its output is in {}{tail}",
     .log.display()
 )]
 pub struct GatewayExited {
@@ -462,6 +541,19 @@ pub struct GatewayExited {
     pub status: ExitStatus,
     /// Its log.
     pub log: PathBuf,
+    /// The log's last lines.
+    pub tail: LogTail,
+}
+
+impl GatewayExited {
+    /// The gateway that exited with `status`, its log at `log` (its last lines read now).
+    pub fn new(status: ExitStatus, log: PathBuf) -> GatewayExited {
+        GatewayExited {
+            status,
+            tail: LogTail::read(&log),
+            log,
+        }
+    }
 }
 
 impl Drop for Launched {

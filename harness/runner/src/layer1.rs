@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 
 use replay_core::{
     Ambiguity, FailedRequest, Fixture, Framing, FramingProblem, GoldenStatus, LoadedFixture, Miss,
-    MissingGolden, ModelProblem, Shape, UnusedTurns, Verdict, golden_document, shorten,
+    MissingGolden, ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
 };
 
 use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{DriveOptions, DriverError, Exchange, FramingRule, RunTranscript, Session};
 use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
+use crate::ignored::{Dropped, IgnoredEvents};
 use crate::target::{GatewayTarget, HarnessError};
 
 /// How long one fixture's drive may take by default: far above any shipped fixture (a few
@@ -84,6 +85,10 @@ pub struct RunOptions {
     pub time_limit: Duration,
     /// How reports show transcripts [default: cut].
     pub transcripts: Transcripts,
+    /// Whose words reports speak in [default: the workspace's].
+    pub voice: Voice,
+    /// The event types the golden leaves out (`ignore_events`) [default: none].
+    pub ignore_events: IgnoredEvents,
 }
 
 impl Default for RunOptions {
@@ -93,6 +98,8 @@ impl Default for RunOptions {
             drive: Drive::default(),
             time_limit: FIXTURE_TIME_LIMIT,
             transcripts: Transcripts::Cut,
+            voice: Voice::Workspace,
+            ignore_events: IgnoredEvents::default(),
         }
     }
 }
@@ -121,6 +128,18 @@ impl RunOptions {
     /// These options showing transcripts as `transcripts` says.
     pub fn transcripts(mut self, transcripts: Transcripts) -> RunOptions {
         self.transcripts = transcripts;
+        self
+    }
+
+    /// These options with reports in `voice`'s words.
+    pub fn voice(mut self, voice: Voice) -> RunOptions {
+        self.voice = voice;
+        self
+    }
+
+    /// These options leaving the `ignored` event types out of the golden.
+    pub fn ignore_events(mut self, ignored: IgnoredEvents) -> RunOptions {
+        self.ignore_events = ignored;
         self
     }
 }
@@ -191,6 +210,10 @@ pub struct ScenarioRun {
     pub golden_dir: PathBuf,
     /// How reports show the transcripts.
     pub transcripts_shown: Transcripts,
+    /// Whose words its report speaks in.
+    pub voice: Voice,
+    /// The event types its golden leaves out.
+    pub ignored: IgnoredEvents,
 }
 
 impl ScenarioRun {
@@ -210,10 +233,26 @@ impl ScenarioRun {
     /// The shape sequence of every run, in order (each run reduced as its stream modes' golden
     /// holds it: [`RunTranscript::golden_shapes`]).
     pub fn shapes(&self) -> Vec<Shape> {
-        self.transcripts
-            .iter()
-            .flat_map(RunTranscript::golden_shapes)
+        (self.transcripts.iter())
+            .flat_map(|transcript| {
+                (transcript.framing_rule).golden_shapes_without(transcript, &self.ignored)
+            })
             .collect()
+    }
+
+    /// How many frames each ignored event type left out of the golden (`None` when no type is
+    /// ignored).
+    pub fn dropped(&self) -> Option<Dropped> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let names: Vec<Shape> = (self.transcripts.iter())
+            .flat_map(RunTranscript::frame_shapes)
+            .collect();
+        Some(
+            self.ignored
+                .count(names.iter().map(|shape| shape.event.as_deref())),
+        )
     }
 
     /// How many SSE events the runs streamed (one shape each), without reducing them.
@@ -345,7 +384,7 @@ impl ScenarioRun {
     /// unused turns.
     pub fn report(&self, verdict: &Verdict) -> String {
         let mut out = String::new();
-        for problem in verdict.problems(MissingGolden::Fails) {
+        for problem in verdict.problems_in(MissingGolden::Fails, self.voice) {
             let _ = writeln!(out, "{problem}");
         }
         if verdict.golden != GoldenStatus::Ok {
@@ -402,8 +441,8 @@ impl ScenarioRun {
                 );
             }
         }
-        for miss in &self.misses {
-            let _ = writeln!(out, "--- miss ---\n{miss}");
+        for index in 0..self.misses.len() {
+            let _ = writeln!(out, "--- miss ---\n{}", self.miss_text(index));
         }
         for ambiguity in &self.ambiguities {
             let _ = writeln!(out, "--- ambiguous ---\n{ambiguity}");
@@ -415,6 +454,35 @@ impl ScenarioRun {
             let _ = writeln!(out, "unused turns: {:?}", self.unused_turns);
         }
         out
+    }
+
+    /// The earlier miss of this run that miss `index` is a consequence of ([`Miss::continues`]),
+    /// if any.
+    pub fn consequence_of(&self, index: usize) -> Option<usize> {
+        let miss = self.misses.get(index)?;
+        (self.misses[..index].iter()).position(|earlier| miss.continues(earlier))
+    }
+
+    /// Miss `index` as the report says it: DeerFlow's message in the workspace's voice; in
+    /// keyless's, its plain words, or, for a consequence of an earlier miss, one short line
+    /// saying so.
+    pub fn miss_text(&self, index: usize) -> String {
+        let Some(miss) = self.misses.get(index) else {
+            return String::new();
+        };
+        match (self.voice, self.consequence_of(index)) {
+            (Voice::Workspace, _) => miss.to_string(),
+            (Voice::Keyless, Some(earlier)) => format!(
+                "replay miss {} of {}: a consequence of miss {}: this call's conversation carries \
+                 on from the one that missed, so it cannot match the recording either; it goes \
+                 when miss {} is fixed",
+                index + 1,
+                self.misses.len(),
+                earlier + 1,
+                earlier + 1,
+            ),
+            (Voice::Keyless, None) => miss.in_plain_words(),
+        }
     }
 
     /// Turns used of recorded.
@@ -482,6 +550,8 @@ pub async fn run(
         elapsed: started.elapsed(),
         golden_dir: options.golden_dir.clone(),
         transcripts_shown: options.transcripts,
+        voice: options.voice,
+        ignored: options.ignore_events.clone(),
     })
 }
 
@@ -562,6 +632,8 @@ mod tests {
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,
+            voice: Voice::Workspace,
+            ignored: IgnoredEvents::default(),
         }
     }
 
@@ -626,5 +698,103 @@ mod tests {
         session.drive = DriveKind::Session;
         session.unused_turns.push(2);
         assert!(session.verdict().replayed_cleanly());
+    }
+
+    /// A session's run of AG-UI frames (Agno's router: `RAW` telemetry among the message's
+    /// deltas where `raw_at` says), judged against the goldens in `golden_dir`.
+    fn ag_ui_run(golden_dir: &Path, raw_at: usize, ignored: &[&str]) -> ScenarioRun {
+        let mut frames = vec![
+            json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Hel"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "lo"}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}),
+        ];
+        frames.insert(
+            raw_at,
+            json!({"type": "RAW", "event": {"name": "ModelRequestCompleted"}}),
+        );
+        let mut run = clean_page_run();
+        run.drive = DriveKind::Session;
+        run.exchanges.clear();
+        run.transcripts = vec![RunTranscript {
+            request: Value::Null,
+            events: (frames.iter())
+                .map(|frame| SseEvent::new("message".into(), frame.to_string(), None))
+                .collect(),
+            modes: crate::driver::StreamModes::Values,
+            framing_rule: FramingRule::AgUi,
+            headers: Vec::new(),
+            history: None,
+        }];
+        run.golden_dir = golden_dir.to_path_buf();
+        run.ignored = IgnoredEvents::new(ignored.iter().copied());
+        run
+    }
+
+    /// Issue 47, item 5: a golden made with `RAW` ignored stays green when the framework moves
+    /// its `RAW` frame (here from between two deltas of one message, where it split their
+    /// run, to before the message), counting what it dropped; without the rule the same move
+    /// changes the golden.
+    #[test]
+    fn an_ignored_event_moved_by_the_framework_keeps_the_golden_and_is_red_without_the_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let accept = |run: &ScenarioRun| {
+            let stem = run.golden_stem();
+            crate::pending::write_pending(dir.path(), &stem, "f.json", &run.golden_document())
+                .unwrap();
+            crate::pending::accept(&crate::pending::find(dir.path(), &stem).unwrap()).unwrap();
+        };
+        let recorded = ag_ui_run(dir.path(), 3, &["RAW"]);
+        accept(&recorded);
+        assert!(!recorded.golden_document().contains("RAW"));
+        let moved = ag_ui_run(dir.path(), 1, &["RAW"]);
+        assert_eq!(moved.golden_status(), GoldenStatus::Ok);
+        let counted = moved
+            .dropped()
+            .map(|dropped| dropped.0.into_iter().collect::<Vec<_>>());
+        assert_eq!(counted, Some(vec![("RAW".to_owned(), 1)]));
+
+        let recorded = ag_ui_run(dir.path(), 3, &[]);
+        accept(&recorded);
+        let moved = ag_ui_run(dir.path(), 1, &[]);
+        assert_eq!(moved.golden_status(), GoldenStatus::Changed);
+        assert_eq!(moved.dropped(), None);
+    }
+
+    /// Issue 47: in keyless's voice a miss whose conversation carries on from an earlier miss's
+    /// is one short line naming it (its nearest turn would be noise); the workspace's voice
+    /// keeps DeerFlow's message for every miss.
+    #[test]
+    fn a_consequence_of_an_earlier_miss_is_marked_and_kept_short() {
+        let miss = |canonical: &str| Miss {
+            caller: "lead_agent".into(),
+            input_hash: "k".into(),
+            conversation_hash: "c".into(),
+            canonical: canonical.into(),
+            fixture_path: PathBuf::from("f.json"),
+            known_hashes: Vec::new(),
+            nearest: None,
+        };
+        let mut run = clean_page_run();
+        run.misses = vec![
+            miss(r#"[{"content": "hi", "type": "human"}]"#),
+            miss(r#"[{"content": "hi", "type": "human"}, {"content": "more", "type": "human"}]"#),
+        ];
+        run.voice = Voice::Keyless;
+        assert_eq!(run.consequence_of(1), Some(0));
+        let second = run.miss_text(1);
+        assert!(
+            second.starts_with("replay miss 2 of 2: a consequence of miss 1")
+                && !second.contains('\n'),
+            "{second}"
+        );
+        assert!(
+            run.miss_text(0)
+                .contains("record the fixture again (keyless record)")
+        );
+        run.voice = Voice::Workspace;
+        assert_eq!(run.miss_text(1), run.misses[1].to_string());
     }
 }

@@ -26,6 +26,7 @@
 
 mod driver;
 mod golden;
+mod ignored;
 mod launched;
 mod layer1;
 mod model_server;
@@ -43,7 +44,10 @@ mod target;
 // module is private, and this is what the crate offers.
 
 // The one run API and where it sends its requests.
-pub use launched::{GatewayCommand, GatewayExited, LaunchError, Launched, RESET_TOKEN_VAR};
+pub use ignored::{Dropped, IgnoredEvents};
+pub use launched::{
+    GatewayCommand, GatewayExited, LaunchError, Launched, LogTail, RESET_TOKEN_VAR,
+};
 pub use layer1::{
     Drive, DriveKind, FIXTURE_TIME_LIMIT, FixtureInput, RunFailed, RunOptions, ScenarioRun,
     Transcripts, run, runtime,
@@ -63,8 +67,9 @@ pub use golden::{
     GoldenError, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, read_golden, stem_of,
 };
 pub use pending::{
-    Pending, PendingError, accept as accept_pending, diff as pending_diff, find as find_pending,
-    pending, pending_path, reject as reject_pending, write_pending,
+    CutDiff, Pending, PendingError, accept as accept_pending, diff as pending_diff,
+    diff_within as pending_diff_within, find as find_pending, pending, pending_path,
+    reject as reject_pending, write_pending,
 };
 pub use regular_file::{FileError, exists_regular};
 

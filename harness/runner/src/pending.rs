@@ -187,6 +187,29 @@ pub fn reject(pending: &Pending) -> Result<(), PendingError> {
 /// is no golden yet), searched for at most 2 s and cut after 2,000 lines, saying how many more
 /// there are (a 50,000-line golden took 70 s to review before the bounds).
 pub fn diff(pending: &Pending) -> Result<String, PendingError> {
+    let new_name = pending.new_path.display().to_string();
+    let mut cut = diff_within(pending, MAX_DIFF_LINES)?;
+    if cut.left_out > 0 {
+        cut.text.push_str(&format!(
+            "… {} more diff lines not shown (the whole pending golden is {new_name})\n",
+            cut.left_out
+        ));
+    }
+    Ok(cut.text)
+}
+
+/// A diff cut to a number of lines: what is shown, and how many lines were left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutDiff {
+    /// The first lines of the unified diff, each ending in a line break.
+    pub text: String,
+    /// How many lines of the diff are not in `text`.
+    pub left_out: usize,
+}
+
+/// The unified diff of [`diff`], its first `max_lines` lines and the count of the rest: what a
+/// CI log shows of a changed golden under the fixture's row (`keyless test`).
+pub fn diff_within(pending: &Pending, max_lines: usize) -> Result<CutDiff, PendingError> {
     let new = document_of(&load(&pending.new_path)?);
     let old = match load_snapshot(&pending.golden_path)? {
         Some(golden) => document_of(&golden),
@@ -202,14 +225,11 @@ pub fn diff(pending: &Pending) -> Result<String, PendingError> {
         .header(&old_name, &new_name)
         .to_string();
     let mut lines = whole.split_inclusive('\n');
-    let mut shown: String = lines.by_ref().take(MAX_DIFF_LINES).collect();
-    let rest = lines.count();
-    if rest > 0 {
-        shown.push_str(&format!(
-            "… {rest} more diff lines not shown (the whole pending golden is {new_name})\n"
-        ));
-    }
-    Ok(shown)
+    let text: String = lines.by_ref().take(max_lines).collect();
+    Ok(CutDiff {
+        text,
+        left_out: lines.count(),
+    })
 }
 
 fn document_of(snapshot: &Snapshot) -> String {

@@ -174,6 +174,33 @@ pub fn read_text(path: &Path, limit: u64) -> Result<Option<String>, FileError> {
         })
 }
 
+/// The last `max` bytes of the regular file at `path` (all of it when shorter), or `None`
+/// when nothing is there; opened as [`read_text`] opens, so a link or a FIFO is an error
+/// naming it and is never read.
+pub fn read_tail(path: &Path, max: u64) -> Result<Option<Vec<u8>>, FileError> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(open_error(path, err)),
+    };
+    let size = regular(path, &file)?;
+    let io = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    file.seek(SeekFrom::Start(size.saturating_sub(max)))
+        .map_err(io)?;
+    let mut bytes = Vec::new();
+    // `take`: a log that grows while it is read still stops at the bound.
+    (&mut file).take(max).read_to_end(&mut bytes).map_err(io)?;
+    Ok(Some(bytes))
+}
+
 /// What is at `path`, without following a link: `Ok(false)` when nothing, `Ok(true)` when a
 /// regular file, an error naming it when a link or a special file.
 pub fn exists_regular(path: &Path) -> Result<bool, FileError> {

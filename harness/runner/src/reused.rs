@@ -165,10 +165,10 @@ impl Reused {
 
     /// The problem of a shared gateway that exited after the run of the fixture that ran last.
     fn exited_after_run(&self, status: std::process::ExitStatus) -> ModelProblem {
-        let exited = GatewayExited {
+        let exited = GatewayExited::new(
             status,
-            log: self.log().map(Path::to_path_buf).unwrap_or_default(),
-        };
+            self.log().map(Path::to_path_buf).unwrap_or_default(),
+        );
         ModelProblem::GatewayExited {
             message: format!(
                 "{exited} (the shared gateway, after this fixture's run and before the next \
@@ -289,10 +289,10 @@ impl GatewayTarget for Reused {
         ledger.other_problems.append(&mut self.discarded);
         ledger.other_problems.extend(exited.map(|status| {
             ModelProblem::GatewayExited {
-                message: GatewayExited {
+                message: GatewayExited::new(
                     status,
-                    log: self.log().map(Path::to_path_buf).unwrap_or_default(),
-                }
+                    self.log().map(Path::to_path_buf).unwrap_or_default(),
+                )
                 .to_string(),
             }
         }));

@@ -74,14 +74,19 @@ pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
 /// failure: each miss with its caller, key and full diagnostic, the model side's other
 /// problems, the framing.
 pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
-    let misses: Vec<Value> = verdict
-        .misses
-        .iter()
-        .map(|miss| {
+    // The run's own misses (the verdict holds the same ones), each in the run's voice, with the
+    // earlier miss it is a consequence of and the first differing field.
+    let misses: Vec<Value> = (verdict.misses.iter().enumerate())
+        .map(|(index, miss)| {
+            let field = (miss.nearest.as_ref())
+                .and_then(|nearest| nearest.difference.as_ref())
+                .map(|difference| difference.path.clone());
             json!({
                 "caller": miss.caller,
                 "input_hash": miss.input_hash,
-                "diagnostic": miss.to_string(),
+                "diagnostic": run.miss_text(index),
+                "first_differing_field": field,
+                "consequence_of": run.consequence_of(index).map(|earlier| earlier + 1),
             })
         })
         .collect();
@@ -114,6 +119,9 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
     if let Some(history) = history {
         line["history"] = json!(history);
     }
+    if let Some(dropped) = run.dropped() {
+        line["ignored_events"] = json!(dropped.0);
+    }
     line
 }
 
@@ -132,8 +140,8 @@ pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
             "{fixture}: the stream is not framed as its API demands"
         )),
     }
-    for miss in &verdict.misses {
-        lines.push(format!("{fixture}: {miss}\n"));
+    for index in 0..verdict.misses.len() {
+        lines.push(format!("{fixture}: {}\n", run.miss_text(index)));
     }
     for problem in &verdict.model_errors {
         lines.push(format!("{fixture}: {problem}\n"));

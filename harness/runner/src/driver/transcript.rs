@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use replay_core::{FrameData, Shape, frame_shape, web_frame_shapes};
 
+use crate::ignored::IgnoredEvents;
+
 use super::{FramingRule, StreamModes};
 
 /// One SSE event as the client parsed it, its data parsed once.
@@ -108,9 +110,14 @@ impl RunTranscript {
     /// The web golden's reduction of the run (`web_shapes`: each event by its web shape, a run
     /// of chunks of one message as one entry).
     pub fn web_shapes(&self) -> Vec<Shape> {
+        self.web_shapes_without(&IgnoredEvents::default())
+    }
+
+    /// [`RunTranscript::web_shapes`] without the events of the `ignored` types.
+    pub fn web_shapes_without(&self, ignored: &IgnoredEvents) -> Vec<Shape> {
         web_frame_shapes(
-            self.events
-                .iter()
+            (self.events.iter())
+                .filter(|event| !ignored.contains(Some(event.event.as_str())))
                 .map(|event| (Some(event.event.as_str()), &event.parsed)),
         )
     }
