@@ -891,7 +891,10 @@ impl HttpClient {
             Ok(piece)
         });
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
-        let mut stream = Box::pin(bounded_read::whole_lines(body, MAX_FRAME_BYTES).eventsource());
+        // Lines are read as the protocols' own clients read them (issue 45, finding 11): a CR
+        // alone ends a line, which eventsource-stream holds back at the end of a stream, and an
+        // invalid UTF-8 byte is U+FFFD (`TextDecoder`), not the stream's end.
+        let mut stream = Box::pin(bounded_read::decoded_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
             let frame_too_long = |frame: usize| DriverError::FrameTooLong {
