@@ -15,6 +15,7 @@ pub mod deerflow;
 pub mod langgraph;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod schema_enums;
 pub mod transcript;
 
 use std::collections::BTreeMap;

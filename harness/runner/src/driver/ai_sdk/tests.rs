@@ -193,7 +193,7 @@ fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame_and_keeps_what
             "a model wire's finish reason",
             wire_reason,
             "finish",
-            "finishReason \"tool_calls\" is not one of",
+            "its finishReason is \"tool_calls\", not one of stop, length",
         ),
     ];
     for (case, drift, frame, message) in cases {
@@ -418,5 +418,38 @@ async fn a_stream_is_read_with_u_fffd_for_invalid_bytes_and_any_sse_line_end() {
             "sunny \u{fffd} today",
             "line end {line_end:?}"
         );
+    }
+}
+
+/// Issue 45, finding 2: the chunk types the reader knows are those of `ai`'s
+/// `uiMessageChunkSchema` (`schema_enums.json`), and each of its enum fields (`finishReason`,
+/// `inputEncoding`) takes each of its values and refuses another, naming the field.
+#[test]
+fn every_enum_field_of_the_ui_message_chunks_refuses_a_value_outside_it() {
+    let known: Vec<&str> = CHUNK_FIELDS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(known, ENUMS.types, "CHUNK_FIELDS against {}", ENUMS.package);
+    assert!(!ENUMS.fields.is_empty());
+    for field in &ENUMS.fields {
+        let name = format!("{} {}", field.event, field.path);
+        let (_, strings) = (CHUNK_FIELDS.iter())
+            .find(|(kind, _)| *kind == field.event)
+            .unwrap_or_else(|| panic!("{name}: a type the reader does not know"));
+        let mut chunk = json!({"type": field.event});
+        for key in strings.iter() {
+            chunk[*key] = json!("x");
+        }
+        for allowed in &field.values {
+            crate::driver::schema_enums::set_at(&mut chunk, &field.path, json!(allowed));
+            let checked = check_schema(&field.event, chunk.as_object().unwrap());
+            assert!(checked.is_ok(), "{name} = {allowed}: {checked:?}");
+        }
+        crate::driver::schema_enums::set_at(&mut chunk, &field.path, json!("pirate"));
+        match check_schema(&field.event, chunk.as_object().unwrap()) {
+            Err(SchemaError::NotInSchema(violation)) => {
+                assert_eq!(violation.at, field.path, "{name}");
+                assert_eq!(violation.allowed, field.values, "{name}");
+            }
+            other => panic!("{name} = \"pirate\": {other:?}"),
+        }
     }
 }
