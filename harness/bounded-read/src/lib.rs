@@ -117,7 +117,7 @@ where
     })
 }
 
-/// [`whole_lines`] of the stream with its line ends made LF ([`lf_line_ends`]), each item
+/// [`whole_lines`] of the stream with its line ends made LF (CRLF and a CR alone), each item
 /// decoded as UTF-8 the way `TextDecoder` (`fatal: false`) decodes it: an invalid sequence is
 /// U+FFFD, the rest read on. Each item is whole lines, so no character is split between two.
 pub fn decoded_lines<S, B, E>(bytes: S, limit: usize) -> impl Stream<Item = Result<String, E>>
