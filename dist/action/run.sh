@@ -9,7 +9,9 @@
 #   KEYLESS_PACKAGE            what pip installs instead, e.g. a wheel file (how .ci/run tests
 #                              this script without PyPI's release)
 #   KEYLESS_WORKING_DIRECTORY  the folder holding keyless.toml [default: .]
-#   KEYLESS_ARGS               more arguments for `keyless test`, split on spaces
+#   KEYLESS_ARGS               more arguments for `keyless test`, split on spaces, tabs and
+#                              newlines (a YAML `args: |` block gives one line each); no quoting:
+#                              a quote or a backslash is refused
 #   KEYLESS_PYTHON             the Python that makes the venv [default: python3]
 #   RUNNER_TEMP                where the venv goes (GitHub sets it) [default: a new temporary folder]
 set -euo pipefail
@@ -27,6 +29,17 @@ if [ -z "$package" ]; then
   fi
 fi
 
+# Every line, not only the first (`read` alone stops at a newline); the words are not globbed.
+# Quotes would be taken literally, so an argument holding a space cannot be written: refused,
+# rather than handed on split where the author did not mean it.
+case "${KEYLESS_ARGS:-}" in
+  *[\"\'\\]*)
+    echo "keyless action: args holds a quote or a backslash, which it does not interpret: each" \
+      "argument is one word, the words separated by spaces or newlines" >&2
+    exit 2 ;;
+esac
+IFS=$' \t\r\n' read -r -d '' -a args <<<"${KEYLESS_ARGS:-}" || true
+
 base="${RUNNER_TEMP:-}"
 if [ -z "$base" ]; then
   base="$(mktemp -d)"
@@ -39,7 +52,6 @@ echo "keyless action: pip install $package (into $venv)"
 keyless="$venv/bin/keyless"
 "$keyless" --version
 
-read -r -a args <<<"${KEYLESS_ARGS:-}"
 cd "${KEYLESS_WORKING_DIRECTORY:-.}"
 echo "keyless action: keyless test ${args[*]} (in $PWD)"
 exec "$keyless" test "${args[@]}"

@@ -18,6 +18,9 @@
 #    miss); an event type renamed on the wire (TOOL_CALL_RESULT → TOOL_CALL_OUTPUT) breaks the
 #    framing, naming the frame; the system prompt rewritten stays green (the key leaves it out).
 #
+# 0. The enums keyless checks the events against (harness/runner/src/driver/ag_ui/
+#    schema_enums.json) are what the installed @ag-ui/core declares (scripts/schema-enums.mjs).
+#
 #   KEYLESS=target/debug/keyless PYTHON=target/agui-venv/bin/python examples/ag-ui-agent/check.sh
 #
 # NODE names the node binary (default: node); client/node_modules must be installed (`npm ci
@@ -41,6 +44,10 @@ trap cleanup EXIT
 fail() { echo "ag-ui example: $*" >&2; exit 1; }
 [ -d "$here/client/node_modules/@ag-ui/client" ] \
   || fail "client/node_modules is missing: npm ci --prefix $here/client"
+
+enums="$here/../../harness/runner/src/driver/ag_ui/schema_enums.json"
+"$node" "$here/../../scripts/schema-enums.mjs" ag-ui "$here/client" | diff -u "$enums" - >&2 ||
+  fail "$enums is not what the installed @ag-ui/core declares: node scripts/schema-enums.mjs ag-ui examples/ag-ui-agent/client > it, and review"
 
 # A copy of the example at $work/$1, without local state or the client's packages.
 copy() {

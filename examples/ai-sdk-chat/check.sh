@@ -22,6 +22,9 @@
 # does the same against the OpenAI-style routes, compared with `--api openai-chat` and
 # `--api openai-responses`.
 #
+# First, the enums keyless checks the chunks against (harness/runner/src/driver/ai_sdk/
+# schema_enums.json) must be what the installed `ai` declares (scripts/schema-enums.mjs).
+#
 # Runs in a fresh network namespace with only loopback when the machine allows it (`unshare -n`).
 #
 #   KEYLESS=target/debug/keyless examples/ai-sdk-chat/check.sh    # after `npm ci` here
@@ -37,6 +40,10 @@ pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 
 fail() { echo "ai-sdk example: $*" >&2; exit 1; }
+
+enums="$here/../../harness/runner/src/driver/ai_sdk/schema_enums.json"
+node "$here/../../scripts/schema-enums.mjs" ai-sdk "$here" | diff -u "$enums" - >&2 ||
+  fail "$enums is not what the installed ai declares: node scripts/schema-enums.mjs ai-sdk examples/ai-sdk-chat > it, and review"
 
 free_port() {
   node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'

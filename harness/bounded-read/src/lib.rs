@@ -6,6 +6,9 @@
 //!   every piece (`eventsource-stream` keeps the incomplete line and parses it again), which is
 //!   quadratic. Only the new bytes of each piece are searched for a line end, so the cut is
 //!   linear; a line longer than the limit is a [`LineTooLong`] error and ends the stream.
+//! - [`decoded_lines`] is [`whole_lines`] read as a browser reads an event stream: every SSE line
+//!   end (CRLF, CR alone, LF) made LF first, each whole line decoded as `TextDecoder` does (an
+//!   invalid UTF-8 sequence becomes U+FFFD instead of failing the stream).
 //! - [`read_capped`] reads a body up to a limit and says whether that was all of it; the rest is
 //!   never received into memory (dropping the source closes the connection).
 //!
@@ -85,6 +88,49 @@ where
                 }
             }
         }
+    })
+}
+
+/// The byte stream with every line end SSE knows (CRLF, a CR alone, LF) as one LF, as
+/// `eventsource-parser` and a browser's `EventSource` split lines. A CRLF split over two pieces
+/// is still one line end: whether the last byte seen was a CR is carried to the next piece.
+fn lf_line_ends<S, B, E>(bytes: S) -> impl Stream<Item = Result<Vec<u8>, E>>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    let mut after_cr = false;
+    bytes.map(move |piece| {
+        piece.map(|piece| {
+            let piece = piece.as_ref();
+            let mut out = Vec::with_capacity(piece.len());
+            for &byte in piece {
+                match byte {
+                    b'\n' if after_cr => {}
+                    b'\r' => out.push(b'\n'),
+                    _ => out.push(byte),
+                }
+                after_cr = byte == b'\r';
+            }
+            out
+        })
+    })
+}
+
+/// [`whole_lines`] of the stream with its line ends made LF (CRLF and a CR alone), each item
+/// decoded as UTF-8 the way `TextDecoder` (`fatal: false`) decodes it: an invalid sequence is
+/// U+FFFD, the rest read on. Each item is whole lines, so no character is split between two.
+pub fn decoded_lines<S, B, E>(bytes: S, limit: usize) -> impl Stream<Item = Result<String, E>>
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+    E: From<LineTooLong> + Send + 'static,
+{
+    whole_lines(lf_line_ends(bytes), limit).map(|lines| {
+        lines.map(|lines| {
+            String::from_utf8(lines)
+                .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
+        })
     })
 }
 
@@ -183,6 +229,52 @@ mod tests {
                 read,
                 (body.as_bytes().to_vec(), whole),
                 "{parts:?} at {limit}"
+            );
+        }
+    }
+
+    /// Issue 45, finding 11: CR alone and CRLF end lines as LF does, a CRLF split over two
+    /// pieces is one line end, and an invalid UTF-8 byte is U+FFFD while a character split over
+    /// two pieces is kept whole.
+    #[test]
+    fn lines_are_decoded_as_a_browser_reads_an_event_stream() {
+        /// (case, the pieces, the text read)
+        type Case<'a> = (&'a str, &'a [&'a [u8]], &'a str);
+        let cases: [Case; 5] = [
+            ("LF", &[b"data: a\n\n"], "data: a\n\n"),
+            (
+                "CR alone",
+                &[b"data: a\r\rdata: b\r\r"],
+                "data: a\n\ndata: b\n\n",
+            ),
+            (
+                "CRLF split",
+                &[b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n"],
+                "data: a\n\ndata: b\n\n",
+            ),
+            (
+                "an invalid byte",
+                &[b"data: a\xffb\n\n"],
+                "data: a\u{fffd}b\n\n",
+            ),
+            (
+                "a character split",
+                &[b"data: caf\xc3", b"\xa9\n\n"],
+                "data: caf\u{e9}\n\n",
+            ),
+        ];
+        for (case, pieces, expected) in cases {
+            let owned: Vec<Result<Vec<u8>, Failed>> =
+                pieces.iter().map(|piece| Ok(piece.to_vec())).collect();
+            let read: Result<Vec<String>, Failed> = futures::executor::block_on(
+                decoded_lines(futures::stream::iter(owned), 64).collect::<Vec<_>>(),
+            )
+            .into_iter()
+            .collect();
+            assert_eq!(
+                read.map(|lines| lines.concat()),
+                Ok(expected.to_owned()),
+                "{case}"
             );
         }
     }

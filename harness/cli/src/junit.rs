@@ -6,7 +6,9 @@
 //! message lists the failed checks and whose text is what the run printed for it (each miss's
 //! diagnostic, the framing problem, the golden's diff) and the gateway log's path; one that could
 //! not run at all has an `<error>`. The file is written whole to a temporary file beside it and
-//! renamed, so a reader never sees half a report.
+//! renamed, so a reader never sees half a report. Every name, attribute and text is first made
+//! XML 1.0 `Char`s ([`xml_chars`]): a fixture name or a gateway's output holding U+FFFE or a C0
+//! control would otherwise make the whole report not well-formed, and lost to its reader.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -66,9 +68,29 @@ pub enum JunitError {
     },
 }
 
+/// `text` with every character outside XML 1.0's `Char` production (`#x9 | #xA | #xD |
+/// [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`) replaced by U+FFFD: the other C0
+/// controls, U+FFFE and U+FFFF (a Rust string holds no lone surrogate). XML 1.0 allows none of
+/// them even as a character reference, so escaping cannot carry them; quick-junit writes them raw.
+pub fn xml_chars(text: &str) -> String {
+    let allowed = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+            || c >= '\u{10000}'
+    };
+    text.chars()
+        .map(|c| {
+            if allowed(c) {
+                c
+            } else {
+                char::REPLACEMENT_CHARACTER
+            }
+        })
+        .collect()
+}
+
 /// The report of `cases` (in the order given), the suite named `suite`, `time` the run's wall time.
 pub fn report(suite: &str, cases: &[Case], time: Duration) -> Report {
-    let mut test_suite = TestSuite::new(suite);
+    let mut test_suite = TestSuite::new(xml_chars(suite));
     test_suite.set_time(time);
     for case in cases {
         let status = match &case.failed {
@@ -76,26 +98,29 @@ pub fn report(suite: &str, cases: &[Case], time: Duration) -> Report {
             Some(Failed::Check { message, text }) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 status
-                    .set_message(message.as_str())
+                    .set_message(xml_chars(message))
                     .set_type("keyless check")
-                    .set_description(with_log(text, case.gateway_log.as_deref()));
+                    .set_description(xml_chars(&with_log(text, case.gateway_log.as_deref())));
                 status
             }
             Some(Failed::Error { message }) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
                 status
-                    .set_message(message.as_str())
+                    .set_message(xml_chars(message))
                     .set_type("keyless error")
-                    .set_description(with_log(message, case.gateway_log.as_deref()));
+                    .set_description(xml_chars(&with_log(message, case.gateway_log.as_deref())));
                 status
             }
         };
-        let mut test_case = TestCase::new(case.name.as_str(), status);
+        let mut test_case = TestCase::new(xml_chars(&case.name), status);
         test_case
-            .set_classname(case.folder.as_str())
+            .set_classname(xml_chars(&case.folder))
             .set_time(case.time);
         if let Some(log) = &case.gateway_log {
-            test_case.add_property(Property::new("gateway_log", log.display().to_string()));
+            test_case.add_property(Property::new(
+                "gateway_log",
+                xml_chars(&log.display().to_string()),
+            ));
         }
         test_suite.add_test_case(test_case);
     }
@@ -223,5 +248,61 @@ mod tests {
                 .all(|entry| entry.unwrap().path() == path),
             "a temporary file was left beside the report"
         );
+    }
+
+    /// Issue 45, finding 6: a fixture name, a folder, a log path and a run's output holding
+    /// characters XML 1.0 does not allow (U+FFFE, U+FFFF, C0 controls but TAB, LF and CR) still
+    /// make a well-formed report, each such character read back as U+FFFD.
+    #[test]
+    fn characters_outside_xml_1_0_are_replaced_so_the_report_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keyless.xml");
+        let bad = "\u{fffe}\u{ffff}\u{0}\u{1}\u{1b}\u{7f}";
+        let mut failed = case(
+            &format!("a{bad}.flash"),
+            Some(Failed::Check {
+                message: format!("golden changed {bad}"),
+                text: format!("the gateway said {bad}\ttab\r\nline"),
+            }),
+        );
+        failed.folder = format!("fixtures{bad}");
+        let errored = case(
+            &format!("b{bad}.flash"),
+            Some(Failed::Error {
+                message: format!("exited {bad}"),
+            }),
+        );
+        write(
+            &path,
+            &report(&format!("suite{bad}"), &[failed, errored], Duration::ZERO),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let document = roxmltree::Document::parse(&text)
+            .unwrap_or_else(|err| panic!("not well-formed: {err}\n{text:?}"));
+        let replaced = "\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{fffd}\u{7f}";
+        let names: Vec<&str> = (document.descendants())
+            .filter(|node| node.has_tag_name("testcase"))
+            .filter_map(|node| node.attribute("name"))
+            .collect();
+        assert_eq!(
+            names,
+            [format!("a{replaced}.flash"), format!("b{replaced}.flash")]
+        );
+        let failure = (document.descendants())
+            .find(|node| node.has_tag_name("failure"))
+            .unwrap();
+        assert_eq!(
+            failure.attribute("message"),
+            Some(format!("golden changed {replaced}").as_str())
+        );
+        assert!(
+            (failure.text().unwrap_or_default()).contains(&format!("said {replaced}")),
+            "{text}"
+        );
+        let classname = (document.descendants())
+            .find(|node| node.has_tag_name("testcase"))
+            .and_then(|node| node.attribute("classname"));
+        assert_eq!(classname, Some(format!("fixtures{replaced}").as_str()));
     }
 }

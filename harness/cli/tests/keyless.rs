@@ -1129,9 +1129,11 @@ fn record_refuses_an_existing_recording_and_a_scenario_id_that_is_a_path() {
 
 /// Issue 34, findings 14, 15 and 20: a fixture's control characters (in its file name or its
 /// id) are printed escaped; a fixture with a duplicate key is refused naming it; the time
-/// limit's flag exists and is named; non-UTF-8 fixture names are refused.
+/// limit's flag exists and is named. Issue 45, finding 12: two fixtures whose names are not
+/// UTF-8 (and were once refused, their lossy names one) both run, each with its own golden
+/// named with its bytes escaped (`%FF.flash.snap`).
 #[test]
-fn fixtures_are_reported_escaped_and_refused_with_duplicate_keys_or_non_utf8_names() {
+fn fixtures_are_reported_escaped_refused_with_duplicate_keys_and_run_with_non_utf8_names() {
     let repo = UserRepo::new();
     let fixtures = repo.path().join("fixtures");
     let text = std::fs::read_to_string(fixtures.join(format!("{FIXTURE}.json"))).unwrap();
@@ -1203,9 +1205,23 @@ fn fixtures_are_reported_escaped_and_refused_with_duplicate_keys_or_non_utf8_nam
         let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
         std::fs::write(fixtures.join(name), &text).unwrap();
     }
-    let output = repo.keyless_within(&["test"]);
-    assert_eq!(output.status.code(), Some(2), "{}", said(&output));
-    assert!(said(&output).contains("is not UTF-8"), "{}", said(&output));
+    let golden = repo.path().join("golden");
+    let both = ["test", "%FF.flash", "%FE.flash"];
+    let first = repo.keyless_within(&both);
+    assert_eq!(first.status.code(), Some(1), "{}", said(&first));
+    for stem in ["%FF.flash", "%FE.flash"] {
+        let pending = golden.join(format!("{stem}.snap.new"));
+        assert!(
+            pending.is_file(),
+            "no {}: {}",
+            pending.display(),
+            said(&first)
+        );
+    }
+    let accepted = repo.keyless_within(&["accept"]);
+    assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
+    let second = repo.keyless_within(&both);
+    assert_eq!(second.status.code(), Some(0), "{}", said(&second));
 }
 
 /// Issue 34, finding 21: `keyless test --json | head -1` ends quietly when its reader closes

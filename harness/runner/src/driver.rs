@@ -16,6 +16,7 @@ pub mod langgraph;
 pub mod openai_chat;
 pub mod openai_responses;
 mod parsed_size;
+pub mod schema_enums;
 pub mod transcript;
 
 use std::collections::BTreeMap;
@@ -185,6 +186,12 @@ enum BodyFailure {
     /// The body passed [`MAX_STREAM_BYTES`].
     #[error("the event stream is longer than {MAX_STREAM_BYTES} bytes")]
     StreamTooLong,
+    /// A CR in an AG-UI stream, which `@ag-ui/client` cannot read.
+    #[error(
+        "a CR ends a line of the event stream: @ag-ui/client splits events at \"\\n\\n\" \
+         and lines at \"\\n\" only, so it cannot read a stream framed with CR or CRLF"
+    )]
+    CarriageReturn,
 }
 
 /// The API dialect a gateway speaks (`docs/testing-your-own-gateway.md`, "The dialects"): the
@@ -975,16 +982,25 @@ impl HttpClient {
         // first (`whole_lines`, as the recording proxy does), a line past the bound ends the
         // stream, and so does a stream past its bound.
         let mut read = 0usize;
+        // AG-UI's own client reads LF line ends only, where SSE (and the AI SDK's client) allow
+        // CR and CRLF too: a CR there is refused rather than read as the stricter client cannot.
+        let lf_only = framing_rule == FramingRule::AgUi;
         let body = response.bytes_stream().map(move |piece| {
             let piece = piece.map_err(BodyFailure::Http)?;
             read += piece.len();
             if read > MAX_STREAM_BYTES {
                 return Err(BodyFailure::StreamTooLong);
             }
+            if lf_only && piece.contains(&b'\r') {
+                return Err(BodyFailure::CarriageReturn);
+            }
             Ok(piece)
         });
         // Each frame's data is parsed once, here (`SseEvent::new`); no copy of the raw bytes.
-        let mut stream = Box::pin(bounded_read::whole_lines(body, MAX_FRAME_BYTES).eventsource());
+        // Lines are read as the protocols' own clients read them (issue 45, finding 11): a CR
+        // alone ends a line, which eventsource-stream holds back at the end of a stream, and an
+        // invalid UTF-8 byte is U+FFFD (`TextDecoder`), not the stream's end.
+        let mut stream = Box::pin(bounded_read::decoded_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
         let mut held = 0usize;
         while let Some(event) = stream.next().await {
@@ -1366,6 +1382,42 @@ mod tests {
                 (read, _) => panic!("{size}: {read:?}"),
             }
             eprintln!("a {size}-byte frame: {took:?}");
+        }
+    }
+
+    /// Issue 45, finding 11: lines end as each protocol's client ends them. An AG-UI stream
+    /// framed with CRLF or CR fails the drive (`@ag-ui/client` splits at LF only), where the same
+    /// stream is read whole as the AI SDK's (`eventsource-parser` takes any SSE line end).
+    #[tokio::test]
+    async fn an_ag_ui_stream_with_a_cr_fails_and_another_dialect_reads_it() {
+        let run = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+        let finished = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
+        for (line_end, rule, read) in [
+            ("\n", FramingRule::AgUi, true),
+            ("\r\n", FramingRule::AgUi, false),
+            ("\r", FramingRule::AgUi, false),
+            ("\r", FramingRule::UiMessageStream, true),
+        ] {
+            let body =
+                format!("data: {run}{line_end}{line_end}data: {finished}{line_end}{line_end}");
+            let app = axum::Router::new().route("/", axum::routing::post(move || async { body }));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            let client = HttpClient::new(&url).unwrap();
+            let request = RunRequest {
+                path: "/".to_owned(),
+                body: json!({}),
+                headers: Vec::new(),
+            };
+            let result = client.stream(request, StreamModes::Values, rule, &[]).await;
+            match (result, read) {
+                (Ok(transcript), true) => assert_eq!(transcript.events.len(), 2, "{line_end:?}"),
+                (Err(DriverError::Stream { message, .. }), false) => {
+                    assert!(message.contains("@ag-ui/client splits"), "{message}")
+                }
+                (other, _) => panic!("{line_end:?} {rule:?}: {other:?}"),
+            }
         }
     }
 }

@@ -73,13 +73,26 @@ pub enum GoldenError {
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
 
 /// The snapshot name of a fixture: its file name without `.json`
-/// (`write_read_file.ultra.json` → `write_read_file.ultra`).
+/// (`write_read_file.ultra.json` → `write_read_file.ultra`), each byte of it that is not UTF-8
+/// written `%XX` ([`escaped_name`]), so two such names keep two stems.
 pub fn stem_of(fixture: &Path) -> String {
-    let name = fixture
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = fixture.file_name().map(escaped_name).unwrap_or_default();
     name.strip_suffix(".json").unwrap_or(&name).to_string()
+}
+
+/// A file name as text: its UTF-8 as it is, each byte that is not UTF-8 as `%` and two
+/// uppercase hex digits (`caf\xE9` → `caf%E9`). A lossy copy would make every such byte
+/// U+FFFD, and `\xFF.flash.json` and `\xFE.flash.json` one name; a UTF-8 name that already
+/// reads `%FF` is told apart by [`crate::fixture_files`], which refuses the pair.
+pub fn escaped_name(name: &std::ffi::OsStr) -> String {
+    let mut text = String::new();
+    for chunk in name.as_encoded_bytes().utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    text
 }
 
 /// The golden file of a stem in `golden_dir`.
@@ -233,5 +246,23 @@ mod tests {
             stem_of(Path::new("fixtures/write_read_file.ultra.json")),
             "write_read_file.ultra"
         );
+    }
+
+    /// Issue 45, finding 12: the bytes of a file name that are not UTF-8 are written `%XX` in
+    /// its stem, so two such names keep two stems (a lossy copy made both `\u{fffd}.flash`).
+    #[cfg(unix)]
+    #[test]
+    fn a_stem_escapes_the_bytes_that_are_not_utf_8() {
+        use std::os::unix::ffi::OsStrExt;
+        let cases: [(&[u8], &str); 4] = [
+            (b"\xff.flash.json", "%FF.flash"),
+            (b"\xfe.flash.json", "%FE.flash"),
+            (b"caf\xe9 \xc3\xa9\xc3.flash.json", "caf%E9 \u{e9}%C3.flash"),
+            ("100% é.flash.json".as_bytes(), "100% é.flash"),
+        ];
+        for (name, stem) in cases {
+            let path = Path::new("fixtures").join(std::ffi::OsStr::from_bytes(name));
+            assert_eq!(stem_of(&path), stem, "{name:?}");
+        }
     }
 }

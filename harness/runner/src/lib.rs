@@ -64,7 +64,8 @@ pub use driver::{
 
 // Goldens and pending goldens.
 pub use golden::{
-    GoldenError, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, read_golden, stem_of,
+    GoldenError, WEB_GOLDEN_SUFFIX, escaped_name, golden_check, golden_path, golden_status,
+    read_golden, stem_of,
 };
 pub use pending::{
     CutDiff, Pending, PendingError, accept as accept_pending, diff as pending_diff,

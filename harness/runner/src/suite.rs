@@ -3,34 +3,40 @@
 //! or one JSON object per run (misses with their diagnostics), and an error's chain said once.
 //! `keyless test` and `cargo xtask replay` both print through this module.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use replay_core::{Fixture, Framing, Verdict};
 use serde_json::{Value, json};
 
+use crate::golden::stem_of;
 use crate::layer1::ScenarioRun;
 
-/// The `*.json` files of `dir`, sorted by name. A name that is not UTF-8 is an error naming
-/// it: its golden would be named after a lossy copy of it, which two such names can share.
+/// The `*.json` files of `dir`, sorted by name. A name that is not UTF-8 keeps its bytes
+/// escaped in its stem ([`crate::escaped_name`]: `%FF`), which names its golden; two files
+/// whose stems are the same (`\xFF.flash.json` beside a `%FF.flash.json`) are an error naming
+/// both, as neither's golden could be told from the other's.
 pub fn fixture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "json"))
         .collect();
-    if let Some(name) = files
-        .iter()
-        .filter_map(|path| path.file_name())
-        .find(|name| name.to_str().is_none())
-    {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "the fixture file name {:?} is not UTF-8: rename it (its golden is named after it)",
-                name.to_string_lossy()
-            ),
-        ));
-    }
     files.sort();
+    let mut stems: BTreeMap<String, &PathBuf> = BTreeMap::new();
+    for path in &files {
+        if let Some(other) = stems.insert(stem_of(path), path) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the fixture files {:?} and {:?} have one name, {:?}, once the bytes that \
+                     are not UTF-8 are written %XX: rename one (its golden is named after it)",
+                    other.file_name().unwrap_or_default(),
+                    path.file_name().unwrap_or_default(),
+                    stem_of(path),
+                ),
+            ));
+        }
+    }
     Ok(files)
 }
 
@@ -206,6 +212,29 @@ mod tests {
                 source: Leaf(leaf.into()),
             };
             assert_eq!(error_chain(&error), expected, "{name}");
+        }
+    }
+
+    /// Issue 45, finding 12: two fixtures whose names are not UTF-8 are listed both, each
+    /// with its own stem; a UTF-8 name that reads as another's escaped one is refused, naming
+    /// both files.
+    #[cfg(unix)]
+    #[test]
+    fn non_utf_8_fixture_names_are_listed_with_their_own_stems_unless_two_collide() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in [&b"\xff.flash.json"[..], b"\xfe.flash.json", b"a.flash.json"] {
+            std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), "{}").unwrap();
+        }
+        let stems: Vec<String> = (fixture_files(dir.path()).unwrap().iter())
+            .map(|path| stem_of(path))
+            .collect();
+        assert_eq!(stems, ["a.flash", "%FE.flash", "%FF.flash"]);
+
+        std::fs::write(dir.path().join("%FF.flash.json"), "{}").unwrap();
+        let refused = fixture_files(dir.path()).unwrap_err().to_string();
+        for says in ["\"%FF.flash.json\"", "\"\\xFF.flash.json\"", "rename one"] {
+            assert!(refused.contains(says), "{says} not in {refused}");
         }
     }
 }

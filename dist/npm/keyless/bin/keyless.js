@@ -6,6 +6,7 @@
 "use strict";
 
 const { spawn } = require("node:child_process");
+const os = require("node:os");
 const path = require("node:path");
 const { platforms } = require("../platforms.json");
 
@@ -59,12 +60,20 @@ child.on("error", (err) => {
   console.error(`keyless: cannot run ${binary}: ${err.message}`);
   process.exit(2);
 });
+// The signals Node leaves at their default action, which kills: re-raised, this process dies of
+// the same signal as the binary. Node ignores SIGPIPE and handles SIGUSR1 (it opens the
+// inspector), SIGSEGV and others for itself: for those, and any signal not listed, the exit
+// status is 128 + the signal's number, what a shell reports for a child killed by it.
+const reraised = new Set(["SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGKILL", "SIGABRT",
+  "SIGALRM", "SIGUSR2"]);
 child.on("exit", (code, signal) => {
   for (const s of forwarded) process.off(s, forward);
-  if (signal) {
-    // Die of the same signal, so the caller sees what the binary saw.
+  if (!signal) process.exit(code);
+  const status = 128 + (os.constants.signals[signal] || 0);
+  if (reraised.has(signal)) {
+    // Die of the same signal, so the caller sees what the binary saw; a signal sent to this
+    // process is delivered before kill returns, so the exit below runs only if it did not kill.
     process.kill(process.pid, signal);
-  } else {
-    process.exit(code);
   }
+  process.exit(status);
 });

@@ -24,6 +24,7 @@
 //! `toolCallId`, is one entry (`docs/golden-format.md` §10).
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde_json::{Map, Value, json};
 
@@ -32,6 +33,7 @@ use replay_core::{
     first_chars, named_frame_shape,
 };
 
+use super::schema_enums::{EnumViolation, SchemaEnums};
 use super::{
     Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
 };
@@ -283,15 +285,12 @@ const CHUNK_FIELDS: &[(&str, &[&str])] = &[
     ("message-metadata", &[]),
 ];
 
-/// The `finishReason`s the client's schema accepts on `finish`.
-const FINISH_REASONS: [&str; 6] = [
-    "stop",
-    "length",
-    "content-filter",
-    "tool-calls",
-    "error",
-    "other",
-];
+/// The literal unions and enums of the UI message chunks (`finish`'s `finishReason`,
+/// `tool-input-start`'s `inputEncoding`) and every chunk type, as `ai`'s `uiMessageChunkSchema`
+/// declares them (`ai_sdk/schema_enums.json`, written by `scripts/schema-enums.mjs` from the
+/// example's lockfile; a test holds [`CHUNK_FIELDS`] to its types).
+pub static ENUMS: LazyLock<SchemaEnums> =
+    LazyLock::new(|| SchemaEnums::parse(include_str!("ai_sdk/schema_enums.json")));
 
 /// The streaming state of one assistant message (`createStreamingUIMessageState`).
 #[derive(Default)]
@@ -763,7 +762,7 @@ enum SchemaError {
     /// The type is none the schema knows.
     #[error(
         "{kind:?} is not a UI message chunk type (the client's schema knows {} and data-*)",
-        CHUNK_FIELDS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+        ENUMS.types.join(", ")
     )]
     UnknownType {
         /// The chunk's `type`.
@@ -775,12 +774,9 @@ enum SchemaError {
         /// The field.
         key: &'static str,
     },
-    /// A `finish` chunk's reason is none the schema knows.
-    #[error("its finishReason {reason} is not one of {}", FINISH_REASONS.join(", "))]
-    FinishReason {
-        /// The reason, as sent.
-        reason: Value,
-    },
+    /// A field holding a value outside its enum (a `finishReason` the schema does not know).
+    #[error(transparent)]
+    NotInSchema(#[from] EnumViolation),
 }
 
 /// Checks a chunk against the client's schema: a known type (or `data-*`) with its required
@@ -799,16 +795,7 @@ fn check_schema(kind: &str, chunk: &Map<String, Value>) -> Result<(), SchemaErro
             return Err(SchemaError::Field { key });
         }
     }
-    let reason = chunk.get("finishReason").filter(|reason| !reason.is_null());
-    if let (true, Some(reason)) = (kind == "finish", reason)
-        && !reason
-            .as_str()
-            .is_some_and(|reason| FINISH_REASONS.contains(&reason))
-    {
-        return Err(SchemaError::FinishReason {
-            reason: reason.clone(),
-        });
-    }
+    ENUMS.check(kind, chunk)?;
     Ok(())
 }
 

@@ -13,12 +13,30 @@
 //! what its frontend can use. `docs/testing-your-own-gateway.md` ("AG-UI") is the specification.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use json_patch::PatchOperation;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::driver::parsed_size::parsed_size;
+use crate::driver::schema_enums::{EnumViolation, SchemaEnums};
+
+/// The literal unions and enums of AG-UI's events (roles, outcomes, subtypes, patch ops, content
+/// part types), as `@ag-ui/core`'s `EventSchema` declares them (`schema_enums.json`, written by
+/// `scripts/schema-enums.mjs` from the example client's lockfile).
+pub static ENUMS: LazyLock<SchemaEnums> =
+    LazyLock::new(|| SchemaEnums::parse(include_str!("schema_enums.json")));
+
+/// A `TOOL_CALL_RESULT`'s content: text, or the content parts a tool returned (`ContentPart[]`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ToolContent {
+    /// Text.
+    Text(String),
+    /// Content parts (text, image, audio, video, document), kept as sent.
+    Parts(Vec<Value>),
+}
 
 /// Every event type of AG-UI's `EventType` (`@ag-ui/core`), as its `type` field spells it.
 pub const EVENT_TYPES: [&str; 33] = [
@@ -138,7 +156,7 @@ pub enum Event {
     ToolCallResult {
         message_id: String,
         tool_call_id: String,
-        content: String,
+        content: ToolContent,
         #[serde(default)]
         role: Option<String>,
     },
@@ -258,6 +276,16 @@ impl Event {
                 name: name.to_owned(),
             });
         }
+        let fields = data
+            .as_object()
+            .ok_or(AgUiProblem::NoType { frame: index })?;
+        ENUMS
+            .check(name, fields)
+            .map_err(|violation| AgUiProblem::NotInSchema {
+                frame: index,
+                name: name.to_owned(),
+                violation: Box::new(violation),
+            })?;
         Event::deserialize(data).map_err(|error| AgUiProblem::Malformed {
             frame: index,
             name: name.to_owned(),
@@ -299,6 +327,17 @@ pub enum AgUiProblem {
         name: String,
         /// What serde said.
         error: String,
+    },
+    /// An event field holding a value outside its enum or literal union (a `role` of
+    /// `"pirate"`), which `@ag-ui/core`'s schema refuses.
+    #[error("frame {frame}: {name}: {violation}")]
+    NotInSchema {
+        /// The frame.
+        frame: usize,
+        /// The event type.
+        name: String,
+        /// The field and its value.
+        violation: Box<EnumViolation>,
     },
     /// The stream did not open with `RUN_STARTED`.
     #[error("the first event is {}, not RUN_STARTED", .first.as_deref().unwrap_or("missing (an empty stream)"))]
@@ -1140,6 +1179,7 @@ fn bounded_patch(target: &mut Value, ops: &[PatchOperation]) -> Result<(), Patch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::schema_enums::set_at;
 
     fn run(conversation: &mut Conversation, events: &[Value]) -> Result<RunEnd, AgUiProblem> {
         conversation.apply_run(events.iter().map(Some))
@@ -1324,6 +1364,17 @@ mod tests {
                 "ACTIVITY_DELTA at frame 9 grows the client's activity message \"act\" past 64 MiB",
             ),
             (
+                "a role outside AG-UI's (issue 45, finding 2)",
+                with(
+                    9,
+                    Some(
+                        json!({"type": "TEXT_MESSAGE_START", "messageId": "a2", "role": "pirate"}),
+                    ),
+                ),
+                "frame 9: TEXT_MESSAGE_START: its role is \"pirate\", not one of developer, \
+                 system, assistant, user (@ag-ui/core@",
+            ),
+            (
                 "an event after RUN_FINISHED",
                 {
                     let mut events = tool_loop();
@@ -1462,5 +1513,45 @@ mod tests {
         assert_eq!(conversation.messages[0]["content"], json!({"steps": ["a"]}));
         let input = conversation.run_input("t", "r2", "u", "next");
         assert_eq!(input["messages"].as_array().unwrap().len(), 1);
+    }
+
+    /// Issue 45, finding 2: every enum and literal union of AG-UI's events (from `@ag-ui/core`,
+    /// `schema_enums.json`) takes each of its values and refuses another, naming the field,
+    /// for each event type the client reads. A tool's result may be content parts, not only text.
+    #[test]
+    fn every_enum_field_of_agui_events_refuses_a_value_outside_it() {
+        let read = |field: &&crate::driver::schema_enums::EnumField| {
+            EVENT_TYPES.contains(&field.event.as_str())
+        };
+        let fields: Vec<_> = ENUMS.fields.iter().filter(read).collect();
+        assert!(fields.len() >= 15, "{} enum fields", fields.len());
+        for field in fields {
+            let name = format!("{} {}", field.event, field.path);
+            // The event's other required enum fields hold an allowed value.
+            let mut event = json!({"type": field.event});
+            for other in (ENUMS.fields.iter()).filter(|o| o.event == field.event && o.required) {
+                set_at(&mut event, &other.path, json!(other.values[0]));
+            }
+            for allowed in &field.values {
+                set_at(&mut event, &field.path, json!(allowed));
+                let checked = ENUMS.check(&field.event, event.as_object().unwrap());
+                assert_eq!(checked, Ok(()), "{name} = {allowed}: {event}");
+            }
+            set_at(&mut event, &field.path, json!("pirate"));
+            match Event::parse(3, Some(&event)) {
+                Err(AgUiProblem::NotInSchema {
+                    frame: 3,
+                    violation,
+                    ..
+                }) => {
+                    assert_eq!(violation.at, field.path.replace("[]", "[0]"), "{name}");
+                    assert_eq!(violation.allowed, field.values, "{name}");
+                }
+                other => panic!("{name} = \"pirate\": {other:?}"),
+            }
+        }
+        let parts = json!({"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c",
+                           "content": [{"type": "text", "text": "Added milk."}]});
+        assert!(Event::parse(0, Some(&parts)).is_ok());
     }
 }

@@ -193,7 +193,7 @@ fn a_stream_the_client_cannot_read_fails_the_run_naming_the_frame_and_keeps_what
             "a model wire's finish reason",
             wire_reason,
             "finish",
-            "finishReason \"tool_calls\" is not one of",
+            "its finishReason is \"tool_calls\", not one of stop, length",
         ),
     ];
     for (case, drift, frame, message) in cases {
@@ -356,4 +356,100 @@ fn the_golden_holds_one_entry_per_streamed_part_however_it_was_chunked() {
     let mut frames = tool_loop(&["ok"]);
     frames[11]["type"] = json!("data-forecast");
     assert_ne!(golden_shapes(&run(&frames, Some("v1"))), golden(&["ok"]));
+}
+
+/// A route answering `body` with the stream header, in pieces of 7 bytes, and its server's URL.
+async fn serve_stream(body: Vec<u8>) -> String {
+    let pieces: Vec<Vec<u8>> = body.chunks(7).map(<[u8]>::to_vec).collect();
+    let app = axum::Router::new().route(
+        "/api/chat",
+        axum::routing::post(move || {
+            let pieces = pieces.clone();
+            async move {
+                let pieces = pieces.into_iter().map(Ok::<_, std::io::Error>);
+                (
+                    [(STREAM_HEADER.0, STREAM_HEADER.1)],
+                    axum::body::Body::from_stream(futures::stream::iter(pieces)),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// Issue 45, finding 11: a stream read as the AI SDK's client reads it (`TextDecoder`, then
+/// `eventsource-parser`): a delta holding an invalid UTF-8 byte reads on with U+FFFD, and lines
+/// ended by CR alone or CRLF frame it as LF does, its `[DONE]` last included.
+#[tokio::test]
+async fn a_stream_is_read_with_u_fffd_for_invalid_bytes_and_any_sse_line_end() {
+    for line_end in ["\n", "\r", "\r\n"] {
+        let mut body = Vec::new();
+        for frame in tool_loop(&["sunny \u{1}INVALID", " today"]) {
+            let data = frame.to_string().replace("\\u0001INVALID", "\u{1}");
+            body.extend_from_slice(format!("data: {data}{line_end}{line_end}").as_bytes());
+        }
+        body.extend_from_slice(format!("data: [DONE]{line_end}{line_end}").as_bytes());
+        // The byte 0xFF in place of the placeholder U+0001, which JSON cannot carry raw.
+        for byte in body.iter_mut().filter(|byte| **byte == 1) {
+            *byte = 0xff;
+        }
+        let url = serve_stream(body).await;
+        let client = crate::driver::HttpClient::new(&url).unwrap();
+        let request = crate::driver::RunRequest {
+            path: "/api/chat".into(),
+            body: json!({"messages": []}),
+            headers: Vec::new(),
+        };
+        let rule = FramingRule::UiMessageStream;
+        let transcript = (client.stream(request, StreamModes::Values, rule, &[STREAM_HEADER.0]))
+            .await
+            .unwrap_or_else(|err| panic!("line end {line_end:?}: {err}"));
+        assert_eq!(
+            framing(std::slice::from_ref(&transcript), false),
+            Framing::Ok,
+            "line end {line_end:?}"
+        );
+        let (message, _) = assemble(transcript.frames().map(|(_, raw, data)| (raw, data)));
+        assert_eq!(
+            message.unwrap()["parts"][3]["text"],
+            "sunny \u{fffd} today",
+            "line end {line_end:?}"
+        );
+    }
+}
+
+/// Issue 45, finding 2: the chunk types the reader knows are those of `ai`'s
+/// `uiMessageChunkSchema` (`schema_enums.json`), and each of its enum fields (`finishReason`,
+/// `inputEncoding`) takes each of its values and refuses another, naming the field.
+#[test]
+fn every_enum_field_of_the_ui_message_chunks_refuses_a_value_outside_it() {
+    let known: Vec<&str> = CHUNK_FIELDS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(known, ENUMS.types, "CHUNK_FIELDS against {}", ENUMS.package);
+    assert!(!ENUMS.fields.is_empty());
+    for field in &ENUMS.fields {
+        let name = format!("{} {}", field.event, field.path);
+        let (_, strings) = (CHUNK_FIELDS.iter())
+            .find(|(kind, _)| *kind == field.event)
+            .unwrap_or_else(|| panic!("{name}: a type the reader does not know"));
+        let mut chunk = json!({"type": field.event});
+        for key in strings.iter() {
+            chunk[*key] = json!("x");
+        }
+        for allowed in &field.values {
+            crate::driver::schema_enums::set_at(&mut chunk, &field.path, json!(allowed));
+            let checked = check_schema(&field.event, chunk.as_object().unwrap());
+            assert!(checked.is_ok(), "{name} = {allowed}: {checked:?}");
+        }
+        crate::driver::schema_enums::set_at(&mut chunk, &field.path, json!("pirate"));
+        match check_schema(&field.event, chunk.as_object().unwrap()) {
+            Err(SchemaError::NotInSchema(violation)) => {
+                assert_eq!(violation.at, field.path, "{name}");
+                assert_eq!(violation.allowed, field.values, "{name}");
+            }
+            other => panic!("{name} = \"pirate\": {other:?}"),
+        }
+    }
 }
