@@ -696,7 +696,23 @@ impl Session {
         scenario: &Scenario,
         recorded: &[Turn],
     ) -> Result<Vec<RunTranscript>, DriverError> {
-        self.dialect.begin(&self.client, scenario).await?;
+        self.begin(scenario).await?;
+        self.run_prompts(scenario, recorded).await
+    }
+
+    /// Starts the scenario's conversation (a thread, or ids minted client-side): the first half
+    /// of [`Session::run_scenario`], apart so a benchmark can time it (`benches/phases.rs`).
+    pub async fn begin(&mut self, scenario: &Scenario) -> Result<(), DriverError> {
+        self.dialect.begin(&self.client, scenario).await
+    }
+
+    /// Streams the scenario's prompt and each follow-up in the conversation [`Session::begin`]
+    /// started: the second half of [`Session::run_scenario`].
+    pub async fn run_prompts(
+        &mut self,
+        scenario: &Scenario,
+        recorded: &[Turn],
+    ) -> Result<Vec<RunTranscript>, DriverError> {
         let mut transcripts = Vec::new();
         for prompt in scenario.prompts() {
             let request = self
