@@ -1201,6 +1201,32 @@ mod tests {
         );
     }
 
+    /// `database.synchronous` reads `normal` and `off`, defaults to `normal`, and a bad value
+    /// names the key.
+    #[test]
+    fn database_synchronous_reads_its_two_values_and_names_a_bad_one() {
+        let cases = [
+            ("", Synchronous::Normal),
+            (
+                "[database]\nsynchronous = \"normal\"\n",
+                Synchronous::Normal,
+            ),
+            ("[database]\nsynchronous = \"off\"\n", Synchronous::Off),
+        ];
+        for (text, expected) in cases {
+            let config = Config::from_toml_str(text, Path::new("c.toml")).unwrap();
+            assert_eq!(config.database.synchronous, expected, "{text:?}");
+        }
+        let err =
+            Config::from_toml_str("[database]\nsynchronous = \"full\"\n", Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.contains("c.toml") && err.contains("synchronous"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn auth_disabled_is_refused_in_production() {
         let mut config = Config::default();
