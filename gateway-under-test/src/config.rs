@@ -194,6 +194,8 @@ pub struct DatabaseConfig {
     pub backend: String,
     /// `database.sqlite_dir`: the folder of `deerflow.db`; relative to `home`. Default `db`.
     pub sqlite_dir: PathBuf,
+    /// `database.synchronous`: when SQLite syncs the database to the disk. Default `normal`.
+    pub synchronous: Synchronous,
 }
 
 impl Default for DatabaseConfig {
@@ -201,8 +203,24 @@ impl Default for DatabaseConfig {
         DatabaseConfig {
             backend: "sqlite".into(),
             sqlite_dir: PathBuf::from("db"),
+            synchronous: Synchronous::Normal,
         }
     }
+}
+
+/// `database.synchronous`: when SQLite syncs the database to the disk (its `PRAGMA synchronous`
+/// in WAL mode).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Synced at every checkpoint and when the gateway stops: a power loss may roll the last
+    /// commits back but never corrupts the database. The default.
+    #[default]
+    Normal,
+    /// Never synced: for a database thrown away with its gateway (the replay harness's hermetic
+    /// configuration), where each sync is a wait on the disk for nothing. A power loss or an
+    /// operating system crash may corrupt it; a crash of the gateway alone does not.
+    Off,
 }
 
 /// `[auth]`.
@@ -1180,6 +1198,32 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("title.model_name")
+        );
+    }
+
+    /// `database.synchronous` reads `normal` and `off`, defaults to `normal`, and a bad value
+    /// names the key.
+    #[test]
+    fn database_synchronous_reads_its_two_values_and_names_a_bad_one() {
+        let cases = [
+            ("", Synchronous::Normal),
+            (
+                "[database]\nsynchronous = \"normal\"\n",
+                Synchronous::Normal,
+            ),
+            ("[database]\nsynchronous = \"off\"\n", Synchronous::Off),
+        ];
+        for (text, expected) in cases {
+            let config = Config::from_toml_str(text, Path::new("c.toml")).unwrap();
+            assert_eq!(config.database.synchronous, expected, "{text:?}");
+        }
+        let err =
+            Config::from_toml_str("[database]\nsynchronous = \"full\"\n", Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.contains("c.toml") && err.contains("synchronous"),
+            "{err}"
         );
     }
 

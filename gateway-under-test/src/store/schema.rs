@@ -8,6 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::StoreError;
+use crate::config::Synchronous;
 
 /// Schema changes, in order; entry `i` takes the database from version `i` to `i + 1`.
 /// Append new entries; never edit one that has shipped.
@@ -129,8 +130,13 @@ ALTER TABLE checkpoints ADD COLUMN write_refs TEXT;
 const INCREMENTAL_VACUUM: i64 = 2;
 
 /// Applies the per-connection settings the store relies on.
-/// `fresh` says the database file was empty when it was opened (made just now).
-pub(super) fn configure(conn: &Connection, fresh: bool) -> Result<(), StoreError> {
+/// `fresh` says the database file was empty when it was opened (made just now); `synchronous`
+/// is `database.synchronous`.
+pub(super) fn configure(
+    conn: &Connection,
+    fresh: bool,
+    synchronous: Synchronous,
+) -> Result<(), StoreError> {
     // A fresh database is initialised (its header written for incremental vacuum, then for WAL)
     // in two rollback-journal transactions, each syncing the journal, the folder and the file:
     // six syncs of every start of a Layer 1 test, for a database that holds nothing yet, so a
@@ -139,7 +145,14 @@ pub(super) fn configure(conn: &Connection, fresh: bool) -> Result<(), StoreError
     // In WAL mode NORMAL still never corrupts the database; it only lets the last commits before
     // a power loss roll back, and it spares an fsync per commit (a run commits once per step).
     // Set first, so that switching an older database to WAL does not fsync either.
-    let setup = if fresh { "OFF" } else { "NORMAL" };
+    //
+    // `database.synchronous = "off"` never syncs: a database thrown away with its gateway (the
+    // replay harness's) otherwise waits on the disk at every checkpoint and when it closes.
+    let running = match synchronous {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Off => "OFF",
+    };
+    let setup = if fresh { "OFF" } else { running };
     conn.pragma_update(None, "synchronous", setup)?;
     // Before WAL is switched on: a fresh database takes incremental vacuum only while its file
     // is still empty; later it needs a VACUUM (see `enable_incremental_vacuum`). On an older
@@ -148,7 +161,7 @@ pub(super) fn configure(conn: &Connection, fresh: bool) -> Result<(), StoreError
     // WAL lets readers (e.g. a debugging sqlite3 shell) work while the gateway writes.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     if fresh {
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "synchronous", running)?;
     }
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;

@@ -193,6 +193,29 @@ fn a_database_open_in_one_store_is_refused_to_a_second_until_the_first_closes() 
     Store::open(dir.path()).expect("open again once every handle of the first is gone");
 }
 
+/// `database.synchronous` reaches SQLite on a fresh database and on one opened again: `normal`
+/// (1) unless `off` (0, never a sync) is configured, as the replay harness's hermetic
+/// configuration does for its throw-away databases.
+#[test]
+fn the_configured_synchronous_setting_holds_on_fresh_and_reopened_databases() {
+    // (setting, SQLite's `PRAGMA synchronous`)
+    let cases = [(Synchronous::Normal, 1), (Synchronous::Off, 0)];
+    for (setting, expected) in cases {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for opening in ["fresh", "reopened"] {
+            let store = Store::open_with(dir.path(), setting).expect("open store");
+            let level: i64 = (store.db)
+                .call_blocking(|conn| {
+                    Ok(conn.pragma_query_value(None, "synchronous", |row| row.get(0))?)
+                })
+                .expect("PRAGMA synchronous");
+            assert_eq!(level, expected, "{setting:?}, {opening}");
+        }
+    }
+    let default = crate::config::DatabaseConfig::default().synchronous;
+    assert_eq!(default, Synchronous::Normal, "the product's default syncs");
+}
+
 #[tokio::test]
 async fn two_stores_do_not_share_data() {
     let (_dir_a, a) = open_temp();

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gateway_under_test::config::{Config, ModelConfig, PasswordHashConfig};
+use gateway_under_test::config::{Config, ModelConfig, PasswordHashConfig, Synchronous};
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -187,6 +187,11 @@ pub fn hermetic_config(
         ..Config::default()
     };
     config.database.sqlite_dir = PathBuf::from("db");
+    // The database is thrown away with the run: a sync would be a wait on the disk for nothing.
+    // There were four per fixture, two of them when the gateway stops, and on a busy disk they
+    // were half of a Layer 1 test's time (docs/replay-and-fixtures.md §7.3). Never the
+    // product's default.
+    config.database.synchronous = Synchronous::Off;
     config.skills.path = PathBuf::from("skills");
     config.skills.container_path = "/mnt/skills".into();
     config.memory.enabled = false;
@@ -292,6 +297,9 @@ mod tests {
         assert_eq!((config.title.max_chars, config.title.max_words), (60, 6));
         assert_eq!(config.sandbox.use_, "local");
         assert_eq!(config.log_level, "warning");
+        // A throw-away database: never synced (the product's default syncs).
+        assert_eq!(config.database.synchronous, Synchronous::Off);
+        assert_eq!(config.auth.password_hash, PasswordHashConfig::cheap());
     }
 
     #[test]
