@@ -11,9 +11,10 @@ use crate::config::{CONFIG_FILE, ConfigError};
 pub const TEMPLATE: &str = r#"# keyless: keyless contract tests for your agent gateway.
 #
 # `keyless test` replays every fixture (one recorded model run) through your gateway: it starts a
-# model server that answers the gateway's OpenAI Chat Completions calls from the fixture, starts
-# the gateway with `gateway_cmd`, waits for `ready`, drives the API, stops the gateway, and
-# compares the Server-Sent Events' shapes with the fixture's golden. Every key below is also a
+# model server that answers the gateway's model calls from the fixture (five wires: OpenAI Chat
+# Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock Converse, each at its own
+# route), starts the gateway with `gateway_cmd`, waits for `ready`, drives the API, stops the
+# gateway, and compares the Server-Sent Events' shapes with the fixture's golden. Every key below is also a
 # flag (`--fixtures`, `--golden`, `--gateway-cmd`, …); a flag wins. Relative paths are relative to
 # this file's folder.
 
@@ -46,9 +47,11 @@ ready_timeout_secs = 60
 # id>"` when langgraph.json has several graphs; an `[assistants]` table sends a scenario to
 # another). A deployment's static auth header: auth_header = "x-api-key", auth_env = "VAR" (the
 # value is read from VAR and never written). A Vercel AI SDK chat route: "ai-sdk" (posts to
-# `endpoint`, default "/api/chat"); an agent served as OpenAI's API: "openai-chat"
-# ("/v1/chat/completions") or "openai-responses" ("/v1/responses"). With these a fixture's mode
-# is a label (`keyless record --mode chat`).
+# `endpoint`, default "/api/chat"); an agent served over AG-UI: "ag-ui" (posts RunAgentInput to
+# `endpoint`, default "/"); an agent served as OpenAI's API: "openai-chat"
+# ("/v1/chat/completions") or "openai-responses" ("/v1/responses"). Six dialects in all:
+# deerflow, langgraph, ai-sdk, ag-ui, openai-chat, openai-responses. With all but deerflow a
+# fixture's mode is a label (`keyless record --mode chat`).
 api = "deerflow"
 
 # The stream modes of every run: "values" (the golden folder above) or "web" (the web client's
