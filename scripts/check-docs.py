@@ -6,7 +6,9 @@
    heading of that Markdown file, slugged as GitHub slugs headings (lower case, punctuation but
    `-` and `_` dropped, spaces to `-`, a repeated heading gets `-1`, `-2`, …);
 2. every flag a doc shows on a `keyless <subcommand>` command line (in a code block or in inline
-   code) is one that `keyless <subcommand> --help` lists.
+   code) is one that `keyless <subcommand> --help` lists;
+3. each doc that presents the product (PRODUCT_DOCS) names all five model wires and all six API
+   dialects (`keyless test --help`'s `--api` values), so none reads as if keyless spoke fewer.
 
     python3 scripts/check-docs.py --keyless target/debug/keyless      # the repository
     python3 scripts/check-docs.py --root DIR                           # links only, under DIR
@@ -25,6 +27,10 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 SKIPPED_FOLDERS = {"node_modules", "target", ".git", ".keyless", "dist-npm"}
 SUBCOMMANDS = ("init", "test", "accept", "review", "record", "serve", "model-server")
+# The docs a user reads to learn what keyless does, and the wires the model server answers.
+PRODUCT_DOCS = ("README.md", "dist/README.md", "docs/README.md", "docs/testing-your-own-gateway.md",
+                "docs/test-runners.md")
+WIRES = ("Chat Completions", "Responses", "Messages", "Gemini", "Bedrock Converse")
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -210,6 +216,30 @@ def check_flags(root: Path, files: List[Path], keyless: str) -> List[str]:
     return problems
 
 
+def dialects(keyless: str) -> List[str]:
+    output = subprocess.run([keyless, "test", "--help"], check=True, capture_output=True, text=True).stdout
+    after_api = output.split("--api", 1)[1]
+    values = re.search(r"\[possible values: ([^\]]+)\]", after_api)
+    if not values:
+        raise SystemExit("check-docs: `keyless test --help` lists no possible values for --api")
+    return [value.strip() for value in values.group(1).split(",")]
+
+
+def check_names(root: Path, keyless: str) -> List[str]:
+    names = list(WIRES) + dialects(keyless)
+    problems: List[str] = []
+    for name in PRODUCT_DOCS:
+        path = root / name
+        if not path.is_file():
+            continue
+        text = " ".join(path.read_text("utf-8").split())
+        missing = [wanted for wanted in names if wanted not in text]
+        if missing:
+            problems.append(f"{name}: names no {', '.join(missing)} (every wire: {', '.join(WIRES)}; "
+                            f"every dialect of `keyless test --api`)")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
@@ -222,13 +252,14 @@ def main() -> int:
     problems = check_links(root, files)
     if args.keyless:
         problems += check_flags(root, files, args.keyless)
+        problems += check_names(root, args.keyless)
     for problem in problems:
         print(f"check-docs: {problem}", file=sys.stderr)
-    what = "links and anchors" + (", keyless flags" if args.keyless else "")
+    what = "link and anchor" + (", keyless flag, wire and dialect" if args.keyless else "")
     if problems:
         print(f"check-docs: {len(problems)} problem(s) in {len(files)} Markdown file(s)", file=sys.stderr)
         return 1
-    print(f"check-docs: {len(files)} Markdown file(s), every {what} resolved")
+    print(f"check-docs: {len(files)} Markdown file(s), every {what} checked")
     return 0
 
 

@@ -20,12 +20,16 @@ SCRIPT = Path(__file__).resolve().parent / "check-docs.py"
 FAKE_KEYLESS = """#!/bin/sh
 case "$1" in
   serve) printf 'Options:\\n      --port <PORT>\\n          The port\\n  -h, --help\\n' ;;
+  test) printf 'Options:\\n      --api <API>\\n          [possible values: deerflow, ag-ui]\\n' ;;
   *) printf 'Options:\\n  -h, --help\\n  -V, --version\\n' ;;
 esac
 """
 
 GOOD = """\
 # Title
+
+It answers Chat Completions, Responses, Messages, Gemini and Bedrock Converse calls, and speaks
+deerflow and ag-ui.
 
 See [the guide](docs/guide.md#a-section-with-code), [below](#title-1) and [the folder](docs/).
 
@@ -75,13 +79,20 @@ class CheckDocs(unittest.TestCase):
         status, output = run({"README.md": broken, "docs/guide.md": GUIDE})
         self.assertEqual(status, 1, output)
         for expected in [
-            "README.md:13: the link docs/gone.md names docs/gone.md, which does not exist",
-            "README.md:13: the link docs/guide.md#no-such-section names the anchor #no-such-section",
-            "README.md:14: `keyless serve` has no flag --prot",
+            "README.md:16: the link docs/gone.md names docs/gone.md, which does not exist",
+            "README.md:16: the link docs/guide.md#no-such-section names the anchor #no-such-section",
+            "README.md:17: `keyless serve` has no flag --prot",
             "check-docs: 3 problem(s)",
         ]:
             self.assertIn(expected, output)
         print(f"\n--- check-docs on a broken link (expected to fail) ---\n{output}", file=sys.stderr)
+
+
+    def test_a_product_doc_that_leaves_out_a_wire_or_a_dialect_fails_naming_it(self):
+        status, output = run({"README.md": GOOD.replace(" and ag-ui", "").replace("Gemini and ", ""),
+                              "docs/guide.md": GUIDE})
+        self.assertEqual(status, 1, output)
+        self.assertIn("README.md: names no Gemini, ag-ui", output)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,40 @@ pub fn private_folder(root: &Path) -> Result<std::path::PathBuf, ConfigError> {
 mod tests {
     use super::*;
 
+    /// The model server's five wires, as the docs name them.
+    const WIRES: [&str; 5] = [
+        "Chat Completions",
+        "Responses",
+        "Messages",
+        "Gemini",
+        "Bedrock Converse",
+    ];
+
+    /// A text's words, one space apart, without TOML's comment marks (wrapped lines rejoined).
+    fn words(text: &str) -> String {
+        let words = text.split_whitespace().filter(|word| *word != "#");
+        words.collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn the_template_and_the_help_name_every_wire_and_every_dialect() {
+        use clap::CommandFactory;
+        let help = crate::Cli::command().render_long_help().to_string();
+        for (what, text) in [
+            ("keyless init's template", TEMPLATE),
+            ("keyless --help", &help),
+        ] {
+            let text = words(text);
+            let dialects = keyless_runner::Api::ALL.map(keyless_runner::Api::as_str);
+            for name in WIRES.iter().chain(dialects.iter()) {
+                assert!(
+                    text.contains(name),
+                    "{what} does not name {name:?}:\n{text}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn init_makes_the_private_folder_ignore_itself_and_keeps_an_edited_gitignore() {
         let folder = tempfile::tempdir().unwrap();
