@@ -407,7 +407,18 @@ def _problems_report(fixture: str, state: Dict[str, Any], discarded: List[str]) 
         )
     if not parts:
         return None
-    return f"keyless: the model side of {fixture} did not go as recorded:\n\n" + "\n\n".join(parts)
+    # The first line is what pytest's short summary shows: what went wrong, counted.
+    kinds = sorted({str(p.get("kind", "problem")) for p in state.get("problems") or []})
+    counts = []
+    if state.get("problems") or discarded:
+        count = len(state.get("problems") or []) + len(discarded)
+        counts.append(f"{count} model-side problem(s)" + (f" ({', '.join(kinds)})" if kinds else ""))
+    if unused:
+        counts.append(f"{len(unused)} recorded turn(s) unused")
+    return (
+        f"keyless: {fixture}: {', '.join(counts)}; the model side did not go as recorded:\n\n"
+        + "\n\n".join(parts)
+    )
 
 
 @pytest.fixture
