@@ -31,7 +31,7 @@ GOOD = """\
 It answers Chat Completions, Responses, Messages, Gemini and Bedrock Converse calls, and speaks
 deerflow and ag-ui.
 
-See [the guide](docs/guide.md#a-section-with-code), [below](#title-1) and [the folder](docs/).
+See [the guide](notes/guide.md#a-section-with-code), [below](#title-1) and [the folder](notes/).
 
 ## Title
 
@@ -68,19 +68,19 @@ def run(files, *extra):
 
 class CheckDocs(unittest.TestCase):
     def test_links_anchors_and_flags_that_resolve_pass(self):
-        status, output = run({"README.md": GOOD, "docs/guide.md": GUIDE})
+        status, output = run({"README.md": GOOD, "notes/guide.md": GUIDE})
         self.assertEqual(status, 0, output)
 
     def test_each_broken_link_anchor_or_flag_fails_naming_its_line(self):
         broken = GOOD + textwrap.dedent("""\
-            A [broken link](docs/gone.md) and a [broken anchor](docs/guide.md#no-such-section).
+            A [broken link](notes/gone.md) and a [broken anchor](notes/guide.md#no-such-section).
             Run `keyless serve --prot 3000`.
             """)
-        status, output = run({"README.md": broken, "docs/guide.md": GUIDE})
+        status, output = run({"README.md": broken, "notes/guide.md": GUIDE})
         self.assertEqual(status, 1, output)
         for expected in [
-            "README.md:16: the link docs/gone.md names docs/gone.md, which does not exist",
-            "README.md:16: the link docs/guide.md#no-such-section names the anchor #no-such-section",
+            "README.md:16: the link notes/gone.md names notes/gone.md, which does not exist",
+            "README.md:16: the link notes/guide.md#no-such-section names the anchor #no-such-section",
             "README.md:17: `keyless serve` has no flag --prot",
             "check-docs: 3 problem(s)",
         ]:
@@ -90,7 +90,7 @@ class CheckDocs(unittest.TestCase):
 
     def test_a_product_doc_that_leaves_out_a_wire_or_a_dialect_fails_naming_it(self):
         status, output = run({"README.md": GOOD.replace(" and ag-ui", "").replace("Gemini and ", ""),
-                              "docs/guide.md": GUIDE})
+                              "notes/guide.md": GUIDE})
         self.assertEqual(status, 1, output)
         self.assertIn("README.md: names no Gemini, ag-ui", output)
 
