@@ -49,5 +49,5 @@ grep -q 'ERROR at teardown of test_answers_each_question_with_the_tools_count' d
   { cat drift.out >&2; fail "the drifted test did not fail at teardown"; }
 grep -q 'first differing field: \[0\]\.name: recorded "user-input", incoming <missing>' drift.out ||
   { cat drift.out >&2; fail "pytest's output has no miss diagnostic"; }
-grep -A3 'first differing field' drift.out | head -4
+grep -m1 'first differing field' drift.out
 echo "python example (pytest): ok (green; -n 2 on two gateways; the drift fails with its diagnostic)"
