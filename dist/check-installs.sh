@@ -4,7 +4,11 @@
 # rustc is dropped). Each install runs examples/python-gateway/check.sh (`keyless test` on a copy
 # of the example: green as recorded, exit 1 with the miss diagnostic when the gateway drifts):
 #
-#   1. the wheel, `pip install`ed into a fresh venv;
+#   1. the wheel, `pip install`ed into a fresh venv; then, with pytest and pytest-xdist beside it
+#      (examples/python-gateway/requirements-test.txt, from PyPI), the example's pytest suite
+#      through the wheel's pytest plugin (examples/python-gateway/check-pytest.sh: green, green
+#      with -n 2 on two served gateways, red with the miss diagnostic on the drift) and the
+#      plugin's own tests (dist/python/tests);
 #   2. the npm tarballs, `npm install <platform>.tgz <main>.tgz` in a fresh folder, run through the
 #      main package's launcher (and, with the platform package removed, its error naming it);
 #   3. the GitHub Action's script (dist/action/run.sh) with the wheel in place of PyPI's release,
@@ -55,6 +59,11 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index "$wheel"
 "$work/venv/bin/keyless" --version
 KEYLESS="$work/venv/bin/keyless" PYTHON="$python" "$example/check.sh"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  -r "$example/requirements.txt" -r "$example/requirements-test.txt"
+PYTHON="$work/venv/bin/python" "$example/check-pytest.sh"
+# The plugin's own tests (pytester): the marker, unused turns, the model-server mode, recording.
+"$work/venv/bin/python" -m pytest -p pytester -p no:cacheprovider -q "$root/dist/python/tests"
 
 echo "installs: [2/3] npm install $(basename "$platform_tgz") $(basename "$main_tgz") in a fresh folder"
 mkdir "$work/npm"

@@ -11,9 +11,10 @@ use crate::config::{CONFIG_FILE, ConfigError};
 pub const TEMPLATE: &str = r#"# keyless: keyless contract tests for your agent gateway.
 #
 # `keyless test` replays every fixture (one recorded model run) through your gateway: it starts a
-# model server that answers the gateway's OpenAI Chat Completions calls from the fixture, starts
-# the gateway with `gateway_cmd`, waits for `ready`, drives the API, stops the gateway, and
-# compares the Server-Sent Events' shapes with the fixture's golden. Every key below is also a
+# model server that answers the gateway's model calls from the fixture (five wires: OpenAI Chat
+# Completions, OpenAI Responses, Anthropic Messages, Gemini and Bedrock Converse, each at its own
+# route), starts the gateway with `gateway_cmd`, waits for `ready`, drives the API, stops the
+# gateway, and compares the Server-Sent Events' shapes with the fixture's golden. Every key below is also a
 # flag (`--fixtures`, `--golden`, `--gateway-cmd`, …); a flag wins. Relative paths are relative to
 # this file's folder.
 
@@ -46,9 +47,11 @@ ready_timeout_secs = 60
 # id>"` when langgraph.json has several graphs; an `[assistants]` table sends a scenario to
 # another). A deployment's static auth header: auth_header = "x-api-key", auth_env = "VAR" (the
 # value is read from VAR and never written). A Vercel AI SDK chat route: "ai-sdk" (posts to
-# `endpoint`, default "/api/chat"); an agent served as OpenAI's API: "openai-chat"
-# ("/v1/chat/completions") or "openai-responses" ("/v1/responses"). With these a fixture's mode
-# is a label (`keyless record --mode chat`).
+# `endpoint`, default "/api/chat"); an agent served over AG-UI: "ag-ui" (posts RunAgentInput to
+# `endpoint`, default "/"); an agent served as OpenAI's API: "openai-chat"
+# ("/v1/chat/completions") or "openai-responses" ("/v1/responses"). Six dialects in all:
+# deerflow, langgraph, ai-sdk, ag-ui, openai-chat, openai-responses. With all but deerflow a
+# fixture's mode is a label (`keyless record --mode chat`).
 api = "deerflow"
 
 # The stream modes of every run: "values" (the golden folder above) or "web" (the web client's
@@ -139,6 +142,40 @@ pub fn private_folder(root: &Path) -> Result<std::path::PathBuf, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The model server's five wires, as the docs name them.
+    const WIRES: [&str; 5] = [
+        "Chat Completions",
+        "Responses",
+        "Messages",
+        "Gemini",
+        "Bedrock Converse",
+    ];
+
+    /// A text's words, one space apart, without TOML's comment marks (wrapped lines rejoined).
+    fn words(text: &str) -> String {
+        let words = text.split_whitespace().filter(|word| *word != "#");
+        words.collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn the_template_and_the_help_name_every_wire_and_every_dialect() {
+        use clap::CommandFactory;
+        let help = crate::Cli::command().render_long_help().to_string();
+        for (what, text) in [
+            ("keyless init's template", TEMPLATE),
+            ("keyless --help", &help),
+        ] {
+            let text = words(text);
+            let dialects = keyless_runner::Api::ALL.map(keyless_runner::Api::as_str);
+            for name in WIRES.iter().chain(dialects.iter()) {
+                assert!(
+                    text.contains(name),
+                    "{what} does not name {name:?}:\n{text}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn init_makes_the_private_folder_ignore_itself_and_keeps_an_edited_gitignore() {

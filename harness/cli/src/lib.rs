@@ -39,9 +39,11 @@ use crate::config::{ConfigError, Loaded};
 /// keyless: keyless contract tests for agent gateways.
 ///
 /// Record one real model run once (`keyless record`); from then on `keyless test` replays it
-/// through your gateway, keyless and deterministic: a model server answers the gateway's OpenAI
-/// Chat Completions calls from the recording, and the gateway's Server-Sent Events are compared
-/// with a golden snapshot.
+/// through your gateway, keyless and deterministic: a model server answers the gateway's model
+/// calls from the recording, on any of five wires (OpenAI Chat Completions, OpenAI Responses,
+/// Anthropic Messages, Gemini, Bedrock Converse), and the gateway's Server-Sent Events are
+/// compared with a golden snapshot. The driver speaks six API dialects (`--api`): deerflow,
+/// langgraph, ai-sdk, ag-ui, openai-chat and openai-responses.
 #[derive(Debug, Parser)]
 #[command(
     name = "keyless",
@@ -52,6 +54,7 @@ use crate::config::{ConfigError, Loaded};
   keyless review                # look at each new or changed golden, accept or reject it
   keyless accept                # accept every pending golden
   keyless serve --port 3000     # the replayed gateway, held up for your browser suite
+  pytest                        # the `keyless` pytest fixture (pip install keyless pytest)
 
 Exit status: 0 success; 1 a fixture failed (or a command's work failed); 2 a usage or
 configuration error."
