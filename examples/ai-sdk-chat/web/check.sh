@@ -2,10 +2,11 @@
 # The browser suite as CI runs it (after `npm ci` here and in .., and `npm run build` here), each
 # run from a copy of the example outside the workspace, its node_modules linked:
 #
-# - the suite passes against `keyless serve` (the page, the route, the fixtures recorded through
-#   the browser);
+# - the suite passes with two workers, each with its own `keyless serve` (keyless/playwright's
+#   worker fixture: the page, the route, the fixtures recorded through the browser);
 # - drift the page shows goes red: the tool's result changed (server.mjs's forecast: the model
-#   call misses, keyless serve exits 1 naming the miss, the run fails), and the tool loop cut to
+#   call misses: the test fails with keyless's diagnostic, the worker's keyless serve exits 1
+#   naming the miss, the run fails), and the tool loop cut to
 #   one step (`stepCountIs(1)`: the answer never comes, the page shows the tool call alone);
 # - drift nobody sees stays green: the system prompt reworded (not part of the replay key) and
 #   the answer's text streamed in other chunks (`smoothStream()`).
@@ -33,10 +34,6 @@ trap '[ -z "$serve_pid" ] || kill "$serve_pid" 2>/dev/null || true; rm -rf "$wor
 
 fail() { echo "ai-sdk web: $*" >&2; exit 1; }
 
-free_port() {
-  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
-}
-
 # A copy of the example at $work/$1 (the route and the page, the built page included), without
 # local state, both node_modules linked.
 copy() {
@@ -59,7 +56,7 @@ patch_route() {
 suite() {
   cd "$work/$1/web"
   set +e
-  AISDK_WEB_PORT="$(free_port)" AISDK_MODEL_PORT="$(free_port)" npx playwright test > "$work/$1.out" 2>&1
+  npx playwright test > "$work/$1.out" 2>&1
   status=$?
   set -e
   cd "$work"
@@ -70,14 +67,17 @@ copy app
 start=$(date +%s.%N)
 suite app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the suite failed (exit $status)"; }
-grep -E 'passed|answered as recorded' "$work/app.out" | sed 's/^ */  /'
+grep -q 'using 2 workers' "$work/app.out" || { cat "$work/app.out" >&2; fail "the suite did not run on two workers"; }
+grep -E 'passed|workers' "$work/app.out" | sed 's/^ */  /'
 echo "  ($(node -e "console.log((($(date +%s.%N)) - $start).toFixed(1))") s)"
 
-echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must miss, keyless serve exit 1, the run red"
+echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must miss: the tests red with the diagnostic, keyless serve exit 1"
 copy tool_result
 patch_route tool_result 's/temperatureC: 21 }/temperatureC: 22 }/' 'temperatureC: 22'
 suite tool_result
 [ "$status" -ne 0 ] || fail "a changed tool result passed"
+grep -q 'keyless: the model side of this test' "$work/tool_result.out" \
+  || { cat "$work/tool_result.out" >&2; fail "no test failed with keyless's diagnostic"; }
 grep -q 'keyless serve exited 1' "$work/tool_result.out" \
   || { cat "$work/tool_result.out" >&2; fail "keyless serve did not exit 1 after the miss"; }
 grep -q 'first differing field' "$work/tool_result.out" \
