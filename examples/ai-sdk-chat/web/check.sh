@@ -11,6 +11,10 @@
 # - drift nobody sees stays green: the system prompt reworded (not part of the replay key) and
 #   the answer's text streamed in other chunks (`smoothStream()`).
 #
+# Then the Vitest suite (tests/client.test.ts: the AI SDK's own client, keyless/vitest's globalSetup
+# and useKeyless): green as recorded, and red on the changed tool result with keyless's diagnostic
+# in Vitest's own failure output.
+#
 # Then the AI SDK's own client (../official_client.mjs: DefaultChatTransport + readUIMessageStream)
 # against `keyless serve`: exit 0 after the recorded conversation, 1 after an unrecorded prompt,
 # the summary naming the miss.
@@ -106,6 +110,30 @@ patch_route chunks 's/^import { convertToModelMessages, stepCountIs, streamText,
 suite chunks
 [ "$status" -eq 0 ] || { cat "$work/chunks.out" >&2; fail "re-chunked text failed (exit $status)"; }
 
+# Runs the Vitest suite in the copy $1; its exit code in $status, its output in $work/$1.vitest.out.
+vitest_suite() {
+  cd "$work/$1/web"
+  set +e
+  NO_COLOR=1 npx vitest run > "$work/$1.vitest.out" 2>&1
+  status=$?
+  set -e
+  cd "$work"
+}
+
+echo "[${SECONDS}s] ai-sdk web: the Vitest suite (the AI SDK's own client, keyless/vitest) against keyless serve"
+vitest_suite app
+[ "$status" -eq 0 ] || { cat "$work/app.vitest.out" >&2; fail "the Vitest suite failed (exit $status)"; }
+grep -E 'Tests +[0-9]+ passed' "$work/app.vitest.out" | sed 's/^ */  /'
+
+echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must fail the Vitest suite with keyless's diagnostic"
+vitest_suite tool_result
+[ "$status" -ne 0 ] || fail "a changed tool result passed the Vitest suite"
+grep -q 'keyless: the model side of this test' "$work/tool_result.vitest.out" \
+  || { cat "$work/tool_result.vitest.out" >&2; fail "no Vitest test failed with keyless's diagnostic"; }
+grep -q 'keyless serve exited 1' "$work/tool_result.vitest.out" \
+  || { cat "$work/tool_result.vitest.out" >&2; fail "the Vitest run did not report keyless serve's exit 1"; }
+grep -m1 'first differing field' "$work/tool_result.vitest.out" | sed 's/^ */  /'
+
 echo "[${SECONDS}s] ai-sdk web: the AI SDK's own client against keyless serve"
 # Starts `keyless serve` on paris.chat in the copy `app`; its URLs in $gateway, its stderr in
 # $work/serve.err.
@@ -144,4 +172,4 @@ grep -q 'Berlin' "$work/serve.err" && grep -q 'first differing field' "$work/ser
   || { cat "$work/serve.err" >&2; fail "keyless serve's summary does not name the miss"; }
 grep -m1 'first differing field' "$work/serve.err" | sed 's/^ */  /'
 
-echo "[${SECONDS}s] ai-sdk web: ok (the suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"
+echo "[${SECONDS}s] ai-sdk web: ok (the Playwright suite passes on two workers, the Vitest suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"
