@@ -110,11 +110,13 @@ patch_route chunks 's/^import { convertToModelMessages, stepCountIs, streamText,
 suite chunks
 [ "$status" -eq 0 ] || { cat "$work/chunks.out" >&2; fail "re-chunked text failed (exit $status)"; }
 
-# Runs the Vitest suite in the copy $1; its exit code in $status, its output in $work/$1.vitest.out.
+# Runs the Vitest suite in the copy $1 (with the remaining arguments); its exit code in $status,
+# its output in $work/$1.vitest.out.
 vitest_suite() {
-  cd "$work/$1/web"
+  local name="$1"; shift
+  cd "$work/$name/web"
   set +e
-  NO_COLOR=1 npx vitest run > "$work/$1.vitest.out" 2>&1
+  NO_COLOR=1 npx vitest run "$@" > "$work/$name.vitest.out" 2>&1
   status=$?
   set -e
   cd "$work"
@@ -123,6 +125,10 @@ vitest_suite() {
 echo "[${SECONDS}s] ai-sdk web: the Vitest suite (the AI SDK's own client, keyless/vitest) against keyless serve"
 vitest_suite app
 [ "$status" -eq 0 ] || { cat "$work/app.vitest.out" >&2; fail "the Vitest suite failed (exit $status)"; }
+grep -E 'Tests +[0-9]+ passed' "$work/app.vitest.out" | sed 's/^ */  /'
+echo "[${SECONDS}s] ai-sdk web: the Vitest suite without the globalSetup (useKeyless starts a keyless serve per block)"
+vitest_suite app -c vitest.per-file.config.ts
+[ "$status" -eq 0 ] || { cat "$work/app.vitest.out" >&2; fail "the Vitest suite without the globalSetup failed (exit $status)"; }
 grep -E 'Tests +[0-9]+ passed' "$work/app.vitest.out" | sed 's/^ */  /'
 
 echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must fail the Vitest suite with keyless's diagnostic"
