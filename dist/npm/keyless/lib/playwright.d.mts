@@ -36,29 +36,3 @@ export const test: TestType<
   PlaywrightWorkerArgs & PlaywrightWorkerOptions & KeylessWorkerOptions & KeylessWorkerFixtures
 >;
 export { expect } from "@playwright/test";
-
-/** How `keylessWebServer` runs `keyless serve`. */
-export interface WebServerOptions {
-  /** The gateway's port (Playwright waits for `ready` there). */
-  port: number;
-  /** The keyless command [default: `KEYLESS`, else `keyless` on PATH]. */
-  keyless?: string;
-  /** The readiness path [default: /health]. */
-  ready?: string;
-  /** The folder holding keyless.toml. */
-  cwd?: string;
-  /** More arguments (`--model-port`, `--reset-token-file`, `--replay-log`, …). */
-  args?: string[];
-}
-
-/** A `webServer` entry running `keyless serve`, stopped with SIGTERM. */
-export function keylessWebServer(options: WebServerOptions): {
-  command: string;
-  url: string;
-  cwd: string | undefined;
-  reuseExistingServer: boolean;
-  stdout: "ignore";
-  stderr: "pipe";
-  timeout: number;
-  gracefulShutdown: { signal: "SIGTERM"; timeout: number };
-};

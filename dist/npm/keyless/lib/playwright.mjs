@@ -53,25 +53,3 @@ export const test = base.extend({
     { auto: true },
   ],
 });
-
-/**
- * A `webServer` entry for one `keyless serve` shared by every worker (then keep `workers: 1`,
- * since tests switch its fixture): stopped with SIGTERM, so keyless prints its summary.
- *
- * @param {import("./playwright.d.mts").WebServerOptions} options
- */
-export function keylessWebServer(options) {
-  const quote = (arg) => `'${arg.replaceAll("'", "'\\''")}'`;
-  const keyless = options.keyless ?? process.env.KEYLESS ?? "keyless";
-  const command = [keyless, "serve", "--port", String(options.port), ...(options.args ?? [])];
-  return {
-    command: command.map(quote).join(" "),
-    url: `http://127.0.0.1:${options.port}${options.ready ?? "/health"}`,
-    cwd: options.cwd,
-    reuseExistingServer: false,
-    stdout: "ignore",
-    stderr: "pipe",
-    timeout: 60_000,
-    gracefulShutdown: { signal: "SIGTERM", timeout: 15_000 },
-  };
-}
