@@ -10,7 +10,8 @@
 #      with -n 2 on two served gateways, red with the miss diagnostic on the drift) and the
 #      plugin's own tests (dist/python/tests);
 #   2. the npm tarballs, `npm install <platform>.tgz <main>.tgz` in a fresh folder, run through the
-#      main package's launcher (and, with the platform package removed, its error naming it);
+#      main package's launcher (and, with the platform package removed, its error naming it), its
+#      test-runner helpers resolving through its `exports`;
 #   3. the GitHub Action's script (dist/action/run.sh) with the wheel in place of PyPI's release,
 #      on the example as recorded (exit 0) and drifted (exit 1, failing the job).
 #
@@ -72,6 +73,12 @@ mkdir "$work/npm"
   npm init --yes >/dev/null
   npm install --no-audit --no-fund --loglevel=error "$platform_tgz" "$main_tgz"
   npx --no-install keyless --version
+  # The test-runner helpers resolve through the package's `exports` (their peers, Playwright and
+  # Vitest, are the user's: keyless/vitest/setup needs neither, so it loads here).
+  node --input-type=module -e '
+    for (const name of ["keyless/playwright", "keyless/vitest", "keyless/vitest/setup"]) import.meta.resolve(name);
+    const { keylessGlobalSetup } = await import("keyless/vitest/setup");
+    if (typeof keylessGlobalSetup !== "function") throw new Error("keyless/vitest/setup exports no keylessGlobalSetup");'
 )
 KEYLESS="$work/npm/node_modules/.bin/keyless" PYTHON="$python" "$example/check.sh"
 # Without its platform package (npm install --omit=optional), the launcher says which is missing.

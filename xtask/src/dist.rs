@@ -6,7 +6,8 @@
 //!   `target/dist-tools/`) from `dist/python/pyproject.toml` with `bindings = "bin"`, as ruff and
 //!   uv ship theirs; maturin runs the one cargo build of the `keyless` binary;
 //! - the npm main package `keyless` (`dist/npm/keyless/`: a launcher that runs the binary of this
-//!   platform's package) and this platform's package (`@keyless/cli-<os>-<cpu>[-musl]`, from
+//!   platform's package, and the test-runner helpers of `lib/`: `keyless/playwright`,
+//!   `keyless/vitest`) and this platform's package (`@keyless/cli-<os>-<cpu>[-musl]`, from
 //!   `dist/npm/platform/` and the row of `dist/platforms.json`), as `npm pack` tarballs;
 //! - the binary itself, `keyless-<target>` (stripped by the `release-dist` profile);
 //! - `SHA256SUMS` over all of them, in `sha256sum -c` format.
@@ -68,6 +69,9 @@ pub struct Args {
 const CLI_MANIFEST: &str = "harness/cli/Cargo.toml";
 /// The packaging templates and tables, all under this folder.
 const DIST_DIR: &str = "dist";
+/// The main npm package's test-runner helpers (its package.json `exports`), beside its launcher.
+const NPM_LIB: &str = "npm/keyless/lib";
+
 /// What the main npm package's launcher looks up its platform in (shipped beside it).
 const PLATFORMS_FILE: &str = "platforms.json";
 /// The name of the checksum file, as `sha256sum -c` and GitHub releases commonly call it.
@@ -427,6 +431,9 @@ pub fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         &dist.join("npm/keyless/bin/keyless.js"),
         &main_dir.join("bin/keyless.js"),
     )?;
+    // The test-runner helpers (`keyless/playwright`, `keyless/vitest`): plain JavaScript with
+    // their types, shipped as they are.
+    copy_files(&dist.join(NPM_LIB), &main_dir.join("lib"))?;
     copy(&dist.join(PLATFORMS_FILE), &main_dir.join(PLATFORMS_FILE))?;
     copy(&dist.join("README.md"), &main_dir.join("README.md"))?;
     pack(
@@ -673,6 +680,19 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
     create_parent(to)?;
     std::fs::copy(from, to)
         .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// Copies every file of the folder `from` (not its subfolders: it has none) into `to`.
+fn copy_files(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for entry in
+        std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?
+    {
+        let path = entry?.path();
+        if path.is_file() {
+            copy(&path, &to.join(file_name(&path)?))?;
+        }
+    }
     Ok(())
 }
 

@@ -2,13 +2,18 @@
 # The browser suite as CI runs it (after `npm ci` here and in .., and `npm run build` here), each
 # run from a copy of the example outside the workspace, its node_modules linked:
 #
-# - the suite passes against `keyless serve` (the page, the route, the fixtures recorded through
-#   the browser);
+# - the suite passes with two workers, each with its own `keyless serve` (keyless/playwright's
+#   worker fixture: the page, the route, the fixtures recorded through the browser);
 # - drift the page shows goes red: the tool's result changed (server.mjs's forecast: the model
-#   call misses, keyless serve exits 1 naming the miss, the run fails), and the tool loop cut to
+#   call misses: the test fails with keyless's diagnostic, the worker's keyless serve exits 1
+#   naming the miss, the run fails), and the tool loop cut to
 #   one step (`stepCountIs(1)`: the answer never comes, the page shows the tool call alone);
 # - drift nobody sees stays green: the system prompt reworded (not part of the replay key) and
 #   the answer's text streamed in other chunks (`smoothStream()`).
+#
+# Then the Vitest suite (tests/client.test.ts: the AI SDK's own client, keyless/vitest's globalSetup
+# and useKeyless): green as recorded, and red on the changed tool result with keyless's diagnostic
+# in Vitest's own failure output.
 #
 # Then the AI SDK's own client (../official_client.mjs: DefaultChatTransport + readUIMessageStream)
 # against `keyless serve`: exit 0 after the recorded conversation, 1 after an unrecorded prompt,
@@ -33,10 +38,6 @@ trap '[ -z "$serve_pid" ] || kill "$serve_pid" 2>/dev/null || true; rm -rf "$wor
 
 fail() { echo "ai-sdk web: $*" >&2; exit 1; }
 
-free_port() {
-  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
-}
-
 # A copy of the example at $work/$1 (the route and the page, the built page included), without
 # local state, both node_modules linked.
 copy() {
@@ -59,7 +60,7 @@ patch_route() {
 suite() {
   cd "$work/$1/web"
   set +e
-  AISDK_WEB_PORT="$(free_port)" AISDK_MODEL_PORT="$(free_port)" npx playwright test > "$work/$1.out" 2>&1
+  npx playwright test > "$work/$1.out" 2>&1
   status=$?
   set -e
   cd "$work"
@@ -70,14 +71,17 @@ copy app
 start=$(date +%s.%N)
 suite app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the suite failed (exit $status)"; }
-grep -E 'passed|answered as recorded' "$work/app.out" | sed 's/^ */  /'
+grep -q 'using 2 workers' "$work/app.out" || { cat "$work/app.out" >&2; fail "the suite did not run on two workers"; }
+grep -E 'passed|workers' "$work/app.out" | sed 's/^ */  /'
 echo "  ($(node -e "console.log((($(date +%s.%N)) - $start).toFixed(1))") s)"
 
-echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must miss, keyless serve exit 1, the run red"
+echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must miss: the tests red with the diagnostic, keyless serve exit 1"
 copy tool_result
 patch_route tool_result 's/temperatureC: 21 }/temperatureC: 22 }/' 'temperatureC: 22'
 suite tool_result
 [ "$status" -ne 0 ] || fail "a changed tool result passed"
+grep -q 'keyless: the model side of this test' "$work/tool_result.out" \
+  || { cat "$work/tool_result.out" >&2; fail "no test failed with keyless's diagnostic"; }
 grep -q 'keyless serve exited 1' "$work/tool_result.out" \
   || { cat "$work/tool_result.out" >&2; fail "keyless serve did not exit 1 after the miss"; }
 grep -q 'first differing field' "$work/tool_result.out" \
@@ -105,6 +109,36 @@ patch_route chunks 's/^import { convertToModelMessages, stepCountIs, streamText,
   'experimental_transform: smoothStream'
 suite chunks
 [ "$status" -eq 0 ] || { cat "$work/chunks.out" >&2; fail "re-chunked text failed (exit $status)"; }
+
+# Runs the Vitest suite in the copy $1 (with the remaining arguments); its exit code in $status,
+# its output in $work/$1.vitest.out.
+vitest_suite() {
+  local name="$1"; shift
+  cd "$work/$name/web"
+  set +e
+  NO_COLOR=1 npx vitest run "$@" > "$work/$name.vitest.out" 2>&1
+  status=$?
+  set -e
+  cd "$work"
+}
+
+echo "[${SECONDS}s] ai-sdk web: the Vitest suite (the AI SDK's own client, keyless/vitest) against keyless serve"
+vitest_suite app
+[ "$status" -eq 0 ] || { cat "$work/app.vitest.out" >&2; fail "the Vitest suite failed (exit $status)"; }
+grep -E 'Tests +[0-9]+ passed' "$work/app.vitest.out" | sed 's/^ */  /'
+echo "[${SECONDS}s] ai-sdk web: the Vitest suite without the globalSetup (useKeyless starts a keyless serve per block)"
+vitest_suite app -c vitest.per-file.config.ts
+[ "$status" -eq 0 ] || { cat "$work/app.vitest.out" >&2; fail "the Vitest suite without the globalSetup failed (exit $status)"; }
+grep -E 'Tests +[0-9]+ passed' "$work/app.vitest.out" | sed 's/^ */  /'
+
+echo "[${SECONDS}s] ai-sdk web: drift: a changed tool result must fail the Vitest suite with keyless's diagnostic"
+vitest_suite tool_result
+[ "$status" -ne 0 ] || fail "a changed tool result passed the Vitest suite"
+grep -q 'keyless: the model side of this test' "$work/tool_result.vitest.out" \
+  || { cat "$work/tool_result.vitest.out" >&2; fail "no Vitest test failed with keyless's diagnostic"; }
+grep -q 'keyless serve exited 1' "$work/tool_result.vitest.out" \
+  || { cat "$work/tool_result.vitest.out" >&2; fail "the Vitest run did not report keyless serve's exit 1"; }
+grep -m1 'first differing field' "$work/tool_result.vitest.out" | sed 's/^ */  /'
 
 echo "[${SECONDS}s] ai-sdk web: the AI SDK's own client against keyless serve"
 # Starts `keyless serve` on paris.chat in the copy `app`; its URLs in $gateway, its stderr in
@@ -144,4 +178,4 @@ grep -q 'Berlin' "$work/serve.err" && grep -q 'first differing field' "$work/ser
   || { cat "$work/serve.err" >&2; fail "keyless serve's summary does not name the miss"; }
 grep -m1 'first differing field' "$work/serve.err" | sed 's/^ */  /'
 
-echo "[${SECONDS}s] ai-sdk web: ok (the suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"
+echo "[${SECONDS}s] ai-sdk web: ok (the Playwright suite passes on two workers, the Vitest suite passes; the drifts fail and pass as they must; the official client: 0, then 1 naming the miss)"

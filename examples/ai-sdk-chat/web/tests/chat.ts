@@ -4,28 +4,24 @@
  * read back as the page shows it.
  */
 
-import { readFileSync } from "node:fs";
+import type { Page } from "@playwright/test";
+import { expect, test } from "keyless/playwright";
 
-import { expect, test, type Page } from "@playwright/test";
-
-import { MODEL_URL, RECORD, RESET_TOKEN_FILE } from "./env";
+import { MODEL_URL, RECORD } from "./env";
 
 /**
- * The tests of this block replay `fixture` (`<scenario>.chat`): each starts with a fresh replay
- * of it (`POST /_harness/reset`) and ends by demanding that the model server saw no problem (a
- * miss names its nearest recorded turn and the first differing field). While recording, the
- * recording proxy is checked the same way.
+ * The tests of this block replay `fixture` (`<scenario>.chat`): keyless/playwright starts each
+ * with a fresh replay of it in the worker's `keyless serve` and fails it afterwards with keyless's
+ * diagnostic when a model call missed (a miss names its nearest recorded turn and the first
+ * differing field) or, unless `allowUnusedTurns`, a recorded turn went unasked. While recording
+ * (no keyless serve: record.sh's webServer runs `keyless record --serve`), the recording proxy
+ * is checked for problems after each test instead.
  */
-export function replays(fixture: string): void {
-  test.beforeEach(async ({ request }) => {
-    if (RECORD) return;
-    const token = readFileSync(RESET_TOKEN_FILE, "utf8").trim();
-    const reset = await request.post(`${MODEL_URL}/_harness/reset`, {
-      data: { fixture },
-      headers: { "x-keyless-reset-token": token },
-    });
-    expect(reset.status(), await reset.text()).toBe(200);
-  });
+export function replays(fixture: string, options: { allowUnusedTurns?: boolean } = {}): void {
+  if (!RECORD) {
+    test.use({ keylessFixture: fixture, keylessAllowUnusedTurns: options.allowUnusedTurns ?? false });
+    return;
+  }
   test.afterEach(async ({ request }) => {
     const state = (await (await request.get(`${MODEL_URL}/_harness/state`)).json()) as {
       problems: unknown[];

@@ -1,6 +1,7 @@
 /**
- * The suite's settings, from the environment: where `keyless` is, the ports, and whether this run
- * replays (`keyless serve`) or records through the browser (`keyless record --serve`, record.sh).
+ * The suite's settings, from the environment: where `keyless` is, and whether this run replays
+ * (`keyless serve`, one per worker on ports of its own: keyless/playwright) or records through
+ * the browser (`keyless record --serve` on the ports below, record.sh).
  */
 
 import { join } from "node:path";
@@ -8,10 +9,10 @@ import { join } from "node:path";
 /** The `keyless` binary (`KEYLESS`; default: the one on PATH). */
 export const KEYLESS = process.env.KEYLESS ?? "keyless";
 
-/** The chat route's port: page and route on one origin. */
+/** While recording: the chat route's port (page and route on one origin). */
 export const WEB_PORT = Number(process.env.AISDK_WEB_PORT ?? 4317);
 
-/** The model server's port (the replay, or the recording proxy). */
+/** While recording: the recording proxy's port. */
 export const MODEL_PORT = Number(process.env.AISDK_MODEL_PORT ?? 4318);
 
 /** The page's and the route's origin. */
@@ -20,10 +21,8 @@ export const BASE_URL = `http://127.0.0.1:${WEB_PORT}`;
 /** The model server's root (its `/_harness/…` routes). */
 export const MODEL_URL = `http://127.0.0.1:${MODEL_PORT}`;
 
-/** Local state: the reset token, the replay log, the webServer's exit status. */
+/** While recording: the webServer's exit status (tests/webserver.sh, tests/serve-status.ts). */
 export const STATE_DIR = join(import.meta.dirname, "..", ".keyless");
-export const RESET_TOKEN_FILE = join(STATE_DIR, "reset-token");
-export const REPLAY_LOG = join(STATE_DIR, "replay.jsonl");
 export const SERVE_STATUS = join(STATE_DIR, "serve.status");
 
 /**

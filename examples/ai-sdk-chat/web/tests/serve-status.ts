@@ -1,5 +1,6 @@
 /**
- * A reporter that fails the run unless `keyless serve` (or `keyless record --serve`) exited 0.
+ * While recording (record.sh): a reporter that fails the run unless `keyless record --serve` exited
+ * 0 (replaying, keyless/playwright checks each worker's `keyless serve` itself).
  * Its `onEnd` runs after Playwright has stopped the webServer, and tests/webserver.sh has written
  * the command's exit status by then: 1 after a model call that was not answered as recorded (the
  * summary with each miss's diagnostic is on stderr above), or a fixture that was not built.
