@@ -46,7 +46,7 @@ pub(super) fn stream_event(event: Event) -> StreamEvent {
 /// (`RemoteProtocolError`) instead of growing without bound (issue 21, finding 4).
 pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
 
-/// The byte stream re-cut at line ends (`bounded_read::whole_lines`, shared with the harness's
+/// The byte stream re-cut at line ends (`transport::whole_lines`, shared with the harness's
 /// recording proxy), so the SSE parser sees every line once, whole: linear, where a long
 /// `data:` line arriving in many pieces would otherwise be re-parsed on every piece; a line
 /// longer than [`MAX_SSE_LINE_BYTES`] is a `RemoteProtocolError`.
@@ -55,11 +55,11 @@ where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
-    bounded_read::whole_lines(bytes, MAX_SSE_LINE_BYTES)
+    transport::whole_lines(bytes, MAX_SSE_LINE_BYTES)
 }
 
-impl From<bounded_read::LineTooLong> for ModelError {
-    fn from(err: bounded_read::LineTooLong) -> ModelError {
+impl From<transport::LineTooLong> for ModelError {
+    fn from(err: transport::LineTooLong) -> ModelError {
         ModelError::new("RemoteProtocolError", err.to_string())
     }
 }
