@@ -825,6 +825,33 @@ fn identifiers(file: &Path) -> BTreeSet<String> {
     out
 }
 
+/// AWS's event-stream frames are read in one place (`transport::eventstream::FrameReader`): the
+/// gateway's Converse provider and the recording proxy both read with it, so they cannot
+/// disagree on a frame (issue 38: they were read twice).
+#[test]
+fn one_event_stream_frame_reader() {
+    let reader = "harness/transport/src/eventstream.rs";
+    let root = workspace_root();
+    let decoding: BTreeSet<String> = product_sources()
+        .into_iter()
+        .filter(|(file, _)| {
+            let names = identifiers(&root.join(file));
+            names.contains("MessageFrameDecoder") || names.contains("decode_frame")
+        })
+        .map(|(file, _)| file)
+        .collect();
+    assert!(
+        decoding.contains(reader),
+        "the check finds the one reader, {reader}: {decoding:?}"
+    );
+    let others: Vec<&String> = decoding.iter().filter(|file| *file != reader).collect();
+    assert!(
+        others.is_empty(),
+        "{others:?} decode AWS event-stream frames themselves; read them with \
+         transport::eventstream::FrameReader ({reader})"
+    );
+}
+
 #[test]
 fn recording_does_not_use_the_test_runner() {
     let file = workspace_root().join("harness/src/record_run.rs");

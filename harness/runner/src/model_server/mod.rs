@@ -39,7 +39,6 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
-mod eventstream;
 mod fixtures;
 mod problems;
 mod reach;

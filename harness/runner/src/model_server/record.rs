@@ -51,10 +51,10 @@ use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
-use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 use super::reach::{ReachTally, with_causes};
 use super::request::{Framing, Wire, WireRequest};
 use super::{ModelServerError, Problem, Shared, sse_response, wire_error};
+use transport::eventstream::{CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 
 /// What record mode needs.
 pub struct RecordConfig {
@@ -727,7 +727,7 @@ fn stream_response(framing: Framing, body: Body) -> Response {
     let content_type = match framing {
         Framing::Sse => return sse_response(body),
         Framing::JsonArray => "application/json; charset=UTF-8",
-        Framing::AwsEventStream => eventstream::CONTENT_TYPE,
+        Framing::AwsEventStream => model_wire::EVENT_STREAM_CONTENT_TYPE,
     };
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, content_type)

@@ -3,7 +3,7 @@
 //! (`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, SSE with
 //! `?alt=sse`, else one JSON array; also at `/v1/`) and AWS Bedrock's Converse API (`POST
 //! /model/{modelId}/converse` and `/converse-stream`, AWS's binary event stream,
-//! `eventstream.rs`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
+//! `transport::eventstream`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
 //! their routes, answers and error shapes. No key or signature is checked (any is accepted)
 //! and none is ever written. `mod.rs` answers Chat Completions with its own renderer and never calls these for it;
 //! were it to, they answer in the Responses shape, the nearest, rather than fail.
@@ -32,9 +32,9 @@ use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message
 use serde_json::Value;
 
 use super::answer::{AnswerEvent, WireError};
-use super::eventstream::{self, event_frame, exception_frame};
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::{Shared, serve, sse_response, unserved_response};
+use transport::eventstream::{event_frame, exception_frame};
 
 /// An error answer in the shape of `wire`; `code` is the harness's reason (Responses carries it
 /// as OpenAI's `code`; the other wires' bodies have no code field). Bedrock's names its
@@ -161,7 +161,7 @@ fn gemini_stream(framing: Framing, chunks: &[Value]) -> Response {
 /// An event stream body of `frames`.
 fn event_stream(frames: Vec<Bytes>) -> Response {
     (
-        [(header::CONTENT_TYPE, eventstream::CONTENT_TYPE)],
+        [(header::CONTENT_TYPE, model_wire::EVENT_STREAM_CONTENT_TYPE)],
         frames.concat(),
     )
         .into_response()
