@@ -490,6 +490,71 @@ fn no_import_circle_between_the_files_of_a_crate() {
     );
 }
 
+/// The modules whose children may not import them: each parent holds its routes or its
+/// lifecycle and its children what it is made of, so a child reaching back up would make the
+/// parent a second home for what the children share (issue 38).
+const PARENTS_NO_CHILD_IMPORTS: [(&str, &[&str]); 1] =
+    [("harness/runner/src/lib.rs", &["model_server"])];
+
+#[test]
+fn no_child_module_imports_its_parent_in_the_model_server() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for (crate_root, module) in PARENTS_NO_CHILD_IMPORTS {
+        let crate_sources = sources::read_crate(&root.join(crate_root));
+        problems.extend(crate_sources.problems.iter().cloned());
+        for (file, import) in crate_sources.parent_imports(module) {
+            let file = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            problems.push(format!(
+                "{file}:{} uses `{}`, which lives in its parent module `{}`",
+                import.line,
+                import.path,
+                module.join("::")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "move what the children share into a child module (as model_server/shared.rs) and \
+         import it from there:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_parent_import_reader_finds_a_child_using_its_parent() {
+    let dir = synthetic_crate(&[
+        ("lib.rs", "mod server;"),
+        (
+            "server/mod.rs",
+            "mod child; mod state; pub struct Top; pub use state::Shared;",
+        ),
+        (
+            "server/child.rs",
+            "use super::state::Shared; fn f(_: Shared) {} fn g() -> super::Top { todo!() }",
+        ),
+        ("server/state.rs", "pub struct Shared;"),
+    ]);
+    let crate_sources = sources::read_crate(&dir.path().join("lib.rs"));
+    let found: Vec<(String, String)> = crate_sources
+        .parent_imports(&["server"])
+        .into_iter()
+        .map(|(file, import)| {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            (name, import.path)
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("child.rs".to_owned(), "super::Top".to_owned())],
+        "the sibling import is allowed, the parent's item is not"
+    );
+}
+
 /// A case: its name, its files (path → text) and the circles expected, each by its files.
 type CircleCase = (
     &'static str,

@@ -49,11 +49,14 @@ use transport::LineTooLong;
 
 use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
+use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
+use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
 use super::request::{Framing, Wire, WireRequest};
-use super::{ModelServerError, Problem, Shared, sse_response, wire_error};
+use super::shared::ModelServerError;
+use super::wires::{sse_response, wire_error};
 use transport::eventstream::{CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 
 /// What record mode needs.
