@@ -549,6 +549,71 @@ fn no_import_circle_between_the_files_of_a_crate() {
     );
 }
 
+/// The modules whose children may not import them: each parent holds its routes or its
+/// lifecycle and its children what it is made of, so a child reaching back up would make the
+/// parent a second home for what the children share (issue 38).
+const PARENTS_NO_CHILD_IMPORTS: [(&str, &[&str]); 1] =
+    [("harness/runner/src/lib.rs", &["model_server"])];
+
+#[test]
+fn no_child_module_imports_its_parent_in_the_model_server() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for (crate_root, module) in PARENTS_NO_CHILD_IMPORTS {
+        let crate_sources = sources::read_crate(&root.join(crate_root));
+        problems.extend(crate_sources.problems.iter().cloned());
+        for (file, import) in crate_sources.parent_imports(module) {
+            let file = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            problems.push(format!(
+                "{file}:{} uses `{}`, which lives in its parent module `{}`",
+                import.line,
+                import.path,
+                module.join("::")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "move what the children share into a child module (as model_server/shared.rs) and \
+         import it from there:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_parent_import_reader_finds_a_child_using_its_parent() {
+    let dir = synthetic_crate(&[
+        ("lib.rs", "mod server;"),
+        (
+            "server/mod.rs",
+            "mod child; mod state; pub struct Top; pub use state::Shared;",
+        ),
+        (
+            "server/child.rs",
+            "use super::state::Shared; fn f(_: Shared) {} fn g() -> super::Top { todo!() }",
+        ),
+        ("server/state.rs", "pub struct Shared;"),
+    ]);
+    let crate_sources = sources::read_crate(&dir.path().join("lib.rs"));
+    let found: Vec<(String, String)> = crate_sources
+        .parent_imports(&["server"])
+        .into_iter()
+        .map(|(file, import)| {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            (name, import.path)
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("child.rs".to_owned(), "super::Top".to_owned())],
+        "the sibling import is allowed, the parent's item is not"
+    );
+}
+
 /// A case: its name, its files (path → text) and the circles expected, each by its files.
 type CircleCase = (
     &'static str,
@@ -882,6 +947,33 @@ fn identifiers(file: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     collect(stream, &mut out);
     out
+}
+
+/// AWS's event-stream frames are read in one place (`transport::eventstream::FrameReader`): the
+/// gateway's Converse provider and the recording proxy both read with it, so they cannot
+/// disagree on a frame (issue 38: they were read twice).
+#[test]
+fn one_event_stream_frame_reader() {
+    let reader = "harness/transport/src/eventstream.rs";
+    let root = workspace_root();
+    let decoding: BTreeSet<String> = product_sources()
+        .into_iter()
+        .filter(|(file, _)| {
+            let names = identifiers(&root.join(file));
+            names.contains("MessageFrameDecoder") || names.contains("decode_frame")
+        })
+        .map(|(file, _)| file)
+        .collect();
+    assert!(
+        decoding.contains(reader),
+        "the check finds the one reader, {reader}: {decoding:?}"
+    );
+    let others: Vec<&String> = decoding.iter().filter(|file| *file != reader).collect();
+    assert!(
+        others.is_empty(),
+        "{others:?} decode AWS event-stream frames themselves; read them with \
+         transport::eventstream::FrameReader ({reader})"
+    );
 }
 
 #[test]

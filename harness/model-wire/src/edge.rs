@@ -4,7 +4,7 @@
 //! what the recording proxy writes. Its class is the wire's
 //! ([`Wire::http_error_class`](crate::Wire::http_error_class)); the rest of that edge (the
 //! loopback rule, the redirect policy, transport failures, the bounded read) needs `reqwest`'s
-//! types and is `bounded-read`'s `upstream` module.
+//! types and is `transport`'s `upstream` module.
 
 use serde_json::Value;
 

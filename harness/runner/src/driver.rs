@@ -182,7 +182,7 @@ enum BodyFailure {
     Http(reqwest::Error),
     /// A line had no end within [`MAX_FRAME_BYTES`].
     #[error(transparent)]
-    LineTooLong(#[from] bounded_read::LineTooLong),
+    LineTooLong(#[from] transport::LineTooLong),
     /// The body passed [`MAX_STREAM_BYTES`].
     #[error("the event stream is longer than {MAX_STREAM_BYTES} bytes")]
     StreamTooLong,
@@ -830,7 +830,7 @@ const EXCERPT_CHARS: usize = 2000;
 /// bytes they can take (4 a character) and dropping the connection there: a body written 1 MB
 /// at a time once took keyless to 2 GB (issue 45, finding 3).
 async fn error_excerpt(response: reqwest::Response) -> String {
-    let read = bounded_read::read_capped(response.bytes_stream(), 4 * EXCERPT_CHARS).await;
+    let read = transport::read_capped(response.bytes_stream(), 4 * EXCERPT_CHARS).await;
     let bytes = read.map(|(bytes, _)| bytes).unwrap_or_default();
     first_chars(&String::from_utf8_lossy(&bytes), EXCERPT_CHARS).to_owned()
 }
@@ -921,7 +921,7 @@ impl HttpClient {
             source,
         })?;
         let status = response.status().as_u16();
-        let (bytes, whole) = bounded_read::read_capped(response.bytes_stream(), MAX_EXCHANGE_BYTES)
+        let (bytes, whole) = transport::read_capped(response.bytes_stream(), MAX_EXCHANGE_BYTES)
             .await
             .map_err(|source| DriverError::Http {
                 route: route.clone(),
@@ -1000,7 +1000,7 @@ impl HttpClient {
         // Lines are read as the protocols' own clients read them (issue 45, finding 11): a CR
         // alone ends a line, which eventsource-stream holds back at the end of a stream, and an
         // invalid UTF-8 byte is U+FFFD (`TextDecoder`), not the stream's end.
-        let mut stream = Box::pin(bounded_read::decoded_lines(body, MAX_FRAME_BYTES).eventsource());
+        let mut stream = Box::pin(transport::decoded_lines(body, MAX_FRAME_BYTES).eventsource());
         let mut events = Vec::new();
         let mut held = 0usize;
         while let Some(event) = stream.next().await {

@@ -492,6 +492,40 @@ impl CrateSources {
         edges
     }
 
+    /// The imports by which a file of a module below `module` (`["model_server"]`) uses the
+    /// file holding `module` itself: a child importing its parent, which the circle check
+    /// allows as nesting. Each with the importing file.
+    pub fn parent_imports(&self, module: &[&str]) -> Vec<(PathBuf, Import)> {
+        let module: ModulePath = module.iter().map(|part| part.to_string()).collect();
+        let Some(parent_file) = self.modules.get(&module) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for reference in &self.references {
+            let below = reference.module.len() > module.len()
+                && reference.module.starts_with(&module)
+                && reference.file != *parent_file;
+            if !below {
+                continue;
+            }
+            let Some(target) = self.resolve(&reference.module, &reference.segments, 0) else {
+                continue;
+            };
+            if self.modules[&target] == *parent_file {
+                found.push((
+                    reference.file.clone(),
+                    Import {
+                        line: reference.line,
+                        path: reference.segments.join("::"),
+                    },
+                ));
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+
     /// Every set of files that import each other, with one circle through each set.
     pub fn circles(&self) -> Vec<Circle> {
         let edges = self.file_imports();

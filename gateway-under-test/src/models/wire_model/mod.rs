@@ -263,14 +263,14 @@ impl WireChatModel {
             .filter(|timeout| !timeout.is_zero());
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("gateway-under-test/", env!("CARGO_PKG_VERSION")))
-            .redirect(bounded_read::upstream::same_origin_redirects());
+            .redirect(transport::upstream::same_origin_redirects());
         if let Some(timeout) = timeout {
             builder = builder.connect_timeout(timeout).read_timeout(timeout);
         }
         // System proxy settings apply as usual, except to a loopback endpoint (local servers
         // and test doubles): a proxy cannot reach our own loopback, and an `HTTP_PROXY` in the
         // environment would otherwise break every local call.
-        if bounded_read::upstream::is_loopback(&endpoint) {
+        if transport::upstream::is_loopback(&endpoint) {
             builder = builder.no_proxy();
         }
         let client = builder
@@ -477,7 +477,7 @@ async fn status_error(response: reqwest::Response, api: Api) -> ModelError {
     // A body that cannot be read still leaves the status to report (an unreadable body reads
     // as an empty one: `Error code: <code>`); only its first `MAX_ERROR_BODY_BYTES` are read
     // (the detail kept is far shorter).
-    let failed = bounded_read::upstream::read_failed_answer(response, MAX_ERROR_BODY_BYTES).await;
+    let failed = transport::upstream::read_failed_answer(response, MAX_ERROR_BODY_BYTES).await;
     let mut error = error_from_status(api, failed.status, retry_after, &failed.body, failed.whole);
     error.error_type = api
         .http_error_class(failed.status, failed.amzn_error_type.as_deref())
@@ -492,14 +492,14 @@ const MAX_COMPLETION_BYTES: usize = 32 * 1024 * 1024;
 /// The most of an error body the provider reads.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
-/// A body's first `limit` bytes, and whether that is all of it (`bounded_read::read_capped`,
+/// A body's first `limit` bytes, and whether that is all of it (`transport::read_capped`,
 /// shared with the harness's recording proxy). Reading stops at the limit (the rest is never
 /// received into memory; dropping the response closes the connection).
 async fn read_capped(
     response: reqwest::Response,
     limit: usize,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    bounded_read::read_capped(response.bytes_stream(), limit).await
+    transport::read_capped(response.bytes_stream(), limit).await
 }
 
 fn error_from_status(
@@ -531,12 +531,12 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
 }
 
-/// Maps a reqwest failure as the recording proxy does (`bounded_read::upstream::TransportFailure`).
+/// Maps a reqwest failure as the recording proxy does (`transport::upstream::TransportFailure`).
 /// `in_body` says the response had started, so a broken connection is a protocol failure
 /// (`RemoteProtocolError`) rather than a failure to connect. The URL is left out of the text (it
 /// may carry a token in its query).
 fn transport_error(err: reqwest::Error, in_body: bool) -> ModelError {
-    let failure = bounded_read::upstream::TransportFailure::of(&err, in_body);
+    let failure = transport::upstream::TransportFailure::of(&err, in_body);
     ModelError::new(
         failure.class(),
         failure.message(&error_chain(&err.without_url())),

@@ -1,6 +1,7 @@
 //! Streaming answers: SSE bytes → the wire's events (Chat Completions chunks, Responses events,
 //! Messages events or Gemini chunks) → [`StreamEvent`]s; and Converse's binary event stream
-//! ([`event_stream_events`]: AWS's frames, read and CRC-checked by `aws-smithy-eventstream`,
+//! ([`event_stream_events`]: AWS's frames, read and CRC-checked by `transport::eventstream`, the
+//! recording proxy's reader too,
 //! their `:event-type` and JSON payload) → the same.
 //!
 //! [`sse_events`] takes any byte stream, so tests feed it chunks split mid-line or mid-UTF-8
@@ -46,7 +47,7 @@ pub(super) fn stream_event(event: Event) -> StreamEvent {
 /// (`RemoteProtocolError`) instead of growing without bound (issue 21, finding 4).
 pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
 
-/// The byte stream re-cut at line ends (`bounded_read::whole_lines`, shared with the harness's
+/// The byte stream re-cut at line ends (`transport::whole_lines`, shared with the harness's
 /// recording proxy), so the SSE parser sees every line once, whole: linear, where a long
 /// `data:` line arriving in many pieces would otherwise be re-parsed on every piece; a line
 /// longer than [`MAX_SSE_LINE_BYTES`] is a `RemoteProtocolError`.
@@ -55,11 +56,11 @@ where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
-    bounded_read::whole_lines(bytes, MAX_SSE_LINE_BYTES)
+    transport::whole_lines(bytes, MAX_SSE_LINE_BYTES)
 }
 
-impl From<bounded_read::LineTooLong> for ModelError {
-    fn from(err: bounded_read::LineTooLong) -> ModelError {
+impl From<transport::LineTooLong> for ModelError {
+    fn from(err: transport::LineTooLong) -> ModelError {
         ModelError::new("RemoteProtocolError", err.to_string())
     }
 }
@@ -140,77 +141,64 @@ where
     S: Stream<Item = Result<B, ModelError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
-    use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+    use transport::eventstream::{CorruptFrame, Frame, FrameReader};
     struct Frames<S> {
         bytes: Pin<Box<S>>,
-        decoder: MessageFrameDecoder,
-        buffer: bytes::BytesMut,
-        read: usize,
+        reader: FrameReader,
+        pending: VecDeque<Frame>,
         over: bool,
     }
     let frames = Frames {
         bytes: Box::pin(bytes),
-        decoder: MessageFrameDecoder::new(),
-        buffer: bytes::BytesMut::new(),
-        read: 0,
+        reader: FrameReader::new(),
+        pending: VecDeque::new(),
         over: false,
     };
-    let corrupt = |frame: usize, reason: String| {
-        ModelError::new(
-            "RemoteProtocolError",
-            format!("event stream frame {frame} (counting from 1) is corrupt: {reason}"),
-        )
-    };
+    let corrupt =
+        |corrupt: CorruptFrame| ModelError::new("RemoteProtocolError", corrupt.to_string());
     let source = futures::stream::unfold(frames, move |mut state| async move {
         loop {
             if state.over {
                 return None;
             }
-            match state.decoder.decode_frame(&mut state.buffer) {
-                Ok(DecodedFrame::Complete(message)) => {
-                    state.read += 1;
-                    let header = |name: &str| {
-                        message
-                            .headers()
-                            .iter()
-                            .find(|header| header.name().as_str() == name)
-                            .and_then(|header| header.value().as_string().ok())
-                            .map(|value| value.as_str().to_owned())
-                            .unwrap_or_default()
-                    };
-                    let data = String::from_utf8_lossy(message.payload()).into_owned();
-                    if header(":message-type") == "exception" {
-                        state.over = true;
-                        let error = Api::BedrockConverse
-                            .reader()
-                            .push_exception(&header(":exception-type"), &data);
-                        return Some((Err(wire_error(&error)), state));
-                    }
+            match state.pending.pop_front() {
+                Some(Frame::Event {
+                    event_type,
+                    payload,
+                }) => {
                     let event = eventsource_stream::Event {
-                        event: header(":event-type"),
-                        data,
+                        event: event_type,
+                        data: payload,
                         id: String::new(),
                         retry: None,
                     };
                     return Some((Ok(event), state));
                 }
-                Ok(DecodedFrame::Incomplete) => {}
+                Some(Frame::Exception {
+                    exception_type,
+                    payload,
+                }) => {
+                    state.over = true;
+                    let error = Api::BedrockConverse
+                        .reader()
+                        .push_exception(&exception_type, &payload);
+                    return Some((Err(wire_error(&error)), state));
+                }
+                None => {}
+            }
+            let read = match state.bytes.next().await {
+                Some(Ok(chunk)) => state.reader.push(chunk.as_ref()).map_err(corrupt),
+                Some(Err(err)) => Err(err),
+                None => match state.reader.finish() {
+                    Ok(()) => return None,
+                    Err(cut) => Err(corrupt(cut)),
+                },
+            };
+            match read {
+                Ok(frames) => state.pending.extend(frames),
                 Err(err) => {
                     state.over = true;
-                    return Some((Err(corrupt(state.read + 1, err.to_string())), state));
-                }
-            }
-            match state.bytes.next().await {
-                Some(Ok(chunk)) => state.buffer.extend_from_slice(chunk.as_ref()),
-                Some(Err(err)) => {
-                    state.over = true;
                     return Some((Err(err), state));
-                }
-                None if state.buffer.is_empty() => return None,
-                None => {
-                    state.over = true;
-                    let error = corrupt(state.read + 1, "the stream ended inside it".into());
-                    return Some((Err(error), state));
                 }
             }
         }

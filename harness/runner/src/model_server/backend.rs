@@ -2,21 +2,74 @@
 //! (`fixtures`), strict recording replay (`strict`) and the recording proxy (`record`). The
 //! server's routes (`super`) parse the request, hand it to the backend, and turn what it
 //! answered ([`Answered`]) into the wire's HTTP answer; a backend knows no route and no HTTP
-//! framing but the recording proxy's live stream.
+//! framing but the recording proxy's live stream. The handlers' state, [`Shared`], holds the
+//! backend with the problem ledger and the reset token.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use parking_lot::Mutex;
 use replay_core::{Fixture, TurnSummary};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use super::answer::{AnswerEvent, WireError};
+use super::answer::{AnswerEvent, AnswerId, WireError};
 use super::client::ServerState;
-use super::problems::Problem;
+use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
 use super::request::WireRequest;
-use super::{ModelServerError, Shared};
+use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
+
+/// State shared by the handlers.
+pub(super) struct Shared {
+    /// What it serves: fixture replay, strict replay or the recording proxy.
+    pub(super) backend: Box<dyn Backend>,
+    pub(super) problems: Mutex<Ledger>,
+    pub(super) on_problem: Option<ProblemHook>,
+    pub(super) answers: AtomicU64,
+    /// No run is open (`{"between_runs": true}` until the next reset): every model call is
+    /// refused and reported.
+    pub(super) closed: AtomicBool,
+    /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
+    pub(super) reset_token: String,
+    /// Cancelled once a stop's grace has run out: work outside a connection (the recording
+    /// proxy's pump) ends then too.
+    pub(super) aborted: CancellationToken,
+}
+
+impl Shared {
+    pub(super) fn report(&self, problem: Problem) {
+        if let Some(hook) = &self.on_problem {
+            hook(&problem);
+        }
+        self.problems.lock().push(problem);
+    }
+
+    pub(super) fn answer_id(&self, model: &str) -> AnswerId {
+        let number = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
+        AnswerId {
+            id: format!("chatcmpl-replay-{number}"),
+            model: model.to_owned(),
+            created: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_secs())
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Whether `headers` carry the server's reset token, compared in constant time.
+pub(super) fn holds_reset_token(shared: &Shared, headers: &HeaderMap) -> bool {
+    use subtle::ConstantTimeEq;
+    let Some(given) = headers.get(RESET_TOKEN_HEADER) else {
+        return false;
+    };
+    let expected = shared.reset_token.as_bytes();
+    given.as_bytes().len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected))
+}
 
 /// One model call as a backend gets it.
 pub(super) struct Call<'a> {
@@ -24,7 +77,7 @@ pub(super) struct Call<'a> {
     pub(super) shared: &'a Arc<Shared>,
     /// The request, parsed at its wire.
     pub(super) request: &'a WireRequest,
-    /// The caller the gateway named in [`CALLER_HEADER`](super::CALLER_HEADER), if any.
+    /// The caller the gateway named in [`CALLER_HEADER`](super::shared::CALLER_HEADER), if any.
     pub(super) caller: Option<String>,
     /// The request's headers (the proxy passes some on).
     pub(super) headers: &'a HeaderMap,

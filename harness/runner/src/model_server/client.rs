@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::RESET_TOKEN_HEADER;
 use super::problems::Problem;
+use super::shared::RESET_TOKEN_HEADER;
 use replay_core::{ModelProblem, ModelProblemKind};
 
 /// A model server's state, as `GET /_harness/state` reports it.

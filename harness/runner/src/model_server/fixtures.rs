@@ -20,7 +20,7 @@ use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
 use super::client::ServerState;
 use super::problems::Problem;
 use super::request::WireRequest;
-use super::{CALLER_HEADER, ModelServerError};
+use super::shared::{CALLER_HEADER, ModelServerError};
 use crate::golden::stem_of;
 
 /// One fixture the server serves, by its name.

@@ -42,13 +42,14 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
-mod eventstream;
 mod fixtures;
 mod problems;
 mod reach;
 mod record;
 mod request;
+mod routes;
 mod serve;
+mod shared;
 mod strict;
 mod wires;
 
@@ -56,13 +57,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use parking_lot::Mutex;
@@ -71,12 +71,14 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use replay_core::recording::RecordingFileError;
-use replay_core::{BuildError, FixtureError, LoadedFixture, ReplayObserver};
+use replay_core::{LoadedFixture, ReplayObserver};
 
-use answer::{AnswerEvent, AnswerId, Completion, WireError, completion, error_body};
-use backend::{Answered, Backend, Call, ResetDone};
-use request::{Target, Wire, WireRequest};
+use backend::{Backend, ResetDone, Shared, holds_reset_token};
+use request::Wire;
+use routes::Route;
+use shared::ProblemHook;
+pub use shared::{CALLER_HEADER, ModelServerError, RESET_TOKEN_HEADER};
+use wires::{serve, unserved_response};
 
 pub use backend::RecordedFixture;
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
@@ -90,117 +92,20 @@ pub use record::{
 pub use request::normalized;
 pub use serve::ServeLimits;
 
-/// The request header that carries the reset token on `POST /_harness/reset`: only the process
-/// that started the server (and whoever it hands [`ModelServer::reset_token`] to) may clear the
-/// problem ledger, never the gateway under test.
-pub const RESET_TOKEN_HEADER: &str = "x-keyless-reset-token";
-
-/// The request header a gateway may send to name the caller of a model call (`lead_agent`,
-/// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
-/// `docs/replay-and-fixtures.md` normalise). Without it the server infers the caller.
-pub const CALLER_HEADER: &str = "x-harness-caller";
-
-/// Every route the model server serves; any other request is an `unserved_route` problem. A new
-/// wire becomes served by a variant here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// `POST /v1/chat/completions`.
-    ChatCompletions,
-    /// `POST /chat/completions`, for clients whose base URL has no `/v1`.
-    ChatCompletionsUnversioned,
-    /// `POST /v1/messages`, Anthropic's Messages API (`wires.rs`).
-    AnthropicMessages,
-    /// `POST /v1/responses`, OpenAI's Responses API (`wires.rs`).
-    Responses,
-    /// `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, Google's
-    /// Gemini API (`wires.rs`).
-    Gemini,
-    /// The same at `/v1/`.
-    GeminiV1,
-    /// `POST /model/{modelId}/converse`, AWS Bedrock's Converse API (`wires.rs`).
-    BedrockConverse,
-    /// `POST /model/{modelId}/converse-stream`.
-    BedrockConverseStream,
-    /// `GET /v1/models`.
-    Models,
-    /// `GET /models`.
-    ModelsUnversioned,
-    /// `GET /health`.
-    Health,
-    /// `GET /_harness/misses`.
-    Misses,
-    /// `GET /_harness/state`.
-    State,
-    /// `POST /_harness/reset`.
-    Reset,
-}
-
-impl Route {
-    /// Every served route.
-    pub(crate) const ALL: [Route; 14] = [
-        Route::ChatCompletions,
-        Route::ChatCompletionsUnversioned,
-        Route::AnthropicMessages,
-        Route::Responses,
-        Route::Gemini,
-        Route::GeminiV1,
-        Route::BedrockConverse,
-        Route::BedrockConverseStream,
-        Route::Models,
-        Route::ModelsUnversioned,
-        Route::Health,
-        Route::Misses,
-        Route::State,
-        Route::Reset,
-    ];
-
-    /// Its method and path.
-    pub(crate) fn method_and_path(self) -> (Method, &'static str) {
-        match self {
-            Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
-            Route::ChatCompletionsUnversioned => (Method::POST, "/chat/completions"),
-            Route::AnthropicMessages => (Method::POST, "/v1/messages"),
-            Route::Responses => (Method::POST, "/v1/responses"),
-            Route::Gemini => (Method::POST, "/v1beta/models/{model_action}"),
-            Route::GeminiV1 => (Method::POST, "/v1/models/{model_action}"),
-            Route::BedrockConverse => (Method::POST, "/model/{model_id}/converse"),
-            Route::BedrockConverseStream => (Method::POST, "/model/{model_id}/converse-stream"),
-            Route::Models => (Method::GET, "/v1/models"),
-            Route::ModelsUnversioned => (Method::GET, "/models"),
-            Route::Health => (Method::GET, "/health"),
-            Route::Misses => (Method::GET, "/_harness/misses"),
-            Route::State => (Method::GET, "/_harness/state"),
-            Route::Reset => (Method::POST, "/_harness/reset"),
-        }
-    }
-
-    /// Its handler.
-    fn handler(self) -> MethodRouter<Arc<Shared>> {
-        match self {
-            Route::ChatCompletions | Route::ChatCompletionsUnversioned => post(complete),
-            Route::AnthropicMessages => post(wires::anthropic),
-            Route::Responses => post(wires::responses),
-            Route::Gemini | Route::GeminiV1 => post(wires::gemini),
-            Route::BedrockConverse => post(wires::converse),
-            Route::BedrockConverseStream => post(wires::converse_stream),
-            Route::Models | Route::ModelsUnversioned => get(models),
-            Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
-            Route::Misses => get(misses),
-            Route::State => get(state),
-            Route::Reset => post(reset),
-        }
-    }
-
-    /// `POST /v1/chat/completions, GET /v1/models, …`: what the server serves, for messages.
-    fn listed() -> String {
-        let routes: Vec<String> = Route::ALL
-            .iter()
-            .map(|route| {
-                let (method, path) = route.method_and_path();
-                format!("{method} {path}")
-            })
-            .collect();
-        routes.join(", ")
+/// A route's handler.
+fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
+    match route {
+        Route::ChatCompletions | Route::ChatCompletionsUnversioned => post(complete),
+        Route::AnthropicMessages => post(wires::anthropic),
+        Route::Responses => post(wires::responses),
+        Route::Gemini | Route::GeminiV1 => post(wires::gemini),
+        Route::BedrockConverse => post(wires::converse),
+        Route::BedrockConverseStream => post(wires::converse_stream),
+        Route::Models | Route::ModelsUnversioned => get(models),
+        Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
+        Route::Misses => get(misses),
+        Route::State => get(state),
+        Route::Reset => post(reset),
     }
 }
 
@@ -218,9 +123,6 @@ pub enum Mode {
     /// Proxy to an upstream and record.
     Record(Box<RecordConfig>),
 }
-
-/// Called with every problem the moment it happens (the CLI prints it).
-pub(crate) type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;
 
 /// How the server runs.
 #[derive(Clone, Default)]
@@ -241,104 +143,6 @@ impl std::fmt::Debug for ServerOptions {
             .field("on_problem", &self.on_problem.is_some())
             .field("observer", &self.observer.is_some())
             .finish()
-    }
-}
-
-/// Why the server could not start or finish.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelServerError {
-    /// Fixture mode was given no fixture.
-    #[error("the model server needs at least one fixture")]
-    NoFixture,
-    /// A fixture could not be loaded.
-    #[error(transparent)]
-    Fixture(#[from] FixtureError),
-    /// Two fixtures have the same file name, so a driver could not tell them apart.
-    #[error("fixtures {} and {} have the same name {stem:?}; a driver selects fixtures by name", .first.display(), .second.display())]
-    DuplicateFixture {
-        /// The name.
-        stem: String,
-        /// The first file.
-        first: PathBuf,
-        /// The second file.
-        second: PathBuf,
-    },
-    /// The recording could not be read, written or finished.
-    #[error(transparent)]
-    Recording(#[from] RecordingFileError),
-    /// The recording was made at a gateway's provider boundary, not at the wire.
-    #[error(
-        "recording {}: call 0 was recorded at a gateway's provider boundary (cargo xtask record, cargo xtask recordings), not at the model's wire; the model server strictly replays recordings it made itself (cargo xtask model-server --record)",
-        .0.display()
-    )]
-    NotAWireRecording(PathBuf),
-    /// The finished recording holds a form of the proxy's API key (checked before it is kept).
-    #[error(
-        "recording {}: call {call} holds a form of the API key (in one string or across its \
-         deltas); {}",
-        .path.display(),
-        if *.removed { "the recording was deleted, since a key must not reach a file" }
-        else { "the recording could not be deleted: delete it yourself" }
-    )]
-    SecretInRecording {
-        /// The recording.
-        path: PathBuf,
-        /// The call's index.
-        call: usize,
-        /// Whether the file was deleted.
-        removed: bool,
-    },
-    /// The upstream URL or HTTP client is unusable.
-    #[error("upstream: {0}")]
-    Upstream(String),
-    /// The fixture could not be built from the recording.
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The listener could not bind 127.0.0.1.
-    #[error("listen on 127.0.0.1:{port}: {source}")]
-    Listen {
-        /// The port asked for.
-        port: u16,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-/// State shared by the handlers.
-struct Shared {
-    /// What it serves: fixture replay, strict replay or the recording proxy.
-    backend: Box<dyn Backend>,
-    problems: Mutex<Ledger>,
-    on_problem: Option<ProblemHook>,
-    answers: AtomicU64,
-    /// No run is open (`{"between_runs": true}` until the next reset): every model call is
-    /// refused and reported.
-    closed: AtomicBool,
-    /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
-    reset_token: String,
-    /// Cancelled once a stop's grace has run out: work outside a connection (the recording
-    /// proxy's pump) ends then too.
-    aborted: CancellationToken,
-}
-
-impl Shared {
-    fn report(&self, problem: Problem) {
-        if let Some(hook) = &self.on_problem {
-            hook(&problem);
-        }
-        self.problems.lock().push(problem);
-    }
-
-    fn answer_id(&self, model: &str) -> AnswerId {
-        let number = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
-        AnswerId {
-            id: format!("chatcmpl-replay-{number}"),
-            model: model.to_owned(),
-            created: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|elapsed| elapsed.as_secs())
-                .unwrap_or(0),
-        }
     }
 }
 
@@ -368,16 +172,6 @@ impl Drop for ModelServer {
 fn new_reset_token() -> String {
     let bytes: [u8; 32] = rand::random();
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// Whether `headers` carry the server's reset token, compared in constant time.
-fn holds_reset_token(shared: &Shared, headers: &HeaderMap) -> bool {
-    use subtle::ConstantTimeEq;
-    let Some(given) = headers.get(RESET_TOKEN_HEADER) else {
-        return false;
-    };
-    let expected = shared.reset_token.as_bytes();
-    given.as_bytes().len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected))
 }
 
 impl ModelServer {
@@ -429,7 +223,7 @@ impl ModelServer {
             })?;
         let mut router = Router::new();
         for route in Route::ALL {
-            router = router.route(route.method_and_path().1, route.handler());
+            router = router.route(route.method_and_path().1, handler(route));
         }
         let router = router
             .fallback(unserved)
@@ -500,144 +294,8 @@ impl ModelServer {
     }
 }
 
-/// An OpenAI error response.
-fn error_response(status: StatusCode, message: &str, error_type: &str, code: &str) -> Response {
-    (status, Json(error_body(message, error_type, Some(code)))).into_response()
-}
-
-/// A recorded failure as the provider answered it.
-fn failure_response(error: &WireError) -> Response {
-    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::BAD_GATEWAY);
-    (status, Json(error.body())).into_response()
-}
-
-/// A server-sent event stream body.
-fn sse_response(body: impl Into<axum::body::Body>) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body.into(),
-    )
-        .into_response()
-}
-
-/// The answer for a complete event list: one completion, or the stream of chunks. A call whose
-/// events fail before any content fails with the recorded status, as a provider refusing a
-/// request does, streaming or not; a failure the provider reported inside its answer
-/// (`in_stream`) is served inside a 200 answer, as it came.
-fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
-    let identity = shared.answer_id(&request.model);
-    let failed_at_start = events
-        .iter()
-        .find(|event| !matches!(event, AnswerEvent::Start))
-        .and_then(AnswerEvent::failure)
-        .is_some_and(|error| !error.in_stream);
-    if !request.stream || failed_at_start {
-        return match completion(&identity, events) {
-            Completion::Message(body) => Json(body).into_response(),
-            Completion::Failed(error) => failure_response(&error),
-        };
-    }
-    sse_response(answer::sse_body(identity, events))
-}
-
 async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     serve(Wire::ChatCompletions, &shared, &headers, &body, None).await
-}
-
-/// An error answer in the wire's shape ([`wires::error`]).
-fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Response {
-    match wire {
-        Wire::ChatCompletions => error_response(
-            status,
-            message,
-            model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
-            code,
-        ),
-        _ => wires::error(wire, status, message, code),
-    }
-}
-
-/// The answer for a complete event list in the request's wire.
-fn respond_at(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
-    match request.wire {
-        Wire::ChatCompletions => respond(shared, request, events),
-        _ => wires::respond(shared, request, events),
-    }
-}
-
-/// A recorded failure in the request's wire.
-fn failure_at(shared: &Shared, request: &WireRequest, error: &WireError) -> Response {
-    match request.wire {
-        Wire::ChatCompletions => failure_response(error),
-        _ => wires::failure(shared, request, error),
-    }
-}
-
-/// One model call at `wire`, whatever the mode: fixture replay, strict replay or recording.
-/// `target` is what the path says at the wires whose path names the model and the mode.
-async fn serve(
-    wire: Wire,
-    shared: &Arc<Shared>,
-    headers: &HeaderMap,
-    body: &[u8],
-    target: Option<Target>,
-) -> Response {
-    if shared.closed.load(Ordering::SeqCst) {
-        let message = format!(
-            "a model call ({}) arrived between two runs (after one run ended, before the next \
-             began): it was refused, not answered from either fixture; a gateway kept across \
-             fixtures (--reuse-gateway) made it after its run, e.g. from a background task",
-            wire.name()
-        );
-        shared.report(Problem::CallBetweenRuns {
-            message: message.clone(),
-        });
-        return wire_error(wire, StatusCode::CONFLICT, &message, "call_between_runs");
-    }
-    let parsed = match target {
-        Some(target) => WireRequest::parse_at(wire, body, target),
-        None => WireRequest::parse(wire, body),
-    };
-    let request = match parsed {
-        Ok(request) => request,
-        Err(message) => {
-            let message = match wire {
-                Wire::ChatCompletions => message.to_string(),
-                _ => format!("{} request: {message}", wire.name()),
-            };
-            shared.report(Problem::BadRequest {
-                message: message.clone(),
-            });
-            return wire_error(wire, StatusCode::BAD_REQUEST, &message, "invalid_request");
-        }
-    };
-    let caller = headers
-        .get(CALLER_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let call = Call {
-        shared,
-        request: &request,
-        caller,
-        headers,
-    };
-    match shared.backend.answer(call).await {
-        Answered::Events(events) => respond_at(shared, &request, &events),
-        Answered::Failure(error) => failure_at(shared, &request, &error),
-        Answered::Problem {
-            problem,
-            status,
-            code,
-        } => {
-            let message = problem.message().to_owned();
-            shared.report(problem);
-            wire_error(request.wire, status, &message, code)
-        }
-        Answered::Response(response) => response,
-    }
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Response {
@@ -652,23 +310,6 @@ async fn models(State(shared): State<Arc<Shared>>) -> Response {
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "model-server"}))
         .collect();
     Json(json!({"object": "list", "data": data})).into_response()
-}
-
-/// A request no [`Route`] serves: an OpenAI error naming it, and a problem.
-fn unserved_response(shared: &Shared, status: StatusCode, method: &Method, uri: &Uri) -> Response {
-    // The path only: a query string may carry a credential.
-    let path = uri.path();
-    let message = format!(
-        "{method} {path} is not served by the model server (it serves {}); no recording answers \
-         it, so the run that called it is not replayed",
-        Route::listed()
-    );
-    shared.report(Problem::UnservedRoute {
-        message: message.clone(),
-        method: method.to_string(),
-        path: path.to_owned(),
-    });
-    error_response(status, &message, "invalid_request_error", "unserved_route")
 }
 
 async fn unserved(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {

@@ -18,7 +18,7 @@
 //! request is signed with SigV4 (`aws-sigv4`) from the [`AwsCredentials`] of the standard AWS
 //! variables; the gateway's own key or signature is never passed on, and no header is written
 //! to the recording. Every read of the upstream is bounded (issue 21, finding 4: answer, error body
-//! and SSE line caps through `bounded_read`), and a gateway that stops reading stops the read.
+//! and SSE line caps through `transport`), and a gateway that stops reading stops the read.
 //!
 //! The caller of each call is the [`CALLER_HEADER`](super::CALLER_HEADER) when the gateway sends
 //! it, else `lead_agent`: nothing else on the wire names it. A fixture recorded from a gateway
@@ -33,7 +33,6 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use bounded_read::LineTooLong;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use model_wire::KeyHeader;
@@ -46,15 +45,19 @@ use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use transport::LineTooLong;
 
 use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
+use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
-use super::eventstream::{self, CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
+use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
 use super::request::{Framing, Wire, WireRequest};
-use super::{ModelServerError, Problem, Shared, sse_response, wire_error};
+use super::shared::ModelServerError;
+use super::wires::{sse_response, wire_error};
+use transport::eventstream::{CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
 
 /// What record mode needs.
 pub struct RecordConfig {
@@ -235,11 +238,11 @@ const BEDROCK_SERVICE: &str = "bedrock";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A reqwest failure as the gateway's provider classifies it
-/// (`bounded_read::upstream::TransportFailure`: the Python client's names): a timeout is
+/// (`transport::upstream::TransportFailure`: the Python client's names): a timeout is
 /// `APITimeoutError`; a failure once the answer has started (`in_body`) is
 /// `RemoteProtocolError`; a failure to connect `APIConnectionError`.
 fn transport_error_event(err: &reqwest::Error, in_body: bool) -> RecordedEvent {
-    let failure = bounded_read::upstream::TransportFailure::of(err, in_body);
+    let failure = transport::upstream::TransportFailure::of(err, in_body);
     let message = failure.message(&redact_text(&err.to_string()));
     failure_event(failure.class(), message)
 }
@@ -267,9 +270,9 @@ impl Recorder {
                 "the upstream must be an http:// or https:// URL".into(),
             ));
         }
-        // The gateway's providers' rule (`bounded_read::upstream`): any loopback address or
+        // The gateway's providers' rule (`transport::upstream`): any loopback address or
         // `localhost` name is this machine.
-        let loopback = bounded_read::upstream::is_loopback(&parsed);
+        let loopback = transport::upstream::is_loopback(&parsed);
         if parsed.scheme() == "http" && !loopback && !config.allow_insecure_upstream {
             return Err(ModelServerError::Upstream(format!(
                 "the upstream {} is plain http:// on another machine, where the API key would \
@@ -291,7 +294,7 @@ impl Recorder {
             .read_timeout(UPSTREAM_READ_TIMEOUT)
             // Finding 7: a redirect to another origin is not followed, so no credential header
             // reaches it; the call is recorded as the upstream's 3xx answer.
-            .redirect(bounded_read::upstream::same_origin_redirects());
+            .redirect(transport::upstream::same_origin_redirects());
         if loopback {
             builder = builder.no_proxy();
         }
@@ -528,7 +531,7 @@ fn fail(
 /// exception its `x-amzn-errortype` names), the provider's message worded as
 /// [`model_wire::edge::recorded_error_text`] words it (`Error code: <status> - <detail>`).
 async fn status_error_event(wire: Wire, upstream: reqwest::Response) -> RecordedEvent {
-    let failed = bounded_read::upstream::read_failed_answer(upstream, MAX_ERROR_BODY_BYTES).await;
+    let failed = transport::upstream::read_failed_answer(upstream, MAX_ERROR_BODY_BYTES).await;
     let exception = wire.http_error_class(failed.status, failed.amzn_error_type.as_deref());
     let message = model_wire::edge::recorded_error_text(failed.status, &failed.body, failed.whole);
     RecordedEvent::Error {
@@ -602,7 +605,7 @@ async fn proxy(
     let upstream = match upstream {
         Ok(upstream) => upstream,
         Err(err) => {
-            let class = bounded_read::upstream::TransportFailure::of(&err, false).class();
+            let class = transport::upstream::TransportFailure::of(&err, false).class();
             unreached(format!("{class}: {}", redact_text(&with_causes(&err))));
             return fail(shared, writing, call, transport_error_event(&err, false));
         }
@@ -630,7 +633,7 @@ async fn proxy(
     if whole {
         let read = tokio::time::timeout_at(
             deadline,
-            bounded_read::read_capped(upstream.bytes_stream(), MAX_ANSWER_BYTES),
+            transport::read_capped(upstream.bytes_stream(), MAX_ANSWER_BYTES),
         )
         .await;
         let Ok(read) = read else {
@@ -727,7 +730,7 @@ fn stream_response(framing: Framing, body: Body) -> Response {
     let content_type = match framing {
         Framing::Sse => return sse_response(body),
         Framing::JsonArray => "application/json; charset=UTF-8",
-        Framing::AwsEventStream => eventstream::CONTENT_TYPE,
+        Framing::AwsEventStream => model_wire::EVENT_STREAM_CONTENT_TYPE,
     };
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, content_type)
@@ -752,7 +755,7 @@ type Source = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Piece, Recorde
 fn sse_source(
     upstream: reqwest::Response,
 ) -> impl futures::Stream<Item = Result<Piece, RecordedEvent>> {
-    bounded_read::whole_lines(
+    transport::whole_lines(
         upstream
             .bytes_stream()
             .map(|item| item.map_err(UpstreamRead::from)),

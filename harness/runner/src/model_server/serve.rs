@@ -37,8 +37,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+use super::backend::Shared;
+use super::problems::Problem;
 use super::request::Wire;
-use super::{Problem, Shared, wire_error};
+use super::wires::wire_error;
 
 /// How long a request's headers may take to arrive.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

@@ -15,12 +15,12 @@ use replay_core::recording::{
     Access, Outcome, Recording, StrictReplayError, StrictReplayer, read_recording,
 };
 
-use super::ModelServerError;
 use super::answer::AnswerEvent;
 use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
 use super::client::ServerState;
 use super::problems::Problem;
 use super::request::Wire;
+use super::shared::ModelServerError;
 
 /// Strict replay of one recording.
 #[derive(Debug)]

@@ -1,12 +1,14 @@
-//! The four wires the model server serves besides Chat Completions: Anthropic's Messages API
+//! One model call answered at any wire ([`serve`]: parse, ask the backend, answer in the wire's
+//! shape), and the wires' routes. Chat Completions is answered by `answer.rs`'s renderer
+//! ([`respond_at`]); the four others, Anthropic's Messages API
 //! (`POST /v1/messages`), OpenAI's Responses API (`POST /v1/responses`), Google's Gemini API
 //! (`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, SSE with
 //! `?alt=sse`, else one JSON array; also at `/v1/`) and AWS Bedrock's Converse API (`POST
 //! /model/{modelId}/converse` and `/converse-stream`, AWS's binary event stream,
-//! `eventstream.rs`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
+//! `transport::eventstream`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
 //! their routes, answers and error shapes. No key or signature is checked (any is accepted)
-//! and none is ever written. `mod.rs` answers Chat Completions with its own renderer and never calls these for it;
-//! were it to, they answer in the Responses shape, the nearest, rather than fail.
+//! and none is ever written. [`respond`] and [`failure`] are never called for Chat Completions;
+//! were they, they answer in the Responses shape, the nearest, rather than fail.
 //!
 //! A request's conversation is rebuilt with `replay_core::messages_from_anthropic`,
 //! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse` and looked up
@@ -17,7 +19,7 @@
 //! `render_stream`): a whole answer, or its stream, with tool calls, reasoning where recorded
 //! and usage; a recorded failure and every problem answer in the wire's own error shape
 //! (`Wire::error_body`, `Wire::error_header`). Strict replay of a recording and the recording proxy serve these wires
-//! too (`super::serve`, `record`): a recorded call's `done` message or `error` is answered the
+//! too ([`serve`], `record`): a recorded call's `done` message or `error` is answered the
 //! same way ([`respond`]).
 
 use std::sync::Arc;
@@ -31,10 +33,13 @@ use model_wire::RenderedStream;
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
 use serde_json::Value;
 
-use super::answer::{AnswerEvent, WireError};
-use super::eventstream::{self, event_frame, exception_frame};
+use super::answer::{AnswerEvent, Completion, WireError, completion, error_body};
+use super::backend::{Answered, Call, Shared};
+use super::problems::Problem;
 use super::request::{Framing, Target, Wire, WireRequest};
-use super::{Shared, serve, sse_response, unserved_response};
+use super::routes::Route;
+use super::shared::CALLER_HEADER;
+use transport::eventstream::{event_frame, exception_frame};
 
 /// An error answer in the shape of `wire`; `code` is the harness's reason (Responses carries it
 /// as OpenAI's `code`; the other wires' bodies have no code field). Bedrock's names its
@@ -161,7 +166,7 @@ fn gemini_stream(framing: Framing, chunks: &[Value]) -> Response {
 /// An event stream body of `frames`.
 fn event_stream(frames: Vec<Bytes>) -> Response {
     (
-        [(header::CONTENT_TYPE, eventstream::CONTENT_TYPE)],
+        [(header::CONTENT_TYPE, model_wire::EVENT_STREAM_CONTENT_TYPE)],
         frames.concat(),
     )
         .into_response()
@@ -202,7 +207,7 @@ fn identity(wire: Wire, shared: &Shared, model: &str) -> Identity {
 /// The recorded AI message in the wire's format, whole or streamed, as the wire's renderer
 /// writes it ([`Wire::render_answer`], [`Wire::render_stream`]).
 fn answer(shared: &Shared, request: &WireRequest, answer: &WireAnswer) -> Response {
-    // `mod.rs` answers Chat Completions with its own renderer, keeping a recording's chunk
+    // [`respond_at`] answers Chat Completions with `answer.rs`'s renderer, keeping a recording's chunk
     // boundaries; were it to come here, it is answered in the Responses shape, the nearest.
     let wire = match request.wire {
         Wire::ChatCompletions => Wire::Responses,
@@ -264,4 +269,175 @@ pub(super) fn failure(shared: &Shared, request: &WireRequest, error: &WireError)
         request.framing,
         wire.render_stream_failure(&identity, status.as_u16(), &message),
     )
+}
+
+/// An OpenAI error response.
+pub(super) fn error_response(
+    status: StatusCode,
+    message: &str,
+    error_type: &str,
+    code: &str,
+) -> Response {
+    (status, Json(error_body(message, error_type, Some(code)))).into_response()
+}
+
+/// A recorded failure as the provider answered it.
+pub(super) fn failure_response(error: &WireError) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    (status, Json(error.body())).into_response()
+}
+
+/// A server-sent event stream body.
+pub(super) fn sse_response(body: impl Into<axum::body::Body>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body.into(),
+    )
+        .into_response()
+}
+
+/// The answer for a complete event list: one completion, or the stream of chunks. A call whose
+/// events fail before any content fails with the recorded status, as a provider refusing a
+/// request does, streaming or not; a failure the provider reported inside its answer
+/// (`in_stream`) is served inside a 200 answer, as it came.
+fn respond_chat_completions(
+    shared: &Shared,
+    request: &WireRequest,
+    events: &[AnswerEvent],
+) -> Response {
+    let identity = shared.answer_id(&request.model);
+    let failed_at_start = events
+        .iter()
+        .find(|event| !matches!(event, AnswerEvent::Start))
+        .and_then(AnswerEvent::failure)
+        .is_some_and(|error| !error.in_stream);
+    if !request.stream || failed_at_start {
+        return match completion(&identity, events) {
+            Completion::Message(body) => Json(body).into_response(),
+            Completion::Failed(error) => failure_response(&error),
+        };
+    }
+    sse_response(super::answer::sse_body(identity, events))
+}
+
+/// An error answer in the wire's shape ([`wires::error`]).
+pub(super) fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Response {
+    match wire {
+        Wire::ChatCompletions => error_response(
+            status,
+            message,
+            model_wire::chat_completions::ErrorBody::kind_for_status(status.as_u16()),
+            code,
+        ),
+        _ => error(wire, status, message, code),
+    }
+}
+
+/// The answer for a complete event list in the request's wire.
+pub(super) fn respond_at(
+    shared: &Shared,
+    request: &WireRequest,
+    events: &[AnswerEvent],
+) -> Response {
+    match request.wire {
+        Wire::ChatCompletions => respond_chat_completions(shared, request, events),
+        _ => respond(shared, request, events),
+    }
+}
+
+/// A recorded failure in the request's wire.
+pub(super) fn failure_at(shared: &Shared, request: &WireRequest, error: &WireError) -> Response {
+    match request.wire {
+        Wire::ChatCompletions => failure_response(error),
+        _ => failure(shared, request, error),
+    }
+}
+
+/// One model call at `wire`, whatever the mode: fixture replay, strict replay or recording.
+/// `target` is what the path says at the wires whose path names the model and the mode.
+pub(super) async fn serve(
+    wire: Wire,
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    body: &[u8],
+    target: Option<Target>,
+) -> Response {
+    if shared.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        let message = format!(
+            "a model call ({}) arrived between two runs (after one run ended, before the next \
+             began): it was refused, not answered from either fixture; a gateway kept across \
+             fixtures (--reuse-gateway) made it after its run, e.g. from a background task",
+            wire.name()
+        );
+        shared.report(Problem::CallBetweenRuns {
+            message: message.clone(),
+        });
+        return wire_error(wire, StatusCode::CONFLICT, &message, "call_between_runs");
+    }
+    let parsed = match target {
+        Some(target) => WireRequest::parse_at(wire, body, target),
+        None => WireRequest::parse(wire, body),
+    };
+    let request = match parsed {
+        Ok(request) => request,
+        Err(message) => {
+            let message = match wire {
+                Wire::ChatCompletions => message.to_string(),
+                _ => format!("{} request: {message}", wire.name()),
+            };
+            shared.report(Problem::BadRequest {
+                message: message.clone(),
+            });
+            return wire_error(wire, StatusCode::BAD_REQUEST, &message, "invalid_request");
+        }
+    };
+    let caller = headers
+        .get(CALLER_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let call = Call {
+        shared,
+        request: &request,
+        caller,
+        headers,
+    };
+    match shared.backend.answer(call).await {
+        Answered::Events(events) => respond_at(shared, &request, &events),
+        Answered::Failure(error) => failure_at(shared, &request, &error),
+        Answered::Problem {
+            problem,
+            status,
+            code,
+        } => {
+            let message = problem.message().to_owned();
+            shared.report(problem);
+            wire_error(request.wire, status, &message, code)
+        }
+        Answered::Response(response) => response,
+    }
+}
+
+/// A request no [`Route`] serves: an OpenAI error naming it, and a problem.
+pub(super) fn unserved_response(
+    shared: &Shared,
+    status: StatusCode,
+    method: &Method,
+    uri: &Uri,
+) -> Response {
+    // The path only: a query string may carry a credential.
+    let path = uri.path();
+    let message = format!(
+        "{method} {path} is not served by the model server (it serves {}); no recording answers \
+         it, so the run that called it is not replayed",
+        Route::listed()
+    );
+    shared.report(Problem::UnservedRoute {
+        message: message.clone(),
+        method: method.to_string(),
+        path: path.to_owned(),
+    });
+    error_response(status, &message, "invalid_request_error", "unserved_route")
 }

@@ -16,11 +16,15 @@
 //!
 //! [`upstream`] is the rest of that shared HTTP edge, in `reqwest`'s terms: the loopback rule,
 //! the redirect policy, the transport failures' classes and a failed answer read within a bound.
+//!
+//! [`eventstream`] is AWS's binary event stream (Bedrock Converse's streamed answers): the one
+//! frame reader, and the frame writers the model server answers with.
 
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 
+pub mod eventstream;
 pub mod upstream;
 
 /// A line longer than the limit, with no line end in sight.

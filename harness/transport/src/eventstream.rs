@@ -8,15 +8,13 @@
 //! [`event_frame`] and [`exception_frame`] write one message; [`FrameReader`] cuts a byte stream
 //! into messages whatever the transport's chunk boundaries, and refuses a corrupt frame (a CRC
 //! that does not match, a length that lies) with an error naming the frame by its position.
+//! It is the one frame reader: the gateway's Converse provider and the harness's recording proxy
+//! both read their upstream with it (a tidy test holds that no other file decodes frames).
 
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder, write_message_to};
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
-
-/// The content type of AWS's binary event stream: model-wire's, the one the gateway's
-/// provider asks for.
-pub(crate) use model_wire::EVENT_STREAM_CONTENT_TYPE as CONTENT_TYPE;
 
 fn string(value: &str) -> HeaderValue {
     HeaderValue::String(value.to_owned().into())
@@ -34,7 +32,7 @@ fn encode(message: &Message) -> Bytes {
 }
 
 /// One event message: `:event-type` `event_type`, a JSON payload.
-pub(crate) fn event_frame(event_type: &str, payload: &Value) -> Bytes {
+pub fn event_frame(event_type: &str, payload: &Value) -> Bytes {
     let message = Message::new_from_parts(
         vec![
             Header::new(":event-type", string(event_type)),
@@ -48,7 +46,7 @@ pub(crate) fn event_frame(event_type: &str, payload: &Value) -> Bytes {
 
 /// One exception message: `:exception-type` (`modelStreamErrorException`,
 /// `throttlingException`, …) and `{"message"}`.
-pub(crate) fn exception_frame(exception_type: &str, message: &str) -> Bytes {
+pub fn exception_frame(exception_type: &str, message: &str) -> Bytes {
     let frame = Message::new_from_parts(
         vec![
             Header::new(":exception-type", string(exception_type)),
@@ -64,7 +62,7 @@ pub(crate) fn exception_frame(exception_type: &str, message: &str) -> Bytes {
 
 /// One message read from a stream.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Frame {
+pub enum Frame {
     /// An event: its `:event-type` and payload.
     Event {
         /// The event type.
@@ -84,16 +82,16 @@ pub(crate) enum Frame {
 /// A frame that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("event stream frame {frame} (counting from 1) is corrupt: {reason}")]
-pub(crate) struct CorruptFrame {
+pub struct CorruptFrame {
     /// The frame's position in the stream, from 1.
-    pub(crate) frame: usize,
+    pub frame: usize,
     /// What `aws-smithy-eventstream` found wrong (a CRC mismatch, a bad length, a bad header).
-    pub(crate) reason: String,
+    pub reason: String,
 }
 
 /// Cuts an event stream into messages as its bytes arrive.
 #[derive(Debug, Default)]
-pub(crate) struct FrameReader {
+pub struct FrameReader {
     decoder: MessageFrameDecoder,
     buffer: BytesMut,
     frames: usize,
@@ -101,17 +99,28 @@ pub(crate) struct FrameReader {
 
 impl FrameReader {
     /// A reader for one stream.
-    pub(crate) fn new() -> FrameReader {
+    pub fn new() -> FrameReader {
         FrameReader::default()
     }
 
     /// True when bytes of an unfinished frame are waiting (a stream that ends here was cut).
-    pub(crate) fn has_partial_frame(&self) -> bool {
+    pub fn has_partial_frame(&self) -> bool {
         !self.buffer.is_empty()
     }
 
+    /// The end of the stream: an error naming the frame when it ended inside one.
+    pub fn finish(&self) -> Result<(), CorruptFrame> {
+        if !self.has_partial_frame() {
+            return Ok(());
+        }
+        Err(CorruptFrame {
+            frame: self.frames + 1,
+            reason: "the stream ended inside it".to_owned(),
+        })
+    }
+
     /// The messages `bytes` completes.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<Frame>, CorruptFrame> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Frame>, CorruptFrame> {
         self.buffer.extend_from_slice(bytes);
         let mut out = Vec::new();
         loop {
@@ -231,5 +240,9 @@ mod tests {
         let read = reader.push(&longer).expect("the frame waits for its rest");
         assert_eq!(read.len(), 1, "the first frame only");
         assert!(reader.has_partial_frame());
+        let cut = reader
+            .finish()
+            .expect_err("the stream ended inside frame 2");
+        assert_eq!(cut.frame, 2, "{cut}");
     }
 }

@@ -1,0 +1,92 @@
+//! The model server's routes as one enum ([`Route`]): each route's method and path, and the
+//! list of them that an unserved request's message names. The handlers each route calls are
+//! `mod.rs`'s (the router), so this file imports nothing from its parent.
+
+use axum::http::Method;
+
+/// Every route the model server serves; any other request is an `unserved_route` problem. A new
+/// wire becomes served by a variant here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `POST /v1/chat/completions`.
+    ChatCompletions,
+    /// `POST /chat/completions`, for clients whose base URL has no `/v1`.
+    ChatCompletionsUnversioned,
+    /// `POST /v1/messages`, Anthropic's Messages API (`wires.rs`).
+    AnthropicMessages,
+    /// `POST /v1/responses`, OpenAI's Responses API (`wires.rs`).
+    Responses,
+    /// `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, Google's
+    /// Gemini API (`wires.rs`).
+    Gemini,
+    /// The same at `/v1/`.
+    GeminiV1,
+    /// `POST /model/{modelId}/converse`, AWS Bedrock's Converse API (`wires.rs`).
+    BedrockConverse,
+    /// `POST /model/{modelId}/converse-stream`.
+    BedrockConverseStream,
+    /// `GET /v1/models`.
+    Models,
+    /// `GET /models`.
+    ModelsUnversioned,
+    /// `GET /health`.
+    Health,
+    /// `GET /_harness/misses`.
+    Misses,
+    /// `GET /_harness/state`.
+    State,
+    /// `POST /_harness/reset`.
+    Reset,
+}
+
+impl Route {
+    /// Every served route.
+    pub(crate) const ALL: [Route; 14] = [
+        Route::ChatCompletions,
+        Route::ChatCompletionsUnversioned,
+        Route::AnthropicMessages,
+        Route::Responses,
+        Route::Gemini,
+        Route::GeminiV1,
+        Route::BedrockConverse,
+        Route::BedrockConverseStream,
+        Route::Models,
+        Route::ModelsUnversioned,
+        Route::Health,
+        Route::Misses,
+        Route::State,
+        Route::Reset,
+    ];
+
+    /// Its method and path.
+    pub(crate) fn method_and_path(self) -> (Method, &'static str) {
+        match self {
+            Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
+            Route::ChatCompletionsUnversioned => (Method::POST, "/chat/completions"),
+            Route::AnthropicMessages => (Method::POST, "/v1/messages"),
+            Route::Responses => (Method::POST, "/v1/responses"),
+            Route::Gemini => (Method::POST, "/v1beta/models/{model_action}"),
+            Route::GeminiV1 => (Method::POST, "/v1/models/{model_action}"),
+            Route::BedrockConverse => (Method::POST, "/model/{model_id}/converse"),
+            Route::BedrockConverseStream => (Method::POST, "/model/{model_id}/converse-stream"),
+            Route::Models => (Method::GET, "/v1/models"),
+            Route::ModelsUnversioned => (Method::GET, "/models"),
+            Route::Health => (Method::GET, "/health"),
+            Route::Misses => (Method::GET, "/_harness/misses"),
+            Route::State => (Method::GET, "/_harness/state"),
+            Route::Reset => (Method::POST, "/_harness/reset"),
+        }
+    }
+
+    /// `POST /v1/chat/completions, GET /v1/models, …`: what the server serves, for messages.
+    pub(crate) fn listed() -> String {
+        let routes: Vec<String> = Route::ALL
+            .iter()
+            .map(|route| {
+                let (method, path) = route.method_and_path();
+                format!("{method} {path}")
+            })
+            .collect();
+        routes.join(", ")
+    }
+}

@@ -1,0 +1,86 @@
+//! What every part of the model server names: its error ([`ModelServerError`]), its two
+//! request headers and the problem hook. Apart from `mod.rs` (the routes and
+//! [`ModelServer`](super::ModelServer)'s lifecycle) so that no child module of the model server
+//! imports its parent (a tidy test holds it); the handlers' state ([`Shared`](super::backend::Shared))
+//! is the backend's, the answering of one call at any wire `wires.rs`'s.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use replay_core::recording::RecordingFileError;
+use replay_core::{BuildError, FixtureError};
+
+use super::problems::Problem;
+
+/// The request header that carries the reset token on `POST /_harness/reset`: only the process
+/// that started the server (and whoever it hands [`ModelServer::reset_token`](super::ModelServer::reset_token)(super::ModelServer::reset_token) to) may clear the
+/// problem ledger, never the gateway under test.
+pub const RESET_TOKEN_HEADER: &str = "x-keyless-reset-token";
+
+/// The request header a gateway may send to name the caller of a model call (`lead_agent`,
+/// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
+/// `docs/replay-and-fixtures.md` normalise). Without it the server infers the caller.
+pub const CALLER_HEADER: &str = "x-harness-caller";
+
+/// Called with every problem the moment it happens (the CLI prints it).
+pub(crate) type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;
+
+/// Why the server could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelServerError {
+    /// Fixture mode was given no fixture.
+    #[error("the model server needs at least one fixture")]
+    NoFixture,
+    /// A fixture could not be loaded.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// Two fixtures have the same file name, so a driver could not tell them apart.
+    #[error("fixtures {} and {} have the same name {stem:?}; a driver selects fixtures by name", .first.display(), .second.display())]
+    DuplicateFixture {
+        /// The name.
+        stem: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// The recording could not be read, written or finished.
+    #[error(transparent)]
+    Recording(#[from] RecordingFileError),
+    /// The recording was made at a gateway's provider boundary, not at the wire.
+    #[error(
+        "recording {}: call 0 was recorded at a gateway's provider boundary (cargo xtask record, cargo xtask recordings), not at the model's wire; the model server strictly replays recordings it made itself (cargo xtask model-server --record)",
+        .0.display()
+    )]
+    NotAWireRecording(PathBuf),
+    /// The finished recording holds a form of the proxy's API key (checked before it is kept).
+    #[error(
+        "recording {}: call {call} holds a form of the API key (in one string or across its \
+         deltas); {}",
+        .path.display(),
+        if *.removed { "the recording was deleted, since a key must not reach a file" }
+        else { "the recording could not be deleted: delete it yourself" }
+    )]
+    SecretInRecording {
+        /// The recording.
+        path: PathBuf,
+        /// The call's index.
+        call: usize,
+        /// Whether the file was deleted.
+        removed: bool,
+    },
+    /// The upstream URL or HTTP client is unusable.
+    #[error("upstream: {0}")]
+    Upstream(String),
+    /// The fixture could not be built from the recording.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The listener could not bind 127.0.0.1.
+    #[error("listen on 127.0.0.1:{port}: {source}")]
+    Listen {
+        /// The port asked for.
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
+}
