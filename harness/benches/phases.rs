@@ -264,6 +264,8 @@ fn scenario_run(
         elapsed: Duration::ZERO,
         golden_dir: options.golden_dir,
         transcripts_shown: Transcripts::Cut,
+        voice: replay_core::Voice::default(),
+        ignored: keyless_runner::IgnoredEvents::default(),
     }
 }
 
