@@ -567,3 +567,66 @@ fn broken(
         kind: OutcomeKind::Broken { message, after },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what it is told, as short words.
+    #[derive(Default)]
+    struct Told(Vec<String>);
+
+    impl Reporter for Told {
+        fn report(&mut self, event: &Event<'_>) -> ControlFlow<()> {
+            self.0.push(match event {
+                Event::FixtureEnded { index } => format!("ended {index}"),
+                Event::FixtureFinished { index, outcome, .. } => {
+                    format!("finished {index} {}", outcome.path.display())
+                }
+                other => format!("{other:?}"),
+            });
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn outcome(name: &str) -> FixtureOutcome {
+        FixtureOutcome {
+            path: PathBuf::from(name),
+            note: None,
+            log: None,
+            kind: OutcomeKind::Broken {
+                message: "no gateway".into(),
+                after: Vec::new(),
+            },
+        }
+    }
+
+    /// Whatever order fixtures finish in, their outcomes are reported in fixture order, each
+    /// as soon as every earlier one was; the end of each run is told at once (the progress bar).
+    #[test]
+    fn outcomes_are_reported_in_fixture_order_and_ends_as_they_happen() {
+        let mut told = Told::default();
+        let mut order = InOrder {
+            reporter: &mut told,
+            waiting: BTreeMap::new(),
+            next: 0,
+            passed: true,
+            closed: false,
+        };
+        for index in [2, 0, 1] {
+            order.finished(index, outcome(&format!("f{index}")), Duration::ZERO);
+        }
+        assert!(!order.passed, "a broken fixture fails the run");
+        assert_eq!(
+            told.0,
+            [
+                "ended 2",
+                "ended 0",
+                "finished 0 f0",
+                "ended 1",
+                "finished 1 f1",
+                "finished 2 f2"
+            ]
+        );
+    }
+}
