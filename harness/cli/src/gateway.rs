@@ -57,14 +57,8 @@ pub struct GatewayArgs {
     pub logs: Option<PathBuf>,
 }
 
-/// Where the gateway comes from.
-#[derive(Debug, Clone)]
-pub enum Gateway {
-    /// Started for each fixture.
-    Command(GatewayCommand),
-    /// Already running at a URL.
-    Url(String),
-}
+/// Where the gateway comes from (the runner's, which schedules the run).
+pub use keyless_runner::schedule::Gateway;
 
 impl GatewayArgs {
     /// The gateway, flags over the file's keys; exactly one of a command and a URL.

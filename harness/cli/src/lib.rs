@@ -7,7 +7,8 @@
 //! - [`gateway`]: the gateway a command starts for each fixture, or the one running.
 //! - [`test_run`]: `keyless test`, every fixture through a gateway it starts (or one that runs),
 //!   several at once (`--jobs`); [`partition`]: one CI machine's shard of them (`--partition`);
-//!   [`junit`]: the run as a JUnit XML report (`--junit`).
+//!   [`junit`]: the run as a JUnit XML report (`--junit`); [`reporter`]: the table, JSON
+//!   lines, JUnit cases and progress bar over the runner's events.
 //! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
 //! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture;
 //!   [`recorded`]: what a recording session keeps, and when it refuses to write its fixture.
@@ -26,6 +27,7 @@ pub mod output;
 pub mod partition;
 pub mod record;
 pub mod recorded;
+pub mod reporter;
 pub mod serve;
 pub mod test_run;
 

@@ -19,7 +19,8 @@
 //!   served and missed, as JSON lines the moment it happens.
 //! - [`RecordingsHome`]: the managed recordings store and the record/replay [`Activation`]
 //!   decision for launchers; [`write_fixture`] and its kin: a recorded run's files.
-//! - [`table_line`], [`json_line`], [`problem_lines`]: what a suite of fixtures prints.
+//! - [`table_line`], [`json_line`], [`problem_lines`]: what a suite of fixtures prints;
+//!   [`schedule`]: a suite run in jobs, told as events to reporters (`keyless test`).
 //!
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
@@ -37,6 +38,7 @@ mod recording_store;
 mod regular_file;
 mod replay_log;
 mod reused;
+pub mod schedule;
 mod suite;
 mod target;
 
