@@ -31,6 +31,7 @@ use keyless_runner::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
 use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
+use model_wire::Event;
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
 };
@@ -333,7 +334,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
             .events
             .iter()
             .filter_map(|e| match e {
-                RecordedEvent::ToolcallDelta { delta, .. } => Some(delta.as_str()),
+                RecordedEvent::Delta(Event::ToolcallDelta { delta, .. }) => Some(delta.as_str()),
                 _ => None,
             })
             .collect();
@@ -804,7 +805,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
                     .await;
                 let deltas = events
                     .iter()
-                    .filter(|e| matches!(e, Ok(StreamEvent::ToolcallDelta { .. })))
+                    .filter(|e| matches!(e, Ok(StreamEvent::Delta(Event::ToolcallDelta { .. }))))
                     .count();
                 assert_eq!(deltas, 1, "{api:?}: the arguments as one delta: {events:?}");
                 collect_stream(Box::pin(futures::stream::iter(events)))
@@ -836,7 +837,7 @@ fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
     let streamed: String = events
         .iter()
         .filter_map(|e| match e {
-            RecordedEvent::TextDelta { delta } => Some(delta.as_str()),
+            RecordedEvent::Delta(Event::TextDelta { delta }) => Some(delta.as_str()),
             _ => None,
         })
         .collect();

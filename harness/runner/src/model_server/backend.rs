@@ -11,12 +11,13 @@ use axum::response::Response;
 use replay_core::{Fixture, TurnSummary};
 use serde::Serialize;
 
-use super::answer::{AnswerEvent, WireError};
+use super::answer::WireError;
 use super::client::ServerState;
 use super::problems::Problem;
 use super::reach::UpstreamReach;
 use super::request::WireRequest;
 use super::{ModelServerError, Shared};
+use replay_core::recording::RecordedEvent;
 
 /// One model call as a backend gets it.
 pub(super) struct Call<'a> {
@@ -33,7 +34,7 @@ pub(super) struct Call<'a> {
 /// What a backend answered one call with; the server renders it in the request's wire.
 pub(super) enum Answered {
     /// A complete answer: a fixture's turn or a recorded call, as events.
-    Events(Vec<AnswerEvent>),
+    Events(Vec<RecordedEvent>),
     /// A failure recorded for this call, answered as the provider answered it.
     Failure(WireError),
     /// The call could not be answered (a miss, an ambiguity, a mismatch, a recording that

@@ -71,8 +71,9 @@ use tokio_util::sync::CancellationToken;
 use replay_core::recording::RecordingFileError;
 use replay_core::{BuildError, FixtureError, LoadedFixture, ReplayObserver};
 
-use answer::{AnswerEvent, AnswerId, Completion, WireError, completion, error_body};
+use answer::{AnswerId, Completion, WireError, completion, error_body};
 use backend::{Answered, Backend, Call, ResetDone};
+use replay_core::recording::RecordedEvent;
 use request::{Target, Wire, WireRequest};
 
 pub use backend::RecordedFixture;
@@ -520,12 +521,12 @@ fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 /// events fail before any content fails with the recorded status, as a provider refusing a
 /// request does, streaming or not; a failure the provider reported inside its answer
 /// (`in_stream`) is served inside a 200 answer, as it came.
-fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
+fn respond(shared: &Shared, request: &WireRequest, events: &[RecordedEvent]) -> Response {
     let identity = shared.answer_id(&request.model);
     let failed_at_start = events
         .iter()
-        .find(|event| !matches!(event, AnswerEvent::Start))
-        .and_then(AnswerEvent::failure)
+        .find(|event| !matches!(event, RecordedEvent::Start))
+        .and_then(answer::failure)
         .is_some_and(|error| !error.in_stream);
     if !request.stream || failed_at_start {
         return match completion(&identity, events) {
@@ -554,7 +555,7 @@ fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &str) -> Resp
 }
 
 /// The answer for a complete event list in the request's wire.
-fn respond_at(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
+fn respond_at(shared: &Shared, request: &WireRequest, events: &[RecordedEvent]) -> Response {
     match request.wire {
         Wire::ChatCompletions => respond(shared, request, events),
         _ => wires::respond(shared, request, events),

@@ -31,10 +31,11 @@ use model_wire::RenderedStream;
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
 use serde_json::Value;
 
-use super::answer::{AnswerEvent, WireError};
+use super::answer::{self, WireError};
 use super::eventstream::{self, event_frame, exception_frame};
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::{Shared, serve, sse_response, unserved_response};
+use replay_core::recording::RecordedEvent;
 
 /// An error answer in the shape of `wire`; `code` is the harness's reason (Responses carries it
 /// as OpenAI's `code`; the other wires' bodies have no code field). Bedrock's names its
@@ -171,16 +172,16 @@ fn event_stream(frames: Vec<Bytes>) -> Response {
 /// `done` event's AI message in the wire's format, or the `error` event in its error shape.
 /// The message is rendered again from the assembled answer, so a recorded stream's chunk
 /// boundaries are not kept at these wires (they are at Chat Completions).
-pub(super) fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
-    if let Some(error) = events.iter().find_map(AnswerEvent::failure) {
-        return failure(shared, request, error);
+pub(super) fn respond(
+    shared: &Shared,
+    request: &WireRequest,
+    events: &[RecordedEvent],
+) -> Response {
+    if let Some(error) = events.iter().find_map(answer::failure) {
+        return failure(shared, request, &error);
     }
-    let done = events.iter().find_map(|event| match event {
-        AnswerEvent::Done(answer) => Some(answer),
-        _ => None,
-    });
-    match done {
-        Some(done) => answer(shared, request, done),
+    match events.iter().find_map(answer::done_answer) {
+        Some(done) => answer(shared, request, &done),
         None => failure(
             shared,
             request,
