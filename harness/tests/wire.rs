@@ -411,8 +411,8 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
             run.shapes().last().and_then(|s| s.event.as_deref()),
             Some("end")
         );
-        let kinds: Vec<&str> = server.problems().iter().map(Problem::kind).collect();
-        assert_eq!(kinds, ["miss"]);
+        let kinds: Vec<_> = server.problems().iter().map(Problem::kind).collect();
+        assert_eq!(kinds, [ModelProblemKind::Miss]);
         // A driver in another process reads the same ledger.
         let client = keyless_runner::ModelServerClient::new(&server.base_url()).expect("client");
         assert_eq!(client.problems().await.expect("misses"), server.problems());
@@ -491,7 +491,7 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
                 .iter()
                 .map(Problem::kind)
                 .collect::<Vec<_>>(),
-            ["ambiguous_caller"]
+            [ModelProblemKind::AmbiguousCaller]
         );
         let (status, answer) = complete(&server, &body, Some("suggest_agent")).await;
         assert_eq!(status, 200, "{answer}");
@@ -716,7 +716,7 @@ fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
         assert_eq!(error["error"]["code"], "invalid_request");
         assert_eq!(
             strict.problems().last().map(Problem::kind),
-            Some("bad_request")
+            Some(ModelProblemKind::BadRequest)
         );
     });
 }
