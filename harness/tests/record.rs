@@ -16,6 +16,7 @@ use harness::in_process::run as run_fixture;
 use harness::record_run::{Recorded, record_scenario};
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
 use keyless_runner::Activation;
+use model_wire::Event;
 use replay_core::recording::{Access, Outcome, RecordedEvent, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
 use serde_json::Value;
@@ -82,7 +83,7 @@ async fn a_recorded_run_builds_a_fixture_that_replays_to_the_committed_golden() 
     let deltas = file.calls[0]
         .events
         .iter()
-        .filter(|e| matches!(e, RecordedEvent::ToolcallDelta { .. }))
+        .filter(|e| matches!(e, RecordedEvent::Delta(Event::ToolcallDelta { .. })))
         .count();
     assert_eq!(
         deltas, 3,

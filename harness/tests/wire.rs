@@ -31,6 +31,7 @@ use keyless_runner::{
     CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
 };
 use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
+use model_wire::Event;
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
 };
@@ -333,7 +334,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
             .events
             .iter()
             .filter_map(|e| match e {
-                RecordedEvent::ToolcallDelta { delta, .. } => Some(delta.as_str()),
+                RecordedEvent::Delta(Event::ToolcallDelta { delta, .. }) => Some(delta.as_str()),
                 _ => None,
             })
             .collect();
@@ -410,8 +411,8 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
             run.shapes().last().and_then(|s| s.event.as_deref()),
             Some("end")
         );
-        let kinds: Vec<&str> = server.problems().iter().map(Problem::kind).collect();
-        assert_eq!(kinds, ["miss"]);
+        let kinds: Vec<_> = server.problems().iter().map(Problem::kind).collect();
+        assert_eq!(kinds, [ModelProblemKind::Miss]);
         // A driver in another process reads the same ledger.
         let client = keyless_runner::ModelServerClient::new(&server.base_url()).expect("client");
         assert_eq!(client.problems().await.expect("misses"), server.problems());
@@ -490,7 +491,7 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
                 .iter()
                 .map(Problem::kind)
                 .collect::<Vec<_>>(),
-            ["ambiguous_caller"]
+            [ModelProblemKind::AmbiguousCaller]
         );
         let (status, answer) = complete(&server, &body, Some("suggest_agent")).await;
         assert_eq!(status, 200, "{answer}");
@@ -715,7 +716,7 @@ fn a_strict_mismatch_names_the_call_and_field_and_bad_requests_are_refused() {
         assert_eq!(error["error"]["code"], "invalid_request");
         assert_eq!(
             strict.problems().last().map(Problem::kind),
-            Some("bad_request")
+            Some(ModelProblemKind::BadRequest)
         );
     });
 }
@@ -804,7 +805,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
                     .await;
                 let deltas = events
                     .iter()
-                    .filter(|e| matches!(e, Ok(StreamEvent::ToolcallDelta { .. })))
+                    .filter(|e| matches!(e, Ok(StreamEvent::Delta(Event::ToolcallDelta { .. }))))
                     .count();
                 assert_eq!(deltas, 1, "{api:?}: the arguments as one delta: {events:?}");
                 collect_stream(Box::pin(futures::stream::iter(events)))
@@ -836,7 +837,7 @@ fn recorded_answer(recording: &Path, call: usize) -> (Value, String) {
     let streamed: String = events
         .iter()
         .filter_map(|e| match e {
-            RecordedEvent::TextDelta { delta } => Some(delta.as_str()),
+            RecordedEvent::Delta(Event::TextDelta { delta }) => Some(delta.as_str()),
             _ => None,
         })
         .collect();

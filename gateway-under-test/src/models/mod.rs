@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::Stream;
+use model_wire::Event;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -90,52 +91,16 @@ pub struct ModelRequest {
     pub options: CallOptions,
 }
 
-/// One event of a streamed model answer; `Done` carries the assembled message. A plain Rust type
-/// of the model boundary: the gateway writes it nowhere (a recording harness converts it to its
-/// own recording event).
+/// One event of a streamed model answer: the start, one of the answer's deltas (model-wire's
+/// [`Event`], the one delta vocabulary every wire's reader produces), the end (`Done`, carrying
+/// the assembled message) or a failure. A plain Rust type of the model boundary: the gateway
+/// writes it nowhere (a recording harness converts it to its own recording event).
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// The answer has started.
     Start,
-    /// A text block starts.
-    TextStart,
-    /// A fragment of answer text.
-    TextDelta {
-        /// The fragment.
-        delta: String,
-    },
-    /// The text block ended.
-    TextEnd,
-    /// A reasoning block starts.
-    ThinkingStart,
-    /// A fragment of reasoning text.
-    ThinkingDelta {
-        /// The fragment.
-        delta: String,
-    },
-    /// The reasoning block ended.
-    ThinkingEnd,
-    /// A tool call starts.
-    ToolcallStart {
-        /// Position of the call among parallel calls.
-        index: u32,
-        /// Provider call id.
-        id: String,
-        /// Tool name.
-        name: String,
-    },
-    /// A fragment of a tool call's JSON arguments.
-    ToolcallDelta {
-        /// Position of the call among parallel calls.
-        index: u32,
-        /// The fragment.
-        delta: String,
-    },
-    /// A tool call's arguments are complete.
-    ToolcallEnd {
-        /// Position of the call among parallel calls.
-        index: u32,
-    },
+    /// A text, reasoning or tool call delta.
+    Delta(Event),
     /// The answer is complete; `message` is the assembled AI message. The model boundary carries
     /// it typed, so the runtime never re-parses it.
     Done {
@@ -323,22 +288,22 @@ pub fn into_one_chunk_events(message: Message) -> Vec<Result<StreamEvent, ModelE
     let mut events = vec![Ok(StreamEvent::Start)];
     let text = message.text();
     if !text.is_empty() {
-        events.push(Ok(StreamEvent::TextStart));
-        events.push(Ok(StreamEvent::TextDelta { delta: text }));
-        events.push(Ok(StreamEvent::TextEnd));
+        events.push(Ok(StreamEvent::Delta(Event::TextStart)));
+        events.push(Ok(StreamEvent::Delta(Event::TextDelta { delta: text })));
+        events.push(Ok(StreamEvent::Delta(Event::TextEnd)));
     }
     for (index, call) in message.tool_calls.iter().enumerate() {
         let index = index as u32;
-        events.push(Ok(StreamEvent::ToolcallStart {
+        events.push(Ok(StreamEvent::Delta(Event::ToolcallStart {
             index,
             id: call.id.clone(),
             name: call.name.clone(),
-        }));
-        events.push(Ok(StreamEvent::ToolcallDelta {
+        })));
+        events.push(Ok(StreamEvent::Delta(Event::ToolcallDelta {
             index,
             delta: call.args.to_string(),
-        }));
-        events.push(Ok(StreamEvent::ToolcallEnd { index }));
+        })));
+        events.push(Ok(StreamEvent::Delta(Event::ToolcallEnd { index })));
     }
     events.push(Ok(StreamEvent::done(message)));
     events
@@ -370,11 +335,11 @@ impl StreamFold {
     /// Takes one event: the final message when it is `Done`, an error when it is `Error`.
     pub fn push(&mut self, event: StreamEvent) -> Result<Option<Message>, ModelError> {
         match event {
-            StreamEvent::TextDelta { delta } => self.text.push_str(&delta),
-            StreamEvent::ToolcallStart { index, id, name } => {
+            StreamEvent::Delta(Event::TextDelta { delta }) => self.text.push_str(&delta),
+            StreamEvent::Delta(Event::ToolcallStart { index, id, name }) => {
                 self.calls.insert(index, (id, name, String::new()));
             }
-            StreamEvent::ToolcallDelta { index, delta } => {
+            StreamEvent::Delta(Event::ToolcallDelta { index, delta }) => {
                 self.calls.entry(index).or_default().2.push_str(&delta);
             }
             StreamEvent::Done { message } => return Ok(Some(*message)),

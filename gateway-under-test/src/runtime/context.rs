@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
+use model_wire::Event;
 use serde_json::{Value, json};
 
 use crate::lock::unpoisoned;
@@ -410,7 +411,7 @@ impl RunContext {
                     return Err(err);
                 }
             };
-            if let StreamEvent::TextDelta { delta } = &event
+            if let StreamEvent::Delta(Event::TextDelta { delta }) = &event
                 && let Some(text) = held.replace(delta.clone())
             {
                 publish(ai_chunk(&chunk_id, json!(text)));

@@ -15,6 +15,7 @@
 //! call still gets its answer.
 
 use futures::StreamExt;
+use model_wire::Event;
 use serde_json::Value;
 
 use crate::config::MessageLimitsConfig;
@@ -107,10 +108,12 @@ pub fn limit_stream(events: EventStream, limit: usize) -> EventStream {
 /// The bytes of answer one stream event carries.
 fn streamed_bytes(event: &StreamEvent) -> usize {
     match event {
-        StreamEvent::TextDelta { delta }
-        | StreamEvent::ThinkingDelta { delta }
-        | StreamEvent::ToolcallDelta { delta, .. } => delta.len(),
-        StreamEvent::ToolcallStart { id, name, .. } => id.len() + name.len(),
+        StreamEvent::Delta(
+            Event::TextDelta { delta }
+            | Event::ThinkingDelta { delta }
+            | Event::ToolcallDelta { delta, .. },
+        ) => delta.len(),
+        StreamEvent::Delta(Event::ToolcallStart { id, name, .. }) => id.len() + name.len(),
         _ => 0,
     }
 }
@@ -309,14 +312,14 @@ mod tests {
     #[tokio::test]
     async fn amplification_a_stream_counts_reasoning_and_tool_names() {
         let events = [
-            StreamEvent::ThinkingDelta {
+            StreamEvent::Delta(Event::ThinkingDelta {
                 delta: "abcd".into(),
-            },
-            StreamEvent::ToolcallStart {
+            }),
+            StreamEvent::Delta(Event::ToolcallStart {
                 index: 0,
                 id: "i".into(),
                 name: "nnnn".into(),
-            },
+            }),
         ]
         .map(Ok);
         let events: EventStream = Box::pin(futures::stream::iter(events));
@@ -373,9 +376,9 @@ mod tests {
     #[tokio::test]
     async fn a_stream_ends_with_an_error_once_its_deltas_pass_the_limit() {
         let deltas = ["abc", "def", "ghi"].map(|delta| {
-            Ok(StreamEvent::TextDelta {
+            Ok(StreamEvent::Delta(Event::TextDelta {
                 delta: delta.into(),
-            })
+            }))
         });
         let events: EventStream = Box::pin(futures::stream::iter(deltas));
         let seen: Vec<_> = limit_stream(events, 5).collect().await;

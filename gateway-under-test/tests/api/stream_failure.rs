@@ -11,6 +11,7 @@ use gateway_under_test::messages::Message;
 use gateway_under_test::models::{
     ChatModel, ErrorClass, EventStream, ModelError, ModelRequest, StreamEvent,
 };
+use model_wire::Event;
 use serde_json::{Value, json};
 
 use crate::vocabulary::{GatewayOptions, run_body, spawn_gateway_with, ultra_context};
@@ -32,12 +33,12 @@ impl ChatModel for FailsMidway {
         let events = if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             vec![
                 Ok(StreamEvent::Start),
-                Ok(StreamEvent::TextDelta {
+                Ok(StreamEvent::Delta(Event::TextDelta {
                     delta: "half of ".into(),
-                }),
-                Ok(StreamEvent::TextDelta {
+                })),
+                Ok(StreamEvent::Delta(Event::TextDelta {
                     delta: "an answ".into(),
-                }),
+                })),
                 Err(ModelError::new("APIConnectionError", "connection reset")
                     .with_class(ErrorClass::Transient)),
             ]

@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::canonical::DEFAULT_CALLER;
 use crate::replay::{Ambiguity, Miss};
 use crate::shapes::Shape;
@@ -362,8 +364,11 @@ pub enum ModelProblem {
     },
 }
 
-/// The kinds of problem a model server reports (its `/_harness/state` `kind` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The kinds of problem a model server reports (its `/_harness/state` `kind` field): the model
+/// server's problem names its kind with this type, so the name ([`ModelProblemKind::as_str`],
+/// the Display) is its serde form, the `kind` tag of the problem's JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ModelProblemKind {
     /// No recorded output for the call's key.
     Miss,
@@ -393,7 +398,7 @@ pub enum ModelProblemKind {
 }
 
 impl ModelProblemKind {
-    /// The name the model server reports (`miss`, `ambiguous_caller`, …).
+    /// The name the model server reports (`miss`, `ambiguous_caller`, …), its serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelProblemKind::Miss => "miss",

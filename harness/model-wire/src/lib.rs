@@ -29,11 +29,13 @@ pub mod bedrock_converse;
 pub mod chat_completions;
 pub mod conversation;
 pub mod edge;
+mod event;
 pub mod gemini;
 pub mod pyrepr;
 pub mod responses;
 mod wire;
 
+pub use event::Event;
 pub use wire::{
     EVENT_STREAM_CONTENT_TYPE, KeyHeader, RenderedStream, StreamException, StreamReader, Wire,
     model_segment,

@@ -44,15 +44,6 @@ impl Default for Drive {
     }
 }
 
-/// What a run drove ([`Drive`] without its settings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DriveKind {
-    /// A session in a dialect.
-    Session,
-    /// DeerFlow's chat page.
-    Page,
-}
-
 /// How a report shows each run's SSE transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Transcripts {
@@ -188,8 +179,8 @@ pub struct ScenarioRun {
     pub fixture_path: PathBuf,
     /// The fixture (the same one the target's engine replayed, not a copy).
     pub fixture: Arc<Fixture>,
-    /// What was driven, which also says how the run is judged.
-    pub drive: DriveKind,
+    /// What was driven (with its settings), which also says how the run is judged.
+    pub drive: Drive,
     /// One transcript per prompt (the prompt, then each follow-up).
     pub transcripts: Vec<RunTranscript>,
     /// The page's requests but the streams, in order (empty for a session).
@@ -224,9 +215,9 @@ impl ScenarioRun {
 
     /// The golden's stem: the fixture's, with `.web` for a page's run.
     pub fn golden_stem(&self) -> String {
-        match self.drive {
-            DriveKind::Session => self.stem(),
-            DriveKind::Page => format!("{}{WEB_GOLDEN_SUFFIX}", self.stem()),
+        match &self.drive {
+            Drive::Session(_) => self.stem(),
+            Drive::Page(_) => format!("{}{WEB_GOLDEN_SUFFIX}", self.stem()),
         }
     }
 
@@ -284,9 +275,9 @@ impl ScenarioRun {
     /// The rule unused turns are judged by when none is given: lenient for a session, every
     /// turn for a page (a browser needs them all).
     pub fn unused_rule(&self) -> UnusedTurns {
-        match self.drive {
-            DriveKind::Session => UnusedTurns::Lenient,
-            DriveKind::Page => UnusedTurns::Client,
+        match &self.drive {
+            Drive::Session(_) => UnusedTurns::Lenient,
+            Drive::Page(_) => UnusedTurns::Client,
         }
     }
 
@@ -328,10 +319,10 @@ impl ScenarioRun {
             .filter(|exchange| !exchange.succeeded())
             .map(FailedRequest::from)
             .collect();
-        match self.drive {
+        match &self.drive {
             // The page's runs are each framed by `metadata` and `end`.
-            DriveKind::Page => verdict.framing = self.framing_per_run(),
-            DriveKind::Session => {
+            Drive::Page(_) => verdict.framing = self.framing_per_run(),
+            Drive::Session(_) => {
                 // A dialect other than DeerFlow's is held to its own rule, run by run.
                 let rule = self.transcripts.first().map(|t| t.framing_rule);
                 if let Some(rule) = rule.filter(|rule| *rule != FramingRule::MetadataThenEnd) {
@@ -536,10 +527,7 @@ pub async fn run(
     let ledger = ledger?;
     Ok(ScenarioRun {
         fixture_path: path.to_path_buf(),
-        drive: match options.drive {
-            Drive::Session(_) => DriveKind::Session,
-            Drive::Page(_) => DriveKind::Page,
-        },
+        drive: options.drive.clone(),
         misses: ledger.misses,
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
@@ -614,7 +602,7 @@ mod tests {
         ScenarioRun {
             fixture_path: path,
             fixture,
-            drive: DriveKind::Page,
+            drive: Drive::Page(WebClient::new(None)),
             transcripts: vec![
                 page_transcript(&["metadata", "values", "end"]),
                 page_transcript(&["metadata", "values", "end"]),
@@ -695,7 +683,7 @@ mod tests {
         }
         // A session's run keeps Layer 1's policy: an unused suggestions turn is information.
         let mut session = clean_page_run();
-        session.drive = DriveKind::Session;
+        session.drive = Drive::default();
         session.unused_turns.push(2);
         assert!(session.verdict().replayed_cleanly());
     }

@@ -51,8 +51,8 @@ pub use launched::{
     GatewayCommand, GatewayExited, LaunchError, Launched, LogTail, RESET_TOKEN_VAR,
 };
 pub use layer1::{
-    Drive, DriveKind, FIXTURE_TIME_LIMIT, FixtureInput, RunFailed, RunOptions, ScenarioRun,
-    Transcripts, run, runtime,
+    Drive, FIXTURE_TIME_LIMIT, FixtureInput, RunFailed, RunOptions, ScenarioRun, Transcripts, run,
+    runtime,
 };
 pub use reused::Reused;
 pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};

@@ -147,7 +147,7 @@ impl Reused {
             match self.model_server.state().await {
                 Ok(state) => self.last_run.extend((state.problems.iter()).map(|problem| {
                     ModelProblem::Reported {
-                        kind: problem.model_kind(),
+                        kind: problem.kind(),
                         message: problem.message().to_owned(),
                     }
                 })),

@@ -93,7 +93,7 @@ impl ModelLedger {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
                 Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
                 other => ledger.other_problems.push(ModelProblem::Reported {
-                    kind: other.model_kind(),
+                    kind: other.kind(),
                     message: other.message().to_owned(),
                 }),
             }

@@ -96,26 +96,7 @@ fn recording_error(error: impl std::fmt::Display) -> ModelError {
 pub(crate) fn recorded_event(event: &StreamEvent) -> RecordedEvent {
     match event {
         StreamEvent::Start => RecordedEvent::Start,
-        StreamEvent::TextStart => RecordedEvent::TextStart,
-        StreamEvent::TextDelta { delta } => RecordedEvent::TextDelta {
-            delta: delta.clone(),
-        },
-        StreamEvent::TextEnd => RecordedEvent::TextEnd,
-        StreamEvent::ThinkingStart => RecordedEvent::ThinkingStart,
-        StreamEvent::ThinkingDelta { delta } => RecordedEvent::ThinkingDelta {
-            delta: delta.clone(),
-        },
-        StreamEvent::ThinkingEnd => RecordedEvent::ThinkingEnd,
-        StreamEvent::ToolcallStart { index, id, name } => RecordedEvent::ToolcallStart {
-            index: *index,
-            id: id.clone(),
-            name: name.clone(),
-        },
-        StreamEvent::ToolcallDelta { index, delta } => RecordedEvent::ToolcallDelta {
-            index: *index,
-            delta: delta.clone(),
-        },
-        StreamEvent::ToolcallEnd { index } => RecordedEvent::ToolcallEnd { index: *index },
+        StreamEvent::Delta(delta) => RecordedEvent::Delta(delta.clone()),
         StreamEvent::Done { message } => RecordedEvent::done(message.to_dump_map()),
         StreamEvent::Error { message } => RecordedEvent::Error {
             message: message.clone(),
@@ -132,19 +113,7 @@ pub(crate) fn recorded_event(event: &StreamEvent) -> RecordedEvent {
 pub(crate) fn stream_event(event: RecordedEvent) -> Result<StreamEvent, String> {
     Ok(match event {
         RecordedEvent::Start => StreamEvent::Start,
-        RecordedEvent::TextStart => StreamEvent::TextStart,
-        RecordedEvent::TextDelta { delta } => StreamEvent::TextDelta { delta },
-        RecordedEvent::TextEnd => StreamEvent::TextEnd,
-        RecordedEvent::ThinkingStart => StreamEvent::ThinkingStart,
-        RecordedEvent::ThinkingDelta { delta } => StreamEvent::ThinkingDelta { delta },
-        RecordedEvent::ThinkingEnd => StreamEvent::ThinkingEnd,
-        RecordedEvent::ToolcallStart { index, id, name } => {
-            StreamEvent::ToolcallStart { index, id, name }
-        }
-        RecordedEvent::ToolcallDelta { index, delta } => {
-            StreamEvent::ToolcallDelta { index, delta }
-        }
-        RecordedEvent::ToolcallEnd { index } => StreamEvent::ToolcallEnd { index },
+        RecordedEvent::Delta(delta) => StreamEvent::Delta(delta),
         RecordedEvent::Done { message } => {
             let message = Message::from_json(&Value::Object(message))
                 .map_err(|err| format!("bad final message: {err}"))?;
@@ -449,13 +418,14 @@ pub(crate) fn blocked_provider(message: &str) -> Arc<dyn ModelProvider> {
 mod tests {
     use super::*;
     use gateway_under_test::models::CallMetadata;
+    use model_wire::Event;
     use replay_core::recording::{Access, read_recording};
 
     #[test]
     fn an_event_redaction_made_unreadable_fails_the_call_instead_of_passing_the_original_on() {
-        let readable = RecordedEvent::TextDelta {
+        let readable = RecordedEvent::Delta(Event::TextDelta {
             delta: "hello".into(),
-        };
+        });
         assert!(passed_on(readable).is_ok());
         // A final message whose tool call redaction replaced with text (as it would one under a
         // secret-looking key).
@@ -532,7 +502,7 @@ mod tests {
 
         async fn stream(&self, _: &ModelRequest) -> Result<EventStream, ModelError> {
             let done = StreamEvent::done(Message::ai("hi", Vec::new()));
-            let delta = StreamEvent::TextDelta { delta: "hi".into() };
+            let delta = StreamEvent::Delta(Event::TextDelta { delta: "hi".into() });
             let broken = ModelError::new(
                 "RemoteProtocolError",
                 "stream broke: Authorization Bearer sk-abcdefghijklmnop",

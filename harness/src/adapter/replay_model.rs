@@ -152,6 +152,7 @@ mod tests {
     use super::*;
     use futures::StreamExt;
     use gateway_under_test::models::{CallMetadata, StreamEvent};
+    use model_wire::Event;
     use replay_core::{Fixture, Scenario, Turn, UiMode, replay_key};
     use serde_json::json;
 
@@ -233,7 +234,7 @@ mod tests {
             .await;
         let deltas = events
             .iter()
-            .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+            .filter(|e| matches!(e, StreamEvent::Delta(Event::TextDelta { .. })))
             .count();
         assert_eq!(deltas, 1, "the text arrives as one chunk");
         let Some(StreamEvent::Done { message }) = events.last() else {

@@ -20,27 +20,12 @@ use std::pin::Pin;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use model_wire::StreamReader;
-use model_wire::chat_completions::{Ending, Event};
+use model_wire::chat_completions::Ending;
 
 use super::Api;
 use super::wire::{message_from_assembled, wire_error};
 
 use crate::models::{EventStream, ModelError, StreamEvent};
-
-/// The gateway's event for one of the codec's.
-pub(super) fn stream_event(event: Event) -> StreamEvent {
-    match event {
-        Event::TextStart => StreamEvent::TextStart,
-        Event::TextDelta { delta } => StreamEvent::TextDelta { delta },
-        Event::TextEnd => StreamEvent::TextEnd,
-        Event::ThinkingStart => StreamEvent::ThinkingStart,
-        Event::ThinkingDelta { delta } => StreamEvent::ThinkingDelta { delta },
-        Event::ThinkingEnd => StreamEvent::ThinkingEnd,
-        Event::ToolcallStart { index, id, name } => StreamEvent::ToolcallStart { index, id, name },
-        Event::ToolcallDelta { index, delta } => StreamEvent::ToolcallDelta { index, delta },
-        Event::ToolcallEnd { index } => StreamEvent::ToolcallEnd { index },
-    }
-}
 
 /// The longest SSE line the provider accepts, in bytes. A provider's chunk is a few hundred
 /// bytes; a whole answer in one chunk (Ollama) stays far below this. A longer line fails the call
@@ -93,7 +78,8 @@ impl SseState {
             tracing::warn!(ending = ?assembled.ending, model = %self.model_id,
                 "the provider's stream ended without [DONE] or without a finish reason");
         }
-        self.pending.extend(closing.into_iter().map(stream_event));
+        self.pending
+            .extend(closing.into_iter().map(StreamEvent::Delta));
         self.pending
             .push_back(StreamEvent::done(message_from_assembled(
                 self.api,
@@ -246,7 +232,9 @@ fn on_sse_event(state: &mut SseState, event: &eventsource_stream::Event) -> Resu
     let events = reader
         .push(&event.event, &event.data)
         .map_err(|err| wire_error(&err))?;
-    state.pending.extend(events.into_iter().map(stream_event));
+    state
+        .pending
+        .extend(events.into_iter().map(StreamEvent::Delta));
     // The wire's one end rule (`model_wire::StreamReader::ended`), the recorder's too.
     if reader.ended() {
         return state.complete();

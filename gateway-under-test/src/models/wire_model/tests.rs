@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use model_wire::Event;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -299,12 +300,12 @@ async fn stream_of_a_text_answer_yields_blocks_done_and_usage() {
         events[..events.len() - 1],
         [
             StreamEvent::Start,
-            StreamEvent::TextStart,
-            StreamEvent::TextDelta {
+            StreamEvent::Delta(Event::TextStart),
+            StreamEvent::Delta(Event::TextDelta {
                 delta: "Hel".into()
-            },
-            StreamEvent::TextDelta { delta: "lo".into() },
-            StreamEvent::TextEnd,
+            }),
+            StreamEvent::Delta(Event::TextDelta { delta: "lo".into() }),
+            StreamEvent::Delta(Event::TextEnd),
         ]
     );
     let message = done_message(&events);
@@ -377,38 +378,40 @@ async fn stream_assembles_interleaved_parallel_tool_calls_and_thinking() {
         .await
         .expect("stream opens");
     let events = ok_events(events_of(stream).await);
-    let delta = |index: u32, delta: &str| StreamEvent::ToolcallDelta {
-        index,
-        delta: delta.into(),
+    let delta = |index: u32, delta: &str| {
+        StreamEvent::Delta(Event::ToolcallDelta {
+            index,
+            delta: delta.into(),
+        })
     };
     assert_eq!(
         events[..events.len() - 1],
         [
             StreamEvent::Start,
-            StreamEvent::ThinkingStart,
-            StreamEvent::ThinkingDelta {
+            StreamEvent::Delta(Event::ThinkingStart),
+            StreamEvent::Delta(Event::ThinkingDelta {
                 delta: "plan".into()
-            },
-            StreamEvent::ThinkingDelta {
+            }),
+            StreamEvent::Delta(Event::ThinkingDelta {
                 delta: " it".into()
-            },
-            StreamEvent::ThinkingEnd,
-            StreamEvent::ToolcallStart {
+            }),
+            StreamEvent::Delta(Event::ThinkingEnd),
+            StreamEvent::Delta(Event::ToolcallStart {
                 index: 0,
                 id: "call_a".into(),
                 name: "ls".into()
-            },
-            StreamEvent::ToolcallStart {
+            }),
+            StreamEvent::Delta(Event::ToolcallStart {
                 index: 1,
                 id: "call_b".into(),
                 name: "read_file".into()
-            },
+            }),
             delta(1, "{\"pa"),
             delta(0, "{\"path\": \"/mn"),
             delta(1, "th\": \"/x\"}"),
             delta(0, "t\"}"),
-            StreamEvent::ToolcallEnd { index: 0 },
-            StreamEvent::ToolcallEnd { index: 1 },
+            StreamEvent::Delta(Event::ToolcallEnd { index: 0 }),
+            StreamEvent::Delta(Event::ToolcallEnd { index: 1 }),
         ]
     );
     let message = done_message(&events);
@@ -519,7 +522,7 @@ async fn sse_parser_handles_chunks_split_mid_line_and_mid_utf8() {
         let deltas: String = events
             .iter()
             .filter_map(|event| match event {
-                StreamEvent::TextDelta { delta } => Some(delta.as_str()),
+                StreamEvent::Delta(Event::TextDelta { delta }) => Some(delta.as_str()),
                 _ => None,
             })
             .collect();
@@ -880,9 +883,9 @@ async fn a_json_answer_to_a_streaming_call_is_served_as_one_chunk() {
         .expect("stream opens");
     let events = ok_events(events_of(stream).await);
     assert_eq!(events[0], StreamEvent::Start);
-    assert!(events.contains(&StreamEvent::TextDelta {
+    assert!(events.contains(&StreamEvent::Delta(Event::TextDelta {
         delta: "whole".into()
-    }));
+    })));
     let message = done_message(&events);
     assert_eq!(message.content, json!("whole"));
     assert_eq!(message.response_metadata["model_name"], "local");
@@ -963,7 +966,7 @@ async fn dropping_a_streamed_answer_stops_reading_the_provider() {
     assert!(matches!(events.next().await, Some(Ok(StreamEvent::Start))));
     assert!(matches!(
         events.next().await,
-        Some(Ok(StreamEvent::TextStart))
+        Some(Ok(StreamEvent::Delta(Event::TextStart)))
     ));
     assert!(!sender.is_closed(), "the provider is still being read");
     drop(events);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use model_wire::chat_completions::{self, Answer, ChunkRenderer, Identity};
-use model_wire::{anthropic_messages, responses};
+use model_wire::{Event, anthropic_messages, responses};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -281,9 +281,9 @@ async fn each_wire_reads_its_streamed_and_its_whole_answer_into_the_same_message
         let kinds: Vec<&str> = events
             .iter()
             .filter_map(|event| match event {
-                Ok(StreamEvent::ThinkingStart) => Some("thinking"),
-                Ok(StreamEvent::TextStart) => Some("text"),
-                Ok(StreamEvent::ToolcallStart { .. }) => Some("call"),
+                Ok(StreamEvent::Delta(Event::ThinkingStart)) => Some("thinking"),
+                Ok(StreamEvent::Delta(Event::TextStart)) => Some("text"),
+                Ok(StreamEvent::Delta(Event::ToolcallStart { .. })) => Some("call"),
                 _ => None,
             })
             .collect();

@@ -9,6 +9,7 @@
 //! and only then does serde build the event. Unknown extra fields are accepted (a newer writer
 //! stays readable) and not kept.
 
+use model_wire::Event;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -28,54 +29,16 @@ pub(crate) const EVENT_TYPES: [&str; 12] = [
     "error",
 ];
 
-/// One event of a recorded model stream, the payload of an `event` row, tagged by `type`.
+/// One event of a recorded model stream, the payload of an `event` row, tagged by `type`: the
+/// start, one of the answer's deltas ([`Event`], model-wire's one delta vocabulary, whose serde
+/// form is the same `type`-tagged object), or the terminal `done` or `error`.
 ///
-/// The codec's deltas carry the tool call's `index` (its position among the message's tool
-/// calls); `done` and `error` are terminal.
+/// The deltas carry the tool call's `index` (its position among the message's tool calls).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RecordedEvent {
     /// The assistant message starts.
     Start,
-    /// A text block starts.
-    TextStart,
-    /// A piece of text.
-    TextDelta {
-        /// The text piece.
-        delta: String,
-    },
-    /// A text block ends.
-    TextEnd,
-    /// A thinking block starts.
-    ThinkingStart,
-    /// A piece of thinking text.
-    ThinkingDelta {
-        /// The thinking piece.
-        delta: String,
-    },
-    /// A thinking block ends.
-    ThinkingEnd,
-    /// A tool call starts.
-    ToolcallStart {
-        /// The tool call's position among the message's tool calls.
-        index: u32,
-        /// The tool call id.
-        id: String,
-        /// The tool name.
-        name: String,
-    },
-    /// A piece of a tool call's JSON arguments.
-    ToolcallDelta {
-        /// The tool call's position.
-        index: u32,
-        /// The arguments piece.
-        delta: String,
-    },
-    /// A tool call ends.
-    ToolcallEnd {
-        /// The tool call's position.
-        index: u32,
-    },
     /// Terminal: the message is complete.
     Done {
         /// The final assistant message: the flat message dump (`content`, `tool_calls`, ...).
@@ -104,6 +67,10 @@ pub enum RecordedEvent {
         #[serde(default, skip_serializing_if = "is_false")]
         in_stream: bool,
     },
+    /// A text, thinking or tool call delta: written as the delta's own `type`-tagged object, so
+    /// the row reads as if the delta's tags were this enum's.
+    #[serde(untagged)]
+    Delta(Event),
 }
 
 /// A key that is present, `null` or not: `Some` of its value.
@@ -144,15 +111,7 @@ impl RecordedEvent {
     pub fn type_name(&self) -> &'static str {
         match self {
             RecordedEvent::Start => "start",
-            RecordedEvent::TextStart => "text_start",
-            RecordedEvent::TextDelta { .. } => "text_delta",
-            RecordedEvent::TextEnd => "text_end",
-            RecordedEvent::ThinkingStart => "thinking_start",
-            RecordedEvent::ThinkingDelta { .. } => "thinking_delta",
-            RecordedEvent::ThinkingEnd => "thinking_end",
-            RecordedEvent::ToolcallStart { .. } => "toolcall_start",
-            RecordedEvent::ToolcallDelta { .. } => "toolcall_delta",
-            RecordedEvent::ToolcallEnd { .. } => "toolcall_end",
+            RecordedEvent::Delta(delta) => delta.type_name(),
             RecordedEvent::Done { .. } => "done",
             RecordedEvent::Error { .. } => "error",
         }
@@ -373,7 +332,7 @@ mod tests {
     #[test]
     fn extra_fields_are_read_and_not_kept() {
         let event = RecordedEvent::parse(&json!({"type": "text_start", "extra": [1]})).unwrap();
-        assert_eq!(event, RecordedEvent::TextStart);
+        assert_eq!(event, RecordedEvent::Delta(Event::TextStart));
     }
 
     #[test]

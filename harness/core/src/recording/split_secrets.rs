@@ -6,6 +6,8 @@
 //! from; [`KnownSecrets::first_in_calls`] checks the finished calls for a form in any string or
 //! across any run of deltas, before the recording is kept.
 
+use model_wire::Event;
+
 use super::event::RecordedEvent;
 use super::redact::KnownSecrets;
 use super::rows::RecordedCall;
@@ -23,9 +25,11 @@ impl DeltaStream {
     /// The stream `event` continues and its piece, when it is a delta.
     fn of(event: &RecordedEvent) -> Option<(DeltaStream, &str)> {
         match event {
-            RecordedEvent::TextDelta { delta } => Some((DeltaStream::Text, delta)),
-            RecordedEvent::ThinkingDelta { delta } => Some((DeltaStream::Thinking, delta)),
-            RecordedEvent::ToolcallDelta { index, delta } => {
+            RecordedEvent::Delta(Event::TextDelta { delta }) => Some((DeltaStream::Text, delta)),
+            RecordedEvent::Delta(Event::ThinkingDelta { delta }) => {
+                Some((DeltaStream::Thinking, delta))
+            }
+            RecordedEvent::Delta(Event::ToolcallDelta { index, delta }) => {
                 Some((DeltaStream::ToolArguments(*index), delta))
             }
             _ => None,
@@ -34,11 +38,11 @@ impl DeltaStream {
 
     /// A delta of this stream.
     fn delta(self, delta: String) -> RecordedEvent {
-        match self {
-            DeltaStream::Text => RecordedEvent::TextDelta { delta },
-            DeltaStream::Thinking => RecordedEvent::ThinkingDelta { delta },
-            DeltaStream::ToolArguments(index) => RecordedEvent::ToolcallDelta { index, delta },
-        }
+        RecordedEvent::Delta(match self {
+            DeltaStream::Text => Event::TextDelta { delta },
+            DeltaStream::Thinking => Event::ThinkingDelta { delta },
+            DeltaStream::ToolArguments(index) => Event::ToolcallDelta { index, delta },
+        })
     }
 }
 
@@ -195,9 +199,9 @@ mod tests {
     const KEY: &str = "0123456789abcdef0123456789abcdef";
 
     fn text(delta: &str) -> RecordedEvent {
-        RecordedEvent::TextDelta {
+        RecordedEvent::Delta(Event::TextDelta {
             delta: delta.to_owned(),
-        }
+        })
     }
 
     /// The deltas' pieces joined per stream, in order, as a reader assembles them.
@@ -207,7 +211,7 @@ mod tests {
             if let Some((_, piece)) = DeltaStream::of(event) {
                 out.push_str(piece);
             }
-            if matches!(event, RecordedEvent::TextEnd) {
+            if matches!(event, RecordedEvent::Delta(Event::TextEnd)) {
                 out.push('|');
             }
         }
@@ -253,7 +257,7 @@ mod tests {
             for piece in pieces.iter().map(|piece| text(piece)) {
                 written.extend(hold.push(piece));
             }
-            written.extend(hold.push(RecordedEvent::TextEnd));
+            written.extend(hold.push(RecordedEvent::Delta(Event::TextEnd)));
             let all = joined(&written);
             assert!(
                 !all.contains(&KEY[..16]) && !all.contains(&KEY[16..]),
@@ -298,7 +302,11 @@ mod tests {
             (vec![text(KEY)], json!({}), true),
             (vec![text("hi")], json!({"messages": [KEY]}), true),
             (
-                vec![text(&KEY[..16]), RecordedEvent::TextEnd, text(&KEY[16..])],
+                vec![
+                    text(&KEY[..16]),
+                    RecordedEvent::Delta(Event::TextEnd),
+                    text(&KEY[16..]),
+                ],
                 json!({}),
                 false,
             ),

@@ -20,63 +20,10 @@
 //! - a stream that ends with neither a `finish_reason` nor `[DONE]` is [`WireError::Truncated`];
 //!   one that ends with only one of them is accepted and says so in [`Assembled::ending`].
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{WireError, cut};
-
-/// What a streaming client sees of an answer, in order: text and reasoning blocks (opened on
-/// their first non-empty fragment, closed when the other kind opens, a tool call starts or the
-/// choice finishes) and tool calls (`toolcall_start` on a call's first fragment,
-/// `toolcall_delta` per non-empty argument fragment, split wherever the provider split it,
-/// `toolcall_end` for every call when the choice finishes). `index` is the call's position in
-/// the answer (0, 1, … in order of first appearance), not the provider's `index`.
-///
-/// Serialised with a `type` tag in snake case, which is the form the harness's recording format
-/// gives the same events.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
-    /// A text block starts.
-    TextStart,
-    /// A text fragment.
-    TextDelta {
-        /// The fragment.
-        delta: String,
-    },
-    /// The text block ended.
-    TextEnd,
-    /// A reasoning block starts.
-    ThinkingStart,
-    /// A reasoning fragment.
-    ThinkingDelta {
-        /// The fragment.
-        delta: String,
-    },
-    /// The reasoning block ended.
-    ThinkingEnd,
-    /// A tool call starts; `id` is empty when the provider sent none yet.
-    ToolcallStart {
-        /// The call's position in the answer.
-        index: u32,
-        /// The provider's call id, possibly empty.
-        id: String,
-        /// The tool name, possibly empty until a later fragment names it.
-        name: String,
-    },
-    /// A fragment of a call's arguments (JSON text).
-    ToolcallDelta {
-        /// The call's position in the answer.
-        index: u32,
-        /// The fragment.
-        delta: String,
-    },
-    /// A call's arguments are complete.
-    ToolcallEnd {
-        /// The call's position in the answer.
-        index: u32,
-    },
-}
+pub(super) use crate::Event;
 
 /// A tool call of an answer: id (never empty, see [`fill_call_id`]), name, and the arguments
 /// as the provider sent them (JSON text; an object the provider sent as such is its JSON text).

@@ -19,8 +19,11 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+/// The delta vocabulary, named here too because every wire's reader and renderer reads it next to
+/// this module's [`Assembled`] and [`Answer`]: the same type as [`crate::Event`].
+pub use crate::Event;
 pub use assemble::{
-    Assembled, AssembledCall, ChunkAssembler, Ending, Event, fill_call_id, parse_completion,
+    Assembled, AssembledCall, ChunkAssembler, Ending, fill_call_id, parse_completion,
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
 pub use message::{

@@ -1,19 +1,20 @@
 //! Answers in OpenAI's Chat Completions format, from what a fixture or a recording holds, through
 //! the shared codec (`model_wire::chat_completions`, the one the gateway's provider reads with).
 //!
-//! The common currency is a typed event list, [`AnswerEvent`]: `Start`, the codec's deltas
-//! (`model_wire::chat_completions::Event`), `Done` with the AI message read once into the codec's
-//! [`Answer`], `Error` with the recorded failure. A recorded call's events (the core's
-//! `RecordedEvent`, as strict replay serves them and the recorder writes them) become one with
-//! [`AnswerEvent::from_recorded`], typed to typed, and a fixture's recorded AI message becomes
-//! one with [`events_from_message`] (its text as one delta, each tool call's arguments as one
+//! The common currency is the recording's own event list, the core's `RecordedEvent`: `start`,
+//! the codec's deltas (`model_wire::Event`), `done` with the AI message (read into the codec's
+//! [`Answer`] by [`done_answer`] where it is rendered), `error` with the recorded failure (typed
+//! by [`failure`]). A recorded call's events are served as strict replay returns them and the
+//! recorder writes them, and a fixture's recorded AI message becomes such a list with
+//! [`events_from_message`] (its text as one delta, each tool call's arguments as one
 //! delta). [`ChunkRenderer`] turns events into `chat.completion.chunk`
 //! objects one by one, so a recording is streamed with the chunk boundaries it was recorded
 //! with; [`completion`] turns them into one `chat.completion`, with each tool call's arguments as
 //! the recording streamed them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error
 //! object.
 
-use model_wire::chat_completions::{self, Answer, ErrorBody, Event};
+use model_wire::Event;
+use model_wire::chat_completions::{self, Answer, ErrorBody};
 use replay_core::RecordedError;
 use replay_core::recording::RecordedEvent;
 use serde_json::{Value, json};
@@ -21,127 +22,65 @@ use serde_json::{Value, json};
 /// The identity every chunk or completion of one answer carries.
 pub(crate) type AnswerId = chat_completions::Identity;
 
-/// One event of an answer the model server sends, whatever it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum AnswerEvent {
-    /// The answer starts.
-    Start,
-    /// A piece of it in the codec's terms: text, reasoning, a tool call's start, arguments, end.
-    Delta(Event),
-    /// The answer is complete: its AI message, read once into what every wire renders.
-    Done(Box<Answer>),
-    /// The answer failed.
-    Error(WireError),
+/// A recorded event's failure, typed for the renderers; `None` for any other event. A status
+/// outside 4xx and 5xx is none (a transport failure's 502).
+pub(crate) fn failure(event: &RecordedEvent) -> Option<WireError> {
+    let RecordedEvent::Error {
+        message,
+        error_type,
+        status,
+        in_stream,
+    } = event
+    else {
+        return None;
+    };
+    let status = status
+        .flatten()
+        .filter(|status| (400..600).contains(status));
+    let error_type = error_type.as_deref().unwrap_or_default();
+    Some(WireError::new(status, error_type, message, *in_stream))
 }
 
-impl AnswerEvent {
-    /// A recorded event, typed for the renderers: a codec delta as the codec's event, `done`
-    /// with its message read once into the codec's [`Answer`], `error` as its [`WireError`].
-    pub(crate) fn from_recorded(event: &RecordedEvent) -> AnswerEvent {
-        let delta = AnswerEvent::Delta;
-        match event.clone() {
-            RecordedEvent::Start => AnswerEvent::Start,
-            RecordedEvent::TextStart => delta(Event::TextStart),
-            RecordedEvent::TextDelta { delta: text } => delta(Event::TextDelta { delta: text }),
-            RecordedEvent::TextEnd => delta(Event::TextEnd),
-            RecordedEvent::ThinkingStart => delta(Event::ThinkingStart),
-            RecordedEvent::ThinkingDelta { delta: text } => {
-                delta(Event::ThinkingDelta { delta: text })
-            }
-            RecordedEvent::ThinkingEnd => delta(Event::ThinkingEnd),
-            RecordedEvent::ToolcallStart { index, id, name } => {
-                delta(Event::ToolcallStart { index, id, name })
-            }
-            RecordedEvent::ToolcallDelta { index, delta: text } => {
-                delta(Event::ToolcallDelta { index, delta: text })
-            }
-            RecordedEvent::ToolcallEnd { index } => delta(Event::ToolcallEnd { index }),
-            RecordedEvent::Done { message } => {
-                AnswerEvent::Done(Box::new(Answer::from_ai_message(&Value::Object(message))))
-            }
-            RecordedEvent::Error {
-                message,
-                error_type,
-                status,
-                in_stream,
-            } => {
-                // A status outside 4xx and 5xx is none (a transport failure's 502).
-                let status = status
-                    .flatten()
-                    .filter(|status| (400..600).contains(status));
-                let error_type = error_type.unwrap_or_default();
-                AnswerEvent::Error(WireError::new(status, &error_type, &message, in_stream))
-            }
+/// A `done` event's AI message read into the codec's [`Answer`], what every wire renders;
+/// `None` for any other event.
+pub(crate) fn done_answer(event: &RecordedEvent) -> Option<Answer> {
+    match event {
+        RecordedEvent::Done { message } => {
+            Some(Answer::from_ai_message(&Value::Object(message.clone())))
         }
-    }
-
-    /// Recorded events, typed ([`AnswerEvent::from_recorded`]).
-    pub(crate) fn all_recorded(events: &[RecordedEvent]) -> Vec<AnswerEvent> {
-        events.iter().map(AnswerEvent::from_recorded).collect()
-    }
-
-    /// The failure, when this is one.
-    pub(crate) fn failure(&self) -> Option<&WireError> {
-        match self {
-            AnswerEvent::Error(error) => Some(error),
-            _ => None,
-        }
+        _ => None,
     }
 }
 
-/// The codec's events among answer events (`start`, `done` and `error` are the answer's own
+/// The codec's events among recorded events (`start`, `done` and `error` are the answer's own
 /// framing).
-fn wire_events(events: &[AnswerEvent]) -> Vec<Event> {
+fn wire_events(events: &[RecordedEvent]) -> Vec<Event> {
     events
         .iter()
         .filter_map(|event| match event {
-            AnswerEvent::Delta(event) => Some(event.clone()),
+            RecordedEvent::Delta(event) => Some(event.clone()),
             _ => None,
         })
         .collect()
 }
 
-/// The codec's event as the recording's (`docs/recording-format.md` §2.2): the recording holds
-/// the core's event, never the codec's own serde form. A function, not a `From`: both types
-/// belong to other crates.
-pub(crate) fn recorded_event(event: &Event) -> RecordedEvent {
-    match event.clone() {
-        Event::TextStart => RecordedEvent::TextStart,
-        Event::TextDelta { delta } => RecordedEvent::TextDelta { delta },
-        Event::TextEnd => RecordedEvent::TextEnd,
-        Event::ThinkingStart => RecordedEvent::ThinkingStart,
-        Event::ThinkingDelta { delta } => RecordedEvent::ThinkingDelta { delta },
-        Event::ThinkingEnd => RecordedEvent::ThinkingEnd,
-        Event::ToolcallStart { index, id, name } => {
-            RecordedEvent::ToolcallStart { index, id, name }
-        }
-        Event::ToolcallDelta { index, delta } => RecordedEvent::ToolcallDelta { index, delta },
-        Event::ToolcallEnd { index } => RecordedEvent::ToolcallEnd { index },
-    }
-}
-
 /// The events of a recorded AI message, as a streaming provider would have sent it in one piece
 /// per block: `start`, the reasoning, the text, each tool call (`toolcall_start`, its arguments
 /// as one `toolcall_delta`, `toolcall_end`), then `done` with the message read once.
-pub(crate) fn events_from_message(message: &Value) -> Vec<AnswerEvent> {
+pub(crate) fn events_from_message(message: &Value) -> Vec<RecordedEvent> {
     let answer = Answer::from_ai_message(message);
-    let mut events = vec![AnswerEvent::Start];
-    events.extend(answer.events().into_iter().map(AnswerEvent::Delta));
-    events.push(AnswerEvent::Done(Box::new(answer)));
+    let mut events = vec![RecordedEvent::Start];
+    events.extend(answer.events().into_iter().map(RecordedEvent::Delta));
+    // A message that is not an object reads as an empty one (`Answer::from_ai_message`).
+    let message = message.as_object().cloned().unwrap_or_default();
+    events.push(RecordedEvent::done(message));
     events
 }
 
 /// The events of a fixture's recorded failure: `start` then the `error` (in a successful answer
 /// when the provider reported it there), read as a recorded `error` event is.
-pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<AnswerEvent> {
-    let status = recorded.status.filter(|status| (400..600).contains(status));
-    let error = WireError::new(
-        status,
-        &recorded.error_type,
-        &recorded.message,
-        recorded.in_stream,
-    );
-    vec![AnswerEvent::Start, AnswerEvent::Error(error)]
+pub(crate) fn events_from_error(recorded: &RecordedError) -> Vec<RecordedEvent> {
+    vec![RecordedEvent::Start, RecordedEvent::from(recorded)]
 }
 
 /// A recorded provider failure, from an `error` event (`message`, and the `error_type`,
@@ -230,14 +169,18 @@ impl ChunkRenderer {
 
     /// The chunks of one event. `done` closes the answer with the finish reason and, when the
     /// message has usage, a usage chunk; the caller then sends `[DONE]`.
-    pub(crate) fn render(&mut self, event: &AnswerEvent) -> Rendered {
+    pub(crate) fn render(&mut self, event: &RecordedEvent) -> Rendered {
         let chunks = match event {
-            AnswerEvent::Start => vec![self.codec.start()],
-            AnswerEvent::Done(answer) => self.codec.finish(answer),
-            AnswerEvent::Error(error) => {
-                return Rendered::Failed(error.in_stream.then(|| error.body()));
+            RecordedEvent::Start => vec![self.codec.start()],
+            RecordedEvent::Done { message } => {
+                let message = Value::Object(message.clone());
+                self.codec.finish(&Answer::from_ai_message(&message))
             }
-            AnswerEvent::Delta(event) => self.codec.event(event).into_iter().collect(),
+            RecordedEvent::Error { .. } => {
+                let error = failure(event).filter(|error| error.in_stream);
+                return Rendered::Failed(error.map(|error| error.body()));
+            }
+            RecordedEvent::Delta(event) => self.codec.event(event).into_iter().collect(),
         };
         Rendered::Chunks(
             chunks
@@ -251,7 +194,7 @@ impl ChunkRenderer {
 /// A whole SSE body for a complete event list: every chunk as a `data:` line, then
 /// `data: [DONE]`; a failure ends it without the marker (after its error payload when the
 /// provider reported it inside the stream).
-pub(crate) fn sse_body(identity: AnswerId, events: &[AnswerEvent]) -> String {
+pub(crate) fn sse_body(identity: AnswerId, events: &[RecordedEvent]) -> String {
     let mut renderer = ChunkRenderer::new(identity);
     let mut body = String::new();
     for event in events {
@@ -292,14 +235,11 @@ pub(crate) enum Completion {
 /// One `chat.completion` from an event list: the `done` message when there is one, else the
 /// message the deltas spell, with each tool call's arguments as the events streamed them; the
 /// first `error` event fails it.
-pub(crate) fn completion(identity: &AnswerId, events: &[AnswerEvent]) -> Completion {
-    if let Some(error) = events.iter().find_map(AnswerEvent::failure) {
-        return Completion::Failed(error.clone());
+pub(crate) fn completion(identity: &AnswerId, events: &[RecordedEvent]) -> Completion {
+    if let Some(error) = events.iter().find_map(failure) {
+        return Completion::Failed(error);
     }
-    let done = events.iter().find_map(|event| match event {
-        AnswerEvent::Done(answer) => Some(answer.as_ref().clone()),
-        _ => None,
-    });
+    let done = events.iter().find_map(done_answer);
     let answer = done
         .unwrap_or_else(|| Answer::from_ai_message(&message_from_deltas(events)))
         .with_streamed_arguments(&wire_events(events));
@@ -307,7 +247,7 @@ pub(crate) fn completion(identity: &AnswerId, events: &[AnswerEvent]) -> Complet
 }
 
 /// The message the deltas of an unfinished event list spell (a call that ended without `done`).
-fn message_from_deltas(events: &[AnswerEvent]) -> Value {
+fn message_from_deltas(events: &[RecordedEvent]) -> Value {
     let mut text = String::new();
     // Calls by their stream index, in the order they started: a delta belongs to the call of
     // its index, which need not be the last one started (parallel calls interleave).
@@ -339,12 +279,11 @@ mod tests {
 
     /// Recording events in their JSON form, typed as a recording's reader and the renderers
     /// read them.
-    fn typed(events: &[Value]) -> Vec<AnswerEvent> {
-        let events: Vec<RecordedEvent> = events
+    fn typed(events: &[Value]) -> Vec<RecordedEvent> {
+        events
             .iter()
             .map(|event| RecordedEvent::parse(event).expect("a recording event"))
-            .collect();
-        AnswerEvent::all_recorded(&events)
+            .collect()
     }
 
     fn identity() -> AnswerId {

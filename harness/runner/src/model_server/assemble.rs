@@ -17,7 +17,6 @@ use model_wire::chat_completions::{Assembled, Ending, Event, WireError, new_run_
 use replay_core::recording::{DeltaHold, KnownSecrets, RecordedEvent};
 use serde_json::{Map, Value};
 
-use super::answer::recorded_event;
 use super::request::Wire;
 
 /// The recording's `error` event for an answer the codec could not read.
@@ -97,7 +96,7 @@ impl StreamRecorder {
         let pushed = self.reader.push(name, data);
         self.start(&mut out);
         match pushed {
-            Ok(events) => out.extend(events.iter().map(recorded_event)),
+            Ok(events) => out.extend(events.iter().cloned().map(RecordedEvent::Delta)),
             Err(error) => out.push(error_event(&error)),
         }
         self.held(out)
@@ -136,7 +135,7 @@ impl StreamRecorder {
             });
         match finished {
             Ok((closing, assembled)) => {
-                out.extend(closing.iter().map(recorded_event));
+                out.extend(closing.iter().cloned().map(RecordedEvent::Delta));
                 out.push(done_event(&assembled, &this.requested_model));
             }
             Err(error) => out.push(error_event(&error)),
@@ -160,7 +159,7 @@ pub(crate) fn events_from_completion(
     let parsed = wire.parse_answer(body);
     match parsed {
         Ok(assembled) => {
-            events.extend(assembled.events().iter().map(recorded_event));
+            events.extend(assembled.events().iter().cloned().map(RecordedEvent::Delta));
             events.push(done_event(&assembled, requested_model));
         }
         Err(error) => events.push(error_event(&error)),

@@ -16,12 +16,13 @@ use replay_core::{Fixture, TurnSummary};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{AnswerEvent, AnswerId, WireError};
+use super::answer::{AnswerId, WireError};
 use super::client::ServerState;
 use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
 use super::request::WireRequest;
 use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
+use replay_core::recording::RecordedEvent;
 
 /// State shared by the handlers.
 pub(super) struct Shared {
@@ -86,7 +87,7 @@ pub(super) struct Call<'a> {
 /// What a backend answered one call with; the server renders it in the request's wire.
 pub(super) enum Answered {
     /// A complete answer: a fixture's turn or a recorded call, as events.
-    Events(Vec<AnswerEvent>),
+    Events(Vec<RecordedEvent>),
     /// A failure recorded for this call, answered as the provider answered it.
     Failure(WireError),
     /// The call could not be answered (a miss, an ambiguity, a mismatch, a recording that

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::problems::Problem;
 use super::shared::RESET_TOKEN_HEADER;
-use replay_core::{ModelProblem, ModelProblemKind};
+use replay_core::ModelProblem;
 
 /// A model server's state, as `GET /_harness/state` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ impl ResetReply {
     pub fn problems_of_the_last_run(&self) -> Vec<ModelProblem> {
         let mut problems: Vec<ModelProblem> = (self.discarded.iter())
             .map(|problem| ModelProblem::Reported {
-                kind: problem.model_kind(),
+                kind: problem.kind(),
                 message: problem.message().to_owned(),
             })
             .collect();
@@ -86,7 +86,7 @@ impl ResetReply {
     pub fn discarded_problems(&self) -> Vec<ModelProblem> {
         let mut problems: Vec<ModelProblem> = (self.discarded.iter())
             .map(|problem| ModelProblem::DiscardedAtReset {
-                kind: problem.model_kind(),
+                kind: problem.kind(),
                 message: problem.message().to_owned(),
             })
             .collect();
@@ -97,26 +97,6 @@ impl ResetReply {
             });
         }
         problems
-    }
-}
-
-impl Problem {
-    /// The verdict's kind of this problem.
-    pub fn model_kind(&self) -> ModelProblemKind {
-        match self {
-            Problem::Miss { .. } => ModelProblemKind::Miss,
-            Problem::AmbiguousCaller { .. } => ModelProblemKind::AmbiguousCaller,
-            Problem::AmbiguousAnswer { .. } => ModelProblemKind::AmbiguousAnswer,
-            Problem::Mismatch { .. } => ModelProblemKind::Mismatch,
-            Problem::Recording { .. } => ModelProblemKind::Recording,
-            Problem::BadRequest { .. } => ModelProblemKind::BadRequest,
-            Problem::RecordingWrite { .. } => ModelProblemKind::RecordingWrite,
-            Problem::UnservedRoute { .. } => ModelProblemKind::UnservedRoute,
-            Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
-            Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
-            Problem::Overflow { .. } => ModelProblemKind::Overflow,
-            Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
-        }
     }
 }
 

@@ -258,7 +258,7 @@ async fn finding_9_a_body_over_the_limit_is_a_413_naming_it_and_a_problem() {
         .lock()
         .list()
         .iter()
-        .map(Problem::kind)
+        .map(|problem| problem.kind().as_str())
         .collect();
     assert_eq!(kinds, ["body_too_large", "body_too_large"]);
 }

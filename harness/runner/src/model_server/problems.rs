@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use replay_core::{Ambiguity, Miss};
+use replay_core::{Ambiguity, Miss, ModelProblemKind};
 use serde::{Deserialize, Serialize};
 
 /// How many problems the ledger keeps in full; later ones are counted by kind only.
@@ -196,23 +196,21 @@ impl Problem {
         }
     }
 
-    /// The `kind` tag: `miss`, `ambiguous_caller`, `ambiguous_answer`, `mismatch`, `recording`,
-    /// `bad_request`, `recording_write`, `unserved_route`, `body_too_large`, `recording_limit`,
-    /// `call_between_runs` or `overflow`.
-    pub fn kind(&self) -> &'static str {
+    /// Which problem this is: its name is the `kind` tag of the problem's JSON.
+    pub fn kind(&self) -> ModelProblemKind {
         match self {
-            Problem::Miss { .. } => "miss",
-            Problem::AmbiguousCaller { .. } => "ambiguous_caller",
-            Problem::AmbiguousAnswer { .. } => "ambiguous_answer",
-            Problem::Mismatch { .. } => "mismatch",
-            Problem::Recording { .. } => "recording",
-            Problem::BadRequest { .. } => "bad_request",
-            Problem::RecordingWrite { .. } => "recording_write",
-            Problem::UnservedRoute { .. } => "unserved_route",
-            Problem::BodyTooLarge { .. } => "body_too_large",
-            Problem::RecordingLimit { .. } => "recording_limit",
-            Problem::CallBetweenRuns { .. } => "call_between_runs",
-            Problem::Overflow { .. } => "overflow",
+            Problem::Miss { .. } => ModelProblemKind::Miss,
+            Problem::AmbiguousCaller { .. } => ModelProblemKind::AmbiguousCaller,
+            Problem::AmbiguousAnswer { .. } => ModelProblemKind::AmbiguousAnswer,
+            Problem::Mismatch { .. } => ModelProblemKind::Mismatch,
+            Problem::Recording { .. } => ModelProblemKind::Recording,
+            Problem::BadRequest { .. } => ModelProblemKind::BadRequest,
+            Problem::RecordingWrite { .. } => ModelProblemKind::RecordingWrite,
+            Problem::UnservedRoute { .. } => ModelProblemKind::UnservedRoute,
+            Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
+            Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
+            Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
+            Problem::Overflow { .. } => ModelProblemKind::Overflow,
         }
     }
 
@@ -272,7 +270,7 @@ impl Ledger {
                 return;
             }
         }
-        *self.not_kept.entry(kind.to_owned()).or_default() += 1;
+        *self.not_kept.entry(kind.as_str().to_owned()).or_default() += 1;
     }
 
     /// Every problem kept, oldest first, then an [`Problem::Overflow`] entry when some were not
@@ -383,7 +381,9 @@ mod tests {
         ];
         for problem in problems {
             let value = serde_json::to_value(&problem).expect("serialises");
-            assert_eq!(value["kind"], problem.kind());
+            // One name per kind: the problem's tag, the kind's serde form and its string.
+            assert_eq!(value["kind"], json!(problem.kind()));
+            assert_eq!(value["kind"], problem.kind().as_str());
             assert_eq!(value["message"], json!(problem.message()));
             let back: Problem = serde_json::from_value(value).expect("deserialises");
             assert_eq!(back, problem);

@@ -47,7 +47,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use transport::LineTooLong;
 
-use super::answer::{AnswerEvent, ChunkRenderer, Rendered, WireError, push_data};
+use super::answer::{self, ChunkRenderer, Rendered, WireError, push_data};
 use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
@@ -515,9 +515,7 @@ fn fail(
 ) -> Answered {
     let written = write(shared, writing, &mut call, &event);
     end(shared, call, Outcome::Error);
-    let failure = written
-        .map(|written| AnswerEvent::from_recorded(&written))
-        .and_then(|written| written.failure().cloned());
+    let failure = written.as_ref().and_then(answer::failure);
     Answered::Failure(
         failure.unwrap_or_else(|| {
             WireError::new(None, "", "the failure could not be recorded", false)
@@ -675,7 +673,7 @@ async fn proxy(
                 Outcome::Complete
             },
         );
-        return Answered::Events(AnswerEvent::all_recorded(&written));
+        return Answered::Events(written);
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let relay = match request.wire {
@@ -715,7 +713,7 @@ async fn proxy(
     // The gateway asked for one answer but the upstream streamed: record the stream whole,
     // then answer with the message it spelled.
     match pumped.await {
-        Ok(events) => Answered::Events(AnswerEvent::all_recorded(&events)),
+        Ok(events) => Answered::Events(events),
         Err(err) => Answered::Response(wire_error(
             request.wire,
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -886,7 +884,7 @@ impl PumpTarget {
         match (&mut self.relay, frame, event) {
             (Relay::Chunks(renderer), _, Some(event)) => {
                 let mut text = String::new();
-                match renderer.render(&AnswerEvent::from_recorded(event)) {
+                match renderer.render(event) {
                     Rendered::Chunks(chunks) => {
                         for chunk in chunks {
                             push_data(&mut text, &chunk);

@@ -15,7 +15,7 @@ use replay_core::recording::{
     Access, Outcome, Recording, StrictReplayError, StrictReplayer, read_recording,
 };
 
-use super::answer::AnswerEvent;
+use super::answer;
 use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
 use super::client::ServerState;
 use super::problems::Problem;
@@ -61,8 +61,8 @@ impl StrictReplay {
         let call = call_index
             .and_then(|index| self.recording.calls.get(index))
             .filter(|call| call.outcome == Outcome::Error)?;
-        let events = AnswerEvent::all_recorded(&call.events);
-        let failure = events.iter().find_map(AnswerEvent::failure)?.clone();
+        let events = call.events.clone();
+        let failure = events.iter().find_map(answer::failure)?;
         if failure.in_stream {
             return Some(Answered::Events(events));
         }
@@ -80,7 +80,7 @@ impl Backend for StrictReplay {
         let replayer = self.replayer.lock().clone();
         let caller = call.caller.as_deref().unwrap_or(DEFAULT_CALLER);
         match replayer.next_call(&call.request.recorded(caller)) {
-            Ok(events) => Answered::Events(AnswerEvent::all_recorded(&events)),
+            Ok(events) => Answered::Events(events),
             Err(StrictReplayError::Mismatch(mismatch)) => Answered::Problem {
                 problem: Problem::Mismatch {
                     message: mismatch.to_string(),

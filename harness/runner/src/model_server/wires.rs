@@ -33,12 +33,13 @@ use model_wire::RenderedStream;
 use model_wire::chat_completions::{Answer as WireAnswer, Identity, error_message};
 use serde_json::Value;
 
-use super::answer::{AnswerEvent, Completion, WireError, completion, error_body};
+use super::answer::{self, Completion, WireError, completion, error_body};
 use super::backend::{Answered, Call, Shared};
 use super::problems::Problem;
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::routes::Route;
 use super::shared::CALLER_HEADER;
+use replay_core::recording::RecordedEvent;
 use transport::eventstream::{event_frame, exception_frame};
 
 /// An error answer in the shape of `wire`; `code` is the harness's reason (Responses carries it
@@ -176,16 +177,16 @@ fn event_stream(frames: Vec<Bytes>) -> Response {
 /// `done` event's AI message in the wire's format, or the `error` event in its error shape.
 /// The message is rendered again from the assembled answer, so a recorded stream's chunk
 /// boundaries are not kept at these wires (they are at Chat Completions).
-pub(super) fn respond(shared: &Shared, request: &WireRequest, events: &[AnswerEvent]) -> Response {
-    if let Some(error) = events.iter().find_map(AnswerEvent::failure) {
-        return failure(shared, request, error);
+pub(super) fn respond(
+    shared: &Shared,
+    request: &WireRequest,
+    events: &[RecordedEvent],
+) -> Response {
+    if let Some(error) = events.iter().find_map(answer::failure) {
+        return failure(shared, request, &error);
     }
-    let done = events.iter().find_map(|event| match event {
-        AnswerEvent::Done(answer) => Some(answer),
-        _ => None,
-    });
-    match done {
-        Some(done) => answer(shared, request, done),
+    match events.iter().find_map(answer::done_answer) {
+        Some(done) => answer(shared, request, &done),
         None => failure(
             shared,
             request,
@@ -306,13 +307,13 @@ pub(super) fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 fn respond_chat_completions(
     shared: &Shared,
     request: &WireRequest,
-    events: &[AnswerEvent],
+    events: &[RecordedEvent],
 ) -> Response {
     let identity = shared.answer_id(&request.model);
     let failed_at_start = events
         .iter()
-        .find(|event| !matches!(event, AnswerEvent::Start))
-        .and_then(AnswerEvent::failure)
+        .find(|event| !matches!(event, RecordedEvent::Start))
+        .and_then(answer::failure)
         .is_some_and(|error| !error.in_stream);
     if !request.stream || failed_at_start {
         return match completion(&identity, events) {
@@ -340,7 +341,7 @@ pub(super) fn wire_error(wire: Wire, status: StatusCode, message: &str, code: &s
 pub(super) fn respond_at(
     shared: &Shared,
     request: &WireRequest,
-    events: &[AnswerEvent],
+    events: &[RecordedEvent],
 ) -> Response {
     match request.wire {
         Wire::ChatCompletions => respond_chat_completions(shared, request, events),
