@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use harness::in_process::{InProcess, options};
 use harness::workspace::{fixtures_dir, golden_dir, workspace_root};
 use keyless_runner::{
-    DriveKind, DriveOptions, GatewayCommand, GatewayTarget, Mode, ModelLedger, ModelServer, Reused,
+    Drive, DriveOptions, GatewayCommand, GatewayTarget, Mode, ModelLedger, ModelServer, Reused,
     ScenarioRun, ServerOptions, Session, Transcripts, json_line, pending_path, runtime, table_line,
 };
 use replay_core::{LoadedFixture, UnusedTurns};
@@ -254,7 +254,7 @@ fn scenario_run(
     ScenarioRun {
         fixture_path: loaded.path().to_path_buf(),
         fixture: loaded.fixture().clone(),
-        drive: DriveKind::Session,
+        drive: Drive::Session(DriveOptions::default()),
         transcripts,
         exchanges: Vec::new(),
         misses: ledger.misses,

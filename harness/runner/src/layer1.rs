@@ -704,7 +704,7 @@ mod tests {
             json!({"type": "RAW", "event": {"name": "ModelRequestCompleted"}}),
         );
         let mut run = clean_page_run();
-        run.drive = DriveKind::Session;
+        run.drive = Drive::Session(DriveOptions::default());
         run.exchanges.clear();
         run.transcripts = vec![RunTranscript {
             request: Value::Null,

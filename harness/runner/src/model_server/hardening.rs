@@ -821,7 +821,11 @@ async fn finding_9_a_call_between_runs_is_refused_and_handed_back_by_the_next_re
         .reset(Some("write_read_file.flash"))
         .await
         .expect("reset");
-    let kinds: Vec<&str> = reply.discarded.iter().map(Problem::kind).collect();
+    let kinds: Vec<&str> = reply
+        .discarded
+        .iter()
+        .map(|problem| problem.kind().as_str())
+        .collect();
     assert_eq!(kinds, ["call_between_runs", "call_between_runs"]);
     assert!(
         (reply.problems_of_the_last_run().iter())
