@@ -529,6 +529,21 @@ impl KnownSecrets {
         self.forms.first().map_or(0, String::len)
     }
 
+    /// How many bytes at the end of `text` could be the start of a form (the longest suffix of
+    /// `text` that is a proper prefix of a form; 0 when none is): what a stream must hold back
+    /// until its next piece says whether a form goes on there.
+    pub fn open_form_tail(&self, text: &str) -> usize {
+        self.forms
+            .iter()
+            .filter_map(|form| {
+                (1..form.len().min(text.len() + 1))
+                    .rev()
+                    .find(|&len| form.is_char_boundary(len) && text.ends_with(&form[..len]))
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// `text` with every form of every secret replaced by the placeholder (without the
     /// patterns).
     pub fn remove_forms(&self, text: &str) -> String {

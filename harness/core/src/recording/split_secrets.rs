@@ -2,8 +2,8 @@
 //! key as two `text_delta`s put both halves in the recording, adjacent, each too short to be a
 //! form [`KnownSecrets`] removes. [`DeltaHold`] keeps back, per stream of deltas (a text block,
 //! a thinking block, one tool call's arguments), the last characters that could still start a
-//! form (the longest form's length less one), so every form is whole in the text it removes it
-//! from; [`KnownSecrets::first_in_calls`] checks the finished calls for a form in any string or
+//! form (the longest end of the text that begins a form), so every form is whole in the text it
+//! removes it from, and a piece that ends in no form's beginning goes on as it came; [`KnownSecrets::first_in_calls`] checks the finished calls for a form in any string or
 //! across any run of deltas, before the recording is kept.
 
 use model_wire::Event;
@@ -47,9 +47,9 @@ impl DeltaStream {
 }
 
 /// Deltas rid of every form of a known secret, even one split over several of them: each delta
-/// is joined to what was held back, every whole form is removed, and all but the last
-/// `longest form - 1` bytes go on (a form that starts before them ends inside the text, so it
-/// was whole and is gone). What is held goes on before any event that is not a delta of the same
+/// is joined to what was held back, every whole form is removed, and all but the longest end
+/// of the text that begins a form go on (a form that starts before it cannot go on past the
+/// text, so it was whole and is gone). What is held goes on before any event that is not a delta of the same
 /// stream, and at [`DeltaHold::flush`]. With no secret it passes every event on as it came.
 #[derive(Clone)]
 pub struct DeltaHold {
@@ -103,7 +103,9 @@ impl DeltaHold {
         };
         text.push_str(piece);
         let mut text = self.secrets.remove_forms(&text);
-        let mut cut = text.len().saturating_sub(keep);
+        // Only what could still start a form is held: a piece that ends in no form's beginning
+        // goes on whole, so the recording keeps the upstream's chunk boundaries.
+        let mut cut = text.len() - self.secrets.open_form_tail(&text);
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -278,6 +280,26 @@ mod tests {
             let secrets = KnownSecrets::new([KEY]);
             assert_eq!(secrets.first_in_calls(&calls), None, "{case}");
         }
+    }
+
+    /// Only what could start a form is held back: pieces that end in no form's beginning go on
+    /// as they came (the recording keeps the upstream's chunk boundaries), and one that ends in
+    /// a key's first characters holds just those.
+    #[test]
+    fn a_piece_that_ends_in_no_forms_beginning_goes_on_as_it_came() {
+        let mut hold = DeltaHold::new(KnownSecrets::new([KEY]));
+        let cases: [(&str, &[&str]); 4] = [
+            ("Hel", &["Hel"]),
+            ("lo", &["lo"]),
+            (" key 0123", &[" key "]),
+            ("4x", &["01234x"]),
+        ];
+        for (piece, expected) in cases {
+            let written: Vec<RecordedEvent> = hold.push(text(piece));
+            let expected: Vec<RecordedEvent> = expected.iter().map(|piece| text(piece)).collect();
+            assert_eq!(written, expected, "after {piece:?}");
+        }
+        assert_eq!(hold.flush(), None);
     }
 
     /// The finished calls' check finds a key split over deltas, inside one string, or in the
