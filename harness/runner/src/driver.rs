@@ -354,8 +354,11 @@ pub struct Protocol {
     pub framing: fn(&[RunTranscript], bool) -> Framing,
     /// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs
     /// to (`None`: the shapes come from the stream modes, DeerFlow's and LangGraph's).
-    pub named: Option<fn(&RunTranscript) -> Vec<(Shape, Option<String>)>>,
+    pub named: Option<fn(&RunTranscript) -> NamedFrames>,
 }
+
+/// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs to.
+pub type NamedFrames = Vec<(Shape, Option<String>)>;
 
 /// The first run `problem` finds broken, naming it; [`Framing::Ok`] when none is.
 pub(crate) fn first_violation(
@@ -619,7 +622,7 @@ pub trait Dialect: fmt::Debug + Send + Sync {
 
     /// Starts `scenario`'s conversation, forgetting the last one's (DeerFlow and LangGraph create
     /// a thread; a dialect without threads mints its ids and empties its history).
-    async fn begin(&mut self, client: &HttpClient, scenario: &Scenario) -> Result<(), DriverError>;
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError>;
 
     /// The request of the run's prompt in the conversation begun.
     fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError>;
@@ -638,6 +641,16 @@ pub trait Dialect: fmt::Debug + Send + Sync {
     fn history(&self) -> Option<Value> {
         None
     }
+}
+
+/// What a conversation starts from: the session's HTTP side (for a dialect that creates a
+/// thread) and the scenario (for one that takes its model from it).
+#[derive(Debug, Clone, Copy)]
+pub struct Begin<'a> {
+    /// The session's HTTP side.
+    pub client: &'a HttpClient,
+    /// The scenario the conversation drives.
+    pub scenario: &'a Scenario,
 }
 
 /// What a run's request is built from, as the session hands it to its dialect.
@@ -719,7 +732,11 @@ impl Session {
     /// The first half of [`Session::run_scenario`]: starts the conversation (a dialect's thread),
     /// sending no run yet.
     pub async fn begin(&mut self, scenario: &Scenario) -> Result<(), DriverError> {
-        self.dialect.begin(&self.client, scenario).await
+        let start = Begin {
+            client: &self.client,
+            scenario,
+        };
+        self.dialect.begin(start).await
     }
 
     /// The second half of [`Session::run_scenario`]: the runs, in the conversation

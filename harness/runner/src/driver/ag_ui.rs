@@ -12,12 +12,11 @@ pub mod client;
 use serde_json::Value;
 
 use replay_core::{
-    DeltaRule, FrameName, FramingProblem, Scenario, Shape, delta_id, first_chars, named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
 use super::{
-    Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
-    first_violation,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
 
 /// AG-UI: one agent endpoint at the root, LF line ends only (as `@ag-ui/client` reads), its framing rule in `run_problem`.
@@ -89,11 +88,7 @@ impl AgUi {
 
 #[async_trait::async_trait]
 impl Dialect for AgUi {
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, _start: Begin<'_>) -> Result<(), DriverError> {
         self.thread_id = uuid::Uuid::new_v4().to_string();
         self.conversation = Conversation::default();
         Ok(())
@@ -211,6 +206,7 @@ pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> 
 #[cfg(test)]
 mod tests {
     use super::super::{Api, StreamModes};
+    use replay_core::Scenario;
     use serde_json::json;
 
     use super::*;

@@ -29,14 +29,13 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use replay_core::{
-    DONE_MARKER, DeltaRule, FrameData, FrameName, FramingProblem, Scenario, Shape, delta_id,
-    first_chars, named_frame_shape,
+    DONE_MARKER, DeltaRule, FrameData, FrameName, FramingProblem, Shape, delta_id, first_chars,
+    named_frame_shape,
 };
 
 use super::schema_enums::{EnumViolation, SchemaEnums};
 use super::{
-    Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
-    first_violation,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
 
 /// The AI SDK's UI message stream: routes at the root, a chat route (`/api/chat`), its header
@@ -119,11 +118,7 @@ pub fn chat_request(chat_id: &str, history: &[Value], prompt: &str, message_id: 
 
 #[async_trait::async_trait]
 impl Dialect for AiSdk {
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, _start: Begin<'_>) -> Result<(), DriverError> {
         self.chat_id = generate_id();
         self.messages.clear();
         Ok(())

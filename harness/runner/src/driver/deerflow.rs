@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use replay_core::{Framing, FramingProblem, Scenario, UiMode};
 
 use super::{
-    Api, Dialect, DriverError, Exchange, HttpClient, Protocol, RunContext, RunRequest,
+    Api, Begin, Dialect, DriverError, Exchange, HttpClient, Protocol, RunContext, RunRequest,
     RunTranscript, StreamModes, create_thread, first_violation,
 };
 
@@ -236,11 +236,8 @@ impl Dialect for DeerFlow {
         register(client, &self.base).await
     }
 
-    async fn begin(
-        &mut self,
-        client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let client = start.client;
         self.thread_id = create_thread(client, &self.threads_path()).await?;
         Ok(())
     }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use replay_core::{Framing, FramingProblem, Scenario, Turn, first_chars};
 
 use super::{
-    Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript, StreamModes,
-    create_thread, first_violation,
+    Begin, Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
+    StreamModes, create_thread, first_violation,
 };
 
 /// LangGraph's protocol: routes at the root, ready at `/ok`, runs below a thread, each run
@@ -194,11 +194,8 @@ impl Dialect for LangGraph {
         Ok(())
     }
 
-    async fn begin(
-        &mut self,
-        client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let client = start.client;
         self.thread_id = create_thread(client, &self.threads_path()).await?;
         Ok(())
     }

@@ -17,8 +17,7 @@ use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
 use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, first_chars};
 
 use super::{
-    Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
-    first_violation,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
 
 /// An OpenAI Chat Completions endpoint (`/v1/chat/completions`), its framing rule in `run_problem`.
@@ -126,11 +125,8 @@ fn model_of(scenario: &Scenario) -> String {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiChat {
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let scenario = start.scenario;
         self.client.begin(scenario);
         Ok(())
     }

@@ -16,13 +16,12 @@ use serde_json::{Value, json};
 
 use model_wire::responses::StreamAssembler;
 use replay_core::{
-    DeltaRule, FrameName, FramingProblem, Scenario, Shape, delta_id, first_chars, named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
 use super::openai_chat::Resent;
 use super::{
-    Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
-    first_violation,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
 
 /// An OpenAI Responses endpoint (`/v1/responses`), its framing rule in `run_problem`.
@@ -81,11 +80,8 @@ impl OpenaiResponses {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiResponses {
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let scenario = start.scenario;
         self.client.begin(scenario);
         Ok(())
     }
@@ -192,6 +188,7 @@ mod tests {
     use super::super::{Api, StreamModes};
     use super::*;
     use crate::driver::SseEvent;
+    use replay_core::Scenario;
 
     use replay_core::Framing;
 
