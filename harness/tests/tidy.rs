@@ -1166,3 +1166,59 @@ fn a_dialects_routes_are_written_in_its_file_only() {
         found.join("\n")
     );
 }
+
+/// What breaks "a dialect's constants are in its file" in the driver's root `driver_rs` (its
+/// code before the tests), given each dialect file's name and text: a route literal (`"/"` then
+/// a letter, e.g. a default path) in the root, or a dialect file that declares no `PROTOCOL`.
+fn dialect_constant_problems(driver_rs: &str, dialects: &[(String, String)]) -> Vec<String> {
+    let code = driver_rs.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut problems = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        let literal = line.split('"').skip(1).step_by(2).find(|literal| {
+            let mut chars = literal.chars();
+            chars.next() == Some('/') && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        });
+        if let Some(literal) = literal {
+            problems.push(format!(
+                "harness/runner/src/driver.rs:{}: {literal:?} belongs in its dialect's file",
+                index + 1
+            ));
+        }
+    }
+    for (name, text) in dialects {
+        if !text.contains("pub const PROTOCOL: Protocol") {
+            problems.push(format!(
+                "harness/runner/src/driver/{name}: a dialect declares its `pub const PROTOCOL: \
+                 Protocol` (default paths, framing, shapes) in its own file"
+            ));
+        }
+    }
+    problems
+}
+
+/// A dialect owns its protocol (ARCHITECTURE.md): its default paths, framing rule and shapes are
+/// declared in its file under `harness/runner/src/driver/` (its `PROTOCOL`), and the driver's
+/// root holds no dialect's route or default path.
+#[test]
+fn a_dialects_constants_are_in_its_file() {
+    let root = workspace_root();
+    let driver = root.join("harness/runner/src/driver");
+    let driver_rs = std::fs::read_to_string(root.join("harness/runner/src/driver.rs")).unwrap();
+    let mut dialects = Vec::new();
+    for entry in std::fs::read_dir(&driver).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if text.contains("impl Dialect for ") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            dialects.push((name, text));
+        }
+    }
+    assert_eq!(dialects.len(), 6, "one file per dialect of `Api::ALL`");
+    let problems = dialect_constant_problems(&driver_rs, &dialects);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rule catches what it names: a default path in the root, a dialect without PROTOCOL.
+    let before =
+        "fn ready(api: Api) -> &'static str {\n    match api { Api::Langgraph => \"/ok\" }\n}";
+    let without = [("x.rs".to_owned(), "impl Dialect for X {}".to_owned())];
+    assert_eq!(dialect_constant_problems(before, &without).len(), 2);
+}

@@ -2,7 +2,7 @@
 //! pass?", computed once and read by every runner (the golden test, the drift tests, `cargo xtask
 //! replay`, `cargo xtask fixtures check`) instead of each re-deriving it from text.
 //!
-//! A replay passes when its stream is framed (`metadata` first, `end` last), the replay model
+//! A replay passes when its stream is framed as its dialect demands, the replay model
 //! missed nothing (the gateway's error middleware hides misses from the stream, so the engine's
 //! ledger is the gate), no call that named no caller met a key with several different answers
 //! (an [`Ambiguity`], never a silent pick), the model side reported no other problem (a model server at the wire can
@@ -19,45 +19,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical::DEFAULT_CALLER;
 use crate::replay::{Ambiguity, Miss};
-use crate::shapes::Shape;
 
-/// How a run's event stream is framed. DeerFlow's rule is [`Framing::of`] (`metadata` first,
-/// `end` last); LangGraph's server sends no `end` (the body just closes), so its rule
-/// (`docs/testing-your-own-gateway.md`, "LangGraph's own API server") is checked per run by the
-/// driver and fails with [`Framing::NoMetadata`] or [`Framing::ErrorFrame`].
+/// How a conversation's event streams are framed, judged by its dialect's rule (the runner's
+/// `driver::Protocol`; `docs/testing-your-own-gateway.md`, "The dialects"), which names the
+/// frames it expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framing {
     /// The stream is framed as its dialect demands.
     Ok,
-    /// DeerFlow's rule broken: the first event is not `metadata` or the last is not `end`.
-    Broken {
-        /// The first event's name (`None`: no event, or one without a name).
-        first: Option<String>,
-        /// The last event's name.
-        last: Option<String>,
-    },
-    /// LangGraph's rule broken: a run's first frame is not `metadata`.
-    NoMetadata {
-        /// The run (0: the prompt, then each follow-up).
-        run: usize,
-        /// Its first event's name (`None`: no event).
-        first: Option<String>,
-    },
-    /// LangGraph's rule broken: a run sent an `error` frame although the fixture records no
-    /// model error (the server failed the run for a reason of its own).
-    ErrorFrame {
-        /// The run (0: the prompt, then each follow-up).
-        run: usize,
-        /// The frame's data, cut short.
-        data: String,
-    },
-    /// The framing rule of a dialect whose frames name themselves (the AI SDK's UI message
-    /// stream, AG-UI, the OpenAI-style endpoints) broken in one run
-    /// (`docs/testing-your-own-gateway.md`, "The dialects").
+    /// The dialect's framing rule broken in one run (the first that breaks it).
     Violated {
         /// The run (0: the prompt, then each follow-up).
         run: usize,
-        /// What is wrong.
+        /// What is wrong, in the dialect's words.
         problem: FramingProblem,
     },
 }
@@ -154,18 +128,7 @@ impl fmt::Display for FramingProblem {
 }
 
 impl Framing {
-    /// The framing of a shape sequence.
-    pub fn of(shapes: &[Shape]) -> Framing {
-        let first = shapes.first().and_then(|shape| shape.event.clone());
-        let last = shapes.last().and_then(|shape| shape.event.clone());
-        if first.as_deref() == Some("metadata") && last.as_deref() == Some("end") {
-            Framing::Ok
-        } else {
-            Framing::Broken { first, last }
-        }
-    }
-
-    /// Whether the stream starts with `metadata` and ends with `end`.
+    /// Whether the stream is framed as its dialect demands.
     pub(crate) fn is_ok(&self) -> bool {
         matches!(self, Framing::Ok)
     }
@@ -507,10 +470,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The verdict on a run's shapes, its model side's misses, other errors and unused turns,
-    /// and its golden.
+    /// The verdict on a run's framing (judged by its dialect), its model side's misses, other
+    /// errors and unused turns, and its golden.
     pub fn new(
-        shapes: &[Shape],
+        framing: Framing,
         misses: Vec<Miss>,
         ambiguities: Vec<Ambiguity>,
         model_errors: Vec<ModelProblem>,
@@ -519,7 +482,7 @@ impl Verdict {
         recorded_turns: usize,
     ) -> Verdict {
         Verdict {
-            framing: Framing::of(shapes),
+            framing,
             misses,
             ambiguities,
             model_errors,
@@ -582,23 +545,6 @@ impl Verdict {
         }
         match &self.framing {
             Framing::Ok => {}
-            Framing::Broken { first, last } => {
-                if first.as_deref() != Some("metadata") {
-                    problems.push(format!(
-                        "the first event is {first:?}, expected \"metadata\""
-                    ));
-                }
-                if last.as_deref() != Some("end") {
-                    problems.push(format!("the last event is {last:?}, expected \"end\""));
-                }
-            }
-            Framing::NoMetadata { run, first } => problems.push(format!(
-                "run {run}: the first event is {first:?}, expected \"metadata\""
-            )),
-            Framing::ErrorFrame { run, data } => problems.push(format!(
-                "run {run}: the server sent an error frame although the fixture records no model \
-                 error: {data}"
-            )),
             Framing::Violated { run, problem } => problems.push(format!("run {run}: {problem}")),
         }
         if !self.misses.is_empty() {
@@ -694,18 +640,6 @@ mod tests {
 
     use super::*;
 
-    fn shapes(events: &[Option<&str>]) -> Vec<Shape> {
-        events
-            .iter()
-            .map(|event| Shape {
-                event: event.map(str::to_owned),
-                keys: None,
-                message_type: None,
-                chunk_position: None,
-            })
-            .collect()
-    }
-
     fn miss(hash: &str) -> Miss {
         Miss {
             caller: "lead_agent".into(),
@@ -718,34 +652,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn framing_needs_metadata_first_and_end_last() {
-        let framed = [Some("metadata"), Some("values"), Some("end")];
-        assert_eq!(Framing::of(&shapes(&framed)), Framing::Ok);
-        /// (events, first, last)
-        type Case<'a> = (&'a [Option<&'a str>], Option<&'a str>, Option<&'a str>);
-        let cases: [Case; 3] = [
-            (&[], None, None),
-            (&[Some("values"), Some("end")], Some("values"), Some("end")),
-            (&[Some("metadata"), None], Some("metadata"), None),
-        ];
-        for (events, first, last) in cases {
-            assert_eq!(
-                Framing::of(&shapes(events)),
-                Framing::Broken {
-                    first: first.map(str::to_owned),
-                    last: last.map(str::to_owned),
-                },
-                "{events:?}"
-            );
-        }
-    }
-
-    /// The verdict of a run with these event names, one recorded turn, all used, no miss, no
+    /// The verdict of a run with this framing, one recorded turn, all used, no miss, no
     /// ambiguity, no model error and its golden unchanged: only the framing can fail it.
-    fn plain_verdict(events: &[Option<&str>]) -> Verdict {
+    fn plain_verdict(framing: Framing) -> Verdict {
         Verdict::new(
-            &shapes(events),
+            framing,
             Vec::new(),
             Vec::new(),
             Vec::new(),
@@ -756,39 +667,35 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_langgraph_framing_is_one_problem_naming_the_run() {
-        let clean = plain_verdict(&[Some("metadata"), Some("end")]);
+    fn a_broken_framing_is_one_problem_naming_the_run_and_the_expected_frame() {
         let cases = [
             (
-                Framing::NoMetadata {
-                    run: 1,
-                    first: Some("values".into()),
+                FramingProblem::First {
+                    expected: "\"metadata\"".into(),
+                    got: Some("values".into()),
                 },
-                "run 1: the first event is Some(\"values\"), expected \"metadata\"",
+                "run 1: the first frame is Some(\"values\"), expected \"metadata\"",
             ),
             (
-                Framing::ErrorFrame {
-                    run: 0,
+                FramingProblem::ErrorFrame {
+                    frame: "error".into(),
                     data: "{\"error\":\"APIConnectionError\"}".into(),
                 },
-                "run 0: the server sent an error frame although the fixture records no model \
+                "run 1: the server sent an \"error\" frame although the fixture records no model \
                  error: {\"error\":\"APIConnectionError\"}",
             ),
         ];
-        for (framing, problem) in cases {
-            let verdict = Verdict {
-                framing,
-                ..clean.clone()
-            };
+        for (problem, line) in cases {
+            let verdict = plain_verdict(Framing::Violated { run: 1, problem });
             assert!(!verdict.replayed_cleanly());
-            assert_eq!(verdict.problems(MissingGolden::Fails), [problem]);
+            assert_eq!(verdict.problems(MissingGolden::Fails), [line]);
         }
     }
 
     #[test]
     fn each_failed_check_is_one_problem_in_order() {
         let clean = Verdict::new(
-            &shapes(&[Some("metadata"), Some("end")]),
+            Framing::Ok,
             Vec::new(),
             Vec::new(),
             Vec::new(),
@@ -824,7 +731,13 @@ mod tests {
         assert!(!no_turn.passes(MissingGolden::Allowed));
 
         let broken = Verdict::new(
-            &shapes(&[Some("values")]),
+            Framing::Violated {
+                run: 0,
+                problem: FramingProblem::First {
+                    expected: "\"metadata\"".into(),
+                    got: Some("values".into()),
+                },
+            },
             vec![miss("abc")],
             vec![Ambiguity {
                 caller: "lead_agent".into(),
@@ -846,8 +759,7 @@ mod tests {
             broken.problems(MissingGolden::Allowed),
             [
                 "the fixture has no recorded turn: a replay of it proves nothing (record it again)",
-                "the first event is Some(\"values\"), expected \"metadata\"",
-                "the last event is Some(\"values\"), expected \"end\"",
+                "run 0: the first frame is Some(\"values\"), expected \"metadata\"",
                 "replay miss (1): the fixture is stale vs the current gateway; re-record it \
                  (keyless record; in this workspace cargo xtask record) or fix the drift. \
                  Missed hashes: [\"abc\"]",
@@ -865,8 +777,14 @@ mod tests {
     }
     #[test]
     fn passes_exactly_when_no_problem_line_is_written() {
-        let clean = plain_verdict(&[Some("metadata"), Some("end")]);
-        let broken = plain_verdict(&[Some("values")]);
+        let clean = plain_verdict(Framing::Ok);
+        let broken = plain_verdict(Framing::Violated {
+            run: 0,
+            problem: FramingProblem::Last {
+                expected: "\"end\"".into(),
+                got: None,
+            },
+        });
         let variants = [
             clean.clone(),
             broken,
@@ -1013,7 +931,7 @@ mod tests {
                 "{name}"
             );
         }
-        let verdict = plain_verdict(&[Some("metadata"), Some("end")]);
+        let verdict = plain_verdict(Framing::Ok);
         let verdict = Verdict {
             unused_turns: vec![0],
             ..verdict

@@ -5,9 +5,9 @@
 //! static auth header, `POST /assistants/search`, threads and `runs/stream` at the root), and the
 //! dialects whose frames name themselves in their JSON (`docs/testing-your-own-gateway.md`, "The
 //! dialects"): a dialect owns its routes, its run request, what a follow-up carries
-//! ([`Dialect::read_run`]), its framing rule and how its stream reduces to shapes
-//! ([`FramingRule`]). A new dialect is one more file implementing [`Dialect`], one [`Api`]
-//! variant and one [`FramingRule`] variant.
+//! ([`Dialect::read_run`]), and in its [`Protocol`] its default paths, its framing rule and how
+//! its stream reduces to shapes. A new dialect is one more file implementing [`Dialect`] and
+//! declaring its `PROTOCOL`, and one [`Api`] variant.
 
 pub mod ag_ui;
 pub mod ai_sdk;
@@ -250,40 +250,129 @@ impl Api {
         Api::ALL.map(Api::as_str).join(", ")
     }
 
+    /// What the dialect knows of its protocol, declared in its own file.
+    pub fn protocol(self) -> &'static Protocol {
+        match self {
+            Api::Deerflow => &deerflow::PROTOCOL,
+            Api::Langgraph => &langgraph::PROTOCOL,
+            Api::AiSdk => &ai_sdk::PROTOCOL,
+            Api::AgUi => &ag_ui::PROTOCOL,
+            Api::OpenaiResponses => &openai_responses::PROTOCOL,
+            Api::OpenaiChat => &openai_chat::PROTOCOL,
+        }
+    }
+
     /// The prefix of the dialect's routes when none is configured.
     pub fn default_base_path(self) -> &'static str {
-        match self {
-            Api::Deerflow => "/api",
-            Api::Langgraph | Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat => "",
-        }
+        self.protocol().base_path
     }
 
     /// The path that answers 2xx once the gateway is ready, when none is configured.
     pub fn default_ready_path(self) -> &'static str {
-        match self {
-            Api::Deerflow => "/health",
-            Api::Langgraph => "/ok",
-            Api::AiSdk | Api::AgUi | Api::OpenaiResponses | Api::OpenaiChat => "/",
-        }
+        self.protocol().ready_path
     }
 
     /// The route a run is posted to, below the base path, when no `--endpoint` is configured
     /// (`None`: the dialect's runs stream below its threads).
     pub fn default_endpoint(self) -> Option<&'static str> {
-        match self {
-            Api::Deerflow | Api::Langgraph => None,
-            Api::AiSdk => Some("/api/chat"),
-            Api::AgUi => Some("/"),
-            Api::OpenaiResponses => Some("/v1/responses"),
-            Api::OpenaiChat => Some("/v1/chat/completions"),
-        }
+        self.protocol().endpoint
     }
 
     /// Whether a fixture's mode is one of DeerFlow's UI modes with the run context it implies
     /// (DeerFlow's dialect), or only a label (every other dialect, e.g. `chat`).
     pub fn has_ui_modes(self) -> bool {
-        self == Api::Deerflow
+        self.protocol().ui_modes
     }
+
+    /// The framing of `runs` under the dialect's rule; `model_error_recorded` says whether the
+    /// fixture records a failed model call (whose error frame the golden then holds).
+    pub fn framing(self, runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+        (self.protocol().framing)(runs, model_error_recorded)
+    }
+
+    /// The shapes a run's golden holds in this dialect: for DeerFlow and LangGraph, by the
+    /// stream modes the run asked for (every frame's shape for `values`, the web reduction for
+    /// the web client's modes); a dialect whose frames name themselves reduces its delta runs
+    /// ([`replay_core::delta_run_shapes`]).
+    pub fn golden_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
+        self.golden_shapes_without(transcript, &IgnoredEvents::default())
+    }
+
+    /// [`Api::golden_shapes`] with the frames of the `ignored` types left out before the
+    /// reduction (so a `RAW` frame between two deltas of one message no longer splits their run).
+    pub fn golden_shapes_without(
+        self,
+        transcript: &RunTranscript,
+        ignored: &IgnoredEvents,
+    ) -> Vec<Shape> {
+        match (self.protocol().named, transcript.modes) {
+            (Some(named), _) => {
+                let mut named = named(transcript);
+                named.retain(|(shape, _)| !ignored.contains(shape.event.as_deref()));
+                replay_core::delta_run_shapes(named)
+            }
+            (None, StreamModes::Values) => (transcript.shapes().into_iter())
+                .filter(|shape| !ignored.contains(shape.event.as_deref()))
+                .collect(),
+            (None, StreamModes::Web) => transcript.web_shapes_without(ignored),
+        }
+    }
+
+    /// Each frame's shape, unreduced, named as the dialect names its frames (for reports).
+    pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
+        match self.protocol().named {
+            Some(named) => named(transcript)
+                .into_iter()
+                .map(|(shape, _)| shape)
+                .collect(),
+            None => transcript.shapes(),
+        }
+    }
+}
+
+/// What a dialect knows of its protocol (`docs/testing-your-own-gateway.md`, "The dialects";
+/// `docs/golden-format.md` §10), declared in its own file as `<dialect>::PROTOCOL`: its default
+/// routes, its framing rule and how its frames name themselves. A transcript keeps its run's
+/// [`Api`], so a verdict reads it after the session is gone.
+#[derive(Debug)]
+pub struct Protocol {
+    /// The prefix of the routes when none is configured.
+    pub base_path: &'static str,
+    /// The path that answers 2xx once the gateway is ready, when none is configured.
+    pub ready_path: &'static str,
+    /// The route a run is posted to, below the base path, when none is configured (`None`: the
+    /// runs stream below a thread).
+    pub endpoint: Option<&'static str>,
+    /// Whether a fixture's mode is one of DeerFlow's UI modes, not only a label.
+    pub ui_modes: bool,
+    /// The response headers the framing rule reads (lowercase names).
+    pub headers: &'static [&'static str],
+    /// Whether the protocol's client reads LF line ends only (AG-UI's), so a CR is refused.
+    pub lf_only: bool,
+    /// The framing of a conversation's runs; the flag says whether the fixture records a model
+    /// error.
+    pub framing: fn(&[RunTranscript], bool) -> Framing,
+    /// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs
+    /// to (`None`: the shapes come from the stream modes, DeerFlow's and LangGraph's).
+    pub named: Option<fn(&RunTranscript) -> NamedFrames>,
+}
+
+/// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs to.
+pub type NamedFrames = Vec<(Shape, Option<String>)>;
+
+/// The first run `problem` finds broken, naming it; [`Framing::Ok`] when none is.
+pub(crate) fn first_violation(
+    runs: &[RunTranscript],
+    problem: impl Fn(&RunTranscript) -> Option<FramingProblem>,
+) -> Framing {
+    (runs.iter().enumerate())
+        .find_map(|(run, transcript)| {
+            Some(Framing::Violated {
+                run,
+                problem: problem(transcript)?,
+            })
+        })
+        .unwrap_or(Framing::Ok)
 }
 
 impl fmt::Display for Api {
@@ -320,138 +409,6 @@ impl StreamModes {
         match self {
             StreamModes::Values => &["values"],
             StreamModes::Web => &deerflow::WEB_STREAM_MODES,
-        }
-    }
-}
-
-/// How a dialect's streams are framed and reduced to the golden's shapes
-/// (`docs/testing-your-own-gateway.md`, "The dialects"; `docs/golden-format.md` §10). A
-/// transcript keeps its run's rule, so a verdict reads it after the session is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FramingRule {
-    /// DeerFlow: `metadata` first, `end` last.
-    #[default]
-    MetadataThenEnd,
-    /// LangGraph: each run's first frame is `metadata`, the body closes cleanly (no `end`), and an
-    /// `error` frame fails the run unless the fixture records a model error.
-    MetadataThenClose,
-    /// AG-UI: `RUN_STARTED` first, `RUN_FINISHED` or `RUN_ERROR` last, in the order
-    /// `@ag-ui/client` verifies; shapes named by the JSON `type`, delta runs reduced
-    /// (`ag_ui::run_problem`, `ag_ui::named`).
-    AgUi,
-    /// The AI SDK's UI message stream (`ai_sdk::run_problem`): its header, `start` first, `finish`
-    /// then `[DONE]` last, frames named by their JSON `type`.
-    UiMessageStream,
-    /// An OpenAI Responses stream (`openai_responses::run_problem`): `response.created` first,
-    /// `response.completed` last.
-    OpenaiResponses,
-    /// An OpenAI Chat Completions stream (`openai_chat::run_problem`): chunks, a `finish_reason`,
-    /// then `[DONE]`.
-    OpenaiChat,
-}
-
-impl FramingRule {
-    /// The framing of `runs` under this rule; `model_error_recorded` says whether the fixture
-    /// records a failed model call (whose `error` frame the golden then holds).
-    pub fn framing(self, runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-        match self {
-            FramingRule::MetadataThenEnd => {
-                let shapes: Vec<Shape> = runs.iter().flat_map(RunTranscript::shapes).collect();
-                Framing::of(&shapes)
-            }
-            FramingRule::MetadataThenClose => {
-                for (run, transcript) in runs.iter().enumerate() {
-                    let first = transcript.events.first().map(|event| event.event.clone());
-                    if first.as_deref() != Some("metadata") {
-                        return Framing::NoMetadata { run, first };
-                    }
-                    let error = transcript.events.iter().find(|e| e.event == "error");
-                    if let (Some(error), false) = (error, model_error_recorded) {
-                        return Framing::ErrorFrame {
-                            run,
-                            data: first_chars(error.data(), 300).to_owned(),
-                        };
-                    }
-                }
-                Framing::Ok
-            }
-            FramingRule::AgUi
-            | FramingRule::UiMessageStream
-            | FramingRule::OpenaiResponses
-            | FramingRule::OpenaiChat => runs
-                .iter()
-                .enumerate()
-                .find_map(|(run, transcript)| {
-                    let problem = self.run_problem(transcript, model_error_recorded)?;
-                    Some(Framing::Violated { run, problem })
-                })
-                .unwrap_or(Framing::Ok),
-        }
-    }
-
-    /// What breaks one run's framing under a self-naming dialect's rule, if anything (the
-    /// first broken run is the verdict's).
-    fn run_problem(
-        self,
-        transcript: &RunTranscript,
-        model_error_recorded: bool,
-    ) -> Option<FramingProblem> {
-        match self {
-            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => None,
-            FramingRule::AgUi => ag_ui::run_problem(transcript, model_error_recorded),
-            FramingRule::UiMessageStream => ai_sdk::run_problem(transcript, model_error_recorded),
-            FramingRule::OpenaiResponses => {
-                openai_responses::run_problem(transcript, model_error_recorded)
-            }
-            FramingRule::OpenaiChat => openai_chat::run_problem(transcript, model_error_recorded),
-        }
-    }
-
-    /// A self-naming dialect's frames as shapes, each with the id of the delta run it belongs to
-    /// (`None` for DeerFlow's and LangGraph's, whose shapes come from their stream modes).
-    fn named(self, transcript: &RunTranscript) -> Option<Vec<(Shape, Option<String>)>> {
-        match self {
-            FramingRule::MetadataThenEnd | FramingRule::MetadataThenClose => None,
-            FramingRule::AgUi => Some(ag_ui::named(transcript)),
-            FramingRule::UiMessageStream => Some(ai_sdk::named(transcript)),
-            FramingRule::OpenaiResponses => Some(openai_responses::named(transcript)),
-            FramingRule::OpenaiChat => Some(openai_chat::named(transcript)),
-        }
-    }
-
-    /// The shapes a run's golden holds under this rule: for DeerFlow and LangGraph, by the
-    /// stream modes the run asked for (every frame's shape for `values`, the web reduction for
-    /// the web client's modes); a dialect whose frames name themselves reduces its delta runs
-    /// ([`replay_core::delta_run_shapes`]).
-    pub fn golden_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
-        self.golden_shapes_without(transcript, &IgnoredEvents::default())
-    }
-
-    /// [`FramingRule::golden_shapes`] with the frames of the `ignored` types left out before
-    /// the reduction (so a `RAW` frame between two deltas of one message no longer splits
-    /// their run).
-    pub fn golden_shapes_without(
-        self,
-        transcript: &RunTranscript,
-        ignored: &IgnoredEvents,
-    ) -> Vec<Shape> {
-        match (self.named(transcript), transcript.modes) {
-            (Some(mut named), _) => {
-                named.retain(|(shape, _)| !ignored.contains(shape.event.as_deref()));
-                replay_core::delta_run_shapes(named)
-            }
-            (None, StreamModes::Values) => (transcript.shapes().into_iter())
-                .filter(|shape| !ignored.contains(shape.event.as_deref()))
-                .collect(),
-            (None, StreamModes::Web) => transcript.web_shapes_without(ignored),
-        }
-    }
-
-    /// Each frame's shape, unreduced, named as the dialect names its frames (for reports).
-    pub fn frame_shapes(self, transcript: &RunTranscript) -> Vec<Shape> {
-        match self.named(transcript) {
-            Some(named) => named.into_iter().map(|(shape, _)| shape).collect(),
-            None => transcript.shapes(),
         }
     }
 }
@@ -658,21 +615,17 @@ pub struct RunRequest {
 pub trait Dialect: fmt::Debug + Send + Sync {
     /// Opens the session before the first conversation (DeerFlow registers; LangGraph lists its
     /// assistants when none is configured).
-    async fn open(&mut self, client: &mut HttpClient) -> Result<(), DriverError>;
+    async fn open(&mut self, client: &mut HttpClient) -> Result<(), DriverError> {
+        let _ = client;
+        Ok(())
+    }
 
     /// Starts `scenario`'s conversation, forgetting the last one's (DeerFlow and LangGraph create
     /// a thread; a dialect without threads mints its ids and empties its history).
-    async fn begin(&mut self, client: &HttpClient, scenario: &Scenario) -> Result<(), DriverError>;
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError>;
 
-    /// The request of `prompt` in the conversation begun, `recorded` being the fixture's turns
-    /// (none while recording).
-    fn run_request(
-        &self,
-        scenario: &Scenario,
-        prompt: &str,
-        recorded: &[Turn],
-        modes: StreamModes,
-    ) -> Result<RunRequest, DriverError>;
+    /// The request of the run's prompt in the conversation begun.
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError>;
 
     /// Reads a finished run into the conversation, as the dialect's client does before the next
     /// prompt (the AI SDK's assistant message assembled from the stream, AG-UI's messages and
@@ -688,20 +641,49 @@ pub trait Dialect: fmt::Debug + Send + Sync {
     fn history(&self) -> Option<Value> {
         None
     }
+}
 
-    /// The response headers the framing rule reads (lowercase names).
-    fn response_headers(&self) -> &'static [&'static str] {
-        &[]
+/// What a conversation starts from: the session's HTTP side (for a dialect that creates a
+/// thread) and the scenario (for one that takes its model from it).
+#[derive(Debug, Clone, Copy)]
+pub struct Begin<'a> {
+    /// The session's HTTP side.
+    pub client: &'a HttpClient,
+    /// The scenario the conversation drives.
+    pub scenario: &'a Scenario,
+}
+
+/// What a run's request is built from, as the session hands it to its dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext<'a> {
+    /// The scenario the conversation drives.
+    pub scenario: &'a Scenario,
+    /// This run's prompt (the scenario's, then each follow-up).
+    pub prompt: &'a str,
+    /// The fixture's turns (none while recording).
+    pub recorded: &'a [Turn],
+    /// The stream modes of the run.
+    pub modes: StreamModes,
+}
+
+#[cfg(test)]
+impl<'a> RunContext<'a> {
+    /// A run of `prompt` in `scenario`, nothing recorded, in the `values` mode.
+    pub(crate) fn values(scenario: &'a Scenario, prompt: &'a str) -> RunContext<'a> {
+        RunContext {
+            scenario,
+            prompt,
+            recorded: &[],
+            modes: StreamModes::Values,
+        }
     }
-
-    /// How its streams are framed and reduced.
-    fn framing_rule(&self) -> FramingRule;
 }
 
 /// A driver opened in a dialect: runs a scenario's prompt and follow-ups in one conversation.
 #[derive(Debug)]
 pub struct Session {
     client: HttpClient,
+    api: Api,
     dialect: Box<dyn Dialect>,
     modes: StreamModes,
 }
@@ -729,6 +711,7 @@ impl Session {
         dialect.open(&mut client).await?;
         Ok(Session {
             client,
+            api: options.api,
             dialect,
             modes: options.stream_modes,
         })
@@ -749,7 +732,11 @@ impl Session {
     /// The first half of [`Session::run_scenario`]: starts the conversation (a dialect's thread),
     /// sending no run yet.
     pub async fn begin(&mut self, scenario: &Scenario) -> Result<(), DriverError> {
-        self.dialect.begin(&self.client, scenario).await
+        let start = Begin {
+            client: &self.client,
+            scenario,
+        };
+        self.dialect.begin(start).await
     }
 
     /// The second half of [`Session::run_scenario`]: the runs, in the conversation
@@ -761,18 +748,14 @@ impl Session {
     ) -> Result<Vec<RunTranscript>, DriverError> {
         let mut transcripts = Vec::new();
         for prompt in scenario.prompts() {
-            let request = self
-                .dialect
-                .run_request(scenario, prompt, recorded, self.modes)?;
-            let mut transcript = self
-                .client
-                .stream(
-                    request,
-                    self.modes,
-                    self.dialect.framing_rule(),
-                    self.dialect.response_headers(),
-                )
-                .await?;
+            let run = RunContext {
+                scenario,
+                prompt,
+                recorded,
+                modes: self.modes,
+            };
+            let request = self.dialect.run_request(&run)?;
+            let mut transcript = self.client.stream(request, self.modes, self.api).await?;
             self.dialect.read_run(&transcript)?;
             transcript.history = self.dialect.history();
             transcripts.push(transcript);
@@ -956,14 +939,14 @@ impl HttpClient {
     }
 
     /// Posts `request` and reads the whole stream (which must close cleanly: a broken body is
-    /// [`DriverError::Stream`]), keeping the response headers named in `keep`.
+    /// [`DriverError::Stream`]), keeping the response headers `api`'s framing rule reads.
     pub(crate) async fn stream(
         &self,
         request: RunRequest,
         modes: StreamModes,
-        framing_rule: FramingRule,
-        keep: &[&str],
+        api: Api,
     ) -> Result<RunTranscript, DriverError> {
+        let keep = api.protocol().headers;
         let route = format!("POST {}", request.path);
         let mut builder = self.post(&request.path).json(&request.body);
         for (name, value) in &request.headers {
@@ -984,7 +967,7 @@ impl HttpClient {
         let mut read = 0usize;
         // AG-UI's own client reads LF line ends only, where SSE (and the AI SDK's client) allow
         // CR and CRLF too: a CR there is refused rather than read as the stricter client cannot.
-        let lf_only = framing_rule == FramingRule::AgUi;
+        let lf_only = api.protocol().lf_only;
         let body = response.bytes_stream().map(move |piece| {
             let piece = piece.map_err(BodyFailure::Http)?;
             read += piece.len();
@@ -1050,7 +1033,7 @@ impl HttpClient {
             request: request.body,
             events,
             modes,
-            framing_rule,
+            api,
             headers,
             history: None,
         })
@@ -1063,7 +1046,7 @@ mod tests {
 
     use super::*;
 
-    fn transcript(events: &[&str], rule: FramingRule) -> RunTranscript {
+    fn transcript(events: &[&str], api: Api) -> RunTranscript {
         RunTranscript {
             request: Value::Null,
             events: (events.iter())
@@ -1076,18 +1059,23 @@ mod tests {
                 })
                 .collect(),
             modes: StreamModes::Values,
-            framing_rule: rule,
+            api,
             headers: Vec::new(),
             history: None,
         }
     }
 
     /// (case, rule, each run's events, the fixture records a model error, expected framing)
-    type Case<'a> = (&'a str, FramingRule, &'a [&'a [&'a str]], bool, Framing);
+    type Case<'a> = (&'a str, Api, &'a [&'a [&'a str]], bool, Framing);
 
     #[test]
     fn each_dialects_framing_rule_fails_what_it_must() {
-        use FramingRule::{MetadataThenClose as Close, MetadataThenEnd as End};
+        use Api::{Deerflow as End, Langgraph as Close};
+        let violated = |run, problem| Framing::Violated { run, problem };
+        let first = |got: Option<&str>| FramingProblem::First {
+            expected: "\"metadata\"".into(),
+            got: got.map(str::to_owned),
+        };
         let error = r#"{"error":"APIConnectionError","message":"boom"}"#.to_owned();
         let cases: [Case; 7] = [
             (
@@ -1102,10 +1090,13 @@ mod tests {
                 End,
                 &[&["metadata", "values"]],
                 false,
-                Framing::Broken {
-                    first: Some("metadata".into()),
-                    last: Some("values".into()),
-                },
+                violated(
+                    0,
+                    FramingProblem::Last {
+                        expected: "\"end\"".into(),
+                        got: Some("values".into()),
+                    },
+                ),
             ),
             (
                 "langgraph closes without end",
@@ -1119,30 +1110,27 @@ mod tests {
                 Close,
                 &[&["metadata"], &["values"]],
                 false,
-                Framing::NoMetadata {
-                    run: 1,
-                    first: Some("values".into()),
-                },
+                violated(1, first(Some("values"))),
             ),
             (
                 "langgraph empty run",
                 Close,
                 &[&[]],
                 false,
-                Framing::NoMetadata {
-                    run: 0,
-                    first: None,
-                },
+                violated(0, first(None)),
             ),
             (
                 "langgraph error frame, no model error recorded",
                 Close,
                 &[&["metadata", "values", "error"]],
                 false,
-                Framing::ErrorFrame {
-                    run: 0,
-                    data: error,
-                },
+                violated(
+                    0,
+                    FramingProblem::ErrorFrame {
+                        frame: "error".into(),
+                        data: error,
+                    },
+                ),
             ),
             (
                 "langgraph error frame of a recorded model error",
@@ -1317,12 +1305,7 @@ mod tests {
         };
         let client = HttpClient::new(&url).unwrap();
         let read = client
-            .stream(
-                request,
-                StreamModes::Values,
-                FramingRule::MetadataThenEnd,
-                &[],
-            )
+            .stream(request, StreamModes::Values, Api::Deerflow)
             .await;
         match read {
             Err(error @ DriverError::ParsedTooLarge { frame: 4, .. }) => {
@@ -1342,13 +1325,9 @@ mod tests {
             body: json!({"stream_mode": ["values"]}),
             headers: Vec::new(),
         };
-        let read = (client.stream(
-            request,
-            StreamModes::Values,
-            FramingRule::MetadataThenEnd,
-            &[],
-        ))
-        .await;
+        let read = client
+            .stream(request, StreamModes::Values, Api::Deerflow)
+            .await;
         (read, started.elapsed())
     }
 
@@ -1393,10 +1372,10 @@ mod tests {
         let run = r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
         let finished = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#;
         for (line_end, rule, read) in [
-            ("\n", FramingRule::AgUi, true),
-            ("\r\n", FramingRule::AgUi, false),
-            ("\r", FramingRule::AgUi, false),
-            ("\r", FramingRule::UiMessageStream, true),
+            ("\n", Api::AgUi, true),
+            ("\r\n", Api::AgUi, false),
+            ("\r", Api::AgUi, false),
+            ("\r", Api::AiSdk, true),
         ] {
             let body =
                 format!("data: {run}{line_end}{line_end}data: {finished}{line_end}{line_end}");
@@ -1410,7 +1389,7 @@ mod tests {
                 body: json!({}),
                 headers: Vec::new(),
             };
-            let result = client.stream(request, StreamModes::Values, rule, &[]).await;
+            let result = client.stream(request, StreamModes::Values, rule).await;
             match (result, read) {
                 (Ok(transcript), true) => assert_eq!(transcript.events.len(), 2, "{line_end:?}"),
                 (Err(DriverError::Stream { message, .. }), false) => {

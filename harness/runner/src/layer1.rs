@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use replay_core::{
-    Ambiguity, FailedRequest, Fixture, Framing, FramingProblem, GoldenStatus, LoadedFixture, Miss,
-    MissingGolden, ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
+    Ambiguity, FailedRequest, Fixture, GoldenStatus, LoadedFixture, Miss, MissingGolden,
+    ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
 };
 
 use crate::driver::deerflow::{PageRuns, WebClient};
-use crate::driver::{DriveOptions, DriverError, Exchange, FramingRule, RunTranscript, Session};
+use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
 use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
 use crate::ignored::{Dropped, IgnoredEvents};
 use crate::target::{GatewayTarget, HarnessError};
@@ -226,7 +226,7 @@ impl ScenarioRun {
     pub fn shapes(&self) -> Vec<Shape> {
         (self.transcripts.iter())
             .flat_map(|transcript| {
-                (transcript.framing_rule).golden_shapes_without(transcript, &self.ignored)
+                (transcript.api).golden_shapes_without(transcript, &self.ignored)
             })
             .collect()
     }
@@ -304,8 +304,12 @@ impl ScenarioRun {
         let callers: Vec<Option<&str>> = (self.fixture.turns.iter())
             .map(|turn| turn.caller.as_deref())
             .collect();
+        // Every run is held to its dialect's framing rule, a page's as a session's.
+        let api = self.transcripts.first().map_or(Api::default(), |t| t.api);
+        let model_error_recorded = (self.fixture.turns.iter())
+            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
         let mut verdict = Verdict::new(
-            &shapes,
+            api.framing(&self.transcripts, model_error_recorded),
             self.misses.clone(),
             self.ambiguities.clone(),
             self.model_errors.clone(),
@@ -319,41 +323,7 @@ impl ScenarioRun {
             .filter(|exchange| !exchange.succeeded())
             .map(FailedRequest::from)
             .collect();
-        match &self.drive {
-            // The page's runs are each framed by `metadata` and `end`.
-            Drive::Page(_) => verdict.framing = self.framing_per_run(),
-            Drive::Session(_) => {
-                // A dialect other than DeerFlow's is held to its own rule, run by run.
-                let rule = self.transcripts.first().map(|t| t.framing_rule);
-                if let Some(rule) = rule.filter(|rule| *rule != FramingRule::MetadataThenEnd) {
-                    let model_error_recorded = (self.fixture.turns.iter())
-                        .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
-                    verdict.framing = rule.framing(&self.transcripts, model_error_recorded);
-                }
-            }
-        }
         verdict
-    }
-
-    /// The first run not framed by `metadata` and `end`, naming it.
-    fn framing_per_run(&self) -> Framing {
-        for (run, transcript) in self.transcripts.iter().enumerate() {
-            if let Framing::Broken { first, last } = Framing::of(&transcript.shapes()) {
-                let problem = if first.as_deref() != Some("metadata") {
-                    FramingProblem::First {
-                        expected: "\"metadata\"".into(),
-                        got: first,
-                    }
-                } else {
-                    FramingProblem::Last {
-                        expected: "\"end\"".into(),
-                        got: last,
-                    }
-                };
-                return Framing::Violated { run, problem };
-            }
-        }
-        Framing::Ok
     }
 
     /// `Ok` when the run's verdict passes with a missing golden failing it, as a test or a
@@ -587,7 +557,7 @@ mod tests {
                 .map(|event| SseEvent::new((*event).to_owned(), "{}".to_owned(), None))
                 .collect(),
             modes: crate::driver::StreamModes::Web,
-            framing_rule: FramingRule::MetadataThenEnd,
+            api: Api::Deerflow,
             headers: Vec::new(),
             history: None,
         }
@@ -712,7 +682,7 @@ mod tests {
                 .map(|frame| SseEvent::new("message".into(), frame.to_string(), None))
                 .collect(),
             modes: crate::driver::StreamModes::Values,
-            framing_rule: FramingRule::AgUi,
+            api: Api::AgUi,
             headers: Vec::new(),
             history: None,
         }];

@@ -60,7 +60,7 @@ pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};
 // The driver: one session over a dialect per API, DeerFlow's chat page.
 pub use driver::deerflow::{Page, PageRuns, WebClient};
 pub use driver::{
-    Api, AuthHeader, AuthHeaderError, DriveOptions, DriverError, Exchange, FramingRule,
+    Api, AuthHeader, AuthHeaderError, DriveOptions, DriverError, Exchange, Protocol, RunContext,
     RunTranscript, Session, SseEvent, StreamModes, UnknownApi,
 };
 

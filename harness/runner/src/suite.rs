@@ -98,9 +98,6 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
         .collect();
     let framing = match &verdict.framing {
         Framing::Ok => json!("ok"),
-        Framing::Broken { first, last } => json!({"broken": {"first": first, "last": last}}),
-        Framing::NoMetadata { run, first } => json!({"no_metadata": {"run": run, "first": first}}),
-        Framing::ErrorFrame { run, data } => json!({"error_frame": {"run": run, "data": data}}),
         Framing::Violated { run, problem } => {
             json!({"violated": {"run": run, "problem": problem.to_string()}})
         }
@@ -141,9 +138,6 @@ pub fn problem_lines(run: &ScenarioRun, verdict: &Verdict) -> Vec<String> {
         Framing::Ok => {}
         Framing::Violated { run, problem } => lines.push(format!(
             "{fixture}: the stream is not framed as its API demands: run {run}: {problem}"
-        )),
-        _ => lines.push(format!(
-            "{fixture}: the stream is not framed as its API demands"
         )),
     }
     for index in 0..verdict.misses.len() {

@@ -12,13 +12,31 @@ pub mod client;
 use serde_json::Value;
 
 use replay_core::{
-    DeltaRule, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id, first_chars,
-    named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
 use super::{
-    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
+
+/// AG-UI: one agent endpoint at the root, LF line ends only (as `@ag-ui/client` reads), its framing rule in `run_problem`.
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: "",
+    ready_path: "/",
+    endpoint: Some("/"),
+    ui_modes: false,
+    headers: &[],
+    lf_only: true,
+    framing,
+    named: Some(named),
+};
+
+/// The framing of `runs`: the first run [`run_problem`] finds broken.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> replay_core::Framing {
+    first_violation(runs, |transcript| {
+        run_problem(transcript, model_error_recorded)
+    })
+}
 use client::{AgUiProblem, Conversation, RunEnd};
 
 /// The delta events whose runs of one id reduce to one golden entry.
@@ -70,27 +88,14 @@ impl AgUi {
 
 #[async_trait::async_trait]
 impl Dialect for AgUi {
-    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, _start: Begin<'_>) -> Result<(), DriverError> {
         self.thread_id = uuid::Uuid::new_v4().to_string();
         self.conversation = Conversation::default();
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        _scenario: &Scenario,
-        prompt: &str,
-        _recorded: &[Turn],
-        _modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
+        let prompt = run.prompt;
         let run_id = uuid::Uuid::new_v4().to_string();
         let message_id = uuid::Uuid::new_v4().to_string();
         Ok(RunRequest {
@@ -129,10 +134,6 @@ impl Dialect for AgUi {
             "messages": self.conversation.messages,
             "state": self.conversation.state,
         }))
-    }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::AgUi
     }
 }
 
@@ -190,7 +191,7 @@ fn framing_problem(problem: AgUiProblem) -> FramingProblem {
 }
 
 /// A run's frames as shapes named by their JSON `type`, unreduced, each with its delta id
-/// ([`FramingRule`] reduces the delta runs).
+/// ([`super::Api::golden_shapes`] reduces the delta runs).
 pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
     transcript
         .frames()
@@ -204,6 +205,8 @@ pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Api, StreamModes};
+    use replay_core::Scenario;
     use serde_json::json;
 
     use super::*;
@@ -213,17 +216,17 @@ mod tests {
 
     /// The dialect's framing rule, as the runner applies it.
     fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-        FramingRule::AgUi.framing(runs, model_error_recorded)
+        Api::AgUi.framing(runs, model_error_recorded)
     }
 
     /// The golden's shapes of a run, delta runs reduced.
     fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-        FramingRule::AgUi.golden_shapes(transcript)
+        Api::AgUi.golden_shapes(transcript)
     }
 
     /// Each frame's shape, unreduced.
     fn frame_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-        FramingRule::AgUi.frame_shapes(transcript)
+        Api::AgUi.frame_shapes(transcript)
     }
 
     /// A run as the example agent streams it (Pydantic AI's adapter): `deltas` splits the answer.
@@ -255,7 +258,7 @@ mod tests {
                 .map(|event| SseEvent::new("message".into(), event.to_string(), None))
                 .collect(),
             modes: StreamModes::Values,
-            framing_rule: FramingRule::AgUi,
+            api: Api::AgUi,
             headers: Vec::new(),
             history: None,
         }
@@ -271,21 +274,17 @@ mod tests {
         let mut dialect = AgUi::new("/".into());
         dialect.thread_id = "thread".into();
         let scenario = scenario();
-        let first = dialect.run_request(
-            &scenario,
-            "Put 'milk' on my list.",
-            &[],
-            StreamModes::Values,
-        )?;
+        let first =
+            dialect.run_request(&RunContext::values(&scenario, "Put 'milk' on my list."))?;
         dialect.read_run(&transcript(first.body, events))?;
-        dialect.run_request(&scenario, "Add 'eggs' too.", &[], StreamModes::Values)
+        dialect.run_request(&RunContext::values(&scenario, "Add 'eggs' too."))
     }
 
     #[test]
     fn a_run_is_posted_as_a_run_agent_input_accepting_an_event_stream() {
         let dialect = AgUi::new("/agent".into());
         let request = dialect
-            .run_request(&scenario(), "hi", &[], StreamModes::Values)
+            .run_request(&RunContext::values(&scenario(), "hi"))
             .unwrap();
         assert_eq!(request.path, "/agent");
         assert_eq!(
@@ -322,7 +321,7 @@ mod tests {
         let first = {
             let dialect = AgUi::new("/".into());
             dialect
-                .run_request(&scenario(), "x", &[], StreamModes::Values)
+                .run_request(&RunContext::values(&scenario(), "x"))
                 .unwrap()
         };
         let request = follow_up_after(&tool_loop(&["Done."])).unwrap();
@@ -459,7 +458,6 @@ mod tests {
             let said = match &framing {
                 Framing::Ok => "ok".to_owned(),
                 Framing::Violated { problem, .. } => problem.to_string(),
-                other => format!("{other:?}"),
             };
             assert!(
                 said.contains(expected),

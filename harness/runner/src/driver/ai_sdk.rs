@@ -29,14 +29,34 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use replay_core::{
-    DONE_MARKER, DeltaRule, FrameData, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id,
-    first_chars, named_frame_shape,
+    DONE_MARKER, DeltaRule, FrameData, FrameName, FramingProblem, Shape, delta_id, first_chars,
+    named_frame_shape,
 };
 
 use super::schema_enums::{EnumViolation, SchemaEnums};
 use super::{
-    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
+
+/// The AI SDK's UI message stream: routes at the root, a chat route (`/api/chat`), its header
+/// kept for the framing rule ([`run_problem`]).
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: "",
+    ready_path: "/",
+    endpoint: Some("/api/chat"),
+    ui_modes: false,
+    headers: &[STREAM_HEADER.0],
+    lf_only: false,
+    framing,
+    named: Some(named),
+};
+
+/// The framing of `runs`: the first run [`run_problem`] finds broken.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> replay_core::Framing {
+    first_violation(runs, |transcript| {
+        run_problem(transcript, model_error_recorded)
+    })
+}
 
 /// The response header that marks a UI message stream, and its value.
 pub const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
@@ -98,27 +118,14 @@ pub fn chat_request(chat_id: &str, history: &[Value], prompt: &str, message_id: 
 
 #[async_trait::async_trait]
 impl Dialect for AiSdk {
-    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, _start: Begin<'_>) -> Result<(), DriverError> {
         self.chat_id = generate_id();
         self.messages.clear();
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        _scenario: &Scenario,
-        prompt: &str,
-        _recorded: &[Turn],
-        _modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
+        let prompt = run.prompt;
         Ok(RunRequest {
             path: self.endpoint.clone(),
             body: chat_request(&self.chat_id, &self.messages, prompt, &generate_id()),
@@ -146,18 +153,10 @@ impl Dialect for AiSdk {
     fn history(&self) -> Option<Value> {
         Some(Value::Array(self.messages.clone()))
     }
-
-    fn response_headers(&self) -> &'static [&'static str] {
-        &[STREAM_HEADER.0]
-    }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::UiMessageStream
-    }
 }
 
 /// Each frame's shape, named by its JSON `type`, with the id of the part a delta streams into
-/// ([`FramingRule`] reduces the delta runs and checks run by run).
+/// ([`super::Api::golden_shapes`] reduces the delta runs; [`framing`] checks run by run).
 pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
     transcript
         .frames()

@@ -8,15 +8,56 @@
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 
-use replay_core::{Scenario, Turn, UiMode};
+use replay_core::{Framing, FramingProblem, Scenario, UiMode};
 
 use super::{
-    Dialect, DriverError, Exchange, FramingRule, HttpClient, RunRequest, RunTranscript,
-    StreamModes, create_thread,
+    Api, Begin, Dialect, DriverError, Exchange, HttpClient, Protocol, RunContext, RunRequest,
+    RunTranscript, StreamModes, create_thread, first_violation,
 };
 
 /// The prefix of DeerFlow's routes, as its frontend calls them.
 pub const BASE: &str = "/api";
+
+/// DeerFlow's protocol: routes below `/api`, ready at `/health`, runs below a thread, UI modes,
+/// each run framed by `metadata` first and `end` last ([`framing`]).
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: BASE,
+    ready_path: "/health",
+    endpoint: None,
+    ui_modes: true,
+    headers: &[],
+    lf_only: false,
+    framing,
+    named: None,
+};
+
+/// The event every run opens with.
+const FIRST: &str = "metadata";
+/// The event every run closes with.
+const LAST: &str = "end";
+
+/// DeerFlow's framing rule: each run's first event is `metadata` and its last `end`; the first
+/// run that breaks it is named.
+fn framing(runs: &[RunTranscript], _model_error_recorded: bool) -> Framing {
+    first_violation(runs, |transcript| {
+        let name = |event: Option<&super::SseEvent>| event.map(|event| event.event.clone());
+        let first = name(transcript.events.first());
+        let last = name(transcript.events.last());
+        if first.as_deref() != Some(FIRST) {
+            Some(FramingProblem::First {
+                expected: format!("{FIRST:?}"),
+                got: first,
+            })
+        } else if last.as_deref() != Some(LAST) {
+            Some(FramingProblem::Last {
+                expected: format!("{LAST:?}"),
+                got: last,
+            })
+        } else {
+            None
+        }
+    })
+}
 
 /// The password every driven user registers with.
 pub const DRIVER_PASSWORD: &str = "very-strong-password-123";
@@ -195,23 +236,15 @@ impl Dialect for DeerFlow {
         register(client, &self.base).await
     }
 
-    async fn begin(
-        &mut self,
-        client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let client = start.client;
         self.thread_id = create_thread(client, &self.threads_path()).await?;
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        scenario: &Scenario,
-        prompt: &str,
-        _recorded: &[Turn],
-        modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
-        let body = match modes {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
+        let (prompt, scenario) = (run.prompt, run.scenario);
+        let body = match run.modes {
             StreamModes::Values => values_run_request(prompt, &scenario.context),
             StreamModes::Web => web_run_request(prompt, ui_mode(scenario)?, None, &self.thread_id),
         };
@@ -220,10 +253,6 @@ impl Dialect for DeerFlow {
             body,
             headers: Vec::new(),
         })
-    }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::MetadataThenEnd
     }
 }
 
@@ -392,7 +421,7 @@ impl Page {
             headers: Vec::new(),
         };
         let transcript = (self.client)
-            .stream(request, StreamModes::Web, FramingRule::MetadataThenEnd, &[])
+            .stream(request, StreamModes::Web, Api::Deerflow)
             .await?;
         self.thread_page(thread_id).await?;
         let conversation = transcript

@@ -11,11 +11,52 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use replay_core::{Scenario, Turn};
+use replay_core::{Framing, FramingProblem, Scenario, Turn, first_chars};
 
 use super::{
-    Dialect, DriverError, FramingRule, HttpClient, RunRequest, StreamModes, create_thread,
+    Begin, Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
+    StreamModes, create_thread, first_violation,
 };
+
+/// LangGraph's protocol: routes at the root, ready at `/ok`, runs below a thread, each run
+/// opened by `metadata` and closed by the body's end ([`framing`]).
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: "",
+    ready_path: "/ok",
+    endpoint: None,
+    ui_modes: false,
+    headers: &[],
+    lf_only: false,
+    framing,
+    named: None,
+};
+
+/// The event every run opens with.
+const FIRST: &str = "metadata";
+/// The event a run fails with.
+const ERROR: &str = "error";
+
+/// LangGraph's framing rule: each run's first frame is `metadata`, the body closes cleanly (no
+/// `end`), and an `error` frame fails the run unless the fixture records a model error.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
+    first_violation(runs, |transcript| {
+        let first = transcript.events.first().map(|event| event.event.clone());
+        if first.as_deref() != Some(FIRST) {
+            return Some(FramingProblem::First {
+                expected: format!("{FIRST:?}"),
+                got: first,
+            });
+        }
+        let error = transcript
+            .events
+            .iter()
+            .find(|event| event.event == ERROR)?;
+        (!model_error_recorded).then(|| FramingProblem::ErrorFrame {
+            frame: ERROR.to_owned(),
+            data: first_chars(error.data(), 300).to_owned(),
+        })
+    })
+}
 
 /// LangGraph's API server below `base` (`""`: the root).
 #[derive(Debug, Clone)]
@@ -153,31 +194,18 @@ impl Dialect for LangGraph {
         Ok(())
     }
 
-    async fn begin(
-        &mut self,
-        client: &HttpClient,
-        _scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let client = start.client;
         self.thread_id = create_thread(client, &self.threads_path()).await?;
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        scenario: &Scenario,
-        prompt: &str,
-        recorded: &[Turn],
-        modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
         Ok(RunRequest {
             path: format!("{}/{}/runs/stream", self.threads_path(), self.thread_id),
-            body: self.run_body(scenario, prompt, recorded, modes)?,
+            body: self.run_body(run.scenario, run.prompt, run.recorded, run.modes)?,
             headers: Vec::new(),
         })
-    }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::MetadataThenClose
     }
 }
 
@@ -367,16 +395,13 @@ mod tests {
                 ["metadata", "values"],
                 "CRLF frames, the heartbeat skipped"
             );
-            assert_eq!(run.framing_rule, FramingRule::MetadataThenClose);
+            assert_eq!(run.api, Api::Langgraph);
             let sent: Value = serde_json::from_str(run.events[1].data()).unwrap();
             assert_eq!(sent["assistant_id"], "agent", "the only graph listed");
         }
         let sent: Value = serde_json::from_str(runs[0].events[1].data()).unwrap();
         assert_eq!(sent["input"]["messages"][0]["name"], "user-input");
-        assert_eq!(
-            FramingRule::MetadataThenClose.framing(&runs, false),
-            Framing::Ok
-        );
+        assert_eq!(Api::Langgraph.framing(&runs, false), Framing::Ok);
 
         let anonymous = DriveOptions {
             api: Api::Langgraph,

@@ -14,11 +14,30 @@
 use serde_json::{Value, json};
 
 use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
-use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, Turn, first_chars};
+use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, first_chars};
 
 use super::{
-    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
+
+/// An OpenAI Chat Completions endpoint (`/v1/chat/completions`), its framing rule in `run_problem`.
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: "",
+    ready_path: "/",
+    endpoint: Some("/v1/chat/completions"),
+    ui_modes: false,
+    headers: &[],
+    lf_only: false,
+    framing,
+    named: Some(named),
+};
+
+/// The framing of `runs`: the first run [`run_problem`] finds broken.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> replay_core::Framing {
+    first_violation(runs, |transcript| {
+        run_problem(transcript, model_error_recorded)
+    })
+}
 
 /// The model name sent when the fixture names none.
 const DEFAULT_MODEL: &str = "agent";
@@ -106,26 +125,14 @@ fn model_of(scenario: &Scenario) -> String {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiChat {
-    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let scenario = start.scenario;
         self.client.begin(scenario);
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        _scenario: &Scenario,
-        prompt: &str,
-        _recorded: &[Turn],
-        _modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
+        let prompt = run.prompt;
         Ok(self.client.request(prompt))
     }
 
@@ -158,10 +165,6 @@ impl Dialect for OpenaiChat {
 
     fn history(&self) -> Option<Value> {
         self.client.history()
-    }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::OpenaiChat
     }
 }
 
@@ -263,6 +266,7 @@ fn frame_name(data: &FrameData) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Api, StreamModes};
     use super::*;
     use crate::driver::SseEvent;
 
@@ -270,12 +274,12 @@ mod tests {
 
     /// The dialect's framing rule, as the runner applies it.
     fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-        FramingRule::OpenaiChat.framing(runs, model_error_recorded)
+        Api::OpenaiChat.framing(runs, model_error_recorded)
     }
 
     /// The golden's shapes of a run, delta runs reduced.
     fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-        FramingRule::OpenaiChat.golden_shapes(transcript)
+        Api::OpenaiChat.golden_shapes(transcript)
     }
 
     /// A streamed answer: a role chunk, the text in `chunks`, the finish, `[DONE]`.
@@ -306,7 +310,7 @@ mod tests {
                 .map(|data| SseEvent::new("message".into(), data.clone(), None))
                 .collect(),
             modes: StreamModes::Values,
-            framing_rule: FramingRule::OpenaiChat,
+            api: Api::OpenaiChat,
             headers: Vec::new(),
             history: None,
         }
@@ -332,12 +336,10 @@ mod tests {
             .read_run(&run(&stream(&["Hello ", "there."])))
             .unwrap();
         let follow_up = dialect
-            .run_request(
+            .run_request(&RunContext::values(
                 &Scenario::new("s", replay_core::Mode::Label("chat".into()), "Again"),
                 "Again",
-                &[],
-                StreamModes::Values,
-            )
+            ))
             .unwrap();
         assert_eq!(
             follow_up.body["messages"],

@@ -16,14 +16,32 @@ use serde_json::{Value, json};
 
 use model_wire::responses::StreamAssembler;
 use replay_core::{
-    DeltaRule, FrameName, FramingProblem, Scenario, Shape, Turn, delta_id, first_chars,
-    named_frame_shape,
+    DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
 use super::openai_chat::Resent;
 use super::{
-    Dialect, DriverError, FramingRule, HttpClient, RunRequest, RunTranscript, StreamModes,
+    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
 };
+
+/// An OpenAI Responses endpoint (`/v1/responses`), its framing rule in `run_problem`.
+pub const PROTOCOL: Protocol = Protocol {
+    base_path: "",
+    ready_path: "/",
+    endpoint: Some("/v1/responses"),
+    ui_modes: false,
+    headers: &[],
+    lf_only: false,
+    framing,
+    named: Some(named),
+};
+
+/// The framing of `runs`: the first run [`run_problem`] finds broken.
+fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> replay_core::Framing {
+    first_violation(runs, |transcript| {
+        run_problem(transcript, model_error_recorded)
+    })
+}
 
 /// The delta events of a Responses stream, by the item they stream into.
 pub const DELTAS: [DeltaRule; 4] = [
@@ -62,26 +80,14 @@ impl OpenaiResponses {
 
 #[async_trait::async_trait]
 impl Dialect for OpenaiResponses {
-    async fn open(&mut self, _client: &mut HttpClient) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    async fn begin(
-        &mut self,
-        _client: &HttpClient,
-        scenario: &Scenario,
-    ) -> Result<(), DriverError> {
+    async fn begin(&mut self, start: Begin<'_>) -> Result<(), DriverError> {
+        let scenario = start.scenario;
         self.client.begin(scenario);
         Ok(())
     }
 
-    fn run_request(
-        &self,
-        _scenario: &Scenario,
-        prompt: &str,
-        _recorded: &[Turn],
-        _modes: StreamModes,
-    ) -> Result<RunRequest, DriverError> {
+    fn run_request(&self, run: &RunContext<'_>) -> Result<RunRequest, DriverError> {
+        let prompt = run.prompt;
         Ok(self.client.request(prompt))
     }
 
@@ -116,14 +122,10 @@ impl Dialect for OpenaiResponses {
     fn history(&self) -> Option<Value> {
         self.client.history()
     }
-
-    fn framing_rule(&self) -> FramingRule {
-        FramingRule::OpenaiResponses
-    }
 }
 
 /// Each frame's shape, named by its SSE event, with the id of the item a delta streams into
-/// ([`FramingRule`] reduces the delta runs and checks run by run).
+/// ([`super::Api::golden_shapes`] reduces the delta runs; [`framing`] checks run by run).
 pub(super) fn named(transcript: &RunTranscript) -> Vec<(Shape, Option<String>)> {
     transcript
         .frames()
@@ -183,19 +185,21 @@ pub(super) fn run_problem(
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Api, StreamModes};
     use super::*;
     use crate::driver::SseEvent;
+    use replay_core::Scenario;
 
     use replay_core::Framing;
 
     /// The dialect's framing rule, as the runner applies it.
     fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-        FramingRule::OpenaiResponses.framing(runs, model_error_recorded)
+        Api::OpenaiResponses.framing(runs, model_error_recorded)
     }
 
     /// The golden's shapes of a run, delta runs reduced.
     fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-        FramingRule::OpenaiResponses.golden_shapes(transcript)
+        Api::OpenaiResponses.golden_shapes(transcript)
     }
 
     /// A streamed answer as OpenAI frames it: created, the message item, the text deltas in
@@ -241,7 +245,7 @@ mod tests {
                 .map(|(name, data)| SseEvent::new(name.clone(), data.to_string(), None))
                 .collect(),
             modes: StreamModes::Values,
-            framing_rule: FramingRule::OpenaiResponses,
+            api: Api::OpenaiResponses,
             headers: Vec::new(),
             history: None,
         }
@@ -262,7 +266,7 @@ mod tests {
             .unwrap();
         let scenario = Scenario::new("s", replay_core::Mode::Label("chat".into()), "Again");
         let follow_up = dialect
-            .run_request(&scenario, "Again", &[], StreamModes::Values)
+            .run_request(&RunContext::values(&scenario, "Again"))
             .unwrap();
         assert_eq!(
             follow_up.body["input"],

@@ -13,7 +13,7 @@ use replay_core::{FrameData, Shape, frame_shape, web_frame_shapes};
 
 use crate::ignored::IgnoredEvents;
 
-use super::{FramingRule, StreamModes};
+use super::{Api, StreamModes};
 
 /// One SSE event as the client parsed it, its data parsed once.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,9 +65,9 @@ pub struct RunTranscript {
     pub events: Vec<SseEvent>,
     /// The stream modes the run asked for: which reduction its golden holds.
     pub modes: StreamModes,
-    /// The framing rule of the API that streamed it, which also says how its frames reduce to
-    /// the golden's shapes.
-    pub framing_rule: FramingRule,
+    /// The API that streamed it, whose protocol says how it is framed and how its frames
+    /// reduce to the golden's shapes.
+    pub api: Api,
     /// The response headers the dialect's framing rule reads (`(lowercase name, value)`), e.g.
     /// the AI SDK's `x-vercel-ai-ui-message-stream`; never a cookie or other credential.
     pub headers: Vec<(String, String)>,
@@ -78,16 +78,16 @@ pub struct RunTranscript {
 }
 
 impl RunTranscript {
-    /// The shapes its golden holds, as its dialect reduces them ([`FramingRule::golden_shapes`]):
+    /// The shapes its golden holds, as its dialect reduces them ([`Api::golden_shapes`]):
     /// for DeerFlow and LangGraph [`RunTranscript::shapes`] for a values run,
     /// [`RunTranscript::web_shapes`] for a run in the web client's modes.
     pub fn golden_shapes(&self) -> Vec<Shape> {
-        self.framing_rule.golden_shapes(self)
+        self.api.golden_shapes(self)
     }
 
     /// Each frame's shape, named as its dialect names frames, unreduced (for reports).
     pub fn frame_shapes(&self) -> Vec<Shape> {
-        self.framing_rule.frame_shapes(self)
+        self.api.frame_shapes(self)
     }
 
     /// The value of the response header `name` (lowercase), when the dialect kept it.
@@ -194,7 +194,7 @@ mod tests {
                 .map(|(name, data)| event(name, data))
                 .collect(),
             modes: StreamModes::Values,
-            framing_rule: FramingRule::MetadataThenEnd,
+            api: Api::Deerflow,
             headers: Vec::new(),
             history: None,
         };
@@ -229,7 +229,7 @@ mod tests {
                 SseEvent::new("end".into(), String::new(), Some("7".into())),
             ],
             modes: StreamModes::Values,
-            framing_rule: FramingRule::MetadataThenEnd,
+            api: Api::Deerflow,
             headers: Vec::new(),
             history: None,
         };

@@ -6,16 +6,16 @@ use serde_json::{Value, json};
 use replay_core::{Framing, FramingProblem};
 
 use super::*;
-use crate::driver::{RunTranscript, SseEvent, StreamModes};
+use crate::driver::{Api, RunTranscript, SseEvent, StreamModes};
 
 /// The dialect's framing rule, as the runner applies it.
 fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
-    FramingRule::UiMessageStream.framing(runs, model_error_recorded)
+    Api::AiSdk.framing(runs, model_error_recorded)
 }
 
 /// The golden's shapes of a run, delta runs reduced.
 fn golden_shapes(transcript: &RunTranscript) -> Vec<Shape> {
-    FramingRule::UiMessageStream.golden_shapes(transcript)
+    Api::AiSdk.golden_shapes(transcript)
 }
 
 /// A tool loop as `streamText(...).toUIMessageStreamResponse()` streams it, the text chunked as
@@ -59,7 +59,7 @@ fn run(frames: &[Value], header: Option<&str>) -> RunTranscript {
                                       "parts": [{"type": "text", "text": "Weather in Paris?"}]}]}),
         events,
         modes: StreamModes::Values,
-        framing_rule: FramingRule::UiMessageStream,
+        api: Api::AiSdk,
         headers: header
             .map(|value| vec![(STREAM_HEADER.0.to_owned(), value.to_owned())])
             .unwrap_or_default(),
@@ -403,8 +403,7 @@ async fn a_stream_is_read_with_u_fffd_for_invalid_bytes_and_any_sse_line_end() {
             body: json!({"messages": []}),
             headers: Vec::new(),
         };
-        let rule = FramingRule::UiMessageStream;
-        let transcript = (client.stream(request, StreamModes::Values, rule, &[STREAM_HEADER.0]))
+        let transcript = (client.stream(request, StreamModes::Values, Api::AiSdk))
             .await
             .unwrap_or_else(|err| panic!("line end {line_end:?}: {err}"));
         assert_eq!(
