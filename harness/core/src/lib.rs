@@ -42,6 +42,7 @@ mod canonical;
 mod diff;
 mod fixture;
 mod normalize;
+mod provenance;
 mod pyjson;
 pub mod recording;
 mod replay;
@@ -64,6 +65,7 @@ pub use canonical::{
 pub use diff::{Difference, first_difference};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
+pub use provenance::{PROVENANCE_VERSION, Provenance};
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{
