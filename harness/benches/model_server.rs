@@ -71,6 +71,7 @@ fn bench_fixture(folder: &Path, copies: usize) -> std::path::PathBuf {
     let fixture = Fixture {
         scenario: Scenario::new("bench", UiMode::Flash, "p"),
         turns: vec![turn; copies],
+        provenance: None,
     };
     let path = folder.join("bench.flash.json");
     std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");

@@ -304,6 +304,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
         let fixture_like = Fixture {
             scenario: scenario.clone(),
             turns: Vec::new(),
+            provenance: None,
         };
         let gateway = gateway_for(&proxy, &fixture_like).await;
         let transcripts = drive_prompts(gateway.url(), &fixture_like)
@@ -988,6 +989,7 @@ async fn through_the_proxy(
     let fixture_like = Fixture {
         scenario,
         turns: Vec::new(),
+        provenance: None,
     };
     let gateway = gateway_for(&proxy, &fixture_like).await;
     let live = drive_prompts(gateway.url(), &fixture_like)

@@ -103,10 +103,7 @@ fn run_web(
     let runtime = crate::runtime()?;
     let mut failed = false;
     if !json_lines {
-        println!(
-            "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-            "scenario", "mode", "events", "turns", "misses", "golden", "ms"
-        );
+        println!("{}", table_header());
     }
     for path in files {
         let run = runtime.block_on(run_one(path, external.clone(), &web_options()));

@@ -102,6 +102,10 @@ pub struct FileConfig {
     pub strict_unused: Option<bool>,
     /// How long one fixture's drive may take, in seconds (`--fixture-time-limit`).
     pub fixture_time_limit_secs: Option<u64>,
+    /// The oldest a fixture may be, by its provenance, before `keyless test` warns (`30d`).
+    pub max_age: Option<crate::age::MaxAge>,
+    /// Whether a fixture older than `max_age` fails the run (`--max-age-fail`).
+    pub max_age_fail: Option<bool>,
     /// How many fixtures run at once (`keyless test --jobs`).
     pub jobs: Option<std::num::NonZeroUsize>,
     /// Start the gateway once per job and run several fixtures through it.
@@ -320,7 +324,9 @@ mod tests {
         // Its commented scale keys parse once uncommented.
         let text = crate::init::TEMPLATE
             .replace("# jobs = 2", "jobs = 2")
-            .replace("# reuse_gateway = false", "reuse_gateway = false");
+            .replace("# reuse_gateway = false", "reuse_gateway = false")
+            .replace("# max_age = \"30d\"", "max_age = \"30d\"")
+            .replace("# max_age_fail = false", "max_age_fail = false");
         let file = parse(Path::new("keyless.toml"), &text).unwrap();
         assert_eq!(
             (
@@ -329,5 +335,12 @@ mod tests {
             ),
             (Some(2), Some(false))
         );
+        assert_eq!(
+            (file.max_age.map(|age| age.to_string()), file.max_age_fail),
+            (Some("30d".to_owned()), Some(false))
+        );
+        // A bad age names the key and the form.
+        let err = parse(Path::new("keyless.toml"), "max_age = \"30 days\"\n").unwrap_err();
+        assert!(err.to_string().contains("e.g. 30d"), "{err}");
     }
 }

@@ -67,6 +67,10 @@ logs = ".keyless/logs"
 # unused turn. How long one fixture's drive may take, in seconds.
 # strict_unused = false
 # fixture_time_limit_secs = 300
+# Warn about a fixture recorded (by its provenance) longer ago than this (h, d or w);
+# `max_age_fail = true` fails the run for it instead.
+# max_age = "30d"
+# max_age_fail = false
 # How many fixtures run at once (default: the number of cores), each with its own model server
 # and gateway on their own ports: a gateway_cmd that writes files must name them after the port
 # ($HARNESS_GATEWAY_PORT). `reuse_gateway = true` starts the gateway once per job and runs the

@@ -17,6 +17,7 @@
 //!   `cargo xtask model-server`).
 //! - [`output`]: everything printed, control characters escaped, a closed stdout a quiet end.
 
+pub mod age;
 pub mod config;
 pub mod gateway;
 pub mod goldens;

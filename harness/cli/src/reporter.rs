@@ -36,6 +36,33 @@ pub struct Reporters {
     lines: Lines,
     /// The JUnit cases (`--junit`), if asked.
     junit: Option<JunitCases>,
+    /// The fixtures' ages held to `--max-age` (and whether that fails the run), if asked.
+    ages: Option<Ages>,
+}
+
+/// `--max-age`: each loaded fixture's age, from its provenance, against the limit; older ones
+/// are warned of (or, with `--max-age-fail`, errors that fail the run).
+struct Ages {
+    limit: crate::age::MaxAge,
+    fail: bool,
+    too_old: bool,
+}
+
+impl Ages {
+    fn report(&mut self, event: &Event<'_>) {
+        let Event::FixturesLoaded { paths, fixtures } = event else {
+            return;
+        };
+        let ages = crate::age::check(paths, fixtures, self.limit, chrono::Utc::now());
+        let kind = if self.fail { "error" } else { "warning" };
+        for line in &ages.too_old {
+            err(format!("{kind}: {line}"));
+        }
+        for line in &ages.unknown {
+            err(format!("warning: {line}"));
+        }
+        self.too_old = self.fail && !ages.too_old.is_empty();
+    }
 }
 
 impl Reporters {
@@ -46,7 +73,23 @@ impl Reporters {
             progress: Progress::new(fixtures, as_json),
             lines: Lines { as_json },
             junit: junit.then(|| JunitCases::new(fixtures, golden)),
+            ages: None,
         }
+    }
+
+    /// Holds the fixtures to `max_age` (the limit, and whether passing it fails the run).
+    pub fn max_age(mut self, max_age: Option<(crate::age::MaxAge, bool)>) -> Reporters {
+        self.ages = max_age.map(|(limit, fail)| Ages {
+            limit,
+            fail,
+            too_old: false,
+        });
+        self
+    }
+
+    /// Whether a fixture was older than `--max-age` with `--max-age-fail`.
+    pub fn too_old(&self) -> bool {
+        self.ages.as_ref().is_some_and(|ages| ages.too_old)
     }
 
     /// The JUnit cases in fixture order.
@@ -58,6 +101,9 @@ impl Reporters {
 
 impl Reporter for Reporters {
     fn report(&mut self, event: &Event<'_>) -> ControlFlow<()> {
+        if let Some(ages) = &mut self.ages {
+            ages.report(event);
+        }
         self.progress.report(event);
         if let Some(junit) = &mut self.junit {
             junit.report(event);

@@ -42,9 +42,13 @@ coloured on a terminal only; --json carries it as golden_diff), a miss's first d
 how to record again, a dead gateway's last log lines. ignore_events = [\"RAW\"] in keyless.toml
 leaves a framework's own event types out of the goldens (no longer guarded), counted per type.
 
+--max-age 30d warns about each fixture recorded (by its provenance) more than 30 days ago, and
+--max-age-fail fails the run for it; the table's age column and --json's recorded_at/age_days say
+each fixture's age (unknown/null for a fixture without provenance).
+
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
-must use unused, or has a changed or missing golden (written as <name>.snap.new: see keyless
-review); 2 a usage or configuration error. A closed standard output stops the run quietly.")]
+must use unused, has a changed or missing golden (written as <name>.snap.new: see keyless
+review), or is older than --max-age with --max-age-fail; 2 a usage or configuration error. A closed standard output stops the run quietly.")]
 pub struct Args {
     #[command(flatten)]
     pub folders: Folders,
@@ -88,6 +92,14 @@ pub struct Args {
     /// through it (--reuse-gateway=false turns the key off) [default: off].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub reuse_gateway: Option<bool>,
+    /// Warn about every fixture recorded (by its provenance) longer ago than AGE: a whole number
+    /// and h, d or w, e.g. 30d [`max_age` in keyless.toml]. A fixture without provenance has an
+    /// unknown age: it is named, never failed.
+    #[arg(long, value_name = "AGE")]
+    pub max_age: Option<crate::age::MaxAge>,
+    /// Fail the run (exit 1) when a fixture is older than --max-age [`max_age_fail`].
+    #[arg(long)]
+    pub max_age_fail: bool,
     /// Only these fixtures (their names, e.g. `write_read_file.flash`).
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
@@ -100,6 +112,8 @@ struct Settings {
     /// The shard run, if any, and how many fixtures there were before it.
     partition: Option<(Partition, usize)>,
     junit: Option<PathBuf>,
+    /// The age past which a fixture is reported, and whether that fails the run.
+    max_age: Option<(crate::age::MaxAge, bool)>,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -197,6 +211,10 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         plan,
         partition,
         junit: args.junit.clone(),
+        max_age: args
+            .max_age
+            .or(file.max_age)
+            .map(|age| (age, args.max_age_fail || file.max_age_fail == Some(true))),
     })
 }
 
@@ -272,7 +290,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.json,
         settings.junit.is_some(),
         &plan.golden,
-    );
+    )
+    .max_age(settings.max_age);
     let end = runtime.block_on(async {
         // Ctrl-C or SIGTERM stops the run, and the started gateways with it.
         let signals = crate::Signals::listen()?;
@@ -283,6 +302,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ScheduleError::Url(_) => anyhow::Error::new(error),
             })
     });
+    let too_old = reporters.too_old();
     let cases = reporters.into_cases();
     let passed = match end? {
         RunEnd::Finished { passed } => passed,
@@ -296,7 +316,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let report = junit::report(&suite_name(&settings), &cases, started.elapsed());
         junit::write(path, &report)?;
     }
-    Ok(if passed {
+    Ok(if passed && !too_old {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -10,6 +10,8 @@ use harness::workspace::{fixtures_dir, read_golden};
 use replay_core::Fixture;
 use serde_json::Value;
 
+#[path = "keyless/age.rs"]
+mod age;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]

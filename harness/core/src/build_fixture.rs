@@ -272,6 +272,7 @@ pub fn build_fixture_from_calls(
     let fixture = Fixture {
         scenario: scenario.clone(),
         turns,
+        provenance: None,
     };
     Ok((fixture, summary))
 }

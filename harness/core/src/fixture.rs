@@ -14,7 +14,8 @@
 //! - per turn, `error` (`{"type", "message", "status"}`) instead of `output`: a model call that
 //!   failed while recording, replayed as the same failure (the LLM error middleware's path);
 //! - top level, after `context`: `followups` (later prompts sent in the same thread) and
-//!   `gateway_config` (configuration overrides applied alike when recording and replaying).
+//!   `gateway_config` (configuration overrides applied alike when recording and replaying),
+//!   then `provenance` (when and where it was recorded, [`Provenance`]; absent in older ones).
 //!
 //! Defaults for missing top-level keys: DeerFlow's replay loader reads only `turns`, but the
 //! golden document names the mode, so `turns` and `mode` are required. `scenario`, `model` and
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::provenance::Provenance;
 use super::pyjson::to_python_pretty_json;
 use super::recording::RecordedEvent;
 use super::scenario::{FieldError, Scenario, json_type};
@@ -37,6 +39,9 @@ pub struct Fixture {
     pub scenario: Scenario,
     /// The recorded model calls, in recording order.
     pub turns: Vec<Turn>,
+    /// When, where and by what it was recorded; `None` in fixtures recorded before keyless wrote
+    /// it (every shipped one), which load unchanged.
+    pub provenance: Option<Provenance>,
 }
 
 /// One recorded model call.
@@ -257,12 +262,27 @@ impl Fixture {
                 problem: Box::new(problem),
             }
         })?;
+        let provenance = match top.remove("provenance") {
+            None | Some(Value::Null) => None,
+            Some(value) => {
+                Some(
+                    Provenance::from_value(value).map_err(|problem| FixtureError::Field {
+                        path: origin.to_path_buf(),
+                        problem: Box::new(problem),
+                    })?,
+                )
+            }
+        };
         let turns = turns
             .into_iter()
             .enumerate()
             .map(|(index, turn)| parse_turn(turn, index, origin))
             .collect::<Result<Vec<_>, _>>()?;
-        let fixture = Fixture { scenario, turns };
+        let fixture = Fixture {
+            scenario,
+            turns,
+            provenance,
+        };
         fixture.validate(origin)?;
         Ok(fixture)
     }
@@ -285,6 +305,9 @@ impl Fixture {
     pub fn to_pretty_json(&self) -> String {
         let mut top = Map::new();
         self.scenario.write_into(&mut top);
+        if let Some(provenance) = &self.provenance {
+            top.insert("provenance".to_owned(), provenance.to_value());
+        }
         let turns = self.turns.iter().map(Turn::to_value).collect();
         top.insert("turns".to_owned(), Value::Array(turns));
         // `preserve_order` is on in this workspace, so the map keeps insertion order.

@@ -40,8 +40,10 @@ mod atomic_file;
 mod build_fixture;
 mod canonical;
 mod diff;
+mod drift;
 mod fixture;
 mod normalize;
+mod provenance;
 mod pyjson;
 pub mod recording;
 mod replay;
@@ -62,8 +64,10 @@ pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,
 };
 pub use diff::{Difference, first_difference};
+pub use drift::{Drift, DriftChange, DriftVerdict, compare_fixtures};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
+pub use provenance::{PROVENANCE_VERSION, Provenance};
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
 pub use scenario::{

@@ -1038,6 +1038,7 @@ mod tests {
         Fixture {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
+            provenance: None,
         }
     }
 
@@ -1513,6 +1514,7 @@ mod wire_tests {
         let fixture = Fixture {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
+            provenance: None,
         };
         ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
     }

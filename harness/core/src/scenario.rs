@@ -302,6 +302,15 @@ pub enum FieldError {
         /// The number as written.
         found: String,
     },
+    /// A key of the right type whose value is refused, e.g. a `provenance.recorded_at` that is
+    /// no time.
+    #[error("\"{field}\" {message}")]
+    Invalid {
+        /// The key (`provenance.version` for a nested one).
+        field: String,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// `scenario` cannot name a file.
     #[error("\"scenario\": {0}")]
     ScenarioId(#[from] BadScenarioId),

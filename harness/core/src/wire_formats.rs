@@ -562,6 +562,7 @@ mod tests {
         let fixture = Fixture {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns: vec![turn],
+            provenance: None,
         };
         ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
     }

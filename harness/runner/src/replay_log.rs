@@ -138,6 +138,7 @@ mod tests {
                 ),
                 canonical: Some(key.canonical),
             }],
+            provenance: None,
         };
         let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
             .unwrap()
@@ -203,6 +204,7 @@ mod tests {
         let fixture = Fixture {
             scenario: Scenario::new("s", UiMode::Flash, "hi"),
             turns: vec![turn("node a"), turn("node b")],
+            provenance: None,
         };
         let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
             .unwrap()

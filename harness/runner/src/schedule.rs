@@ -114,6 +114,11 @@ pub enum Event<'a> {
         url: &'a str,
         model_base_url: &'a str,
     },
+    /// The plan's fixtures were read, each once (the same values every job shares).
+    FixturesLoaded {
+        paths: &'a [PathBuf],
+        fixtures: &'a [Result<LoadedFixture, FixtureError>],
+    },
     /// Every slot is up; the fixtures start.
     RunStarted,
     /// Fixture `index` (of the plan's) started.
@@ -200,6 +205,13 @@ pub async fn run(
     let fixtures: Vec<Result<LoadedFixture, FixtureError>> = (plan.fixtures.iter())
         .map(|path| LoadedFixture::load(path))
         .collect();
+    let loaded = Event::FixturesLoaded {
+        paths: &plan.fixtures,
+        fixtures: &fixtures,
+    };
+    if reporter.report(&loaded).is_break() {
+        return Ok(RunEnd::Abandoned);
+    }
     let mut slots = Vec::with_capacity(plan.jobs);
     for index in 0..plan.jobs {
         let slot = slot(index, plan, &fixtures).await?;

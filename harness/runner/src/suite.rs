@@ -56,16 +56,18 @@ pub fn gateway_config_note(path: &Path, fixture: &Fixture) -> Option<String> {
 /// The table's header line.
 pub fn table_header() -> String {
     format!(
-        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
-        "scenario", "mode", "events", "turns", "misses", "golden", "ms"
+        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7} {:>7}",
+        "scenario", "mode", "events", "turns", "misses", "golden", "ms", "age"
     )
 }
 
 /// One run's table line: scenario, mode, events, turns used of recorded, misses, golden status,
-/// milliseconds.
+/// milliseconds, the fixture's age by its provenance (`unknown` without one).
 pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
+    let age = (run.fixture.provenance.as_ref())
+        .map_or_else(|| "unknown".to_owned(), |p| p.age_label(chrono::Utc::now()));
     format!(
-        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7}",
+        "{:<22} {:<9} {:>6} {:>10} {:>7} {:<8} {:>7} {:>7}",
         run.fixture.scenario.id,
         run.fixture.scenario.mode.as_str(),
         run.event_count(),
@@ -73,6 +75,7 @@ pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
         verdict.misses.len(),
         verdict.golden.as_str(),
         run.elapsed.as_millis(),
+        age,
     )
 }
 
@@ -80,6 +83,7 @@ pub fn table_line(run: &ScenarioRun, verdict: &Verdict) -> String {
 /// failure: each miss with its caller, key and full diagnostic, the model side's other
 /// problems, the framing.
 pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
+    let provenance = run.fixture.provenance.as_ref();
     // The run's own misses (the verdict holds the same ones), each in the run's voice, with the
     // earlier miss it is a consequence of and the first differing field.
     let misses: Vec<Value> = (verdict.misses.iter().enumerate())
@@ -118,6 +122,10 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
         "unused_turns": verdict.unused_turns,
         "golden": verdict.golden.as_str(),
         "elapsed_ms": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
+        // Issue 43: when the fixture was recorded and how many whole days ago; null without a
+        // provenance (an older fixture).
+        "recorded_at": provenance.map(|p| p.to_value()["recorded_at"].clone()),
+        "age_days": provenance.map(|p| p.age(chrono::Utc::now()).num_days()),
     });
     if let Some(history) = history {
         line["history"] = json!(history);

@@ -180,6 +180,7 @@ mod tests {
                 answer: Answer::Output(output),
                 canonical: None,
             }],
+            provenance: None,
         };
         (
             Arc::new(ReplayEngine::new(fixture, "f.json").unwrap()),

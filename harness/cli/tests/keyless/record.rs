@@ -208,6 +208,17 @@ fn a_provider_error_answer_builds_its_fixture() {
     let built = Fixture::load(&repo.path().join(format!("recorded/{FIXTURE}.json")))
         .unwrap_or_else(|err| panic!("{err}\n{}", said(&output)));
     assert!(!built.turns.is_empty(), "{}", said(&output));
+    // Issue 43: the fixture says when, where, at which wire and by which keyless it was recorded.
+    let provenance = built
+        .provenance
+        .as_ref()
+        .expect("a recorded fixture has its provenance");
+    assert_eq!(provenance.upstream, upstream);
+    assert_eq!(provenance.wires, ["openai.chat.completions"]);
+    assert_eq!(provenance.models.len(), 1, "{provenance:?}");
+    assert_eq!(provenance.keyless_version, env!("CARGO_PKG_VERSION"));
+    let age = chrono::Utc::now() - provenance.recorded_at;
+    assert!(age.num_seconds() < 600, "recorded {age} ago");
     for turn in &built.turns {
         let Answer::Error(error) = &turn.answer else {
             panic!("a turn that is not the 429: {}", said(&output));

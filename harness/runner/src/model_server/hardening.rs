@@ -675,7 +675,9 @@ async fn the_fixture_built_from_memory_is_the_one_the_written_recording_builds()
         model: "m".into(),
         ..replay_core::Scenario::new("s", replay_core::UiMode::Flash, "p")
     };
-    let (expected, summary) = replay_core::build_fixture(&read_back, &scenario).expect("built");
+    let (mut expected, summary) = replay_core::build_fixture(&read_back, &scenario).expect("built");
+    // The provenance is the proxy's (its clock, its upstream), not the recording's.
+    expected.provenance = built.fixture.provenance.clone();
     assert_eq!(built.fixture.turns.len(), 3, "three calls recorded");
     assert_eq!(
         built.fixture.to_pretty_json(),

@@ -39,9 +39,10 @@ use model_wire::KeyHeader;
 use model_wire::chat_completions::error_message;
 use parking_lot::Mutex;
 use replay_core::recording::{
-    CallWriter, EventError, KnownSecrets, Outcome, RecordedEvent, RecordingSink, redact_text,
+    CallWriter, EventError, KnownSecrets, Outcome, RecordedCall, RecordedEvent, RecordingSink,
+    redact_text,
 };
-use replay_core::{DEFAULT_CALLER, Scenario, build_fixture_from_calls};
+use replay_core::{DEFAULT_CALLER, Provenance, Scenario, build_fixture_from_calls};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -361,12 +362,36 @@ impl Recorder {
             model: self.model_hint(),
             ..self.scenario.clone()
         };
-        let (fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
+        let (mut fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
+        fixture.provenance = Some(self.provenance(&calls));
         Ok(RecordedFixture {
             fixture,
             summary,
             reach: self.reach.reach(),
         })
+    }
+
+    /// Where and when the calls were recorded (`docs/replay-and-fixtures.md` §2.7): now, the
+    /// upstream without credentials or query, the models and wires the calls named.
+    fn provenance(&self, calls: &[RecordedCall]) -> Provenance {
+        let mut models = Vec::new();
+        let mut wires = Vec::new();
+        for call in calls {
+            for (list, key) in [(&mut models, "model"), (&mut wires, "api")] {
+                if let Some(name) = call.request.model.get(key).and_then(Value::as_str)
+                    && !list.iter().any(|seen: &String| seen == name)
+                {
+                    list.push(name.to_owned());
+                }
+            }
+        }
+        Provenance {
+            recorded_at: chrono::Utc::now(),
+            upstream: Provenance::upstream_without_secrets(&self.base),
+            models,
+            wires,
+            keyless_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
     }
 
     /// The upstream request for one call at `wire`: its path under the base URL, the proxy's

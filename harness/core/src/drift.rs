@@ -1,0 +1,286 @@
+//! Drift between a committed fixture and a fresh recording of the same scenario (issue 43,
+//! `keyless drift`): what the model side of the two runs says, call by call, classified
+//! identical, benign (only text or argument values changed) or breaking (the call sequence, a
+//! caller, a tool call's name or its argument keys, or a failure changed). Ids, usage and
+//! response metadata differ on every run and are not compared. The stream's event types and the
+//! golden's shapes are compared by the caller, which holds the recordings and the goldens.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::fixture::{Answer, Fixture, Turn};
+
+/// How a fresh recording compares with the committed fixture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DriftVerdict {
+    /// The same calls, the same tool calls with the same arguments, the same text.
+    Identical,
+    /// Only text (or a tool call's argument values) changed.
+    Benign,
+    /// Something a gateway acts on changed.
+    Breaking,
+}
+
+impl DriftVerdict {
+    /// `identical`, `benign` or `breaking`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftVerdict::Identical => "identical",
+            DriftVerdict::Benign => "benign",
+            DriftVerdict::Breaking => "breaking",
+        }
+    }
+}
+
+/// One difference, at one call (0-based, in recording order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftChange {
+    /// The call's index.
+    pub call: usize,
+    /// What differs: `caller`, `call`, `answer`, `error.type`, `content`, `tool_calls`,
+    /// `tool_calls[0].args` (its keys), `tool_calls[0].args.path` (a value).
+    pub field: String,
+    /// What the committed fixture says.
+    pub recorded: Value,
+    /// What the fresh recording says.
+    pub now: Value,
+    /// Whether this change alone makes the drift breaking.
+    pub breaking: bool,
+}
+
+impl DriftChange {
+    /// `{"call", "field", "recorded", "now"}`.
+    pub fn to_value(&self) -> Value {
+        json!({"call": self.call, "field": self.field, "recorded": self.recorded, "now": self.now})
+    }
+}
+
+/// The drift of one fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    /// The classification: the worst of the changes.
+    pub verdict: DriftVerdict,
+    /// Every difference found, by call.
+    pub changes: Vec<DriftChange>,
+}
+
+impl Drift {
+    /// Adds changes found elsewhere (the stream's event types, the golden's shapes).
+    pub fn extend(&mut self, changes: impl IntoIterator<Item = DriftChange>) {
+        self.changes.extend(changes);
+        self.verdict = verdict_of(&self.changes);
+    }
+
+    /// The JSON line `keyless drift --json` prints for the fixture `stem`.
+    pub fn to_json_line(&self, stem: &str) -> Value {
+        json!({
+            "fixture": stem,
+            "verdict": self.verdict.as_str(),
+            "changes": self.changes.iter().map(DriftChange::to_value).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The worst verdict `changes` make.
+fn verdict_of(changes: &[DriftChange]) -> DriftVerdict {
+    match changes.iter().map(|change| change.breaking).max() {
+        None => DriftVerdict::Identical,
+        Some(false) => DriftVerdict::Benign,
+        Some(true) => DriftVerdict::Breaking,
+    }
+}
+
+/// Compares the committed fixture `recorded` with `now`, a fresh recording of its scenario.
+pub fn compare_fixtures(recorded: &Fixture, now: &Fixture) -> Drift {
+    let mut changes = Vec::new();
+    for call in 0..recorded.turns.len().max(now.turns.len()) {
+        match (recorded.turns.get(call), now.turns.get(call)) {
+            (Some(was), Some(is)) => compare_turns(call, was, is, &mut changes),
+            (was, is) => changes.push(DriftChange {
+                call,
+                field: "call".to_owned(),
+                recorded: json!(was.map(caller_of)),
+                now: json!(is.map(caller_of)),
+                breaking: true,
+            }),
+        }
+    }
+    let verdict = verdict_of(&changes);
+    Drift { verdict, changes }
+}
+
+fn caller_of(turn: &Turn) -> String {
+    turn.caller.clone().unwrap_or_default()
+}
+
+fn compare_turns(call: usize, was: &Turn, is: &Turn, changes: &mut Vec<DriftChange>) {
+    let mut change = |field: String, recorded: Value, now: Value, breaking: bool| {
+        if recorded != now {
+            changes.push(DriftChange {
+                call,
+                field,
+                recorded,
+                now,
+                breaking,
+            });
+        }
+    };
+    change(
+        "caller".to_owned(),
+        json!(was.caller),
+        json!(is.caller),
+        true,
+    );
+    match (&was.answer, &is.answer) {
+        (Answer::Error(was), Answer::Error(is)) => {
+            change(
+                "error.type".to_owned(),
+                json!(was.error_type),
+                json!(is.error_type),
+                true,
+            );
+        }
+        (Answer::Output(was), Answer::Output(is)) => {
+            let (was, is) = (&was["data"], &is["data"]);
+            change(
+                "content".to_owned(),
+                was["content"].clone(),
+                is["content"].clone(),
+                false,
+            );
+            let (was_calls, is_calls) = (tool_calls(was), tool_calls(is));
+            let names = |calls: &[Value]| -> Value {
+                json!(calls.iter().map(|c| c["name"].clone()).collect::<Vec<_>>())
+            };
+            if names(&was_calls) != names(&is_calls) {
+                change(
+                    "tool_calls".to_owned(),
+                    names(&was_calls),
+                    names(&is_calls),
+                    true,
+                );
+                return;
+            }
+            for (index, (was, is)) in was_calls.iter().zip(&is_calls).enumerate() {
+                let keys = |call: &Value| -> BTreeSet<String> {
+                    call["args"]
+                        .as_object()
+                        .map(|args| args.keys().cloned().collect())
+                        .unwrap_or_default()
+                };
+                let (was_keys, is_keys) = (keys(was), keys(is));
+                if was_keys != is_keys {
+                    change(
+                        format!("tool_calls[{index}].args"),
+                        json!(was_keys),
+                        json!(is_keys),
+                        true,
+                    );
+                    continue;
+                }
+                for key in was_keys {
+                    change(
+                        format!("tool_calls[{index}].args.{key}"),
+                        was["args"][&key].clone(),
+                        is["args"][&key].clone(),
+                        false,
+                    );
+                }
+            }
+        }
+        (was, is) => change(
+            "answer".to_owned(),
+            json!(was.describe()),
+            json!(is.describe()),
+            true,
+        ),
+    }
+}
+
+/// The tool calls of a recorded message's `data`.
+fn tool_calls(data: &Value) -> Vec<Value> {
+    data["tool_calls"].as_array().cloned().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fixture::Fixture;
+
+    /// A fixture of one `lead_agent` call per answer: `("text", [])` or tool calls
+    /// `[(name, args)]`.
+    fn fixture(answers: &[(&str, Value)]) -> Fixture {
+        let turns: Vec<Value> = answers
+            .iter()
+            .enumerate()
+            .map(|(index, (text, calls))| {
+                json!({"caller": "lead_agent", "input_hash": format!("h{index}"), "output": {"type": "ai", "data": {
+                    "content": text, "type": "ai", "id": format!("run-{index}"), "tool_calls": calls}}})
+            })
+            .collect();
+        let text = json!({"mode": "flash", "turns": turns}).to_string();
+        Fixture::from_json_str(&text, Path::new("f.json")).expect("a fixture")
+    }
+
+    fn write(path: &str) -> Value {
+        json!([{"name": "write_file", "args": {"path": path, "content": "hi"}, "id": "c1", "type": "tool_call"}])
+    }
+
+    #[test]
+    fn each_change_is_classified_and_the_breaking_ones_name_call_and_field() {
+        let committed = fixture(&[("", write("/a")), ("done", json!([]))]);
+        let renamed = json!([{"name": "write_file", "args": {"file_path": "/a", "content": "hi"}, "id": "c9", "type": "tool_call"}]);
+        let mut extra = write("/a");
+        extra.as_array_mut().unwrap().push(
+            json!({"name": "read_file", "args": {"path": "/a"}, "id": "c2", "type": "tool_call"}),
+        );
+        for (case, now, verdict, field) in [
+            (
+                "nothing changed",
+                fixture(&[("", write("/a")), ("done", json!([]))]),
+                DriftVerdict::Identical,
+                None,
+            ),
+            (
+                "a text change",
+                fixture(&[("", write("/a")), ("all done", json!([]))]),
+                DriftVerdict::Benign,
+                Some((1, "content")),
+            ),
+            (
+                "an argument value",
+                fixture(&[("", write("/b")), ("done", json!([]))]),
+                DriftVerdict::Benign,
+                Some((0, "tool_calls[0].args.path")),
+            ),
+            (
+                "an extra tool call",
+                fixture(&[("", extra), ("done", json!([]))]),
+                DriftVerdict::Breaking,
+                Some((0, "tool_calls")),
+            ),
+            (
+                "a renamed argument",
+                fixture(&[("", renamed), ("done", json!([]))]),
+                DriftVerdict::Breaking,
+                Some((0, "tool_calls[0].args")),
+            ),
+            (
+                "an extra call",
+                fixture(&[("", write("/a")), ("done", json!([])), ("more", json!([]))]),
+                DriftVerdict::Breaking,
+                Some((2, "call")),
+            ),
+        ] {
+            let drift = compare_fixtures(&committed, &now);
+            assert_eq!(drift.verdict, verdict, "{case}: {drift:?}");
+            let first = drift.changes.first().map(|c| (c.call, c.field.as_str()));
+            assert_eq!(first, field, "{case}: {drift:?}");
+            let line = drift.to_json_line("s.flash");
+            assert_eq!(line["verdict"], verdict.as_str(), "{case}");
+        }
+    }
+}
