@@ -93,11 +93,12 @@ pub struct Args {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub reuse_gateway: Option<bool>,
     /// Warn about every fixture recorded (by its provenance) longer ago than AGE: a whole number
-    /// and h, d or w, e.g. 30d [`max_age` in keyless.toml]. A fixture without provenance has an
+    /// and h, d or w, e.g. 30d (key `max_age` in keyless.toml). A fixture without provenance has an
     /// unknown age: it is named, never failed.
     #[arg(long, value_name = "AGE")]
     pub max_age: Option<crate::age::MaxAge>,
-    /// Fail the run (exit 1) when a fixture is older than --max-age [`max_age_fail`].
+    /// Fail the run (exit 1) when a fixture is older than --max-age (key `max_age_fail` in
+    /// keyless.toml).
     #[arg(long)]
     pub max_age_fail: bool,
     /// Only these fixtures (their names, e.g. `write_read_file.flash`).
