@@ -13,7 +13,7 @@ use super::fixture::{Answer, Fixture, Turn};
 
 /// How a fresh recording compares with the committed fixture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DriftVerdict {
+pub enum DriftClass {
     /// The same calls, the same tool calls with the same arguments, the same text.
     Identical,
     /// Only text (or a tool call's argument values) changed.
@@ -22,13 +22,13 @@ pub enum DriftVerdict {
     Breaking,
 }
 
-impl DriftVerdict {
+impl DriftClass {
     /// `identical`, `benign` or `breaking`.
     pub fn as_str(self) -> &'static str {
         match self {
-            DriftVerdict::Identical => "identical",
-            DriftVerdict::Benign => "benign",
-            DriftVerdict::Breaking => "breaking",
+            DriftClass::Identical => "identical",
+            DriftClass::Benign => "benign",
+            DriftClass::Breaking => "breaking",
         }
     }
 }
@@ -60,7 +60,7 @@ impl DriftChange {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Drift {
     /// The classification: the worst of the changes.
-    pub verdict: DriftVerdict,
+    pub verdict: DriftClass,
     /// Every difference found, by call.
     pub changes: Vec<DriftChange>,
 }
@@ -83,11 +83,11 @@ impl Drift {
 }
 
 /// The worst verdict `changes` make.
-fn verdict_of(changes: &[DriftChange]) -> DriftVerdict {
+fn verdict_of(changes: &[DriftChange]) -> DriftClass {
     match changes.iter().map(|change| change.breaking).max() {
-        None => DriftVerdict::Identical,
-        Some(false) => DriftVerdict::Benign,
-        Some(true) => DriftVerdict::Breaking,
+        None => DriftClass::Identical,
+        Some(false) => DriftClass::Benign,
+        Some(true) => DriftClass::Breaking,
     }
 }
 
@@ -241,37 +241,37 @@ mod tests {
             (
                 "nothing changed",
                 fixture(&[("", write("/a")), ("done", json!([]))]),
-                DriftVerdict::Identical,
+                DriftClass::Identical,
                 None,
             ),
             (
                 "a text change",
                 fixture(&[("", write("/a")), ("all done", json!([]))]),
-                DriftVerdict::Benign,
+                DriftClass::Benign,
                 Some((1, "content")),
             ),
             (
                 "an argument value",
                 fixture(&[("", write("/b")), ("done", json!([]))]),
-                DriftVerdict::Benign,
+                DriftClass::Benign,
                 Some((0, "tool_calls[0].args.path")),
             ),
             (
                 "an extra tool call",
                 fixture(&[("", extra), ("done", json!([]))]),
-                DriftVerdict::Breaking,
+                DriftClass::Breaking,
                 Some((0, "tool_calls")),
             ),
             (
                 "a renamed argument",
                 fixture(&[("", renamed), ("done", json!([]))]),
-                DriftVerdict::Breaking,
+                DriftClass::Breaking,
                 Some((0, "tool_calls[0].args")),
             ),
             (
                 "an extra call",
                 fixture(&[("", write("/a")), ("done", json!([])), ("more", json!([]))]),
-                DriftVerdict::Breaking,
+                DriftClass::Breaking,
                 Some((2, "call")),
             ),
         ] {

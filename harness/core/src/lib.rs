@@ -64,7 +64,7 @@ pub use canonical::{
     DEFAULT_CALLER, ReplayKey, caller_identity, names_caller, normalize_caller, replay_key,
 };
 pub use diff::{Difference, first_difference};
-pub use drift::{Drift, DriftChange, DriftVerdict, compare_fixtures};
+pub use drift::{Drift, DriftChange, DriftClass, compare_fixtures};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
 pub use provenance::{PROVENANCE_VERSION, Provenance};
