@@ -111,10 +111,17 @@ fn replay_json_reports_a_green_fixture_with_its_shape() {
             "model_errors",
             "unused_turns",
             "golden",
-            "elapsed_ms"
+            "elapsed_ms",
+            "recorded_at",
+            "age_days"
         ]
     );
     assert_eq!(line["golden"], "ok");
+    // The shipped fixtures predate provenance: their age is unknown, not made up.
+    assert_eq!(
+        (&line["recorded_at"], &line["age_days"]),
+        (&json!(null), &json!(null))
+    );
     assert_eq!(line["misses"], json!([]));
     assert_eq!(line["unused_turns"], json!([3]), "the suggestions turn");
     assert_eq!(line["events"].as_array().unwrap().len(), 15);
