@@ -66,29 +66,23 @@ impl ResetReply {
     /// The discarded problems as the fixture that ran last's own: what arrived after its run
     /// ended, while no run was open ([`ModelServerClient::end_run`]).
     pub fn problems_of_the_last_run(&self) -> Vec<ModelProblem> {
-        let mut problems: Vec<ModelProblem> = (self.discarded.iter())
-            .map(|problem| ModelProblem::Reported {
-                kind: problem.kind(),
-                message: problem.message().to_owned(),
-            })
-            .collect();
-        if self.discarded_count > self.discarded.len() {
-            problems.push(ModelProblem::DiscardedUnkept {
-                count: self.discarded_count,
-                not_kept: self.discarded_count - self.discarded.len(),
-            });
-        }
-        problems
+        self.discarded_as(|kind, message| ModelProblem::Reported { kind, message })
     }
 
     /// The discarded problems for a run's ledger ([`ModelProblem::DiscardedAtReset`]), and one
     /// more when some were not kept in full.
     pub fn discarded_problems(&self) -> Vec<ModelProblem> {
+        self.discarded_as(|kind, message| ModelProblem::DiscardedAtReset { kind, message })
+    }
+
+    /// Each discarded problem made by `problem` from its kind and message, then one
+    /// [`ModelProblem::DiscardedUnkept`] when some were not kept in full.
+    fn discarded_as(
+        &self,
+        problem: impl Fn(replay_core::ModelProblemKind, String) -> ModelProblem,
+    ) -> Vec<ModelProblem> {
         let mut problems: Vec<ModelProblem> = (self.discarded.iter())
-            .map(|problem| ModelProblem::DiscardedAtReset {
-                kind: problem.kind(),
-                message: problem.message().to_owned(),
-            })
+            .map(|discarded| problem(discarded.kind(), discarded.message().to_owned()))
             .collect();
         if self.discarded_count > self.discarded.len() {
             problems.push(ModelProblem::DiscardedUnkept {
