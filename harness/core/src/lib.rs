@@ -15,6 +15,9 @@
 //!   loaded once and shared, [`LoadedFixture`]);
 //! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]),
 //!   telling an optional [`ReplayObserver`] of each lookup as it happens;
+//! - `exchange`: the one engine of every boundary besides the model's chat wire (MCP servers,
+//!   HTTP tool APIs, embeddings): a boundary is a stream of recorded exchanges, keyed, replayed
+//!   in order per key, with one miss diagnostic and one ledger ([`ExchangeReplay`], [`Boundary`]);
 //! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
 //! - `diff`: the first-difference walk used to explain misses ([`first_difference`]);
 //! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
@@ -41,6 +44,7 @@ mod build_fixture;
 mod canonical;
 mod diff;
 mod drift;
+mod exchange;
 mod fixture;
 mod normalize;
 mod provenance;
@@ -65,6 +69,10 @@ pub use canonical::{
 };
 pub use diff::{Difference, first_difference};
 pub use drift::{Drift, DriftChange, DriftClass, compare_fixtures};
+pub use exchange::{
+    Boundary, BoundaryKind, EXCHANGES_VERSION, Exchange, ExchangeCall, ExchangeKey, ExchangeMiss,
+    ExchangeReplay, MissReason, NearestExchange, ServedExchange, UnusedExchange,
+};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
 pub use provenance::{PROVENANCE_VERSION, Provenance};

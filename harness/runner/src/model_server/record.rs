@@ -362,7 +362,18 @@ impl Recorder {
             model: self.model_hint(),
             ..self.scenario.clone()
         };
-        let (mut fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
+        let exchanges = self.sink.remembered_exchanges();
+        if let Some(exchange) = self.writing.secrets.first_in_exchanges(&exchanges) {
+            let path = self.sink.path().to_path_buf();
+            let removed = std::fs::remove_file(&path).is_ok();
+            return Err(ModelServerError::SecretInExchange {
+                path,
+                exchange,
+                removed,
+            });
+        }
+        let (mut fixture, summary) =
+            build_fixture_from_calls(self.sink.path(), &calls, &exchanges, &scenario)?;
         fixture.provenance = Some(self.provenance(&calls));
         Ok(RecordedFixture {
             fixture,
