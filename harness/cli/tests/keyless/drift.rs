@@ -153,9 +153,18 @@ fn each_provider_change_is_classified_and_update_takes_only_the_benign_one() {
     let mut text = recorded();
     text[1].text = "I wrote hi to the file.";
     // (case, the upstream's script, verdict, the first change's call and field); each run with
-    // --update, the benign one last.
+    // --update, the benign one last. The gateway's shapes differing from the golden is played by
+    // a golden that says otherwise.
+    let golden = repo.path().join(format!("golden/{FIXTURE}.snap"));
+    let accepted_golden = std::fs::read_to_string(&golden).unwrap();
     let cases = [
         ("nothing changed", recorded(), "identical", None),
+        (
+            "the gateway's shapes differ from the golden",
+            recorded(),
+            "breaking",
+            Some((Value::Null, "golden")),
+        ),
         (
             "an extra tool call",
             extra_call,
@@ -178,6 +187,9 @@ fn each_provider_change_is_classified_and_update_takes_only_the_benign_one() {
     ];
     for (case, replies, verdict, first) in cases {
         *script.lock().unwrap() = replies;
+        let other = accepted_golden.replacen("\"run_id\"", "\"the_run_id\"", 1);
+        let edited = first.as_ref().is_some_and(|(_, field)| *field == "golden");
+        std::fs::write(&golden, if edited { &other } else { &accepted_golden }).unwrap();
         let before = std::fs::read(&fixture).unwrap();
         let run = repo.keyless(&[
             "drift",
