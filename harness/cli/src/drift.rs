@@ -447,10 +447,13 @@ fn markdown(drifted: &[Drifted]) -> String {
             text.push_str(&format!("- note: {note}\n"));
         }
     }
-    text.push_str(
-        "\nBreaking: record the fixture again (`keyless record --force …`) and review its \
-         golden; benign: `keyless drift --update`.\n",
-    );
+    if count(DriftClass::Breaking) + count(DriftClass::Benign) > 0 {
+        text.push_str(
+            "\nBreaking: look at what changed, adapt the gateway if it must, record the fixture \
+             again (`keyless record --force …`) and review its golden (`keyless review`). \
+             Benign: `keyless drift --update` takes the fresh recordings.\n",
+        );
+    }
     text
 }
 

@@ -145,8 +145,9 @@ pub fn compare_fixtures(recorded: &Fixture, now: &Fixture) -> Drift {
         (Some(was), Some(is)) => compare_streams(&was, &is, &mut changes),
         (None, _) => notes.push(
             "the committed fixture keeps no terms of its provider's stream (recorded before \
-             keyless kept them): new stream events or fields cannot be told; record it again \
-             (or `keyless drift --update` a benign drift) to keep them"
+             keyless kept them): new stream events or fields cannot be told until it is \
+             recorded again (`keyless record --force`, or `keyless drift --update` of a benign \
+             drift)"
                 .to_owned(),
         ),
         (Some(_), None) => notes.push(
