@@ -148,13 +148,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let recorded = record_again(&keyless, path, &upstream, work.path(), &fixtures);
         drifted.push(match recorded {
+            Err(NotRecorded::Usage(why)) => return Err(ConfigError(why).into()),
             Ok((committed, fresh_path, fresh)) => Drifted {
                 drift: compare_fixtures(&committed, &fresh),
                 stem,
                 committed: path.clone(),
                 fresh: Some(fresh_path),
             },
-            Err(why) => Drifted {
+            Err(NotRecorded::Failed(why)) => Drifted {
                 drift: Drift {
                     verdict: DriftClass::Breaking,
                     changes: vec![DriftChange::not_recorded(&why)],
@@ -228,11 +229,36 @@ impl Keyless {
     }
 }
 
-/// The last lines of a command's standard error, on one line.
+/// What a command said of its failure, on one line: its `keyless: error:` (up to a backtrace,
+/// at most 5 lines), else its last 3 lines of standard error.
 fn tail(output: &Output) -> String {
     let text = String::from_utf8_lossy(&output.stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" / ")
+    let error = lines.iter().position(|l| l.starts_with("keyless: error:"));
+    let chosen: Vec<&str> = match error {
+        Some(start) => (lines[start..].iter())
+            .take_while(|l| !l.to_lowercase().contains("backtrace"))
+            .take(5)
+            .copied()
+            .collect(),
+        None => lines[lines.len().saturating_sub(3)..].to_vec(),
+    };
+    chosen.join(" / ")
+}
+
+/// Why a scenario was not recorded again.
+enum NotRecorded {
+    /// `keyless record` found a usage or configuration error (no key, a bad upstream URL): the
+    /// same for every fixture, so drift stops with it (exit 2).
+    Usage(String),
+    /// This fixture's recording failed: its drift is breaking, with the error as its change.
+    Failed(String),
+}
+
+impl From<String> for NotRecorded {
+    fn from(why: String) -> NotRecorded {
+        NotRecorded::Failed(why)
+    }
 }
 
 /// Records the scenario of the committed fixture at `path` again (`keyless record` into a folder
@@ -244,7 +270,7 @@ fn record_again(
     upstream: &str,
     work: &Path,
     fixtures: &Path,
-) -> Result<(Fixture, PathBuf, Fixture), String> {
+) -> Result<(Fixture, PathBuf, Fixture), NotRecorded> {
     let committed =
         Fixture::load(path).map_err(|error| format!("the committed fixture: {error}"))?;
     let scenario = &committed.scenario;
@@ -269,12 +295,19 @@ fn record_again(
     let output = keyless
         .run("record", &args)
         .map_err(|error| format!("{error:#}"))?;
+    if output.status.code() == Some(2) {
+        return Err(NotRecorded::Usage(format!(
+            "recording {} again (keyless record): {}",
+            stem_of(path),
+            tail(&output)
+        )));
+    }
     if !output.status.success() {
-        return Err(format!(
+        return Err(NotRecorded::Failed(format!(
             "keyless record exited {}: {}",
             output.status.code().unwrap_or(-1),
             tail(&output)
-        ));
+        )));
     }
     let built = fixture_files(&into)
         .ok()
@@ -353,13 +386,17 @@ fn golden_change(line: &Value) -> Option<DriftChange> {
     }
 }
 
-/// A value as a table shows it: text as it is, anything else as JSON; `-` for none.
-fn shown(value: &Value) -> String {
-    match value {
+/// A value as a table shows it: text as it is, anything else as JSON; `-` for none. Its first
+/// line, and the rest (a golden's diff) to show below it.
+fn shown(value: &Value) -> (String, Vec<String>) {
+    let text = match value {
         Value::Null => "-".to_owned(),
-        Value::String(text) => one_line(text).into_owned(),
-        other => one_line(&other.to_string()).into_owned(),
-    }
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut lines = text.lines().map(|line| one_line(line).into_owned());
+    let first = lines.next().unwrap_or_default();
+    (first, lines.collect())
 }
 
 /// `call N field` or `field` for a change of the whole run.
@@ -391,12 +428,12 @@ fn print(drifted: &[Drifted], json: bool) -> anyhow::Result<()> {
         ))?;
         for change in &one.drift.changes {
             let mark = if change.breaking { "!" } else { " " };
-            out(format!(
-                "  {mark} {}: {} -> {}",
-                place(change),
-                shown(&change.recorded),
-                shown(&change.now)
-            ))?;
+            let (recorded, _) = shown(&change.recorded);
+            let (now, below) = shown(&change.now);
+            out(format!("  {mark} {}: {recorded} -> {now}", place(change)))?;
+            for line in below {
+                out(format!("      {line}"))?;
+            }
         }
     }
     Ok(())
@@ -436,12 +473,22 @@ fn markdown(drifted: &[Drifted]) -> String {
             } else {
                 "benign"
             };
+            let (recorded, _) = shown(&change.recorded);
+            let (now, below) = shown(&change.now);
             text.push_str(&format!(
                 "- {kind} {}: `{}` → `{}`\n",
                 place(change),
-                shown(&change.recorded).replace('`', "'"),
-                shown(&change.now).replace('`', "'")
+                recorded.replace('`', "'"),
+                now.replace('`', "'")
             ));
+            if !below.is_empty() {
+                // Indented under its item; a fence the diff cannot close.
+                text.push_str("\n  ````diff\n");
+                for line in below {
+                    text.push_str(&format!("  {line}\n"));
+                }
+                text.push_str("  ````\n");
+            }
         }
         for note in &one.drift.notes {
             text.push_str(&format!("- note: {note}\n"));

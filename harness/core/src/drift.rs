@@ -56,13 +56,14 @@ pub struct DriftChange {
 
 impl DriftChange {
     /// The gateway's shapes changed: replayed from the fresh fixture they no longer match the
-    /// committed golden (`what`: the golden's status, `diff`: how). Breaking.
+    /// committed golden (`what`: the golden's status, `diff`: how, on the lines below). Breaking.
     pub fn golden(what: &str, diff: &str) -> DriftChange {
         DriftChange {
             call: None,
             field: "golden".to_owned(),
             recorded: json!("the committed golden"),
-            now: json!(format!("{what}: {diff}").trim_end_matches(": ")),
+            // The diff on the lines below what happened, as a table or a report shows it.
+            now: json!(format!("{what}\n{diff}").trim_end()),
             breaking: true,
         }
     }

@@ -251,20 +251,35 @@ fn each_provider_change_is_classified_and_update_takes_only_the_benign_one() {
     );
 }
 
+/// Usage and configuration errors exit 2 naming what to fix (no upstream, an unknown fixture,
+/// the key's variable unset); a scenario that cannot be recorded again (an upstream nobody
+/// answers at) is breaking, its change the recording's error, and its fixture stays as it was.
 #[test]
-fn drift_without_an_upstream_or_with_an_unknown_fixture_is_a_usage_error() {
+fn drift_without_an_upstream_a_fixture_or_a_key_is_a_usage_error_and_no_recording_is_breaking() {
     let repo = UserRepo::new();
+    let config = repo.path().join("keyless.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}[record]\nkey_env = \"KEYLESS_TEST_UNSET_DRIFT_KEY\"\n"),
+    )
+    .unwrap();
+    let unreachable = "http://127.0.0.1:9/v1";
     for (args, says) in [
         (vec!["drift"], "no upstream"),
         (
             vec![
                 "drift",
                 "--upstream",
-                "http://127.0.0.1:9/v1",
+                unreachable,
                 "--fixture",
                 "nope.flash",
             ],
             "no fixture \"nope.flash\"",
+        ),
+        (
+            vec!["drift", "--upstream", unreachable],
+            "set KEYLESS_TEST_UNSET_DRIFT_KEY",
         ),
     ] {
         let output = repo.keyless(&args);
@@ -275,4 +290,36 @@ fn drift_without_an_upstream_or_with_an_unknown_fixture_is_a_usage_error() {
             said(&output)
         );
     }
+    let fixture = repo.path().join(format!("fixtures/{FIXTURE}.json"));
+    let committed = std::fs::read(&fixture).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args(["drift", "--json", "--update", "--upstream", unreachable])
+        .current_dir(repo.path())
+        .env("KEYLESS_TEST_UNSET_DRIFT_KEY", "sk-drift-0123456789abcdef")
+        // The gateway's own key (its model is the recording proxy).
+        .env(
+            "OPENAI_API_KEY",
+            harness::adapter::process::placeholder_key(),
+        )
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let line: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
+    assert_eq!(
+        (
+            &line["verdict"],
+            &line["changes"][0]["field"],
+            &line["changes"][0]["call"]
+        ),
+        (&json!("breaking"), &json!("record"), &Value::Null),
+        "{line:#}"
+    );
+    assert!(
+        line["changes"][0]["now"]
+            .as_str()
+            .is_some_and(|now| now.contains("127.0.0.1:9")),
+        "{line:#}"
+    );
+    assert_eq!(std::fs::read(&fixture).unwrap(), committed);
 }
