@@ -412,6 +412,6 @@ mod tests {
         let older = fixture(&[("hi", json!([])), ("done", json!([]))]);
         let drift = compare_fixtures(&older, &committed);
         assert_eq!(drift.verdict, DriftClass::Identical, "{drift:?}");
-        assert!(drift.notes[0].contains("record it again"), "{drift:?}");
+        assert!(drift.notes[0].contains("recorded again"), "{drift:?}");
     }
 }
