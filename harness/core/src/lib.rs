@@ -33,6 +33,10 @@
 //!   or Bedrock Converse request ([`messages_from_anthropic`], [`messages_from_responses`],
 //!   [`messages_from_gemini`], [`messages_from_converse`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
+//! - `provenance`: when, where and by which keyless a fixture was recorded ([`Provenance`]),
+//!   with the event names and fields its provider's stream used (`vocabulary`,
+//!   [`StreamVocabulary`]); `drift`: a fresh recording compared with the committed fixture
+//!   ([`compare_fixtures`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
 //!
@@ -56,6 +60,7 @@ mod shapes;
 mod text;
 mod unique_json;
 mod verdict;
+mod vocabulary;
 mod wire;
 mod wire_formats;
 
@@ -92,6 +97,7 @@ pub use verdict::{
     FailedRequest, Framing, FramingProblem, GoldenStatus, MissingGolden, ModelProblem,
     ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
+pub use vocabulary::StreamVocabulary;
 pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{
     messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_responses,
