@@ -13,6 +13,7 @@
 mod assemble;
 mod error;
 mod message;
+mod fault;
 mod render;
 mod types;
 
@@ -30,6 +31,7 @@ pub use message::{
     Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, new_run_id, openai_usage,
     usage_metadata,
 };
+pub use fault::{status_error, stream_error};
 pub use render::{ChunkRenderer, Identity, completion};
 pub use types::{
     Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,
