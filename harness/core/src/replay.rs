@@ -441,6 +441,21 @@ impl ReplayEngine {
         std::mem::take(&mut *self.misses.lock())
     }
 
+    /// Puts a served turn back at the front of its key's queue, unserved: the call it was
+    /// served to failed on purpose (a fault scenario's refused or cut call), so the call's
+    /// retry is served it again, as the provider would have answered the retry.
+    pub fn give_back(&self, turn_index: usize) {
+        let Some(turn) = self.fixture.turns.get(turn_index) else {
+            return;
+        };
+        let mut state = self.state.lock();
+        let queue = state.queues.entry(turn.input_hash.clone()).or_default();
+        if !queue.contains(&turn_index) {
+            queue.push_front(turn_index);
+        }
+        state.served[turn_index] = false;
+    }
+
     /// Indexes of the turns never served, in file order. Unused turns are not an error (§5.5).
     pub fn unused_turns(&self) -> Vec<usize> {
         let state = self.state.lock();

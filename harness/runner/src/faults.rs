@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use replay_core::{FixtureError, LoadedFixture};
 use serde::Deserialize;
 
 /// The suffix of a fault scenario's file.
@@ -370,6 +371,39 @@ fn raw_kind_name(kind: RawKind) -> &'static str {
 /// The base fixture of the fault scenario at `path`: `<fixture>.json` in its folder.
 pub fn base_fixture_path(path: &Path, plan: &FaultPlan) -> PathBuf {
     path.with_file_name(format!("{}.json", plan.fixture))
+}
+
+/// Whether `path` names a fault scenario (`….faults.toml`).
+pub fn is_fault_scenario(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name.to_string_lossy().ends_with(FAULTS_SUFFIX))
+}
+
+/// The fault scenarios of `dir` (`*.faults.toml`), sorted by name.
+pub fn fault_scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.is_file() && is_fault_scenario(path))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The fixture at `path`, or, for a fault scenario, its base fixture under the scenario's own
+/// name (so its golden is `<scenario>.<mode>@<fault-name>.snap`) with its plan. A plan that
+/// cannot be read is the fixture's error, naming the file, the line and the field.
+pub fn load_fixture_or_scenario(
+    path: &Path,
+) -> Result<(LoadedFixture, Option<FaultPlan>), FixtureError> {
+    if !is_fault_scenario(path) {
+        return Ok((LoadedFixture::load(path)?, None));
+    }
+    let plan = FaultPlan::load(path).map_err(|err| FixtureError::Invalid {
+        path: path.to_path_buf(),
+        message: format!("fault scenario: {err}"),
+    })?;
+    let base = LoadedFixture::load(&base_fixture_path(path, &plan))?;
+    Ok((base.renamed(path), Some(plan)))
 }
 
 #[cfg(test)]

@@ -194,6 +194,9 @@ pub struct ScenarioRun {
     pub model_errors: Vec<ModelProblem>,
     /// Turns nobody asked for (information, not failure, unless the drive's policy says so).
     pub unused_turns: Vec<usize>,
+    /// A fault scenario's faults and how often each fired (none outside one; one that never
+    /// fired is a model error too).
+    pub faults_fired: Vec<crate::model_server::FaultFired>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
     /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
@@ -414,6 +417,13 @@ impl ScenarioRun {
         if !self.unused_turns.is_empty() {
             let _ = writeln!(out, "unused turns: {:?}", self.unused_turns);
         }
+        for fault in &self.faults_fired {
+            let _ = writeln!(
+                out,
+                "fault {}: fired {} of {} time(s)",
+                fault.fault, fault.fired, fault.times
+            );
+        }
         out
     }
 
@@ -502,6 +512,7 @@ pub async fn run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        faults_fired: ledger.faults_fired,
         fixture,
         transcripts,
         exchanges,
@@ -587,6 +598,7 @@ mod tests {
             ambiguities: Vec::new(),
             model_errors: Vec::new(),
             unused_turns: Vec::new(),
+            faults_fired: Vec::new(),
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,

@@ -81,7 +81,7 @@ pub use regular_file::{FileError, exists_regular};
 
 // The model server.
 pub use model_server::{
-    AwsCredentials, CALLER_HEADER, ClientError, DEFAULT_CALL_TIME_LIMIT,
+    AwsCredentials, CALLER_HEADER, FaultFired, ClientError, DEFAULT_CALL_TIME_LIMIT,
     DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer, ModelServerClient, ModelServerError, Problem,
     RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ResetReply, ServeLimits,
     ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
@@ -91,7 +91,7 @@ pub use replay_log::ReplayLog;
 // Fault scenarios: a fixture replayed with faults on purpose.
 pub use faults::{
     FAULT_STATUSES, FAULTS_SUFFIX, Fault, FaultKind, FaultPlan, FaultPlanError, Select,
-    base_fixture_path,
+    base_fixture_path, fault_scenario_files, is_fault_scenario, load_fixture_or_scenario,
 };
 
 // Recordings: the managed store, and a recorded run's files.
