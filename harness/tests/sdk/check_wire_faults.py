@@ -129,7 +129,7 @@ def main():
         except Exception as error:  # noqa: BLE001 - the class is what is checked
             status = getattr(error, "status_code", None) or getattr(error, "code", None)
             if isinstance(error, botocore.exceptions.ClientError):
-                status = error.response["ResponseMetadata"].get("HTTPStatusCode")
+                status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             result = {"raised": type(error).__name__, "status": status,
                       "detail": detail(error), "answered": False}
         result["seconds"] = round(time.monotonic() - started, 1)
