@@ -1868,9 +1868,24 @@ fn the_official_clients_raise_each_providers_own_fault() {
             [
                 ("RateLimitError", json!(429), json!("requests"), false),
                 ("RateLimitError", json!(429), json!("requests"), false),
-                ("RateLimitError", json!(429), json!("rate_limit_error"), false),
-                ("ClientError", json!(429), json!("RESOURCE_EXHAUSTED"), false),
-                ("ThrottlingException", json!(429), json!("ThrottlingException"), false),
+                (
+                    "RateLimitError",
+                    json!(429),
+                    json!("rate_limit_error"),
+                    false,
+                ),
+                (
+                    "ClientError",
+                    json!(429),
+                    json!("RESOURCE_EXHAUSTED"),
+                    false,
+                ),
+                (
+                    "ThrottlingException",
+                    json!(429),
+                    json!("ThrottlingException"),
+                    false,
+                ),
             ],
         ),
         (
@@ -1878,11 +1893,26 @@ fn the_official_clients_raise_each_providers_own_fault() {
             100,
             0,
             [
-                ("InternalServerError", json!(500), json!("server_error"), false),
-                ("InternalServerError", json!(500), json!("server_error"), false),
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
                 ("InternalServerError", json!(500), json!("api_error"), false),
                 ("ServerError", json!(500), json!("INTERNAL"), false),
-                ("InternalServerException", json!(500), json!("InternalServerException"), false),
+                (
+                    "InternalServerException",
+                    json!(500),
+                    json!("InternalServerException"),
+                    false,
+                ),
             ],
         ),
         (
@@ -1890,11 +1920,31 @@ fn the_official_clients_raise_each_providers_own_fault() {
             100,
             0,
             [
-                ("InternalServerError", json!(529), json!("server_error"), false),
-                ("InternalServerError", json!(529), json!("server_error"), false),
-                ("OverloadedError", json!(529), json!("overloaded_error"), false),
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "OverloadedError",
+                    json!(529),
+                    json!("overloaded_error"),
+                    false,
+                ),
                 ("ServerError", json!(529), json!("INTERNAL"), false),
-                ("ServiceUnavailableException", json!(529), json!("ServiceUnavailableException"), false),
+                (
+                    "ServiceUnavailableException",
+                    json!(529),
+                    json!("ServiceUnavailableException"),
+                    false,
+                ),
             ],
         ),
         (
@@ -1903,10 +1953,25 @@ fn the_official_clients_raise_each_providers_own_fault() {
             0,
             [
                 ("APIError", Value::Null, json!("server_error"), false),
-                ("", Value::Null, json!("response.failed:server_error"), false),
-                ("APIStatusError", json!(200), json!("overloaded_error"), false),
+                (
+                    "",
+                    Value::Null,
+                    json!("response.failed:server_error"),
+                    false,
+                ),
+                (
+                    "APIStatusError",
+                    json!(200),
+                    json!("overloaded_error"),
+                    false,
+                ),
                 ("ServerError", json!(500), json!("INTERNAL"), false),
-                ("EventStreamError", Value::Null, json!("modelStreamErrorException"), false),
+                (
+                    "EventStreamError",
+                    Value::Null,
+                    json!("modelStreamErrorException"),
+                    false,
+                ),
             ],
         ),
     ];
@@ -1949,12 +2014,22 @@ fn the_official_clients_raise_each_providers_own_fault() {
     for (kind, times, retries, expected) in cases {
         assert_eq!(retries, 0);
         let got = bounded(serve(kind, times, &jobs_path));
-        for ((name, _), (got, (raised, status, detail, answered))) in
-            wires.iter().zip(got.as_array().expect("results").iter().zip(expected))
+        for ((name, _), (got, (raised, status, detail, answered))) in wires
+            .iter()
+            .zip(got.as_array().expect("results").iter().zip(expected))
         {
-            let raised = if raised.is_empty() { Value::Null } else { json!(raised) };
+            let raised = if raised.is_empty() {
+                Value::Null
+            } else {
+                json!(raised)
+            };
             assert_eq!(
-                (&got["raised"], &got["status"], &got["detail"], got["answered"].as_bool()),
+                (
+                    &got["raised"],
+                    &got["status"],
+                    &got["detail"],
+                    got["answered"].as_bool()
+                ),
                 (&raised, &status, &detail, Some(answered)),
                 "{kind:?} at {name}: {got}"
             );
@@ -1972,5 +2047,8 @@ fn the_official_clients_raise_each_providers_own_fault() {
     let got = bounded(serve(status(429, Some(1)), 1, &retry_jobs));
     assert_eq!(got[0]["answered"], json!(true), "{got}");
     let seconds = got[0]["seconds"].as_f64().unwrap_or_default();
-    assert!(seconds >= 0.9, "the retry waited retry-after's second: {got}");
+    assert!(
+        seconds >= 0.9,
+        "the retry waited retry-after's second: {got}"
+    );
 }

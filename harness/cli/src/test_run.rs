@@ -128,6 +128,16 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         ))
     })?;
+    // Fault scenarios (`<scenario>.<mode>@<fault>.faults.toml`) run as fixtures of their own.
+    fixtures.extend(
+        keyless_runner::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+            ConfigError(format!(
+                "cannot list the fixture folder {}: {err}",
+                resolved.fixtures.display()
+            ))
+        })?,
+    );
+    fixtures.sort();
     if fixtures.is_empty() {
         return Err(ConfigError(format!(
             "no fixtures (*.json) in {} (keyless record makes one)",

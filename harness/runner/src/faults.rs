@@ -231,14 +231,13 @@ impl FaultPlan {
             path: path.to_path_buf(),
             message: err.to_string().trim_end().to_owned(),
         })?;
-        let field_error = |line: usize, field: &'static str, message: String| {
-            FaultPlanError::Field {
+        let field_error =
+            |line: usize, field: &'static str, message: String| FaultPlanError::Field {
                 path: path.to_path_buf(),
                 line,
                 field,
                 message,
-            }
-        };
+            };
         if raw.fixture.trim().is_empty() || raw.fixture.ends_with(".json") {
             return Err(field_error(
                 1,
@@ -294,8 +293,8 @@ impl FaultPlan {
                 ("between_chunks_ms", raw.between_chunks_ms.is_some()),
             ];
             let kind_name = raw_kind_name(raw.kind);
-            if let Some((field, _)) = (present.iter())
-                .find(|(field, given)| *given && !allowed(raw.kind).contains(field))
+            if let Some((field, _)) =
+                (present.iter()).find(|(field, given)| *given && !allowed(raw.kind).contains(field))
             {
                 return Err(field_error(
                     line,
@@ -490,7 +489,10 @@ mod tests {
         }
         let line = parse("fixture = \"s.flash\"\n[[fault]]\ncall = 1\nkind = \"boom\"\n")
             .expect_err("bad kind");
-        assert!(line.contains("line 4"), "TOML's error names the line: {line}");
+        assert!(
+            line.contains("line 4"),
+            "TOML's error names the line: {line}"
+        );
     }
 
     #[test]

@@ -81,10 +81,10 @@ pub use regular_file::{FileError, exists_regular};
 
 // The model server.
 pub use model_server::{
-    AwsCredentials, CALLER_HEADER, FaultFired, ClientError, DEFAULT_CALL_TIME_LIMIT,
-    DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer, ModelServerClient, ModelServerError, Problem,
-    RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ResetReply, ServeLimits,
-    ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
+    AwsCredentials, CALLER_HEADER, ClientError, DEFAULT_CALL_TIME_LIMIT,
+    DEFAULT_RECORDING_MAX_BYTES, FaultFired, Mode, ModelServer, ModelServerClient,
+    ModelServerError, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture,
+    ResetReply, ServeLimits, ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
 };
 pub use replay_log::ReplayLog;
 

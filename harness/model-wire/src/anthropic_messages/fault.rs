@@ -14,7 +14,9 @@ pub fn status_error(status: u16, retry_after: Option<u32>) -> StatusError {
         other => error_kind_for_status(other),
     };
     let message = match kind {
-        "rate_limit_error" => "Number of requests has exceeded your rate limit (replayed by keyless)",
+        "rate_limit_error" => {
+            "Number of requests has exceeded your rate limit (replayed by keyless)"
+        }
         "overloaded_error" => "Overloaded (replayed by keyless)",
         _ => "Internal server error (replayed by keyless)",
     };

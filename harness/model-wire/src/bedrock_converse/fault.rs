@@ -17,7 +17,9 @@ pub fn status_error(status: u16, retry_after: Option<u32>) -> StatusError {
         other => exception_for_status(other),
     };
     let message = match exception {
-        "ThrottlingException" => "Too many requests, please wait before trying again. (replayed by keyless)",
+        "ThrottlingException" => {
+            "Too many requests, please wait before trying again. (replayed by keyless)"
+        }
         "ServiceUnavailableException" => "Service unavailable (replayed by keyless)",
         _ => "The server encountered an internal error (replayed by keyless)",
     };

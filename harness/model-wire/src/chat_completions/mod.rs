@@ -12,8 +12,8 @@
 
 mod assemble;
 mod error;
-mod message;
 mod fault;
+mod message;
 mod render;
 mod types;
 
@@ -27,11 +27,11 @@ pub use assemble::{
     Assembled, AssembledCall, ChunkAssembler, Ending, fill_call_id, parse_completion,
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
+pub use fault::{status_error, stream_error};
 pub use message::{
     Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, new_run_id, openai_usage,
     usage_metadata,
 };
-pub use fault::{status_error, stream_error};
 pub use render::{ChunkRenderer, Identity, completion};
 pub use types::{
     Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,

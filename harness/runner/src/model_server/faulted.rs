@@ -206,7 +206,11 @@ async fn waited(wait: Duration, over: &CancellationToken) -> bool {
 
 /// A response whose body breaks at once (a wait the run's end cut short).
 fn broken_response() -> Response {
-    (StatusCode::OK, played(VecDeque::from([Step::Break]), CancellationToken::new())).into_response()
+    (
+        StatusCode::OK,
+        played(VecDeque::from([Step::Break]), CancellationToken::new()),
+    )
+        .into_response()
 }
 
 /// A stream's body split into what went out as one piece: SSE events, event-stream messages,
@@ -480,12 +484,21 @@ mod tests {
             ),
             (
                 fault(Select::Call(1), Some("title"), 1),
-                vec![("lead_agent", Some(0)), ("title", Some(1)), ("title", Some(1))],
+                vec![
+                    ("lead_agent", Some(0)),
+                    ("title", Some(1)),
+                    ("title", Some(1)),
+                ],
                 vec![false, true, false],
             ),
             (
                 fault(Select::Turn(2), None, 2),
-                vec![("lead_agent", Some(0)), ("lead_agent", Some(1)), ("lead_agent", Some(1)), ("lead_agent", Some(1))],
+                vec![
+                    ("lead_agent", Some(0)),
+                    ("lead_agent", Some(1)),
+                    ("lead_agent", Some(1)),
+                    ("lead_agent", Some(1)),
+                ],
                 vec![false, true, true, false],
             ),
         ];
@@ -506,7 +519,9 @@ mod tests {
         let (fired, problems) = faults.report();
         assert_eq!(fired[0].fired, 0);
         assert!(
-            problems[0].message().contains("never fired: the run made 1 model call(s)"),
+            problems[0]
+                .message()
+                .contains("never fired: the run made 1 model call(s)"),
             "{}",
             problems[0].message()
         );
@@ -530,7 +545,10 @@ mod tests {
         let Pieces::Framed(framed) = pieces(Framing::Sse, &sse) else {
             panic!("framed");
         };
-        assert_eq!(framed, ["data: 1\n\n", "data: 2\r\n\r\n", "data: [DONE]\n\n"]);
+        assert_eq!(
+            framed,
+            ["data: 1\n\n", "data: 2\r\n\r\n", "data: [DONE]\n\n"]
+        );
         let array = Bytes::from_static(b"[{\"a\":1},\r\n{\"b\":2}]");
         let Pieces::JsonArray(elements) = pieces(Framing::JsonArray, &array) else {
             panic!("array");

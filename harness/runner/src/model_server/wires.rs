@@ -418,13 +418,25 @@ pub(super) async fn serve(
         } => {
             let message = problem.message().to_owned();
             shared.report(problem);
-            (None, false, wire_error(request.wire, status, &message, code))
+            (
+                None,
+                false,
+                wire_error(request.wire, status, &message, code),
+            )
         }
         Answered::Response(response) => (None, true, response),
     };
     // The one place a fault scenario meets a call (`faulted`): a call of no fault scenario
     // goes out as it is.
-    super::faulted::apply(shared, &request, caller.as_deref(), turn, answered, response).await
+    super::faulted::apply(
+        shared,
+        &request,
+        caller.as_deref(),
+        turn,
+        answered,
+        response,
+    )
+    .await
 }
 
 /// A request no [`Route`] serves: an OpenAI error naming it, and a problem.
