@@ -471,7 +471,8 @@ mod tests {
     #[test]
     fn a_fault_fires_on_its_calls_times_times_then_the_recording_answers() {
         // (fault, the calls in order as (caller, turn), which of them fire)
-        let cases: Vec<(Fault, Vec<(&str, Option<usize>)>, Vec<bool>)> = vec![
+        type Calls = Vec<(&'static str, Option<usize>)>;
+        let cases: Vec<(Fault, Calls, Vec<bool>)> = vec![
             (
                 fault(Select::Call(1), None, 1),
                 vec![("lead_agent", Some(0)); 3],
