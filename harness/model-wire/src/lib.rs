@@ -31,6 +31,7 @@ pub mod conversation;
 pub mod edge;
 mod event;
 mod fault;
+mod fault_render;
 pub mod gemini;
 pub mod pyrepr;
 pub mod responses;

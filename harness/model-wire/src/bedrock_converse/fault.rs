@@ -6,7 +6,6 @@
 
 use super::{error_body, exception_for_status};
 use crate::fault::{InStreamError, StatusError};
-use crate::wire::StreamException;
 
 /// Bedrock's answer to a refused call ([`crate::Wire::status_error`]); `retry_after` has no
 /// form at this wire.
@@ -35,8 +34,8 @@ pub fn status_error(status: u16, retry_after: Option<u32>) -> StatusError {
 
 /// The exception message a Converse stream ends with when the model fails mid-answer.
 pub fn stream_error() -> InStreamError {
-    InStreamError::Exception(StreamException {
+    InStreamError::Exception {
         exception_type: "modelStreamErrorException",
         message: "The model failed mid-stream (replayed by keyless)".to_owned(),
-    })
+    }
 }

@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use transport::eventstream::exception_frame;
 
-use super::backend::Shared;
 use super::problems::Problem;
 use super::request::{Framing, WireRequest};
 use crate::faults::{FaultKind, FaultPlan, Select};
@@ -284,7 +283,7 @@ fn framed_error(error: InStreamError, framing: Framing) -> String {
             Framing::JsonArray => chunk.to_string(),
             _ => format!("data: {chunk}\r\n\r\n"),
         },
-        InStreamError::Exception(_) => String::new(),
+        InStreamError::Exception { .. } => String::new(),
     }
 }
 
@@ -333,9 +332,10 @@ fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDequ
         FaultKind::StreamError { .. } => {
             let error = request.wire.stream_error("resp_keyless_fault", sent);
             match error {
-                InStreamError::Exception(exception) => steps.push_back(Step::Send(
-                    exception_frame(exception.exception_type, &exception.message),
-                )),
+                InStreamError::Exception {
+                    exception_type,
+                    message,
+                } => steps.push_back(Step::Send(exception_frame(exception_type, &message))),
                 other => {
                     let lead = match (request.framing, sent) {
                         (Framing::JsonArray, 0) => "",
@@ -378,7 +378,8 @@ fn refusal(request: &WireRequest, status: u16, retry_after: Option<u32>) -> Resp
 /// that answered (fixture replay); `answered` says whether the backend answered at all (a miss
 /// or another problem is no call a fault applies to, though it is counted).
 pub(super) async fn apply(
-    shared: &Shared,
+    faults: &Faults,
+    give_back: &(dyn Fn(usize) + Sync),
     request: &WireRequest,
     caller: Option<&str>,
     turn: Option<usize>,
@@ -386,14 +387,14 @@ pub(super) async fn apply(
     response: Response,
 ) -> Response {
     let caller = caller.unwrap_or(replay_core::DEFAULT_CALLER);
-    let Some((kind, over)) = shared.faults.decide(caller, turn) else {
+    let Some((kind, over)) = faults.decide(caller, turn) else {
         return response;
     };
     if !answered {
         return response;
     }
     if let (Some(turn), false) = (turn, matches!(kind, FaultKind::Delay { .. })) {
-        shared.backend.give_back(turn);
+        give_back(turn);
     }
     match kind {
         FaultKind::Status {

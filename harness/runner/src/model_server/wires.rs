@@ -428,8 +428,10 @@ pub(super) async fn serve(
     };
     // The one place a fault scenario meets a call (`faulted`): a call of no fault scenario
     // goes out as it is.
+    let give_back = |turn: usize| shared.backend.give_back(turn);
     super::faulted::apply(
-        shared,
+        &shared.faults,
+        &give_back,
         &request,
         caller.as_deref(),
         turn,
