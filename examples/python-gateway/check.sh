@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The example as a user runs it, from a folder outside the workspace (a copy of this one, no
-# Cargo.toml in sight): the committed golden passes, and a gateway whose conversation drifts
-# (message names off) fails with the miss diagnostic in the output and in --json.
+# Cargo.toml in sight): the committed goldens pass (the fixture and its two fault scenarios: a
+# 429 the gateway's client retries through, a cut stream it turns into an `error` event), the
+# 429 scenario without the client's retries fails with a golden change in seconds (not a hang),
+# and a gateway whose conversation drifts (message names off) fails with the miss diagnostic in
+# the output and in --json.
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/ci-venv/bin/python examples/python-gateway/check.sh
 set -euo pipefail
@@ -19,6 +22,18 @@ fail() { echo "python example: $*" >&2; exit 1; }
 
 echo "python example: keyless test in $work"
 "$keyless" test || fail "keyless test failed on the committed fixture and golden"
+
+echo "python example: without its client's retries the gateway fails the 429 fault scenario"
+set +e
+started=$SECONDS
+GATEWAY_MAX_RETRIES=0 "$keyless" test word_count.flash@rate-limit > noretry.out 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || fail "the 429 scenario without retries exited $status, not 1: $(cat noretry.out)"
+[ $((SECONDS - started)) -lt 60 ] || fail "the 429 scenario without retries took $((SECONDS - started))s (a hang?)"
+grep -q 'faults: call 1: status 429 fired 1/1' noretry.out || fail "the verdict does not say the 429 fired"
+grep -q 'golden: .*word_count.flash@rate-limit.snap (changed)' noretry.out ||
+  fail "the 429 scenario without retries shows no golden change: $(cat noretry.out)"
 
 echo "python example: the same gateway with message names off must miss"
 set +e
@@ -50,4 +65,4 @@ cases = ET.parse(sys.argv[2]).getroot().iter("testcase")
 assert [case.get("name") for case in cases] == [n[:-len(".json")] for n in names]
 assert not list(ET.parse(sys.argv[2]).getroot().iter("failure"))
 PY
-echo "python example: ok (passes as recorded; the drift fails with its diagnostic; 8 at two a time pass)"
+echo "python example: ok (passes as recorded and under its faults; no retry fails the 429; the drift fails with its diagnostic; 8 at two a time pass)"

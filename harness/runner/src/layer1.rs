@@ -309,8 +309,10 @@ impl ScenarioRun {
             .collect();
         // Every run is held to its dialect's framing rule, a page's as a session's.
         let api = self.transcripts.first().map_or(Api::default(), |t| t.api);
+        // A fault scenario's fault that fired is a model error on purpose.
         let model_error_recorded = (self.fixture.turns.iter())
-            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
+            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)))
+            || self.faults_fired.iter().any(|fault| fault.fired > 0);
         let mut verdict = Verdict::new(
             api.framing(&self.transcripts, model_error_recorded),
             self.misses.clone(),

@@ -32,6 +32,10 @@ use super::problems::Problem;
 use super::request::{Framing, WireRequest};
 use crate::faults::{FaultKind, FaultPlan, Select};
 
+/// How long a cut waits after its last chunk before it breaks the connection, so the chunks
+/// reach the client first.
+const FLUSH_BEFORE_BREAK: Duration = Duration::from_millis(20);
+
 /// How often one fault fired in the run so far (`GET /_harness/state`'s `faults`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultFired {
@@ -352,7 +356,13 @@ fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDequ
                 }
             }
         }
-        FaultKind::Cut { .. } => steps.push_back(Step::Break),
+        FaultKind::Cut { .. } => {
+            // The chunks go out before the break: hyper flushes what it holds only when the
+            // body waits, so a break right after them would lose them (and the client, having
+            // seen no answer, would retry a connection error instead of reading a cut stream).
+            steps.push_back(Step::Wait(FLUSH_BEFORE_BREAK));
+            steps.push_back(Step::Break);
+        }
         _ => {}
     }
     steps
@@ -419,7 +429,11 @@ pub(super) async fn apply(
                 .await
                 .unwrap_or_default();
             let half = bytes.slice(..bytes.len() / 2);
-            let steps = VecDeque::from([Step::Send(half), Step::Break]);
+            let steps = VecDeque::from([
+                Step::Send(half),
+                Step::Wait(FLUSH_BEFORE_BREAK),
+                Step::Break,
+            ]);
             Response::from_parts(parts, played(steps, over))
         }
         FaultKind::StreamError { .. } | FaultKind::Cut { .. } | FaultKind::Delay { .. } => {
