@@ -432,7 +432,10 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     if between_runs {
         shared.closed.store(true, Ordering::SeqCst);
     }
-    shared.faults.select(selected.fixture.as_deref());
+    // Between runs no fault scenario is active: its counts were the run's that just ended.
+    shared
+        .faults
+        .select(selected.fixture.as_deref().filter(|_| !between_runs));
     let discarded = shared.problems.lock().clear();
     if !between_runs {
         shared.closed.store(false, Ordering::SeqCst);
