@@ -35,6 +35,24 @@ grep -q 'faults: call 1: status 429 fired 1/1' noretry.out || fail "the verdict 
 grep -q 'golden: .*word_count.flash@rate-limit.snap (changed)' noretry.out ||
   fail "the 429 scenario without retries shows no golden change: $(cat noretry.out)"
 
+echo "python example: a 40 s delay against a client that waits 5 s costs about 5 s, not 40"
+cat > fixtures/word_count.flash@slow.faults.toml <<'TOML'
+fixture = "word_count.flash"
+[[fault]]
+turn = 4
+kind = "delay"
+first_byte_ms = 40000
+TOML
+# The client gives up, and the gateway streams the error event the cut stream's golden holds.
+sed 's/@cut-stream/@slow/' golden/word_count.flash@cut-stream.snap > golden/word_count.flash@slow.snap
+started=$SECONDS
+GATEWAY_MODEL_TIMEOUT=5 GATEWAY_MAX_RETRIES=0 "$keyless" test word_count.flash@slow > slow.out 2>&1 ||
+  fail "the delayed scenario failed: $(cat slow.out)"
+took=$((SECONDS - started))
+echo "python example: the 40 s delay took ${took}s of wall time"
+[ "$took" -lt 20 ] || fail "a 40 s delay against a 5 s client timeout took ${took}s"
+rm fixtures/word_count.flash@slow.faults.toml golden/word_count.flash@slow.snap
+
 echo "python example: the same gateway with message names off must miss"
 set +e
 GATEWAY_SEND_NAMES=0 "$keyless" test > drift.out 2>&1
