@@ -43,6 +43,9 @@ const EXIT_POLL: Duration = Duration::from_millis(200);
   keyless serve --port 3000                        # every fixture; the first is active
   keyless serve --fixture chat.chat --port 3000 --replay-log .keyless/replay.jsonl
   keyless serve --faults chat.chat@overloaded --port 3000   # a fault scenario, active first
+
+Every fault scenario of the fixture folder (<scenario>.<mode>@<fault-name>.faults.toml) is served
+too, selected by its name like a fixture; --faults NAME makes one active first.
   # playwright.config.ts:
   #   webServer: { command: 'keyless serve --port 3000', url: 'http://127.0.0.1:3000/health' }
 
@@ -137,6 +140,23 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
     }
     let mut fixtures = fixtures;
     let mut faults = Vec::new();
+    if args.fixture.is_none() {
+        // Every fault scenario of the folder too, after the fixtures: a browser suite selects one
+        // by its name (`<scenario>.<mode>@<fault-name>`) like any fixture.
+        let scenarios =
+            keyless_runner::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+                ConfigError(format!(
+                    "cannot list the fixture folder {}: {err}",
+                    resolved.fixtures.display()
+                ))
+            })?;
+        for path in scenarios {
+            let plan = keyless_runner::FaultPlan::load(&path)
+                .map_err(|err| ConfigError(error_chain(&err)))?;
+            faults.push((stem_of(&path), plan));
+            fixtures.push(path);
+        }
+    }
     if let Some(given) = &args.faults {
         let path = if given.ends_with(keyless_runner::FAULTS_SUFFIX) || given.contains('/') {
             PathBuf::from(given)
@@ -147,7 +167,11 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         };
         let plan =
             keyless_runner::FaultPlan::load(&path).map_err(|err| ConfigError(error_chain(&err)))?;
-        faults.push((stem_of(&path), plan));
+        let name = stem_of(&path);
+        // Listed with the folder's scenarios already: made active first, served once.
+        fixtures.retain(|listed| stem_of(listed) != name);
+        faults.retain(|(listed, _)| *listed != name);
+        faults.push((name, plan));
         fixtures.insert(0, path);
     }
     Ok(Settings {
