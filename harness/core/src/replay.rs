@@ -1091,6 +1091,25 @@ mod tests {
         assert_eq!(engine.misses().len(), 1);
     }
 
+    #[test]
+    fn a_turn_given_back_is_served_again_before_the_next_of_its_key() {
+        // A fault scenario refused the call turn 0 was served to; its retry gets turn 0 again.
+        let hi = [human("hi")];
+        let engine = engine(vec![
+            turn("lead_agent", &hi, "first", false),
+            turn("lead_agent", &hi, "second", false),
+        ]);
+        let refused = engine.lookup("lead_agent", &hi).expect("first");
+        engine.give_back(refused.turn_index);
+        assert_eq!(engine.unused_turns(), vec![0, 1]);
+        let served: Vec<usize> = (0..2)
+            .map(|_| engine.lookup("lead_agent", &hi).expect("served").turn_index)
+            .collect();
+        assert_eq!(served, [0, 1]);
+        engine.give_back(99);
+        assert!(engine.unused_turns().is_empty(), "an unknown turn is ignored");
+    }
+
     /// A turn like [`turn`] with its answer given as JSON (`data` of the output).
     fn turn_saying(caller: &str, messages: &[Value], data: Value) -> Turn {
         Turn {
