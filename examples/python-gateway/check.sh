@@ -53,6 +53,24 @@ echo "python example: the 40 s delay took ${took}s of wall time"
 [ "$took" -lt 20 ] || fail "a 40 s delay against a 5 s client timeout took ${took}s"
 rm fixtures/word_count.flash@slow.faults.toml golden/word_count.flash@slow.snap
 
+echo "python example: a fault no call matches fails its fixture (the gateway took another path)"
+cat > fixtures/word_count.flash@never.faults.toml <<'TOML'
+fixture = "word_count.flash"
+[[fault]]
+call = 99
+kind = "status"
+status = 503
+TOML
+cp golden/word_count.flash@rate-limit.snap golden/word_count.flash@never.snap
+set +e
+"$keyless" test word_count.flash@never > never.out 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || fail "a fault that never fired exited $status, not 1: $(cat never.out)"
+grep -q 'fault_not_fired: the fault "call 99: status 503"' never.out ||
+  fail "the verdict does not name the fault that never fired: $(cat never.out)"
+rm fixtures/word_count.flash@never.faults.toml golden/word_count.flash@never.snap
+
 echo "python example: the same gateway with message names off must miss"
 set +e
 GATEWAY_SEND_NAMES=0 "$keyless" test > drift.out 2>&1

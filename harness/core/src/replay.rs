@@ -1107,7 +1107,10 @@ mod tests {
             .collect();
         assert_eq!(served, [0, 1]);
         engine.give_back(99);
-        assert!(engine.unused_turns().is_empty(), "an unknown turn is ignored");
+        assert!(
+            engine.unused_turns().is_empty(),
+            "an unknown turn is ignored"
+        );
     }
 
     /// A turn like [`turn`] with its answer given as JSON (`data` of the output).

@@ -572,3 +572,130 @@ mod tests {
         assert_eq!(elements, ["{\"a\":1}", "{\"b\":2}"]);
     }
 }
+
+/// The plan over real HTTP: what a client waiting on a `hang` or a long `delay` costs.
+#[cfg(test)]
+mod served {
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+
+    use super::super::{Mode, ModelServer, ServerOptions};
+    use crate::faults::{Fault, FaultKind, FaultPlan, Select};
+
+    fn fixture() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/write_read_file.flash.json")
+    }
+
+    /// The first recorded turn's request at Chat Completions, streamed.
+    fn first_call() -> String {
+        let fixture = replay_core::Fixture::load(&fixture()).expect("fixture");
+        let canonical = fixture.turns[0].canonical.as_deref().expect("canonical");
+        let entries: Vec<serde_json::Value> = serde_json::from_str(canonical).expect("entries");
+        let messages: Vec<serde_json::Value> = (entries.iter())
+            .map(|entry| {
+                serde_json::json!({"role": "user", "content": entry["content"], "name": entry["name"]})
+            })
+            .collect();
+        serde_json::json!({"model": "m", "stream": true, "messages": messages}).to_string()
+    }
+
+    async fn server_with(kind: FaultKind) -> ModelServer {
+        let plan = FaultPlan {
+            fixture: "write_read_file.flash".to_owned(),
+            faults: vec![Fault {
+                select: Select::Call(1),
+                caller: None,
+                kind,
+                times: 1,
+            }],
+        };
+        let options = ServerOptions {
+            faults: vec![("write_read_file.flash".to_owned(), plan)],
+            ..ServerOptions::default()
+        };
+        ModelServer::start(Mode::Fixtures(vec![fixture()]), options)
+            .await
+            .expect("model server")
+    }
+
+    #[tokio::test]
+    async fn a_client_that_gives_up_on_a_hang_or_a_long_delay_costs_its_own_timeout() {
+        let kinds = [
+            FaultKind::Hang,
+            FaultKind::Delay {
+                first_byte: Duration::from_secs(40),
+                between_chunks: Duration::ZERO,
+            },
+        ];
+        for kind in kinds {
+            let server = server_with(kind).await;
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(1))
+                .build()
+                .expect("client");
+            let started = Instant::now();
+            let answer = client
+                .post(format!("{}/v1/chat/completions", server.url()))
+                .header("content-type", "application/json")
+                .body(first_call())
+                .send()
+                .await;
+            assert!(
+                answer.as_ref().is_err_and(reqwest::Error::is_timeout),
+                "{kind:?}: {answer:?}"
+            );
+            // Nothing is held once the client left: the server stops at once, not after its grace.
+            let stopping = Instant::now();
+            server.stop().await.expect("stop");
+            assert!(
+                stopping.elapsed() < Duration::from_millis(1500),
+                "{kind:?}: the stop took {:?}",
+                stopping.elapsed()
+            );
+            assert!(started.elapsed() < Duration::from_secs(3), "{kind:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_status_fault_answers_the_wires_refusal_then_the_retry_the_recording() {
+        let server = server_with(FaultKind::Status {
+            status: 429,
+            retry_after: Some(2),
+        })
+        .await;
+        let client = reqwest::Client::new();
+        let call = || {
+            client
+                .post(format!("{}/v1/chat/completions", server.url()))
+                .header("content-type", "application/json")
+                .body(first_call())
+                .send()
+        };
+        let refused = call().await.expect("answered");
+        assert_eq!(refused.status(), 429);
+        let header = |name: &str| {
+            refused
+                .headers()
+                .get(name)
+                .map(|value| value.to_str().unwrap_or_default().to_owned())
+        };
+        assert_eq!(
+            (header("retry-after"), header("retry-after-ms")),
+            (Some("2".to_owned()), Some("2000".to_owned()))
+        );
+        let body: serde_json::Value = refused.json().await.expect("json");
+        assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+        let retried = call().await.expect("answered");
+        assert_eq!(retried.status(), 200);
+        assert!(retried.text().await.expect("body").contains("data: [DONE]"));
+        let state = server
+            .client()
+            .expect("client")
+            .state()
+            .await
+            .expect("state");
+        assert_eq!(state.faults[0].fired, 1);
+        assert!(state.problems.is_empty(), "{:?}", state.problems);
+        server.stop().await.expect("stop");
+    }
+}
