@@ -88,6 +88,11 @@ node - "$work/app.json" <<'JS' || fail "the stream-error fault scenario: $(cat "
 const lines = require("fs").readFileSync(process.argv[2], "utf8").trim().split("\n").map(JSON.parse);
 const fault = lines.find((line) => line.fixture.endsWith("weather.chat@stream-error.faults.toml"));
 if (!fault || fault.golden !== "ok" || fault.misses.length !== 0) process.exit(1);
+const fired = JSON.stringify(fault.faults);
+if (fired !== JSON.stringify([{ fault: "turn 4: stream_error after 2 chunks", fired: 1, times: 1 }])) {
+  console.error(`faults: ${fired}`);
+  process.exit(1);
+}
 JS
 grep -q 'faults: turn 4: stream_error after 2 chunks fired 1/1' "$work/app.out" ||
   fail "the verdict does not say the stream error fired: $(cat "$work/app.out")"
