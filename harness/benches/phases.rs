@@ -261,6 +261,7 @@ fn scenario_run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        faults_fired: ledger.faults_fired,
         elapsed: Duration::ZERO,
         golden_dir: options.golden_dir,
         transcripts_shown: Transcripts::Cut,

@@ -1819,3 +1819,241 @@ fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() 
         assert!(text.contains("\"outcome\": \"error\""), "{text}");
     });
 }
+
+/// Issue 42, item 3: each wire's official client meets a fault scenario's fault as its
+/// provider's own failure. A 429 raises `openai.RateLimitError`, `anthropic.RateLimitError`,
+/// google-genai's `ClientError` (`RESOURCE_EXHAUSTED`) and botocore's `ThrottlingException`; a
+/// 5xx the client's server error (Anthropic's 529 its `OverloadedError`); a `stream_error`
+/// after two chunks the wire's in-stream error (`openai.APIError` from Chat Completions' error
+/// chunk, Responses' `response.failed`, Messages' `event: error` with `overloaded_error`,
+/// Gemini's error chunk as `ServerError`, Converse's `modelStreamErrorException`); a cut stream
+/// a broken read; and through a 429 with `retry-after: 1` each client's own retries reach the
+/// recorded answer, the `openai` and `anthropic` clients after the second it asks for.
+#[test]
+fn the_official_clients_raise_each_providers_own_fault() {
+    use keyless_runner::{Fault, FaultKind, FaultPlan, Select};
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let turn = &fixture.turns[0];
+    let canonical = turn.canonical.as_deref().expect("canonical");
+    let body = |wire: Wire| {
+        let mut body = request(wire, canonical, false);
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("stream");
+        }
+        body
+    };
+    let wires = [
+        ("chat", Wire::ChatCompletions),
+        ("responses", Wire::Responses),
+        ("anthropic", Wire::Anthropic),
+        ("gemini", Wire::Gemini),
+        ("converse", Wire::Converse),
+    ];
+    let status = |status: u16, retry_after: Option<u32>| FaultKind::Status {
+        status,
+        retry_after,
+    };
+    // (the fault, its times, the client's retries, per wire what the client did: raised,
+    // status, detail, answered)
+    type Expected = [(&'static str, Value, Value, bool); 5];
+    let cases: Vec<(FaultKind, u32, u32, Expected)> = vec![
+        (
+            status(429, None),
+            100,
+            0,
+            [
+                ("RateLimitError", json!(429), json!("requests"), false),
+                ("RateLimitError", json!(429), json!("requests"), false),
+                (
+                    "RateLimitError",
+                    json!(429),
+                    json!("rate_limit_error"),
+                    false,
+                ),
+                (
+                    "ClientError",
+                    json!(429),
+                    json!("RESOURCE_EXHAUSTED"),
+                    false,
+                ),
+                (
+                    "ThrottlingException",
+                    json!(429),
+                    json!("ThrottlingException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            status(500, None),
+            100,
+            0,
+            [
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
+                ("InternalServerError", json!(500), json!("api_error"), false),
+                ("ServerError", json!(500), json!("INTERNAL"), false),
+                (
+                    "InternalServerException",
+                    json!(500),
+                    json!("InternalServerException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            status(529, None),
+            100,
+            0,
+            [
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "OverloadedError",
+                    json!(529),
+                    json!("overloaded_error"),
+                    false,
+                ),
+                ("ServerError", json!(529), json!("INTERNAL"), false),
+                (
+                    "ServiceUnavailableException",
+                    json!(529),
+                    json!("ServiceUnavailableException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            FaultKind::StreamError { after_chunks: 2 },
+            100,
+            0,
+            [
+                ("APIError", Value::Null, json!("server_error"), false),
+                (
+                    "",
+                    Value::Null,
+                    json!("response.failed:server_error"),
+                    false,
+                ),
+                (
+                    "APIStatusError",
+                    json!(200),
+                    json!("overloaded_error"),
+                    false,
+                ),
+                ("ServerError", json!(500), json!("INTERNAL"), false),
+                (
+                    "EventStreamError",
+                    Value::Null,
+                    json!("modelStreamErrorException"),
+                    false,
+                ),
+            ],
+        ),
+    ];
+    let folder = tempfile::tempdir().expect("tempdir");
+    let jobs: Vec<Value> = (wires.iter())
+        .map(|(name, wire)| json!({"wire": name, "caller": turn.caller, "body": body(*wire)}))
+        .collect();
+    let jobs_path = folder.path().join("jobs.json");
+    std::fs::write(&jobs_path, Value::Array(jobs).to_string()).expect("write the jobs");
+    let serve = |kind: FaultKind, times: u32, jobs: &std::path::Path| {
+        let plan = FaultPlan {
+            fixture: "write_read_file.flash".to_owned(),
+            faults: vec![Fault {
+                select: Select::Call(1),
+                caller: None,
+                kind,
+                times,
+            }],
+        };
+        let options = ServerOptions {
+            faults: vec![("write_read_file.flash".to_owned(), plan)],
+            ..ServerOptions::default()
+        };
+        let (python, fixture_path, jobs) = (python.clone(), fixture_path.clone(), jobs.to_owned());
+        async move {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture_path]), options)
+                .await
+                .expect("model server");
+            let got = run_sdk_script(
+                python,
+                "check_wire_faults.py",
+                vec![server.url(), jobs.display().to_string()],
+                server.reset_token(),
+            )
+            .await;
+            server.stop().await.expect("stop");
+            got
+        }
+    };
+    for (kind, times, retries, expected) in cases {
+        assert_eq!(retries, 0);
+        let got = bounded(serve(kind, times, &jobs_path));
+        for ((name, _), (got, (raised, status, detail, answered))) in wires
+            .iter()
+            .zip(got.as_array().expect("results").iter().zip(expected))
+        {
+            let raised = if raised.is_empty() {
+                Value::Null
+            } else {
+                json!(raised)
+            };
+            assert_eq!(
+                (
+                    &got["raised"],
+                    &got["status"],
+                    &got["detail"],
+                    got["answered"].as_bool()
+                ),
+                (&raised, &status, &detail, Some(answered)),
+                "{kind:?} at {name}: {got}"
+            );
+        }
+    }
+    // A cut stream: every client's read breaks (none completes the call).
+    let got = bounded(serve(FaultKind::Cut { after_chunks: 2 }, 100, &jobs_path));
+    for ((name, _), got) in wires.iter().zip(got.as_array().expect("results")) {
+        assert_eq!(got["answered"], json!(false), "cut at {name}: {got}");
+    }
+    // A 429 with retry-after 1 once: every client's own retries reach the recording (the turn
+    // the refused call was served goes back to the replay), and the `openai` and `anthropic`
+    // clients wait the second `retry-after` asks for.
+    let retry_jobs = folder.path().join("retry.json");
+    let jobs: Vec<Value> = (wires.iter())
+        .map(|(name, wire)| json!({"wire": name, "caller": turn.caller, "body": body(*wire), "retries": 2}))
+        .collect();
+    std::fs::write(&retry_jobs, Value::Array(jobs).to_string()).expect("write the jobs");
+    let got = bounded(serve(status(429, Some(1)), 1, &retry_jobs));
+    for ((name, _), got) in wires.iter().zip(got.as_array().expect("results")) {
+        assert_eq!(got["answered"], json!(true), "retried at {name}: {got}");
+        let seconds = got["seconds"].as_f64().unwrap_or_default();
+        if ["chat", "responses", "anthropic"].contains(name) {
+            assert!(seconds >= 0.9, "{name} waited retry-after's second: {got}");
+        }
+    }
+}

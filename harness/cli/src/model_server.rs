@@ -41,6 +41,11 @@ Record mode refuses an existing fixture without --force, and builds none when a 
 HTTP answer from the upstream (exit 1, the raw recording kept; --keep-transport-errors records
 such failures anyway).")]
 pub struct Args {
+    /// Serve the fault scenario FILE (`<scenario>.<mode>@<fault>.faults.toml`, issue 42): its
+    /// base fixture, active first, with its faults applied (`keyless model-server --faults
+    /// fixtures/write_read_file.flash@rate-limit.faults.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub faults: Option<PathBuf>,
     #[command(flatten)]
     pub folders: Folders,
     /// The port on 127.0.0.1 (0 picks a free one; the address is printed).
@@ -312,9 +317,27 @@ pub fn aws_credentials_from_env() -> Option<AwsCredentials> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let resolved = args.folders.resolve()?;
     let (mode, described, plan) = mode(&args, &resolved)?;
+    let mut faults = Vec::new();
+    let mode = match (&args.faults, mode) {
+        (None, mode) => mode,
+        (Some(file), Mode::Fixtures(mut paths)) => {
+            let fault_plan = keyless_runner::FaultPlan::load(file)
+                .map_err(|err| ConfigError(keyless_runner::error_chain(&err)))?;
+            faults.push((keyless_runner::stem_of(file), fault_plan));
+            paths.insert(0, file.clone());
+            Mode::Fixtures(paths)
+        }
+        (Some(_), _) => {
+            return Err(ConfigError(
+                "--faults applies to fixture replay only (not --recording or --record)".into(),
+            )
+            .into());
+        }
+    };
     let options = ServerOptions {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
+        faults,
         ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {

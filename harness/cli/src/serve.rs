@@ -42,6 +42,10 @@ const EXIT_POLL: Duration = Duration::from_millis(200);
 #[command(after_help = "Examples:
   keyless serve --port 3000                        # every fixture; the first is active
   keyless serve --fixture chat.chat --port 3000 --replay-log .keyless/replay.jsonl
+  keyless serve --faults chat.chat@overloaded --port 3000   # a fault scenario, active first
+
+Every fault scenario of the fixture folder (<scenario>.<mode>@<fault-name>.faults.toml) is served
+too, selected by its name like a fixture; --faults NAME makes one active first.
   # playwright.config.ts:
   #   webServer: { command: 'keyless serve --port 3000', url: 'http://127.0.0.1:3000/health' }
 
@@ -76,12 +80,19 @@ pub struct Args {
     /// 0600, for the browser suite. The gateway never gets it.
     #[arg(long, value_name = "FILE")]
     pub reset_token_file: Option<PathBuf>,
+    /// Also serve this fault scenario (its name, `<scenario>.<mode>@<fault-name>`, or its
+    /// `.faults.toml` file), active first: its fixture replayed with its faults (a browser
+    /// suite selects it by name like any fixture).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub faults: Option<String>,
 }
 
 /// What `serve` needs, settled before anything starts.
 struct Settings {
     fixtures: Vec<PathBuf>,
     gateway: keyless_runner::GatewayCommand,
+    /// The fault scenario asked for, by its name.
+    faults: Vec<(String, keyless_runner::FaultPlan)>,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -127,7 +138,47 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         )));
     }
-    Ok(Settings { fixtures, gateway })
+    let mut fixtures = fixtures;
+    let mut faults = Vec::new();
+    if args.fixture.is_none() {
+        // Every fault scenario of the folder too, after the fixtures: a browser suite selects one
+        // by its name (`<scenario>.<mode>@<fault-name>`) like any fixture.
+        let scenarios =
+            keyless_runner::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+                ConfigError(format!(
+                    "cannot list the fixture folder {}: {err}",
+                    resolved.fixtures.display()
+                ))
+            })?;
+        for path in scenarios {
+            let plan = keyless_runner::FaultPlan::load(&path)
+                .map_err(|err| ConfigError(error_chain(&err)))?;
+            faults.push((stem_of(&path), plan));
+            fixtures.push(path);
+        }
+    }
+    if let Some(given) = &args.faults {
+        let path = if given.ends_with(keyless_runner::FAULTS_SUFFIX) || given.contains('/') {
+            PathBuf::from(given)
+        } else {
+            resolved
+                .fixtures
+                .join(format!("{given}{}", keyless_runner::FAULTS_SUFFIX))
+        };
+        let plan =
+            keyless_runner::FaultPlan::load(&path).map_err(|err| ConfigError(error_chain(&err)))?;
+        let name = stem_of(&path);
+        // Listed with the folder's scenarios already: made active first, served once.
+        fixtures.retain(|listed| stem_of(listed) != name);
+        faults.retain(|(listed, _)| *listed != name);
+        faults.push((name, plan));
+        fixtures.insert(0, path);
+    }
+    Ok(Settings {
+        fixtures,
+        gateway,
+        faults,
+    })
 }
 
 /// What the model side did while serving: turns served, and every problem in order.
@@ -197,6 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         port: args.model_port,
         on_problem: Some(on_problem),
         observer: Some(tally.clone()),
+        faults: settings.faults.clone(),
     };
     crate::runtime()?
         .block_on(async {

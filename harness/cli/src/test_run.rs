@@ -46,6 +46,10 @@ leaves a framework's own event types out of the goldens (no longer guarded), cou
 --max-age-fail fails the run for it; the table's age column and --json's recorded_at/age_days say
 each fixture's age (unknown/null for a fixture without provenance).
 
+Fault scenarios (<scenario>.<mode>@<fault-name>.faults.toml beside the fixtures) run as fixtures
+of their own, each with its golden; the row's note (and --json's faults) says which fault fired
+how many times, and a fault that never fired fails the fixture (docs/replay-and-fixtures.md §13).
+
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
 must use unused, has a changed or missing golden (written as <name>.snap.new: see keyless
 review), or is older than --max-age with --max-age-fail; 2 a usage or configuration error. A closed standard output stops the run quietly.")]
@@ -128,6 +132,16 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         ))
     })?;
+    // Fault scenarios (`<scenario>.<mode>@<fault>.faults.toml`) run as fixtures of their own.
+    fixtures.extend(
+        keyless_runner::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+            ConfigError(format!(
+                "cannot list the fixture folder {}: {err}",
+                resolved.fixtures.display()
+            ))
+        })?,
+    );
+    fixtures.sort();
     if fixtures.is_empty() {
         return Err(ConfigError(format!(
             "no fixtures (*.json) in {} (keyless record makes one)",

@@ -441,6 +441,21 @@ impl ReplayEngine {
         std::mem::take(&mut *self.misses.lock())
     }
 
+    /// Puts a served turn back at the front of its key's queue, unserved: the call it was
+    /// served to failed on purpose (a fault scenario's refused or cut call), so the call's
+    /// retry is served it again, as the provider would have answered the retry.
+    pub fn give_back(&self, turn_index: usize) {
+        let Some(turn) = self.fixture.turns.get(turn_index) else {
+            return;
+        };
+        let mut state = self.state.lock();
+        let queue = state.queues.entry(turn.input_hash.clone()).or_default();
+        if !queue.contains(&turn_index) {
+            queue.push_front(turn_index);
+        }
+        state.served[turn_index] = false;
+    }
+
     /// Indexes of the turns never served, in file order. Unused turns are not an error (§5.5).
     pub fn unused_turns(&self) -> Vec<usize> {
         let state = self.state.lock();
@@ -1075,6 +1090,28 @@ mod tests {
         assert_eq!(suggest.turn_index, 1);
         assert!(engine.unused_turns().is_empty());
         assert_eq!(engine.misses().len(), 1);
+    }
+
+    #[test]
+    fn a_turn_given_back_is_served_again_before_the_next_of_its_key() {
+        // A fault scenario refused the call turn 0 was served to; its retry gets turn 0 again.
+        let hi = [human("hi")];
+        let engine = engine(vec![
+            turn("lead_agent", &hi, "first", false),
+            turn("lead_agent", &hi, "second", false),
+        ]);
+        let refused = engine.lookup("lead_agent", &hi).expect("first");
+        engine.give_back(refused.turn_index);
+        assert_eq!(engine.unused_turns(), vec![0, 1]);
+        let served: Vec<usize> = (0..2)
+            .map(|_| engine.lookup("lead_agent", &hi).expect("served").turn_index)
+            .collect();
+        assert_eq!(served, [0, 1]);
+        engine.give_back(99);
+        assert!(
+            engine.unused_turns().is_empty(),
+            "an unknown turn is ignored"
+        );
     }
 
     /// A turn like [`turn`] with its answer given as JSON (`data` of the output).

@@ -359,6 +359,9 @@ pub enum ModelProblemKind {
     /// A model call arrived between two runs of a reused gateway (after one run's end, before
     /// the next run's start): refused, never answered from either fixture.
     CallBetweenRuns,
+    /// A fault scenario's fault matched no call: the gateway took another path than the one
+    /// under test (issue 42).
+    FaultNotFired,
 }
 
 impl ModelProblemKind {
@@ -377,6 +380,7 @@ impl ModelProblemKind {
             ModelProblemKind::RecordingLimit => "recording_limit",
             ModelProblemKind::Overflow => "overflow",
             ModelProblemKind::CallBetweenRuns => "call_between_runs",
+            ModelProblemKind::FaultNotFired => "fault_not_fired",
         }
     }
 }

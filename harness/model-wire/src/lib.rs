@@ -30,12 +30,15 @@ pub mod chat_completions;
 pub mod conversation;
 pub mod edge;
 mod event;
+mod fault;
+mod fault_render;
 pub mod gemini;
 pub mod pyrepr;
 pub mod responses;
 mod wire;
 
 pub use event::Event;
+pub use fault::{InStreamError, StatusError};
 pub use wire::{
     EVENT_STREAM_CONTENT_TYPE, KeyHeader, RenderedStream, StreamException, StreamReader, Wire,
     model_segment,

@@ -77,7 +77,10 @@ pub const WEB_GOLDEN_SUFFIX: &str = ".web";
 /// written `%XX` ([`escaped_name`]), so two such names keep two stems.
 pub fn stem_of(fixture: &Path) -> String {
     let name = fixture.file_name().map(escaped_name).unwrap_or_default();
-    name.strip_suffix(".json").unwrap_or(&name).to_string()
+    (name.strip_suffix(crate::faults::FAULTS_SUFFIX))
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(&name)
+        .to_string()
 }
 
 /// A file name as text: its UTF-8 as it is, each byte that is not UTF-8 as `%` and two

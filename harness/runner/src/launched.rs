@@ -520,7 +520,7 @@ impl GatewayTarget for Launched {
                     fixture: self.fixture.clone(),
                     source,
                 })?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         ledger
             .other_problems

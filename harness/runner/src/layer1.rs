@@ -194,6 +194,9 @@ pub struct ScenarioRun {
     pub model_errors: Vec<ModelProblem>,
     /// Turns nobody asked for (information, not failure, unless the drive's policy says so).
     pub unused_turns: Vec<usize>,
+    /// A fault scenario's faults and how often each fired (none outside one; one that never
+    /// fired is a model error too).
+    pub faults_fired: Vec<crate::model_server::FaultFired>,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
     /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
@@ -306,8 +309,10 @@ impl ScenarioRun {
             .collect();
         // Every run is held to its dialect's framing rule, a page's as a session's.
         let api = self.transcripts.first().map_or(Api::default(), |t| t.api);
+        // A fault scenario's fault that fired is a model error on purpose.
         let model_error_recorded = (self.fixture.turns.iter())
-            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
+            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)))
+            || self.faults_fired.iter().any(|fault| fault.fired > 0);
         let mut verdict = Verdict::new(
             api.framing(&self.transcripts, model_error_recorded),
             self.misses.clone(),
@@ -414,6 +419,13 @@ impl ScenarioRun {
         if !self.unused_turns.is_empty() {
             let _ = writeln!(out, "unused turns: {:?}", self.unused_turns);
         }
+        for fault in &self.faults_fired {
+            let _ = writeln!(
+                out,
+                "fault {}: fired {} of {} time(s)",
+                fault.fault, fault.fired, fault.times
+            );
+        }
         out
     }
 
@@ -502,6 +514,7 @@ pub async fn run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        faults_fired: ledger.faults_fired,
         fixture,
         transcripts,
         exchanges,
@@ -587,6 +600,7 @@ mod tests {
             ambiguities: Vec::new(),
             model_errors: Vec::new(),
             unused_turns: Vec::new(),
+            faults_fired: Vec::new(),
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,

@@ -21,11 +21,14 @@
 //!   decision for launchers; [`write_fixture`] and its kin: a recorded run's files.
 //! - [`table_line`], [`json_line`], [`problem_lines`]: what a suite of fixtures prints;
 //!   [`schedule`]: a suite run in jobs, told as events to reporters (`keyless test`).
+//! - [`FaultPlan`]: a fault scenario (`<scenario>.<mode>@<fault>.faults.toml`), a fixture with
+//!   faults the model server applies.
 //!
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
 
 mod driver;
+mod faults;
 mod golden;
 mod ignored;
 mod launched;
@@ -79,11 +82,17 @@ pub use regular_file::{FileError, exists_regular};
 // The model server.
 pub use model_server::{
     AwsCredentials, CALLER_HEADER, ClientError, DEFAULT_CALL_TIME_LIMIT,
-    DEFAULT_RECORDING_MAX_BYTES, Mode, ModelServer, ModelServerClient, ModelServerError, Problem,
-    RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture, ResetReply, ServeLimits,
-    ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
+    DEFAULT_RECORDING_MAX_BYTES, FaultFired, Mode, ModelServer, ModelServerClient,
+    ModelServerError, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, RecordedFixture,
+    ResetReply, ServeLimits, ServerOptions, ServerState, Unreached, UpstreamReach, normalized,
 };
 pub use replay_log::ReplayLog;
+
+// Fault scenarios: a fixture replayed with faults on purpose.
+pub use faults::{
+    FAULT_STATUSES, FAULTS_SUFFIX, Fault, FaultKind, FaultPlan, FaultPlanError, Select,
+    base_fixture_path, fault_scenario_files, is_fault_scenario, load_fixture_or_scenario,
+};
 
 // Recordings: the managed store, and a recorded run's files.
 pub use recorded::{

@@ -26,6 +26,7 @@ use replay_core::{
 };
 
 use crate::driver::DriveOptions;
+use crate::faults::{FaultPlan, load_fixture_or_scenario};
 use crate::golden::stem_of;
 use crate::ignored::IgnoredEvents;
 use crate::launched::{GatewayCommand, Launched};
@@ -202,8 +203,13 @@ pub async fn run(
     reporter: &mut dyn Reporter,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<RunEnd, ScheduleError> {
+    let mut faults = Vec::new();
     let fixtures: Vec<Result<LoadedFixture, FixtureError>> = (plan.fixtures.iter())
-        .map(|path| LoadedFixture::load(path))
+        .map(|path| {
+            let (loaded, plan) = load_fixture_or_scenario(path)?;
+            faults.extend(plan.map(|plan| (stem_of(path), plan)));
+            Ok(loaded)
+        })
         .collect();
     let loaded = Event::FixturesLoaded {
         paths: &plan.fixtures,
@@ -214,7 +220,7 @@ pub async fn run(
     }
     let mut slots = Vec::with_capacity(plan.jobs);
     for index in 0..plan.jobs {
-        let slot = slot(index, plan, &fixtures).await?;
+        let slot = slot(index, plan, &fixtures, &faults).await?;
         if let Target::AtUrl(_, url, base_url) = &slot.target
             && reporter
                 .report(&Event::GatewayAtUrl {
@@ -364,6 +370,7 @@ async fn slot(
     index: usize,
     plan: &Plan,
     fixtures: &[Result<LoadedFixture, FixtureError>],
+    faults: &[(String, FaultPlan)],
 ) -> Result<Slot, ScheduleError> {
     let (server, model_root, token) = match &plan.model_server {
         Some(running) => (
@@ -375,6 +382,7 @@ async fn slot(
             let options = ServerOptions {
                 port: plan.model_port,
                 on_problem: None,
+                faults: faults.to_vec(),
                 ..ServerOptions::default()
             };
             let loaded = (fixtures.iter())
@@ -501,16 +509,32 @@ fn judged(ran: Ran, after: Vec<ModelProblem>, plan: &Plan) -> FixtureOutcome {
     match ran.run {
         Ok(mut run) => {
             run.model_errors.extend(after);
+            let note = faults_note(ran.note, &run.faults_fired);
             let judged = judge(run, plan);
             FixtureOutcome {
                 path: ran.path,
-                note: ran.note,
+                note,
                 log: ran.log,
                 kind: OutcomeKind::Judged(Box::new(judged)),
             }
         }
         Err(err) => broken(&ran.path, &err, ran.log, after, ran.note),
     }
+}
+
+/// `note` with a line saying which of a fault scenario's faults fired, and how often.
+fn faults_note(note: Option<String>, fired: &[crate::model_server::FaultFired]) -> Option<String> {
+    if fired.is_empty() {
+        return note;
+    }
+    let faults: Vec<String> = (fired.iter())
+        .map(|fault| format!("{} fired {}/{}", fault.fault, fault.fired, fault.times))
+        .collect();
+    let line = format!("faults: {}", faults.join("; "));
+    Some(match note {
+        Some(note) => format!("{note}\n{line}"),
+        None => line,
+    })
 }
 
 /// Judges a finished run, writing the pending golden when the golden is missing or changed.

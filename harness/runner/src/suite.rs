@@ -133,6 +133,10 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
     if let Some(dropped) = run.dropped() {
         line["ignored_events"] = json!(dropped.0);
     }
+    // Issue 42: a fault scenario's faults, each with how often it fired.
+    if !run.faults_fired.is_empty() {
+        line["faults"] = json!(run.faults_fired);
+    }
     line
 }
 

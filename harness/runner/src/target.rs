@@ -19,7 +19,7 @@ use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ModelProblem};
 
 use crate::driver::DriverError;
 use crate::golden::stem_of;
-use crate::model_server::{ClientError, ModelServerClient, Problem};
+use crate::model_server::{ClientError, FaultFired, ModelServerClient, Problem, ServerState};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -79,9 +79,21 @@ pub struct ModelLedger {
     pub other_problems: Vec<ModelProblem>,
     /// Recorded turns nobody asked for (information, not failure).
     pub unused_turns: Vec<usize>,
+    /// A fault scenario's faults and how often each fired (none outside one).
+    pub faults_fired: Vec<FaultFired>,
 }
 
 impl ModelLedger {
+    /// What a model server's state says of the run: its problems sorted, its unused turns, the
+    /// faults that fired.
+    pub fn from_state(state: ServerState) -> ModelLedger {
+        let faults_fired = state.faults;
+        ModelLedger {
+            faults_fired,
+            ..ModelLedger::from_problems(state.problems, state.unused_turns)
+        }
+    }
+
     /// Sorts a model server's problems into misses and the rest.
     pub fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
         let mut ledger = ModelLedger {
@@ -181,7 +193,7 @@ impl GatewayTarget for AtUrl {
             .state()
             .await
             .map_err(|source| self.model_server_error(source))?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         Ok(ledger)
     }

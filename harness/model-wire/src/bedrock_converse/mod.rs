@@ -21,6 +21,7 @@
 //! `length`, `guardrail_intervened` and `content_filtered` are `content_filter`).
 
 mod assemble;
+mod fault;
 mod render;
 mod request;
 
@@ -28,6 +29,7 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
+pub use fault::{status_error, stream_error};
 pub use render::{StreamEvent, error_body, exception_for_status, response, stream_events};
 pub use request::{
     ContentBlock, ConverseRequest, InputSchema, Message, ReasoningContent, ReasoningText,

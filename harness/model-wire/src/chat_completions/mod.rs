@@ -12,6 +12,7 @@
 
 mod assemble;
 mod error;
+mod fault;
 mod message;
 mod render;
 mod types;
@@ -26,6 +27,7 @@ pub use assemble::{
     Assembled, AssembledCall, ChunkAssembler, Ending, fill_call_id, parse_completion,
 };
 pub use error::{WireError, cut, error_message, status_exception_name};
+pub use fault::{status_error, stream_error};
 pub use message::{
     Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, new_run_id, openai_usage,
     usage_metadata,

@@ -39,6 +39,8 @@ pub(super) struct Shared {
     /// Cancelled once a stop's grace has run out: work outside a connection (the recording
     /// proxy's pump) ends then too.
     pub(super) aborted: CancellationToken,
+    /// The fault scenarios, and the active one's counts (`faulted`).
+    pub(super) faults: super::faulted::Faults,
 }
 
 impl Shared {
@@ -88,6 +90,14 @@ pub(super) struct Call<'a> {
 pub(super) enum Answered {
     /// A complete answer: a fixture's turn or a recorded call, as events.
     Events(Vec<RecordedEvent>),
+    /// A fixture's recorded turn (its index), as events: a fault scenario counts it and may
+    /// give it back.
+    Served {
+        /// The turn's index in the fixture.
+        turn: usize,
+        /// Its answer as events.
+        events: Vec<RecordedEvent>,
+    },
     /// A failure recorded for this call, answered as the provider answered it.
     Failure(WireError),
     /// The call could not be answered (a miss, an ambiguity, a mismatch, a recording that
@@ -179,6 +189,12 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
     /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
     fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
         None
+    }
+
+    /// Fixture replay: turn `turn` was served to a call a fault refused or broke; the next
+    /// call with its key is served it again.
+    fn give_back(&self, turn: usize) {
+        let _ = turn;
     }
 
     /// Ends it once the server has stopped: the recording proxy builds its fixture.

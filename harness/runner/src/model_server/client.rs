@@ -25,6 +25,9 @@ pub struct ServerState {
     pub recorded_calls: Option<usize>,
     /// Every problem since the start or the last reset.
     pub(crate) problems: Vec<Problem>,
+    /// The active fault scenario's faults and how often each fired (none outside one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<super::faulted::FaultFired>,
 }
 
 /// Why a model server could not be reached or refused a request.

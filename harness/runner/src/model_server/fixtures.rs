@@ -61,7 +61,8 @@ impl FixtureReplay {
         paths: Vec<PathBuf>,
         observer: Option<Arc<dyn ReplayObserver>>,
     ) -> Result<FixtureReplay, ModelServerError> {
-        let loading = paths.into_iter().map(|path| LoadedFixture::load(&path));
+        let loading = (paths.into_iter())
+            .map(|path| crate::faults::load_fixture_or_scenario(&path).map(|(loaded, _)| loaded));
         FixtureReplay::from_loading(loading, observer)
     }
 
@@ -155,10 +156,13 @@ impl Backend for FixtureReplay {
             engine.lookup_at_wire_without_names(caller, &request.messages)
         };
         match looked_up {
-            Ok(served) => Answered::Events(match &served.answer {
-                Answer::Output(output) => events_from_message(output),
-                Answer::Error(recorded) => events_from_error(recorded),
-            }),
+            Ok(served) => Answered::Served {
+                turn: served.turn_index,
+                events: match &served.answer {
+                    Answer::Output(output) => events_from_message(output),
+                    Answer::Error(recorded) => events_from_error(recorded),
+                },
+            },
             Err(error) => {
                 // The server's bounded ledger is the one record of what went wrong: the engine's
                 // own ledgers (unbounded, for an in-process run) would keep every miss of a
@@ -192,6 +196,7 @@ impl Backend for FixtureReplay {
             unused_turns: active.engine.unused_turns(),
             recorded_calls: None,
             problems,
+            faults: Vec::new(),
         }
     }
 
@@ -216,6 +221,10 @@ impl Backend for FixtureReplay {
             turns: Some(selected.loaded.fixture().turns.len()),
             calls: None,
         })
+    }
+
+    fn give_back(&self, turn: usize) {
+        self.active.lock().engine.give_back(turn);
     }
 
     fn active_fixture(&self) -> Option<(String, Vec<usize>)> {

@@ -42,6 +42,7 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
+mod faulted;
 mod fixtures;
 mod problems;
 mod reach;
@@ -82,6 +83,7 @@ use wires::{serve, unserved_response};
 
 pub use backend::RecordedFixture;
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
+pub use faulted::FaultFired;
 use problems::Ledger;
 pub use problems::Problem;
 pub use reach::{Unreached, UpstreamReach};
@@ -134,6 +136,9 @@ pub struct ServerOptions {
     /// Fixture replay: told of every turn served, every miss and every ambiguity the moment the
     /// engine decides it, whichever fixture is active (`keyless serve --replay-log`).
     pub observer: Option<Arc<dyn ReplayObserver>>,
+    /// Fault scenarios (issue 42), each under its name (`<scenario>.<mode>@<fault-name>`, the
+    /// name a driver selects it by): while it is the active fixture, its faults apply.
+    pub faults: Vec<(String, crate::faults::FaultPlan)>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -142,6 +147,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("port", &self.port)
             .field("on_problem", &self.on_problem.is_some())
             .field("observer", &self.observer.is_some())
+            .field("faults", &self.faults)
             .finish()
     }
 }
@@ -208,7 +214,10 @@ impl ModelServer {
             closed: AtomicBool::new(false),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
+            faults: faulted::Faults::new(options.faults),
         });
+        let first = shared.backend.active_fixture().map(|(name, _)| name);
+        shared.faults.select(first.as_deref());
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .map_err(|source| ModelServerError::Listen {
@@ -285,6 +294,7 @@ impl ModelServer {
     /// recorded.
     pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.stop.cancel();
+        self.shared.faults.stop();
         if let Some(task) = self.task.take()
             && let Err(err) = task.await
         {
@@ -337,8 +347,11 @@ async fn misses(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
 }
 
 async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let problems = problems_for(&shared, &headers);
-    let state = shared.backend.state(problems);
+    let mut problems = problems_for(&shared, &headers);
+    let (faults, never_fired) = shared.faults.report();
+    problems.extend(never_fired);
+    let mut state = shared.backend.state(problems);
+    state.faults = faults;
     Json(state).into_response()
 }
 
@@ -419,6 +432,10 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     if between_runs {
         shared.closed.store(true, Ordering::SeqCst);
     }
+    // Between runs no fault scenario is active: its counts were the run's that just ended.
+    shared
+        .faults
+        .select(selected.fixture.as_deref().filter(|_| !between_runs));
     let discarded = shared.problems.lock().clear();
     if !between_runs {
         shared.closed.store(false, Ordering::SeqCst);

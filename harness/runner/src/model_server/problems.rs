@@ -149,6 +149,12 @@ pub enum Problem {
         /// Those problems, counted by kind.
         by_kind: BTreeMap<String, usize>,
     },
+    /// A fault scenario's fault matched no call of the run: the gateway took another path than
+    /// the one under test.
+    FaultNotFired {
+        /// Which fault, and what the run did instead.
+        message: String,
+    },
 }
 
 impl Problem {
@@ -175,6 +181,7 @@ impl Problem {
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
             | Problem::CallBetweenRuns { message }
+            | Problem::FaultNotFired { message }
             | Problem::Overflow { message, .. } => *message = cut_middle(message, max),
         }
         self
@@ -210,6 +217,7 @@ impl Problem {
             Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
             Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
             Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
+            Problem::FaultNotFired { .. } => ModelProblemKind::FaultNotFired,
             Problem::Overflow { .. } => ModelProblemKind::Overflow,
         }
     }
@@ -228,6 +236,7 @@ impl Problem {
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
             | Problem::CallBetweenRuns { message }
+            | Problem::FaultNotFired { message }
             | Problem::Overflow { message, .. } => message,
         }
     }

@@ -489,6 +489,7 @@ impl Backend for Recorder {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.calls()),
             problems,
+            faults: Vec::new(),
         }
     }
 

@@ -402,12 +402,15 @@ pub(super) async fn serve(
     let call = Call {
         shared,
         request: &request,
-        caller,
+        caller: caller.clone(),
         headers,
     };
-    match shared.backend.answer(call).await {
-        Answered::Events(events) => respond_at(shared, &request, &events),
-        Answered::Failure(error) => failure_at(shared, &request, &error),
+    let (turn, answered, response) = match shared.backend.answer(call).await {
+        Answered::Events(events) => (None, true, respond_at(shared, &request, &events)),
+        Answered::Served { turn, events } => {
+            (Some(turn), true, respond_at(shared, &request, &events))
+        }
+        Answered::Failure(error) => (None, true, failure_at(shared, &request, &error)),
         Answered::Problem {
             problem,
             status,
@@ -415,10 +418,27 @@ pub(super) async fn serve(
         } => {
             let message = problem.message().to_owned();
             shared.report(problem);
-            wire_error(request.wire, status, &message, code)
+            (
+                None,
+                false,
+                wire_error(request.wire, status, &message, code),
+            )
         }
-        Answered::Response(response) => response,
-    }
+        Answered::Response(response) => (None, true, response),
+    };
+    // The one place a fault scenario meets a call (`faulted`): a call of no fault scenario
+    // goes out as it is.
+    let give_back = |turn: usize| shared.backend.give_back(turn);
+    super::faulted::apply(
+        &shared.faults,
+        &give_back,
+        &request,
+        caller.as_deref(),
+        turn,
+        answered,
+        response,
+    )
+    .await
 }
 
 /// A request no [`Route`] serves: an OpenAI error naming it, and a problem.
