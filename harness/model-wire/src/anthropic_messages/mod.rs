@@ -24,7 +24,9 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_message};
-pub use render::{SseEvent, error_body, error_kind_for_status, message, stream_events};
+pub use render::{
+    SseEvent, StreamRenderer, error_body, error_kind_for_status, message, stream_events,
+};
 pub use request::{Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam};
 
 /// Anthropic's `stop_reason` for an OpenAI finish reason.

@@ -28,7 +28,9 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
-pub use render::{StreamEvent, error_body, exception_for_status, response, stream_events};
+pub use render::{
+    StreamEvent, StreamRenderer, error_body, exception_for_status, response, stream_events,
+};
 pub use request::{
     ContentBlock, ConverseRequest, InputSchema, Message, ReasoningContent, ReasoningText,
     SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse,

@@ -30,7 +30,7 @@ pub use message::{
     Answer, MODEL_PROVIDER, REASONING_SIGNATURE, message_fields, new_run_id, openai_usage,
     usage_metadata,
 };
-pub use render::{ChunkRenderer, Identity, completion};
+pub use render::{ChunkRenderer, Identity, StreamRenderer, completion};
 pub use types::{
     Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,
     ResponseMessage, ToolCallDelta, WireFunction, WireToolCall,

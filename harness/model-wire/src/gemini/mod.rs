@@ -28,7 +28,7 @@ mod request;
 mod tests;
 
 pub use assemble::{JsonArraySplitter, SplitError, StreamAssembler, parse_response};
-pub use render::{error_body, response, status_for_code, stream_chunks};
+pub use render::{StreamRenderer, error_body, response, status_for_code, stream_chunks};
 pub use request::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateContentRequest, Part,
     Tool,

@@ -26,5 +26,5 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
-pub use render::{SseEvent, error_event, response, stream_events};
+pub use render::{SseEvent, StreamRenderer, error_event, response, stream_events};
 pub use request::{Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role};
