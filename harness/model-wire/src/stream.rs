@@ -52,7 +52,7 @@ pub struct StreamException {
 /// knows the recorded answer: its model and usage go into the stream's opening, as the provider
 /// sent them there) or without it (a live relay, whose opening names the requested model and no
 /// usage; the closing pieces carry the answer's).
-pub trait RenderStream: Send {
+pub trait RenderStream: Send + Sync {
     /// The stream's opening (Chat Completions' role chunk, Responses' `response.created`,
     /// Messages' `message_start`, Converse's `messageStart`; nothing at Gemini).
     fn start(&mut self) -> Vec<StreamPiece>;

@@ -187,6 +187,24 @@ impl Wire {
         self == Wire::ChatCompletions
     }
 
+    /// True when the wire's error body is OpenAI's (`{"error": {"message", "type", "param",
+    /// "code"}}`: Chat Completions and Responses), so a failure recorded in that form (an
+    /// OpenAI client's message quoting the body) goes back as the very body it was.
+    pub fn speaks_openai_errors(self) -> bool {
+        matches!(self, Wire::ChatCompletions | Wire::Responses)
+    }
+
+    /// The id of the `number`th answer a replay gives at this wire, shaped as the wire's own
+    /// ids where its renderer does not add their prefix (`chatcmpl-replay-1`, `msg_replay_1`;
+    /// `replay_1`, to which the Responses renderer adds `resp_`, `msg_`, `fc_`).
+    pub fn replay_answer_id(self, number: u64) -> String {
+        match self {
+            Wire::ChatCompletions => format!("chatcmpl-replay-{number}"),
+            Wire::AnthropicMessages => format!("msg_replay_{number}"),
+            Wire::Responses | Wire::Gemini | Wire::BedrockConverse => format!("replay_{number}"),
+        }
+    }
+
     /// The request body's key holding the conversation as sent.
     pub fn conversation_key(self) -> &'static str {
         match self {
