@@ -233,8 +233,7 @@ mod tests {
 
     #[test]
     fn a_recorded_message_becomes_one_completion() {
-        let Ok(body) = completion(&identity(), &events_from_message(&recorded()))
-        else {
+        let Ok(body) = completion(&identity(), &events_from_message(&recorded())) else {
             panic!("a message")
         };
         assert_eq!(

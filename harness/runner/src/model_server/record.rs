@@ -54,9 +54,9 @@ use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetR
 use super::client::ServerState;
 use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
+use super::render::{StreamOut, stream_response};
 use super::request::{Wire, WireRequest};
 use super::shared::ModelServerError;
-use super::render::{StreamOut, stream_response};
 use super::wires::wire_error;
 use transport::eventstream::{CorruptFrame, Frame, FrameReader};
 
@@ -921,14 +921,14 @@ async fn pump(
         let events = match next {
             None => break,
             Some(Ok(piece)) => match &piece {
-                    Piece::Sse(frame) => recorder.on_event(&frame.event, &frame.data),
-                    Piece::Frame(Frame::Event {
-                        event_type,
-                        payload,
-                    }) => recorder.on_event(event_type, payload),
-                    Piece::Frame(Frame::Exception {
-                        exception_type,
-                        payload,
+                Piece::Sse(frame) => recorder.on_event(&frame.event, &frame.data),
+                Piece::Frame(Frame::Event {
+                    event_type,
+                    payload,
+                }) => recorder.on_event(event_type, payload),
+                Piece::Frame(Frame::Exception {
+                    exception_type,
+                    payload,
                 }) => recorder.on_exception(exception_type, payload),
             },
             Some(Err(error)) => vec![error],
