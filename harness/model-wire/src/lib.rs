@@ -32,11 +32,14 @@ pub mod conversation;
 pub mod edge;
 mod event;
 pub mod gemini;
+pub mod pyjson;
 pub mod pyrepr;
+mod reading;
 pub mod responses;
 mod stream;
 mod wire;
 
 pub use event::Event;
+pub use reading::NoConversation;
 pub use stream::{RenderStream, StreamException, StreamPiece};
 pub use wire::{EVENT_STREAM_CONTENT_TYPE, KeyHeader, StreamReader, Wire, model_segment};

@@ -11,9 +11,10 @@
 //! (its codec, beside the others) and one variant here: every `match` below then names what the
 //! new wire must say.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::chat_completions::{Answer, Assembled, ChunkAssembler, Event, Identity, WireError};
+use crate::reading::NoConversation;
 use crate::stream::{RenderStream, StreamPiece};
 use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
 
@@ -211,6 +212,37 @@ impl Wire {
             Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
             Wire::Responses => "input",
             Wire::Gemini => "contents",
+        }
+    }
+
+    /// The conversation a request body at this wire sends, read by the wire's own module
+    /// (`read_conversation`) into the LangChain message dicts the replay key reads
+    /// (`docs/replay-and-fixtures.md` §11.1; only Chat Completions keeps message names); the
+    /// error names the key that holds no conversation.
+    pub fn conversation(self, body: &Map<String, Value>) -> Result<Vec<Value>, NoConversation> {
+        match (self, body.get(self.conversation_key())) {
+            (Wire::ChatCompletions, Some(Value::Array(messages))) => {
+                Ok(chat_completions::read_conversation(messages))
+            }
+            (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
+                Ok(anthropic_messages::read_conversation(messages))
+            }
+            (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
+                Ok(responses::read_conversation(input))
+            }
+            (Wire::Gemini, Some(Value::Array(contents))) => Ok(gemini::read_conversation(contents)),
+            (Wire::BedrockConverse, Some(Value::Array(messages))) => {
+                Ok(bedrock_converse::read_conversation(messages))
+            }
+            (Wire::Responses, _) => Err(NoConversation {
+                what: "\"input\" (a string or a list of items)",
+            }),
+            (Wire::Gemini, _) => Err(NoConversation {
+                what: "\"contents\" array",
+            }),
+            _ => Err(NoConversation {
+                what: "\"messages\" array",
+            }),
         }
     }
 

@@ -33,7 +33,7 @@ pub use render::{
 };
 pub use request::{
     ContentBlock, ConverseRequest, InputSchema, Message, ReasoningContent, ReasoningText,
-    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse, read_conversation,
 };
 
 /// Bedrock's `stopReason` for an OpenAI finish reason.

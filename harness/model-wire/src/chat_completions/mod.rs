@@ -8,12 +8,14 @@
 //! - `message.rs`: the AI message (LangChain's dump form) built from an answer, and read back
 //!   into an [`Answer`] to render.
 //! - `render.rs`: writing an answer as one completion or as chunks.
+//! - `request.rs`: reading a request's `messages` into the conversation the replay key reads.
 //! - `error.rs`: what can be wrong with an answer, and the Python client's exception names.
 
 mod assemble;
 mod error;
 mod message;
 mod render;
+mod request;
 mod types;
 
 #[cfg(test)]
@@ -31,6 +33,7 @@ pub use message::{
     usage_metadata,
 };
 pub use render::{ChunkRenderer, Identity, StreamRenderer, completion};
+pub use request::read_conversation;
 pub use types::{
     Chunk, ChunkChoice, Completion, CompletionChoice, Delta, ErrorBody, ErrorObject, FunctionDelta,
     ResponseMessage, ToolCallDelta, WireFunction, WireToolCall,

@@ -31,7 +31,7 @@ pub use assemble::{JsonArraySplitter, SplitError, StreamAssembler, parse_respons
 pub use render::{StreamRenderer, error_body, response, status_for_code, stream_chunks};
 pub use request::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateContentRequest, Part,
-    Tool,
+    Tool, read_conversation,
 };
 
 /// Gemini's `finishReason` for an OpenAI finish reason.

@@ -27,4 +27,6 @@ mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
 pub use render::{SseEvent, StreamRenderer, error_event, response, stream_events};
-pub use request::{Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role};
+pub use request::{
+    Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role, read_conversation,
+};
