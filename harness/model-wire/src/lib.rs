@@ -41,5 +41,5 @@ mod wire;
 
 pub use event::Event;
 pub use reading::NoConversation;
-pub use stream::{RenderStream, StreamException, StreamPiece};
+pub use stream::{RenderStream, StreamEvent, StreamException, StreamPiece};
 pub use wire::{EVENT_STREAM_CONTENT_TYPE, KeyHeader, StreamReader, Wire, model_segment};

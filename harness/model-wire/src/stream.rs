@@ -13,8 +13,9 @@
 use serde_json::Value;
 
 use crate::Event;
-use crate::bedrock_converse::StreamEvent;
-use crate::chat_completions::Answer;
+// The answer from its own file, not through `chat_completions`, whose renderer implements
+// [`RenderStream`] (no import circle between files).
+use crate::chat_completions::message::Answer;
 
 /// One piece of a rendered stream, before the transport frames it.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +30,16 @@ pub enum StreamPiece {
     Event(StreamEvent),
     /// The exception message that ends a failed Converse stream.
     Exception(StreamException),
+}
+
+/// One event-stream message of a stream (Converse's): its name (the frame's `:event-type`)
+/// and its JSON payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEvent {
+    /// The event name.
+    pub name: &'static str,
+    /// The payload.
+    pub payload: Value,
 }
 
 /// An exception message of an event stream (`:message-type: exception`): its

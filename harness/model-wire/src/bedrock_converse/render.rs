@@ -8,18 +8,9 @@
 use serde_json::{Value, json};
 
 use crate::chat_completions::{Answer, Event, Identity};
-use crate::stream::{RenderStream, StreamException, StreamPiece};
+use crate::stream::{RenderStream, StreamEvent, StreamException, StreamPiece};
 
 use super::stop_reason;
-
-/// One event of the stream: its name (the frame's `:event-type`) and its JSON payload.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamEvent {
-    /// The event name.
-    pub name: &'static str,
-    /// The payload.
-    pub payload: Value,
-}
 
 fn usage(answer: &Answer) -> Value {
     let count = |key: &str| {

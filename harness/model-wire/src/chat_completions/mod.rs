@@ -13,7 +13,7 @@
 
 mod assemble;
 mod error;
-mod message;
+pub(crate) mod message;
 mod render;
 mod request;
 mod types;
