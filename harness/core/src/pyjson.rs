@@ -211,7 +211,6 @@ pub(crate) fn to_python_pretty_json<T: Serialize + ?Sized>(value: &T) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn parse(text: &str) -> Value {
         serde_json::from_str(text).expect("test JSON parses")

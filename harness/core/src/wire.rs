@@ -153,7 +153,6 @@ mod tests {
 /// Chat Completions' is.
 #[cfg(test)]
 mod wire_format_tests {
-    use std::collections::HashMap;
 
     use model_wire::anthropic_messages::read_conversation as messages_from_anthropic;
     use model_wire::bedrock_converse::read_conversation as messages_from_converse;
@@ -164,7 +163,6 @@ mod wire_format_tests {
 
     use crate::canonical::replay_key;
     use crate::fixture::{Answer, Fixture, Turn};
-    use crate::pyjson::to_python_json;
     use crate::scenario::{Scenario, UiMode};
     use crate::{LookupError, ReplayEngine, name_free_key};
 
