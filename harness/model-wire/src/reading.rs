@@ -57,11 +57,6 @@ pub(crate) fn tool_message(
     Value::Object(out)
 }
 
-/// A field in either of the spellings the Gemini API accepts (`functionCall`, `function_call`).
-pub(crate) fn either<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
-    value.get(camel).or_else(|| value.get(snake))
-}
-
 /// A value as a tool message's content: a string as it is, anything else its canonical JSON.
 pub(crate) fn as_content(value: &Value) -> Value {
     match value {

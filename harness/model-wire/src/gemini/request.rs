@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::conversation::{self, Message, data_url, image_url};
-use crate::reading::{arguments, as_content, either, text_of, tool_message};
+use crate::reading::{arguments, as_content, text_of, tool_message};
 
 /// A function call part's payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -329,6 +329,11 @@ fn contents(conversation: &[Message]) -> Vec<Content> {
         }
     }
     out
+}
+
+/// A field in either of the spellings the Gemini API accepts (`functionCall`, `function_call`).
+fn either<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    value.get(camel).or_else(|| value.get(snake))
 }
 
 /// A Gemini `functionResponse`'s `response` as the tool message's content (see [`read_conversation`]).

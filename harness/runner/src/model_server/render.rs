@@ -1,7 +1,7 @@
 //! A recorded answer's stream at any wire, the one way for every wire and every mode:
 //! [`StreamOut`] feeds the recording's events one by one (`start`, each delta, `done` or
 //! `error`) to the wire's streaming renderer (`model_wire::Wire::stream_renderer`) and frames
-//! its pieces as the client asked (SSE, Gemini's JSON array, AWS's event stream), whether the
+//! its pieces as the client asked (SSE, one streamed JSON array, AWS's event stream), whether the
 //! events come from a fixture or a recording (a replay, which knows the answer before its
 //! stream) or from an upstream as it answers (the recording proxy, which passes each written
 //! event on as it is written). So every wire keeps the chunk boundaries the recording holds,
@@ -25,7 +25,7 @@ use super::request::{Framing, Wire};
 pub(super) struct StreamOut {
     renderer: Box<dyn RenderStream>,
     framing: Framing,
-    /// Gemini's JSON array has its first element.
+    /// The JSON array framing has its first element.
     sent: bool,
     /// The answer failed: nothing more is rendered, and no end marker.
     failed: bool,
@@ -75,7 +75,7 @@ impl StreamOut {
     }
 
     /// The stream's last bytes: the wire's end marker when the answer `ended` as its wire ends
-    /// one (and did not fail), then what closes the framing (Gemini's JSON array's `]`).
+    /// one (and did not fail), then what closes the framing (a JSON array's `]`).
     pub(super) fn end(&mut self, ended: bool) -> Vec<u8> {
         let mut out = Vec::new();
         if ended && !self.failed {
