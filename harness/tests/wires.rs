@@ -1201,6 +1201,31 @@ async fn assert_answers_as_scripted(base: &str, wire: Wire, script: &[ScriptedCa
             expected_answer(call),
             "{how}"
         );
+        // While recording, the stream's opening says what the upstream's opening said: its
+        // model, and at the Messages wire its input tokens.
+        if call.request["stream"] == json!(true) && served == "through the proxy" {
+            let opening: Value =
+                serde_json::from_str(data_lines(&body)[0]).expect("the opening event");
+            let (model, input_tokens) = match wire {
+                Wire::Anthropic => (
+                    &opening["message"]["model"],
+                    &opening["message"]["usage"]["input_tokens"],
+                ),
+                _ => (&opening["response"]["model"], &json!(12)),
+            };
+            let upstream: Value = serde_json::from_str(data_lines(&call.upstream)[0]).unwrap();
+            let said = &upstream["message"]["model"];
+            let said = if said.is_null() {
+                &upstream["response"]["model"]
+            } else {
+                said
+            };
+            assert_eq!(
+                (model, input_tokens),
+                (said, &json!(12)),
+                "{how}: the opening"
+            );
+        }
         // Issue 38, item 3: a recorded stream keeps the upstream's chunk boundaries at every
         // wire (a fixture's turn holds the message, not its chunks).
         if call.request["stream"] == json!(true) && served != "from the built fixture" {

@@ -498,6 +498,25 @@ impl StreamReader {
         }
     }
 
+    /// What the stream has said of its answer so far, as an answer with no content: the model
+    /// and the usage its opening carried (Messages' `message_start`, Responses'
+    /// `response.created`, Gemini's latest chunk), which a live relay's renderer opens the
+    /// stream with ([`Wire::stream_renderer`]); nothing at Chat Completions and Converse, whose
+    /// openings say neither.
+    pub fn so_far(&self) -> Answer {
+        let (model, usage) = match &self.codec {
+            Codec::AnthropicMessages(codec) => codec.so_far(),
+            Codec::Responses(codec) => codec.so_far(),
+            Codec::Gemini(codec) => codec.so_far(),
+            Codec::ChatCompletions(_) | Codec::BedrockConverse(_) => (None, None),
+        };
+        Answer {
+            model,
+            usage,
+            ..Answer::empty()
+        }
+    }
+
     /// The stream is over: the closing events and the answer, or why the stream is no good
     /// answer (cut off before its last event, or without a choice).
     pub fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {

@@ -36,6 +36,7 @@ use axum::http::HeaderMap;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use model_wire::KeyHeader;
+use model_wire::chat_completions::{Answer, Identity};
 use parking_lot::Mutex;
 use replay_core::recording::{
     CallWriter, EventError, KnownSecrets, Outcome, RecordedCall, RecordedEvent, RecordingSink,
@@ -55,7 +56,7 @@ use super::client::ServerState;
 use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
 use super::render::{StreamOut, stream_response};
-use super::request::{Wire, WireRequest};
+use super::request::{Framing, Wire, WireRequest};
 use super::shared::ModelServerError;
 use super::wires::wire_error;
 use transport::eventstream::{CorruptFrame, Frame, FrameReader};
@@ -702,11 +703,13 @@ async fn proxy(
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     // One relay rule at every wire: each written event through the wire's streaming renderer,
-    // as a replay of the recording will stream it.
-    let identity = shared.answer_id(request.wire, &request.model);
+    // as a replay of the recording will stream it, opened with what the upstream's opening said.
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
-        out: StreamOut::new(request.wire, &identity, None, request.framing),
+        wire: request.wire,
+        identity: shared.answer_id(request.wire, &request.model),
+        framing: request.framing,
+        out: None,
     };
     let source: Source = match request.wire {
         Wire::BedrockConverse => Box::pin(event_stream_source(upstream)),
@@ -843,33 +846,53 @@ fn event_stream_source(
 /// or nowhere when it asked for one answer.
 struct PumpTarget {
     sender: Option<mpsc::Sender<Result<Bytes, std::io::Error>>>,
-    /// The written (redacted) events as the wire streams them.
-    out: StreamOut,
+    wire: Wire,
+    identity: Identity,
+    framing: Framing,
+    /// The written (redacted) events as the wire streams them, once the stream has opened.
+    out: Option<StreamOut>,
 }
 
 impl PumpTarget {
+    /// Opens the gateway's stream, once, with what the upstream has said of its answer so far
+    /// (its model and usage: the opening of a Messages, Responses or Gemini stream carries them).
+    fn open(&mut self, so_far: impl FnOnce() -> Answer) -> &mut StreamOut {
+        let (wire, framing) = (self.wire, self.framing);
+        let identity = &self.identity;
+        self.out
+            .get_or_insert_with(|| StreamOut::new(wire, identity, Some(&so_far()), framing))
+    }
+
     /// Sends what the gateway gets for one written event; false once the gateway has gone. A
     /// failure the upstream reported inside its stream is passed on as the wire's error event;
     /// any other failure (a cut-off or broken stream) ends the gateway's stream with nothing
     /// more.
     async fn deliver(&mut self, event: &RecordedEvent) -> bool {
-        let Some(sender) = &self.sender else {
+        if self.sender.is_none() {
             return true;
-        };
-        let body = self.out.push(event);
-        body.is_empty() || sender.send(Ok(Bytes::from(body))).await.is_ok()
+        }
+        // Opened before by what the upstream said; else (a failure before it said anything)
+        // with nothing known.
+        let body = self.open(Answer::empty).push(event);
+        self.send(body).await
+    }
+
+    /// Sends bytes to the gateway (nothing for none); false once the gateway has gone.
+    async fn send(&self, body: Vec<u8>) -> bool {
+        match &self.sender {
+            Some(sender) if !body.is_empty() => sender.send(Ok(Bytes::from(body))).await.is_ok(),
+            _ => true,
+        }
     }
 
     /// Ends the gateway's stream: the wire's end marker only when the upstream `ended` with its
     /// own (Chat Completions' `[DONE]`), and what closes the framing (Gemini's JSON array).
     async fn close(&mut self, ended: bool) {
-        let Some(sender) = &self.sender else {
+        if self.sender.is_none() {
             return;
-        };
-        let end = self.out.end(ended);
-        if !end.is_empty() {
-            let _ = sender.send(Ok(Bytes::from(end))).await;
         }
+        let end = self.open(Answer::empty).end(ended);
+        let _ = self.send(end).await;
     }
 
     /// Resolves when the gateway has stopped reading its stream (never when it asked for one
@@ -912,6 +935,7 @@ async fn pump(
         let Some(next) = next else {
             let event = time_limit_event(&shared, limit);
             if let Some(event) = write(&shared, writing, &mut call, &event) {
+                target.open(|| recorder.so_far());
                 let _ = target.deliver(&event).await;
                 written.push(event);
             }
@@ -933,6 +957,7 @@ async fn pump(
             },
             Some(Err(error)) => vec![error],
         };
+        target.open(|| recorder.so_far());
         for event in &events {
             let Some(event) = write(&shared, writing, &mut call, event) else {
                 continue;
@@ -951,6 +976,7 @@ async fn pump(
     let mut done_marker = false;
     if !failed {
         done_marker = recorder.done();
+        target.open(|| recorder.so_far());
         for event in recorder.finish() {
             let Some(event) = write(&shared, writing, &mut call, &event) else {
                 continue;
