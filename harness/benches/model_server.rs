@@ -23,9 +23,8 @@ use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
 use keyless_runner::{Mode, ModelServer, ServerOptions};
 use keyless_runner::{ScenarioRun, runtime};
-use replay_core::{
-    Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,
-};
+use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
+use replay_core::{Answer, Fixture, Scenario, Turn, UiMode, replay_key};
 use serde_json::{Value, json};
 
 const LATENCY_REQUESTS: usize = 2_000;

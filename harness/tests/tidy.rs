@@ -1222,3 +1222,72 @@ fn a_dialects_constants_are_in_its_file() {
     let without = [("x.rs".to_owned(), "impl Dialect for X {}".to_owned())];
     assert_eq!(dialect_constant_problems(before, &without).len(), 2);
 }
+
+/// What breaks "every wire through one renderer" in the model server's file `name`, given its
+/// text (its code before the tests, comments left out): a `Wire::ChatCompletions` outside the
+/// routes (`mod.rs`, `routes.rs`), which would be a Chat Completions special case, or a wire's
+/// stream written outside `render.rs` (an SSE `data:` or `event:` line, an event-stream
+/// frame), which would be a second renderer beside model-wire's.
+fn one_renderer_problems(name: &str, text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let frames = ["\"data: ", "\"event: ", "event_frame(", "exception_frame("];
+    let mut problems = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let at = format!("harness/runner/src/model_server/{name}:{}", index + 1);
+        if line.contains("Wire::ChatCompletions") && !matches!(name, "mod.rs" | "routes.rs") {
+            problems.push(format!(
+                "{at}: a Chat Completions special case (only the routes name one wire)"
+            ));
+        }
+        if name != "render.rs" && frames.iter().any(|frame| line.contains(frame)) {
+            problems.push(format!(
+                "{at}: a wire's stream written outside render.rs (model-wire's streaming renderer \
+                 renders every wire, render.rs frames it)"
+            ));
+        }
+    }
+    problems
+}
+
+/// Every wire through one renderer (issue 38, item 3): in the model server, every wire's stream
+/// is model-wire's streaming renderer's (`Wire::stream_renderer`) framed by `render.rs`, for a
+/// replay and the recording proxy alike, and no file but the routes names Chat Completions.
+#[test]
+fn the_model_server_renders_every_wire_through_one_renderer() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("harness/runner/src/model_server"), &mut files);
+    assert!(files.len() > 5, "the model server's files");
+    // The modules `mod.rs` declares for its tests only (`#[cfg(test)] mod hardening;`).
+    let parent = std::fs::read_to_string(root.join("harness/runner/src/model_server/mod.rs"));
+    let test_only: Vec<String> = parent
+        .unwrap()
+        .split("#[cfg(test)]")
+        .skip(1)
+        .filter_map(|after| after.trim_start().strip_prefix("mod "))
+        .filter_map(|rest| rest.split(';').next())
+        .map(|module| format!("{}.rs", module.trim()))
+        .collect();
+    let mut problems = Vec::new();
+    for file in files {
+        let name = file
+            .strip_prefix(root.join("harness/runner/src/model_server"))
+            .unwrap()
+            .display()
+            .to_string();
+        if test_only.contains(&name) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        problems.extend(one_renderer_problems(&name, &text));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rule catches what it names: a Chat Completions branch, an SSE frame, AWS framing.
+    let before = "match wire { Wire::ChatCompletions => x }\nlet f = format!(\"data: {c}\\n\\n\");\n\
+                  let b = event_frame(name, &payload);\n#[cfg(test)]\nWire::ChatCompletions";
+    assert_eq!(one_renderer_problems("wires.rs", before).len(), 3);
+    assert!(one_renderer_problems("routes.rs", "Wire::ChatCompletions").is_empty());
+}

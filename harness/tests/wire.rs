@@ -32,13 +32,11 @@ use keyless_runner::{
 };
 use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
 use model_wire::Event;
+use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
 };
-use replay_core::{
-    Fixture, ModelProblem, ModelProblemKind, Scenario, UiMode, messages_from_chat_completions,
-    replay_key,
-};
+use replay_core::{Fixture, ModelProblem, ModelProblemKind, Scenario, UiMode, replay_key};
 use serde_json::{Value, json};
 use support::{scripted_upstream, write_read_file_streams};
 

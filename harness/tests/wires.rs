@@ -335,6 +335,45 @@ fn read(wire: Wire, stream: bool, body: impl AsRef<[u8]>) -> Result<Assembled, S
     }
 }
 
+/// The deltas a streamed body carries, as the wire's own stream reader reads them, piece by
+/// piece: so two streams of the same answer compare by where their chunks were cut.
+fn streamed_deltas(wire: Wire, body: &[u8]) -> Vec<model_wire::Event> {
+    let codec = match wire {
+        Wire::ChatCompletions => model_wire::Wire::ChatCompletions,
+        Wire::Anthropic => model_wire::Wire::AnthropicMessages,
+        Wire::Responses => model_wire::Wire::Responses,
+        Wire::Gemini => model_wire::Wire::Gemini,
+        Wire::Converse => model_wire::Wire::BedrockConverse,
+    };
+    let mut reader = codec.reader();
+    let pieces: Vec<(String, String)> = if wire == Wire::Converse {
+        event_stream_messages(body)
+            .expect("an event stream")
+            .into_iter()
+            .map(|(name, payload)| (name, payload.to_string()))
+            .collect()
+    } else {
+        String::from_utf8_lossy(body)
+            .replace("\r\n", "\n")
+            .split("\n\n")
+            .filter_map(|frame| {
+                let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
+                let name = frame
+                    .lines()
+                    .find_map(|line| line.strip_prefix("event: "))
+                    .unwrap_or("message");
+                Some((name.to_owned(), data.to_owned()))
+            })
+            .collect()
+    };
+    let mut deltas = Vec::new();
+    for (name, data) in pieces {
+        deltas.extend(reader.push(&name, &data).expect("a good stream"));
+    }
+    deltas.extend(reader.finish().expect("a good answer").0);
+    deltas
+}
+
 /// Text, reasoning and calls (name, parsed arguments): what a client makes of an answer.
 fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     let calls: Vec<Value> = calls
@@ -1162,6 +1201,40 @@ async fn assert_answers_as_scripted(base: &str, wire: Wire, script: &[ScriptedCa
             expected_answer(call),
             "{how}"
         );
+        // While recording, the stream's opening says what the upstream's opening said: its
+        // model, and at the Messages wire its input tokens.
+        if call.request["stream"] == json!(true) && served == "through the proxy" {
+            let opening: Value =
+                serde_json::from_str(data_lines(&body)[0]).expect("the opening event");
+            let (model, input_tokens) = match wire {
+                Wire::Anthropic => (
+                    &opening["message"]["model"],
+                    &opening["message"]["usage"]["input_tokens"],
+                ),
+                _ => (&opening["response"]["model"], &json!(12)),
+            };
+            let upstream: Value = serde_json::from_str(data_lines(&call.upstream)[0]).unwrap();
+            let said = &upstream["message"]["model"];
+            let said = if said.is_null() {
+                &upstream["response"]["model"]
+            } else {
+                said
+            };
+            assert_eq!(
+                (model, input_tokens),
+                (said, &json!(12)),
+                "{how}: the opening"
+            );
+        }
+        // Issue 38, item 3: a recorded stream keeps the upstream's chunk boundaries at every
+        // wire (a fixture's turn holds the message, not its chunks).
+        if call.request["stream"] == json!(true) && served != "from the built fixture" {
+            assert_eq!(
+                streamed_deltas(wire, body.as_bytes()),
+                streamed_deltas(wire, call.upstream.as_bytes()),
+                "{how}: the upstream's deltas"
+            );
+        }
     }
 }
 
@@ -1582,6 +1655,13 @@ async fn assert_path_calls_as_scripted(base: &str, wire: Wire, script: &[PathCal
             json!({"text": call.text, "calls": want}),
             "{how}"
         );
+        if call.stream && served != "from the built fixture" {
+            assert_eq!(
+                streamed_deltas(wire, body.as_ref()),
+                streamed_deltas(wire, &call.upstream),
+                "{how}: the upstream's deltas"
+            );
+        }
     }
 }
 

@@ -567,7 +567,7 @@ impl ReplayEngine {
 /// carry it.
 impl ReplayEngine {
     /// Serves a call that arrived at the wire: `messages` as
-    /// [`messages_from_chat_completions`](crate::messages_from_chat_completions) returns them,
+    /// the request's wire reads them (`model_wire::Wire::conversation`),
     /// `caller` when the request named one.
     ///
     /// With a caller this is [`ReplayEngine::lookup`]. Without one, the key is computed for each
@@ -1528,7 +1528,7 @@ mod wire_tests {
     use super::*;
     use crate::fixture::Turn;
     use crate::scenario::{Scenario, UiMode};
-    use crate::wire::messages_from_chat_completions;
+    use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
     use serde_json::json;
 
     fn human(text: &str) -> Value {

@@ -2,8 +2,9 @@
 //! and functions, with no HTTP, no async runtime and no knowledge of who uses them.
 //!
 //! [`Wire`] names the wires and is how every user reaches one: its [`StreamReader`] (one end
-//! rule per wire), its whole-answer reader, its renderer ([`Wire::render_answer`],
-//! [`Wire::render_stream`]), its client's name for an HTTP failure. One module
+//! rule per wire), its whole-answer reader, its renderer ([`Wire::render_answer`], and the
+//! streaming form [`Wire::stream_renderer`], a [`RenderStream`] that renders a recording's
+//! deltas one by one), its client's name for an HTTP failure. One module
 //! per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
 //! Anthropic's Messages API, [`gemini`] Google's Gemini API and [`bedrock_converse`] AWS
@@ -33,13 +34,15 @@ mod event;
 mod fault;
 mod fault_render;
 pub mod gemini;
+pub mod pyjson;
 pub mod pyrepr;
+mod reading;
 pub mod responses;
+mod stream;
 mod wire;
 
 pub use event::Event;
 pub use fault::{InStreamError, StatusError};
-pub use wire::{
-    EVENT_STREAM_CONTENT_TYPE, KeyHeader, RenderedStream, StreamException, StreamReader, Wire,
-    model_segment,
-};
+pub use reading::NoConversation;
+pub use stream::{RenderStream, StreamEvent, StreamException, StreamPiece};
+pub use wire::{EVENT_STREAM_CONTENT_TYPE, KeyHeader, StreamReader, Wire, model_segment};

@@ -26,8 +26,12 @@ mod tests;
 
 pub use assemble::{StreamAssembler, parse_message};
 pub use fault::{status_error, stream_error};
-pub use render::{SseEvent, error_body, error_kind_for_status, message, stream_events};
-pub use request::{Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam};
+pub use render::{
+    SseEvent, StreamRenderer, error_body, error_kind_for_status, message, stream_events,
+};
+pub use request::{
+    Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam, read_conversation,
+};
 
 /// Anthropic's `stop_reason` for an OpenAI finish reason.
 pub fn stop_reason(finish_reason: &str) -> &str {

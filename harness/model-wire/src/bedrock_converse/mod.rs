@@ -30,10 +30,10 @@ mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
 pub use fault::{status_error, stream_error};
-pub use render::{StreamEvent, error_body, exception_for_status, response, stream_events};
+pub use render::{StreamRenderer, error_body, exception_for_status, response, stream_events};
 pub use request::{
     ContentBlock, ConverseRequest, InputSchema, Message, ReasoningContent, ReasoningText,
-    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse, read_conversation,
 };
 
 /// Bedrock's `stopReason` for an OpenAI finish reason.
@@ -64,3 +64,5 @@ pub fn finish_reason(stop_reason: &str) -> &str {
 pub fn status_exception_name(status: u16) -> &'static str {
     exception_for_status(status)
 }
+/// One message of the stream: its `:event-type` and JSON payload.
+pub use crate::stream::StreamEvent;

@@ -30,10 +30,10 @@ mod tests;
 
 pub use assemble::{JsonArraySplitter, SplitError, StreamAssembler, parse_response};
 pub use fault::{status_error, stream_error};
-pub use render::{error_body, response, status_for_code, stream_chunks};
+pub use render::{StreamRenderer, error_body, response, status_for_code, stream_chunks};
 pub use request::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateContentRequest, Part,
-    Tool,
+    Tool, read_conversation,
 };
 
 /// Gemini's `finishReason` for an OpenAI finish reason.

@@ -28,5 +28,7 @@ mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
 pub use fault::stream_error;
-pub use render::{SseEvent, error_event, response, stream_events};
-pub use request::{Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role};
+pub use render::{SseEvent, StreamRenderer, error_event, response, stream_events};
+pub use request::{
+    Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role, read_conversation,
+};

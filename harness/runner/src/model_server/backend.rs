@@ -20,7 +20,7 @@ use super::answer::{AnswerId, WireError};
 use super::client::ServerState;
 use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
-use super::request::WireRequest;
+use super::request::{Wire, WireRequest};
 use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
 use replay_core::recording::RecordedEvent;
 
@@ -51,10 +51,11 @@ impl Shared {
         self.problems.lock().push(problem);
     }
 
-    pub(super) fn answer_id(&self, model: &str) -> AnswerId {
+    /// The identity of the next answer at `wire`, numbered across the server's answers.
+    pub(super) fn answer_id(&self, wire: Wire, model: &str) -> AnswerId {
         let number = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
         AnswerId {
-            id: format!("chatcmpl-replay-{number}"),
+            id: wire.replay_answer_id(number),
             model: model.to_owned(),
             created: SystemTime::now()
                 .duration_since(UNIX_EPOCH)

@@ -47,6 +47,7 @@ mod fixtures;
 mod problems;
 mod reach;
 mod record;
+mod render;
 mod request;
 mod routes;
 mod serve;

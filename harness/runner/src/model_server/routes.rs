@@ -4,6 +4,8 @@
 
 use axum::http::Method;
 
+use super::request::Wire;
+
 /// Every route the model server serves; any other request is an `unserved_route` problem. A new
 /// wire becomes served by a variant here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,5 +90,16 @@ impl Route {
             })
             .collect();
         routes.join(", ")
+    }
+}
+
+/// The wire a path belongs to, so a refusal before routing (a foreign request, a body too large
+/// or too slow) is worded in the shape its client reads; any path no other wire's is Chat
+/// Completions'.
+pub(crate) fn wire_of(path: &str) -> Wire {
+    match path {
+        "/v1/messages" => Wire::AnthropicMessages,
+        "/v1/responses" => Wire::Responses,
+        _ => Wire::ChatCompletions,
     }
 }
