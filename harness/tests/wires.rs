@@ -346,13 +346,13 @@ fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     json!({"text": text, "reasoning": reasoning, "calls": calls})
 }
 
-/// `POST /_harness/reset` with the server's reset token; its status.
+/// `POST /_keyless/reset` with the server's reset token; its status.
 async fn reset(server: &ModelServer) -> u16 {
     reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client")
-        .post(format!("{}/_harness/reset", server.url()))
+        .post(format!("{}/_keyless/reset", server.url()))
         .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
         .json(&json!({}))
         .send()

@@ -2,7 +2,7 @@
 //! configuration (`docs/recording-format.md` §12). A thin layer over `keyless_runner::RecordingsHome`; it
 //! never starts a gateway, so `status` and `off` work even when the configured file is broken.
 //!
-//! The state directory is `$HARNESS_STATE_DIR`, else `<repository root>/.harness-state`.
+//! The state directory is `$KEYLESS_STATE_DIR`, else `<repository root>/.harness-state`.
 //! Exit codes: 0 success; 1 an error, printed as `error: <message>`; 2 a refused confirmation
 //! (or no verb, which prints help).
 

@@ -48,7 +48,7 @@ pub struct Args {
     pub port: u16,
     /// Fixture replay: a fixture to serve (repeatable; default: every fixture in the fixture
     /// folder). The first is active; a driver selects another with
-    /// `POST /_harness/reset {"fixture": "<name>"}`. Two fixtures with one name are an error.
+    /// `POST /_keyless/reset {"fixture": "<name>"}`. Two fixtures with one name are an error.
     #[arg(long = "fixture", value_name = "FILE", conflicts_with_all = ["recording", "record"])]
     pub fixture_files: Vec<PathBuf>,
     /// Strict replay of a recording made with --record: call by call, each request compared
@@ -80,7 +80,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub keeping: Keeping,
-    /// Also write the reset token (printed at start; `POST /_harness/reset` needs it in the
+    /// Also write the reset token (printed at start; `POST /_keyless/reset` needs it in the
     /// `x-keyless-reset-token` header) to this file, mode 0600, replacing what is there. Give
     /// it to `keyless test --reset-token-file`, never to the gateway.
     #[arg(long, value_name = "FILE")]
@@ -335,15 +335,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(|()| out(format!("OpenAI base URL for the gateway: {}", server.base_url())))
             .and_then(|()| {
                 out(format!(
-                    "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
+                    "misses: GET {}/_keyless/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
                     server.url()
                 ))
             })
-            // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
+            // The driver's alone: POST /_keyless/reset needs it, so the gateway cannot clear the
             // ledger of a run in progress.
             .and_then(|()| {
                 out(format!(
-                    "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
+                    "reset token ({RESET_TOKEN_HEADER} header of POST /_keyless/reset; keyless test \
                      --reset-token-file or {}): {}",
                     keyless_runner::RESET_TOKEN_VAR,
                     server.reset_token()

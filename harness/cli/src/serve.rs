@@ -7,7 +7,7 @@
 //!
 //! Drives nothing, so it works with every API dialect: the browser is the driver. The problems it
 //! counts are every problem the model server reported since the start, whichever fixture was
-//! active (a browser suite switches fixtures with `POST /_harness/reset`), collected as they
+//! active (a browser suite switches fixtures with `POST /_keyless/reset`), collected as they
 //! happen, so a reset cannot hide an earlier miss from the exit status.
 
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ const EXIT_POLL: Duration = Duration::from_millis(200);
 
 Prints one JSON line on stdout once the gateway is ready:
   {\"gateway_url\": …, \"model_base_url\": …, \"model_server_url\": …, \"fixture\": …, …}
-A suite selects another fixture with POST <model_server_url>/_harness/reset {\"fixture\": NAME}
+A suite selects another fixture with POST <model_server_url>/_keyless/reset {\"fixture\": NAME}
 and the header x-keyless-reset-token: <reset_token>.
 
 Exit status (after SIGTERM or SIGINT): 0 every model call was answered as recorded; 1 a miss or
@@ -72,7 +72,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub replay_log: Option<PathBuf>,
     /// Also write the model server's reset token (in the JSON line too; `POST
-    /// /_harness/reset` needs it in the `x-keyless-reset-token` header) to this file, mode
+    /// /_keyless/reset` needs it in the `x-keyless-reset-token` header) to this file, mode
     /// 0600, for the browser suite. The gateway never gets it.
     #[arg(long, value_name = "FILE")]
     pub reset_token_file: Option<PathBuf>,

@@ -30,7 +30,7 @@ enum BaseUrl {
 }
 
 /// A user's repository: a temporary folder with `fixtures/<FIXTURE>.json`, a gateway
-/// configuration template whose model is `$HARNESS_MODEL_BASE_URL`, and `keyless.toml`.
+/// configuration template whose model is `$KEYLESS_MODEL_BASE_URL`, and `keyless.toml`.
 struct UserRepo {
     dir: tempfile::TempDir,
     gateway: PathBuf,
@@ -76,7 +76,7 @@ impl UserRepo {
     /// Writes a gateway configuration into `<name>/` and returns the command that starts the
     /// gateway with it on `{port}`. The model's base URL reaches the gateway the two ways
     /// `keyless` offers: `Placeholder` substitutes `{model_base_url}` in the command (which fills
-    /// in a configuration template), `Env` leaves `$HARNESS_MODEL_BASE_URL` in the configuration
+    /// in a configuration template), `Env` leaves `$KEYLESS_MODEL_BASE_URL` in the configuration
     /// for the gateway to expand.
     fn gateway_cmd(&self, name: &str, send_message_names: bool, base_url: BaseUrl) -> String {
         let folder = self.path().join(name);
@@ -84,7 +84,7 @@ impl UserRepo {
         let fixture = Fixture::load(&self.path().join(format!("fixtures/{FIXTURE}.json"))).unwrap();
         let written = match base_url {
             BaseUrl::Placeholder => "@MODEL_BASE_URL@",
-            BaseUrl::Env => "$HARNESS_MODEL_BASE_URL",
+            BaseUrl::Env => "$KEYLESS_MODEL_BASE_URL",
         };
         let config = write_wire_config(
             &folder,
@@ -1310,7 +1310,7 @@ fn finding_3_and_4_a_standalone_model_server_resets_only_with_its_token_and_stop
         status_of(
             &address,
             &format!(
-                "POST /_harness/reset HTTP/1.1\r\nhost: {address}\r\n{header}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                "POST /_keyless/reset HTTP/1.1\r\nhost: {address}\r\n{header}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
             ),
         )
     };

@@ -30,6 +30,9 @@
 //!   or Bedrock Converse request ([`messages_from_anthropic`], [`messages_from_responses`],
 //!   [`messages_from_gemini`], [`messages_from_converse`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
+//! - [`protocol`]: keyless's protocol names, one table per kind (headers, the model server's
+//!   routes, environment variables), each `keyless` spelling with the older aliases it accepts
+//!   ([`CALLER_HEADER`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
 //!
@@ -43,6 +46,7 @@ mod diff;
 mod drift;
 mod fixture;
 mod normalize;
+pub mod protocol;
 mod provenance;
 mod pyjson;
 pub mod recording;
@@ -67,6 +71,7 @@ pub use diff::{Difference, first_difference};
 pub use drift::{Drift, DriftChange, DriftClass, compare_fixtures};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
+pub use protocol::{CALLER_HEADER, RESET_TOKEN_HEADER};
 pub use provenance::{PROVENANCE_VERSION, Provenance};
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
@@ -84,7 +89,7 @@ pub use verdict::{
     FailedRequest, Framing, FramingProblem, GoldenStatus, MissingGolden, ModelProblem,
     ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
-pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
+pub use wire::{messages_from_chat_completions, name_free_key};
 pub use wire_formats::{
     messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_responses,
 };

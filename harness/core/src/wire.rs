@@ -37,11 +37,6 @@ use serde_json::{Map, Value};
 use crate::canonical::{canonical_conversation, conversation_hash};
 use crate::pyjson::to_python_json;
 
-/// The HTTP header a gateway sends to name the caller of a model call at the wire
-/// (`docs/replay-and-fixtures.md` §11, §5.6): one value per graph node that calls the model, so
-/// nodes that send the same conversation get their own recorded answers.
-pub const CALLER_HEADER: &str = "X-Harness-Caller";
-
 /// The message dicts of a Chat Completions request's `messages`, ready for
 /// [`replay_key`](crate::replay_key). See the module documentation for the rules.
 pub fn messages_from_chat_completions(messages: &[Value]) -> Vec<Value> {

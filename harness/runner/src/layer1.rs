@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay_core::protocol::FULL_TRANSCRIPT_VAR;
 use replay_core::{
     Ambiguity, FailedRequest, Fixture, GoldenStatus, LoadedFixture, Miss, MissingGolden,
     ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
@@ -55,9 +56,10 @@ pub enum Transcripts {
 }
 
 impl Transcripts {
-    /// [`Transcripts::Full`] when `HARNESS_FULL_TRANSCRIPT` is set, else [`Transcripts::Cut`].
+    /// [`Transcripts::Full`] when `KEYLESS_FULL_TRANSCRIPT` (or its alias
+    /// `HARNESS_FULL_TRANSCRIPT`) is set, else [`Transcripts::Cut`].
     pub fn from_env() -> Transcripts {
-        match std::env::var_os("HARNESS_FULL_TRANSCRIPT") {
+        match FULL_TRANSCRIPT_VAR.find(|name| std::env::var_os(name)) {
             Some(_) => Transcripts::Full,
             None => Transcripts::Cut,
         }
@@ -389,7 +391,7 @@ impl ScenarioRun {
             }
             let _ = writeln!(
                 out,
-                "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
+                "--- run {index} SSE transcript (data cut at 160 characters; KEYLESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             let shapes = transcript.frame_shapes();
             for (position, (event, shape)) in transcript.events.iter().zip(shapes).enumerate() {

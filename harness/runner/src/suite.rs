@@ -197,9 +197,9 @@ mod tests {
         let cases = [
             (
                 "a parent that already says its source",
-                "model server POST http://x/_harness/reset: error sending request",
+                "model server POST http://x/_keyless/reset: error sending request",
                 "error sending request",
-                "model server POST http://x/_harness/reset: error sending request",
+                "model server POST http://x/_keyless/reset: error sending request",
             ),
             (
                 "a parent that does not",

@@ -38,7 +38,7 @@ use super::backend::{Answered, Call, Shared};
 use super::problems::Problem;
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::routes::Route;
-use super::shared::CALLER_HEADER;
+use replay_core::protocol::CALLER;
 use replay_core::recording::RecordedEvent;
 use transport::eventstream::{event_frame, exception_frame};
 
@@ -395,9 +395,10 @@ pub(super) async fn serve(
             return wire_error(wire, StatusCode::BAD_REQUEST, &message, "invalid_request");
         }
     };
-    let caller = headers
-        .get(CALLER_HEADER)
-        .and_then(|value| value.to_str().ok())
+    // The caller header, or its older spelling when only that was sent.
+    let caller = CALLER
+        .find(|spelling| headers.get(spelling))
+        .and_then(|(_, value)| value.to_str().ok())
         .map(str::to_owned);
     let call = Call {
         shared,
