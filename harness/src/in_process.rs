@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keyless_runner::{
     Drive, GatewayTarget, HarnessError, ModelLedger, RunOptions, ScenarioRun, Transcripts,
-    WebClient,
+    session::WebClient,
 };
 use replay_core::{LoadedFixture, ReplayEngine};
 

@@ -27,10 +27,11 @@ use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::{InProcess, options};
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
-use keyless_runner::{
-    CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
-};
 use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
+use keyless_runner::{
+    Mode, ModelServer, Problem, ServerOptions,
+    server::{CALLER_HEADER, ModelServerError, RecordConfig},
+};
 use model_wire::Event;
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
@@ -62,7 +63,7 @@ fn gateway_binary() -> &'static Path {
 
 /// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let files = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
@@ -201,7 +202,7 @@ fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
                 .await
                 .expect("the run");
             assert_green(&run, "strict recording over the wire");
-            let state = keyless_runner::ModelServerClient::new(&strict.url())
+            let state = keyless_runner::server::ModelServerClient::new(&strict.url())
                 .expect("client")
                 .state()
                 .await
@@ -415,7 +416,8 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let kinds: Vec<_> = server.problems().iter().map(Problem::kind).collect();
         assert_eq!(kinds, [ModelProblemKind::Miss]);
         // A driver in another process reads the same ledger.
-        let client = keyless_runner::ModelServerClient::new(&server.base_url()).expect("client");
+        let client =
+            keyless_runner::server::ModelServerClient::new(&server.base_url()).expect("client");
         assert_eq!(client.problems().await.expect("misses"), server.problems());
     });
 }
@@ -710,7 +712,10 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(status, 400, "a miss");
         let reply: Value = client
             .post(format!("{}/_keyless/reset", server.url()))
-            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+            .header(
+                keyless_runner::server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")
@@ -720,7 +725,10 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
         let again: Value = client
             .post(format!("{}/_keyless/reset", server.url()))
-            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+            .header(
+                keyless_runner::server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")
@@ -860,7 +868,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
                 .insert("send_message_names".into(), Value::Bool(true));
             model_block_at(&mut entry, api);
             let model = WireChatModel::new(&entry, api).expect("client");
-            let client = keyless_runner::ModelServerClient::new(&server.url())
+            let client = keyless_runner::server::ModelServerClient::new(&server.url())
                 .unwrap()
                 .with_reset_token(server.reset_token());
             client.reset(None).await.expect("a fresh replay");

@@ -10,7 +10,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use keyless_runner::{Activation, RecordingsHome};
+use keyless_runner::recordings::{Activation, RecordingsHome};
 use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 use serde_json::{Value, json};
 use tempfile::TempDir;

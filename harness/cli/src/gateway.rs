@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use keyless_runner::GatewayCommand;
-use keyless_runner::{AuthHeader, DriveOptions};
+use keyless_runner::{DriveOptions, session::AuthHeader};
 
 use crate::Resolved;
 use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};

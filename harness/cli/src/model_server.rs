@@ -9,12 +9,15 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::builder::TypedValueParser;
-use keyless_runner::fixture_files;
-use keyless_runner::redacted_scenario;
-use keyless_runner::stem_of;
+use keyless_runner::goldens::stem_of;
+use keyless_runner::recordings::redacted_scenario;
+use keyless_runner::suite::fixture_files;
 use keyless_runner::{
-    AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode,
-    ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, ServerOptions,
+    Mode, ModelServer, Problem, ServerOptions,
+    server::{
+        AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES,
+        RESET_TOKEN_HEADER, RecordConfig, RecordLimits,
+    },
 };
 use replay_core::Scenario;
 
@@ -297,7 +300,7 @@ pub fn read_reset_token(file: Option<&std::path::Path>) -> Result<Option<String>
 
 /// `KEYLESS_RESET_TOKEN`, trimmed, when set and not empty.
 fn reset_token_from_env() -> Option<String> {
-    std::env::var(keyless_runner::RESET_TOKEN_VAR)
+    std::env::var(keyless_runner::process::RESET_TOKEN_VAR)
         .ok()
         .map(|token| token.trim().to_owned())
         .filter(|token| !token.is_empty())
@@ -323,7 +326,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(plan) = &plan {
                 plan.abandon();
             }
-            ConfigError(keyless_runner::error_chain(&err))
+            ConfigError(keyless_runner::suite::error_chain(&err))
         })?;
         // A closed stdout after the address (`| head -1`) leaves the server serving.
         // The token is written before it is printed, so a script that read the line finds the
@@ -345,7 +348,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 out(format!(
                     "reset token ({RESET_TOKEN_HEADER} header of POST /_keyless/reset; keyless test \
                      --reset-token-file or {}): {}",
-                    keyless_runner::RESET_TOKEN_VAR,
+                    keyless_runner::process::RESET_TOKEN_VAR,
                     server.reset_token()
                 ))
             });

@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use keyless_runner::Launched;
-use keyless_runner::ReplayLog;
-use keyless_runner::stem_of;
+use keyless_runner::goldens::stem_of;
+use keyless_runner::server::ReplayLog;
+use keyless_runner::suite::{error_chain, fixture_files};
 use keyless_runner::{Mode, ModelServer, Problem, ServerOptions};
-use keyless_runner::{error_chain, fixture_files};
 use parking_lot::Mutex;
 use replay_core::{Ambiguity, Miss, ReplayObserver, Served};
 use serde_json::json;

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use keyless_runner::schedule::{self, Plan, RunEnd, RunningModelServer, ScheduleError};
-use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, fixture_files};
+use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, suite::fixture_files};
 use replay_core::UnusedTurns;
 
 use crate::Folders;
@@ -246,7 +246,7 @@ fn jobs(
 }
 
 fn stem(path: &Path) -> String {
-    keyless_runner::stem_of(path)
+    keyless_runner::goldens::stem_of(path)
 }
 
 /// The JUnit report's suite name: `keyless test`, with the shard when there is one.

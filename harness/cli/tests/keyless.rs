@@ -166,7 +166,7 @@ fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fa
     assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
     // Over the wire the gateway streams what it streams in-process: the same golden.
     assert_eq!(
-        keyless_runner::read_golden(&golden, FIXTURE).unwrap(),
+        keyless_runner::goldens::read_golden(&golden, FIXTURE).unwrap(),
         read_golden(FIXTURE).unwrap()
     );
 
@@ -301,7 +301,8 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
         ("maybe\ny\n", true, false),
     ];
     for (answers, accepted, left) in cases {
-        keyless_runner::write_pending(&golden, FIXTURE, "fixtures/x.json", &document).unwrap();
+        keyless_runner::goldens::write_pending(&golden, FIXTURE, "fixtures/x.json", &document)
+            .unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
             .arg("review")
             .current_dir(repo.path())
@@ -890,7 +891,7 @@ impl UserRepo {
 
     /// Accepts the shipped golden into the user's folder, so `keyless test` passes.
     fn with_golden(self) -> UserRepo {
-        keyless_runner::write_pending(
+        keyless_runner::goldens::write_pending(
             &self.path().join("golden"),
             FIXTURE,
             "fixtures/x.json",
@@ -1010,7 +1011,7 @@ fn links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused() 
         std::fs::create_dir_all(repo.path().join(".keyless/logs")).unwrap();
         std::fs::write(&secret, secret_text).unwrap();
         if real_pending {
-            keyless_runner::write_pending(
+            keyless_runner::goldens::write_pending(
                 &repo.path().join("golden"),
                 FIXTURE,
                 "fixtures/x.json",

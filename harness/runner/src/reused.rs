@@ -155,7 +155,7 @@ impl Reused {
                     kind: replay_core::ModelProblemKind::CallBetweenRuns,
                     message: format!(
                         "the model server could not say whether a call came after the run: {}",
-                        crate::error_chain(&err)
+                        crate::suite::error_chain(&err)
                     ),
                 }),
             }
