@@ -1,7 +1,8 @@
 //! `keyless-runner`: the part of keyless (keyless contract tests for agent gateways) that never
 //! names a gateway type, so a gateway in any language is tested through it and the `keyless`
-//! binary compiles no gateway. Its modules are private; the root holds what a library user needs
-//! to run a fixture, and the namespaces below hold the rest, grouped by audience.
+//! binary compiles no gateway. Its implementation modules are private (`schedule` and `suite`
+//! are public as they are); the root holds what a library user needs to run a fixture, and the
+//! namespaces below re-export the rest, grouped by audience.
 //!
 //! The root:
 //! - [`run`]: the one run API, one fixture ([`FixtureInput`]) through a [`GatewayTarget`] as
