@@ -113,7 +113,7 @@ serve_route() {
   model_url="http://127.0.0.1:$model_port"
   route_url="http://127.0.0.1:$route_port"
   for _ in $(seq 100); do
-    curl -sf "$route_url/health" >/dev/null 2>&1 && curl -sf "$model_url/_harness/state" >/dev/null 2>&1 && return
+    curl -sf "$route_url/health" >/dev/null 2>&1 && curl -sf "$model_url/_keyless/state" >/dev/null 2>&1 && return
     sleep 0.1
   done
   fail "the route or the model server did not start: $(cat "$work/route.log" "$work/model.log")"
@@ -146,8 +146,8 @@ if (a !== b) {
 const parts = official.flatMap((m) => m.parts ?? [m.content]).length;
 console.log(`ai-sdk example: ${official.length} messages, ${parts} parts, equal`);
 JS
-  [ "$(curl -sf "$model_url/_harness/misses")" = "[]" ] \
-    || fail "the official client's run missed: $(curl -s "$model_url/_harness/misses")"
+  [ "$(curl -sf "$model_url/_keyless/misses")" = "[]" ] \
+    || fail "the official client's run missed: $(curl -s "$model_url/_keyless/misses")"
 }
 
 # The fixture $1's prompts, one per line.
@@ -164,7 +164,7 @@ run app weather.chat --gateway-url "$route_url" --model-server "$model_url" \
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
 curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
     -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
-  "$model_url/_harness/reset" >/dev/null
+  "$model_url/_keyless/reset" >/dev/null
 mapfile -t prompt_list < <(prompts_of fixtures/weather.chat.json)
 (cd "$work/app" && node official_client.mjs "$route_url/api/chat" "${prompt_list[@]}") \
   > "$work/official.json" || fail "the official client failed"
@@ -180,7 +180,7 @@ for api in openai-chat openai-responses; do
   [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api at the running route failed (exit $status)"; }
   curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
     -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
-    "$model_url/_harness/reset" >/dev/null
+    "$model_url/_keyless/reset" >/dev/null
   mapfile -t prompt_list < <(prompts_of "fixtures-$api/weather.chat.json")
   model="$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).model)' \
     "$work/app/fixtures-$api/weather.chat.json")"

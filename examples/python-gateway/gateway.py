@@ -14,8 +14,8 @@ Run it:
 
 Environment (the harness's names win, so `keyless test --gateway-cmd` needs no flags):
 
-    HARNESS_MODEL_BASE_URL or OPENAI_BASE_URL   the model's OpenAI base URL
-    HARNESS_GATEWAY_PORT or --port              the port on 127.0.0.1
+    KEYLESS_MODEL_BASE_URL or OPENAI_BASE_URL   the model's OpenAI base URL
+    KEYLESS_GATEWAY_PORT or --port              the port on 127.0.0.1
     OPENAI_API_KEY                              the key (any value for a model server)
     GATEWAY_MODEL                               the model name (default gpt-4o-mini)
     GATEWAY_SEND_NAMES=0                        leave message names off the model's requests
@@ -341,11 +341,11 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=int(os.environ.get("HARNESS_GATEWAY_PORT", "8001")))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("KEYLESS_GATEWAY_PORT", "8001")))
     args = parser.parse_args()
-    base_url = os.environ.get("HARNESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    base_url = os.environ.get("KEYLESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
-        sys.exit("gateway: set HARNESS_MODEL_BASE_URL or OPENAI_BASE_URL to the model's base URL")
+        sys.exit("gateway: set KEYLESS_MODEL_BASE_URL or OPENAI_BASE_URL to the model's base URL")
     # The client's own retries (honouring the provider's `retry-after`) carry a run through a
     # rate limit; GATEWAY_MAX_RETRIES=0 removes them (the 429 fault scenario then fails).
     client = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused",

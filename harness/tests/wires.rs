@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use harness::workspace::fixtures_dir;
 use keyless_runner::runtime;
-use keyless_runner::{CALLER_HEADER, Mode, ModelServer, Problem, ServerOptions};
+use keyless_runner::{Mode, ModelServer, Problem, ServerOptions, server::CALLER_HEADER};
 use model_wire::chat_completions::{Answer, Assembled, ChunkAssembler, parse_completion};
 use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use replay_core::{Answer as Recorded, Fixture};
@@ -33,7 +33,7 @@ fn bounded<T>(work: impl Future<Output = T>) -> T {
 
 /// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let files = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
@@ -385,14 +385,17 @@ fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     json!({"text": text, "reasoning": reasoning, "calls": calls})
 }
 
-/// `POST /_harness/reset` with the server's reset token; its status.
+/// `POST /_keyless/reset` with the server's reset token; its status.
 async fn reset(server: &ModelServer) -> u16 {
     reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client")
-        .post(format!("{}/_harness/reset", server.url()))
-        .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+        .post(format!("{}/_keyless/reset", server.url()))
+        .header(
+            keyless_runner::server::RESET_TOKEN_HEADER,
+            server.reset_token(),
+        )
         .json(&json!({}))
         .send()
         .await
@@ -766,7 +769,7 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
         ] {
             let recording = folder.path().join(format!("{families}.jsonl"));
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream,
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -992,8 +995,8 @@ fn gemini_s_routes_and_framings_and_converse_s_error_header() {
 }
 
 /// Credentials the proxy signs Bedrock calls with (the model server checks no signature).
-fn dummy_aws() -> keyless_runner::AwsCredentials {
-    keyless_runner::AwsCredentials {
+fn dummy_aws() -> keyless_runner::server::AwsCredentials {
+    keyless_runner::server::AwsCredentials {
         access_key_id: "AKIDEXAMPLE".into(),
         secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
         session_token: Some("session-token-SECRET-123".into()),
@@ -1292,7 +1295,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
             let scenario =
                 replay_core::Scenario::new("loop", replay_core::UiMode::Flash, "Write hi");
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream: format!("{}/v1", upstream.uri()),
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -1709,7 +1712,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_gemini_and_converse_replays_strictl
             }
             let recording = folder.path().join("loop.jsonl");
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream: format!("{}{prefix}", upstream.uri()),
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -1864,7 +1867,7 @@ fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() 
             .await;
         let recording = folder.path().join("corrupt.jsonl");
         let proxy = ModelServer::start(
-            Mode::Record(Box::new(keyless_runner::RecordConfig {
+            Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                 upstream: upstream.uri(),
                 api_key: UPSTREAM_KEY.into(),
                 recording: recording.clone(),
@@ -1911,7 +1914,7 @@ fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() 
 /// recorded answer, the `openai` and `anthropic` clients after the second it asks for.
 #[test]
 fn the_official_clients_raise_each_providers_own_fault() {
-    use keyless_runner::{Fault, FaultKind, FaultPlan, Select};
+    use keyless_runner::faults::{Fault, FaultKind, FaultPlan, Select};
     let Some(python) = sdk_python() else {
         return;
     };

@@ -51,10 +51,10 @@ pub enum StreamModes {
 
 impl StreamModes {
     /// The driver's stream modes.
-    pub fn driver(self) -> keyless_runner::StreamModes {
+    pub fn driver(self) -> keyless_runner::session::StreamModes {
         match self {
-            StreamModes::Values => keyless_runner::StreamModes::Values,
-            StreamModes::Web => keyless_runner::StreamModes::Web,
+            StreamModes::Values => keyless_runner::session::StreamModes::Values,
+            StreamModes::Web => keyless_runner::session::StreamModes::Web,
         }
     }
 }

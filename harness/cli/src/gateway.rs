@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use keyless_runner::GatewayCommand;
-use keyless_runner::{AuthHeader, DriveOptions};
+use keyless_runner::{DriveOptions, session::AuthHeader};
 
 use crate::Resolved;
 use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};
@@ -14,7 +14,7 @@ use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};
 pub struct GatewayArgs {
     /// The command that starts the gateway for each fixture (`sh -c`, in the configuration
     /// file's folder), with `{model_base_url}` and `{port}` placeholders (also set as
-    /// HARNESS_MODEL_BASE_URL and HARNESS_GATEWAY_PORT).
+    /// KEYLESS_MODEL_BASE_URL and KEYLESS_GATEWAY_PORT).
     #[arg(long, value_name = "CMD", conflicts_with = "gateway_url")]
     pub gateway_cmd: Option<String>,
     /// A gateway already running, whose model points at the model server.

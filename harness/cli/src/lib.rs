@@ -114,7 +114,7 @@ struct LaunchArgs {
 
 /// The launcher `keyless test` and `keyless record` start gateway commands through: this same
 /// binary's hidden subcommand, which ties the command's life to this process and then becomes
-/// it (`keyless_runner::exec_tied_to_parent`). None when the binary cannot be found.
+/// it (`keyless_runner::process::exec_tied_to_parent`). None when the binary cannot be found.
 pub(crate) fn launcher() -> Option<(PathBuf, Vec<String>)> {
     let program = std::env::current_exe().ok()?;
     let parent = std::process::id().to_string();
@@ -212,8 +212,8 @@ impl Signals {
             }
             eprintln!("keyless: a second signal: exiting now");
             let me = std::process::id() as i32;
-            let started = keyless_runner::descendants_of(me);
-            keyless_runner::signal_all(&started, keyless_runner::Signal::KILL);
+            let started = keyless_runner::process::descendants_of(me);
+            keyless_runner::process::signal_all(&started, keyless_runner::process::Signal::KILL);
             std::process::exit(130);
         });
         Ok(Signals { first })
@@ -243,9 +243,9 @@ impl Signals {
 /// error exits 2.
 pub fn run(cli: Cli) -> ExitCode {
     // Processes a gateway command leaves behind are re-parented here, not to init, so they
-    // can be found and stopped (Linux; `keyless_runner::descendants_of`).
+    // can be found and stopped (Linux; `keyless_runner::process::descendants_of`).
     if !matches!(cli.command, Command::Init | Command::Launch(_)) {
-        keyless_runner::become_subreaper();
+        keyless_runner::process::become_subreaper();
     }
     let result = match cli.command {
         Command::Init => std::env::current_dir()
@@ -260,7 +260,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::ModelServer(args) => model_server::run(args),
         Command::Launch(args) => match args.command.split_first() {
             Some((program, rest)) => {
-                let err = keyless_runner::exec_tied_to_parent(args.parent, program, rest);
+                let err = keyless_runner::process::exec_tied_to_parent(args.parent, program, rest);
                 Err(anyhow::Error::new(err).context(format!("cannot start {program}")))
             }
             None => Err(ConfigError("no command to launch".into()).into()),
@@ -276,7 +276,7 @@ pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
         // Nobody reads on (`keyless test --json | head -1`): a quiet end, as ripgrep's.
         Err(err) if err.downcast_ref::<output::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            let message = keyless_runner::error_chain(err.as_ref());
+            let message = keyless_runner::suite::error_chain(err.as_ref());
             output::err(format!("keyless: error: {message}"));
             if err.downcast_ref::<ConfigError>().is_some() {
                 ExitCode::from(2)

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keyless_runner::Launched;
 use keyless_runner::Session;
-use keyless_runner::error_chain;
-use keyless_runner::{Mode, ModelServer, RecordConfig, ServerOptions};
+use keyless_runner::suite::error_chain;
+use keyless_runner::{Mode, ModelServer, ServerOptions, server::RecordConfig};
 use replay_core::prompts_in;
 use replay_core::recording::{Access, read_recording};
 

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use keyless_runner::schedule::{self, Plan, RunEnd, RunningModelServer, ScheduleError};
-use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, fixture_files};
+use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, suite::fixture_files};
 use replay_core::UnusedTurns;
 
 use crate::Folders;
@@ -134,7 +134,7 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
     })?;
     // Fault scenarios (`<scenario>.<mode>@<fault>.faults.toml`) run as fixtures of their own.
     fixtures.extend(
-        keyless_runner::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+        keyless_runner::faults::fault_scenario_files(&resolved.fixtures).map_err(|err| {
             ConfigError(format!(
                 "cannot list the fixture folder {}: {err}",
                 resolved.fixtures.display()
@@ -260,7 +260,7 @@ fn jobs(
 }
 
 fn stem(path: &Path) -> String {
-    keyless_runner::stem_of(path)
+    keyless_runner::goldens::stem_of(path)
 }
 
 /// The JUnit report's suite name: `keyless test`, with the shard when there is one.

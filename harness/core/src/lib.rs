@@ -35,6 +35,9 @@
 //!   with the event names and fields its provider's stream used (`vocabulary`,
 //!   [`StreamVocabulary`]); `drift`: a fresh recording compared with the committed fixture
 //!   ([`compare_fixtures`]);
+//! - [`protocol`]: keyless's protocol names, one table per kind (headers, the model server's
+//!   routes, environment variables), each `keyless` spelling with the older aliases it accepts
+//!   ([`CALLER_HEADER`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
 //!
@@ -49,6 +52,7 @@ mod drift;
 mod exchange;
 mod fixture;
 mod normalize;
+pub mod protocol;
 mod provenance;
 mod pyjson;
 pub mod recording;
@@ -77,6 +81,7 @@ pub use exchange::{
 };
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
+pub use protocol::{CALLER_HEADER, RESET_TOKEN_HEADER};
 pub use provenance::{PROVENANCE_VERSION, Provenance};
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
@@ -95,4 +100,4 @@ pub use verdict::{
     ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
 pub use vocabulary::StreamVocabulary;
-pub use wire::{CALLER_HEADER, name_free_key};
+pub use wire::name_free_key;

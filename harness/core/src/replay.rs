@@ -25,9 +25,10 @@ use super::canonical::{
 };
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError, LoadedFixture};
+use super::protocol::CALLER_HEADER;
 use super::pyjson::{python_repr, to_python_json};
 use super::text::{cut_text, first_chars, shorten};
-use super::wire::{CALLER_HEADER, name_free_entries};
+use super::wire::name_free_entries;
 
 /// How many characters of the canonical text DeerFlow's miss message shows.
 const MISS_CANONICAL_CHARS: usize = 800;
@@ -1184,7 +1185,7 @@ mod tests {
                     assert!(
                         message.contains("turn 0: ")
                             && message.contains("; turn 1: ")
-                            && message.contains("X-Harness-Caller"),
+                            && message.contains(CALLER_HEADER),
                         "{name}: {message}"
                     );
                     assert_eq!(engine.ambiguities(), [(**ambiguity).clone()], "{name}");
@@ -1304,7 +1305,7 @@ mod tests {
         let words = missed.in_plain_words();
         for says in [
             "no recorded output in fixtures/s.flash.json",
-            "the gateway's request (it sent no X-Harness-Caller header",
+            "the gateway's request (it sent no x-keyless-caller header",
             "first differing field: [0].role (against the nearest recorded turn 0",
             "recorded \"user\", incoming \"assistant\"",
             "record the fixture again (keyless record)",
@@ -1318,7 +1319,7 @@ mod tests {
         assert!(
             named
                 .in_plain_words()
-                .contains("'critic' (its X-Harness-Caller header)")
+                .contains("'critic' (its x-keyless-caller header)")
         );
 
         let follow_up = [

@@ -17,11 +17,6 @@ use serde_json::Value;
 use crate::canonical::{canonical_conversation, conversation_hash};
 use crate::pyjson::to_python_json;
 
-/// The HTTP header a gateway sends to name the caller of a model call at the wire
-/// (`docs/replay-and-fixtures.md` §11, §5.6): one value per graph node that calls the model, so
-/// nodes that send the same conversation get their own recorded answers.
-pub const CALLER_HEADER: &str = "X-Harness-Caller";
-
 /// The entries of a canonical conversation text with the messages' names left out (a `tool`
 /// entry keeps its name: it is the tool's, which every wire carries); `None` when the text is
 /// not a JSON list.

@@ -31,7 +31,7 @@ pub struct FaultPlan {
 pub struct Fault {
     /// Which calls it matches.
     pub select: Select,
-    /// Only calls of this caller (the `X-Harness-Caller` header, or the caller the replay found).
+    /// Only calls of this caller (the `x-keyless-caller` header, or the caller the replay found).
     pub caller: Option<String>,
     /// What happens to a matching call.
     pub kind: FaultKind,

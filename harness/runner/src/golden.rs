@@ -86,7 +86,7 @@ pub fn stem_of(fixture: &Path) -> String {
 /// A file name as text: its UTF-8 as it is, each byte that is not UTF-8 as `%` and two
 /// uppercase hex digits (`caf\xE9` → `caf%E9`). A lossy copy would make every such byte
 /// U+FFFD, and `\xFF.flash.json` and `\xFE.flash.json` one name; a UTF-8 name that already
-/// reads `%FF` is told apart by [`crate::fixture_files`], which refuses the pair.
+/// reads `%FF` is told apart by [`crate::suite::fixture_files`], which refuses the pair.
 pub fn escaped_name(name: &std::ffi::OsStr) -> String {
     let mut text = String::new();
     for chunk in name.as_encoded_bytes().utf8_chunks() {

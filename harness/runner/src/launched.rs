@@ -3,7 +3,7 @@
 //!
 //! The command runs through `sh -c` in its own process group, with the model server's OpenAI
 //! base URL and a free port both substituted for `{model_base_url}` and `{port}` and set as
-//! `HARNESS_MODEL_BASE_URL` and `HARNESS_GATEWAY_PORT`. Its output goes to a log file that every
+//! `KEYLESS_MODEL_BASE_URL` and `KEYLESS_GATEWAY_PORT`. Its output goes to a log file that every
 //! failure names. The gateway is ready when its readiness path answers 2xx; it is stopped by
 //! SIGTERM to its process group and to every process that left the group (SIGKILL after a grace
 //! period), so a shell and its children go together and nothing is left running.
@@ -27,6 +27,8 @@ use replay_core::LoadedFixture;
 use crate::golden::stem_of;
 
 use crate::model_server::{ClientError, ModelServerClient};
+use replay_core::protocol;
+
 use crate::processes;
 use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 
@@ -34,14 +36,9 @@ use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 pub const MODEL_BASE_URL_PLACEHOLDER: &str = "{model_base_url}";
 /// The placeholder for the gateway's port in a gateway command.
 pub const PORT_PLACEHOLDER: &str = "{port}";
-/// The variable holding the model server's OpenAI base URL (`http://127.0.0.1:<port>/v1`).
-pub const MODEL_BASE_URL_VAR: &str = "HARNESS_MODEL_BASE_URL";
-/// The variable holding the port the gateway must listen on (127.0.0.1).
-pub const GATEWAY_PORT_VAR: &str = "HARNESS_GATEWAY_PORT";
-
 /// The variable `keyless test --model-server` reads the reset token from; removed from the
 /// gateway's environment.
-pub const RESET_TOKEN_VAR: &str = "KEYLESS_RESET_TOKEN";
+pub const RESET_TOKEN_VAR: &str = protocol::RESET_TOKEN_VAR.name;
 
 /// How long a stopped gateway may take to exit after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -300,8 +297,18 @@ impl Launched {
             .arg(&line)
             .current_dir(&self.command.working_dir)
             .env(processes::LAUNCH_MARK_VAR, &mark)
-            .env(MODEL_BASE_URL_VAR, &self.model_base_url)
-            .env(GATEWAY_PORT_VAR, port.to_string())
+            .envs(
+                // The model server's URL (`http://127.0.0.1:<port>/v1`) and the port the gateway
+                // must listen on (127.0.0.1), under each name and the aliases older gateways read.
+                protocol::MODEL_BASE_URL_VAR
+                    .spellings()
+                    .map(|name| (name, self.model_base_url.clone()))
+                    .chain(
+                        protocol::GATEWAY_PORT_VAR
+                            .spellings()
+                            .map(|name| (name, port.to_string())),
+                    ),
+            )
             // The reset token is the driver's alone.
             .env_remove(RESET_TOKEN_VAR)
             .stdin(Stdio::null())
@@ -573,6 +580,52 @@ impl Drop for Launched {
 mod tests {
     use super::*;
     use crate::model_server::{Mode, ModelServer, ServerOptions};
+
+    /// The gateway's environment names the model server's URL and its port under each
+    /// spelling (`replay_core::protocol`): a gateway reading `KEYLESS_GATEWAY_PORT` or its alias
+    /// `HARNESS_GATEWAY_PORT` gets ready on the port keyless picked, and sees the same URL under
+    /// both base URL names.
+    #[tokio::test]
+    async fn a_gateway_reads_its_port_and_model_url_under_each_protocol_spelling() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/write_read_file.flash.json");
+        let server = ModelServer::start(
+            Mode::Fixtures(vec![fixture.clone()]),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("model server");
+        let logs = tempfile::tempdir().expect("tempdir");
+        let loaded = LoadedFixture::load(&fixture).expect("fixture");
+        let urls: Vec<String> = protocol::MODEL_BASE_URL_VAR
+            .spellings()
+            .map(|name| format!("${name}"))
+            .collect();
+        for port_var in protocol::GATEWAY_PORT_VAR.spellings() {
+            let command = format!(
+                "echo \"{}\" > urls.txt; exec python3 -m http.server ${port_var} --bind 127.0.0.1",
+                urls.join(" ")
+            );
+            let mut launched = Launched::new(
+                GatewayCommand {
+                    command,
+                    working_dir: logs.path().to_path_buf(),
+                    ready_path: "/".into(),
+                    ready_timeout: Duration::from_secs(20),
+                    log_dir: logs.path().to_path_buf(),
+                },
+                &server.base_url(),
+            )
+            .expect("launched")
+            .with_reset_token(server.reset_token());
+            let ready = launched.start(&loaded).await;
+            launched.finish().await.expect("ledger");
+            assert!(ready.is_ok(), "{port_var}: {ready:?}");
+            let written = std::fs::read_to_string(logs.path().join("urls.txt")).expect("urls");
+            let expected = vec![server.base_url(); urls.len()].join(" ");
+            assert_eq!(written.trim(), expected, "{port_var}");
+        }
+    }
 
     #[tokio::test]
     async fn finding_12_a_gateway_that_exits_before_it_is_stopped_is_a_problem_of_the_run() {

@@ -5,12 +5,25 @@
 //! [`WebClient`]), finishes the target also after a failed drive, and returns one
 //! [`ScenarioRun`] whose [`Verdict`] is the one verdict, judged by the drive's policy, with a
 //! report that explains it.
+//!
+//! Its options have `Default` (golden folder, `Drive`, time limit, `Transcripts` cut or full,
+//! `Transcripts::from_env` reading `KEYLESS_FULL_TRANSCRIPT` for the caller) and the target is
+//! started, driven and finished once, for both drives (`RunOptions::voice`: the workspace's words,
+//! or the installed command's, `replay_core::Voice::Keyless`: no workspace commands, a miss in
+//! plain words, `Miss::in_plain_words`, and a later miss that carries on from an earlier one's
+//! conversation marked as its consequence; `RunOptions::ignore_events`: `ignored.rs`'s
+//! `IgnoredEvents`, event types left out of the golden before the reduction and counted). It
+//! returns one `ScenarioRun` whose `verdict()` is the one `replay_core::Verdict`, judged by the
+//! drive's policy (a page's run: `<stem>.web.snap`, every request 2xx, each run framed, every turn
+//! reached), `check()` (green, or `RunFailed` with the report) and `runtime()` for running
+//! fixtures from synchronous code.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay_core::protocol::FULL_TRANSCRIPT_VAR;
 use replay_core::{
     Ambiguity, FailedRequest, Fixture, GoldenStatus, LoadedFixture, Miss, MissingGolden,
     ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
@@ -55,9 +68,10 @@ pub enum Transcripts {
 }
 
 impl Transcripts {
-    /// [`Transcripts::Full`] when `HARNESS_FULL_TRANSCRIPT` is set, else [`Transcripts::Cut`].
+    /// [`Transcripts::Full`] when `KEYLESS_FULL_TRANSCRIPT` (or its alias
+    /// `HARNESS_FULL_TRANSCRIPT`) is set, else [`Transcripts::Cut`].
     pub fn from_env() -> Transcripts {
-        match std::env::var_os("HARNESS_FULL_TRANSCRIPT") {
+        match FULL_TRANSCRIPT_VAR.find(|name| std::env::var_os(name)) {
             Some(_) => Transcripts::Full,
             None => Transcripts::Cut,
         }
@@ -394,7 +408,7 @@ impl ScenarioRun {
             }
             let _ = writeln!(
                 out,
-                "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
+                "--- run {index} SSE transcript (data cut at 160 characters; KEYLESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             let shapes = transcript.frame_shapes();
             for (position, (event, shape)) in transcript.events.iter().zip(shapes).enumerate() {

@@ -33,7 +33,7 @@ from google.genai import types
 
 
 def reset(url):
-    request = urllib.request.Request(url + "/_harness/reset", data=b"{}", method="POST",
+    request = urllib.request.Request(url + "/_keyless/reset", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json",
                                               "x-keyless-reset-token":
                                                   os.environ["KEYLESS_RESET_TOKEN"]})
@@ -120,7 +120,7 @@ def main():
     results = []
     for job in jobs:
         reset(url)
-        headers = {"X-Harness-Caller": job["caller"]} if job.get("caller") else {}
+        headers = {"x-keyless-caller": job["caller"]} if job.get("caller") else {}
         started = time.monotonic()
         try:
             result = WIRES[job["wire"]](url, job["body"], headers, job.get("retries", 0))

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODEL = os.environ["HARNESS_MODEL_BASE_URL"].rstrip("/") + "/chat/completions"
+MODEL = os.environ["KEYLESS_MODEL_BASE_URL"].rstrip("/") + "/chat/completions"
 EXIT = os.environ.get("GW_EXIT")
 LATE = os.environ.get("GW_LATE")
 SLOW_THREAD = float(os.environ.get("GW_SLOW_THREAD", "0"))
@@ -98,4 +98,4 @@ class Handler(BaseHTTPRequestHandler):
         print(format % args, flush=True)
 
 
-ThreadingHTTPServer(("127.0.0.1", int(os.environ["HARNESS_GATEWAY_PORT"])), Handler).serve_forever()
+ThreadingHTTPServer(("127.0.0.1", int(os.environ["KEYLESS_GATEWAY_PORT"])), Handler).serve_forever()

@@ -34,7 +34,7 @@ pub(super) struct Shared {
     /// No run is open (`{"between_runs": true}` until the next reset): every model call is
     /// refused and reported.
     pub(super) closed: AtomicBool,
-    /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
+    /// The per-run secret `POST /_keyless/reset` must carry ([`RESET_TOKEN_HEADER`]).
     pub(super) reset_token: String,
     /// Cancelled once a stop's grace has run out: work outside a connection (the recording
     /// proxy's pump) ends then too.
@@ -127,7 +127,7 @@ pub struct RecordedFixture {
     pub reach: UpstreamReach,
 }
 
-/// Why a backend refused `POST /_harness/reset`.
+/// Why a backend refused `POST /_keyless/reset`.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ResetRefused {
     /// The body named a fixture that is not loaded.
@@ -172,7 +172,7 @@ pub(super) struct ResetDone {
 /// One thing the model server can serve.
 #[async_trait::async_trait]
 pub(super) trait Backend: Send + Sync + std::fmt::Debug {
-    /// Its name in `GET /_harness/state`: `fixture`, `recording` or `record`.
+    /// Its name in `GET /_keyless/state`: `fixture`, `recording` or `record`.
     fn mode(&self) -> &'static str;
 
     /// Answers one call.

@@ -1,6 +1,6 @@
 //! Fault scenarios applied at the wire (issue 42; `docs/replay-and-fixtures.md`, "Fault
 //! scenarios"). The server holds every plan it was given, by the name of the fault scenario
-//! (`<scenario>.<mode>@<fault-name>`); selecting that name (`POST /_harness/reset`, or the first
+//! (`<scenario>.<mode>@<fault-name>`); selecting that name (`POST /_keyless/reset`, or the first
 //! fixture at start) makes its plan active and starts its counts afresh. [`apply`] is the one
 //! place a model call meets the plan: once the backend has answered, the call is counted (the
 //! run's Nth call, the caller's Nth, the recorded turn that answered it) and the first fault it
@@ -36,7 +36,7 @@ use crate::faults::{FaultKind, FaultPlan, Select};
 /// reach the client first.
 const FLUSH_BEFORE_BREAK: Duration = Duration::from_millis(20);
 
-/// How often one fault fired in the run so far (`GET /_harness/state`'s `faults`).
+/// How often one fault fired in the run so far (`GET /_keyless/state`'s `faults`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultFired {
     /// The fault, in words (`call 1: status 429`).

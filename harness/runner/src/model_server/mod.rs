@@ -15,7 +15,7 @@
 //!   tool-call deltas; a miss answers an OpenAI error whose message is the miss diagnostic, and
 //!   so does a request without the header whose key holds several different answers (an
 //!   ambiguity, never a pick). Several fixtures may be loaded (each once, shared with the runner:
-//!   [`Mode::LoadedFixtures`]); one is active at a time, chosen with `POST /_harness/reset`;
+//!   [`Mode::LoadedFixtures`]); one is active at a time, chosen with `POST /_keyless/reset`;
 //! - **strict recording replay** (`strict`): a recording made by this server in record mode,
 //!   served call by call with the existing strict replay (each request compared field by field
 //!   in its wire's own terms; Chat Completions chunks as recorded);
@@ -25,8 +25,8 @@
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
 //! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and
-//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
-//! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
+//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_keyless/misses`
+//! (every [`Problem`] so far, as JSON), `GET /_keyless/state` and `POST /_keyless/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many;
 //! `{"between_runs": true}` ends the run instead: until the next reset every model call is
@@ -234,6 +234,9 @@ impl ModelServer {
         let mut router = Router::new();
         for route in Route::ALL {
             router = router.route(route.method_and_path().1, handler(route));
+            for alias in route.aliases() {
+                router = router.route(alias, handler(route));
+            }
         }
         let router = router
             .fallback(unserved)
@@ -268,7 +271,7 @@ impl ModelServer {
         format!("{}/v1", self.url())
     }
 
-    /// The secret `POST /_harness/reset` must carry in [`RESET_TOKEN_HEADER`], made at random
+    /// The secret `POST /_keyless/reset` must carry in [`RESET_TOKEN_HEADER`], made at random
     /// when the server started. Hand it only to the driver, never to the gateway.
     pub fn reset_token(&self) -> &str {
         &self.shared.reset_token
@@ -356,7 +359,7 @@ async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respons
     Json(state).into_response()
 }
 
-/// The body of `POST /_harness/reset`: empty, `{"fixture": "<name>"}` or `{"between_runs":
+/// The body of `POST /_keyless/reset`: empty, `{"fixture": "<name>"}` or `{"between_runs":
 /// true}` (other keys ignored).
 #[derive(Debug, Default, Deserialize)]
 struct ResetRequest {
@@ -386,7 +389,7 @@ impl ResetRequest {
     }
 }
 
-/// What `POST /_harness/reset` answers (the driver reads it as [`ResetReply`]): what the backend
+/// What `POST /_keyless/reset` answers (the driver reads it as [`ResetReply`]): what the backend
 /// selected, and the problems the reset discarded that no driver had read, when there were any.
 #[derive(Debug, Serialize)]
 struct ResetReplyBody {
@@ -405,7 +408,7 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         return (
             StatusCode::FORBIDDEN,
             Json(json!({"error": format!(
-                "POST /_harness/reset needs the server's reset token in the {RESET_TOKEN_HEADER} \
+                "POST /_keyless/reset needs the server's reset token in the {RESET_TOKEN_HEADER} \
                  header: only the process that owns the run may start a fresh replay (keyless \
                  model-server prints the token at start and writes it to --reset-token-file)"
             )})),
@@ -449,7 +452,7 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     };
     if discarded.count > 0 {
         let warning = format!(
-            "the reset discarded {} problem(s) no driver had read (GET /_harness/misses \
+            "the reset discarded {} problem(s) no driver had read (GET /_keyless/misses \
              reads them)",
             discarded.count
         );

@@ -1,5 +1,5 @@
 //! What went wrong on the model side of a replay, as the model server reports it: printed the
-//! moment it happens, kept in a ledger, and served as JSON on `GET /_harness/misses` so a driver
+//! moment it happens, kept in a ledger, and served as JSON on `GET /_keyless/misses` so a driver
 //! in any language can assert there was none.
 //!
 //! Every problem serialises as an object with a `kind` and a `message` (the full, human-readable
@@ -132,7 +132,7 @@ pub enum Problem {
         /// The limit, in bytes.
         limit: usize,
     },
-    /// A model call that arrived while no run was open (`POST /_harness/reset` with
+    /// A model call that arrived while no run was open (`POST /_keyless/reset` with
     /// `{"between_runs": true}`, until the next reset): under `--reuse-gateway`, a call the last
     /// run's gateway made after that run ended. It was refused, so it is neither answered from
     /// the fixture that ran last nor credited to the next.

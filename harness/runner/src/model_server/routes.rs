@@ -3,6 +3,7 @@
 //! `mod.rs`'s (the router), so this file imports nothing from its parent.
 
 use axum::http::Method;
+use replay_core::protocol;
 
 use super::request::Wire;
 
@@ -33,11 +34,11 @@ pub(crate) enum Route {
     ModelsUnversioned,
     /// `GET /health`.
     Health,
-    /// `GET /_harness/misses`.
+    /// `GET /_keyless/misses` (alias `/_harness/misses`).
     Misses,
-    /// `GET /_harness/state`.
+    /// `GET /_keyless/state` (alias `/_harness/state`).
     State,
-    /// `POST /_harness/reset`.
+    /// `POST /_keyless/reset` (alias `/_harness/reset`).
     Reset,
 }
 
@@ -74,9 +75,19 @@ impl Route {
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),
-            Route::Misses => (Method::GET, "/_harness/misses"),
-            Route::State => (Method::GET, "/_harness/state"),
-            Route::Reset => (Method::POST, "/_harness/reset"),
+            Route::Misses => (Method::GET, protocol::MISSES_ROUTE.name),
+            Route::State => (Method::GET, protocol::STATE_ROUTE.name),
+            Route::Reset => (Method::POST, protocol::RESET_ROUTE.name),
+        }
+    }
+
+    /// The older spellings of its path, served by the same handler (`replay_core::protocol`).
+    pub(crate) fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Route::Misses => protocol::MISSES_ROUTE.aliases,
+            Route::State => protocol::STATE_ROUTE.aliases,
+            Route::Reset => protocol::RESET_ROUTE.aliases,
+            _ => &[],
         }
     }
 

@@ -31,7 +31,7 @@ use super::problems::Problem;
 use super::render::replayed_stream;
 use super::request::{Framing, Target, Wire, WireRequest};
 use super::routes::Route;
-use super::shared::CALLER_HEADER;
+use replay_core::protocol::CALLER;
 use replay_core::recording::RecordedEvent;
 
 /// An error answer in the shape of `wire`; `code` is the harness's reason (OpenAI's two wires
@@ -211,9 +211,10 @@ pub(super) async fn serve(
             return wire_error(wire, StatusCode::BAD_REQUEST, &message, "invalid_request");
         }
     };
-    let caller = headers
-        .get(CALLER_HEADER)
-        .and_then(|value| value.to_str().ok())
+    // The caller header, or its older spelling when only that was sent.
+    let caller = CALLER
+        .find(|spelling| headers.get(spelling))
+        .and_then(|(_, value)| value.to_str().ok())
         .map(str::to_owned);
     let call = Call {
         shared,
