@@ -337,6 +337,21 @@ pub(super) async fn serve(
         );
         return unserved(&shared, &method, &uri, message);
     };
+    if shared.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        // As a model call then: credited to no fixture, never answered from either.
+        let message = format!(
+            "{method} {} arrived between two runs: the gateway reused across fixtures              (--reuse-gateway) made it after its run, e.g. from a background task",
+            uri.path()
+        );
+        shared.report(Problem::CallBetweenRuns {
+            message: message.clone(),
+        });
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"error": {"type": "keyless_call_between_runs", "message": message}})),
+        )
+            .into_response();
+    }
     let boundary = HttpBoundary {
         name: configured.as_str(),
         upstream,

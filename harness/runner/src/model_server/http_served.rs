@@ -311,3 +311,31 @@ async fn a_streamed_answer_is_recorded_chunk_by_chunk_and_replayed_so() {
         .collect();
     assert_eq!(String::from_utf8(replayed).expect("utf-8"), recorded);
 }
+
+/// Between two runs of a reused gateway an HTTP call is refused and reported, as a model call
+/// is: it is credited to no fixture.
+#[tokio::test]
+async fn an_http_call_between_runs_is_refused_and_reported() {
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/write_read_file.flash.json");
+    let options = ServerOptions {
+        boundaries: boundaries("https://api.tavily.com"),
+        ..ServerOptions::default()
+    };
+    let server = ModelServer::start(Mode::Fixtures(vec![shipped]), options)
+        .await
+        .expect("replay");
+    let client = server.client().expect("client");
+    client.end_run().await.expect("ended");
+    let (status, _, text) = call(&server.url(), &search("weather in Paris")).await;
+    assert_eq!(status, 409, "{text}");
+    let problems = client
+        .reset(None)
+        .await
+        .expect("reset")
+        .problems_of_the_last_run();
+    assert!(
+        matches!(problems.as_slice(), [problem] if problem.to_string().contains("POST /_keyless/http/tavily/search arrived between two runs")),
+        "{problems:?}"
+    );
+}
