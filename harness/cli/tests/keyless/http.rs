@@ -99,8 +99,14 @@ fn a_recorded_search_replays_through_keyless_test_and_a_changed_or_unasked_one_f
         .replace("exec python3", "GW_SEARCH={http_url:brave} exec python3");
     std::fs::write(repo.path().join("keyless.toml"), unknown).unwrap();
     let output = repo.keyless(&["test"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a usage error: {}",
+        said(&output)
+    );
     assert!(
-        said(&output).contains("{http_url:brave} names no boundary configured in"),
+        said(&output).contains("gateway_cmd: {http_url:brave} names no boundary configured in"),
         "{}",
         said(&output)
     );
