@@ -368,8 +368,10 @@ pub(super) async fn serve(
         Exchanges::Replay(replay) => match replay.lookup(&call) {
             Ok(served) => answer_of(&served.exchange.answer),
             Err(miss) => {
-                tracing::warn!("{miss}");
-                miss_response(&miss.to_string(), name, call.label())
+                let message = miss.to_string();
+                // The run's ledger (and `keyless serve`'s tally) hears of it as of a model miss.
+                shared.report(Problem::exchange_miss(*miss));
+                miss_response(&message, name, call.label())
             }
         },
         Exchanges::Record(recorder) => record(&shared, &recorder, &boundary, &request, call).await,

@@ -175,6 +175,10 @@ async fn a_search_records_then_replays_byte_identically_and_a_changed_query_is_a
                 .expect("state"),
         );
         assert_eq!(ledger.boundaries.misses.len(), 2, "{ledger:?}");
+        let kinds: Vec<String> = (server.problems().iter())
+            .map(|problem| problem.kind().to_string())
+            .collect();
+        assert_eq!(kinds, ["exchange_miss", "exchange_miss", "unserved_route"]);
         assert!(ledger.boundaries.unused.is_empty());
         server.stop().await.expect("stopped");
     }
