@@ -265,6 +265,7 @@ fn scenario_run(
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
         faults_fired: ledger.faults_fired,
+        boundaries: ledger.boundaries,
         elapsed: Duration::ZERO,
         golden_dir: options.golden_dir,
         transcripts_shown: Transcripts::Cut,
@@ -296,6 +297,7 @@ fn python_gateway(logs: &Path) -> GatewayCommand {
         ready_path: "/health".into(),
         ready_timeout: Duration::from_secs(60),
         log_dir: logs.to_path_buf(),
+        boundaries: Default::default(),
     }
 }
 

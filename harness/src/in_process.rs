@@ -88,6 +88,7 @@ impl GatewayTarget for InProcess {
             other_problems: Vec::new(),
             unused_turns: engine.unused_turns(),
             faults_fired: Vec::new(),
+            boundaries: Default::default(),
         })
     }
 }

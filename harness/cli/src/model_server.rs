@@ -341,6 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
         faults,
+        boundaries: resolved.loaded.boundaries.clone(),
         ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {

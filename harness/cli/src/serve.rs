@@ -250,6 +250,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         on_problem: Some(on_problem),
         observer: Some(tally.clone()),
         faults: settings.faults.clone(),
+        boundaries: settings.gateway.boundaries.clone(),
     };
     crate::runtime()?
         .block_on(async {

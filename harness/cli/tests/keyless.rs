@@ -14,6 +14,8 @@ use serde_json::Value;
 mod age;
 #[path = "keyless/drift.rs"]
 mod drift;
+#[path = "keyless/http.rs"]
+mod http;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]

@@ -362,6 +362,8 @@ pub enum ModelProblemKind {
     /// A fault scenario's fault matched no call: the gateway took another path than the one
     /// under test (issue 42).
     FaultNotFired,
+    /// A call at another boundary (an HTTP API, an MCP server) no recorded exchange answered.
+    ExchangeMiss,
 }
 
 impl ModelProblemKind {
@@ -381,6 +383,7 @@ impl ModelProblemKind {
             ModelProblemKind::Overflow => "overflow",
             ModelProblemKind::CallBetweenRuns => "call_between_runs",
             ModelProblemKind::FaultNotFired => "fault_not_fired",
+            ModelProblemKind::ExchangeMiss => "exchange_miss",
         }
     }
 }

@@ -19,11 +19,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use replay_core::LoadedFixture;
 
+use crate::boundary::{Boundaries, PlaceholderError};
 use crate::golden::stem_of;
 
 use crate::model_server::{ClientError, ModelServerClient};
@@ -58,6 +60,9 @@ pub struct GatewayCommand {
     pub ready_timeout: Duration,
     /// Where the gateway's logs go (`<stem>.gateway.log`).
     pub log_dir: PathBuf,
+    /// The other boundaries the model server serves: each one's placeholder in the command
+    /// (`{http_url:<name>}`) and variable (`KEYLESS_HTTP_URL_<NAME>`) stand for its URL there.
+    pub boundaries: Arc<Boundaries>,
 }
 
 /// Why the gateway command could not be started, became not ready, or could not be stopped.
@@ -77,6 +82,9 @@ pub enum LaunchError {
     /// No free port could be found.
     #[error("cannot find a free port on 127.0.0.1: {0}")]
     Port(std::io::Error),
+    /// The command names a boundary that is not configured.
+    #[error(transparent)]
+    Placeholder(#[from] PlaceholderError),
     /// `sh` could not be started.
     #[error("cannot start the gateway command `{command}`: {source}")]
     Spawn {
@@ -282,6 +290,7 @@ impl Launched {
             .command
             .replace(MODEL_BASE_URL_PLACEHOLDER, &self.model_base_url)
             .replace(PORT_PLACEHOLDER, &port.to_string());
+        let line = (self.command.boundaries).substitute(&line, &self.model_base_url)?;
         let mut command = match &self.launcher {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -309,6 +318,7 @@ impl Launched {
                             .map(|name| (name, port.to_string())),
                     ),
             )
+            .envs(self.command.boundaries.env(&self.model_base_url))
             // The reset token is the driver's alone.
             .env_remove(RESET_TOKEN_VAR)
             .stdin(Stdio::null())
@@ -613,6 +623,7 @@ mod tests {
                     ready_path: "/".into(),
                     ready_timeout: Duration::from_secs(20),
                     log_dir: logs.path().to_path_buf(),
+                    boundaries: Default::default(),
                 },
                 &server.base_url(),
             )
@@ -655,6 +666,7 @@ mod tests {
                     ready_path: "/".into(),
                     ready_timeout: Duration::from_secs(20),
                     log_dir: logs.path().to_path_buf(),
+                    boundaries: Default::default(),
                 },
                 &server.base_url(),
             )
@@ -681,5 +693,57 @@ mod tests {
                 None => assert!(exited.is_empty(), "{command}: {exited:?}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::*;
+    use crate::boundary::{BoundaryName, HttpUpstream};
+
+    fn command(line: &str, folder: &Path) -> GatewayCommand {
+        let tavily = HttpUpstream::new("https://api.tavily.com", &[], &[]).expect("upstream");
+        GatewayCommand {
+            command: line.to_owned(),
+            working_dir: folder.to_path_buf(),
+            ready_path: "/".into(),
+            ready_timeout: Duration::from_secs(20),
+            log_dir: folder.to_path_buf(),
+            boundaries: Arc::new(Boundaries {
+                http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
+                configured_in: "/repo/keyless.toml".into(),
+            }),
+        }
+    }
+
+    /// The gateway command gets each boundary's URL on the model server in its placeholder and
+    /// its variable; a placeholder naming no configured boundary stops the launch, naming it and
+    /// the file.
+    #[tokio::test]
+    async fn a_boundary_s_placeholder_and_variable_hold_its_url_and_an_unknown_one_is_refused() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let line = "echo \"{http_url:tavily} $KEYLESS_HTTP_URL_TAVILY\" > seen; \
+                    exec python3 -m http.server {port} --bind 127.0.0.1";
+        let mut launched = Launched::new(command(line, folder.path()), "http://127.0.0.1:8090/v1")
+            .expect("launched");
+        launched.launch("boundary").await.expect("ready");
+        let seen = std::fs::read_to_string(folder.path().join("seen")).expect("seen");
+        launched.stop().await;
+        let url = "http://127.0.0.1:8090/_keyless/http/tavily";
+        assert_eq!(seen.trim(), format!("{url} {url}"));
+        let mut launched = Launched::new(
+            command("exec serve {http_url:brave}", folder.path()),
+            "http://127.0.0.1:8090/v1",
+        )
+        .expect("launched");
+        let err = launched
+            .launch("unknown")
+            .await
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.starts_with("{http_url:brave} names no boundary configured in /repo/keyless.toml"),
+            "{err}"
+        );
     }
 }

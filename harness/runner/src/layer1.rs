@@ -33,7 +33,7 @@ use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
 use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
 use crate::ignored::{Dropped, IgnoredEvents};
-use crate::target::{GatewayTarget, HarnessError};
+use crate::target::{BoundaryLedger, GatewayTarget, HarnessError};
 
 /// How long one fixture's drive may take by default: far above any shipped fixture (a few
 /// seconds on a debug build), far below "unbounded".
@@ -211,6 +211,8 @@ pub struct ScenarioRun {
     /// A fault scenario's faults and how often each fired (none outside one; one that never
     /// fired is a model error too).
     pub faults_fired: Vec<crate::model_server::FaultFired>,
+    /// The other boundaries' (HTTP, MCP) misses and unused exchanges: each fails the run.
+    pub boundaries: BoundaryLedger,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
     /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
@@ -336,7 +338,11 @@ impl ScenarioRun {
             self.unused_turns.clone(),
             self.fixture.turns.len(),
         )
-        .judge_unused(&callers, rule);
+        .judge_unused(&callers, rule)
+        .with_exchanges(
+            self.boundaries.misses.clone(),
+            self.boundaries.unused.clone(),
+        );
         verdict.golden_refusal = refusal;
         verdict.failed_requests = (self.exchanges.iter())
             .filter(|exchange| !exchange.succeeded())
@@ -529,6 +535,7 @@ pub async fn run(
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
         faults_fired: ledger.faults_fired,
+        boundaries: ledger.boundaries,
         fixture,
         transcripts,
         exchanges,
@@ -615,6 +622,7 @@ mod tests {
             model_errors: Vec::new(),
             unused_turns: Vec::new(),
             faults_fired: Vec::new(),
+            boundaries: BoundaryLedger::default(),
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,
@@ -630,7 +638,34 @@ mod tests {
     /// one problem line of the one verdict.
     #[test]
     fn a_page_run_is_judged_by_the_pages_policy_one_problem_per_failed_check() {
-        let cases: [Case; 5] = [
+        let cases: [Case; 7] = [
+            (
+                "an HTTP API call no recording answered",
+                |run| {
+                    let call = replay_core::ExchangeCall::new(
+                        replay_core::BoundaryKind::Http,
+                        "tavily",
+                        "POST /search",
+                        json!({"path": "/search"}),
+                    );
+                    let replay = replay_core::ExchangeReplay::new(Path::new("f.json"), Vec::new());
+                    let miss = replay.lookup(&call).expect_err("nothing recorded");
+                    run.boundaries.misses.push(*miss);
+                },
+                "http miss: `POST /search` from `tavily` has no recorded answer in f.json",
+            ),
+            (
+                "a recorded HTTP exchange never asked for",
+                |run| {
+                    run.boundaries.unused.push(replay_core::UnusedExchange {
+                        index: 0,
+                        boundary: replay_core::BoundaryKind::Http,
+                        caller: "tavily".into(),
+                        label: "POST /search".into(),
+                    })
+                },
+                "recorded http exchange 0 `POST /search` from `tavily` was never asked for",
+            ),
             (
                 "a 404",
                 |run| run.exchanges[0].status = 404,

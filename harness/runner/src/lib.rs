@@ -36,6 +36,7 @@
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
 
+mod boundary;
 mod driver;
 pub mod faults;
 mod golden;
@@ -64,7 +65,13 @@ pub use layer1::{
 };
 pub use model_server::{Mode, ModelServer, Problem, ServerOptions};
 pub use reused::Reused;
-pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};
+pub use target::{AtUrl, BoundaryLedger, GatewayTarget, HarnessError, ModelLedger};
+
+// The boundaries besides the model's chat wire, as configured, and where the gateway reaches them.
+pub use boundary::{
+    BOUNDARY_ROUTE_PREFIX, Boundaries, BoundaryConfigError, BoundaryEndpoint, BoundaryName,
+    EndpointKind, HttpUpstream, IgnoredField, PlaceholderError,
+};
 
 /// A dialect's details: its authentication header, the SSE frames and exchanges of a run, the
 /// stream modes, and DeerFlow's chat page.

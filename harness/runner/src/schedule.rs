@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use replay_core::{
     Voice,
 };
 
+use crate::boundary::Boundaries;
 use crate::driver::DriveOptions;
 use crate::faults::{FaultPlan, load_fixture_or_scenario};
 use crate::golden::stem_of;
@@ -84,6 +86,8 @@ pub struct Plan {
     pub fixture_ignore_events: BTreeMap<String, IgnoredEvents>,
     /// The program and arguments a started gateway is launched through, tied to this process.
     pub launcher: Option<(PathBuf, Vec<String>)>,
+    /// The other boundaries every job's model server records and replays (`[http.<name>]`).
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl Plan {
@@ -383,6 +387,7 @@ async fn slot(
                 port: plan.model_port,
                 on_problem: None,
                 faults: faults.to_vec(),
+                boundaries: plan.boundaries.clone(),
                 ..ServerOptions::default()
             };
             let loaded = (fixtures.iter())

@@ -18,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{AnswerId, WireError};
 use super::client::ServerState;
+use super::exchanges::Exchanges;
 use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
 use super::request::{Wire, WireRequest};
 use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
+use crate::boundary::Boundaries;
 use replay_core::recording::RecordedEvent;
 
 /// State shared by the handlers.
@@ -41,6 +43,8 @@ pub(super) struct Shared {
     pub(super) aborted: CancellationToken,
     /// The fault scenarios, and the active one's counts (`faulted`).
     pub(super) faults: super::faulted::Faults,
+    /// The other boundaries served on this server's routes (`[http.<name>]`, …).
+    pub(super) boundaries: Arc<Boundaries>,
 }
 
 impl Shared {
@@ -196,6 +200,12 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
     /// call with its key is served it again.
     fn give_back(&self, turn: usize) {
         let _ = turn;
+    }
+
+    /// What the other boundaries' routes (HTTP, MCP) reach in this mode: the active fixture's
+    /// exchanges, or the recorder.
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Unserved(self.mode())
     }
 
     /// Ends it once the server has stopped: the recording proxy builds its fixture.

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::problems::Problem;
 use super::shared::RESET_TOKEN_HEADER;
-use replay_core::{ModelProblem, protocol};
+use replay_core::{ModelProblem, UnusedExchange, protocol};
 
 /// A model server's state, as `GET /_keyless/state` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,9 @@ pub struct ServerState {
     /// The active fault scenario's faults and how often each fired (none outside one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<super::faulted::FaultFired>,
+    /// Fixture replay: the active fixture's recorded exchanges nobody asked for yet.
+    #[serde(default)]
+    pub(crate) unused_exchanges: Vec<UnusedExchange>,
 }
 
 /// Why a model server could not be reached or refused a request.

@@ -42,8 +42,10 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
+mod exchanges;
 mod faulted;
 mod fixtures;
+mod http;
 mod problems;
 mod reach;
 mod record;
@@ -66,7 +68,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -75,6 +77,7 @@ use tokio_util::sync::CancellationToken;
 
 use replay_core::{LoadedFixture, ReplayObserver};
 
+use crate::boundary::Boundaries;
 use backend::{Backend, ResetDone, Shared, holds_reset_token};
 use request::Wire;
 use routes::Route;
@@ -109,6 +112,7 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::Misses => get(misses),
         Route::State => get(state),
         Route::Reset => post(reset),
+        Route::HttpBoundary | Route::HttpBoundaryRoot => any(http::serve),
     }
 }
 
@@ -140,6 +144,9 @@ pub struct ServerOptions {
     /// Fault scenarios (issue 42), each under its name (`<scenario>.<mode>@<fault-name>`, the
     /// name a driver selects it by): while it is the active fixture, its faults apply.
     pub faults: Vec<(String, crate::faults::FaultPlan)>,
+    /// The other boundaries this server records and replays on its own port
+    /// (`/_keyless/http/<name>`, …), as `keyless.toml` configures them.
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -149,6 +156,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("on_problem", &self.on_problem.is_some())
             .field("observer", &self.observer.is_some())
             .field("faults", &self.faults)
+            .field("boundaries", &self.boundaries)
             .finish()
     }
 }
@@ -216,6 +224,7 @@ impl ModelServer {
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
             faults: faulted::Faults::new(options.faults),
+            boundaries: options.boundaries,
         });
         let first = shared.backend.active_fixture().map(|(name, _)| name);
         shared.faults.select(first.as_deref());
@@ -466,3 +475,5 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
 
 #[cfg(test)]
 mod hardening;
+#[cfg(test)]
+mod http_served;

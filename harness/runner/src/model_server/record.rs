@@ -55,6 +55,7 @@ use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
+use super::exchanges::{ExchangeRecorder, Exchanges};
 use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
 use super::render::{StreamOut, stream_response};
@@ -162,6 +163,8 @@ pub(super) struct Recorder {
     reach: ReachTally,
     /// The event names and fields the upstream's answers used (issue 43: `keyless drift`).
     stream: Arc<Mutex<StreamVocabulary>>,
+    /// Where the other boundaries' exchanges are written, through the same sink.
+    exchanges: Arc<ExchangeRecorder>,
 }
 
 /// What each written event goes through: the patterns and the proxy's own key in every
@@ -308,6 +311,12 @@ impl Recorder {
             .build()
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
         let secrets = KnownSecrets::new([config.api_key.expose_secret()]);
+        // It remembers what it writes, so the fixture is built without reading it back.
+        let sink = RecordingSink::open_remembering(&config.recording)?;
+        let exchanges = Arc::new(ExchangeRecorder::new(
+            sink.clone(),
+            vec![config.api_key.clone()],
+        ));
         // A key typed into the prompt reaches no file either.
         let mut scenario = config.scenario;
         scenario.prompt = secrets.redact_text(&scenario.prompt);
@@ -318,8 +327,6 @@ impl Recorder {
             base: base.to_owned(),
             api_key: config.api_key,
             http,
-            // It remembers what it writes, so the fixture is built without reading it back.
-            sink: RecordingSink::open_remembering(&config.recording)?,
             scenario,
             aws: config.aws,
             calls: AtomicUsize::new(0),
@@ -332,6 +339,8 @@ impl Recorder {
             call_time_limit: config.limits.call_time_limit,
             reach: ReachTally::default(),
             stream: Arc::default(),
+            exchanges,
+            sink,
         })
     }
 
@@ -369,7 +378,9 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let exchanges = self.sink.remembered_exchanges();
-        if let Some(exchange) = self.writing.secrets.first_in_exchanges(&exchanges) {
+        // The model's key and every key a boundary's request carried.
+        let secrets = self.exchanges.known_secrets();
+        if let Some(exchange) = secrets.first_in_exchanges(&exchanges) {
             let path = self.sink.path().to_path_buf();
             let removed = std::fs::remove_file(&path).is_ok();
             return Err(ModelServerError::SecretInExchange {
@@ -491,6 +502,7 @@ impl Backend for Recorder {
             recorded_calls: Some(self.calls()),
             problems,
             faults: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
     }
 
@@ -500,6 +512,10 @@ impl Backend for Recorder {
 
     fn finish(&self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.build().map(Some)
+    }
+
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Record(self.exchanges.clone())
     }
 }
 

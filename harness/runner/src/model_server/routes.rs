@@ -40,11 +40,15 @@ pub(crate) enum Route {
     State,
     /// `POST /_keyless/reset` (alias `/_harness/reset`).
     Reset,
+    /// Any method at `/_keyless/http/{name}/{*rest}`: a recorded HTTP API (`http.rs`).
+    HttpBoundary,
+    /// Any method at `/_keyless/http/{name}`, the API's base URL itself.
+    HttpBoundaryRoot,
 }
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 14] = [
+    pub(crate) const ALL: [Route; 16] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -59,9 +63,16 @@ impl Route {
         Route::Misses,
         Route::State,
         Route::Reset,
+        Route::HttpBoundary,
+        Route::HttpBoundaryRoot,
     ];
 
-    /// Its method and path.
+    /// Whether it answers every method (a boundary's route), not only its own.
+    fn any_method(self) -> bool {
+        matches!(self, Route::HttpBoundary | Route::HttpBoundaryRoot)
+    }
+
+    /// Its method (the one listed; a boundary's route takes any) and path.
     pub(crate) fn method_and_path(self) -> (Method, &'static str) {
         match self {
             Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
@@ -78,6 +89,8 @@ impl Route {
             Route::Misses => (Method::GET, protocol::MISSES_ROUTE.name),
             Route::State => (Method::GET, protocol::STATE_ROUTE.name),
             Route::Reset => (Method::POST, protocol::RESET_ROUTE.name),
+            Route::HttpBoundary => (Method::GET, "/_keyless/http/{name}/{*rest}"),
+            Route::HttpBoundaryRoot => (Method::GET, "/_keyless/http/{name}"),
         }
     }
 
@@ -97,7 +110,10 @@ impl Route {
             .iter()
             .map(|route| {
                 let (method, path) = route.method_and_path();
-                format!("{method} {path}")
+                match route.any_method() {
+                    true => format!("ANY {path}"),
+                    false => format!("{method} {path}"),
+                }
             })
             .collect();
         routes.join(", ")

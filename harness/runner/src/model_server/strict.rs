@@ -121,6 +121,7 @@ impl Backend for StrictReplay {
             recorded_calls: Some(self.recording.calls.len()),
             problems,
             faults: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
     }
 
