@@ -1,0 +1,364 @@
+//! The MCP route `/_keyless/mcp/{name}`: Streamable HTTP (protocol versions 2025-03-26 to
+//! 2025-11-25) for every configured server, in replay or in record mode ([`McpSource`]).
+//!
+//! - `POST` one JSON-RPC message. A request is answered in the form the recording used when the
+//!   client's `Accept` allows it (a JSON body, or an SSE stream carrying the recorded
+//!   notifications and server requests before the response), else in the other. A notification
+//!   or a client's response to a server request is accepted with `202` and not keyed.
+//! - `initialize` issues an `Mcp-Session-Id`; every later request must carry a session this
+//!   route issued (`400` without one, `404` for an unknown one, as the specification says).
+//! - `DELETE` ends the session; `GET` (the server's own stream) answers `405`: a replay has no
+//!   messages the server sends outside a call.
+//!
+//! `initialize` is recorded and replayed like any call: its result carries the server's
+//! capabilities and protocol version, which depend on what the client announced, so a client
+//! announcing something else is a miss rather than an answer picked for another client.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use replay_core::ExchangeReplay;
+
+use super::message::{AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, error_response};
+use super::record::{McpRecorder, Relayed};
+
+/// The route every configured MCP server is served at.
+pub const MCP_ROUTE: &str = "/_keyless/mcp/{name}";
+
+/// The session header of Streamable HTTP.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The fixture whose exchanges a replay serves now: the one active fixture of a model server
+/// that loaded several, or a fixed one.
+pub trait ActiveExchanges: Send + Sync + fmt::Debug {
+    /// The active fixture's exchange replay (`None`: no fixture is active).
+    fn active(&self) -> Option<Arc<ExchangeReplay>>;
+}
+
+impl ActiveExchanges for Arc<ExchangeReplay> {
+    fn active(&self) -> Option<Arc<ExchangeReplay>> {
+        Some(Arc::clone(self))
+    }
+}
+
+/// Where a server's answers come from.
+#[derive(Debug, Clone)]
+pub enum McpSource {
+    /// The recorded exchanges, never the server.
+    Replay(Arc<dyn ActiveExchanges>),
+    /// The real server, each exchange recorded.
+    Record(Arc<McpRecorder>),
+}
+
+/// One configured server as served.
+#[derive(Debug)]
+struct Served {
+    boundary: McpBoundary,
+    source: McpSource,
+    /// The sessions a replay issued and not ended.
+    sessions: Mutex<HashSet<String>>,
+}
+
+/// Every configured MCP server, by name: the state of [`mcp_router`].
+#[derive(Debug, Default)]
+pub struct McpServers {
+    servers: BTreeMap<String, Served>,
+}
+
+impl McpServers {
+    /// No servers.
+    pub fn new() -> McpServers {
+        McpServers::default()
+    }
+
+    /// `name` served from `source`.
+    pub fn with(mut self, name: &str, source: McpSource) -> McpServers {
+        self.servers.insert(
+            name.to_owned(),
+            Served {
+                boundary: McpBoundary {
+                    server: name.to_owned(),
+                },
+                source,
+                sessions: Mutex::new(HashSet::new()),
+            },
+        );
+        self
+    }
+
+    /// Whether no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+}
+
+/// The router serving [`MCP_ROUTE`] for `servers`; merge it into the model server's.
+pub fn mcp_router<S: Clone + Send + Sync + 'static>(servers: Arc<McpServers>) -> Router<S> {
+    Router::new()
+        .route(
+            MCP_ROUTE,
+            post(post_message).delete(end_session).get(server_stream),
+        )
+        .with_state(servers)
+}
+
+/// What the client's `Accept` allows.
+#[derive(Debug, Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    fn of(headers: &HeaderMap) -> Accepts {
+        let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+            return Accepts {
+                json: true,
+                sse: true,
+            };
+        };
+        let any = accept.contains("*/*");
+        Accepts {
+            json: any || accept.contains("application/json"),
+            sse: any || accept.contains("text/event-stream"),
+        }
+    }
+
+    /// The form to answer in: the recorded one when allowed, else the other.
+    fn pick(self, recorded: AnswerForm) -> AnswerForm {
+        match recorded {
+            AnswerForm::Sse if self.sse => AnswerForm::Sse,
+            AnswerForm::Json if self.json => AnswerForm::Json,
+            AnswerForm::Sse => AnswerForm::Json,
+            AnswerForm::Json => AnswerForm::Sse,
+        }
+    }
+}
+
+/// `messages` as one HTTP answer in `form`; a JSON body carries the last message (the
+/// response) only.
+pub(crate) fn rendered(form: AnswerForm, messages: &[Value], session: Option<&str>) -> Response {
+    let mut response = match form {
+        AnswerForm::Json => {
+            let last = messages.last().cloned().unwrap_or(Value::Null);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                last.to_string(),
+            )
+                .into_response()
+        }
+        AnswerForm::Sse => {
+            let mut body = String::new();
+            for message in messages {
+                body.push_str("event: message\ndata: ");
+                body.push_str(&message.to_string());
+                body.push_str("\n\n");
+            }
+            (
+                [
+                    (header::CONTENT_TYPE, "text/event-stream"),
+                    (header::CACHE_CONTROL, "no-cache"),
+                ],
+                body,
+            )
+                .into_response()
+        }
+    };
+    if let Some(value) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+/// A JSON-RPC error answered with `status`.
+fn refused(status: StatusCode, id: &Value, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        error_response(id, message).to_string(),
+    )
+        .into_response()
+}
+
+fn session_of(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+fn unknown_server(servers: &McpServers, name: &str) -> Response {
+    let known: Vec<&str> = servers.servers.keys().map(String::as_str).collect();
+    refused(
+        StatusCode::NOT_FOUND,
+        &Value::Null,
+        &format!(
+            "keyless serves no MCP server `{name}` (configured: {}); add `[mcp.{name}]` to keyless.toml",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ),
+    )
+}
+
+async fn post_message(
+    State(servers): State<Arc<McpServers>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(served) = servers.servers.get(&name) else {
+        return unknown_server(&servers, &name);
+    };
+    let incoming = match Incoming::read(&body) {
+        Ok(incoming) => incoming,
+        Err(err) => {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                &format!("MCP server `{name}`: {err}"),
+            );
+        }
+    };
+    match &served.source {
+        McpSource::Replay(active) => replay(served, active.as_ref(), incoming, &headers),
+        McpSource::Record(recorder) => {
+            let call = match incoming {
+                Incoming::Request(call) => call,
+                Incoming::Notification { .. } | Incoming::Response => {
+                    return match recorder.forward(&headers, body).await {
+                        Ok(status) => status.into_response(),
+                        Err(err) => {
+                            refused(StatusCode::BAD_GATEWAY, &Value::Null, &err.to_string())
+                        }
+                    };
+                }
+            };
+            match recorder
+                .relay(&served.boundary, &call, &headers, body)
+                .await
+            {
+                Ok(Relayed::Answered { answer, session }) => rendered(
+                    Accepts::of(&headers).pick(answer.form),
+                    &answer.messages_for(&call),
+                    session.as_deref(),
+                ),
+                Ok(Relayed::Refused(response)) => response,
+                Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
+            }
+        }
+    }
+}
+
+/// Answers `incoming` from the recorded exchanges.
+fn replay(
+    served: &Served,
+    active: &dyn ActiveExchanges,
+    incoming: Incoming,
+    headers: &HeaderMap,
+) -> Response {
+    let call: McpCall = match incoming {
+        Incoming::Request(call) => call,
+        Incoming::Notification { .. } | Incoming::Response => {
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    let server = &served.boundary.server;
+    let issued = if call.method == "initialize" {
+        let session = uuid::Uuid::new_v4().simple().to_string();
+        served.sessions.lock().insert(session.clone());
+        Some(session)
+    } else {
+        match session_of(headers) {
+            None => {
+                return refused(
+                    StatusCode::BAD_REQUEST,
+                    &call.id,
+                    &format!(
+                        "MCP server `{server}`: `{}` without an Mcp-Session-Id header; send \
+                         `initialize` first",
+                        call.method
+                    ),
+                );
+            }
+            Some(session) if !served.sessions.lock().contains(session) => {
+                return refused(
+                    StatusCode::NOT_FOUND,
+                    &call.id,
+                    &format!("MCP server `{server}`: unknown or ended session `{session}`"),
+                );
+            }
+            Some(_) => None,
+        }
+    };
+    let Some(replay) = active.active() else {
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &call.id,
+            &format!("MCP server `{server}`: no fixture is active"),
+        );
+    };
+    let engine_call = served.boundary.call(&call);
+    match replay.lookup(&engine_call) {
+        Ok(hit) => match McpAnswer::from_value(&hit.exchange.answer) {
+            Ok(answer) => rendered(
+                Accepts::of(headers).pick(answer.form),
+                &answer.messages_for(&call),
+                issued.as_deref(),
+            ),
+            Err(err) => refused(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &call.id,
+                &format!("MCP server `{server}`: exchange {}: {err}", hit.index),
+            ),
+        },
+        Err(miss) => rendered(
+            AnswerForm::Json,
+            &[error_response(&call.id, &miss.to_string())],
+            issued.as_deref(),
+        ),
+    }
+}
+
+async fn end_session(
+    State(servers): State<Arc<McpServers>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(served) = servers.servers.get(&name) else {
+        return unknown_server(&servers, &name);
+    };
+    match &served.source {
+        McpSource::Replay(_) => match session_of(&headers) {
+            Some(session) if served.sessions.lock().remove(session) => StatusCode::OK,
+            Some(_) => StatusCode::NOT_FOUND,
+            None => StatusCode::BAD_REQUEST,
+        }
+        .into_response(),
+        McpSource::Record(recorder) => recorder.end_session(&headers).await.into_response(),
+    }
+}
+
+async fn server_stream(
+    State(servers): State<Arc<McpServers>>,
+    Path(name): Path<String>,
+) -> Response {
+    if !servers.servers.contains_key(&name) {
+        return unknown_server(&servers, &name);
+    }
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST, DELETE")],
+        json!({"error": "keyless serves no server-initiated stream; POST requests"}).to_string(),
+    )
+        .into_response()
+}
