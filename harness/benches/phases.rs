@@ -261,6 +261,7 @@ fn scenario_run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        boundaries: ledger.boundaries,
         elapsed: Duration::ZERO,
         golden_dir: options.golden_dir,
         transcripts_shown: Transcripts::Cut,
@@ -292,6 +293,7 @@ fn python_gateway(logs: &Path) -> GatewayCommand {
         ready_path: "/health".into(),
         ready_timeout: Duration::from_secs(60),
         log_dir: logs.to_path_buf(),
+        boundaries: Default::default(),
     }
 }
 

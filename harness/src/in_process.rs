@@ -87,6 +87,7 @@ impl GatewayTarget for InProcess {
             ambiguities: engine.take_ambiguities(),
             other_problems: Vec::new(),
             unused_turns: engine.unused_turns(),
+            boundaries: Default::default(),
         })
     }
 }

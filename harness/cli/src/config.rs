@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use keyless_runner::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
 use serde::Deserialize;
 
 /// The configuration file's name, looked up in the current folder.
@@ -118,6 +120,42 @@ pub struct FileConfig {
     pub ignore_events: Option<Vec<String>>,
     /// Settings of single fixtures, by fixture name (`[fixture."chat.chat"]`).
     pub fixture: Option<BTreeMap<String, FixtureConfig>>,
+    /// HTTP APIs the gateway's tools call, recorded and replayed at `{http_url:<name>}`
+    /// (`[http.tavily]`).
+    pub http: Option<BTreeMap<String, HttpConfig>>,
+}
+
+/// An `[http.<name>]` table: an HTTP API recorded and replayed by base URL.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// The API's real base URL (`https://api.tavily.com`), which recording forwards to.
+    pub upstream: String,
+    /// Parts of a request the replay key leaves out (`body.request_id`, `query.ts`).
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    /// More secret field names, redacted before anything is written.
+    #[serde(default)]
+    pub secret_fields: Vec<String>,
+}
+
+/// The file's boundary tables, typed and checked; an error names the file and the table's key.
+pub fn boundaries(path: Option<&Path>, file: &FileConfig) -> Result<Boundaries, ConfigError> {
+    let describe = path.map_or_else(|| CONFIG_FILE.to_owned(), |path| path.display().to_string());
+    let mut boundaries = Boundaries {
+        configured_in: describe.clone(),
+        ..Boundaries::default()
+    };
+    for (name, table) in file.http.iter().flatten() {
+        let at =
+            |err: BoundaryConfigError| ConfigError(format!("{describe}: [http.{name}]: {err}"));
+        let upstream =
+            HttpUpstream::new(&table.upstream, &table.ignore, &table.secret_fields).map_err(at)?;
+        boundaries
+            .http
+            .insert(BoundaryName::parse(name).map_err(at)?, upstream);
+    }
+    Ok(boundaries)
 }
 
 /// A `[fixture."NAME"]` table: settings of one fixture, over the file's.
@@ -145,6 +183,8 @@ pub struct Loaded {
     pub path: Option<PathBuf>,
     /// What it says.
     pub file: FileConfig,
+    /// Its boundary tables (`[http.<name>]`), typed once.
+    pub boundaries: Arc<Boundaries>,
     /// The folder its relative paths are relative to (the current folder without a file).
     pub base: PathBuf,
 }
@@ -163,6 +203,7 @@ impl Loaded {
             return Ok(Loaded {
                 path: None,
                 file: FileConfig::default(),
+                boundaries: Arc::default(),
                 base: cwd,
             });
         };
@@ -171,6 +212,7 @@ impl Loaded {
         let file = parse(&path, &text)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or(cwd);
         Ok(Loaded {
+            boundaries: Arc::new(boundaries(Some(&path), &file)?),
             path: Some(path),
             file,
             base,
@@ -265,11 +307,50 @@ mod tests {
         }
     }
 
+    /// `[http.<name>]` tables become typed upstreams; a bad one is named with the file, the
+    /// table and what is wrong.
+    #[test]
+    fn http_tables_are_typed_once_and_a_bad_one_names_the_file_and_the_table() {
+        let path = Path::new("/repo/keyless.toml");
+        let good = "[http.tavily]\nupstream = \"https://api.tavily.com/\"\nignore = [\"body.request_id\", \"query.ts\"]\nsecret_fields = [\"X-Token\"]\n";
+        let file = parse(path, good).expect("parses");
+        let typed = boundaries(Some(path), &file).expect("valid");
+        let (name, tavily) = typed.http.iter().next().expect("one");
+        assert_eq!(name.as_str(), "tavily");
+        assert_eq!(tavily.upstream, "https://api.tavily.com");
+        assert_eq!(tavily.ignore.len(), 2);
+        assert_eq!(tavily.secret_fields, ["x-token"]);
+        let cases = [
+            (
+                "[http.Tavily]\nupstream = \"https://x\"\n",
+                "/repo/keyless.toml: [http.Tavily]: \"Tavily\" is not a boundary name",
+            ),
+            (
+                "[http.t]\nupstream = \"x\"\n",
+                "/repo/keyless.toml: [http.t]: upstream \"x\"",
+            ),
+            (
+                "[http.t]\nupstream = \"https://x\"\nignore = [\"ts\"]\n",
+                "/repo/keyless.toml: [http.t]: ignore entry \"ts\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(text).to_string();
+            assert!(err.starts_with(expected), "{err}\nexpected: {expected}");
+        }
+        let err = parse(path, "[http.t]\nupstrem = \"https://x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("upstrem"), "{err}");
+    }
+
     #[test]
     fn a_folder_is_the_flag_else_the_key_beside_the_file_else_the_default_beside_it() {
         let loaded = Loaded {
             path: Some(PathBuf::from("/repo/ci/keyless.toml")),
             file: FileConfig::default(),
+            boundaries: Arc::default(),
             base: PathBuf::from("/repo/ci"),
         };
         let cwd = std::env::current_dir().unwrap();

@@ -86,6 +86,7 @@ impl GatewayArgs {
                     file.logs.as_ref(),
                     ".keyless/logs",
                 ),
+                boundaries: resolved.loaded.boundaries.clone(),
             })),
             (None, Some(url)) => Ok(Gateway::Url(url)),
             (Some(_), Some(_)) => Err(ConfigError(format!(

@@ -315,6 +315,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = ServerOptions {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
+        boundaries: resolved.loaded.boundaries.clone(),
         ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {

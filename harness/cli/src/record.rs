@@ -134,6 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let options = ServerOptions {
             port,
             on_problem: None,
+            boundaries: resolved.loaded.boundaries.clone(),
             ..ServerOptions::default()
         };
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)

@@ -197,6 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         port: args.model_port,
         on_problem: Some(on_problem),
         observer: Some(tally.clone()),
+        boundaries: settings.gateway.boundaries.clone(),
     };
     crate::runtime()?
         .block_on(async {

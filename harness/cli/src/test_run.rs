@@ -207,6 +207,7 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         ignore_events: IgnoredEvents::new(file.ignore_events.clone().unwrap_or_default()),
         fixture_ignore_events,
         launcher: crate::launcher(),
+        boundaries: resolved.loaded.boundaries.clone(),
     };
     Ok(Settings {
         plan,
@@ -338,6 +339,7 @@ mod tests {
             ready_path: "/health".into(),
             ready_timeout: Duration::from_secs(1),
             log_dir: PathBuf::from("."),
+            boundaries: Default::default(),
         });
         let url = Gateway::Url("http://127.0.0.1:9".into());
         let running = Some("http://127.0.0.1:8090".to_owned());

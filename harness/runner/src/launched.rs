@@ -19,11 +19,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use replay_core::LoadedFixture;
 
+use crate::boundary::{Boundaries, PlaceholderError};
 use crate::golden::stem_of;
 
 use crate::model_server::{ClientError, ModelServerClient};
@@ -61,6 +63,9 @@ pub struct GatewayCommand {
     pub ready_timeout: Duration,
     /// Where the gateway's logs go (`<stem>.gateway.log`).
     pub log_dir: PathBuf,
+    /// The other boundaries the model server serves: each one's placeholder in the command
+    /// (`{http_url:<name>}`) and variable (`KEYLESS_HTTP_URL_<NAME>`) stand for its URL there.
+    pub boundaries: Arc<Boundaries>,
 }
 
 /// Why the gateway command could not be started, became not ready, or could not be stopped.
@@ -80,6 +85,9 @@ pub enum LaunchError {
     /// No free port could be found.
     #[error("cannot find a free port on 127.0.0.1: {0}")]
     Port(std::io::Error),
+    /// The command names a boundary that is not configured.
+    #[error(transparent)]
+    Placeholder(#[from] PlaceholderError),
     /// `sh` could not be started.
     #[error("cannot start the gateway command `{command}`: {source}")]
     Spawn {
@@ -285,6 +293,7 @@ impl Launched {
             .command
             .replace(MODEL_BASE_URL_PLACEHOLDER, &self.model_base_url)
             .replace(PORT_PLACEHOLDER, &port.to_string());
+        let line = (self.command.boundaries).substitute(&line, &self.model_base_url)?;
         let mut command = match &self.launcher {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -302,6 +311,7 @@ impl Launched {
             .env(processes::LAUNCH_MARK_VAR, &mark)
             .env(MODEL_BASE_URL_VAR, &self.model_base_url)
             .env(GATEWAY_PORT_VAR, port.to_string())
+            .envs(self.command.boundaries.env(&self.model_base_url))
             // The reset token is the driver's alone.
             .env_remove(RESET_TOKEN_VAR)
             .stdin(Stdio::null())
@@ -520,7 +530,7 @@ impl GatewayTarget for Launched {
                     fixture: self.fixture.clone(),
                     source,
                 })?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         ledger
             .other_problems
@@ -602,6 +612,7 @@ mod tests {
                     ready_path: "/".into(),
                     ready_timeout: Duration::from_secs(20),
                     log_dir: logs.path().to_path_buf(),
+                    boundaries: Default::default(),
                 },
                 &server.base_url(),
             )

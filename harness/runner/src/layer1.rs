@@ -20,7 +20,7 @@ use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
 use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
 use crate::ignored::{Dropped, IgnoredEvents};
-use crate::target::{GatewayTarget, HarnessError};
+use crate::target::{BoundaryLedger, GatewayTarget, HarnessError};
 
 /// How long one fixture's drive may take by default: far above any shipped fixture (a few
 /// seconds on a debug build), far below "unbounded".
@@ -194,6 +194,8 @@ pub struct ScenarioRun {
     pub model_errors: Vec<ModelProblem>,
     /// Turns nobody asked for (information, not failure, unless the drive's policy says so).
     pub unused_turns: Vec<usize>,
+    /// The other boundaries' (HTTP, MCP) misses and unused exchanges: each fails the run.
+    pub boundaries: BoundaryLedger,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
     /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
@@ -317,7 +319,11 @@ impl ScenarioRun {
             self.unused_turns.clone(),
             self.fixture.turns.len(),
         )
-        .judge_unused(&callers, rule);
+        .judge_unused(&callers, rule)
+        .with_exchanges(
+            self.boundaries.misses.clone(),
+            self.boundaries.unused.clone(),
+        );
         verdict.golden_refusal = refusal;
         verdict.failed_requests = (self.exchanges.iter())
             .filter(|exchange| !exchange.succeeded())
@@ -502,6 +508,7 @@ pub async fn run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        boundaries: ledger.boundaries,
         fixture,
         transcripts,
         exchanges,
@@ -587,6 +594,7 @@ mod tests {
             ambiguities: Vec::new(),
             model_errors: Vec::new(),
             unused_turns: Vec::new(),
+            boundaries: BoundaryLedger::default(),
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,

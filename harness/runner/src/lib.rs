@@ -25,6 +25,7 @@
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
 
+mod boundary;
 mod driver;
 mod golden;
 mod ignored;
@@ -56,7 +57,13 @@ pub use layer1::{
     runtime,
 };
 pub use reused::Reused;
-pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};
+pub use target::{AtUrl, BoundaryLedger, GatewayTarget, HarnessError, ModelLedger};
+
+// The boundaries besides the model's chat wire, as configured, and where the gateway reaches them.
+pub use boundary::{
+    BOUNDARY_ROUTE_PREFIX, Boundaries, BoundaryConfigError, BoundaryEndpoint, BoundaryName,
+    EndpointKind, HttpUpstream, IgnoredField, PlaceholderError,
+};
 
 // The driver: one session over a dialect per API, DeerFlow's chat page.
 pub use driver::deerflow::{Page, PageRuns, WebClient};

@@ -285,7 +285,7 @@ impl GatewayTarget for Reused {
             .state()
             .await
             .map_err(|source| self.model_server_error(source))?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         ledger.other_problems.extend(exited.map(|status| {
             ModelProblem::GatewayExited {

@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use replay_core::{
     Voice,
 };
 
+use crate::boundary::Boundaries;
 use crate::driver::DriveOptions;
 use crate::golden::stem_of;
 use crate::ignored::IgnoredEvents;
@@ -83,6 +85,8 @@ pub struct Plan {
     pub fixture_ignore_events: BTreeMap<String, IgnoredEvents>,
     /// The program and arguments a started gateway is launched through, tied to this process.
     pub launcher: Option<(PathBuf, Vec<String>)>,
+    /// The other boundaries every job's model server records and replays (`[http.<name>]`).
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl Plan {
@@ -375,6 +379,7 @@ async fn slot(
             let options = ServerOptions {
                 port: plan.model_port,
                 on_problem: None,
+                boundaries: plan.boundaries.clone(),
                 ..ServerOptions::default()
             };
             let loaded = (fixtures.iter())

@@ -18,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{AnswerId, WireError};
 use super::client::ServerState;
+use super::exchanges::Exchanges;
 use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
 use super::request::WireRequest;
 use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
+use crate::boundary::Boundaries;
 use replay_core::recording::RecordedEvent;
 
 /// State shared by the handlers.
@@ -39,6 +41,8 @@ pub(super) struct Shared {
     /// Cancelled once a stop's grace has run out: work outside a connection (the recording
     /// proxy's pump) ends then too.
     pub(super) aborted: CancellationToken,
+    /// The other boundaries served on this server's routes (`[http.<name>]`, …).
+    pub(super) boundaries: Arc<Boundaries>,
 }
 
 impl Shared {
@@ -179,6 +183,12 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
     /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
     fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
         None
+    }
+
+    /// What the other boundaries' routes (HTTP, MCP) reach in this mode: the active fixture's
+    /// exchanges, or the recorder.
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Unserved(self.mode())
     }
 
     /// Ends it once the server has stopped: the recording proxy builds its fixture.

@@ -42,7 +42,9 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
+mod exchanges;
 mod fixtures;
+mod http;
 mod problems;
 mod reach;
 mod record;
@@ -64,7 +66,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -73,6 +75,7 @@ use tokio_util::sync::CancellationToken;
 
 use replay_core::{LoadedFixture, ReplayObserver};
 
+use crate::boundary::Boundaries;
 use backend::{Backend, ResetDone, Shared, holds_reset_token};
 use request::Wire;
 use routes::Route;
@@ -106,6 +109,7 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::Misses => get(misses),
         Route::State => get(state),
         Route::Reset => post(reset),
+        Route::HttpBoundary | Route::HttpBoundaryRoot => any(http::serve),
     }
 }
 
@@ -134,6 +138,9 @@ pub struct ServerOptions {
     /// Fixture replay: told of every turn served, every miss and every ambiguity the moment the
     /// engine decides it, whichever fixture is active (`keyless serve --replay-log`).
     pub observer: Option<Arc<dyn ReplayObserver>>,
+    /// The other boundaries this server records and replays on its own port
+    /// (`/_keyless/http/<name>`, …), as `keyless.toml` configures them.
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -142,6 +149,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("port", &self.port)
             .field("on_problem", &self.on_problem.is_some())
             .field("observer", &self.observer.is_some())
+            .field("boundaries", &self.boundaries)
             .finish()
     }
 }
@@ -208,6 +216,7 @@ impl ModelServer {
             closed: AtomicBool::new(false),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
+            boundaries: options.boundaries,
         });
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -445,3 +454,5 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
 
 #[cfg(test)]
 mod hardening;
+#[cfg(test)]
+mod http_served;

@@ -53,6 +53,7 @@ use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
+use super::exchanges::{ExchangeRecorder, Exchanges};
 use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
 use super::request::{Framing, Wire, WireRequest};
@@ -157,6 +158,8 @@ pub(super) struct Recorder {
     call_time_limit: Duration,
     /// Which calls got an HTTP answer from the upstream (issue 48).
     reach: ReachTally,
+    /// Where the other boundaries' exchanges are written, through the same sink.
+    exchanges: Arc<ExchangeRecorder>,
 }
 
 /// What each written event goes through: the patterns and the proxy's own key in every
@@ -303,6 +306,12 @@ impl Recorder {
             .build()
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
         let secrets = KnownSecrets::new([config.api_key.expose_secret()]);
+        // It remembers what it writes, so the fixture is built without reading it back.
+        let sink = RecordingSink::open_remembering(&config.recording)?;
+        let exchanges = Arc::new(ExchangeRecorder::new(
+            sink.clone(),
+            vec![config.api_key.clone()],
+        ));
         // A key typed into the prompt reaches no file either.
         let mut scenario = config.scenario;
         scenario.prompt = secrets.redact_text(&scenario.prompt);
@@ -313,8 +322,6 @@ impl Recorder {
             base: base.to_owned(),
             api_key: config.api_key,
             http,
-            // It remembers what it writes, so the fixture is built without reading it back.
-            sink: RecordingSink::open_remembering(&config.recording)?,
             scenario,
             aws: config.aws,
             calls: AtomicUsize::new(0),
@@ -326,6 +333,8 @@ impl Recorder {
             }),
             call_time_limit: config.limits.call_time_limit,
             reach: ReachTally::default(),
+            exchanges,
+            sink,
         })
     }
 
@@ -363,7 +372,9 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let exchanges = self.sink.remembered_exchanges();
-        if let Some(exchange) = self.writing.secrets.first_in_exchanges(&exchanges) {
+        // The model's key and every key a boundary's request carried.
+        let secrets = self.exchanges.known_secrets();
+        if let Some(exchange) = secrets.first_in_exchanges(&exchanges) {
             let path = self.sink.path().to_path_buf();
             let removed = std::fs::remove_file(&path).is_ok();
             return Err(ModelServerError::SecretInExchange {
@@ -483,6 +494,8 @@ impl Backend for Recorder {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.calls()),
             problems,
+            exchange_misses: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
     }
 
@@ -492,6 +505,10 @@ impl Backend for Recorder {
 
     fn finish(&self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.build().map(Some)
+    }
+
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Record(self.exchanges.clone())
     }
 }
 

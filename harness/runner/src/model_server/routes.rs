@@ -37,11 +37,15 @@ pub(crate) enum Route {
     State,
     /// `POST /_harness/reset`.
     Reset,
+    /// Any method at `/_keyless/http/{name}/{*rest}`: a recorded HTTP API (`http.rs`).
+    HttpBoundary,
+    /// Any method at `/_keyless/http/{name}`, the API's base URL itself.
+    HttpBoundaryRoot,
 }
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 14] = [
+    pub(crate) const ALL: [Route; 16] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -56,9 +60,16 @@ impl Route {
         Route::Misses,
         Route::State,
         Route::Reset,
+        Route::HttpBoundary,
+        Route::HttpBoundaryRoot,
     ];
 
-    /// Its method and path.
+    /// Whether it answers every method (a boundary's route), not only its own.
+    fn any_method(self) -> bool {
+        matches!(self, Route::HttpBoundary | Route::HttpBoundaryRoot)
+    }
+
+    /// Its method (the one listed; a boundary's route takes any) and path.
     pub(crate) fn method_and_path(self) -> (Method, &'static str) {
         match self {
             Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
@@ -75,6 +86,8 @@ impl Route {
             Route::Misses => (Method::GET, "/_harness/misses"),
             Route::State => (Method::GET, "/_harness/state"),
             Route::Reset => (Method::POST, "/_harness/reset"),
+            Route::HttpBoundary => (Method::GET, "/_keyless/http/{name}/{*rest}"),
+            Route::HttpBoundaryRoot => (Method::GET, "/_keyless/http/{name}"),
         }
     }
 
@@ -84,7 +97,10 @@ impl Route {
             .iter()
             .map(|route| {
                 let (method, path) = route.method_and_path();
-                format!("{method} {path}")
+                match route.any_method() {
+                    true => format!("ANY {path}"),
+                    false => format!("{method} {path}"),
+                }
             })
             .collect();
         routes.join(", ")
