@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use keyless_runner::mcp::{
-    ActiveExchanges, AnswerForm, McpAnswer, McpBoundary, McpCall, McpServers, McpSource, Outcome,
-    mcp_router,
+    ActiveExchanges, AnswerForm, McpAnswer, McpBoundary, McpCall, McpServers, McpSource,
+    McpUpstream, Outcome, mcp_router,
 };
 use parking_lot::Mutex;
 use replay_core::{Exchange, ExchangeReplay};
@@ -71,7 +71,9 @@ fn one_call(c: &mut Criterion) {
             "isError": false}),
     );
     let active = Arc::new(Swapped(Mutex::new(replay_of(&[initialize.clone()]))));
-    let servers = McpServers::new().with("time", McpSource::Replay(active.clone()));
+    // The configured server is never reached in replay: a closed port.
+    let servers = McpServers::new().with("time", McpUpstream::Url("http://127.0.0.1:9/mcp".into()));
+    let active_route: Arc<dyn ActiveExchanges> = active.clone();
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("a port");
@@ -80,7 +82,8 @@ fn one_call(c: &mut Criterion) {
         listener.local_addr().expect("an address")
     );
     runtime.spawn(async move {
-        axum::serve(listener, mcp_router::<()>(Arc::new(servers))).await
+        let source = McpSource::Replay(active_route);
+        axum::serve(listener, mcp_router::<()>(Arc::new(servers), source)).await
     });
     let client = reqwest::Client::new();
     let post = |body: Value, session: Option<String>| {

@@ -14,11 +14,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use keyless_runner::mcp::{
-    McpRecorder, McpServers, McpSource, McpUpstream, contract_shape, mcp_router,
+use harness::workspace::fixtures_dir;
+use keyless_runner::mcp::{McpUpstream, contract_shape};
+use keyless_runner::{
+    Boundaries, BoundaryLedger, BoundaryName, Mode, ModelLedger, ModelServer, RecordConfig,
+    RecordLimits, ServerOptions,
 };
-use replay_core::recording::RecordingSink;
-use replay_core::{Exchange, ExchangeReplay};
+use replay_core::{Fixture, Scenario, UiMode};
 use serde_json::{Value, json};
 
 /// The Python with `mcp` and `langchain-mcp-adapters`, or `None` (skipped) outside CI.
@@ -56,28 +58,35 @@ enum Transport {
     Stdio,
 }
 
-/// The MCP route served on 127.0.0.1 for one server named `time`.
-struct Route {
-    runtime: tokio::runtime::Runtime,
-    url: String,
-}
-
-fn serve(source: McpSource) -> Route {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// A tokio runtime for the model server while a client runs in a blocking process.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let address = listener.local_addr().unwrap();
-    let servers = Arc::new(McpServers::new().with("time", source));
-    runtime.spawn(async move { axum::serve(listener, mcp_router::<()>(servers)).await });
-    Route {
-        runtime,
-        url: format!("http://{address}/_keyless/mcp/time"),
-    }
+        .unwrap()
+}
+
+/// `[mcp.time]` as keyless.toml would configure it, with the stand-in being this build's binary.
+fn boundaries(upstream: McpUpstream) -> Arc<Boundaries> {
+    let mut boundaries = Boundaries {
+        configured_in: "keyless.toml".into(),
+        stand_in: Some(env!("CARGO_BIN_EXE_keyless").to_owned()),
+        ..Boundaries::default()
+    };
+    boundaries
+        .mcp
+        .insert(BoundaryName::parse("time").unwrap(), upstream);
+    Arc::new(boundaries)
+}
+
+/// The model server's MCP route for `time`, or the stand-in command line running to it.
+fn target(server: &ModelServer, transport: Transport, boundaries: &Boundaries) -> String {
+    let kind = match transport {
+        Transport::Stdio => "{mcp_cmd:time}",
+        Transport::HttpSse | Transport::HttpJson => "{mcp_url:time}",
+    };
+    boundaries.substitute(kind, &server.url()).unwrap()
 }
 
 /// The real FastMCP server over HTTP; killed on drop.
@@ -131,11 +140,13 @@ fn start_http_server(python: &str, transport: Transport, renamed: bool) -> RealS
 }
 
 /// Runs `client.py`; its one JSON line.
-fn run_client(python: &str, client: &str, transport: Transport, url: &str, calls: &Value) -> Value {
-    let target = match transport {
-        Transport::Stdio => format!("{} mcp-stdio --url {url}", env!("CARGO_BIN_EXE_keyless")),
-        Transport::HttpSse | Transport::HttpJson => url.to_owned(),
-    };
+fn run_client(
+    python: &str,
+    client: &str,
+    transport: Transport,
+    target: &str,
+    calls: &Value,
+) -> Value {
     let transport_name = if transport == Transport::Stdio {
         "stdio"
     } else {
@@ -143,7 +154,7 @@ fn run_client(python: &str, client: &str, transport: Transport, url: &str, calls
     };
     let output = Command::new(python)
         .arg(script("client.py"))
-        .args([client, transport_name, &target, &calls.to_string()])
+        .args([client, transport_name, target, &calls.to_string()])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -156,17 +167,17 @@ fn run_client(python: &str, client: &str, transport: Transport, url: &str, calls
         .unwrap_or_else(|err| panic!("{client}: not one JSON line ({err}):\n{stdout}"))
 }
 
-/// Records `calls` from `client` through the route against the real server; the client's
-/// output and the exchanges written.
+/// Records `calls` from `client` through the model server in record mode against the real
+/// server; the client's output and the fixture built (a shipped fixture's turns with the
+/// exchanges recorded), written in `folder`.
 fn record(
     python: &str,
     client: &str,
     transport: Transport,
     calls: &Value,
     renamed: bool,
-) -> (Value, Vec<Exchange>) {
-    let dir = tempfile::tempdir().unwrap();
-    let sink = RecordingSink::open_remembering(&dir.path().join("mcp.jsonl")).unwrap();
+    folder: &Path,
+) -> (Value, PathBuf) {
     let mut real = None;
     let upstream = match transport {
         Transport::Stdio => {
@@ -180,7 +191,7 @@ fn record(
             }
             McpUpstream::Command {
                 argv,
-                env: BTreeMap::new(),
+                env: [("TIME_TOKEN".to_owned(), TOKEN.to_owned())].into(),
                 cwd: None,
             }
         }
@@ -191,12 +202,35 @@ fn record(
             McpUpstream::Url(url)
         }
     };
-    let route = serve(McpSource::Record(Arc::new(McpRecorder::new(
-        upstream,
-        sink.clone(),
-    ))));
-    let output = run_client(python, client, transport, &route.url, calls);
-    drop(route);
+    let folder = folder.join(format!("{client}-{transport:?}-renamed-{renamed}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let boundaries = boundaries(upstream);
+    let runtime = runtime();
+    let config = RecordConfig {
+        // The model's upstream: never called here.
+        upstream: "http://127.0.0.1:9/v1".into(),
+        api_key: "sk-model-key-0123456789abcdef".into(),
+        recording: folder.join("recording.jsonl"),
+        scenario: Scenario::new("s", UiMode::Flash, "p"),
+        allow_insecure_upstream: false,
+        limits: RecordLimits::default(),
+        aws: None,
+    };
+    let options = ServerOptions {
+        boundaries: Arc::clone(&boundaries),
+        ..ServerOptions::default()
+    };
+    let server = runtime
+        .block_on(ModelServer::start(Mode::Record(Box::new(config)), options))
+        .unwrap();
+    let output = run_client(
+        python,
+        client,
+        transport,
+        &target(&server, transport, &boundaries),
+        calls,
+    );
+    let recorded = runtime.block_on(server.stop()).unwrap().expect("a fixture");
     if let Some(server) = real {
         let port = server.port;
         drop(server);
@@ -205,25 +239,60 @@ fn record(
             "the real server must be unreachable during the replay"
         );
     }
-    (output, sink.remembered_exchanges())
+    let mut fixture = Fixture::load(&fixtures_dir().join("write_read_file.flash.json")).unwrap();
+    fixture.exchanges = recorded.fixture.exchanges;
+    let written = folder.join(format!("{client}-{transport:?}.flash.json"));
+    std::fs::write(&written, fixture.to_pretty_json()).unwrap();
+    (output, written)
 }
 
-/// Replays `exchanges` to `client`; its output and the replay (its ledger).
+/// A secret a stdio server's `env` carries: it must be in no file written.
+const TOKEN: &str = "time-token-7c1e4b9a2f";
+
+/// Replays `fixture` to `client` with the server's configured upstream unreachable; its output
+/// and the model server's boundary ledger.
 fn replay(
     python: &str,
     client: &str,
     transport: Transport,
     calls: &Value,
-    exchanges: &[Exchange],
-) -> (Value, Arc<ExchangeReplay>) {
-    let replay = Arc::new(ExchangeReplay::new(
-        Path::new("fixtures/mcp.flash.json"),
-        exchanges.to_vec(),
-    ));
-    let route = serve(McpSource::Replay(Arc::new(Arc::clone(&replay))));
-    let output = run_client(python, client, transport, &route.url, calls);
-    route.runtime.shutdown_background();
-    (output, replay)
+    fixture: &Path,
+) -> (Value, BoundaryLedger) {
+    // Replay never touches the configured server: a closed port, a program that does not exist.
+    let upstream = match transport {
+        Transport::Stdio => McpUpstream::Command {
+            argv: vec!["/nonexistent/time-server".into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        Transport::HttpSse | Transport::HttpJson => {
+            McpUpstream::Url("http://127.0.0.1:9/mcp".into())
+        }
+    };
+    let boundaries = boundaries(upstream);
+    let runtime = runtime();
+    let options = ServerOptions {
+        boundaries: Arc::clone(&boundaries),
+        ..ServerOptions::default()
+    };
+    let server = runtime
+        .block_on(ModelServer::start(
+            Mode::Fixtures(vec![fixture.to_path_buf()]),
+            options,
+        ))
+        .unwrap();
+    let output = run_client(
+        python,
+        client,
+        transport,
+        &target(&server, transport, &boundaries),
+        calls,
+    );
+    let state = runtime
+        .block_on(async { server.client().unwrap().state().await })
+        .unwrap();
+    runtime.block_on(server.stop()).unwrap();
+    (output, ModelLedger::from_state(state).boundaries)
 }
 
 #[test]
@@ -237,39 +306,50 @@ fn each_client_and_transport_replays_the_recorded_answers_byte_for_byte() {
         ("langchain", Transport::HttpSse),
         ("langchain", Transport::Stdio),
     ];
+    let folder = tempfile::tempdir().unwrap();
     for (client, transport) in cases {
-        let (recorded, exchanges) = record(&python, client, transport, &calls, false);
+        let (recorded, fixture) = record(&python, client, transport, &calls, false, folder.path());
         let text = recorded.to_string();
         assert!(
             text.contains("Paris (UTC+0): 20"),
             "{client} {transport:?}: {text}"
         );
         for _ in 0..2 {
-            let (replayed, ledger) = replay(&python, client, transport, &calls, &exchanges);
+            let (replayed, ledger) = replay(&python, client, transport, &calls, &fixture);
             assert_eq!(replayed.to_string(), text, "{client} over {transport:?}");
-            assert_eq!(ledger.misses(), [], "{client} over {transport:?}");
-            assert_eq!(ledger.unused(), [], "{client} over {transport:?}");
+            assert_eq!(ledger.misses, [], "{client} over {transport:?}");
+            assert_eq!(ledger.unused, [], "{client} over {transport:?}");
         }
+    }
+    for file in files_under(folder.path()) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(
+            !text.contains(TOKEN),
+            "the stdio server's env value in {}",
+            file.display()
+        );
     }
 }
 
 #[test]
 fn a_changed_argument_and_an_extra_call_fail_naming_server_tool_and_field() {
     let Some(python) = sdk_python() else { return };
+    let folder = tempfile::tempdir().unwrap();
     for transport in [Transport::HttpSse, Transport::Stdio] {
-        let (_, exchanges) = record(
+        let (_, fixture) = record(
             &python,
             "sdk",
             transport,
             &json!([["get_time", {"city": "Paris"}]]),
             false,
+            folder.path(),
         );
         let calls = json!([
             ["get_time", {"city": "Paris"}],
             ["get_time", {"city": "Rome"}],
             ["get_time", {"city": "Paris"}]
         ]);
-        let (replayed, ledger) = replay(&python, "sdk", transport, &calls, &exchanges);
+        let (replayed, ledger) = replay(&python, "sdk", transport, &calls, &fixture);
         let raised = |index: usize| replayed["calls"][index]["raised"].as_str().unwrap_or("");
         let expected = [
             (1, "mcp miss: `tools/call get_time` from `time`"),
@@ -286,7 +366,7 @@ fn a_changed_argument_and_an_extra_call_fail_naming_server_tool_and_field() {
             );
         }
         assert_eq!(
-            ledger.misses().len(),
+            ledger.misses.len(),
             2,
             "{transport:?}: the run fails with both"
         );
@@ -297,9 +377,18 @@ fn a_changed_argument_and_an_extra_call_fail_naming_server_tool_and_field() {
 fn a_renamed_tool_changes_the_servers_contract_shape() {
     let Some(python) = sdk_python() else { return };
     let calls = json!([]);
+    let folder = tempfile::tempdir().unwrap();
     let shape = |renamed| {
-        let (_, exchanges) = record(&python, "sdk", Transport::Stdio, &calls, renamed);
-        contract_shape(&exchanges).expect("tools/list was recorded")
+        let (_, fixture) = record(
+            &python,
+            "sdk",
+            Transport::Stdio,
+            &calls,
+            renamed,
+            folder.path(),
+        );
+        contract_shape(&Fixture::load(&fixture).unwrap().exchanges)
+            .expect("tools/list was recorded")
     };
     let (before, after) = (shape(false), shape(true));
     assert_eq!(
@@ -310,4 +399,17 @@ fn a_renamed_tool_changes_the_servers_contract_shape() {
     );
     assert_ne!(before, after);
     assert!(after["time"]["tools"]["get_clock"].is_object(), "{after}");
+}
+
+fn files_under(folder: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(folder).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

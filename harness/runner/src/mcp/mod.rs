@@ -20,5 +20,7 @@ pub use contract::contract_shape;
 pub use message::{
     AnswerForm, Incoming, MISS_ERROR_CODE, McpAnswer, McpBoundary, McpCall, MessageError, Outcome,
 };
-pub use record::{McpRecordError, McpRecorder, McpUpstream, RELAY_TIME_LIMIT};
-pub use serve::{ActiveExchanges, MCP_ROUTE, McpServers, McpSource, SESSION_HEADER, mcp_router};
+pub use record::{McpRecordError, McpRecorder, McpUpstream, RELAY_TIME_LIMIT, WriteExchange};
+pub use serve::{
+    ActiveExchanges, MCP_ROUTE, McpExchanges, McpServers, McpSource, SESSION_HEADER, mcp_router,
+};

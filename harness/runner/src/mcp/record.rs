@@ -25,7 +25,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use replay_core::recording::RecordingSink;
+use replay_core::Exchange;
+use replay_core::recording::{RecordingFileError, RecordingSink};
 
 use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall};
 use super::serve::SESSION_HEADER;
@@ -119,22 +120,39 @@ struct StdioServer {
     lines: Lines<BufReader<ChildStdout>>,
 }
 
-/// Relays a server's messages and records its exchanges.
+/// Where a recorder writes exchanges: the model server's recorder (which also keeps the secrets
+/// requests carried, so none is left in any form) or a recording sink.
+pub trait WriteExchange: Send + Sync + std::fmt::Debug {
+    /// Writes `exchange` redacted and returns it as written.
+    fn write_exchange(&self, exchange: Exchange) -> Result<Exchange, RecordingFileError>;
+    /// Remembers a secret the run uses (an `Authorization` header, a stdio server's `env`
+    /// value): no form of it may be written.
+    fn learn_secret(&self, secret: &str);
+}
+
+impl WriteExchange for RecordingSink {
+    fn write_exchange(&self, exchange: Exchange) -> Result<Exchange, RecordingFileError> {
+        RecordingSink::write_exchange(self, &exchange)
+    }
+
+    /// A bare sink redacts by its rules only.
+    fn learn_secret(&self, _secret: &str) {}
+}
+
+/// Relays a server's messages to the real server and records its exchanges.
 #[derive(Debug)]
 pub struct McpRecorder {
     upstream: McpUpstream,
-    sink: RecordingSink,
     client: reqwest::Client,
     /// Each stdio session's process, by the session id this recorder issued.
     stdio: Mutex<HashMap<String, Arc<tokio::sync::Mutex<StdioServer>>>>,
 }
 
 impl McpRecorder {
-    /// A recorder relaying to `upstream` and writing to `sink`.
-    pub fn new(upstream: McpUpstream, sink: RecordingSink) -> McpRecorder {
+    /// A recorder relaying to `upstream`.
+    pub fn new(upstream: McpUpstream) -> McpRecorder {
         McpRecorder {
             upstream,
-            sink,
             client: reqwest::Client::new(),
             stdio: Mutex::new(HashMap::new()),
         }
@@ -166,6 +184,7 @@ impl McpRecorder {
     /// Relays `call` (its raw `body`), records the exchange and returns the answer as written.
     pub async fn relay(
         &self,
+        writer: &dyn WriteExchange,
         boundary: &McpBoundary,
         call: &McpCall,
         headers: &HeaderMap,
@@ -197,9 +216,19 @@ impl McpRecorder {
                 " (it sent {count} other message(s) and ended the answer)"
             ))
         })?;
-        let written = self
-            .sink
-            .write_exchange(&boundary.call(call).answered(answer.to_value()))?;
+        if let McpUpstream::Command { env, .. } = &self.upstream {
+            env.values().for_each(|value| writer.learn_secret(value));
+        }
+        if let Some(auth) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            writer.learn_secret(auth);
+            if let Some((_, token)) = auth.split_once(' ') {
+                writer.learn_secret(token);
+            }
+        }
+        let written = writer.write_exchange(boundary.call(call).answered(answer.to_value()))?;
         let answer = McpAnswer::from_value(&written.answer).map_err(|err| {
             no_response(format!(": the recorded answer cannot be read back: {err}"))
         })?;

@@ -21,16 +21,16 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::any;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use replay_core::ExchangeReplay;
 
 use super::message::{AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, error_response};
-use super::record::{McpRecorder, Relayed};
+use super::record::{McpRecorder, McpUpstream, Relayed, WriteExchange};
 
 /// The route every configured MCP server is served at.
 pub const MCP_ROUTE: &str = "/_keyless/mcp/{name}";
@@ -51,25 +51,39 @@ impl ActiveExchanges for Arc<ExchangeReplay> {
     }
 }
 
-/// Where a server's answers come from.
+/// Where a standalone route's answers come from ([`mcp_router`]).
 #[derive(Debug, Clone)]
 pub enum McpSource {
     /// The recorded exchanges, never the server.
     Replay(Arc<dyn ActiveExchanges>),
-    /// The real server, each exchange recorded.
-    Record(Arc<McpRecorder>),
+    /// The real server, each exchange written here.
+    Record(Arc<dyn WriteExchange>),
+}
+
+/// What a call reaches in the serving mode: the model server's mode, or a standalone route's
+/// source.
+#[derive(Debug, Clone, Copy)]
+pub enum McpExchanges<'a> {
+    /// Replay these exchanges (`None`: no fixture is active).
+    Replay(Option<&'a Arc<ExchangeReplay>>),
+    /// Relay to the real server and write each exchange here.
+    Record(&'a dyn WriteExchange),
+    /// A mode that serves no boundary; its name.
+    Unserved(&'static str),
 }
 
 /// One configured server as served.
 #[derive(Debug)]
 struct Served {
     boundary: McpBoundary,
-    source: McpSource,
+    /// The real server, relayed to while recording.
+    recorder: McpRecorder,
     /// The sessions a replay issued and not ended.
     sessions: Mutex<HashSet<String>>,
 }
 
-/// Every configured MCP server, by name: the state of [`mcp_router`].
+/// Every configured MCP server, by name, with what serving it keeps between calls (replayed
+/// sessions, recorded stdio processes).
 #[derive(Debug, Default)]
 pub struct McpServers {
     servers: BTreeMap<String, Served>,
@@ -81,15 +95,15 @@ impl McpServers {
         McpServers::default()
     }
 
-    /// `name` served from `source`.
-    pub fn with(mut self, name: &str, source: McpSource) -> McpServers {
+    /// `name`, whose real server is `upstream`.
+    pub fn with(mut self, name: &str, upstream: McpUpstream) -> McpServers {
         self.servers.insert(
             name.to_owned(),
             Served {
                 boundary: McpBoundary {
                     server: name.to_owned(),
                 },
-                source,
+                recorder: McpRecorder::new(upstream),
                 sessions: Mutex::new(HashSet::new()),
             },
         );
@@ -100,16 +114,70 @@ impl McpServers {
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }
+
+    /// Answers one HTTP request to the server `name` (`POST` a message, `DELETE` the session,
+    /// `GET` the server's stream).
+    pub async fn handle(
+        &self,
+        name: &str,
+        method: &Method,
+        headers: &HeaderMap,
+        body: Bytes,
+        exchanges: McpExchanges<'_>,
+    ) -> Response {
+        let Some(served) = self.servers.get(name) else {
+            return unknown_server(self, name);
+        };
+        if let McpExchanges::Unserved(mode) = exchanges {
+            return refused(
+                StatusCode::NOT_FOUND,
+                &Value::Null,
+                &format!(
+                    "MCP server `{name}`: the model server in {mode} mode serves no MCP server"
+                ),
+            );
+        }
+        match *method {
+            Method::POST => post_message(served, headers, body, exchanges).await,
+            Method::DELETE => end_session(served, headers, exchanges).await,
+            _ => server_stream(),
+        }
+    }
 }
 
-/// The router serving [`MCP_ROUTE`] for `servers`; merge it into the model server's.
-pub fn mcp_router<S: Clone + Send + Sync + 'static>(servers: Arc<McpServers>) -> Router<S> {
+/// The router serving [`MCP_ROUTE`] for `servers` from `source`, standalone (tests, the
+/// benchmark); the model server serves the same route from its own mode.
+pub fn mcp_router<S: Clone + Send + Sync + 'static>(
+    servers: Arc<McpServers>,
+    source: McpSource,
+) -> Router<S> {
     Router::new()
-        .route(
-            MCP_ROUTE,
-            post(post_message).delete(end_session).get(server_stream),
-        )
-        .with_state(servers)
+        .route(MCP_ROUTE, any(standalone))
+        .with_state((servers, source))
+}
+
+async fn standalone(
+    State((servers, source)): State<(Arc<McpServers>, McpSource)>,
+    Path(name): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match &source {
+        McpSource::Replay(active) => {
+            let replay = active.active();
+            let exchanges = McpExchanges::Replay(replay.as_ref());
+            servers
+                .handle(&name, &method, &headers, body, exchanges)
+                .await
+        }
+        McpSource::Record(writer) => {
+            let exchanges = McpExchanges::Record(writer.as_ref());
+            servers
+                .handle(&name, &method, &headers, body, exchanges)
+                .await
+        }
+    }
 }
 
 /// What the client's `Accept` allows.
@@ -211,14 +279,12 @@ fn unknown_server(servers: &McpServers, name: &str) -> Response {
 }
 
 async fn post_message(
-    State(servers): State<Arc<McpServers>>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
+    served: &Served,
+    headers: &HeaderMap,
     body: Bytes,
+    exchanges: McpExchanges<'_>,
 ) -> Response {
-    let Some(served) = servers.servers.get(&name) else {
-        return unknown_server(&servers, &name);
-    };
+    let name = &served.boundary.server;
     let incoming = match Incoming::read(&body) {
         Ok(incoming) => incoming,
         Err(err) => {
@@ -229,13 +295,13 @@ async fn post_message(
             );
         }
     };
-    match &served.source {
-        McpSource::Replay(active) => replay(served, active.as_ref(), incoming, &headers),
-        McpSource::Record(recorder) => {
+    match exchanges {
+        McpExchanges::Record(writer) => {
+            let recorder = &served.recorder;
             let call = match incoming {
                 Incoming::Request(call) => call,
                 Incoming::Notification { .. } | Incoming::Response => {
-                    return match recorder.forward(&headers, body).await {
+                    return match recorder.forward(headers, body).await {
                         Ok(status) => status.into_response(),
                         Err(err) => {
                             refused(StatusCode::BAD_GATEWAY, &Value::Null, &err.to_string())
@@ -243,12 +309,9 @@ async fn post_message(
                     };
                 }
             };
-            match recorder
-                .relay(&served.boundary, &call, &headers, body)
-                .await
-            {
+            match (recorder.relay(writer, &served.boundary, &call, headers, body)).await {
                 Ok(Relayed::Answered { answer, session }) => rendered(
-                    Accepts::of(&headers).pick(answer.form),
+                    Accepts::of(headers).pick(answer.form),
                     &answer.messages_for(&call),
                     session.as_deref(),
                 ),
@@ -256,13 +319,15 @@ async fn post_message(
                 Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
             }
         }
+        McpExchanges::Replay(replay) => replay_message(served, replay, incoming, headers),
+        McpExchanges::Unserved(_) => server_stream(),
     }
 }
 
 /// Answers `incoming` from the recorded exchanges.
-fn replay(
+fn replay_message(
     served: &Served,
-    active: &dyn ActiveExchanges,
+    replay: Option<&Arc<ExchangeReplay>>,
     incoming: Incoming,
     headers: &HeaderMap,
 ) -> Response {
@@ -300,7 +365,7 @@ fn replay(
             Some(_) => None,
         }
     };
-    let Some(replay) = active.active() else {
+    let Some(replay) = replay else {
         return refused(
             StatusCode::SERVICE_UNAVAILABLE,
             &call.id,
@@ -321,40 +386,35 @@ fn replay(
                 &format!("MCP server `{server}`: exchange {}: {err}", hit.index),
             ),
         },
-        Err(miss) => rendered(
-            AnswerForm::Json,
-            &[error_response(&call.id, &miss.to_string())],
-            issued.as_deref(),
-        ),
+        Err(miss) => {
+            tracing::warn!("{miss}");
+            rendered(
+                AnswerForm::Json,
+                &[error_response(&call.id, &miss.to_string())],
+                issued.as_deref(),
+            )
+        }
     }
 }
 
 async fn end_session(
-    State(servers): State<Arc<McpServers>>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
+    served: &Served,
+    headers: &HeaderMap,
+    exchanges: McpExchanges<'_>,
 ) -> Response {
-    let Some(served) = servers.servers.get(&name) else {
-        return unknown_server(&servers, &name);
-    };
-    match &served.source {
-        McpSource::Replay(_) => match session_of(&headers) {
+    match exchanges {
+        McpExchanges::Record(_) => served.recorder.end_session(headers).await.into_response(),
+        _ => match session_of(headers) {
             Some(session) if served.sessions.lock().remove(session) => StatusCode::OK,
             Some(_) => StatusCode::NOT_FOUND,
             None => StatusCode::BAD_REQUEST,
         }
         .into_response(),
-        McpSource::Record(recorder) => recorder.end_session(&headers).await.into_response(),
     }
 }
 
-async fn server_stream(
-    State(servers): State<Arc<McpServers>>,
-    Path(name): Path<String>,
-) -> Response {
-    if !servers.servers.contains_key(&name) {
-        return unknown_server(&servers, &name);
-    }
+/// `GET`: no server-initiated stream is served.
+fn server_stream() -> Response {
     (
         StatusCode::METHOD_NOT_ALLOWED,
         [(header::ALLOW, "POST, DELETE")],

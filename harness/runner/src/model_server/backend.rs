@@ -43,6 +43,9 @@ pub(super) struct Shared {
     pub(super) aborted: CancellationToken,
     /// The other boundaries served on this server's routes (`[http.<name>]`, …).
     pub(super) boundaries: Arc<Boundaries>,
+    /// The configured MCP servers and what serving them keeps between calls (sessions, the
+    /// stdio processes a recording started).
+    pub(super) mcp: Arc<crate::mcp::McpServers>,
 }
 
 impl Shared {

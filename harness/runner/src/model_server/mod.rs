@@ -45,6 +45,7 @@ mod client;
 mod exchanges;
 mod fixtures;
 mod http;
+mod mcp_route;
 mod problems;
 mod reach;
 mod record;
@@ -110,6 +111,7 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::State => get(state),
         Route::Reset => post(reset),
         Route::HttpBoundary | Route::HttpBoundaryRoot => any(http::serve),
+        Route::McpBoundary => any(mcp_route::serve),
     }
 }
 
@@ -216,6 +218,7 @@ impl ModelServer {
             closed: AtomicBool::new(false),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
+            mcp: Arc::new(mcp_route::servers(&options.boundaries)),
             boundaries: options.boundaries,
         });
         let listener = TcpListener::bind(("127.0.0.1", options.port))
