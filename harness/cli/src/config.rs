@@ -404,6 +404,68 @@ mod tests {
         assert!(err.contains("upstrem"), "{err}");
     }
 
+    /// `[mcp.<name>]` tables become typed servers (a stdio `cwd` relative to the file's
+    /// folder); a bad one is named with the file, the table and what is wrong.
+    #[test]
+    fn mcp_tables_are_typed_once_and_a_bad_one_names_the_file_and_the_table() {
+        let path = Path::new("/repo/keyless.toml");
+        let good = "[mcp.time]\ncommand = [\"uvx\", \"mcp-server-time\"]\nenv = { TOKEN = \"t\" }\ncwd = \"tools\"\n[mcp.search]\nurl = \"https://mcp.example.com/mcp\"\n";
+        let typed = boundaries(Some(path), &parse(path, good).expect("parses")).expect("valid");
+        let servers: Vec<(&str, &McpUpstream)> = typed
+            .mcp
+            .iter()
+            .map(|(name, up)| (name.as_str(), up))
+            .collect();
+        assert_eq!(
+            servers,
+            [
+                (
+                    "search",
+                    &McpUpstream::Url("https://mcp.example.com/mcp".into())
+                ),
+                (
+                    "time",
+                    &McpUpstream::Command {
+                        argv: vec!["uvx".into(), "mcp-server-time".into()],
+                        env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+                        cwd: Some(PathBuf::from("/repo/tools")),
+                    }
+                ),
+            ]
+        );
+        let cases = [
+            (
+                "[mcp.t]\n",
+                "[mcp.t]: give `url` (Streamable HTTP) or `command` (stdio)",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncommand = [\"x\"]\n",
+                "[mcp.t]: give `url` or `command`, not both",
+            ),
+            ("[mcp.t]\ncommand = []\n", "[mcp.t]: `command` is empty"),
+            (
+                "[mcp.t]\nurl = \"x\"\n",
+                "[mcp.t]: url \"x\" is not an absolute",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncwd = \"a\"\n",
+                "[mcp.t]: `env` and `cwd` are for a `command` server",
+            ),
+            (
+                "[mcp.T]\nurl = \"https://x\"\n",
+                "[mcp.T]: \"T\" is not a boundary name",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(text).to_string();
+            assert!(
+                err.starts_with(&format!("/repo/keyless.toml: {expected}")),
+                "{err}\nexpected: {expected}"
+            );
+        }
+    }
+
     #[test]
     fn a_folder_is_the_flag_else_the_key_beside_the_file_else_the_default_beside_it() {
         let loaded = Loaded {

@@ -423,6 +423,45 @@ mod tests {
         );
     }
 
+    /// `{mcp_url:<name>}` and `{mcp_cmd:<name>}` (and their variables) stand for the MCP route
+    /// and a shell line running the stand-in by its path, quoted when it needs to be.
+    #[test]
+    fn mcp_placeholders_are_the_route_and_the_stand_in_command_line() {
+        let mut configured = Boundaries {
+            configured_in: "keyless.toml".into(),
+            stand_in: Some("/opt/my tools/keyless".into()),
+            ..Boundaries::default()
+        };
+        configured.mcp.insert(
+            BoundaryName::parse("time-server").expect("name"),
+            McpUpstream::Url("https://mcp.example.com/mcp".into()),
+        );
+        let root = "http://127.0.0.1:8090/v1";
+        let route = "http://127.0.0.1:8090/_keyless/mcp/time-server";
+        let cmd = format!("'/opt/my tools/keyless' mcp-stdio --url {route}");
+        let cases = [
+            ("url={mcp_url:time-server}", Ok(format!("url={route}"))),
+            ("{mcp_cmd:time-server}", Ok(cmd.clone())),
+            (
+                "{mcp_url:time}",
+                Err("{mcp_url:time} names no boundary configured in keyless.toml: add a [mcp.<name>] table (configured: time-server)".to_owned()),
+            ),
+        ];
+        for (line, expected) in cases {
+            let got = configured
+                .substitute(line, root)
+                .map_err(|err| err.to_string());
+            assert_eq!(got, expected, "{line}");
+        }
+        assert_eq!(
+            configured.env(root),
+            [
+                ("KEYLESS_MCP_URL_TIME_SERVER".to_owned(), route.to_owned()),
+                ("KEYLESS_MCP_CMD_TIME_SERVER".to_owned(), cmd),
+            ]
+        );
+    }
+
     #[test]
     fn bad_names_upstreams_and_ignore_entries_are_refused_naming_them() {
         let cases: [(Result<(), BoundaryConfigError>, &str); 6] = [

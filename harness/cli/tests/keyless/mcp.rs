@@ -314,6 +314,8 @@ fn each_client_and_transport_replays_the_recorded_answers_byte_for_byte() {
             text.contains("Paris (UTC+0): 20"),
             "{client} {transport:?}: {text}"
         );
+        // The client got the exchange as written: the stdio server's token is already gone.
+        assert!(!text.contains(TOKEN), "{client} {transport:?}: {text}");
         for _ in 0..2 {
             let (replayed, ledger) = replay(&python, client, transport, &calls, &fixture);
             assert_eq!(replayed.to_string(), text, "{client} over {transport:?}");
