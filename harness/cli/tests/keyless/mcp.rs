@@ -247,7 +247,7 @@ fn record(
 }
 
 /// A secret a stdio server's `env` carries: it must be in no file written.
-const TOKEN: &str = "time-token-7c1e4b9a2f";
+const TOKEN: &str = "tz-7c1e4b9a2f5d8e3c";
 
 /// Replays `fixture` to `client` with the server's configured upstream unreachable; its output
 /// and the model server's boundary ledger.

@@ -22,7 +22,7 @@ def get_time(city: str, utc_offset: int = 0) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat()
     # A server that echoes its token (from its configured `env`): the recording must not keep it.
     token = os.environ.get("TIME_TOKEN")
-    echoed = f" (token {token})" if token else ""
+    echoed = f" [{token}]" if token else ""
     return f"{city} (UTC{utc_offset:+d}): {now}{echoed}"
 
 
