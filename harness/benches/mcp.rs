@@ -70,7 +70,9 @@ fn one_call(c: &mut Criterion) {
         json!({"content": [{"type": "text", "text": "Paris: 2026-12-06T10:00:00Z"}],
             "isError": false}),
     );
-    let active = Arc::new(Swapped(Mutex::new(replay_of(&[initialize.clone()]))));
+    let active = Arc::new(Swapped(Mutex::new(replay_of(std::slice::from_ref(
+        &initialize,
+    )))));
     // The configured server is never reached in replay: a closed port.
     let servers = McpServers::new().with("time", McpUpstream::Url("http://127.0.0.1:9/mcp".into()));
     let active_route: Arc<dyn ActiveExchanges> = active.clone();

@@ -208,7 +208,7 @@ impl McpRecorder {
         .map_err(|_| no_response(format!(" within {}s", RELAY_TIME_LIMIT.as_secs())))??;
         let (form, messages, session) = match relayed {
             Ok(parts) => parts,
-            Err(refused) => return Ok(Relayed::Refused(refused)),
+            Err(refused) => return Ok(Relayed::Refused(*refused)),
         };
         let count = messages.len();
         let answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
@@ -260,7 +260,8 @@ impl McpRecorder {
         call: &McpCall,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<Result<(AnswerForm, Vec<Value>, Option<String>), Response>, McpRecordError> {
+    ) -> Result<Result<(AnswerForm, Vec<Value>, Option<String>), Box<Response>>, McpRecordError>
+    {
         let http = |source| McpRecordError::Http {
             url: url.to_owned(),
             source,
@@ -281,7 +282,7 @@ impl McpRecorder {
             if let Ok(value) = content_type.parse() {
                 refused.headers_mut().insert(header::CONTENT_TYPE, value);
             }
-            return Ok(Err(refused));
+            return Ok(Err(Box::new(refused)));
         }
         if !content_type.starts_with("text/event-stream") {
             let message: Value = response.json().await.map_err(http)?;
