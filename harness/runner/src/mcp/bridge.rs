@@ -14,8 +14,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::message::{Incoming, error_response};
-use super::serve::SESSION_HEADER;
+use super::message::{Incoming, SESSION_HEADER, error_response};
 
 /// Why the bridge stopped.
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,9 @@ use replay_core::{Boundary, BoundaryKind, ExchangeCall};
 /// range): the message is the miss diagnostic.
 pub const MISS_ERROR_CODE: i64 = -32000;
 
+/// The session header of Streamable HTTP.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
 /// A JSON-RPC message an MCP client sent, read once at the edge.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {

@@ -19,8 +19,7 @@ pub use bridge::{BridgeError, bridge_stdio};
 pub use contract::contract_shape;
 pub use message::{
     AnswerForm, Incoming, MISS_ERROR_CODE, McpAnswer, McpBoundary, McpCall, MessageError, Outcome,
+    SESSION_HEADER,
 };
 pub use record::{McpRecordError, McpRecorder, McpUpstream, RELAY_TIME_LIMIT, WriteExchange};
-pub use serve::{
-    ActiveExchanges, MCP_ROUTE, McpExchanges, McpServers, McpSource, SESSION_HEADER, mcp_router,
-};
+pub use serve::{ActiveExchanges, MCP_ROUTE, McpExchanges, McpServers, McpSource, mcp_router};

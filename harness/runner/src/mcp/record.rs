@@ -28,8 +28,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use replay_core::Exchange;
 use replay_core::recording::{RecordingFileError, RecordingSink};
 
-use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall};
-use super::serve::SESSION_HEADER;
+use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall, SESSION_HEADER};
 
 /// How long a relayed call may take before it fails.
 pub const RELAY_TIME_LIMIT: Duration = Duration::from_secs(120);

@@ -29,14 +29,13 @@ use serde_json::{Value, json};
 
 use replay_core::ExchangeReplay;
 
-use super::message::{AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, error_response};
+use super::message::{
+    AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, SESSION_HEADER, error_response,
+};
 use super::record::{McpRecorder, McpUpstream, Relayed, WriteExchange};
 
 /// The route every configured MCP server is served at.
 pub const MCP_ROUTE: &str = "/_keyless/mcp/{name}";
-
-/// The session header of Streamable HTTP.
-pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The fixture whose exchanges a replay serves now: the one active fixture of a model server
 /// that loaded several, or a fixed one.
