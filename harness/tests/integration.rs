@@ -13,6 +13,8 @@
 
 #[path = "drift.rs"]
 mod drift;
+#[path = "http_clients.rs"]
+mod http_clients;
 #[path = "record.rs"]
 mod record;
 #[path = "recording_round_trip.rs"]

@@ -528,7 +528,13 @@ mod tests {
             .replace("# jobs = 2", "jobs = 2")
             .replace("# reuse_gateway = false", "reuse_gateway = false")
             .replace("# max_age = \"30d\"", "max_age = \"30d\"")
-            .replace("# max_age_fail = false", "max_age_fail = false");
+            .replace("# max_age_fail = false", "max_age_fail = false")
+            .replace("# [http.tavily]", "[http.tavily]")
+            .replace(
+                "# upstream = \"https://api.tavily.com\"",
+                "upstream = \"https://api.tavily.com\"",
+            )
+            .replace("# ignore = [", "ignore = [");
         let file = parse(Path::new("keyless.toml"), &text).unwrap();
         assert_eq!(
             (
@@ -542,6 +548,8 @@ mod tests {
             (Some("30d".to_owned()), Some(false))
         );
         // A bad age names the key and the form.
+        let typed = boundaries(None, &file).expect("its [http] example is valid");
+        assert_eq!(typed.http.len(), 1);
         let err = parse(Path::new("keyless.toml"), "max_age = \"30 days\"\n").unwrap_err();
         assert!(err.to_string().contains("e.g. 30d"), "{err}");
     }

@@ -95,6 +95,13 @@ logs = ".keyless/logs"
 [record]
 upstream = "https://api.openai.com/v1"
 key_env = "OPENAI_API_KEY"
+
+# HTTP APIs your tools call (a search API, a crawler), recorded with the model and replayed from
+# the fixture: give the tool's client the base URL `{http_url:tavily}` in gateway_cmd (or
+# $KEYLESS_HTTP_URL_TAVILY). Its key comes from your gateway's request and is never written.
+# [http.tavily]
+# upstream = "https://api.tavily.com"
+# ignore = ["body.request_id"]
 "#;
 
 /// Writes `keyless.toml` into `folder`; refuses to overwrite one.

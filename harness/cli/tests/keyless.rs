@@ -12,6 +12,8 @@ use serde_json::Value;
 
 #[path = "keyless/age.rs"]
 mod age;
+#[path = "keyless/http.rs"]
+mod http;
 #[path = "keyless/mcp.rs"]
 mod mcp;
 #[path = "keyless/record.rs"]

@@ -359,6 +359,8 @@ pub enum ModelProblemKind {
     /// A model call arrived between two runs of a reused gateway (after one run's end, before
     /// the next run's start): refused, never answered from either fixture.
     CallBetweenRuns,
+    /// A call at another boundary (an HTTP API, an MCP server) no recorded exchange answered.
+    ExchangeMiss,
 }
 
 impl ModelProblemKind {
@@ -377,6 +379,7 @@ impl ModelProblemKind {
             ModelProblemKind::RecordingLimit => "recording_limit",
             ModelProblemKind::Overflow => "overflow",
             ModelProblemKind::CallBetweenRuns => "call_between_runs",
+            ModelProblemKind::ExchangeMiss => "exchange_miss",
         }
     }
 }

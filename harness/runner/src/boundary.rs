@@ -146,7 +146,7 @@ impl HttpUpstream {
 pub struct Boundaries {
     /// `[http.<name>]`: HTTP APIs.
     pub http: BTreeMap<BoundaryName, HttpUpstream>,
-    /// `[mcp.<name>]`: MCP servers (`docs/replay-and-fixtures.md` §12.3).
+    /// `[mcp.<name>]`: MCP servers (`docs/replay-and-fixtures.md` §12.5).
     pub mcp: BTreeMap<BoundaryName, McpUpstream>,
     /// The program `{mcp_cmd:<name>}` runs (`keyless mcp-stdio`): the running keyless
     /// binary's absolute path, which the CLI sets (a stdio server gets almost no environment,

@@ -641,3 +641,55 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::*;
+    use crate::boundary::{BoundaryName, HttpUpstream};
+
+    fn command(line: &str, folder: &Path) -> GatewayCommand {
+        let tavily = HttpUpstream::new("https://api.tavily.com", &[], &[]).expect("upstream");
+        GatewayCommand {
+            command: line.to_owned(),
+            working_dir: folder.to_path_buf(),
+            ready_path: "/".into(),
+            ready_timeout: Duration::from_secs(20),
+            log_dir: folder.to_path_buf(),
+            boundaries: Arc::new(Boundaries {
+                http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
+                configured_in: "/repo/keyless.toml".into(),
+            }),
+        }
+    }
+
+    /// The gateway command gets each boundary's URL on the model server in its placeholder and
+    /// its variable; a placeholder naming no configured boundary stops the launch, naming it and
+    /// the file.
+    #[tokio::test]
+    async fn a_boundary_s_placeholder_and_variable_hold_its_url_and_an_unknown_one_is_refused() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let line = "echo \"{http_url:tavily} $KEYLESS_HTTP_URL_TAVILY\" > seen; \
+                    exec python3 -m http.server {port} --bind 127.0.0.1";
+        let mut launched = Launched::new(command(line, folder.path()), "http://127.0.0.1:8090/v1")
+            .expect("launched");
+        launched.launch("boundary").await.expect("ready");
+        let seen = std::fs::read_to_string(folder.path().join("seen")).expect("seen");
+        launched.stop().await;
+        let url = "http://127.0.0.1:8090/_keyless/http/tavily";
+        assert_eq!(seen.trim(), format!("{url} {url}"));
+        let mut launched = Launched::new(
+            command("exec serve {http_url:brave}", folder.path()),
+            "http://127.0.0.1:8090/v1",
+        )
+        .expect("launched");
+        let err = launched
+            .launch("unknown")
+            .await
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.starts_with("{http_url:brave} names no boundary configured in /repo/keyless.toml"),
+            "{err}"
+        );
+    }
+}

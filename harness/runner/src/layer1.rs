@@ -645,7 +645,34 @@ mod tests {
     /// one problem line of the one verdict.
     #[test]
     fn a_page_run_is_judged_by_the_pages_policy_one_problem_per_failed_check() {
-        let cases: [Case; 5] = [
+        let cases: [Case; 7] = [
+            (
+                "an HTTP API call no recording answered",
+                |run| {
+                    let call = replay_core::ExchangeCall::new(
+                        replay_core::BoundaryKind::Http,
+                        "tavily",
+                        "POST /search",
+                        json!({"path": "/search"}),
+                    );
+                    let replay = replay_core::ExchangeReplay::new(Path::new("f.json"), Vec::new());
+                    let miss = replay.lookup(&call).expect_err("nothing recorded");
+                    run.boundaries.misses.push(*miss);
+                },
+                "http miss: `POST /search` from `tavily` has no recorded answer in f.json",
+            ),
+            (
+                "a recorded HTTP exchange never asked for",
+                |run| {
+                    run.boundaries.unused.push(replay_core::UnusedExchange {
+                        index: 0,
+                        boundary: replay_core::BoundaryKind::Http,
+                        caller: "tavily".into(),
+                        label: "POST /search".into(),
+                    })
+                },
+                "recorded http exchange 0 `POST /search` from `tavily` was never asked for",
+            ),
             (
                 "a 404",
                 |run| run.exchanges[0].status = 404,

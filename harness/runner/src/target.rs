@@ -86,8 +86,9 @@ pub struct ModelLedger {
 }
 
 /// The ledger of the boundaries besides the model's chat wire, as a model server's
-/// `GET /_harness/state` reports it for the active fixture: every boundary's, on one path to
-/// [`Verdict::with_exchanges`](replay_core::Verdict::with_exchanges).
+/// `GET /_harness/state` reports it for the active fixture (the misses among its problems, as a
+/// model miss is, the unused exchanges beside its unused turns): every boundary's, on one path
+/// to [`Verdict::with_exchanges`](replay_core::Verdict::with_exchanges).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BoundaryLedger {
     /// Calls no recorded exchange answered, oldest first.
@@ -99,13 +100,9 @@ pub struct BoundaryLedger {
 impl ModelLedger {
     /// What a model server's state says the model side and the other boundaries saw.
     pub fn from_state(state: ServerState) -> ModelLedger {
-        ModelLedger {
-            boundaries: BoundaryLedger {
-                misses: state.exchange_misses,
-                unused: state.unused_exchanges,
-            },
-            ..ModelLedger::from_problems(state.problems, state.unused_turns)
-        }
+        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        ledger.boundaries.unused = state.unused_exchanges;
+        ledger
     }
 
     /// Sorts a model server's problems into misses and the rest.
@@ -118,6 +115,7 @@ impl ModelLedger {
             match problem {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
                 Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
+                Problem::ExchangeMiss { miss, .. } => ledger.boundaries.misses.push(*miss),
                 other => ledger.other_problems.push(ModelProblem::Reported {
                     kind: other.kind(),
                     message: other.message().to_owned(),

@@ -27,7 +27,7 @@ use axum::routing::any;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use replay_core::ExchangeReplay;
+use replay_core::{ExchangeMiss, ExchangeReplay};
 
 use super::message::{
     AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, SESSION_HEADER, error_response,
@@ -123,6 +123,7 @@ impl McpServers {
         headers: &HeaderMap,
         body: Bytes,
         exchanges: McpExchanges<'_>,
+        on_miss: &(dyn Fn(ExchangeMiss) + Sync),
     ) -> Response {
         let Some(served) = self.servers.get(name) else {
             return unknown_server(self, name);
@@ -137,7 +138,7 @@ impl McpServers {
             );
         }
         match *method {
-            Method::POST => post_message(served, headers, body, exchanges).await,
+            Method::POST => post_message(served, headers, body, exchanges, on_miss).await,
             Method::DELETE => end_session(served, headers, exchanges).await,
             _ => server_stream(),
         }
@@ -155,6 +156,11 @@ pub fn mcp_router<S: Clone + Send + Sync + 'static>(
         .with_state((servers, source))
 }
 
+/// A standalone route's miss: the replay's own ledger keeps it; it is logged too.
+fn logged(miss: ExchangeMiss) {
+    tracing::warn!("{miss}");
+}
+
 async fn standalone(
     State((servers, source)): State<(Arc<McpServers>, McpSource)>,
     Path(name): Path<String>,
@@ -167,13 +173,13 @@ async fn standalone(
             let replay = active.active();
             let exchanges = McpExchanges::Replay(replay.as_ref());
             servers
-                .handle(&name, &method, &headers, body, exchanges)
+                .handle(&name, &method, &headers, body, exchanges, &logged)
                 .await
         }
         McpSource::Record(writer) => {
             let exchanges = McpExchanges::Record(writer.as_ref());
             servers
-                .handle(&name, &method, &headers, body, exchanges)
+                .handle(&name, &method, &headers, body, exchanges, &logged)
                 .await
         }
     }
@@ -282,6 +288,7 @@ async fn post_message(
     headers: &HeaderMap,
     body: Bytes,
     exchanges: McpExchanges<'_>,
+    on_miss: &(dyn Fn(ExchangeMiss) + Sync),
 ) -> Response {
     let name = &served.boundary.server;
     let incoming = match Incoming::read(&body) {
@@ -318,7 +325,7 @@ async fn post_message(
                 Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
             }
         }
-        McpExchanges::Replay(replay) => replay_message(served, replay, incoming, headers),
+        McpExchanges::Replay(replay) => replay_message(served, replay, incoming, headers, on_miss),
         McpExchanges::Unserved(_) => server_stream(),
     }
 }
@@ -329,6 +336,7 @@ fn replay_message(
     replay: Option<&Arc<ExchangeReplay>>,
     incoming: Incoming,
     headers: &HeaderMap,
+    on_miss: &(dyn Fn(ExchangeMiss) + Sync),
 ) -> Response {
     let call: McpCall = match incoming {
         Incoming::Request(call) => call,
@@ -386,10 +394,11 @@ fn replay_message(
             ),
         },
         Err(miss) => {
-            tracing::warn!("{miss}");
+            let message = miss.to_string();
+            on_miss(*miss);
             rendered(
                 AnswerForm::Json,
-                &[error_response(&call.id, &miss.to_string())],
+                &[error_response(&call.id, &message)],
                 issued.as_deref(),
             )
         }

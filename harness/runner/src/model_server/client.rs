@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::problems::Problem;
 use super::shared::RESET_TOKEN_HEADER;
-use replay_core::{ExchangeMiss, ModelProblem, UnusedExchange};
+use replay_core::{ModelProblem, UnusedExchange};
 
 /// A model server's state, as `GET /_harness/state` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,10 +25,6 @@ pub struct ServerState {
     pub recorded_calls: Option<usize>,
     /// Every problem since the start or the last reset.
     pub(crate) problems: Vec<Problem>,
-    /// Fixture replay: the calls at the other boundaries (HTTP, MCP) no recorded exchange
-    /// answered since the last reset, oldest first.
-    #[serde(default)]
-    pub(crate) exchange_misses: Vec<ExchangeMiss>,
     /// Fixture replay: the active fixture's recorded exchanges nobody asked for yet.
     #[serde(default)]
     pub(crate) unused_exchanges: Vec<UnusedExchange>,

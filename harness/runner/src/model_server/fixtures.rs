@@ -213,7 +213,6 @@ impl Backend for FixtureReplay {
             unused_turns: active.engine.unused_turns(),
             recorded_calls: None,
             problems,
-            exchange_misses: active.exchanges.misses(),
             unused_exchanges: active.exchanges.unused(),
         }
     }

@@ -107,24 +107,27 @@ impl HttpBoundary<'_> {
             || redact(&json!({ name: 1 }))[name] != json!(1)
     }
 
-    /// Sorted name → values, a secret's values replaced and ignored names left out (`ignored`
-    /// says which names the upstream's `ignore` entries drop).
+    /// Sorted name → sorted values, a secret's values replaced and ignored names left out
+    /// (`ignored` says which names the upstream's `ignore` entries drop).
     fn pairs(&self, encoded: &str, ignored: impl Fn(&str) -> bool) -> Value {
         let mut pairs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (name, value) in form_urlencoded::parse(encoded.as_bytes()) {
             if ignored(&name) {
                 continue;
             }
-            let value = match self.is_secret_name(&name) {
-                true => SECRET_PLACEHOLDER.to_owned(),
-                false => value.into_owned(),
-            };
-            pairs.entry(name.into_owned()).or_default().push(value);
+            pairs
+                .entry(name.into_owned())
+                .or_default()
+                .push(value.into_owned());
         }
+        // A secret's values become the placeholder whole, as the redaction pass does.
         let map: Map<String, Value> = (pairs.into_iter())
-            .map(|(name, mut values)| {
-                values.sort();
-                (name, json!(values))
+            .map(|(name, mut values)| match self.is_secret_name(&name) {
+                true => (name, json!(SECRET_PLACEHOLDER)),
+                false => {
+                    values.sort();
+                    (name, json!(values))
+                }
             })
             .collect();
         Value::Object(map)
@@ -334,6 +337,21 @@ pub(super) async fn serve(
         );
         return unserved(&shared, &method, &uri, message);
     };
+    if shared.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        // As a model call then: credited to no fixture, never answered from either.
+        let message = format!(
+            "{method} {} arrived between two runs: the gateway reused across fixtures              (--reuse-gateway) made it after its run, e.g. from a background task",
+            uri.path()
+        );
+        shared.report(Problem::CallBetweenRuns {
+            message: message.clone(),
+        });
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"error": {"type": "keyless_call_between_runs", "message": message}})),
+        )
+            .into_response();
+    }
     let boundary = HttpBoundary {
         name: configured.as_str(),
         upstream,
@@ -350,8 +368,10 @@ pub(super) async fn serve(
         Exchanges::Replay(replay) => match replay.lookup(&call) {
             Ok(served) => answer_of(&served.exchange.answer),
             Err(miss) => {
-                tracing::warn!("{miss}");
-                miss_response(&miss.to_string(), name, call.label())
+                let message = miss.to_string();
+                // The run's ledger (and `keyless serve`'s tally) hears of it as of a model miss.
+                shared.report(Problem::exchange_miss(*miss));
+                miss_response(&message, name, call.label())
             }
         },
         Exchanges::Record(recorder) => record(&shared, &recorder, &boundary, &request, call).await,
@@ -624,5 +644,159 @@ impl std::fmt::Display for ReqwestWithoutUrl<'_> {
             source = cause.source();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canonical(
+        upstream: &HttpUpstream,
+        method: Method,
+        target: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> Value {
+        let (path, query) = match target.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (target, None),
+        };
+        let mut headers = HeaderMap::new();
+        if !content_type.is_empty() {
+            headers.insert(
+                "content-type",
+                HeaderValue::from_str(content_type).expect("ascii"),
+            );
+        }
+        let request = HttpRequest {
+            path,
+            query,
+            method: &method,
+            headers: &headers,
+            body,
+        };
+        HttpBoundary {
+            name: "api",
+            upstream,
+        }
+        .canonical(&request)
+    }
+
+    /// The canonical form: the query sorted, the body read by its type, the ignored fields and
+    /// every secret left out, so two calls that differ only there have one key.
+    #[test]
+    fn the_canonical_form_sorts_reads_the_body_by_its_type_and_leaves_out_ignored_and_secret_fields()
+     {
+        let upstream = HttpUpstream::new(
+            "https://api.example.com",
+            &["body.meta.request_id".into(), "query.ts".into()],
+            &["session".into()],
+        )
+        .expect("upstream");
+        let json_type = "application/json";
+        let form_type = "application/x-www-form-urlencoded";
+        let removed = SECRET_PLACEHOLDER;
+        let cases: [(Method, &str, &str, &[u8], Value); 7] = [
+            (
+                Method::GET,
+                "/search?q=b&q=a&ts=17&key=AIzaSyD-abc123",
+                "",
+                b"",
+                json!({"method": "GET", "path": "/search", "query": {"key": removed, "q": ["a", "b"]}}),
+            ),
+            (
+                Method::POST,
+                "/search",
+                json_type,
+                br#"{"query": "x", "api_key": "tvly-1", "meta": {"request_id": "r-9", "n": 1}, "session": "s"}"#,
+                json!({"method": "POST", "path": "/search", "body": {"json": {"query": "x", "api_key": removed, "meta": {"n": 1}, "session": removed}}}),
+            ),
+            (
+                Method::POST,
+                "",
+                form_type,
+                b"b=2&a=1&api_key=k",
+                json!({"method": "POST", "path": "/", "body": {"form": {"a": ["1"], "api_key": removed, "b": ["2"]}}}),
+            ),
+            (
+                Method::PUT,
+                "/doc",
+                "text/plain",
+                b"plain words",
+                json!({"method": "PUT", "path": "/doc", "body": {"text": "plain words"}}),
+            ),
+            (
+                Method::PUT,
+                "/blob",
+                "application/octet-stream",
+                &[0xff, 0x00, 0x10],
+                json!({"method": "PUT", "path": "/blob", "body": {"base64": "/wAQ"}}),
+            ),
+            (
+                Method::POST,
+                "/search",
+                "",
+                br#"{"query": "untyped JSON is still JSON"}"#,
+                json!({"method": "POST", "path": "/search", "body": {"json": {"query": "untyped JSON is still JSON"}}}),
+            ),
+            (
+                Method::GET,
+                "/r?ts=1",
+                "",
+                b"",
+                json!({"method": "GET", "path": "/r", "query": {}}),
+            ),
+        ];
+        for (method, target, content_type, body, expected) in cases {
+            let got = canonical(&upstream, method, target, content_type, body);
+            assert_eq!(got, expected, "{target} {content_type}");
+        }
+        // JSON is canonical: key order and spacing do not change the key.
+        let a = canonical(
+            &upstream,
+            Method::POST,
+            "/s",
+            json_type,
+            br#"{"a":1,"b":[1,2]}"#,
+        );
+        let b = canonical(
+            &upstream,
+            Method::POST,
+            "/s",
+            json_type,
+            br#"{ "b": [1, 2], "a": 1 }"#,
+        );
+        assert_eq!(
+            ExchangeCall::new(BoundaryKind::Http, "api", "l", a).key(),
+            ExchangeCall::new(BoundaryKind::Http, "api", "l", b).key()
+        );
+    }
+
+    /// An answer renders back as recorded: status, kept headers, each chunk in order.
+    #[tokio::test]
+    async fn an_answer_renders_its_status_headers_and_chunks() {
+        let answer = HttpAnswer {
+            status: 429,
+            headers: BTreeMap::from([
+                ("content-type".to_owned(), "text/event-stream".to_owned()),
+                ("retry-after".to_owned(), "3".to_owned()),
+            ]),
+            body: vec![
+                Chunk::Text("data: 1\n\n".into()),
+                Chunk::Bytes {
+                    base64: STANDARD.encode([0xff, b'\n']),
+                },
+            ],
+        };
+        let value = serde_json::to_value(&answer).expect("serialises");
+        assert_eq!(value["body"][0], json!("data: 1\n\n"));
+        let response = answer_of(&value);
+        assert_eq!(response.status(), 429);
+        assert_eq!(response.headers()["retry-after"], "3");
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .expect("body");
+        assert_eq!(&body[..], b"data: 1\n\n\xff\n");
     }
 }

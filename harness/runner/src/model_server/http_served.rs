@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine;
+use futures::StreamExt;
 use replay_core::{Fixture, Scenario, UiMode};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -58,7 +59,8 @@ async fn record(folder: &Path, answer: &Value) -> (PathBuf, String) {
         .respond_with(
             ResponseTemplate::new(200)
                 .insert_header("set-cookie", format!("session={TAVILY_KEY}"))
-                .set_body_json(answer),
+                // An upstream that echoes the key where no field name says it is one.
+                .set_body_json(json!({"echoed": TAVILY_KEY, "answer": answer})),
         )
         .mount(&upstream)
         .await;
@@ -109,7 +111,8 @@ async fn a_search_records_then_replays_byte_identically_and_a_changed_query_is_a
         let (fixture, recorded) = record(&run, answer).await;
         assert_eq!(
             serde_json::from_str::<Value>(&recorded).expect("json"),
-            *answer
+            json!({"echoed": "[secret removed]", "answer": answer}),
+            "the gateway gets the answer as written, the key removed"
         );
         let server = ModelServer::start(
             Mode::Fixtures(vec![fixture]),
@@ -173,6 +176,10 @@ async fn a_search_records_then_replays_byte_identically_and_a_changed_query_is_a
                 .expect("state"),
         );
         assert_eq!(ledger.boundaries.misses.len(), 2, "{ledger:?}");
+        let kinds: Vec<String> = (server.problems().iter())
+            .map(|problem| problem.kind().to_string())
+            .collect();
+        assert_eq!(kinds, ["exchange_miss", "exchange_miss", "unserved_route"]);
         assert!(ledger.boundaries.unused.is_empty());
         server.stop().await.expect("stopped");
     }
@@ -215,4 +222,125 @@ fn files_under(folder: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// An upstream on 127.0.0.1 streaming three SSE chunks, 50 ms apart.
+async fn streaming_upstream() -> String {
+    use axum::body::{Body, Bytes};
+    let app = axum::Router::new().route(
+        "/stream",
+        axum::routing::get(|| async {
+            let chunks = futures::stream::iter(["data: 1\n\n", "data: 2\n\n", "data: [DONE]\n\n"])
+                .then(|chunk| async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    Ok::<_, std::convert::Infallible>(Bytes::from(chunk))
+                });
+            (
+                [("content-type", "text/event-stream")],
+                Body::from_stream(chunks),
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// A streamed answer is recorded chunk by chunk, as it arrived, and replayed so.
+#[tokio::test]
+async fn a_streamed_answer_is_recorded_chunk_by_chunk_and_replayed_so() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let upstream = streaming_upstream().await;
+    let config = RecordConfig {
+        upstream: format!("{upstream}/v1"),
+        api_key: "sk-model-key-0123456789abcdef".into(),
+        recording: folder.path().join("r.jsonl"),
+        scenario: Scenario::new("s", UiMode::Flash, "p"),
+        allow_insecure_upstream: false,
+        limits: RecordLimits::default(),
+        aws: None,
+    };
+    let options = ServerOptions {
+        boundaries: boundaries(&upstream),
+        ..ServerOptions::default()
+    };
+    let server = ModelServer::start(Mode::Record(Box::new(config)), options)
+        .await
+        .expect("record");
+    let url = format!("{}/_keyless/http/tavily/stream", server.url());
+    let recorded = reqwest::get(&url)
+        .await
+        .expect("answered")
+        .text()
+        .await
+        .expect("body");
+    let fixture = server
+        .stop()
+        .await
+        .expect("built")
+        .expect("fixture")
+        .fixture;
+    let answer = &fixture.exchanges[0].answer;
+    assert_eq!(
+        answer["body"],
+        json!(["data: 1\n\n", "data: 2\n\n", "data: [DONE]\n\n"])
+    );
+    assert_eq!(
+        answer["headers"],
+        json!({"content-type": "text/event-stream"})
+    );
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/write_read_file.flash.json");
+    let mut replayable = Fixture::load(&shipped).expect("shipped");
+    replayable.exchanges = fixture.exchanges;
+    let path = folder.path().join("stream.flash.json");
+    std::fs::write(&path, replayable.to_pretty_json()).expect("written");
+    let options = ServerOptions {
+        boundaries: boundaries(&upstream),
+        ..ServerOptions::default()
+    };
+    let server = ModelServer::start(Mode::Fixtures(vec![path]), options)
+        .await
+        .expect("replay");
+    let response = reqwest::get(format!("{}/_keyless/http/tavily/stream", server.url()))
+        .await
+        .expect("answered");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let chunks: Vec<_> = response.bytes_stream().collect().await;
+    let replayed: Vec<u8> = chunks
+        .into_iter()
+        .flat_map(|c| c.expect("chunk").to_vec())
+        .collect();
+    assert_eq!(String::from_utf8(replayed).expect("utf-8"), recorded);
+}
+
+/// Between two runs of a reused gateway an HTTP call is refused and reported, as a model call
+/// is: it is credited to no fixture.
+#[tokio::test]
+async fn an_http_call_between_runs_is_refused_and_reported() {
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/write_read_file.flash.json");
+    let options = ServerOptions {
+        boundaries: boundaries("https://api.tavily.com"),
+        ..ServerOptions::default()
+    };
+    let server = ModelServer::start(Mode::Fixtures(vec![shipped]), options)
+        .await
+        .expect("replay");
+    let client = server.client().expect("client");
+    client.end_run().await.expect("ended");
+    let (status, _, text) = call(&server.url(), &search("weather in Paris")).await;
+    assert_eq!(status, 409, "{text}");
+    let problems = client
+        .reset(None)
+        .await
+        .expect("reset")
+        .problems_of_the_last_run();
+    assert!(
+        matches!(problems.as_slice(), [problem] if problem.to_string().contains("POST /_keyless/http/tavily/search arrived between two runs")),
+        "{problems:?}"
+    );
 }

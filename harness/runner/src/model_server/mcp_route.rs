@@ -4,15 +4,18 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method};
-use axum::response::Response;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use replay_core::Exchange;
 use replay_core::recording::RecordingFileError;
+use serde_json::json;
 
 use super::backend::Shared;
 use super::exchanges::{ExchangeRecorder, Exchanges};
+use super::problems::Problem;
 use crate::boundary::Boundaries;
 use crate::mcp::{McpExchanges, McpServers, WriteExchange};
 
@@ -41,6 +44,21 @@ pub(super) async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if shared.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        // As a model call then: credited to no fixture, never answered from either.
+        let message = format!(
+            "{method} /_keyless/mcp/{name} arrived between two runs: the gateway reused across \
+             fixtures (--reuse-gateway) made it after its run, e.g. from a background task"
+        );
+        shared.report(Problem::CallBetweenRuns {
+            message: message.clone(),
+        });
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"error": {"type": "keyless_call_between_runs", "message": message}})),
+        )
+            .into_response();
+    }
     let exchanges = shared.backend.exchanges();
     let exchanges = match &exchanges {
         Exchanges::Replay(replay) => McpExchanges::Replay(Some(replay)),
@@ -49,6 +67,9 @@ pub(super) async fn serve(
     };
     shared
         .mcp
-        .handle(&name, &method, &headers, body, exchanges)
+        .handle(&name, &method, &headers, body, exchanges, &|miss| {
+            // The run's ledger (and `keyless serve`'s tally) hears of it as of a model miss.
+            shared.report(Problem::exchange_miss(miss));
+        })
         .await
 }

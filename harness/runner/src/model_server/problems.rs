@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use replay_core::{Ambiguity, Miss, ModelProblemKind};
+use replay_core::{Ambiguity, ExchangeMiss, Miss, ModelProblemKind};
 use serde::{Deserialize, Serialize};
 
 /// How many problems the ledger keeps in full; later ones are counted by kind only.
@@ -140,6 +140,15 @@ pub enum Problem {
         /// The call and why it was refused.
         message: String,
     },
+    /// Fixture replay: a call at another boundary (an HTTP API, an MCP server) that no recorded
+    /// exchange answered (`docs/replay-and-fixtures.md` §12.1).
+    ExchangeMiss {
+        /// The miss's diagnostic: the boundary, the call, the nearest exchange, the first
+        /// differing field.
+        message: String,
+        /// The miss itself.
+        miss: Box<ExchangeMiss>,
+    },
     /// The ledger's bound was reached: these problems happened but are not kept in full.
     Overflow {
         /// How many, and of which kinds.
@@ -157,6 +166,10 @@ impl Problem {
         let max = MAX_PROBLEM_BYTES;
         match &mut self {
             Problem::Miss { message, miss } => {
+                *message = cut_middle(message, max);
+                miss.cut_to(max);
+            }
+            Problem::ExchangeMiss { message, miss } => {
                 *message = cut_middle(message, max);
                 miss.cut_to(max);
             }
@@ -188,6 +201,14 @@ impl Problem {
         }
     }
 
+    /// A call at another boundary no recorded exchange answered.
+    pub(crate) fn exchange_miss(miss: ExchangeMiss) -> Problem {
+        Problem::ExchangeMiss {
+            message: miss.to_string(),
+            miss: Box::new(miss),
+        }
+    }
+
     /// An ambiguous answer.
     pub(crate) fn ambiguous_answer(ambiguity: Ambiguity) -> Problem {
         Problem::AmbiguousAnswer {
@@ -210,6 +231,7 @@ impl Problem {
             Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
             Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
             Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
+            Problem::ExchangeMiss { .. } => ModelProblemKind::ExchangeMiss,
             Problem::Overflow { .. } => ModelProblemKind::Overflow,
         }
     }
@@ -228,6 +250,7 @@ impl Problem {
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
             | Problem::CallBetweenRuns { message }
+            | Problem::ExchangeMiss { message, .. }
             | Problem::Overflow { message, .. } => message,
         }
     }

@@ -494,7 +494,6 @@ impl Backend for Recorder {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.calls()),
             problems,
-            exchange_misses: Vec::new(),
             unused_exchanges: Vec::new(),
         }
     }

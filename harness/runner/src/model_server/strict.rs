@@ -120,7 +120,6 @@ impl Backend for StrictReplay {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.recording.calls.len()),
             problems,
-            exchange_misses: Vec::new(),
             unused_exchanges: Vec::new(),
         }
     }
