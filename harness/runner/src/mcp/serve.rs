@@ -430,3 +430,112 @@ fn server_stream() -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::mcp::message::Outcome;
+
+    /// Streamable HTTP's rules as the route serves them in replay, each step's status and
+    /// what it answered: a session issued on `initialize` and required after, notifications
+    /// accepted, the answer in the form `Accept` allows, `GET` refused, `DELETE` ending the
+    /// session.
+    #[tokio::test]
+    async fn sessions_notifications_accept_and_methods_follow_streamable_http() {
+        let boundary = McpBoundary {
+            server: "time".into(),
+        };
+        let recorded = |method: &str, form: AnswerForm| {
+            let call = McpCall {
+                id: json!(1),
+                method: method.into(),
+                params: Some(json!({})),
+            };
+            let answer = McpAnswer {
+                form,
+                before: Vec::new(),
+                response: Outcome::Result(json!({"method": method})),
+            };
+            boundary.call(&call).answered(answer.to_value())
+        };
+        let replay = Arc::new(ExchangeReplay::new(
+            Path::new("f.json"),
+            vec![
+                recorded("initialize", AnswerForm::Sse),
+                recorded("tools/list", AnswerForm::Sse),
+            ],
+        ));
+        let servers =
+            Arc::new(McpServers::new().with("time", McpUpstream::Url("http://127.0.0.1:9".into())));
+        let source = McpSource::Replay(Arc::new(replay));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/_keyless/mcp/time",
+            listener.local_addr().unwrap()
+        );
+        tokio::spawn(async move { axum::serve(listener, mcp_router::<()>(servers, source)).await });
+        let client = reqwest::Client::new();
+        let message = |id: Option<u64>, method: &str| match id {
+            Some(id) => json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}}),
+            None => json!({"jsonrpc": "2.0", "method": method}),
+        };
+        let post = |body: Value, session: Option<&str>, accept: &str| {
+            let mut request = client.post(&url).header("accept", accept).json(&body);
+            if let Some(session) = session {
+                request = request.header(SESSION_HEADER, session);
+            }
+            request.send()
+        };
+        let both = "application/json, text/event-stream";
+        let init = post(message(Some(7), "initialize"), None, both)
+            .await
+            .unwrap();
+        assert_eq!(init.status(), 200);
+        assert_eq!(init.headers()["content-type"], "text/event-stream");
+        let session = init.headers()[SESSION_HEADER].to_str().unwrap().to_owned();
+        assert!(init.text().await.unwrap().contains(r#""id":7"#));
+        let steps = [
+            (
+                post(
+                    message(None, "notifications/initialized"),
+                    Some(&session),
+                    both,
+                ),
+                202,
+                "",
+            ),
+            (
+                post(message(Some(8), "tools/list"), None, both),
+                400,
+                "without an Mcp-Session-Id",
+            ),
+            (
+                post(message(Some(8), "tools/list"), Some("nope"), both),
+                404,
+                "unknown or ended session",
+            ),
+            (
+                post(
+                    message(Some(8), "tools/list"),
+                    Some(&session),
+                    "application/json",
+                ),
+                200,
+                r#"{"jsonrpc":"2.0","id":8,"result":{"method":"tools/list"}}"#,
+            ),
+            (post(json!([]), Some(&session), both), 400, "batch"),
+        ];
+        for (index, (request, status, text)) in steps.into_iter().enumerate() {
+            let response = request.await.unwrap();
+            assert_eq!(response.status().as_u16(), status, "step {index}");
+            let body = response.text().await.unwrap();
+            assert!(body.contains(text), "step {index}: {body}");
+        }
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 405);
+        let delete = || client.delete(&url).header(SESSION_HEADER, &session).send();
+        assert_eq!(delete().await.unwrap().status(), 200);
+        assert_eq!(delete().await.unwrap().status(), 404);
+    }
+}
