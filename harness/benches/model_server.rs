@@ -158,6 +158,7 @@ async fn bench_http_boundary() {
         boundaries: Arc::new(Boundaries {
             http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
             configured_in: "bench".into(),
+            ..Boundaries::default()
         }),
         ..ServerOptions::default()
     };

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use keyless_runner::mcp::McpUpstream;
 use keyless_runner::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
 use serde::Deserialize;
 
@@ -123,6 +124,54 @@ pub struct FileConfig {
     /// HTTP APIs the gateway's tools call, recorded and replayed at `{http_url:<name>}`
     /// (`[http.tavily]`).
     pub http: Option<BTreeMap<String, HttpConfig>>,
+    /// MCP servers the gateway uses, recorded and replayed at `{mcp_url:<name>}` and
+    /// `{mcp_cmd:<name>}` (`[mcp.time]`).
+    pub mcp: Option<BTreeMap<String, McpConfig>>,
+}
+
+/// An `[mcp.<name>]` table: an MCP server, by its Streamable HTTP `url` or its stdio
+/// `command`, which recording talks to (replay never does).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The server's Streamable HTTP endpoint (`https://…/mcp`).
+    pub url: Option<String>,
+    /// The program and its arguments of a stdio server (`["uvx", "mcp-server-time"]`).
+    pub command: Option<Vec<String>>,
+    /// Variables added to a stdio server's environment (their values are secrets of the run:
+    /// none may be left in the recording).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A stdio server's working folder, relative to the file's folder.
+    pub cwd: Option<PathBuf>,
+}
+
+impl McpConfig {
+    /// The server recording talks to, or what is wrong with the table.
+    fn upstream(&self, base: &Path) -> Result<McpUpstream, String> {
+        match (&self.url, &self.command) {
+            (Some(url), None) => {
+                if !self.env.is_empty() || self.cwd.is_some() {
+                    return Err("`env` and `cwd` are for a `command` server, not a `url`".into());
+                }
+                let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+                if !matches!(scheme, Some("http" | "https")) {
+                    return Err(format!(
+                        "url {url:?} is not an absolute http:// or https:// URL"
+                    ));
+                }
+                Ok(McpUpstream::Url(url.clone()))
+            }
+            (None, Some(command)) if !command.is_empty() => Ok(McpUpstream::Command {
+                argv: command.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.as_ref().map(|cwd| base.join(cwd)),
+            }),
+            (None, Some(_)) => Err("`command` is empty: give the program and its arguments".into()),
+            (Some(_), Some(_)) => Err("give `url` or `command`, not both".into()),
+            (None, None) => Err("give `url` (Streamable HTTP) or `command` (stdio)".into()),
+        }
+    }
 }
 
 /// An `[http.<name>]` table: an HTTP API recorded and replayed by base URL.
@@ -155,6 +204,16 @@ pub fn boundaries(path: Option<&Path>, file: &FileConfig) -> Result<Boundaries, 
             .http
             .insert(BoundaryName::parse(name).map_err(at)?, upstream);
     }
+    let base = path.and_then(Path::parent).unwrap_or(Path::new("."));
+    for (name, table) in file.mcp.iter().flatten() {
+        let at = |err: String| ConfigError(format!("{describe}: [mcp.{name}]: {err}"));
+        let upstream = table.upstream(base).map_err(at)?;
+        let name = BoundaryName::parse(name).map_err(|err| at(err.to_string()))?;
+        boundaries.mcp.insert(name, upstream);
+    }
+    // `{mcp_cmd:<name>}` runs this very binary by its absolute path: a stdio server gets
+    // almost no environment, so `PATH` may not find it.
+    boundaries.stand_in = (std::env::current_exe().ok()).map(|exe| exe.display().to_string());
     Ok(boundaries)
 }
 
@@ -343,6 +402,68 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("upstrem"), "{err}");
+    }
+
+    /// `[mcp.<name>]` tables become typed servers (a stdio `cwd` relative to the file's
+    /// folder); a bad one is named with the file, the table and what is wrong.
+    #[test]
+    fn mcp_tables_are_typed_once_and_a_bad_one_names_the_file_and_the_table() {
+        let path = Path::new("/repo/keyless.toml");
+        let good = "[mcp.time]\ncommand = [\"uvx\", \"mcp-server-time\"]\nenv = { TOKEN = \"t\" }\ncwd = \"tools\"\n[mcp.search]\nurl = \"https://mcp.example.com/mcp\"\n";
+        let typed = boundaries(Some(path), &parse(path, good).expect("parses")).expect("valid");
+        let servers: Vec<(&str, &McpUpstream)> = typed
+            .mcp
+            .iter()
+            .map(|(name, up)| (name.as_str(), up))
+            .collect();
+        assert_eq!(
+            servers,
+            [
+                (
+                    "search",
+                    &McpUpstream::Url("https://mcp.example.com/mcp".into())
+                ),
+                (
+                    "time",
+                    &McpUpstream::Command {
+                        argv: vec!["uvx".into(), "mcp-server-time".into()],
+                        env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+                        cwd: Some(PathBuf::from("/repo/tools")),
+                    }
+                ),
+            ]
+        );
+        let cases = [
+            (
+                "[mcp.t]\n",
+                "[mcp.t]: give `url` (Streamable HTTP) or `command` (stdio)",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncommand = [\"x\"]\n",
+                "[mcp.t]: give `url` or `command`, not both",
+            ),
+            ("[mcp.t]\ncommand = []\n", "[mcp.t]: `command` is empty"),
+            (
+                "[mcp.t]\nurl = \"x\"\n",
+                "[mcp.t]: url \"x\" is not an absolute",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncwd = \"a\"\n",
+                "[mcp.t]: `env` and `cwd` are for a `command` server",
+            ),
+            (
+                "[mcp.T]\nurl = \"https://x\"\n",
+                "[mcp.T]: \"T\" is not a boundary name",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(text).to_string();
+            assert!(
+                err.starts_with(&format!("/repo/keyless.toml: {expected}")),
+                "{err}\nexpected: {expected}"
+            );
+        }
     }
 
     #[test]

@@ -96,6 +96,35 @@ enum Command {
     /// Internal: become the gateway command, killed by the kernel when keyless dies (Linux).
     #[command(name = LAUNCH_COMMAND, hide = true)]
     Launch(LaunchArgs),
+    /// Internal: the stdio stand-in for a recorded MCP server (what `{mcp_cmd:<name>}` runs):
+    /// one JSON-RPC message per line on stdin, POSTed to the model server's MCP route.
+    #[command(
+        name = "mcp-stdio",
+        hide = true,
+        after_help = "Example:\n  keyless mcp-stdio --url http://127.0.0.1:8123/_keyless/mcp/time"
+    )]
+    McpStdio(McpStdioArgs),
+}
+
+/// Arguments of the stdio stand-in.
+#[derive(Debug, clap::Args)]
+struct McpStdioArgs {
+    /// The model server's `/_keyless/mcp/<name>` URL.
+    #[arg(long)]
+    url: String,
+}
+
+/// Bridges stdin and stdout to the MCP route until stdin closes.
+fn mcp_stdio(args: McpStdioArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(keyless_runner::mcp::bridge_stdio(
+        &args.url,
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The hidden subcommand `keyless` starts a gateway command through ([`launcher`]).
@@ -244,7 +273,10 @@ impl Signals {
 pub fn run(cli: Cli) -> ExitCode {
     // Processes a gateway command leaves behind are re-parented here, not to init, so they
     // can be found and stopped (Linux; `keyless_runner::process::descendants_of`).
-    if !matches!(cli.command, Command::Init | Command::Launch(_)) {
+    if !matches!(
+        cli.command,
+        Command::Init | Command::Launch(_) | Command::McpStdio(_)
+    ) {
         keyless_runner::process::become_subreaper();
     }
     let result = match cli.command {
@@ -258,6 +290,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Drift(args) => drift::run(args),
         Command::Serve(args) => serve::run(args),
         Command::ModelServer(args) => model_server::run(args),
+        Command::McpStdio(args) => mcp_stdio(args),
         Command::Launch(args) => match args.command.split_first() {
             Some((program, rest)) => {
                 let err = keyless_runner::process::exec_tied_to_parent(args.parent, program, rest);

@@ -16,6 +16,8 @@ mod age;
 mod drift;
 #[path = "keyless/http.rs"]
 mod http;
+#[path = "keyless/mcp.rs"]
+mod mcp;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]

@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::mcp::McpUpstream;
+
 /// The path prefix every boundary is served under on the model server.
 pub const BOUNDARY_ROUTE_PREFIX: &str = "/_keyless";
 
@@ -144,6 +146,12 @@ impl HttpUpstream {
 pub struct Boundaries {
     /// `[http.<name>]`: HTTP APIs.
     pub http: BTreeMap<BoundaryName, HttpUpstream>,
+    /// `[mcp.<name>]`: MCP servers (`docs/replay-and-fixtures.md` §12.5).
+    pub mcp: BTreeMap<BoundaryName, McpUpstream>,
+    /// The program `{mcp_cmd:<name>}` runs (`keyless mcp-stdio`): the running keyless
+    /// binary's absolute path, which the CLI sets (a stdio server gets almost no environment,
+    /// so no `PATH` lookup is relied on); `keyless` when unset.
+    pub stand_in: Option<String>,
     /// The file they were configured in, for messages (`keyless.toml` at …).
     pub configured_in: String,
 }
@@ -151,15 +159,19 @@ pub struct Boundaries {
 impl Boundaries {
     /// Whether none is configured.
     pub fn is_empty(&self) -> bool {
-        self.http.is_empty()
+        self.http.is_empty() && self.mcp.is_empty()
     }
 
     /// Every configured boundary's endpoint the gateway is given.
     pub fn endpoints(&self) -> Vec<BoundaryEndpoint> {
-        (self.http.keys())
-            .map(|name| BoundaryEndpoint {
-                kind: EndpointKind::HttpUrl,
+        let http = (self.http.keys()).map(|name| (EndpointKind::HttpUrl, name));
+        let mcp = (self.mcp.keys())
+            .flat_map(|name| [(EndpointKind::McpUrl, name), (EndpointKind::McpCmd, name)]);
+        (http.chain(mcp))
+            .map(|(kind, name)| BoundaryEndpoint {
+                kind,
                 name: name.clone(),
+                stand_in: self.stand_in.clone(),
             })
             .collect()
     }
@@ -168,6 +180,9 @@ impl Boundaries {
     fn has(&self, kind: EndpointKind, name: &str) -> bool {
         match kind {
             EndpointKind::HttpUrl => self.http.keys().any(|n| n.as_str() == name),
+            EndpointKind::McpUrl | EndpointKind::McpCmd => {
+                self.mcp.keys().any(|n| n.as_str() == name)
+            }
         }
     }
 
@@ -215,6 +230,7 @@ impl Boundaries {
             let endpoint = BoundaryEndpoint {
                 kind,
                 name: BoundaryName(name.to_owned()),
+                stand_in: self.stand_in.clone(),
             };
             out.push_str(&endpoint.value(model_server_root));
             rest = &after[end + 1..];
@@ -254,16 +270,26 @@ pub struct PlaceholderError {
 pub enum EndpointKind {
     /// `{http_url:<name>}`: the base URL of a recorded HTTP API.
     HttpUrl,
+    /// `{mcp_url:<name>}`: the Streamable HTTP URL of a recorded MCP server.
+    McpUrl,
+    /// `{mcp_cmd:<name>}`: a shell command line running keyless's stdio stand-in for it.
+    McpCmd,
 }
 
 impl EndpointKind {
     /// Every kind.
-    pub const ALL: [EndpointKind; 1] = [EndpointKind::HttpUrl];
+    pub const ALL: [EndpointKind; 3] = [
+        EndpointKind::HttpUrl,
+        EndpointKind::McpUrl,
+        EndpointKind::McpCmd,
+    ];
 
     /// The word before `:` in its placeholder.
     pub fn placeholder_prefix(self) -> &'static str {
         match self {
             EndpointKind::HttpUrl => "http_url",
+            EndpointKind::McpUrl => "mcp_url",
+            EndpointKind::McpCmd => "mcp_cmd",
         }
     }
 
@@ -271,6 +297,8 @@ impl EndpointKind {
     pub fn env_prefix(self) -> &'static str {
         match self {
             EndpointKind::HttpUrl => "KEYLESS_HTTP_URL_",
+            EndpointKind::McpUrl => "KEYLESS_MCP_URL_",
+            EndpointKind::McpCmd => "KEYLESS_MCP_CMD_",
         }
     }
 
@@ -278,6 +306,7 @@ impl EndpointKind {
     pub fn table(self) -> &'static str {
         match self {
             EndpointKind::HttpUrl => "http",
+            EndpointKind::McpUrl | EndpointKind::McpCmd => "mcp",
         }
     }
 }
@@ -290,6 +319,8 @@ pub struct BoundaryEndpoint {
     pub kind: EndpointKind,
     /// The boundary's name.
     pub name: BoundaryName,
+    /// The stand-in program of `{mcp_cmd:<name>}` ([`Boundaries::stand_in`]).
+    pub stand_in: Option<String>,
 }
 
 impl BoundaryEndpoint {
@@ -310,7 +341,24 @@ impl BoundaryEndpoint {
         let root = root.strip_suffix("/v1").unwrap_or(root);
         match self.kind {
             EndpointKind::HttpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/http/{}", self.name),
+            EndpointKind::McpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/mcp/{}", self.name),
+            EndpointKind::McpCmd => format!(
+                "{} mcp-stdio --url {root}{BOUNDARY_ROUTE_PREFIX}/mcp/{}",
+                shell_quoted(self.stand_in.as_deref().unwrap_or("keyless")),
+                self.name
+            ),
         }
+    }
+}
+
+/// `word` as one word of a POSIX shell line: as it is when it holds only safe characters, else
+/// single-quoted.
+fn shell_quoted(word: &str) -> String {
+    let safe = (word.bytes()).all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@".contains(&b));
+    if safe && !word.is_empty() {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -325,6 +373,7 @@ mod tests {
                 .map(|name| (BoundaryName::parse(name).expect("name"), upstream.clone()))
                 .collect(),
             configured_in: "keyless.toml".into(),
+            ..Boundaries::default()
         }
     }
 
@@ -370,6 +419,45 @@ mod tests {
                     "KEYLESS_HTTP_URL_TAVILY".to_owned(),
                     "http://127.0.0.1:8090/_keyless/http/tavily".to_owned()
                 ),
+            ]
+        );
+    }
+
+    /// `{mcp_url:<name>}` and `{mcp_cmd:<name>}` (and their variables) stand for the MCP route
+    /// and a shell line running the stand-in by its path, quoted when it needs to be.
+    #[test]
+    fn mcp_placeholders_are_the_route_and_the_stand_in_command_line() {
+        let mut configured = Boundaries {
+            configured_in: "keyless.toml".into(),
+            stand_in: Some("/opt/my tools/keyless".into()),
+            ..Boundaries::default()
+        };
+        configured.mcp.insert(
+            BoundaryName::parse("time-server").expect("name"),
+            McpUpstream::Url("https://mcp.example.com/mcp".into()),
+        );
+        let root = "http://127.0.0.1:8090/v1";
+        let route = "http://127.0.0.1:8090/_keyless/mcp/time-server";
+        let cmd = format!("'/opt/my tools/keyless' mcp-stdio --url {route}");
+        let cases = [
+            ("url={mcp_url:time-server}", Ok(format!("url={route}"))),
+            ("{mcp_cmd:time-server}", Ok(cmd.clone())),
+            (
+                "{mcp_url:time}",
+                Err("{mcp_url:time} names no boundary configured in keyless.toml: add a [mcp.<name>] table (configured: time-server)".to_owned()),
+            ),
+        ];
+        for (line, expected) in cases {
+            let got = configured
+                .substitute(line, root)
+                .map_err(|err| err.to_string());
+            assert_eq!(got, expected, "{line}");
+        }
+        assert_eq!(
+            configured.env(root),
+            [
+                ("KEYLESS_MCP_URL_TIME_SERVER".to_owned(), route.to_owned()),
+                ("KEYLESS_MCP_CMD_TIME_SERVER".to_owned(), cmd),
             ]
         );
     }

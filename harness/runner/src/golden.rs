@@ -72,6 +72,11 @@ pub enum GoldenError {
 /// page ([`crate::driver::deerflow::WebClient`]).
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
 
+/// The suffix of the MCP servers' contract golden: `<fixture stem>.mcp.snap` holds the shape of
+/// what the fixture's recorded `tools/list` (and prompts, resources) returned
+/// (`crate::mcp::contract_shape`).
+pub const MCP_GOLDEN_SUFFIX: &str = ".mcp";
+
 /// The snapshot name of a fixture: its file name without `.json`
 /// (`write_read_file.ultra.json` → `write_read_file.ultra`), each byte of it that is not UTF-8
 /// written `%XX` ([`escaped_name`]), so two such names keep two stems.

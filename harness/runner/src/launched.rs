@@ -712,6 +712,7 @@ mod boundary_tests {
             boundaries: Arc::new(Boundaries {
                 http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
                 configured_in: "/repo/keyless.toml".into(),
+                ..Boundaries::default()
             }),
         }
     }

@@ -31,7 +31,9 @@ use replay_core::{
 
 use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
-use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
+use crate::golden::{
+    MCP_GOLDEN_SUFFIX, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of,
+};
 use crate::ignored::{Dropped, IgnoredEvents};
 use crate::target::{BoundaryLedger, GatewayTarget, HarnessError};
 
@@ -240,6 +242,18 @@ impl ScenarioRun {
         }
     }
 
+    /// The MCP contract golden's stem: `<fixture stem>.mcp`.
+    pub fn mcp_golden_stem(&self) -> String {
+        format!("{}{MCP_GOLDEN_SUFFIX}", self.stem())
+    }
+
+    /// The MCP servers' contract document (pretty JSON of `crate::mcp::contract_shape`), when
+    /// the fixture recorded a server's list.
+    pub fn mcp_golden_document(&self) -> Option<String> {
+        let shape = crate::mcp::contract_shape(&self.fixture.exchanges)?;
+        Some(serde_json::to_string_pretty(&shape).unwrap_or_default() + "\n")
+    }
+
     /// The shape sequence of every run, in order (each run reduced as its stream modes' golden
     /// holds it: [`RunTranscript::golden_shapes`]).
     pub fn shapes(&self) -> Vec<Shape> {
@@ -319,6 +333,16 @@ impl ScenarioRun {
         {
             Ok(status) => (status, None),
             Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
+        };
+        // The MCP servers' contract is golden too: the worse of the two statuses is the run's.
+        let (golden, refusal) = match self.mcp_golden_document() {
+            None => (golden, refusal),
+            Some(document) => {
+                match golden_check(&self.golden_dir, &self.mcp_golden_stem(), &document) {
+                    Ok(status) => (worse(golden, status), refusal),
+                    Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
+                }
+            }
         };
         let callers: Vec<Option<&str>> = (self.fixture.turns.iter())
             .map(|turn| turn.caller.as_deref())
@@ -576,6 +600,17 @@ async fn drive(
     }
 }
 
+/// The worse of two golden statuses (refused, then changed, then missing, then ok).
+fn worse(a: GoldenStatus, b: GoldenStatus) -> GoldenStatus {
+    let rank = |status| match status {
+        GoldenStatus::Ok => 0,
+        GoldenStatus::Missing => 1,
+        GoldenStatus::Changed => 2,
+        GoldenStatus::Refused => 3,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -782,6 +817,57 @@ mod tests {
         let moved = ag_ui_run(dir.path(), 1, &[]);
         assert_eq!(moved.golden_status(), GoldenStatus::Changed);
         assert_eq!(moved.dropped(), None);
+    }
+
+    /// Issue 39, item 4: the MCP servers' contract is golden beside the stream's
+    /// (`<stem>.mcp.snap`): missing until accepted, then a renamed tool parameter turns the run's
+    /// golden status to changed while the stream's own golden is untouched.
+    #[test]
+    fn a_renamed_mcp_tool_parameter_changes_the_runs_golden_status() {
+        use crate::mcp::{AnswerForm, McpAnswer, McpBoundary, McpCall, Outcome};
+        let dir = tempfile::tempdir().unwrap();
+        let run_with = |parameter: &str| {
+            let call = McpCall {
+                id: json!(1),
+                method: "tools/list".into(),
+                params: None,
+            };
+            let tools = json!({"tools": [{"name": "get_time", "inputSchema": {"type": "object",
+                "properties": {parameter: {"type": "string"}}, "required": [parameter]}}]});
+            let answer = McpAnswer {
+                form: AnswerForm::Json,
+                before: Vec::new(),
+                response: Outcome::Result(tools),
+            };
+            let boundary = McpBoundary {
+                server: "time".into(),
+            };
+            let mut run = clean_page_run();
+            let mut fixture = (*run.fixture).clone();
+            fixture.exchanges = vec![boundary.call(&call).answered(answer.to_value())];
+            run.fixture = Arc::new(fixture);
+            run.golden_dir = dir.path().to_path_buf();
+            run
+        };
+        let stream_accepted = |run: &ScenarioRun| {
+            let stem = run.golden_stem();
+            crate::pending::write_pending(dir.path(), &stem, "f.json", &run.golden_document())
+                .unwrap();
+            crate::pending::accept(&crate::pending::find(dir.path(), &stem).unwrap()).unwrap();
+        };
+        let recorded = run_with("city");
+        stream_accepted(&recorded);
+        assert_eq!(recorded.golden_status(), GoldenStatus::Ok);
+        assert_eq!(recorded.verdict().golden, GoldenStatus::Missing);
+        let stem = recorded.mcp_golden_stem();
+        let document = recorded.mcp_golden_document().expect("a contract");
+        crate::pending::write_pending(dir.path(), &stem, "f.json", &document).unwrap();
+        crate::pending::accept(&crate::pending::find(dir.path(), &stem).unwrap()).unwrap();
+        assert!(dir.path().join("two_run_thread.pro.mcp.snap").is_file());
+        assert_eq!(recorded.verdict().golden, GoldenStatus::Ok);
+        let renamed = run_with("town");
+        assert_eq!(renamed.golden_status(), GoldenStatus::Ok);
+        assert_eq!(renamed.verdict().golden, GoldenStatus::Changed);
     }
 
     /// Issue 47: in keyless's voice a miss whose conversation carries on from an earlier miss's

@@ -43,6 +43,7 @@ mod golden;
 mod ignored;
 mod launched;
 mod layer1;
+pub mod mcp;
 mod model_server;
 mod pending;
 mod processes;

@@ -29,7 +29,7 @@ use replay_core::{
 use crate::boundary::Boundaries;
 use crate::driver::DriveOptions;
 use crate::faults::{FaultPlan, load_fixture_or_scenario};
-use crate::golden::stem_of;
+use crate::golden::{golden_check, stem_of};
 use crate::ignored::IgnoredEvents;
 use crate::launched::{GatewayCommand, Launched};
 use crate::layer1::{Drive, RunOptions, ScenarioRun, Transcripts};
@@ -550,15 +550,17 @@ fn judge(run: ScenarioRun, plan: &Plan) -> Judged {
     // A run that missed or broke its framing is no golden to accept: only a clean replay
     // leaves a pending golden, and a passing one removes a stale pending file.
     let mut pending = None;
-    match verdict.golden {
+    // Named from the folder that holds the golden folder (the configuration's), as the
+    // workspace's goldens name `fixtures/…`, so a committed golden holds no machine's path.
+    let base = golden.parent().unwrap_or(golden);
+    let fixture = (run.fixture_path.strip_prefix(base))
+        .unwrap_or(&run.fixture_path)
+        .display()
+        .to_string();
+    // The stream's golden alone (the verdict's status also counts the MCP contract's).
+    let stream_golden = run.golden_status();
+    match stream_golden {
         GoldenStatus::Missing | GoldenStatus::Changed if verdict.replayed_cleanly() => {
-            // Named from the folder that holds the golden folder (the configuration's), as the
-            // workspace's goldens name `fixtures/…`, so a committed golden holds no machine's path.
-            let base = golden.parent().unwrap_or(golden);
-            let fixture = (run.fixture_path.strip_prefix(base))
-                .unwrap_or(&run.fixture_path)
-                .display()
-                .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
                 Err(err) => errors.push(err.to_string()),
@@ -570,8 +572,25 @@ fn judge(run: ScenarioRun, plan: &Plan) -> Judged {
         }
         GoldenStatus::Missing | GoldenStatus::Changed | GoldenStatus::Refused => {}
     }
+    // The MCP servers' contract (`<stem>.mcp.snap`), pending beside it the same way.
+    if let Some(document) = run.mcp_golden_document() {
+        let stem = run.mcp_golden_stem();
+        match golden_check(golden, &stem, &document) {
+            Ok(GoldenStatus::Missing | GoldenStatus::Changed) if verdict.replayed_cleanly() => {
+                match write_pending(golden, &stem, &fixture, &document) {
+                    Ok(path) => pending = pending.or(Some(path)),
+                    Err(err) => errors.push(err.to_string()),
+                }
+            }
+            Ok(GoldenStatus::Ok) => {
+                let _ = std::fs::remove_file(pending_path(golden, &stem));
+            }
+            Ok(_) => {}
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
     // A changed golden's diff, bounded, for the log under the row and for --json (issue 47).
-    let diff = match (&pending, verdict.golden) {
+    let diff = match (&pending, stream_golden) {
         (Some(_), GoldenStatus::Changed) => find_pending(golden, &run.stem())
             .and_then(|found| diff_within(&found, LOG_DIFF_LINES))
             .map_err(|err| errors.push(err.to_string()))

@@ -45,6 +45,9 @@ pub(super) struct Shared {
     pub(super) faults: super::faulted::Faults,
     /// The other boundaries served on this server's routes (`[http.<name>]`, …).
     pub(super) boundaries: Arc<Boundaries>,
+    /// The configured MCP servers and what serving them keeps between calls (sessions, the
+    /// stdio processes a recording started).
+    pub(super) mcp: Arc<crate::mcp::McpServers>,
 }
 
 impl Shared {

@@ -24,6 +24,7 @@ fn boundaries(upstream: &str) -> Arc<Boundaries> {
     Arc::new(Boundaries {
         http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
         configured_in: "keyless.toml".into(),
+        ..Boundaries::default()
     })
 }
 

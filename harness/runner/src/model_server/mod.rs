@@ -46,6 +46,7 @@ mod exchanges;
 mod faulted;
 mod fixtures;
 mod http;
+mod mcp_route;
 mod problems;
 mod reach;
 mod record;
@@ -113,6 +114,7 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::State => get(state),
         Route::Reset => post(reset),
         Route::HttpBoundary | Route::HttpBoundaryRoot => any(http::serve),
+        Route::McpBoundary => any(mcp_route::serve),
     }
 }
 
@@ -224,6 +226,7 @@ impl ModelServer {
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
             faults: faulted::Faults::new(options.faults),
+            mcp: Arc::new(mcp_route::servers(&options.boundaries)),
             boundaries: options.boundaries,
         });
         let first = shared.backend.active_fixture().map(|(name, _)| name);

@@ -44,11 +44,14 @@ pub(crate) enum Route {
     HttpBoundary,
     /// Any method at `/_keyless/http/{name}`, the API's base URL itself.
     HttpBoundaryRoot,
+    /// `POST`, `DELETE` (and `GET`, answered 405) at `/_keyless/mcp/{name}`: a recorded MCP
+    /// server over Streamable HTTP (`mcp_route.rs`).
+    McpBoundary,
 }
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 16] = [
+    pub(crate) const ALL: [Route; 17] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -65,11 +68,15 @@ impl Route {
         Route::Reset,
         Route::HttpBoundary,
         Route::HttpBoundaryRoot,
+        Route::McpBoundary,
     ];
 
     /// Whether it answers every method (a boundary's route), not only its own.
     fn any_method(self) -> bool {
-        matches!(self, Route::HttpBoundary | Route::HttpBoundaryRoot)
+        matches!(
+            self,
+            Route::HttpBoundary | Route::HttpBoundaryRoot | Route::McpBoundary
+        )
     }
 
     /// Its method (the one listed; a boundary's route takes any) and path.
@@ -91,6 +98,7 @@ impl Route {
             Route::Reset => (Method::POST, protocol::RESET_ROUTE.name),
             Route::HttpBoundary => (Method::GET, "/_keyless/http/{name}/{*rest}"),
             Route::HttpBoundaryRoot => (Method::GET, "/_keyless/http/{name}"),
+            Route::McpBoundary => (Method::POST, "/_keyless/mcp/{name}"),
         }
     }
 
