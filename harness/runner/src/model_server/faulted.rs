@@ -22,11 +22,9 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use model_wire::InStreamError;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use transport::eventstream::exception_frame;
 
 use super::problems::Problem;
 use super::request::{Framing, WireRequest};
@@ -279,18 +277,6 @@ fn pieces(framing: Framing, body: &Bytes) -> Pieces {
     }
 }
 
-/// The in-stream error framed as the request's stream is.
-fn framed_error(error: InStreamError, framing: Framing) -> String {
-    match error {
-        InStreamError::Sse(frame) => frame,
-        InStreamError::Chunk(chunk) => match framing {
-            Framing::JsonArray => chunk.to_string(),
-            _ => format!("data: {chunk}\r\n\r\n"),
-        },
-        InStreamError::Exception { .. } => String::new(),
-    }
-}
-
 /// The steps of a streamed answer under `kind`: its first pieces, then the fault.
 fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDeque<Step> {
     let pieces = pieces(request.framing, body);
@@ -335,26 +321,8 @@ fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDequ
     match kind {
         FaultKind::StreamError { .. } => {
             let error = request.wire.stream_error("resp_keyless_fault", sent);
-            match error {
-                InStreamError::Exception {
-                    exception_type,
-                    message,
-                } => steps.push_back(Step::Send(exception_frame(exception_type, &message))),
-                other => {
-                    let lead = match (request.framing, sent) {
-                        (Framing::JsonArray, 0) => "",
-                        (Framing::JsonArray, _) => ",\r\n",
-                        _ => "",
-                    };
-                    let tail = if request.framing == Framing::JsonArray {
-                        "]"
-                    } else {
-                        ""
-                    };
-                    let text = framed_error(other, request.framing);
-                    steps.push_back(Step::Send(Bytes::from(format!("{lead}{text}{tail}"))));
-                }
-            }
+            let framed = super::render::in_stream_error(error, request.framing, sent);
+            steps.push_back(Step::Send(framed));
         }
         FaultKind::Cut { .. } => {
             // The chunks go out before the break: hyper flushes what it holds only when the

@@ -150,3 +150,27 @@ pub(super) fn sse_response(body: impl Into<axum::body::Body>) -> Response {
     )
         .into_response()
 }
+
+/// A fault's in-stream error (`faulted.rs`) as the request's stream frames it after `sent`
+/// pieces went out: an event-stream exception frame, an SSE event as the wire wrote it, a chunk
+/// as an SSE `data:` line or, in a JSON array stream, its next element and the closing bracket.
+pub(super) fn in_stream_error(
+    error: model_wire::InStreamError,
+    framing: Framing,
+    sent: usize,
+) -> axum::body::Bytes {
+    use model_wire::InStreamError;
+    let text = match error {
+        InStreamError::Exception {
+            exception_type,
+            message,
+        } => return exception_frame(exception_type, &message),
+        InStreamError::Sse(frame) => frame,
+        InStreamError::Chunk(chunk) => match (framing, sent) {
+            (Framing::JsonArray, 0) => format!("{chunk}]"),
+            (Framing::JsonArray, _) => format!(",\r\n{chunk}]"),
+            _ => format!("data: {chunk}\r\n\r\n"),
+        },
+    };
+    axum::body::Bytes::from(text)
+}
