@@ -96,7 +96,7 @@ fn failure_events(error: &RecordedError) -> Vec<Vec<Value>> {
 
 /// A recording file of `calls`, row by row as the writer lays it out.
 fn write_by_hand(path: &Path, calls: &[(Vec<Value>, Outcome)]) {
-    let mut text = String::from("{\"format_version\": 2, \"type\": \"header\"}\n");
+    let mut text = String::from("{\"format_version\": 3, \"type\": \"header\"}\n");
     let mut row = |value: Value| {
         text.push_str(&to_python_json(&value));
         text.push('\n');
