@@ -88,7 +88,7 @@ echo "python example: keyless drift against the scripted upstream must find noth
 port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$PYTHON" scripted_upstream.py --port "$port" 2> upstream.log &
 upstream=$!
-trap 'kill "$upstream" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "$upstream" 2>/dev/null || true; rm -rf "$work"' EXIT
 "$PYTHON" - "$port" <<'PY' || fail "the scripted upstream did not start: $(cat upstream.log)"
 import socket, sys, time
 for _ in range(100):
