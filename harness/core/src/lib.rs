@@ -26,9 +26,10 @@
 //! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
 //!   ([`messages_from_chat_completions`], [`name_free_key`]); the engine looks them up
 //!   ([`ReplayEngine::lookup_at_wire`]), `wire` knows nothing of it;
-//! - `wire_formats`: the same conversation from an Anthropic Messages, OpenAI Responses, Gemini
-//!   or Bedrock Converse request ([`messages_from_anthropic`], [`messages_from_responses`],
-//!   [`messages_from_gemini`], [`messages_from_converse`]), looked up with the name-free key
+//! - `wire_formats`: the same conversation from an Anthropic Messages, OpenAI Responses, Gemini,
+//!   Bedrock Converse or Ollama request ([`messages_from_anthropic`], [`messages_from_responses`],
+//!   [`messages_from_gemini`], [`messages_from_converse`], [`messages_from_ollama`],
+//!   [`messages_from_ollama_prompt`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
@@ -86,5 +87,6 @@ pub use verdict::{
 };
 pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{
-    messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_responses,
+    messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_ollama,
+    messages_from_ollama_prompt, messages_from_responses,
 };

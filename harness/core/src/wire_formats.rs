@@ -34,6 +34,16 @@
 //!   blocks, a `json` block's canonical JSON, the name recovered from the `toolUse` of the same
 //!   id.
 //!
+//! - [`messages_from_ollama`]: Ollama's native `/api/chat` `messages` (`system` messages are
+//!   left out). `user` is a human message (its `images` left out), `assistant` an AI message
+//!   whose `tool_calls` (`{"function": {"name", "arguments"}}`, the arguments an object) are its
+//!   calls, their `id` when sent (LangChain's `ChatOllama` sends its own) else one numbered in
+//!   order, and whose `thinking` is left out; `tool` a tool message answering the call its
+//!   `tool_call_id` names, else the earliest unanswered call named `tool_name`, else the earliest
+//!   unanswered call.
+//! - [`messages_from_ollama_prompt`]: Ollama's `/api/generate`, whose `prompt` is one human
+//!   message (`system` is not a message).
+//!
 //! "Canonical JSON" is Python's `json.dumps(value, sort_keys=True, ensure_ascii=False)`
 //! ([`to_python_json`]).
 //!
@@ -394,6 +404,70 @@ pub fn messages_from_converse(messages: &[Value]) -> Vec<Value> {
     converted
 }
 
+/// The message dicts of an Ollama `/api/chat` request's `messages`. See the module
+/// documentation for the rules.
+pub fn messages_from_ollama(messages: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    // Calls not answered yet, oldest first: (id, name).
+    let mut open_calls: Vec<(String, String)> = Vec::new();
+    let mut next_id = 0usize;
+    let mut converted = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = match message.get("content") {
+            None | Some(Value::Null) => json!(""),
+            Some(content) => content.clone(),
+        };
+        match role {
+            "system" | "developer" => {}
+            "assistant" => {
+                let mut calls = Vec::new();
+                let sent = message.get("tool_calls").and_then(Value::as_array);
+                for call in sent.into_iter().flatten() {
+                    let function = call.get("function").unwrap_or(&Value::Null);
+                    let name = text_of(function.get("name"));
+                    let id = match call.get("id").and_then(Value::as_str) {
+                        Some(id) if !id.is_empty() => id.to_owned(),
+                        _ => {
+                            next_id += 1;
+                            format!("ollama_call_{next_id}")
+                        }
+                    };
+                    names.insert(id.clone(), name.clone());
+                    open_calls.push((id.clone(), name.clone()));
+                    if let Some(args) = arguments(function.get("arguments")) {
+                        calls.push(json!({"name": name, "args": args, "id": id}));
+                    }
+                }
+                converted.push(json!({"type": "ai", "content": content, "tool_calls": calls}));
+            }
+            "tool" => {
+                let named = text_of(message.get("tool_name"));
+                let id = match message.get("tool_call_id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() => id.to_owned(),
+                    _ => open_calls
+                        .iter()
+                        .find(|(_, called)| named.is_empty() || *called == named)
+                        .map(|(id, _)| id.clone())
+                        .unwrap_or_default(),
+                };
+                open_calls.retain(|(open, _)| *open != id);
+                if !named.is_empty() {
+                    names.entry(id.clone()).or_insert(named);
+                }
+                converted.push(tool_message(content, &id, &names));
+            }
+            _ => converted.push(json!({"type": "human", "content": content})),
+        }
+    }
+    converted
+}
+
+/// The message dicts of an Ollama `/api/generate` request: its `prompt`, one human message.
+pub fn messages_from_ollama_prompt(prompt: &str) -> Vec<Value> {
+    vec![json!({"type": "human", "content": prompt})]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +548,21 @@ mod tests {
         ]
     }
 
+    /// As the `ollama` client sends it (no call ids, the result named by `tool_name`); LangChain's
+    /// `ChatOllama` sends ids and `tool_call_id` instead, which the key does not read.
+    fn ollama() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "system", "content": "You are DeerFlow."}),
+            json!({"role": "user", "content": "write it", "images": []}),
+            json!({"role": "assistant", "content": "", "thinking": "Hm.",
+                "tool_calls": [{"function": {"name": "write_file", "arguments": args}}]}),
+            json!({"role": "tool", "content": "OK", "tool_name": "write_file"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
     #[test]
     fn each_wire_gives_the_chat_completions_key_of_the_same_conversation() {
         let want = replay_key(
@@ -485,6 +574,7 @@ mod tests {
             ("responses", messages_from_responses(&responses())),
             ("gemini", messages_from_gemini(&gemini())),
             ("converse", messages_from_converse(&converse())),
+            ("ollama", messages_from_ollama(&ollama())),
         ] {
             let got = replay_key("", &messages);
             assert_eq!(got.canonical, want.canonical, "{wire}");
@@ -541,10 +631,34 @@ mod tests {
 
     #[test]
     fn a_string_input_is_one_user_message() {
+        let one = replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash;
         assert_eq!(
             replay_key("", &messages_from_responses(&json!("hi"))).input_hash,
-            replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash
+            one
         );
+        assert_eq!(
+            replay_key("", &messages_from_ollama_prompt("hi")).input_hash,
+            one
+        );
+    }
+
+    /// An Ollama tool result names its call by `tool_call_id` (LangChain), by `tool_name` (the
+    /// `ollama` client), or by neither (the earliest unanswered call).
+    #[test]
+    fn an_ollama_tool_result_answers_the_call_it_names() {
+        let calls = json!({"role": "assistant", "tool_calls": [
+            {"function": {"name": "ls", "arguments": {}}},
+            {"id": "c2", "function": {"name": "cat", "arguments": {"path": "a"}}}]});
+        let cases = [
+            (json!({"role": "tool", "content": "x", "tool_call_id": "c2"}), "c2", "cat"),
+            (json!({"role": "tool", "content": "x", "tool_name": "cat"}), "c2", "cat"),
+            (json!({"role": "tool", "content": "x"}), "ollama_call_1", "ls"),
+        ];
+        for (result, id, name) in cases {
+            let messages = messages_from_ollama(&[calls.clone(), result.clone()]);
+            assert_eq!(messages[1]["tool_call_id"], id, "{result}");
+            assert_eq!(messages[1]["name"], name, "{result}");
+        }
     }
 
     fn engine_recorded_with_names() -> ReplayEngine {
