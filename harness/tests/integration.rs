@@ -13,6 +13,8 @@
 
 #[path = "drift.rs"]
 mod drift;
+#[path = "ollama.rs"]
+mod ollama;
 #[path = "record.rs"]
 mod record;
 #[path = "recording_round_trip.rs"]

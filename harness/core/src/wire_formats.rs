@@ -650,9 +650,21 @@ mod tests {
             {"function": {"name": "ls", "arguments": {}}},
             {"id": "c2", "function": {"name": "cat", "arguments": {"path": "a"}}}]});
         let cases = [
-            (json!({"role": "tool", "content": "x", "tool_call_id": "c2"}), "c2", "cat"),
-            (json!({"role": "tool", "content": "x", "tool_name": "cat"}), "c2", "cat"),
-            (json!({"role": "tool", "content": "x"}), "ollama_call_1", "ls"),
+            (
+                json!({"role": "tool", "content": "x", "tool_call_id": "c2"}),
+                "c2",
+                "cat",
+            ),
+            (
+                json!({"role": "tool", "content": "x", "tool_name": "cat"}),
+                "c2",
+                "cat",
+            ),
+            (
+                json!({"role": "tool", "content": "x"}),
+                "ollama_call_1",
+                "ls",
+            ),
         ];
         for (result, id, name) in cases {
             let messages = messages_from_ollama(&[calls.clone(), result.clone()]);

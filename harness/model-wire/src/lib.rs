@@ -6,8 +6,8 @@
 //! [`Wire::render_stream`]), its client's name for an HTTP failure. One module
 //! per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
-//! Anthropic's Messages API, [`gemini`] Google's Gemini API and [`bedrock_converse`] AWS
-//! Bedrock's Converse API, each with the same parts: the assembler that folds a streamed answer
+//! Anthropic's Messages API, [`gemini`] Google's Gemini API, [`bedrock_converse`] AWS
+//! Bedrock's Converse API and [`ollama`] Ollama's native API (`/api/chat`, `/api/generate`), each with the same parts: the assembler that folds a streamed answer
 //! into events and one answer, and the renderer that turns an answer back into a whole answer or
 //! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
 //! what a call sends ([`conversation`]), which the Responses, Messages, Gemini and Converse request
@@ -31,12 +31,13 @@ pub mod conversation;
 pub mod edge;
 mod event;
 pub mod gemini;
+pub mod ollama;
 pub mod pyrepr;
 pub mod responses;
 mod wire;
 
 pub use event::Event;
 pub use wire::{
-    EVENT_STREAM_CONTENT_TYPE, KeyHeader, RenderedStream, StreamException, StreamReader, Wire,
-    model_segment,
+    EVENT_STREAM_CONTENT_TYPE, KeyHeader, NDJSON_CONTENT_TYPE, RenderedStream, StreamException,
+    StreamReader, Wire, model_segment,
 };

@@ -16,10 +16,13 @@ use serde_json::Value;
 use crate::chat_completions::{
     Answer, Assembled, ChunkAssembler, ChunkRenderer, Event, Identity, WireError,
 };
-use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
+use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, ollama, responses};
 
 /// The content type of AWS's binary event stream, which Converse streams in.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+
+/// The content type of newline-delimited JSON, which Ollama streams in.
+pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";
 
 /// Where a wire's client puts its API key ([`Wire::key_header`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,16 +62,23 @@ pub enum Wire {
     /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
     /// `/converse-stream`: AWS's binary event stream).
     BedrockConverse,
+    /// Ollama's native chat (`POST {root}/api/chat`; NDJSON when `stream` is true or absent).
+    OllamaChat,
+    /// Ollama's native completion (`POST {root}/api/generate`): one `prompt`, no tools; its
+    /// answer is the chat answer's, the text as `response`.
+    OllamaGenerate,
 }
 
 impl Wire {
     /// Every wire, Chat Completions first.
-    pub const ALL: [Wire; 5] = [
+    pub const ALL: [Wire; 7] = [
         Wire::ChatCompletions,
         Wire::Responses,
         Wire::AnthropicMessages,
         Wire::Gemini,
         Wire::BedrockConverse,
+        Wire::OllamaChat,
+        Wire::OllamaGenerate,
     ];
 
     /// The wire's identifier: the `model.api` of every request a model server records at it
@@ -81,6 +91,8 @@ impl Wire {
             Wire::Responses => "openai.responses",
             Wire::Gemini => "google.gemini",
             Wire::BedrockConverse => "aws.bedrock.converse",
+            Wire::OllamaChat => "ollama.chat",
+            Wire::OllamaGenerate => "ollama.generate",
         }
     }
 
@@ -97,6 +109,8 @@ impl Wire {
             Wire::Responses => "OpenAI Responses",
             Wire::Gemini => "Google Gemini",
             Wire::BedrockConverse => "AWS Bedrock Converse",
+            Wire::OllamaChat => "Ollama chat",
+            Wire::OllamaGenerate => "Ollama generate",
         }
     }
 
@@ -108,6 +122,7 @@ impl Wire {
             Wire::AnthropicMessages => "anthropic",
             Wire::Gemini => "google_genai",
             Wire::BedrockConverse => "bedrock_converse",
+            Wire::OllamaChat | Wire::OllamaGenerate => "ollama",
         }
     }
 
@@ -124,6 +139,7 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::status_exception_name(status),
             Wire::Gemini => gemini::status_exception_name(status),
             Wire::BedrockConverse => bedrock_converse::status_exception_name(status),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::status_exception_name(status),
         }
     }
 
@@ -158,6 +174,8 @@ impl Wire {
             (Wire::BedrockConverse, true) => {
                 format!("/model/{}/converse-stream", model_segment(model))
             }
+            (Wire::OllamaChat, _) => "/api/chat".to_owned(),
+            (Wire::OllamaGenerate, _) => "/api/generate".to_owned(),
         }
     }
 
@@ -166,6 +184,7 @@ impl Wire {
     pub fn accept(self, stream: bool) -> &'static str {
         match (self, stream) {
             (Wire::BedrockConverse, true) => EVENT_STREAM_CONTENT_TYPE,
+            (Wire::OllamaChat | Wire::OllamaGenerate, true) => NDJSON_CONTENT_TYPE,
             (_, true) => "text/event-stream",
             (_, false) => "application/json",
         }
@@ -176,7 +195,13 @@ impl Wire {
     /// instead, which is the transport's business.
     pub fn key_header(self) -> KeyHeader {
         match self {
-            Wire::ChatCompletions | Wire::Responses | Wire::BedrockConverse => KeyHeader::Bearer,
+            // A local Ollama wants none; Ollama's cloud and proxies in front of it take a bearer
+            // token, as the `ollama` client sends `OLLAMA_API_KEY`.
+            Wire::ChatCompletions
+            | Wire::Responses
+            | Wire::BedrockConverse
+            | Wire::OllamaChat
+            | Wire::OllamaGenerate => KeyHeader::Bearer,
             Wire::AnthropicMessages => KeyHeader::Named("x-api-key"),
             Wire::Gemini => KeyHeader::Named("x-goog-api-key"),
         }
@@ -191,8 +216,12 @@ impl Wire {
     /// The request body's key holding the conversation as sent.
     pub fn conversation_key(self) -> &'static str {
         match self {
-            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
+            Wire::ChatCompletions
+            | Wire::AnthropicMessages
+            | Wire::BedrockConverse
+            | Wire::OllamaChat => "messages",
             Wire::Responses => "input",
+            Wire::OllamaGenerate => "prompt",
             Wire::Gemini => "contents",
         }
     }
@@ -213,7 +242,9 @@ impl Wire {
             Wire::ChatCompletions | Wire::Responses => {
                 &["model", "tools", "stream", "stream_options"]
             }
-            Wire::AnthropicMessages => &["model", "tools", "stream"],
+            Wire::AnthropicMessages | Wire::OllamaChat | Wire::OllamaGenerate => {
+                &["model", "tools", "stream"]
+            }
             // The model and the mode are in the path.
             Wire::Gemini => &["tools"],
             Wire::BedrockConverse => &["toolConfig"],
@@ -230,6 +261,7 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::parse_message(body),
             Wire::Gemini => gemini::parse_response(body),
             Wire::BedrockConverse => bedrock_converse::parse_response(body),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::parse_response(body),
         }
     }
 
@@ -257,6 +289,7 @@ impl Wire {
             ),
             Wire::Gemini => gemini::error_body(status, message),
             Wire::BedrockConverse => bedrock_converse::error_body(message),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::error_body(message),
         }
     }
 
@@ -281,6 +314,8 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::message(identity, answer),
             Wire::Gemini => gemini::response(identity, answer),
             Wire::BedrockConverse => bedrock_converse::response(identity, answer),
+            Wire::OllamaChat => ollama::response(identity, answer),
+            Wire::OllamaGenerate => ollama::generate_line(&ollama::response(identity, answer)),
         }
     }
 
@@ -330,6 +365,15 @@ impl Wire {
                 events: bedrock_converse::stream_events(identity, answer, events),
                 exception: None,
             },
+            Wire::OllamaChat => {
+                RenderedStream::Lines(ollama::stream_lines(identity, answer, events))
+            }
+            Wire::OllamaGenerate => RenderedStream::Lines(
+                ollama::stream_lines(identity, answer, events)
+                    .iter()
+                    .map(ollama::generate_line)
+                    .collect(),
+            ),
         }
     }
 
@@ -381,6 +425,10 @@ impl Wire {
                     message: message.to_owned(),
                 }),
             },
+            // Ollama ends a failed stream with one `{"error"}` line.
+            Wire::OllamaChat | Wire::OllamaGenerate => {
+                RenderedStream::Lines(vec![ollama::error_body(message)])
+            }
         }
     }
 }
@@ -395,6 +443,8 @@ pub enum RenderedStream {
     /// Gemini's chunks, each a whole response: SSE `data:` frames (`?alt=sse`) or the elements
     /// of one streamed JSON array, as the client asked.
     Chunks(Vec<Value>),
+    /// Ollama's NDJSON lines, each a whole JSON object followed by `\n`.
+    Lines(Vec<Value>),
     /// Converse's event-stream messages (`:event-type` and JSON payload), framed and
     /// checksummed by the transport (`aws-smithy-eventstream`), and the exception message that
     /// ends a failed stream.
@@ -424,6 +474,7 @@ enum Codec {
     AnthropicMessages(anthropic_messages::StreamAssembler),
     Gemini(gemini::StreamAssembler),
     BedrockConverse(bedrock_converse::StreamAssembler),
+    Ollama(Wire, ollama::StreamAssembler),
 }
 
 /// Reads one streamed answer at one wire: each SSE event (its name and `data`; at Converse each
@@ -451,6 +502,9 @@ impl StreamReader {
             Wire::BedrockConverse => {
                 Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
             }
+            Wire::OllamaChat | Wire::OllamaGenerate => {
+                Codec::Ollama(wire, ollama::StreamAssembler::new())
+            }
         };
         StreamReader { codec }
     }
@@ -463,6 +517,7 @@ impl StreamReader {
             Codec::AnthropicMessages(_) => Wire::AnthropicMessages,
             Codec::Gemini(_) => Wire::Gemini,
             Codec::BedrockConverse(_) => Wire::BedrockConverse,
+            Codec::Ollama(wire, _) => wire,
         }
     }
 
@@ -483,6 +538,7 @@ impl StreamReader {
             Codec::AnthropicMessages(codec) => codec.push_data(data),
             Codec::Gemini(codec) => codec.push_data(data),
             Codec::BedrockConverse(codec) => codec.push_data(name, data),
+            Codec::Ollama(_, codec) => codec.push_data(data),
         }
     }
 
@@ -508,6 +564,7 @@ impl StreamReader {
             Codec::ChatCompletions(codec) => codec.done(),
             Codec::Responses(codec) => codec.ended(),
             Codec::AnthropicMessages(codec) => codec.ended(),
+            Codec::Ollama(_, codec) => codec.finished(),
             Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
         }
     }
@@ -521,6 +578,7 @@ impl StreamReader {
             Codec::AnthropicMessages(codec) => Ok((Vec::new(), codec.finish()?)),
             Codec::Gemini(codec) => codec.finish(),
             Codec::BedrockConverse(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::Ollama(_, codec) => codec.finish(),
         }
     }
 }
@@ -579,7 +637,7 @@ mod tests {
     fn each_wire_s_reader_ends_at_its_last_event() {
         let chunk =
             json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]});
-        let cases: [(Wire, Vec<(&str, String)>); 5] = [
+        let cases: [(Wire, Vec<(&str, String)>); 6] = [
             (
                 Wire::ChatCompletions,
                 vec![("message", chunk.to_string()), ("message", "[DONE]".into())],
@@ -608,6 +666,13 @@ mod tests {
                     "messageStop",
                     json!({"stopReason": "end_turn"}).to_string(),
                 )],
+            ),
+            (
+                Wire::OllamaChat,
+                vec![
+                    ("message", json!({"message": {"content": "Hi"}, "done": false}).to_string()),
+                    ("message", json!({"message": {"content": ""}, "done": true}).to_string()),
+                ],
             ),
         ];
         for (wire, events) in cases {
@@ -673,7 +738,7 @@ mod tests {
                         (name.to_owned(), data.to_owned())
                     })
                     .collect(),
-                RenderedStream::Chunks(chunks) => chunks
+                RenderedStream::Chunks(chunks) | RenderedStream::Lines(chunks) => chunks
                     .iter()
                     .map(|chunk| ("message".to_owned(), chunk.to_string()))
                     .collect(),
@@ -686,15 +751,18 @@ mod tests {
                 reader.push(name, data).unwrap();
             }
             let (_, streamed) = reader.finish().unwrap();
+            // Ollama's generate has no tools: its answer carries the text alone.
+            let (calls, finish) = match wire {
+                Wire::OllamaGenerate => (0, "stop"),
+                _ => (1, "tool_calls"),
+            };
             for assembled in [whole, streamed] {
                 assert_eq!(assembled.text, "Hi", "{wire:?}");
-                assert_eq!(assembled.calls.len(), 1, "{wire:?}");
-                assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
-                assert_eq!(
-                    assembled.finish_reason.as_deref(),
-                    Some("tool_calls"),
-                    "{wire:?}"
-                );
+                assert_eq!(assembled.calls.len(), calls, "{wire:?}");
+                if calls > 0 {
+                    assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
+                }
+                assert_eq!(assembled.finish_reason.as_deref(), Some(finish), "{wire:?}");
             }
         }
     }
@@ -722,7 +790,7 @@ mod tests {
                         let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
                         reader.push(name, data).err()
                     }),
-                RenderedStream::Chunks(chunks) => chunks
+                RenderedStream::Chunks(chunks) | RenderedStream::Lines(chunks) => chunks
                     .iter()
                     .find_map(|chunk| reader.push("message", &chunk.to_string()).err()),
                 RenderedStream::Events { events, exception } => {

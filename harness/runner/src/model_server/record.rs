@@ -711,6 +711,7 @@ async fn proxy(
             sent: false,
         },
         Wire::BedrockConverse => Relay::EventStream,
+        Wire::OllamaChat | Wire::OllamaGenerate => Relay::Lines,
     };
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
@@ -719,6 +720,7 @@ async fn proxy(
     };
     let source: Source = match request.wire {
         Wire::BedrockConverse => Box::pin(event_stream_source(upstream)),
+        Wire::OllamaChat | Wire::OllamaGenerate => Box::pin(ndjson_source(upstream)),
         _ => Box::pin(sse_source(upstream)),
     };
     let pumped = tokio::spawn(pump(
@@ -754,6 +756,7 @@ fn stream_response(framing: Framing, body: Body) -> Response {
         Framing::Sse => return sse_response(body),
         Framing::JsonArray => "application/json; charset=UTF-8",
         Framing::AwsEventStream => model_wire::EVENT_STREAM_CONTENT_TYPE,
+        Framing::Ndjson => model_wire::NDJSON_CONTENT_TYPE,
     };
     Response::builder()
         .header(axum::http::header::CONTENT_TYPE, content_type)
@@ -768,6 +771,8 @@ enum Piece {
     Sse(eventsource_stream::Event),
     /// An event-stream message (Converse).
     Frame(Frame),
+    /// One line of an NDJSON stream (Ollama), without its line end.
+    Line(String),
 }
 
 /// The upstream's stream: its pieces, or the `error` event that ends it (a transport failure, a
@@ -797,6 +802,35 @@ fn sse_source(
             "RemoteProtocolError",
             format!("malformed event stream: {err}"),
         )),
+    })
+}
+
+/// An NDJSON upstream (Ollama's stream), cut at line ends with the SSE line cap, one piece per
+/// line; blank lines are nothing.
+fn ndjson_source(
+    upstream: reqwest::Response,
+) -> impl futures::Stream<Item = Result<Piece, RecordedEvent>> {
+    transport::whole_lines(
+        upstream
+            .bytes_stream()
+            .map(|item| item.map_err(UpstreamRead::from)),
+        MAX_SSE_LINE_BYTES,
+    )
+    // Each item holds whole lines (one or more).
+    .flat_map(|item| {
+        let pieces: Vec<Result<Piece, RecordedEvent>> = match item {
+            Ok(lines) => String::from_utf8_lossy(&lines)
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(|line| Ok(Piece::Line(line.to_owned())))
+                .collect(),
+            Err(UpstreamRead::Transport(err)) => vec![Err(transport_error_event(&err, true))],
+            Err(UpstreamRead::LineTooLong(err)) => {
+                vec![Err(failure_event("RemoteProtocolError", err.to_string()))]
+            }
+        };
+        futures::stream::iter(pieces)
     })
 }
 
@@ -875,6 +909,8 @@ enum Relay {
     GeminiChunks { framing: Framing, sent: bool },
     /// Converse: each upstream message as it came (its payload redacted), framed again.
     EventStream,
+    /// Ollama: each upstream NDJSON line as it came (redacted).
+    Lines,
 }
 
 /// Where a pumped stream's chunks go: the gateway's stream, or nowhere when it asked for one
@@ -936,9 +972,14 @@ impl PumpTarget {
                         *sent = true;
                         format!("{separator}{data}")
                     }
-                    Framing::Sse | Framing::AwsEventStream => format!("data: {data}\r\n\r\n"),
+                    Framing::Sse | Framing::AwsEventStream | Framing::Ndjson => {
+                        format!("data: {data}\r\n\r\n")
+                    }
                 }
                 .into_bytes();
+            }
+            (Relay::Lines, Some(Piece::Line(line)), _) => {
+                body = format!("{}\n", redacted(&self.secrets, line)).into_bytes();
             }
             (Relay::EventStream, Some(Piece::Frame(frame)), _) => {
                 body = match frame {
@@ -1051,6 +1092,7 @@ async fn pump(
                         exception_type,
                         payload,
                     }) => recorder.on_exception(exception_type, payload),
+                    Piece::Line(line) => recorder.on_event("message", line),
                 };
                 (Some(piece), events)
             }

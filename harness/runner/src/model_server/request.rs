@@ -1,15 +1,17 @@
-//! One request at one of the model server's five wires ([`Wire`]) as the model server reads
+//! One request at one of the model server's wires ([`Wire`]) as the model server reads
 //! it: the body, whether it streams and how ([`Framing`]; the Gemini and Converse wires name the
-//! model and the mode in the path, [`Target`]), the conversation converted for the replay key
-//! (`replay_core::messages_from_chat_completions`, `messages_from_anthropic`,
-//! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse`), and the view a
+//! model and the mode in the path, [`Target`]; Ollama streams unless `stream` is false), the
+//! conversation converted for the replay key (`replay_core::messages_from_chat_completions`,
+//! `messages_from_anthropic`, `messages_from_responses`, `messages_from_gemini`,
+//! `messages_from_converse`, `messages_from_ollama`, `messages_from_ollama_prompt`), and the view a
 //! recording stores and strict replay compares, in the wire's own terms
 //! (`docs/recording-format.md` §17).
 
 use replay_core::recording::RecordedRequest;
 use replay_core::{
     messages_from_anthropic, messages_from_chat_completions, messages_from_converse,
-    messages_from_gemini, messages_from_responses, replay_key,
+    messages_from_gemini, messages_from_ollama, messages_from_ollama_prompt,
+    messages_from_responses, replay_key,
 };
 use serde_json::{Map, Value, json};
 
@@ -49,6 +51,8 @@ pub(crate) enum Framing {
     JsonArray,
     /// AWS's binary event stream (Converse's `converse-stream`).
     AwsEventStream,
+    /// Newline-delimited JSON (Ollama's `/api/chat` and `/api/generate`).
+    Ndjson,
 }
 
 /// What the path of a Gemini or Converse call says: the model, and whether and how the answer
@@ -93,6 +97,13 @@ fn conversation(wire: Wire, body: &Map<String, Value>) -> Result<Vec<Value>, Bad
         (Wire::BedrockConverse, Some(Value::Array(messages))) => {
             Ok(messages_from_converse(messages))
         }
+        (Wire::OllamaChat, Some(Value::Array(messages))) => Ok(messages_from_ollama(messages)),
+        (Wire::OllamaGenerate, Some(Value::String(prompt))) => {
+            Ok(messages_from_ollama_prompt(prompt))
+        }
+        (Wire::OllamaGenerate, _) => Err(BadBody::NoConversation {
+            what: "\"prompt\" string",
+        }),
         (Wire::Responses, _) => Err(BadBody::NoConversation {
             what: "\"input\" (a string or a list of items)",
         }),
@@ -130,6 +141,8 @@ impl WireRequest {
             return Err(BadBody::NotAnObject);
         };
         let messages = conversation(wire, &body)?;
+        // Ollama streams unless told not to; the other wires answer whole unless told to stream.
+        let ollama = matches!(wire, Wire::OllamaChat | Wire::OllamaGenerate);
         Ok(WireRequest {
             wire,
             model: body
@@ -137,8 +150,15 @@ impl WireRequest {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-            framing: Framing::Sse,
+            stream: body
+                .get("stream")
+                .and_then(Value::as_bool)
+                .unwrap_or(ollama),
+            framing: if ollama {
+                Framing::Ndjson
+            } else {
+                Framing::Sse
+            },
             messages,
             body,
         })
@@ -301,6 +321,47 @@ mod tests {
                 "{wire:?}"
             );
         }
+    }
+
+    /// Ollama streams when `stream` is absent (the server's default), in NDJSON.
+    #[test]
+    fn an_ollama_request_streams_unless_told_not_to() {
+        let cases = [
+            (
+                Wire::OllamaChat,
+                json!({"model": "m", "messages": []}),
+                true,
+            ),
+            (
+                Wire::OllamaChat,
+                json!({"model": "m", "messages": [], "stream": false}),
+                false,
+            ),
+            (
+                Wire::OllamaGenerate,
+                json!({"model": "m", "prompt": "hi"}),
+                true,
+            ),
+            (
+                Wire::ChatCompletions,
+                json!({"model": "m", "messages": []}),
+                false,
+            ),
+        ];
+        for (wire, body, stream) in cases {
+            let request = WireRequest::parse(wire, body.to_string().as_bytes()).expect("parses");
+            assert_eq!(request.stream, stream, "{wire:?} {body}");
+        }
+        let generate =
+            WireRequest::parse(Wire::OllamaGenerate, br#"{"model": "m", "prompt": "hi"}"#)
+                .expect("parses");
+        assert_eq!(generate.framing, Framing::Ndjson);
+        assert_eq!(generate.recorded("").context["prompt"], "hi");
+        let error = WireRequest::parse(Wire::OllamaGenerate, br#"{"model": "m"}"#).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the request body has no \"prompt\" string"
+        );
     }
 
     #[test]

@@ -1,17 +1,19 @@
 //! One model call answered at any wire ([`serve`]: parse, ask the backend, answer in the wire's
 //! shape), and the wires' routes. Chat Completions is answered by `answer.rs`'s renderer
-//! ([`respond_at`]); the four others, Anthropic's Messages API
+//! ([`respond_at`]); the others, Anthropic's Messages API
 //! (`POST /v1/messages`), OpenAI's Responses API (`POST /v1/responses`), Google's Gemini API
 //! (`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, SSE with
-//! `?alt=sse`, else one JSON array; also at `/v1/`) and AWS Bedrock's Converse API (`POST
+//! `?alt=sse`, else one JSON array; also at `/v1/`), AWS Bedrock's Converse API (`POST
 //! /model/{modelId}/converse` and `/converse-stream`, AWS's binary event stream,
-//! `transport::eventstream`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
+//! `transport::eventstream`) and Ollama's native API (`POST /api/chat` and `/api/generate`,
+//! NDJSON unless `"stream": false`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
 //! their routes, answers and error shapes. No key or signature is checked (any is accepted)
 //! and none is ever written. [`respond`] and [`failure`] are never called for Chat Completions;
 //! were they, they answer in the Responses shape, the nearest, rather than fail.
 //!
 //! A request's conversation is rebuilt with `replay_core::messages_from_anthropic`,
-//! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse` and looked up
+//! `messages_from_responses`, `messages_from_gemini`, `messages_from_converse`,
+//! `messages_from_ollama` (`messages_from_ollama_prompt` at `/api/generate`) and looked up
 //! with the name-free key
 //! (`ReplayEngine::lookup_at_wire_without_names`, `docs/replay-and-fixtures.md` §11.1), since
 //! none of these wires carries message names: one fixture serves all five wires. The recorded
@@ -144,6 +146,33 @@ pub(crate) async fn converse_stream(
     .await
 }
 
+/// `POST /api/chat`, Ollama's native chat.
+pub(crate) async fn ollama_chat(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(Wire::OllamaChat, &shared, &headers, &body, None).await
+}
+
+/// `POST /api/generate`, Ollama's native completion.
+pub(crate) async fn ollama_generate(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(Wire::OllamaGenerate, &shared, &headers, &body, None).await
+}
+
+/// An NDJSON body (Ollama's stream): each line one JSON object and `\n`.
+pub(super) fn ndjson_response(body: impl Into<axum::body::Body>) -> Response {
+    (
+        [(header::CONTENT_TYPE, model_wire::NDJSON_CONTENT_TYPE)],
+        body.into(),
+    )
+        .into_response()
+}
+
 /// A Gemini stream of `chunks`: SSE `data:` frames (no end marker), or one JSON array.
 fn gemini_stream(framing: Framing, chunks: &[Value]) -> Response {
     match framing {
@@ -155,7 +184,7 @@ fn gemini_stream(framing: Framing, chunks: &[Value]) -> Response {
             )
                 .into_response()
         }
-        Framing::Sse | Framing::AwsEventStream => sse_response(
+        Framing::Sse | Framing::AwsEventStream | Framing::Ndjson => sse_response(
             chunks
                 .iter()
                 .map(|chunk| format!("data: {chunk}\r\n\r\n"))
@@ -228,6 +257,12 @@ fn streamed(framing: Framing, stream: RenderedStream) -> Response {
     match stream {
         RenderedStream::Sse(body) => sse_response(body),
         RenderedStream::Chunks(chunks) => gemini_stream(framing, &chunks),
+        RenderedStream::Lines(lines) => ndjson_response(
+            lines
+                .iter()
+                .map(|line| format!("{line}\n"))
+                .collect::<String>(),
+        ),
         RenderedStream::Events { events, exception } => {
             let mut frames: Vec<Bytes> = events
                 .iter()
