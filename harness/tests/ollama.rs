@@ -488,3 +488,150 @@ fn a_tool_loop_recorded_through_the_proxy_at_ollama_replays_from_its_fixture_and
         strict.stop().await.expect("stop");
     });
 }
+
+/// The Python with the official clients and LangChain installed (`WIRE_SDK_PYTHON`, which
+/// `.ci/run` sets to its venv's); `None`, with a notice, when it is not set, except under `CI`,
+/// where it is a failure.
+fn sdk_python() -> Option<String> {
+    match std::env::var("WIRE_SDK_PYTHON") {
+        Ok(python) => Some(python),
+        Err(_)
+            if std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0") =>
+        {
+            panic!(
+                "CI must set WIRE_SDK_PYTHON to a Python with ollama and langchain-ollama installed (see .ci/run)"
+            )
+        }
+        Err(_) => {
+            eprintln!(
+                "skipped: set WIRE_SDK_PYTHON to run the official ollama client and ChatOllama (.ci/run does)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs `sdk/check_ollama.py` with `args`; its one JSON line.
+async fn check_ollama(python: String, args: Vec<String>, reset_token: &str) -> Value {
+    let script = format!(
+        "{}/harness/tests/sdk/check_ollama.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let reset_token = reset_token.to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(script)
+            .args(args)
+            .env("KEYLESS_RESET_TOKEN", reset_token)
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("the check's Python starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "check_ollama.py failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// Issue 41, items 3 and 5: the official `ollama` client (`chat`, `stream=False` and `True`,
+/// after `list()` and `show()`) and LangChain's `ChatOllama` (`invoke` and `stream`, with
+/// `validate_model_on_init`) drive a tool loop to the lead-agent turns of
+/// `write_read_file.flash`, in order, with no problem: from the fixture, through the recording
+/// proxy in front of it, and from that recording strictly.
+#[test]
+fn the_ollama_client_and_chat_ollama_drive_a_tool_loop_to_the_recorded_answers() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let lead: Vec<&replay_core::Turn> = fixture
+        .turns
+        .iter()
+        .filter(|turn| turn.caller.as_deref() == Some("lead_agent"))
+        .collect();
+    let first: Vec<Value> =
+        serde_json::from_str(lead[0].canonical.as_deref().expect("canonical")).expect("entries");
+    let prompt = first[0]["content"].as_str().expect("the prompt").to_owned();
+    let wanted: Vec<Value> = lead
+        .iter()
+        .map(|turn| {
+            let Recorded::Output(output) = &turn.answer else {
+                panic!("a lead-agent turn that failed")
+            };
+            let answer = Answer::from_ai_message(output);
+            let mut got = seen(
+                &answer.text,
+                answer.reasoning.as_deref().unwrap_or_default(),
+                &pairs(&answer.calls),
+            );
+            got["thinking"] = got["reasoning"].take();
+            got.as_object_mut().map(|fields| fields.remove("reasoning"));
+            got
+        })
+        .collect();
+    assert!(
+        wanted.len() >= 3,
+        "a loop with two tool calls and an answer"
+    );
+    // The client's two runs, then ChatOllama's two.
+    let all_runs = Value::Array(vec![Value::Array(wanted.clone()); 4]);
+    bounded(async {
+        let server =
+            ModelServer::start(Mode::Fixtures(vec![fixture_path]), ServerOptions::default())
+                .await
+                .expect("model server");
+        let token = server.reset_token().to_owned();
+        let run = |url: String, reset: String| {
+            check_ollama(python.clone(), vec![url, prompt.clone(), reset], &token)
+        };
+        assert_eq!(
+            run(server.url(), server.url()).await,
+            all_runs,
+            "from the fixture"
+        );
+
+        let folder = tempfile::tempdir().expect("tempdir");
+        let recording = folder.path().join("ollama.jsonl");
+        let proxy = ModelServer::start(
+            Mode::Record(Box::new(keyless_runner::RecordConfig {
+                upstream: server.url(),
+                api_key: "ollama-local".into(),
+                recording: recording.clone(),
+                scenario: fixture.scenario.clone(),
+                allow_insecure_upstream: false,
+                limits: Default::default(),
+                aws: None,
+            })),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("proxy");
+        assert_eq!(
+            run(proxy.url(), server.url()).await,
+            all_runs,
+            "through the proxy"
+        );
+        let built = proxy.stop().await.expect("stops").expect("a fixture");
+        assert_eq!(built.fixture.turns.len(), 4 * wanted.len());
+        let strict = ModelServer::start(Mode::Recording(recording), ServerOptions::default())
+            .await
+            .expect("strict replay");
+        assert_eq!(
+            run(strict.url(), "none".into()).await,
+            all_runs,
+            "replayed strictly"
+        );
+        for (server, how) in [(&server, "the fixture"), (&strict, "strict replay")] {
+            let problems = server.problems();
+            assert!(problems.is_empty(), "{how}: {problems:?}");
+        }
+        strict.stop().await.expect("stop");
+        server.stop().await.expect("stop");
+    });
+}

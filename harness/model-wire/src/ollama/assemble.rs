@@ -31,7 +31,7 @@ pub struct StreamAssembler {
     usage: Option<Value>,
 }
 
-fn text<'a>(value: Option<&'a Value>) -> &'a str {
+fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).unwrap_or_default()
 }
 

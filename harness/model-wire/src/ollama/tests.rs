@@ -1,3 +1,6 @@
+//! The Ollama codec's tests: a stream read into the shared events, a generate line, a stream cut
+//! off or failed, and the renderer's lines read back.
+
 use serde_json::{Value, json};
 
 use super::*;

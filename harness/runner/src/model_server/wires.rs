@@ -6,7 +6,7 @@
 //! `?alt=sse`, else one JSON array; also at `/v1/`), AWS Bedrock's Converse API (`POST
 //! /model/{modelId}/converse` and `/converse-stream`, AWS's binary event stream,
 //! `transport::eventstream`) and Ollama's native API (`POST /api/chat` and `/api/generate`,
-//! NDJSON unless `"stream": false`), in every mode (`docs/testing-your-own-gateway.md`, "The five wires"):
+//! NDJSON unless `"stream": false`), in every mode (`docs/testing-your-own-gateway.md`, "The wires"):
 //! their routes, answers and error shapes. No key or signature is checked (any is accepted)
 //! and none is ever written. [`respond`] and [`failure`] are never called for Chat Completions;
 //! were they, they answer in the Responses shape, the nearest, rather than fail.
