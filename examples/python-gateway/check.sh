@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The example as a user runs it, from a folder outside the workspace (a copy of this one, no
 # Cargo.toml in sight): the committed golden passes, and a gateway whose conversation drifts
-# (message names off) fails with the miss diagnostic in the output and in --json.
+# (message names off) fails with the miss diagnostic in the output and in --json; `keyless drift`
+# against the scripted upstream the fixture was recorded with reports it identical.
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/ci-venv/bin/python examples/python-gateway/check.sh
 set -euo pipefail
@@ -32,6 +33,32 @@ set -e
 grep -q 'first differing field: \[0\].name' drift.out || fail "no miss diagnostic in the output"
 grep -q 'first differing field: \[0\]\.name' drift.json || fail "no miss diagnostic in --json"
 [ ! -e golden/word_count.flash.snap.new ] || fail "a run that missed left a pending golden"
+echo "python example: keyless drift against the scripted upstream must find nothing changed"
+port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$PYTHON" scripted_upstream.py --port "$port" 2> upstream.log &
+upstream=$!
+trap 'kill "$upstream" 2>/dev/null; rm -rf "$work"' EXIT
+"$PYTHON" - "$port" <<'PY' || fail "the scripted upstream did not start: $(cat upstream.log)"
+import socket, sys, time
+for _ in range(100):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+OPENAI_API_KEY=sk-scripted-upstream-needs-none "$keyless" drift --json --report drift.md \
+  --upstream "http://127.0.0.1:$port/v1" > drift-run.json 2> drift-run.err ||
+  fail "keyless drift exited $? against the scripted upstream: $(cat drift-run.json drift-run.err)"
+"$PYTHON" - drift-run.json <<'PY' || fail "keyless drift: not identical: $(cat drift-run.json)"
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+assert [(l["fixture"], l["verdict"], l["changes"]) for l in lines] == [
+    ("word_count.flash", "identical", [])], lines
+PY
+grep -q '| `word_count.flash` | identical |' drift.md || fail "no drift report: $(cat drift.md)"
+kill "$upstream"
 echo "python example: 8 copies of the fixture, two at once, with a JUnit report"
 mkdir -p many/fixtures many/golden
 for i in 1 2 3 4 5 6 7 8; do
@@ -50,4 +77,4 @@ cases = ET.parse(sys.argv[2]).getroot().iter("testcase")
 assert [case.get("name") for case in cases] == [n[:-len(".json")] for n in names]
 assert not list(ET.parse(sys.argv[2]).getroot().iter("failure"))
 PY
-echo "python example: ok (passes as recorded; the drift fails with its diagnostic; 8 at two a time pass)"
+echo "python example: ok (passes as recorded; the drift fails with its diagnostic; keyless drift finds nothing changed; 8 at two a time pass)"

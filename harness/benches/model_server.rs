@@ -72,6 +72,7 @@ fn bench_fixture(folder: &Path, copies: usize) -> std::path::PathBuf {
         scenario: Scenario::new("bench", UiMode::Flash, "p"),
         turns: vec![turn; copies],
         provenance: None,
+        exchanges: Vec::new(),
     };
     let path = folder.join("bench.flash.json");
     std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");

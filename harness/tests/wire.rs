@@ -305,6 +305,7 @@ fn a_record_round_trip_through_the_proxy_replays_in_process_and_over_the_wire() 
             scenario: scenario.clone(),
             turns: Vec::new(),
             provenance: None,
+            exchanges: Vec::new(),
         };
         let gateway = gateway_for(&proxy, &fixture_like).await;
         let transcripts = drive_prompts(gateway.url(), &fixture_like)
@@ -990,6 +991,7 @@ async fn through_the_proxy(
         scenario,
         turns: Vec::new(),
         provenance: None,
+        exchanges: Vec::new(),
     };
     let gateway = gateway_for(&proxy, &fixture_like).await;
     let live = drive_prompts(gateway.url(), &fixture_like)

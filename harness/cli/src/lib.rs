@@ -12,6 +12,8 @@
 //! - [`goldens`]: `keyless accept` and `keyless review`, pending goldens in insta's format.
 //! - [`record`]: `keyless record`, a real model run through the gateway recorded into a fixture;
 //!   [`recorded`]: what a recording session keeps, and when it refuses to write its fixture.
+//! - [`drift`]: `keyless drift`, each fixture recorded again and compared with the committed one
+//!   (identical, benign or breaking).
 //! - [`serve`]: `keyless serve`, the model server and the gateway held up for a browser suite.
 //! - [`model_server`]: `keyless model-server`, the model server on its own (also behind
 //!   `cargo xtask model-server`).
@@ -19,6 +21,7 @@
 
 pub mod age;
 pub mod config;
+pub mod drift;
 pub mod gateway;
 pub mod goldens;
 pub mod init;
@@ -57,6 +60,7 @@ use crate::config::{ConfigError, Loaded};
   keyless review                # look at each new or changed golden, accept or reject it
   keyless accept                # accept every pending golden
   keyless serve --port 3000     # the replayed gateway, held up for your browser suite
+  keyless drift --report drift.md   # record every fixture again: has the provider moved?
   pytest                        # the `keyless` pytest fixture (pip install keyless pytest)
 
 Exit status: 0 success; 1 a fixture failed (or a command's work failed); 2 a usage or
@@ -80,6 +84,9 @@ enum Command {
     Review(goldens::ReviewArgs),
     /// Record a real model run through the gateway into a fixture.
     Record(record::Args),
+    /// Record every fixture again against the real upstream and say what changed: identical,
+    /// benign (only text) or breaking.
+    Drift(drift::Args),
     /// Hold the replayed gateway up for a browser suite until SIGTERM or SIGINT; exit 0 only if
     /// every model call was answered as recorded.
     Serve(serve::Args),
@@ -248,6 +255,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Accept(args) => goldens::accept(args),
         Command::Review(args) => goldens::review(args),
         Command::Record(args) => record::run(args),
+        Command::Drift(args) => drift::run(args),
         Command::Serve(args) => serve::run(args),
         Command::ModelServer(args) => model_server::run(args),
         Command::Launch(args) => match args.command.split_first() {

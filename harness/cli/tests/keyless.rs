@@ -12,6 +12,8 @@ use serde_json::Value;
 
 #[path = "keyless/age.rs"]
 mod age;
+#[path = "keyless/drift.rs"]
+mod drift;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]

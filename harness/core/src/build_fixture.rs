@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::exchange::Exchange;
 use crate::fixture::{Answer, Fixture, RecordedError, SharedKey, Turn};
 use crate::pyjson::python_repr;
 use crate::recording::{Outcome, RecordedCall, RecordedEvent, Recording};
@@ -181,15 +182,23 @@ pub fn build_fixture(
     recording: &Recording,
     scenario: &Scenario,
 ) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
-    build_fixture_from_calls(&recording.path, &recording.calls, scenario)
+    build_fixture_from_calls(
+        &recording.path,
+        &recording.calls,
+        &recording.exchanges,
+        scenario,
+    )
 }
 
 /// [`build_fixture`] from the calls of the recording at `path` as a writer holds them in memory
 /// ([`RecordingSink::remembered`](crate::recording::RecordingSink::remembered)), without
-/// reading the file back; `path` names the recording in errors.
+/// reading the file back; `path` names the recording in errors. The recorded `exchanges` (the
+/// other boundaries': [`RecordingSink::remembered_exchanges`](crate::recording::RecordingSink::remembered_exchanges))
+/// become the fixture's `exchanges` as they are.
 pub fn build_fixture_from_calls(
     path: &Path,
     calls: &[RecordedCall],
+    exchanges: &[Exchange],
     scenario: &Scenario,
 ) -> Result<(Fixture, Vec<TurnSummary>), BuildError> {
     let mut turns = Vec::new();
@@ -273,6 +282,7 @@ pub fn build_fixture_from_calls(
         scenario: scenario.clone(),
         turns,
         provenance: None,
+        exchanges: exchanges.to_vec(),
     };
     Ok((fixture, summary))
 }
@@ -322,6 +332,7 @@ mod tests {
         let human = |text: &str| json!({"type": "human", "content": text});
         let ai = |text: &str| json!({"type": "ai", "content": text});
         let recording = Recording {
+            exchanges: Vec::new(),
             path: "r.jsonl".into(),
             format_version: 1,
             header: Value::Null,
@@ -377,6 +388,7 @@ mod tests {
         ];
         for (name, calls, expected) in cases {
             let recording = Recording {
+                exchanges: Vec::new(),
                 path: PathBuf::from("r.jsonl"),
                 format_version: 2,
                 header: Value::Null,

@@ -2,14 +2,18 @@
 //! `keyless drift`): what the model side of the two runs says, call by call, classified
 //! identical, benign (only text or argument values changed) or breaking (the call sequence, a
 //! caller, a tool call's name or its argument keys, or a failure changed). Ids, usage and
-//! response metadata differ on every run and are not compared. The stream's event types and the
-//! golden's shapes are compared by the caller, which holds the recordings and the goldens.
+//! response metadata differ on every run and are not compared. The provider's stream is compared
+//! by the terms its provenance keeps ([`StreamVocabulary`]): a term the committed recording never
+//! had is breaking (the gateway's replays never met it), one it no longer uses is benign. The
+//! golden's shapes are compared by the caller, which replays the fresh fixture through the
+//! gateway ([`DriftChange::golden`]).
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
 use super::fixture::{Answer, Fixture, Turn};
+use super::vocabulary::StreamVocabulary;
 
 /// How a fresh recording compares with the committed fixture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -33,13 +37,14 @@ impl DriftClass {
     }
 }
 
-/// One difference, at one call (0-based, in recording order).
+/// One difference, at one call (0-based, in recording order), or of the whole run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DriftChange {
-    /// The call's index.
-    pub call: usize,
+    /// The call's index; `None` for the whole run (the golden, a re-recording that failed).
+    pub call: Option<usize>,
     /// What differs: `caller`, `call`, `answer`, `error.type`, `content`, `tool_calls`,
-    /// `tool_calls[0].args` (its keys), `tool_calls[0].args.path` (a value).
+    /// `tool_calls[0].args` (its keys), `tool_calls[0].args.path` (a value), `stream` (a term of
+    /// the provider's stream), `golden` (the gateway's shapes), `record` (no fresh recording).
     pub field: String,
     /// What the committed fixture says.
     pub recorded: Value,
@@ -50,7 +55,32 @@ pub struct DriftChange {
 }
 
 impl DriftChange {
-    /// `{"call", "field", "recorded", "now"}`.
+    /// The gateway's shapes changed: replayed from the fresh fixture they no longer match the
+    /// committed golden (`what`: the golden's status, `diff`: how, on the lines below). Breaking.
+    pub fn golden(what: &str, diff: &str) -> DriftChange {
+        DriftChange {
+            call: None,
+            field: "golden".to_owned(),
+            recorded: json!("the committed golden"),
+            // The diff on the lines below what happened, as a table or a report shows it.
+            now: json!(format!("{what}\n{diff}").trim_end()),
+            breaking: true,
+        }
+    }
+
+    /// The scenario could not be recorded again (`why`), so nothing was compared: breaking, as
+    /// drift cannot say the fixture still holds.
+    pub fn not_recorded(why: &str) -> DriftChange {
+        DriftChange {
+            call: None,
+            field: "record".to_owned(),
+            recorded: Value::Null,
+            now: json!(why),
+            breaking: true,
+        }
+    }
+
+    /// `{"call", "field", "recorded", "now"}` (`call` null for the whole run).
     pub fn to_value(&self) -> Value {
         json!({"call": self.call, "field": self.field, "recorded": self.recorded, "now": self.now})
     }
@@ -63,6 +93,9 @@ pub struct Drift {
     pub verdict: DriftClass,
     /// Every difference found, by call.
     pub changes: Vec<DriftChange>,
+    /// What could not be compared, and why (a committed fixture recorded before keyless kept
+    /// its stream's terms): printed as a warning, never silently skipped.
+    pub notes: Vec<String>,
 }
 
 impl Drift {
@@ -78,6 +111,7 @@ impl Drift {
             "fixture": stem,
             "verdict": self.verdict.as_str(),
             "changes": self.changes.iter().map(DriftChange::to_value).collect::<Vec<_>>(),
+            "notes": self.notes,
         })
     }
 }
@@ -98,7 +132,7 @@ pub fn compare_fixtures(recorded: &Fixture, now: &Fixture) -> Drift {
         match (recorded.turns.get(call), now.turns.get(call)) {
             (Some(was), Some(is)) => compare_turns(call, was, is, &mut changes),
             (was, is) => changes.push(DriftChange {
-                call,
+                call: Some(call),
                 field: "call".to_owned(),
                 recorded: json!(was.map(caller_of)),
                 now: json!(is.map(caller_of)),
@@ -106,8 +140,51 @@ pub fn compare_fixtures(recorded: &Fixture, now: &Fixture) -> Drift {
             }),
         }
     }
+    let mut notes = Vec::new();
+    let stream = |fixture: &Fixture| (fixture.provenance.as_ref()).and_then(|p| p.stream.clone());
+    match (stream(recorded), stream(now)) {
+        (Some(was), Some(is)) => compare_streams(&was, &is, &mut changes),
+        (None, _) => notes.push(
+            "the committed fixture keeps no terms of its provider's stream (recorded before \
+             keyless kept them): new stream events or fields cannot be told until it is \
+             recorded again (`keyless record --force`, or `keyless drift --update` of a benign \
+             drift)"
+                .to_owned(),
+        ),
+        (Some(_), None) => notes.push(
+            "the fresh recording kept no terms of its provider's stream: they were not compared"
+                .to_owned(),
+        ),
+    }
     let verdict = verdict_of(&changes);
-    Drift { verdict, changes }
+    Drift {
+        verdict,
+        changes,
+        notes,
+    }
+}
+
+/// A term of the provider's stream the committed recording never had is breaking (at the call
+/// that first used it); one no longer used is benign (at the call that used it).
+fn compare_streams(was: &StreamVocabulary, is: &StreamVocabulary, changes: &mut Vec<DriftChange>) {
+    for (term, call) in is.terms().filter(|(term, _)| !was.contains(term)) {
+        changes.push(DriftChange {
+            call: Some(call),
+            field: "stream".to_owned(),
+            recorded: Value::Null,
+            now: json!(term),
+            breaking: true,
+        });
+    }
+    for (term, call) in was.terms().filter(|(term, _)| !is.contains(term)) {
+        changes.push(DriftChange {
+            call: Some(call),
+            field: "stream".to_owned(),
+            recorded: json!(term),
+            now: Value::Null,
+            breaking: false,
+        });
+    }
 }
 
 fn caller_of(turn: &Turn) -> String {
@@ -118,7 +195,7 @@ fn compare_turns(call: usize, was: &Turn, is: &Turn, changes: &mut Vec<DriftChan
     let mut change = |field: String, recorded: Value, now: Value, breaking: bool| {
         if recorded != now {
             changes.push(DriftChange {
-                call,
+                call: Some(call),
                 field,
                 recorded,
                 now,
@@ -277,10 +354,64 @@ mod tests {
         ] {
             let drift = compare_fixtures(&committed, &now);
             assert_eq!(drift.verdict, verdict, "{case}: {drift:?}");
-            let first = drift.changes.first().map(|c| (c.call, c.field.as_str()));
+            let first = (drift.changes.first()).map(|c| (c.call.unwrap_or(99), c.field.as_str()));
             assert_eq!(first, field, "{case}: {drift:?}");
             let line = drift.to_json_line("s.flash");
             assert_eq!(line["verdict"], verdict.as_str(), "{case}");
         }
+    }
+
+    /// A fixture of two text answers whose provenance keeps the stream's `terms`.
+    fn streamed(terms: &[(&str, usize)]) -> Fixture {
+        let mut fixture = fixture(&[("hi", json!([])), ("done", json!([]))]);
+        let mut stream = StreamVocabulary::default();
+        for (term, call) in terms {
+            stream.note(*call, "", &json!({*term: 1}).to_string());
+        }
+        fixture.provenance = Some(crate::Provenance {
+            recorded_at: chrono::Utc::now(),
+            upstream: "u".to_owned(),
+            models: vec![],
+            wires: vec![],
+            keyless_version: "0".to_owned(),
+            stream: Some(stream),
+        });
+        fixture
+    }
+
+    #[test]
+    fn a_stream_term_the_recording_never_had_is_breaking_and_an_unknown_stream_is_a_note() {
+        let committed = streamed(&[("content", 0), ("usage", 1)]);
+        for (case, now, verdict, first) in [
+            (
+                "the same terms",
+                streamed(&[("content", 0), ("usage", 1)]),
+                DriftClass::Identical,
+                None,
+            ),
+            (
+                "a new field at the second call",
+                streamed(&[("content", 0), ("usage", 1), ("reasoning_content", 1)]),
+                DriftClass::Breaking,
+                Some((Some(1), json!(null), json!("reasoning_content"))),
+            ),
+            (
+                "a field no longer sent",
+                streamed(&[("content", 0)]),
+                DriftClass::Benign,
+                Some((Some(1), json!("usage"), json!(null))),
+            ),
+        ] {
+            let drift = compare_fixtures(&committed, &now);
+            assert_eq!(drift.verdict, verdict, "{case}: {drift:?}");
+            let change = drift.changes.first();
+            let got = change.map(|c| (c.call, c.recorded.clone(), c.now.clone()));
+            assert_eq!(got, first, "{case}: {drift:?}");
+            assert!(drift.notes.is_empty(), "{case}: {drift:?}");
+        }
+        let older = fixture(&[("hi", json!([])), ("done", json!([]))]);
+        let drift = compare_fixtures(&older, &committed);
+        assert_eq!(drift.verdict, DriftClass::Identical, "{drift:?}");
+        assert!(drift.notes[0].contains("recorded again"), "{drift:?}");
     }
 }

@@ -15,7 +15,9 @@
 //!   failed while recording, replayed as the same failure (the LLM error middleware's path);
 //! - top level, after `context`: `followups` (later prompts sent in the same thread) and
 //!   `gateway_config` (configuration overrides applied alike when recording and replaying),
-//!   then `provenance` (when and where it was recorded, [`Provenance`]; absent in older ones).
+//!   then `provenance` (when and where it was recorded, [`Provenance`]; absent in older ones);
+//! - top level, after `turns`: `exchanges` (`{"version": 1, "recorded": [...]}`), what the other
+//!   boundaries recorded ([`Exchange`]: MCP servers, HTTP tool APIs, embeddings).
 //!
 //! Defaults for missing top-level keys: DeerFlow's replay loader reads only `turns`, but the
 //! golden document names the mode, so `turns` and `mode` are required. `scenario`, `model` and
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::exchange::{Exchange, exchanges_from_value, exchanges_to_value};
 use super::provenance::Provenance;
 use super::pyjson::to_python_pretty_json;
 use super::recording::RecordedEvent;
@@ -42,6 +45,10 @@ pub struct Fixture {
     /// When, where and by what it was recorded; `None` in fixtures recorded before keyless wrote
     /// it (every shipped one), which load unchanged.
     pub provenance: Option<Provenance>,
+    /// The exchanges recorded at the other boundaries (MCP servers, HTTP tool APIs,
+    /// embeddings), in recording order; the file's `exchanges` section, written only when there
+    /// is one, so every fixture without it keeps its bytes.
+    pub exchanges: Vec<Exchange>,
 }
 
 /// One recorded model call.
@@ -273,6 +280,10 @@ impl Fixture {
                 )
             }
         };
+        let exchanges = match top.remove("exchanges") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => exchanges_from_value(value).map_err(invalid)?,
+        };
         let turns = turns
             .into_iter()
             .enumerate()
@@ -282,6 +293,7 @@ impl Fixture {
             scenario,
             turns,
             provenance,
+            exchanges,
         };
         fixture.validate(origin)?;
         Ok(fixture)
@@ -310,6 +322,9 @@ impl Fixture {
         }
         let turns = self.turns.iter().map(Turn::to_value).collect();
         top.insert("turns".to_owned(), Value::Array(turns));
+        if !self.exchanges.is_empty() {
+            top.insert("exchanges".to_owned(), exchanges_to_value(&self.exchanges));
+        }
         // `preserve_order` is on in this workspace, so the map keeps insertion order.
         let mut text = to_python_pretty_json(&Value::Object(top));
         text.push('\n');

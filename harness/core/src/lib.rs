@@ -15,6 +15,9 @@
 //!   loaded once and shared, [`LoadedFixture`]);
 //! - `replay`: the engine that serves recorded outputs and records misses ([`ReplayEngine`]),
 //!   telling an optional [`ReplayObserver`] of each lookup as it happens;
+//! - `exchange`: the one engine of every boundary besides the model's chat wire (MCP servers,
+//!   HTTP tool APIs, embeddings): a boundary is a stream of recorded exchanges, keyed, replayed
+//!   in order per key, with one miss diagnostic and one ledger ([`ExchangeReplay`], [`Boundary`]);
 //! - `shapes`: SSE shapes and golden documents ([`shape_of`], [`golden_document`]);
 //! - `diff`: the first-difference walk used to explain misses ([`first_difference`]);
 //! - [`recording`]: the versioned provider-boundary recording format (JSONL rows, redaction,
@@ -31,6 +34,10 @@
 //!   [`messages_from_gemini`], [`messages_from_converse`], [`messages_from_ollama`],
 //!   [`messages_from_ollama_prompt`]), looked up with the name-free key
 //!   ([`ReplayEngine::lookup_at_wire_without_names`]);
+//! - `provenance`: when, where and by which keyless a fixture was recorded ([`Provenance`]),
+//!   with the event names and fields its provider's stream used (`vocabulary`,
+//!   [`StreamVocabulary`]); `drift`: a fresh recording compared with the committed fixture
+//!   ([`compare_fixtures`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
 //!
@@ -42,6 +49,7 @@ mod build_fixture;
 mod canonical;
 mod diff;
 mod drift;
+mod exchange;
 mod fixture;
 mod normalize;
 mod provenance;
@@ -53,6 +61,7 @@ mod shapes;
 mod text;
 mod unique_json;
 mod verdict;
+mod vocabulary;
 mod wire;
 mod wire_formats;
 
@@ -66,6 +75,10 @@ pub use canonical::{
 };
 pub use diff::{Difference, first_difference};
 pub use drift::{Drift, DriftChange, DriftClass, compare_fixtures};
+pub use exchange::{
+    Boundary, BoundaryKind, EXCHANGES_VERSION, Exchange, ExchangeCall, ExchangeKey, ExchangeMiss,
+    ExchangeReplay, MissReason, NearestExchange, ServedExchange, UnusedExchange,
+};
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
 pub use provenance::{PROVENANCE_VERSION, Provenance};
@@ -85,6 +98,7 @@ pub use verdict::{
     FailedRequest, Framing, FramingProblem, GoldenStatus, MissingGolden, ModelProblem,
     ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
+pub use vocabulary::StreamVocabulary;
 pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
 pub use wire_formats::{
     messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_ollama,

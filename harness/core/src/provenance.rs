@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::scenario::{FieldError, json_type};
+use super::vocabulary::StreamVocabulary;
 
 /// The provenance format this keyless writes and reads.
 pub const PROVENANCE_VERSION: u64 = 1;
@@ -28,6 +29,9 @@ pub struct Provenance {
     pub wires: Vec<String>,
     /// The keyless version that recorded it.
     pub keyless_version: String,
+    /// Every event name and field the upstream's answers used (`keyless drift` compares them);
+    /// `None` in a fixture recorded before keyless kept them.
+    pub stream: Option<StreamVocabulary>,
 }
 
 impl Provenance {
@@ -68,14 +72,18 @@ impl Provenance {
 
     /// The JSON object written under the fixture's `provenance` key.
     pub fn to_value(&self) -> Value {
-        json!({
+        let mut value = json!({
             "version": PROVENANCE_VERSION,
             "recorded_at": self.recorded_at.format(TIME_FORMAT).to_string(),
             "upstream": self.upstream,
             "models": self.models,
             "wires": self.wires,
             "keyless_version": self.keyless_version,
-        })
+        });
+        if let Some(stream) = &self.stream {
+            value["stream"] = stream.to_value();
+        }
+        value
     }
 
     /// Reads the `provenance` value of a fixture; every error names the field.
@@ -115,6 +123,16 @@ impl Provenance {
             models: texts(&mut object, "models")?,
             wires: texts(&mut object, "wires")?,
             keyless_version: text(&mut object, "keyless_version")?,
+            stream: match object.remove("stream") {
+                None => None,
+                Some(value) => Some(StreamVocabulary::from_value(&value).ok_or_else(|| {
+                    FieldError::wrong_type(
+                        "provenance.stream",
+                        "an object of terms and call numbers",
+                        &value,
+                    )
+                })?),
+            },
         })
     }
 }
@@ -195,6 +213,11 @@ mod tests {
             models: vec!["gpt-4o".to_owned()],
             wires: vec!["openai.chat.completions".to_owned()],
             keyless_version: "0.1.0".to_owned(),
+            stream: Some({
+                let mut stream = StreamVocabulary::default();
+                stream.note(0, "", r#"{"choices": [{"delta": {"content": "x"}}]}"#);
+                stream
+            }),
         };
         let text = fixture_text(&provenance.to_value().to_string());
         let fixture = Fixture::from_json_str(&text, Path::new("f.json")).expect("loads");

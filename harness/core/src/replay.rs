@@ -1039,6 +1039,7 @@ mod tests {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
             provenance: None,
+            exchanges: Vec::new(),
         }
     }
 
@@ -1515,6 +1516,7 @@ mod wire_tests {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns,
             provenance: None,
+            exchanges: Vec::new(),
         };
         ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
     }

@@ -18,6 +18,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::DEFAULT_CALLER;
+use crate::exchange::{ExchangeMiss, UnusedExchange};
 use crate::replay::{Ambiguity, Miss};
 
 /// How a conversation's event streams are framed, judged by its dialect's rule (the runner's
@@ -467,6 +468,11 @@ pub struct Verdict {
     pub unused_failure: Option<UnusedFailure>,
     /// How many turns the fixture recorded: a fixture with none proves nothing, and fails.
     pub recorded_turns: usize,
+    /// The calls at the other boundaries (MCP, HTTP, embeddings) no recorded exchange answered
+    /// ([`Verdict::with_exchanges`]), oldest first.
+    pub exchange_misses: Vec<ExchangeMiss>,
+    /// The recorded exchanges no call asked for: the backend took another path.
+    pub unused_exchanges: Vec<UnusedExchange>,
 }
 
 impl Verdict {
@@ -492,7 +498,21 @@ impl Verdict {
             unused_failure: None,
             unused_turns,
             recorded_turns,
+            exchange_misses: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
+    }
+
+    /// Adds the ledger of the other boundaries' replay ([`ExchangeReplay`](crate::ExchangeReplay)):
+    /// a miss or an unused exchange fails the run as a model miss does.
+    pub fn with_exchanges(
+        mut self,
+        misses: Vec<ExchangeMiss>,
+        unused: Vec<UnusedExchange>,
+    ) -> Verdict {
+        self.exchange_misses = misses;
+        self.unused_exchanges = unused;
+        self
     }
 
     /// Judges the unused turns under `rule`; `callers` holds each recorded turn's caller.
@@ -511,6 +531,8 @@ impl Verdict {
             && self.ambiguities.is_empty()
             && self.model_errors.is_empty()
             && self.failed_requests.is_empty()
+            && self.exchange_misses.is_empty()
+            && self.unused_exchanges.is_empty()
     }
 
     /// Whether every check passes; a missing golden counts as `missing` says.
@@ -590,6 +612,17 @@ impl Verdict {
                 (Voice::Workspace, _) => failure.to_string(),
             });
         }
+        problems.extend(self.exchange_misses.iter().map(ToString::to_string));
+        if !self.unused_exchanges.is_empty() && self.exchange_misses.is_empty() {
+            problems.extend(self.unused_exchanges.iter().map(ToString::to_string));
+        } else if !self.unused_exchanges.is_empty() {
+            let labels: Vec<&str> = (self.unused_exchanges.iter())
+                .map(|u| u.label.as_str())
+                .collect();
+            problems.push(format!(
+                "recorded exchanges {labels:?} were not asked for, a consequence of the miss above"
+            ));
+        }
         if !self.model_errors.is_empty() {
             let lines: Vec<String> = self.model_errors.iter().map(ToString::to_string).collect();
             problems.push(format!(
@@ -636,7 +669,7 @@ impl Verdict {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::*;
 
@@ -829,6 +862,15 @@ mod tests {
                 unused_failure: Some(UnusedFailure::NoneUsed { turns: vec![0] }),
                 ..clean.clone()
             },
+            clean
+                .clone()
+                .with_exchanges(vec![exchange_miss()], Vec::new()),
+            clean
+                .clone()
+                .with_exchanges(Vec::new(), vec![unused_exchange()]),
+            clean
+                .clone()
+                .with_exchanges(vec![exchange_miss()], vec![unused_exchange()]),
         ];
         for verdict in &variants {
             for missing in [MissingGolden::Fails, MissingGolden::Allowed] {
@@ -840,6 +882,70 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    fn exchange_miss() -> ExchangeMiss {
+        let call = crate::ExchangeCall::new(
+            crate::BoundaryKind::Mcp,
+            "files",
+            "tools/call read",
+            serde_json::json!({"name": "read"}),
+        );
+        *crate::ExchangeReplay::new(Path::new("f.json"), Vec::new())
+            .lookup(&call)
+            .expect_err("nothing recorded")
+    }
+
+    fn unused_exchange() -> UnusedExchange {
+        UnusedExchange {
+            index: 0,
+            boundary: crate::BoundaryKind::Http,
+            caller: "tavily".into(),
+            label: "POST /search".into(),
+        }
+    }
+
+    /// A call at another boundary that missed, or a recorded exchange nobody asked for, fails
+    /// the run and says which.
+    #[test]
+    fn an_exchange_miss_or_an_unused_exchange_fails_the_run_naming_it() {
+        let clean = Verdict::new(
+            Framing::Ok,
+            vec![],
+            vec![],
+            vec![],
+            GoldenStatus::Ok,
+            vec![],
+            1,
+        );
+        let cases = [
+            (
+                vec![exchange_miss()],
+                vec![],
+                "mcp miss: `tools/call read` from `files`",
+            ),
+            (
+                vec![],
+                vec![unused_exchange()],
+                "recorded http exchange 0 `POST /search` from `tavily` was never asked for",
+            ),
+            (
+                vec![exchange_miss()],
+                vec![unused_exchange()],
+                "[\"POST /search\"] were not asked for, a consequence of the miss above",
+            ),
+        ];
+        for (misses, unused, expected) in cases {
+            let verdict = clean.clone().with_exchanges(misses, unused);
+            assert!(!verdict.passes(MissingGolden::Allowed), "{verdict:?}");
+            let problems = verdict
+                .problems_in(MissingGolden::Allowed, Voice::Keyless)
+                .join("\n");
+            assert!(
+                problems.contains(expected),
+                "{problems}\nexpected: {expected}"
+            );
         }
     }
 

@@ -689,6 +689,7 @@ mod tests {
             scenario: Scenario::new("s", UiMode::Flash, "p"),
             turns: vec![turn],
             provenance: None,
+            exchanges: Vec::new(),
         };
         ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
     }

@@ -139,6 +139,7 @@ mod tests {
                 canonical: Some(key.canonical),
             }],
             provenance: None,
+            exchanges: Vec::new(),
         };
         let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
             .unwrap()
@@ -205,6 +206,7 @@ mod tests {
             scenario: Scenario::new("s", UiMode::Flash, "hi"),
             turns: vec![turn("node a"), turn("node b")],
             provenance: None,
+            exchanges: Vec::new(),
         };
         let engine = ReplayEngine::new(fixture, "fixtures/s.flash.json")
             .unwrap()

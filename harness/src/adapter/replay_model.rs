@@ -181,6 +181,7 @@ mod tests {
                 canonical: None,
             }],
             provenance: None,
+            exchanges: Vec::new(),
         };
         (
             Arc::new(ReplayEngine::new(fixture, "f.json").unwrap()),

@@ -17,6 +17,7 @@ fn recorded_days_ago(repo: &UserRepo, days: i64) {
         models: vec!["gpt-4o-mini".to_owned()],
         wires: vec!["openai.chat.completions".to_owned()],
         keyless_version: "0.1.0".to_owned(),
+        stream: None,
     });
     std::fs::write(&path, fixture.to_pretty_json()).unwrap();
 }

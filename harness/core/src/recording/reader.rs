@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 
 use super::event::{RecordedEvent, describe};
 use super::rows::{
-    FORMAT_VERSION, Outcome, READABLE_VERSIONS, ROW_TYPES, RecordedCall, RecordedRequest,
-    Recording, RecordingFileError, index_value, without_runtime_only,
+    EXCHANGE_ROWS_SINCE, FORMAT_VERSION, Outcome, READABLE_VERSIONS, ROW_TYPES, RecordedCall,
+    RecordedRequest, Recording, RecordingFileError, index_value, without_runtime_only,
 };
 
 /// The only file mode a recording may have (§11).
@@ -93,6 +93,7 @@ pub fn parse_recording(text: &str, path: &Path) -> Result<Recording, RecordingFi
 
     // Check 4: every later row.
     let mut calls: Vec<CallState> = Vec::new();
+    let mut exchanges = Vec::new();
     for (line, row) in &parsed[1..] {
         let line = *line;
         let at = |reason: String| error(reason).at_line(line);
@@ -103,6 +104,22 @@ pub fn parse_recording(text: &str, path: &Path) -> Result<Recording, RecordingFi
             Some(Value::String(t)) if ROW_TYPES.contains(&t.as_str()) => t.as_str(),
             other => return Err(at(format!("unknown row type '{}'", describe(other)))),
         };
+        if row_type == "exchange" {
+            if format_version < EXCHANGE_ROWS_SINCE {
+                return Err(at(format!(
+                    "an exchange row needs format version {EXCHANGE_ROWS_SINCE}, the header says \
+                     {format_version}"
+                )));
+            }
+            if index_value(row.get("exchange_index")) != Some(exchanges.len()) {
+                return Err(at("exchange indexes must be contiguous from 0".into()));
+            }
+            let payload = row.get("exchange").cloned().unwrap_or(Value::Null);
+            let exchange = serde_json::from_value(payload)
+                .map_err(|err| at(format!("invalid exchange: {err}")))?;
+            exchanges.push(exchange);
+            continue;
+        }
         let Some(call_index) = index_value(row.get("call_index")) else {
             return Err(at("invalid call_index".into()));
         };
@@ -201,6 +218,7 @@ pub fn parse_recording(text: &str, path: &Path) -> Result<Recording, RecordingFi
         format_version,
         header: header.clone(),
         calls: finished,
+        exchanges,
         rows: std::iter::once(header).chain(rows).collect(),
     })
 }

@@ -12,18 +12,22 @@ use serde_json::Value;
 
 use super::event::RecordedEvent;
 use super::redact::redact;
+use crate::exchange::Exchange;
 
-/// The format version this build writes.
-pub(crate) const FORMAT_VERSION: u64 = 2;
+/// The format version this build writes (3 added the `exchange` row).
+pub(crate) const FORMAT_VERSION: u64 = 3;
 
 /// The format versions this build reads (§2.4).
-pub(crate) const READABLE_VERSIONS: [u64; 2] = [1, 2];
+pub(crate) const READABLE_VERSIONS: [u64; 3] = [1, 2, 3];
+
+/// The first format version with `exchange` rows.
+pub(crate) const EXCHANGE_ROWS_SINCE: u64 = 3;
 
 /// The version of the redaction rules (§6), stored in managed headers.
 pub(crate) const REDACTION_VERSION: u64 = 1;
 
 /// The row types of §2.2; any other `type` is rejected.
-pub(crate) const ROW_TYPES: [&str; 4] = ["header", "request", "event", "call_end"];
+pub(crate) const ROW_TYPES: [&str; 5] = ["header", "request", "event", "call_end", "exchange"];
 
 /// The run-time-only option keys that are never written (§2.2) and are removed from version 1
 /// requests and from incoming requests before comparison.
@@ -146,6 +150,9 @@ pub struct Recording {
     pub header: Value,
     /// The calls, in `call_index` order.
     pub calls: Vec<RecordedCall>,
+    /// The exchanges recorded at the other boundaries (MCP, HTTP, embeddings), in
+    /// `exchange_index` order (§2.2's `exchange` rows).
+    pub exchanges: Vec<Exchange>,
     /// Every parsed row in file order, header first, as written (for `show --content`).
     pub rows: Vec<Value>,
 }

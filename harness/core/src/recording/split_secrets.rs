@@ -132,6 +132,21 @@ pub struct SecretFound {
 }
 
 impl KnownSecrets {
+    /// The index of the first recorded exchange (MCP, HTTP, embeddings) that holds a form of a
+    /// known secret anywhere in its label, request or answer: the same last check as
+    /// [`KnownSecrets::first_in_calls`] before a recording is kept.
+    pub fn first_in_exchanges(&self, exchanges: &[crate::exchange::Exchange]) -> Option<usize> {
+        if self.is_empty() {
+            return None;
+        }
+        exchanges.iter().position(|exchange| {
+            self.found(&exchange.label)
+                || self.found(&exchange.caller)
+                || self.found_in(&exchange.request)
+                || self.found_in(&exchange.answer)
+        })
+    }
+
     /// The first call among `calls` that holds a form of a secret: in any string of its request
     /// or events (a key included), or across the joined pieces of a run of deltas of one stream.
     pub fn first_in_calls(&self, calls: &[RecordedCall]) -> Option<SecretFound> {

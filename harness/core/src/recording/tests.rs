@@ -134,10 +134,10 @@ fn recorded_recording_file_holds_no_secret_in_plain_text() {
         assert!(!bytes.contains(secret), "{secret} leaked into {bytes}");
     }
     assert!(bytes.contains(P));
-    assert!(bytes.starts_with("{\"format_version\": 2, \"type\": \"header\"}\n"));
+    assert!(bytes.starts_with("{\"format_version\": 3, \"type\": \"header\"}\n"));
 
     let rows = rows_of(&path);
-    assert_eq!(rows[0], json!({"type": "header", "format_version": 2}));
+    assert_eq!(rows[0], json!({"type": "header", "format_version": 3}));
     let row = &rows[1];
     assert_eq!(row["type"], "request");
     assert_eq!(row["options"]["api_key"], P);
@@ -208,7 +208,7 @@ fn rows_are_python_json_with_sorted_keys_and_raw_non_ascii() {
     ];
     record_call(&sink, &request, &events, Outcome::Complete);
     let expected = concat!(
-        "{\"format_version\": 2, \"type\": \"header\"}\n",
+        "{\"format_version\": 3, \"type\": \"header\"}\n",
         "{\"call_index\": 0, \"context\": {\"messages\": [], \"z\": 1}, \"model\": {\"id\": \"m\"}, \"options\": null, \"type\": \"request\"}\n",
         "{\"call_index\": 0, \"event\": {\"type\": \"start\"}, \"event_index\": 0, \"type\": \"event\"}\n",
         "{\"call_index\": 0, \"event\": {\"message\": {\"a\": 1.0, \"content\": \"é 😀\"}, \"type\": \"done\"}, \"event_index\": 1, \"type\": \"event\"}\n",
@@ -386,7 +386,7 @@ fn create_managed_writes_a_private_header_with_metadata_and_never_overwrites() {
     );
     assert_eq!(recording.recording_id(), Some("fixture"));
     assert_eq!(header["redaction_version"], 1);
-    assert_eq!(header["format_version"], 2);
+    assert_eq!(header["format_version"], 3);
     let created_at = recording.created_at().unwrap();
     let shape = regex::Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$").unwrap();
     assert!(shape.is_match(created_at), "{created_at}");
@@ -793,18 +793,18 @@ fn strict_reader_rejections_name_reason_line_and_call() {
         ),
         (
             "unsupported version",
-            lines(&[r#"{"format_version": 3, "type": "header"}"#]),
-            ": was written in format version 3; this build replays version 2".into(),
+            lines(&[r#"{"format_version": 4, "type": "header"}"#]),
+            ": was written in format version 4; this build replays version 3".into(),
         ),
         (
             "missing version",
             lines(&[r#"{"type": "header"}"#]),
-            ": was written in format version null; this build replays version 2".into(),
+            ": was written in format version null; this build replays version 3".into(),
         ),
         (
             "version as a string",
             lines(&[r#"{"format_version": "2", "type": "header"}"#]),
-            ": was written in format version \"2\"; this build replays version 2".into(),
+            ": was written in format version \"2\"; this build replays version 3".into(),
         ),
         (
             "version 1 with structured output",
@@ -1581,4 +1581,64 @@ fn a_remembered_call_without_its_end_is_the_reader_s_error() {
         .to_string();
     assert_eq!(from_memory, from_file);
     drop(open);
+}
+
+/// Exchanges of the other boundaries (MCP, HTTP, embeddings) go into the same file as `exchange`
+/// rows: redacted on the way in, read back in order, carried into the fixture as they are, and
+/// refused in a file whose header is older than the row.
+#[test]
+fn exchange_rows_are_redacted_read_back_in_order_and_built_into_the_fixture() {
+    use crate::exchange::{BoundaryKind, ExchangeCall};
+    let dir = tempdir();
+    let path = dir.path().join("r.jsonl");
+    let sink = RecordingSink::open_remembering(&path).expect("open");
+    let exchanges = [
+        ExchangeCall::new(
+            BoundaryKind::Http,
+            "tavily",
+            "POST /search",
+            json!({"body": {"api_key": "tvly-secretsecret123", "query": "Paris"}}),
+        )
+        .answered(json!({"status": 200, "body": "sunny"})),
+        ExchangeCall::new(
+            BoundaryKind::Mcp,
+            "files",
+            "tools/call read",
+            json!({"name": "read"}),
+        )
+        .answered(json!({"result": {"content": []}})),
+    ];
+    let written: Vec<_> = (exchanges.iter())
+        .map(|e| sink.write_exchange(e).expect("written"))
+        .collect();
+    assert_eq!(written[0].request["body"]["api_key"], json!(P));
+    assert_eq!(written[1], exchanges[1]);
+    let bytes = fs::read_to_string(&path).unwrap();
+    assert!(!bytes.contains("tvly-secretsecret123"), "{bytes}");
+
+    let recording = read_recording(&path, Access::External).expect("reads");
+    assert_eq!(recording.exchanges, written);
+    assert_eq!(sink.remembered_exchanges(), written);
+    let scenario = crate::Scenario::new("s", crate::UiMode::Flash, "p");
+    let (fixture, _) = crate::build_fixture(&recording, &scenario).expect("built");
+    assert_eq!(fixture.exchanges, written);
+    let text = fixture.to_pretty_json();
+    let again = crate::Fixture::from_json_str(&text, Path::new("f.json")).expect("loads");
+    assert_eq!(again.exchanges, written);
+    assert_eq!(again.to_pretty_json(), text);
+
+    let old = write_private(
+        dir.path(),
+        "old.jsonl",
+        &format!(
+            "{HEADER}\n{}\n",
+            json!({"type": "exchange", "exchange_index": 0, "exchange": written[1]})
+        ),
+    );
+    let err = read_recording(&old, Access::External).expect_err("a v2 file has no exchange rows");
+    assert!(
+        err.to_string()
+            .contains("an exchange row needs format version 3"),
+        "{err}"
+    );
 }

@@ -23,11 +23,12 @@ use serde_json::{Value, json};
 
 use super::event::RecordedEvent;
 use super::reader::{Access, PRIVATE_MODE, io_reason, open_nofollow, read_recording};
-use super::redact::redact;
+use super::redact::{redact, redact_text};
 use super::rows::{
     FORMAT_VERSION, Outcome, REDACTION_VERSION, RecordedCall, RecordedRequest, RecordingFileError,
     index_value,
 };
+use crate::exchange::Exchange;
 use crate::pyjson::{to_python_json, with_sorted_keys};
 
 /// The managed recording ID syntax of §11.1 (after removing a trailing `.jsonl`).
@@ -66,6 +67,8 @@ struct SinkInner {
     guard: Mutex<()>,
     /// A remembering sink's calls, as written ([`RecordingSink::open_remembering`]).
     memory: Option<Mutex<Vec<Remembered>>>,
+    /// A remembering sink's exchanges, as written.
+    exchange_memory: Option<Mutex<Vec<Exchange>>>,
 }
 
 /// One call a remembering sink wrote: each part recorded once its row is on disk.
@@ -81,7 +84,7 @@ struct Remembered {
 }
 
 impl RecordingSink {
-    /// Opens (creating with mode 0600 and writing `{"format_version": 2, "type": "header"}` when
+    /// Opens (creating with mode 0600 and writing `{"format_version": 3, "type": "header"}` when
     /// the file is empty) a recording at an explicit path; the parent folder's permissions are
     /// left as they are. After opening, fstat must show a regular file with mode exactly 0600,
     /// else `recording file must have mode 0600: <path>`.
@@ -104,6 +107,7 @@ impl RecordingSink {
             lock_path: lock_path_for(path),
             guard: Mutex::new(()),
             memory: None,
+            exchange_memory: None,
         };
         let mut held = false;
         inner.with_locks(|| {
@@ -135,11 +139,16 @@ impl RecordingSink {
         })?;
         let mut inner = inner;
         if remembering {
-            // The calls a file already held, read once before anything is written to it.
-            let before = match held {
-                true => read_recording(path, Access::External)?.calls,
-                false => Vec::new(),
+            // The calls and exchanges a file already held, read once before anything is written
+            // to it.
+            let (before, exchanges_before) = match held {
+                true => {
+                    let recording = read_recording(path, Access::External)?;
+                    (recording.calls, recording.exchanges)
+                }
+                false => (Vec::new(), Vec::new()),
             };
+            inner.exchange_memory = Some(Mutex::new(exchanges_before));
             let before = before.into_iter().map(|call| Remembered {
                 call_index: call.call_index,
                 line: call.line,
@@ -180,6 +189,44 @@ impl RecordingSink {
             });
         }
         Ok(calls)
+    }
+
+    /// A remembering sink's exchanges ([`RecordingSink::open_remembering`]), in `exchange_index`
+    /// order, as written; a sink that does not remember has none.
+    pub fn remembered_exchanges(&self) -> Vec<Exchange> {
+        (self.inner.exchange_memory.as_ref()).map_or_else(Vec::new, |memory| memory.lock().clone())
+    }
+
+    /// Appends an `exchange` row (§2.2): `exchange` redacted (§6: its label, request and answer)
+    /// with the next `exchange_index`, fsynced, and returns it as written. A boundary's recorder
+    /// hands the client what it returns, so a live run continues on what its replay will serve.
+    pub fn write_exchange(&self, exchange: &Exchange) -> Result<Exchange, RecordingFileError> {
+        let written = Exchange {
+            boundary: exchange.boundary,
+            caller: redact_text(&exchange.caller),
+            label: redact_text(&exchange.label),
+            request: redact(&exchange.request),
+            answer: redact(&exchange.answer),
+        };
+        let payload = serde_json::to_value(&written)
+            .map_err(|err| self.inner.error(format!("cannot write an exchange: {err}")))?;
+        let inner = &self.inner;
+        inner.with_locks(|| {
+            let exchange_index = inner.next_exchange_index()?;
+            let row = json!({
+                "exchange": payload,
+                "exchange_index": exchange_index,
+                "type": "exchange",
+            });
+            let file = inner.open_append()?;
+            inner.write_row(&file, &row)?;
+            inner.sync(&file)?;
+            if let Some(memory) = &inner.exchange_memory {
+                memory.lock().push(written.clone());
+            }
+            Ok(())
+        })?;
+        Ok(written)
     }
 
     /// Creates a managed recording `<root>/<id>.jsonl` exclusively (create_new, 0600, no symlink
@@ -363,6 +410,24 @@ impl SinkInner {
             .max();
         let line = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
         Ok((highest.map_or(0, |i| i + 1), line))
+    }
+
+    /// One more than the highest `exchange_index` in the file, or 0 (the O(n) scan of
+    /// [`SinkInner::next_call_index`], for the same reason: several processes append).
+    fn next_exchange_index(&self) -> Result<usize, RecordingFileError> {
+        let mut file = open_nofollow(&self.path, OpenOptions::new().read(true), libc::O_NONBLOCK)
+            .map_err(|err| self.error(io_reason("cannot open", &err)))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|err| self.error(io_reason("cannot read", &err)))?;
+        let highest = bytes
+            .split(|&b| b == b'\n')
+            .filter(|line| line.windows(16).any(|w| w == b"\"exchange_index\""))
+            .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+            .filter(|row| row.get("type").and_then(Value::as_str) == Some("exchange"))
+            .filter_map(|row| index_value(row.get("exchange_index")))
+            .max();
+        Ok(highest.map_or(0, |i| i + 1))
     }
 
     /// Runs `change` on a remembering sink's record of call `call_index`.

@@ -687,6 +687,104 @@ async fn the_fixture_built_from_memory_is_the_one_the_written_recording_builds()
     assert_eq!(built.summary, summary);
 }
 
+/// Issue 43 (`keyless drift`): the fixture's provenance keeps every term of what the upstream
+/// sent, each with the call that first used it, at a whole answer, a Chat Completions stream and
+/// a Messages stream whose events are named; field paths and kinds only, never a value.
+#[tokio::test]
+async fn the_provenance_keeps_the_terms_of_the_upstreams_answers_by_call() {
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let upstream = MockServer::start().await;
+    let whole = serde_json::json!({"id": "c", "object": "chat.completion", "created": 0,
+        "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "a"},
+        "finish_reason": "stop"}]});
+    let chat = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"secret-text\",\"reasoning_content\":\"r\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let messages = [
+        ("message_start", r#"{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":0}}}"#),
+        ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+        ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#),
+        ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+        ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#),
+        ("message_stop", r#"{"type":"message_stop"}"#),
+    ]
+    .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+    .concat();
+    let sse = |body: String| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body)
+    };
+    let cases = [
+        (
+            "case-whole",
+            ResponseTemplate::new(200).set_body_json(whole),
+        ),
+        ("case-chat", sse(chat.to_owned())),
+        ("case-messages", sse(messages)),
+    ];
+    for (case, answer) in &cases {
+        Mock::given(method("POST"))
+            .and(body_string_contains(*case))
+            .respond_with(answer.clone())
+            .mount(&upstream)
+            .await;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let server = proxy(
+        format!("{}/v1", upstream.uri()),
+        "sk-terms-0123456789abcdef",
+        &folder.path().join("r.jsonl"),
+        record::RecordLimits::default(),
+        ServeLimits::default(),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            r#"{"model":"m","messages":[{"role":"user","content":"case-whole"}]}"#,
+        ),
+        (
+            "/v1/chat/completions",
+            r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"case-chat"}]}"#,
+        ),
+        (
+            "/v1/messages",
+            r#"{"model":"m","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"case-messages"}]}"#,
+        ),
+    ] {
+        http.post(format!("{}{path}", server.url()))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("answer")
+            .text()
+            .await
+            .expect("body");
+    }
+    let built = server.stop().await.expect("stopped").expect("a fixture");
+    let provenance = built.fixture.provenance.expect("a provenance");
+    let stream = provenance.stream.expect("the stream's terms");
+    for (term, call) in [
+        ("object=chat.completion", 0),
+        ("choices[].message.content", 0),
+        ("object=chat.completion.chunk", 1),
+        ("choices[].delta.reasoning_content", 1),
+        ("content_block_delta: delta.type=text_delta", 2),
+        ("content_block_start: content_block.type=text", 2),
+        ("message_delta: usage.output_tokens", 2),
+    ] {
+        let found = stream.terms().find(|(t, _)| *t == term).map(|(_, c)| c);
+        assert_eq!(found, Some(call), "{term}: {:?}", stream.to_value());
+    }
+    assert!(
+        !stream.to_value().to_string().contains("secret-text"),
+        "a value became a term: {:?}",
+        stream.to_value()
+    );
+}
+
 /// Issue 45, finding 1: an upstream that streams the proxy's key split over two chunks
 /// (`"Your key: "`, its first 16 characters, its last 16, `" end"`), at Chat Completions and at
 /// Gemini's `?alt=sse`, puts neither half in the recording; the fixture and the gateway's

@@ -42,7 +42,9 @@ use replay_core::recording::{
     CallWriter, EventError, KnownSecrets, Outcome, RecordedCall, RecordedEvent, RecordingSink,
     redact_text,
 };
-use replay_core::{DEFAULT_CALLER, Provenance, Scenario, build_fixture_from_calls};
+use replay_core::{
+    DEFAULT_CALLER, Provenance, Scenario, StreamVocabulary, build_fixture_from_calls,
+};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -157,6 +159,8 @@ pub(super) struct Recorder {
     call_time_limit: Duration,
     /// Which calls got an HTTP answer from the upstream (issue 48).
     reach: ReachTally,
+    /// The event names and fields the upstream's answers used (issue 43: `keyless drift`).
+    stream: Arc<Mutex<StreamVocabulary>>,
 }
 
 /// What each written event goes through: the patterns and the proxy's own key in every
@@ -326,6 +330,7 @@ impl Recorder {
             }),
             call_time_limit: config.limits.call_time_limit,
             reach: ReachTally::default(),
+            stream: Arc::default(),
         })
     }
 
@@ -362,7 +367,18 @@ impl Recorder {
             model: self.model_hint(),
             ..self.scenario.clone()
         };
-        let (mut fixture, summary) = build_fixture_from_calls(self.sink.path(), &calls, &scenario)?;
+        let exchanges = self.sink.remembered_exchanges();
+        if let Some(exchange) = self.writing.secrets.first_in_exchanges(&exchanges) {
+            let path = self.sink.path().to_path_buf();
+            let removed = std::fs::remove_file(&path).is_ok();
+            return Err(ModelServerError::SecretInExchange {
+                path,
+                exchange,
+                removed,
+            });
+        }
+        let (mut fixture, summary) =
+            build_fixture_from_calls(self.sink.path(), &calls, &exchanges, &scenario)?;
         fixture.provenance = Some(self.provenance(&calls));
         Ok(RecordedFixture {
             fixture,
@@ -391,6 +407,7 @@ impl Recorder {
             models,
             wires,
             keyless_version: env!("CARGO_PKG_VERSION").to_owned(),
+            stream: Some(self.stream.lock().clone()),
         }
     }
 
@@ -671,7 +688,10 @@ async fn proxy(
                 return fail(shared, writing, call, event);
             }
             Ok((bytes, true)) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(body) => events_from_completion(request.wire, &body, &request.model),
+                Ok(body) => {
+                    recorder.stream.lock().note_value(call_index, &body);
+                    events_from_completion(request.wire, &body, &request.model)
+                }
                 Err(err) => {
                     let event = failure_event(
                         "APIResponseValidationError",
@@ -730,6 +750,7 @@ async fn proxy(
         source,
         StreamRecorder::new(request.wire, &request.model).holding(recorder.writing.secrets.clone()),
         target,
+        recorder.stream.clone(),
     ));
     if request.stream {
         let body = futures::stream::unfold(receiver, |mut receiver| async move {
@@ -1058,7 +1079,9 @@ async fn pump(
     mut source: Source,
     mut recorder: StreamRecorder,
     mut target: PumpTarget,
+    stream: Arc<Mutex<StreamVocabulary>>,
 ) -> Vec<RecordedEvent> {
+    let call_index = call.call_index();
     let writing = &*writing;
     let mut written = Vec::new();
     let mut failed = false;
@@ -1082,17 +1105,30 @@ async fn pump(
         let (piece, events) = match next {
             None => break,
             Some(Ok(piece)) => {
+                // Noted as the upstream sent it, before parsing keeps only what keyless knows.
                 let events = match &piece {
-                    Piece::Sse(frame) => recorder.on_event(&frame.event, &frame.data),
+                    Piece::Sse(frame) => {
+                        stream.lock().note(call_index, &frame.event, &frame.data);
+                        recorder.on_event(&frame.event, &frame.data)
+                    }
                     Piece::Frame(Frame::Event {
                         event_type,
                         payload,
-                    }) => recorder.on_event(event_type, payload),
+                    }) => {
+                        stream.lock().note(call_index, event_type, payload);
+                        recorder.on_event(event_type, payload)
+                    }
                     Piece::Frame(Frame::Exception {
                         exception_type,
                         payload,
-                    }) => recorder.on_exception(exception_type, payload),
-                    Piece::Line(line) => recorder.on_event("message", line),
+                    }) => {
+                        stream.lock().note(call_index, exception_type, payload);
+                        recorder.on_exception(exception_type, payload)
+                    }
+                    Piece::Line(line) => {
+                        stream.lock().note(call_index, "message", line);
+                        recorder.on_event("message", line)
+                    }
                 };
                 (Some(piece), events)
             }

@@ -69,6 +69,22 @@ pub enum ModelServerError {
         /// Whether the file was deleted.
         removed: bool,
     },
+    /// The finished recording holds a form of a known secret in an exchange of another
+    /// boundary (MCP, HTTP, embeddings), checked as the calls are.
+    #[error(
+        "recording {}: exchange {exchange} holds a form of a known secret; {}",
+        .path.display(),
+        if *.removed { "the recording was deleted, since a key must not reach a file" }
+        else { "the recording could not be deleted: delete it yourself" }
+    )]
+    SecretInExchange {
+        /// The recording.
+        path: PathBuf,
+        /// The exchange's index.
+        exchange: usize,
+        /// Whether the file was deleted.
+        removed: bool,
+    },
     /// The upstream URL or HTTP client is unusable.
     #[error("upstream: {0}")]
     Upstream(String),
