@@ -15,6 +15,10 @@
 //! Python clients' error text and its parser), and [`edge`] how a failed answer is worded, as the
 //! client says it and as the recording proxy records it.
 //!
+//! [`embeddings`] is the embeddings routes of the same providers (OpenAI, Gemini, Bedrock's Titan
+//! and Cohere models, Ollama): their requests read into one canonical input, their answers read
+//! and rendered, and the compact form a fixture stores a vector in.
+//!
 //! Adding a wire is one module here (its `assemble.rs`, `render.rs`, `request.rs`) and one
 //! [`Wire`] variant; the compiler then lists every `match` that must learn it.
 //!
@@ -29,6 +33,7 @@ pub mod bedrock_converse;
 pub mod chat_completions;
 pub mod conversation;
 pub mod edge;
+pub mod embeddings;
 mod event;
 pub mod gemini;
 pub mod ollama;
