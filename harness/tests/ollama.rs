@@ -292,7 +292,7 @@ fn thinking_generate_failures_and_misses_keep_ollama_s_form() {
 }
 
 /// The discovery routes name the replayed models (the fixture's), and only them; they are no
-/// model calls and report no problem.
+/// model calls and report no problem. An embeddings call, not served yet, is an unserved route.
 #[test]
 fn ollama_s_discovery_routes_name_the_replayed_models() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -330,6 +330,15 @@ fn ollama_s_discovery_routes_name_the_replayed_models() {
         );
         let problems = server.problems();
         assert!(problems.is_empty(), "{problems:?}");
+        // Embeddings are not served yet: a call is an unserved route, named, never a clean run.
+        let embed = format!("{}/api/embed", server.url());
+        let (status, _, text) = post(&embed, &json!({"model": "qwen3", "input": "a"}), None).await;
+        assert_eq!(status, 404, "{text}");
+        let problems = server.problems();
+        assert!(
+            matches!(problems.as_slice(), [Problem::UnservedRoute { path, .. }] if path == "/api/embed"),
+            "{problems:?}"
+        );
         server.stop().await.expect("stop");
     });
 }
