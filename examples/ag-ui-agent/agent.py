@@ -8,7 +8,7 @@ that forgets to carry the state into a follow-up changes the tool result, and so
 conversation. It knows nothing of the harness: pointed at a provider it is a real agent, pointed
 at the harness's model server it replays a recorded run.
 
-    HARNESS_MODEL_BASE_URL=http://127.0.0.1:8090/v1 HARNESS_GATEWAY_PORT=8000 python agent.py
+    KEYLESS_MODEL_BASE_URL=http://127.0.0.1:8090/v1 KEYLESS_GATEWAY_PORT=8000 python agent.py
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ShoppingList(BaseModel):
 
 def model() -> OpenAIChatModel:
     """The chat model from the environment: the harness's model server, or a provider."""
-    base_url = os.environ.get("HARNESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    base_url = os.environ.get("KEYLESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     provider = OpenAIProvider(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "unused"))
     return OpenAIChatModel(os.environ.get("AGENT_MODEL", "gpt-4o-mini"), provider=provider)
 
@@ -82,5 +82,5 @@ async def health(_: Request) -> Response:
 app = Starlette(routes=[Route("/", run_agent, methods=["POST"]), Route("/health", health)])
 
 if __name__ == "__main__":
-    port = int(os.environ.get("HARNESS_GATEWAY_PORT", "8000"))
+    port = int(os.environ.get("KEYLESS_GATEWAY_PORT", "8000"))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

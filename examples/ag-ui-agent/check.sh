@@ -127,10 +127,10 @@ agent_port="$(free_port)"
 (cd "$work/app" && exec "$keyless" model-server --port "$model_port" --fixture fixtures/shopping.chat.json) \
   > "$work/model-server.log" 2>&1 &
 pids+=($!)
-(cd "$work/app" && HARNESS_MODEL_BASE_URL="http://127.0.0.1:$model_port/v1" HARNESS_GATEWAY_PORT="$agent_port" \
+(cd "$work/app" && KEYLESS_MODEL_BASE_URL="http://127.0.0.1:$model_port/v1" KEYLESS_GATEWAY_PORT="$agent_port" \
   exec "$PYTHON" agent.py) > "$work/agent.log" 2>&1 &
 pids+=($!)
-wait_for "http://127.0.0.1:$model_port/_harness/state"
+wait_for "http://127.0.0.1:$model_port/_keyless/state"
 wait_for "http://127.0.0.1:$agent_port/health"
 mapfile -t prompts < <("$PYTHON" -c '
 import json, sys
@@ -141,7 +141,7 @@ for followup in fixture.get("followups", []):
 "$node" "$here/client/drive.mjs" --url "http://127.0.0.1:$agent_port/" "${prompts[@]}" \
   --out "$work/client.json" --compare "$work/driver.json" \
   || { cat "$work/agent.log" >&2; fail "the official client's run differs from the driver's"; }
-"$PYTHON" - "http://127.0.0.1:$model_port/_harness/state" <<'PY' || fail "the official client's run did not replay cleanly"
+"$PYTHON" - "http://127.0.0.1:$model_port/_keyless/state" <<'PY' || fail "the official client's run did not replay cleanly"
 import json, sys, urllib.request
 state = json.load(urllib.request.urlopen(sys.argv[1]))
 if state["problems"] or state["unused_turns"]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The example as a user runs it, from a folder outside the workspace (a copy of this one, its
 # node_modules linked): `keyless test --api ai-sdk` starts the chat route for each fixture and
-# replays it with no miss against the committed golden. Then the AI SDK's own client
+# replays it with no miss against the committed golden, and its fault scenario (an error chunk
+# in the last model call's stream) against its own golden, the route's `error` part. Then the AI SDK's own client
 # (official_client.mjs: DefaultChatTransport + readUIMessageStream) drives the same route, its
 # model `keyless model-server` replaying the fixture, and the conversation it assembles must
 # equal the one keyless's driver assembled (message ids aside: each client mints its own). Then
@@ -81,6 +82,20 @@ run app
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the committed fixture failed (exit $status)"; }
 [ "$(field app 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
   || fail "unexpected outcome: $(cat "$work/app.json")"
+# The fault scenario (weather.chat@stream-error): the provider's error chunk mid-stream reaches
+# the page as the route's `error` part, its own golden, and the fault fired once.
+node - "$work/app.json" <<'JS' || fail "the stream-error fault scenario: $(cat "$work/app.json")"
+const lines = require("fs").readFileSync(process.argv[2], "utf8").trim().split("\n").map(JSON.parse);
+const fault = lines.find((line) => line.fixture.endsWith("weather.chat@stream-error.faults.toml"));
+if (!fault || fault.golden !== "ok" || fault.misses.length !== 0) process.exit(1);
+const fired = JSON.stringify(fault.faults);
+if (fired !== JSON.stringify([{ fault: "turn 4: stream_error after 2 chunks", fired: 1, times: 1 }])) {
+  console.error(`faults: ${fired}`);
+  process.exit(1);
+}
+JS
+grep -q 'faults: turn 4: stream_error after 2 chunks fired 1/1' "$work/app.out" ||
+  fail "the verdict does not say the stream error fired: $(cat "$work/app.out")"
 
 # Starts `keyless model-server` replaying the fixture $1 and the route (server.mjs) with its model
 # there; their URLs are in $model_url and $route_url.
@@ -98,7 +113,7 @@ serve_route() {
   model_url="http://127.0.0.1:$model_port"
   route_url="http://127.0.0.1:$route_port"
   for _ in $(seq 100); do
-    curl -sf "$route_url/health" >/dev/null 2>&1 && curl -sf "$model_url/_harness/state" >/dev/null 2>&1 && return
+    curl -sf "$route_url/health" >/dev/null 2>&1 && curl -sf "$model_url/_keyless/state" >/dev/null 2>&1 && return
     sleep 0.1
   done
   fail "the route or the model server did not start: $(cat "$work/route.log" "$work/model.log")"
@@ -131,8 +146,8 @@ if (a !== b) {
 const parts = official.flatMap((m) => m.parts ?? [m.content]).length;
 console.log(`ai-sdk example: ${official.length} messages, ${parts} parts, equal`);
 JS
-  [ "$(curl -sf "$model_url/_harness/misses")" = "[]" ] \
-    || fail "the official client's run missed: $(curl -s "$model_url/_harness/misses")"
+  [ "$(curl -sf "$model_url/_keyless/misses")" = "[]" ] \
+    || fail "the official client's run missed: $(curl -s "$model_url/_keyless/misses")"
 }
 
 # The fixture $1's prompts, one per line.
@@ -143,12 +158,13 @@ prompts_of() {
 
 echo "ai-sdk example: the AI SDK's own client assembles the conversation keyless's driver assembled"
 serve_route fixtures/weather.chat.json
-run app --gateway-url "$route_url" --model-server "$model_url" \
+# The plain fixture only: the running model server serves it, not the fault scenario.
+run app weather.chat --gateway-url "$route_url" --model-server "$model_url" \
     --reset-token-file "$work/reset-token"
 [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "the driver at the running route failed (exit $status)"; }
 curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
     -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
-  "$model_url/_harness/reset" >/dev/null
+  "$model_url/_keyless/reset" >/dev/null
 mapfile -t prompt_list < <(prompts_of fixtures/weather.chat.json)
 (cd "$work/app" && node official_client.mjs "$route_url/api/chat" "${prompt_list[@]}") \
   > "$work/official.json" || fail "the official client failed"
@@ -164,7 +180,7 @@ for api in openai-chat openai-responses; do
   [ "$status" -eq 0 ] || { cat "$work/app.out" >&2; fail "--api $api at the running route failed (exit $status)"; }
   curl -sf -X POST -H 'content-type: application/json' -d '{"fixture": "weather.chat"}' \
     -H "x-keyless-reset-token: $(cat "$work/reset-token")" \
-    "$model_url/_harness/reset" >/dev/null
+    "$model_url/_keyless/reset" >/dev/null
   mapfile -t prompt_list < <(prompts_of "fixtures-$api/weather.chat.json")
   model="$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).model)' \
     "$work/app/fixtures-$api/weather.chat.json")"

@@ -20,9 +20,9 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { convertToModelMessages, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
 
-const port = Number(process.env.PORT ?? process.env.HARNESS_GATEWAY_PORT ?? 3000);
+const port = Number(process.env.PORT ?? process.env.KEYLESS_GATEWAY_PORT ?? 3000);
 const openai = createOpenAI({
-  baseURL: process.env.OPENAI_BASE_URL ?? process.env.HARNESS_MODEL_BASE_URL,
+  baseURL: process.env.OPENAI_BASE_URL ?? process.env.KEYLESS_MODEL_BASE_URL,
   apiKey: process.env.OPENAI_API_KEY ?? "unused",
 });
 const MODEL = process.env.CHAT_MODEL ?? "gpt-4o-mini";

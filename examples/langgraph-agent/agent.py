@@ -65,8 +65,8 @@ def read_file(path: str, config: RunnableConfig, description: str = "") -> str:
 
 def model(caller: str | None = None) -> ChatOpenAI:
     """The chat model from the environment; `caller` names the node for the harness's model
-    server (`X-Harness-Caller`), which needs it only when two nodes send one conversation."""
-    headers = {"X-Harness-Caller": caller} if caller else None
+    server (`x-keyless-caller`), which needs it only when two nodes send one conversation."""
+    headers = {"x-keyless-caller": caller} if caller else None
     return ChatOpenAI(
         model=os.environ.get("AGENT_MODEL", "gpt-4o-mini"),
         base_url=os.environ.get("OPENAI_BASE_URL"),

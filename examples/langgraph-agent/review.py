@@ -2,7 +2,7 @@
 
 Both see the user's messages, each with its own system prompt, and a final node joins their
 answers. The system prompt is left out of the harness's replay key, so the two calls have the
-same key: each node names itself in the `X-Harness-Caller` header, and the harness keeps their
+same key: each node names itself in the `x-keyless-caller` header, and the harness keeps their
 answers apart (without it, replay reports the ambiguity instead of guessing).
 """
 

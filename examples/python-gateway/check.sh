@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The example as a user runs it, from a folder outside the workspace (a copy of this one, no
-# Cargo.toml in sight): the committed golden passes, and a gateway whose conversation drifts
-# (message names off) fails with the miss diagnostic in the output and in --json; `keyless drift`
-# against the scripted upstream the fixture was recorded with reports it identical.
+# Cargo.toml in sight): the committed goldens pass (the fixture and its two fault scenarios: a
+# 429 the gateway's client retries through, a cut stream it turns into an `error` event), the
+# 429 scenario without the client's retries fails with a golden change in seconds (not a hang),
+# and a gateway whose conversation drifts (message names off) fails with the miss diagnostic in
+# the output and in --json; `keyless drift` against the scripted upstream the fixture was recorded
+# with reports it identical.
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/ci-venv/bin/python examples/python-gateway/check.sh
 set -euo pipefail
@@ -20,6 +23,54 @@ fail() { echo "python example: $*" >&2; exit 1; }
 
 echo "python example: keyless test in $work"
 "$keyless" test || fail "keyless test failed on the committed fixture and golden"
+
+echo "python example: without its client's retries the gateway fails the 429 fault scenario"
+set +e
+started=$SECONDS
+GATEWAY_MAX_RETRIES=0 "$keyless" test word_count.flash@rate-limit > noretry.out 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || fail "the 429 scenario without retries exited $status, not 1: $(cat noretry.out)"
+[ $((SECONDS - started)) -lt 60 ] || fail "the 429 scenario without retries took $((SECONDS - started))s (a hang?)"
+grep -q 'faults: call 1: status 429 fired 1/1' noretry.out || fail "the verdict does not say the 429 fired"
+grep -q 'golden: .*word_count.flash@rate-limit.snap (changed)' noretry.out ||
+  fail "the 429 scenario without retries shows no golden change: $(cat noretry.out)"
+
+echo "python example: a 40 s delay against a client that waits 5 s costs about 5 s, not 40"
+cat > fixtures/word_count.flash@slow.faults.toml <<'TOML'
+fixture = "word_count.flash"
+[[fault]]
+turn = 4
+kind = "delay"
+first_byte_ms = 40000
+TOML
+# The client gives up, and the gateway streams the error event the cut stream's golden holds.
+sed 's/@cut-stream/@slow/' golden/word_count.flash@cut-stream.snap > golden/word_count.flash@slow.snap
+started=$SECONDS
+GATEWAY_MODEL_TIMEOUT=5 GATEWAY_MAX_RETRIES=0 "$keyless" test word_count.flash@slow > slow.out 2>&1 ||
+  fail "the delayed scenario failed: $(cat slow.out)"
+took=$((SECONDS - started))
+echo "python example: the 40 s delay took ${took}s of wall time"
+[ "$took" -lt 20 ] || fail "a 40 s delay against a 5 s client timeout took ${took}s"
+rm fixtures/word_count.flash@slow.faults.toml golden/word_count.flash@slow.snap
+
+echo "python example: a fault no call matches fails its fixture (the gateway took another path)"
+cat > fixtures/word_count.flash@never.faults.toml <<'TOML'
+fixture = "word_count.flash"
+[[fault]]
+call = 99
+kind = "status"
+status = 503
+TOML
+cp golden/word_count.flash@rate-limit.snap golden/word_count.flash@never.snap
+set +e
+"$keyless" test word_count.flash@never > never.out 2>&1
+status=$?
+set -e
+[ "$status" -eq 1 ] || fail "a fault that never fired exited $status, not 1: $(cat never.out)"
+grep -q 'fault_not_fired: the fault "call 99: status 503"' never.out ||
+  fail "the verdict does not name the fault that never fired: $(cat never.out)"
+rm fixtures/word_count.flash@never.faults.toml golden/word_count.flash@never.snap
 
 echo "python example: the same gateway with message names off must miss"
 set +e
@@ -77,4 +128,4 @@ cases = ET.parse(sys.argv[2]).getroot().iter("testcase")
 assert [case.get("name") for case in cases] == [n[:-len(".json")] for n in names]
 assert not list(ET.parse(sys.argv[2]).getroot().iter("failure"))
 PY
-echo "python example: ok (passes as recorded; the drift fails with its diagnostic; keyless drift finds nothing changed; 8 at two a time pass)"
+echo "python example: ok (passes as recorded and under its faults; no retry fails the 429; the drift fails with its diagnostic; keyless drift finds nothing changed; 8 at two a time pass)"

@@ -14,11 +14,13 @@ Run it:
 
 Environment (the harness's names win, so `keyless test --gateway-cmd` needs no flags):
 
-    HARNESS_MODEL_BASE_URL or OPENAI_BASE_URL   the model's OpenAI base URL
-    HARNESS_GATEWAY_PORT or --port              the port on 127.0.0.1
+    KEYLESS_MODEL_BASE_URL or OPENAI_BASE_URL   the model's OpenAI base URL
+    KEYLESS_GATEWAY_PORT or --port              the port on 127.0.0.1
     OPENAI_API_KEY                              the key (any value for a model server)
     GATEWAY_MODEL                               the model name (default gpt-4o-mini)
     GATEWAY_SEND_NAMES=0                        leave message names off the model's requests
+    GATEWAY_MAX_RETRIES                         the openai client's retries (default 2; 0: none)
+    GATEWAY_MODEL_TIMEOUT                       the openai client's timeout in seconds (default 60)
 """
 
 from __future__ import annotations
@@ -169,8 +171,9 @@ class Agent:
             usage_metadata=None,
         )
 
-    def run(self, messages: list[dict], publish) -> None:
-        """Runs the loop on `messages` (changed in place), publishing the state after each step."""
+    def run(self, messages: list[dict], publish) -> OpenAIError | None:
+        """Runs the loop on `messages` (changed in place), publishing the state after each step;
+        the model's failure, if it failed."""
         for _ in range(MAX_MODEL_CALLS):
             try:
                 answer = self.call_model(messages)
@@ -179,7 +182,7 @@ class Agent:
                 messages.append(dump("ai", f"The model failed: {error}", tool_calls=[],
                                      invalid_tool_calls=[], usage_metadata=None))
                 publish()
-                return
+                return error
             messages.append(answer)
             publish()
             if not answer["tool_calls"]:
@@ -192,6 +195,7 @@ class Agent:
                 messages.append(dump("tool", result, name=call["name"], tool_call_id=call["id"],
                                      artifact=None, status=status))
             publish()
+        return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -328,19 +332,25 @@ class Handler(BaseHTTPRequestHandler):
         messages.append(dump("human", inputs[-1]["content"], name="user-input"))
         publish = lambda: frame("values", {"messages": messages})  # noqa: E731
         publish()
-        self.server.agent.run(messages, publish)
+        failed = self.server.agent.run(messages, publish)
+        if failed is not None:
+            # The stream says the run failed, as a LangGraph server's `error` event does.
+            frame("error", {"error": type(failed).__name__, "message": str(failed)})
         frame("end", None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=int(os.environ.get("HARNESS_GATEWAY_PORT", "8001")))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("KEYLESS_GATEWAY_PORT", "8001")))
     args = parser.parse_args()
-    base_url = os.environ.get("HARNESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    base_url = os.environ.get("KEYLESS_MODEL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
-        sys.exit("gateway: set HARNESS_MODEL_BASE_URL or OPENAI_BASE_URL to the model's base URL")
+        sys.exit("gateway: set KEYLESS_MODEL_BASE_URL or OPENAI_BASE_URL to the model's base URL")
+    # The client's own retries (honouring the provider's `retry-after`) carry a run through a
+    # rate limit; GATEWAY_MAX_RETRIES=0 removes them (the 429 fault scenario then fails).
     client = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused",
-                    max_retries=0, timeout=60)
+                    max_retries=int(os.environ.get("GATEWAY_MAX_RETRIES", "2")),
+                    timeout=float(os.environ.get("GATEWAY_MODEL_TIMEOUT", "60")))
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.store = Store()
     server.agent = Agent(client, os.environ.get("GATEWAY_MODEL", "gpt-4o-mini"),

@@ -11,9 +11,13 @@
 //! - a streamed answer at each of the five wires (the same conversation and recorded answer as
 //!   Chat Completions, Messages, Responses, Gemini and Converse carry them): p50 and p99 per
 //!   answer, read whole, one request at a time, the replay started afresh (untimed) before each. `cargo bench -p harness --bench model_server --
-//!   wires` runs only this part.
+//!   wires` runs only this part;
+//! - one replayed call of a recorded HTTP API (`{http_url:tavily}`, a Tavily search with its
+//!   JSON body and a 1 KB answer): p50 and p99, one request at a time (`-- http` runs only
+//!   this part).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -21,10 +25,12 @@ use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::{options, run as run_fixture};
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
+use keyless_runner::{Boundaries, BoundaryName, HttpUpstream, ModelLedger};
 use keyless_runner::{Mode, ModelServer, ServerOptions};
 use keyless_runner::{ScenarioRun, runtime};
+use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
 use replay_core::{
-    Answer, Fixture, Scenario, Turn, UiMode, messages_from_chat_completions, replay_key,
+    Answer, BoundaryKind, ExchangeCall, Fixture, Scenario, Turn, UiMode, replay_key,
 };
 use serde_json::{Value, json};
 
@@ -124,6 +130,70 @@ async fn bench_completions(stream: bool) {
         percentile(&samples, 0.5).as_secs_f64() * 1e3,
         percentile(&samples, 0.99).as_secs_f64() * 1e3,
         THROUGHPUT_REQUESTS as f64 / elapsed.as_secs_f64(),
+    );
+}
+
+/// One replayed call of a recorded HTTP API: a Tavily search, its canonical form as the model
+/// server reads it, answered from a fixture holding enough copies for every call.
+async fn bench_http_boundary() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let search =
+        json!({"api_key": "tvly-bench-0123456789", "query": "weather in Paris", "max_results": 5});
+    let canonical = json!({"method": "POST", "path": "/search", "body": {"json": {
+        "api_key": "[secret removed]", "query": "weather in Paris", "max_results": 5}}});
+    let results: Vec<Value> = (0..5)
+        .map(|i| json!({"title": format!("Result {i}"), "url": format!("https://example.com/{i}"), "content": "Sunny, 21 °C. ".repeat(8), "score": 0.9}))
+        .collect();
+    let answer = json!({"status": 200, "headers": {"content-type": "application/json"},
+        "body": [json!({"query": "weather in Paris", "results": results}).to_string()]});
+    let exchange =
+        ExchangeCall::new(BoundaryKind::Http, "tavily", "POST /search", canonical).answered(answer);
+    let mut fixture = Fixture::load(&fixtures_dir().join("write_read_file.flash.json"))
+        .expect("a shipped fixture");
+    fixture.exchanges = vec![exchange; LATENCY_REQUESTS + 100];
+    let path = folder.path().join("http.flash.json");
+    std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");
+    let tavily = HttpUpstream::new("https://api.tavily.com", &[], &[]).expect("upstream");
+    let options = ServerOptions {
+        boundaries: Arc::new(Boundaries {
+            http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
+            configured_in: "bench".into(),
+            ..Boundaries::default()
+        }),
+        ..ServerOptions::default()
+    };
+    let server = ModelServer::start(Mode::Fixtures(vec![path]), options)
+        .await
+        .expect("model server");
+    let url = format!("{}/_keyless/http/tavily/search", server.url());
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    for _ in 0..100 {
+        one_request(&client, &url, &search).await;
+    }
+    let mut samples = Vec::with_capacity(LATENCY_REQUESTS);
+    for _ in 0..LATENCY_REQUESTS {
+        let started = Instant::now();
+        one_request(&client, &url, &search).await;
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    let state = server
+        .client()
+        .expect("client")
+        .state()
+        .await
+        .expect("state");
+    assert!(
+        ModelLedger::from_state(state).boundaries.misses.is_empty(),
+        "every call replayed"
+    );
+    println!(
+        "replayed HTTP call (base URL mode): p50 {:.3} ms, p99 {:.3} ms (n={LATENCY_REQUESTS}, one at a time)",
+        percentile(&samples, 0.5).as_secs_f64() * 1e3,
+        percentile(&samples, 0.99).as_secs_f64() * 1e3,
     );
 }
 
@@ -294,6 +364,10 @@ async fn bench_streamed_answer_per_wire() {
 
 fn main() {
     let runtime = runtime().expect("runtime");
+    runtime.block_on(bench_http_boundary());
+    if std::env::args().any(|arg| arg == "http") {
+        return;
+    }
     runtime.block_on(bench_streamed_answer_per_wire());
     if std::env::args().any(|arg| arg == "wires") {
         return;

@@ -35,7 +35,10 @@ use harness::in_process::{InProcess, options};
 use harness::workspace::{fixtures_dir, golden_dir, workspace_root};
 use keyless_runner::{
     Drive, DriveOptions, GatewayCommand, GatewayTarget, Mode, ModelLedger, ModelServer, Reused,
-    ScenarioRun, ServerOptions, Session, Transcripts, json_line, pending_path, runtime, table_line,
+    ScenarioRun, ServerOptions, Session, Transcripts,
+    goldens::pending_path,
+    runtime,
+    suite::{json_line, table_line},
 };
 use replay_core::{LoadedFixture, UnusedTurns};
 use serde_json::{Value, json};
@@ -261,6 +264,8 @@ fn scenario_run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        faults_fired: ledger.faults_fired,
+        boundaries: ledger.boundaries,
         elapsed: Duration::ZERO,
         golden_dir: options.golden_dir,
         transcripts_shown: Transcripts::Cut,
@@ -292,6 +297,7 @@ fn python_gateway(logs: &Path) -> GatewayCommand {
         ready_path: "/health".into(),
         ready_timeout: Duration::from_secs(60),
         log_dir: logs.to_path_buf(),
+        boundaries: Default::default(),
     }
 }
 
@@ -346,7 +352,7 @@ async fn bare_drive(url: &str, bodies: &[Value]) {
 async fn keyless_rounds(python_fixture: &Path) {
     let logs = tempfile::tempdir().expect("tempdir");
     let loaded = LoadedFixture::load(python_fixture).expect("the example's fixture");
-    let stem = keyless_runner::stem_of(python_fixture);
+    let stem = keyless_runner::goldens::stem_of(python_fixture);
     let golden = workspace_root().join("examples/python-gateway/golden");
     let server = ModelServer::start(
         Mode::LoadedFixtures(vec![loaded.clone()]),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keyless_runner::{
     Drive, GatewayTarget, HarnessError, ModelLedger, RunOptions, ScenarioRun, Transcripts,
-    WebClient,
+    session::WebClient,
 };
 use replay_core::{LoadedFixture, ReplayEngine};
 
@@ -20,7 +20,7 @@ use crate::adapter::hermetic::SCENARIO_MODEL;
 use crate::workspace::golden_dir;
 
 /// Layer 1's options in this workspace: judged against its `golden/`, transcripts shown in full
-/// when `HARNESS_FULL_TRANSCRIPT` is set.
+/// when `KEYLESS_FULL_TRANSCRIPT` is set.
 pub fn options() -> RunOptions {
     RunOptions::new(golden_dir()).transcripts(Transcripts::from_env())
 }
@@ -87,6 +87,8 @@ impl GatewayTarget for InProcess {
             ambiguities: engine.take_ambiguities(),
             other_problems: Vec::new(),
             unused_turns: engine.unused_turns(),
+            faults_fired: Vec::new(),
+            boundaries: Default::default(),
         })
     }
 }

@@ -18,7 +18,7 @@ use crate::adapter::hermetic::ModelBlock;
 use crate::adapter::hermetic::SCENARIO_MODEL;
 #[cfg(feature = "stand-in")]
 use crate::stand_in::{Reply, STAND_IN_MODEL, StandIn};
-use keyless_runner::{DriverError, RunTranscript, WebClient};
+use keyless_runner::{DriverError, RunTranscript, session::WebClient};
 use replay_core::recording::{Access, RecordingFileError, RecordingSink, read_recording};
 use replay_core::{BuildError, Fixture, Scenario, TurnSummary, build_fixture};
 
@@ -73,11 +73,11 @@ pub struct Recorded {
 }
 
 /// The metadata file of a recording: `<recording>.meta.json`.
-pub use keyless_runner::meta_path_for;
+pub use keyless_runner::recordings::meta_path_for;
 
 /// `scenario` with its prompt, follow-ups, context and configuration overrides redacted as a
 /// recording is (`docs/recording-format.md` §6).
-pub use keyless_runner::redacted_scenario;
+pub use keyless_runner::recordings::redacted_scenario;
 
 /// Drives `scenario` (redacted first, [`redacted_scenario`]) against a gateway whose model is
 /// `block`, recording every model call to `recording_path`, then writes the scenario beside it

@@ -1,5 +1,5 @@
 //! The web client's flow in this workspace. The flow itself is the runner's: DeerFlow's chat
-//! page as its web client drives it ([`keyless_runner::WebClient`], chosen by
+//! page as its web client drives it ([`keyless_runner::session::WebClient`], chosen by
 //! [`crate::in_process::web_options`]), run through the one run API and judged by the one verdict
 //! under the page's policy (every request 2xx, every run framed, no miss, every recorded turn
 //! reached, the suggestions turn included; a suggestions prompt that drifts from the recorded
@@ -14,7 +14,7 @@ use replay_core::GoldenStatus;
 use crate::final_messages::{MESSAGES_GOLDEN_SUFFIX, messages_document as document_of};
 
 /// The suffix of a web golden's stem: `golden/<fixture stem>.web.snap`.
-pub use keyless_runner::WEB_GOLDEN_SUFFIX;
+pub use keyless_runner::goldens::WEB_GOLDEN_SUFFIX;
 
 /// The messages golden's stem: `<fixture stem>.messages`.
 pub fn messages_stem(run: &ScenarioRun) -> String {

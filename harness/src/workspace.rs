@@ -31,11 +31,11 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// The committed golden document of `stem` in this workspace's `golden/`, or an error naming
 /// the file.
-pub fn read_golden(stem: &str) -> Result<String, keyless_runner::GoldenError> {
-    keyless_runner::read_golden(&golden_dir(), stem)
+pub fn read_golden(stem: &str) -> Result<String, keyless_runner::goldens::GoldenError> {
+    keyless_runner::goldens::read_golden(&golden_dir(), stem)
 }
 
 /// Compares `document` with the committed golden of `stem` in this workspace's `golden/`.
 pub fn golden_status(stem: &str, document: &str) -> replay_core::GoldenStatus {
-    keyless_runner::golden_status(&golden_dir(), stem, document)
+    keyless_runner::goldens::golden_status(&golden_dir(), stem, document)
 }

@@ -6,7 +6,7 @@
 //! gate); and the shape sequence equals the insta snapshot `golden/<stem>.snap`. The first two
 //! come from the run's verdict.
 //!
-//! `web_golden` drives the same fixture as DeerFlow's web client does (`keyless_runner::WebClient`: its
+//! `web_golden` drives the same fixture as DeerFlow's web client does (`keyless_runner::session::WebClient`: its
 //! page requests and its run request with the stream modes `messages-tuple`, `values`,
 //! `updates`, `custom`) and asserts: the flow passes its checks; the `values` frames are exactly
 //! those of the values-only golden (other modes must not change them); and the web reduction

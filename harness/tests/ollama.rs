@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use harness::workspace::fixtures_dir;
 use keyless_runner::runtime;
-use keyless_runner::{CALLER_HEADER, Mode, ModelServer, Problem, ServerOptions};
+use keyless_runner::server::{CALLER_HEADER, RESET_TOKEN_HEADER, RecordConfig};
+use keyless_runner::{Mode, ModelServer, Problem, ServerOptions};
 use model_wire::chat_completions::{Answer, Assembled};
 use model_wire::ollama;
 use replay_core::{Answer as Recorded, Fixture};
@@ -99,11 +100,11 @@ fn client() -> reqwest::Client {
         .expect("client")
 }
 
-/// `POST /_harness/reset` with the server's reset token; its status.
+/// `POST /_keyless/reset` with the server's reset token; its status.
 async fn reset(server: &ModelServer) -> u16 {
     client()
-        .post(format!("{}/_harness/reset", server.url()))
-        .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+        .post(format!("{}/_keyless/reset", server.url()))
+        .header(RESET_TOKEN_HEADER, server.reset_token())
         .json(&json!({}))
         .send()
         .await
@@ -134,7 +135,7 @@ async fn post(url: &str, body: &Value, caller: Option<&str>) -> (u16, String, St
 
 #[test]
 fn every_shipped_turn_replays_at_ollama_s_chat_as_its_recorded_answer() {
-    let fixtures = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let fixtures = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!fixtures.is_empty(), "no shipped fixtures");
     bounded(async {
         for fixture_path in fixtures {
@@ -416,7 +417,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_ollama_replays_from_its_fixture_and
         }
         let recording = folder.path().join("loop.jsonl");
         let proxy = ModelServer::start(
-            Mode::Record(Box::new(keyless_runner::RecordConfig {
+            Mode::Record(Box::new(RecordConfig {
                 upstream: upstream.uri(),
                 api_key: "ollama-local".into(),
                 recording: recording.clone(),
@@ -608,7 +609,7 @@ fn the_ollama_client_and_chat_ollama_drive_a_tool_loop_to_the_recorded_answers()
         let folder = tempfile::tempdir().expect("tempdir");
         let recording = folder.path().join("ollama.jsonl");
         let proxy = ModelServer::start(
-            Mode::Record(Box::new(keyless_runner::RecordConfig {
+            Mode::Record(Box::new(RecordConfig {
                 upstream: server.url(),
                 api_key: "ollama-local".into(),
                 recording: recording.clone(),

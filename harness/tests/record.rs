@@ -15,7 +15,7 @@ use harness::adapter::hermetic::{ModelBlock, SCENARIO_MODEL, hermetic_config, pr
 use harness::in_process::run as run_fixture;
 use harness::record_run::{Recorded, record_scenario};
 use harness::scenarios::WRITE_READ_FILE_PROMPT;
-use keyless_runner::Activation;
+use keyless_runner::recordings::Activation;
 use model_wire::Event;
 use replay_core::recording::{Access, Outcome, RecordedEvent, read_recording};
 use replay_core::{MissingGolden, Scenario, UiMode};
@@ -157,7 +157,7 @@ async fn the_same_recording_replays_strictly_with_the_recorded_chunks() {
         .unwrap();
     // The web client's page, as the recording was made with: strict replay compares the
     // model's input field by field, content blocks included.
-    let runs = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+    let runs = keyless_runner::session::WebClient::new(Some(SCENARIO_MODEL))
         .drive(&gateway.url(), &ultra_scenario(WRITE_READ_FILE_PROMPT))
         .await
         .unwrap();

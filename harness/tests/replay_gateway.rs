@@ -10,7 +10,7 @@ use harness::replay_gateway::{
     Auth, GatewaySpec, HostSettings, ReplayGateway, SUITE_EXTRAS, manifest, replay_log_name, suite,
 };
 use harness::workspace::fixtures_dir;
-use keyless_runner::WebClient;
+use keyless_runner::session::WebClient;
 use replay_core::Fixture;
 use serde_json::{Value, json};
 

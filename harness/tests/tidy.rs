@@ -552,11 +552,13 @@ fn no_import_circle_between_the_files_of_a_crate() {
 /// The modules whose children may not import them: each parent holds its routes or its
 /// lifecycle and its children what it is made of, so a child reaching back up would make the
 /// parent a second home for what the children share (issue 38).
-const PARENTS_NO_CHILD_IMPORTS: [(&str, &[&str]); 1] =
-    [("harness/runner/src/lib.rs", &["model_server"])];
+const PARENTS_NO_CHILD_IMPORTS: [(&str, &[&str]); 2] = [
+    ("harness/runner/src/lib.rs", &["model_server"]),
+    ("harness/runner/src/lib.rs", &["driver"]),
+];
 
 #[test]
-fn no_child_module_imports_its_parent_in_the_model_server() {
+fn no_child_module_imports_its_parent_in_the_model_server_and_the_driver() {
     let root = workspace_root();
     let mut problems = Vec::new();
     for (crate_root, module) in PARENTS_NO_CHILD_IMPORTS {
@@ -1107,6 +1109,22 @@ fn every_architecture_invariant_names_a_test_that_exists() {
     );
 }
 
+/// The most characters ARCHITECTURE.md may hold: it is the map (a code map per crate and the
+/// invariants with their tests), and the detail of a module lives in its `//!` documentation
+/// (issue 38; rust-analyzer's is about 27k for a far larger tree).
+const ARCHITECTURE_MAX_CHARS: usize = 30_000;
+
+#[test]
+fn architecture_md_stays_within_30000_characters() {
+    let text = std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).unwrap();
+    let chars = text.chars().count();
+    assert!(
+        chars <= ARCHITECTURE_MAX_CHARS,
+        "ARCHITECTURE.md has {chars} characters, over {ARCHITECTURE_MAX_CHARS}: move detail into \
+         the `//!` documentation of the module it describes and keep the map"
+    );
+}
+
 #[test]
 fn the_invariant_check_refuses_a_missing_or_unknown_test() {
     let root = workspace_root();
@@ -1221,4 +1239,73 @@ fn a_dialects_constants_are_in_its_file() {
         "fn ready(api: Api) -> &'static str {\n    match api { Api::Langgraph => \"/ok\" }\n}";
     let without = [("x.rs".to_owned(), "impl Dialect for X {}".to_owned())];
     assert_eq!(dialect_constant_problems(before, &without).len(), 2);
+}
+
+/// What breaks "every wire through one renderer" in the model server's file `name`, given its
+/// text (its code before the tests, comments left out): a `Wire::ChatCompletions` outside the
+/// routes (`mod.rs`, `routes.rs`), which would be a Chat Completions special case, or a wire's
+/// stream written outside `render.rs` (an SSE `data:` or `event:` line, an event-stream
+/// frame), which would be a second renderer beside model-wire's.
+fn one_renderer_problems(name: &str, text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let frames = ["\"data: ", "\"event: ", "event_frame(", "exception_frame("];
+    let mut problems = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let at = format!("harness/runner/src/model_server/{name}:{}", index + 1);
+        if line.contains("Wire::ChatCompletions") && !matches!(name, "mod.rs" | "routes.rs") {
+            problems.push(format!(
+                "{at}: a Chat Completions special case (only the routes name one wire)"
+            ));
+        }
+        if name != "render.rs" && frames.iter().any(|frame| line.contains(frame)) {
+            problems.push(format!(
+                "{at}: a wire's stream written outside render.rs (model-wire's streaming renderer \
+                 renders every wire, render.rs frames it)"
+            ));
+        }
+    }
+    problems
+}
+
+/// Every wire through one renderer (issue 38, item 3): in the model server, every wire's stream
+/// is model-wire's streaming renderer's (`Wire::stream_renderer`) framed by `render.rs`, for a
+/// replay and the recording proxy alike, and no file but the routes names Chat Completions.
+#[test]
+fn the_model_server_renders_every_wire_through_one_renderer() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("harness/runner/src/model_server"), &mut files);
+    assert!(files.len() > 5, "the model server's files");
+    // The modules `mod.rs` declares for its tests only (`#[cfg(test)] mod hardening;`).
+    let parent = std::fs::read_to_string(root.join("harness/runner/src/model_server/mod.rs"));
+    let test_only: Vec<String> = parent
+        .unwrap()
+        .split("#[cfg(test)]")
+        .skip(1)
+        .filter_map(|after| after.trim_start().strip_prefix("mod "))
+        .filter_map(|rest| rest.split(';').next())
+        .map(|module| format!("{}.rs", module.trim()))
+        .collect();
+    let mut problems = Vec::new();
+    for file in files {
+        let name = file
+            .strip_prefix(root.join("harness/runner/src/model_server"))
+            .unwrap()
+            .display()
+            .to_string();
+        if test_only.contains(&name) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        problems.extend(one_renderer_problems(&name, &text));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rule catches what it names: a Chat Completions branch, an SSE frame, AWS framing.
+    let before = "match wire { Wire::ChatCompletions => x }\nlet f = format!(\"data: {c}\\n\\n\");\n\
+                  let b = event_frame(name, &payload);\n#[cfg(test)]\nWire::ChatCompletions";
+    assert_eq!(one_renderer_problems("wires.rs", before).len(), 3);
+    assert!(one_renderer_problems("routes.rs", "Wire::ChatCompletions").is_empty());
 }

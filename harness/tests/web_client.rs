@@ -1,5 +1,5 @@
 //! The web client's flow over every shipped fixture (adding a fixture file adds a test): replay
-//! it while making the requests DeerFlow's chat page makes, in its order (`keyless_runner::WebClient`),
+//! it while making the requests DeerFlow's chat page makes, in its order (`keyless_runner::session::WebClient`),
 //! and assert what a browser needs: every request 2xx, no replay miss, every recorded turn used
 //! (the suggestions turn included), suggestions shown, and the page's message history holding
 //! each prompt after the runs.

@@ -27,17 +27,18 @@ use harness::adapter::process::{GatewayProcess, workspace_gateway_binary};
 use harness::in_process::{InProcess, options};
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
-use keyless_runner::{
-    CALLER_HEADER, Mode, ModelServer, ModelServerError, Problem, RecordConfig, ServerOptions,
-};
 use keyless_runner::{DriveOptions, DriverError, RunTranscript, ScenarioRun, Session, runtime};
+use keyless_runner::{
+    Mode, ModelServer, Problem, ServerOptions,
+    server::{CALLER_HEADER, ModelServerError, RecordConfig},
+};
 use model_wire::Event;
+use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
 use replay_core::recording::{
     Access, RecordedEvent, RecordedRequest, RecordingSink, read_recording,
 };
 use replay_core::{
-    Fixture, ModelProblem, ModelProblemKind, Scenario, UiMode, messages_from_chat_completions,
-    replay_key,
+    Fixture, ModelProblem, ModelProblemKind, Scenario, UiMode, protocol, replay_key,
 };
 use serde_json::{Value, json};
 use support::{scripted_upstream, write_read_file_streams};
@@ -62,7 +63,7 @@ fn gateway_binary() -> &'static Path {
 
 /// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let files = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
@@ -201,7 +202,7 @@ fn a_recording_made_at_the_wire_replays_strictly_to_the_same_golden() {
                 .await
                 .expect("the run");
             assert_green(&run, "strict recording over the wire");
-            let state = keyless_runner::ModelServerClient::new(&strict.url())
+            let state = keyless_runner::server::ModelServerClient::new(&strict.url())
                 .expect("client")
                 .state()
                 .await
@@ -416,7 +417,8 @@ fn a_drifted_run_misses_over_the_wire_with_the_nearest_turn_and_first_differing_
         let kinds: Vec<_> = server.problems().iter().map(Problem::kind).collect();
         assert_eq!(kinds, [ModelProblemKind::Miss]);
         // A driver in another process reads the same ledger.
-        let client = keyless_runner::ModelServerClient::new(&server.base_url()).expect("client");
+        let client =
+            keyless_runner::server::ModelServerClient::new(&server.base_url()).expect("client");
         assert_eq!(client.problems().await.expect("misses"), server.problems());
     });
 }
@@ -504,10 +506,77 @@ fn an_ambiguous_caller_is_named_and_the_caller_header_settles_it() {
     });
 }
 
+/// Every spelling of keyless's protocol names is served (`replay_core::protocol`): the caller
+/// header under its `x-keyless-` name and its `x-harness-` alias settles an ambiguous caller, and
+/// each of the server's routes answers under `/_keyless/` and its `/_harness/` alias.
+#[test]
+fn every_protocol_name_is_served_under_its_keyless_spelling_and_its_aliases() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let fixture = same_conversation_fixture(
+        folder.path(),
+        &[
+            ("lead_agent", "from the lead"),
+            ("suggest_agent", "from suggestions"),
+        ],
+    );
+    bounded(async {
+        let server = ModelServer::start(Mode::Fixtures(vec![fixture]), quiet())
+            .await
+            .expect("model server");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let body = json!({"model": "m", "messages": [user("same")]});
+        for header in protocol::CALLER.spellings() {
+            // A fresh replay for each spelling: the turn is served once per run.
+            let reset = client
+                .post(format!("{}{}", server.url(), protocol::RESET_ROUTE.name))
+                .header(protocol::RESET_TOKEN_HEADER, server.reset_token())
+                .send()
+                .await
+                .expect("reset");
+            assert_eq!(reset.status().as_u16(), 200, "reset");
+            let answer: Value = client
+                .post(format!("{}/chat/completions", server.base_url()))
+                .header(header, "suggest_agent")
+                .json(&body)
+                .send()
+                .await
+                .expect("answer")
+                .json()
+                .await
+                .expect("json");
+            assert_eq!(
+                answer["choices"][0]["message"]["content"], "from suggestions",
+                "{header}: {answer}"
+            );
+        }
+        // (the route, the method it is served at)
+        let routes = [
+            (protocol::MISSES_ROUTE, reqwest::Method::GET),
+            (protocol::STATE_ROUTE, reqwest::Method::GET),
+            (protocol::RESET_ROUTE, reqwest::Method::POST),
+        ];
+        assert_eq!(routes.len(), protocol::ROUTES.len(), "every route is tried");
+        for (route, method) in routes {
+            for path in route.spellings() {
+                let response = client
+                    .request(method.clone(), format!("{}{path}", server.url()))
+                    .header(protocol::RESET_TOKEN_HEADER, server.reset_token())
+                    .send()
+                    .await
+                    .expect("answer");
+                assert_eq!(response.status().as_u16(), 200, "{method} {path}");
+            }
+        }
+    });
+}
+
 /// Two graph nodes call the model at once with the same conversation (their system prompts,
 /// which the key leaves out, differ). Recorded without a caller header, both turns are
 /// `lead_agent`'s under one key: replayed without the header, each concurrent call is reported as
-/// ambiguous instead of being handed either answer. Recorded with `X-Harness-Caller` per node,
+/// ambiguous instead of being handed either answer. Recorded with `x-keyless-caller` per node,
 /// each node that sends the header gets its own answer.
 #[test]
 fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
@@ -577,7 +646,7 @@ fn parallel_nodes_are_reported_without_the_caller_header_and_served_with_it() {
             );
             if let Some(Problem::AmbiguousAnswer { ambiguity, message }) = problems.first() {
                 assert_eq!(ambiguity.turns, [0, 1], "{name}");
-                assert!(message.contains("X-Harness-Caller"), "{name}: {message}");
+                assert!(message.contains("x-keyless-caller"), "{name}: {message}");
             }
         });
     }
@@ -596,7 +665,7 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         ("POST", "/v1/embeddings", 404),
         ("POST", "/v1/completions", 404),
         ("GET", "/v1/chat/completions", 405),
-        ("DELETE", "/_harness/misses", 405),
+        ("DELETE", "/_keyless/misses", 405),
         ("POST", "/v1/complete?key=sk-not-in-the-message", 404),
     ];
     bounded(async {
@@ -643,8 +712,11 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
         .await;
         assert_eq!(status, 400, "a miss");
         let reply: Value = client
-            .post(format!("{}/_harness/reset", server.url()))
-            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+            .post(format!("{}/_keyless/reset", server.url()))
+            .header(
+                keyless_runner::server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")
@@ -653,8 +725,11 @@ fn an_unserved_route_is_an_openai_error_and_a_problem() {
             .expect("json");
         assert_eq!(reply["discarded_unread_problems"], 1, "{reply}");
         let again: Value = client
-            .post(format!("{}/_harness/reset", server.url()))
-            .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+            .post(format!("{}/_keyless/reset", server.url()))
+            .header(
+                keyless_runner::server::RESET_TOKEN_HEADER,
+                server.reset_token(),
+            )
             .send()
             .await
             .expect("reset")
@@ -794,7 +869,7 @@ fn the_gateway_s_client_at_each_wire_reads_the_streamed_and_the_whole_answer_as_
                 .insert("send_message_names".into(), Value::Bool(true));
             model_block_at(&mut entry, api);
             let model = WireChatModel::new(&entry, api).expect("client");
-            let client = keyless_runner::ModelServerClient::new(&server.url())
+            let client = keyless_runner::server::ModelServerClient::new(&server.url())
                 .unwrap()
                 .with_reset_token(server.reset_token());
             client.reset(None).await.expect("a fresh replay");

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use harness::workspace::fixtures_dir;
 use keyless_runner::runtime;
-use keyless_runner::{CALLER_HEADER, Mode, ModelServer, Problem, ServerOptions};
+use keyless_runner::{Mode, ModelServer, Problem, ServerOptions, server::CALLER_HEADER};
 use model_wire::chat_completions::{Answer, Assembled, ChunkAssembler, parse_completion};
 use model_wire::{anthropic_messages, bedrock_converse, gemini, responses};
 use replay_core::{Answer as Recorded, Fixture};
@@ -33,7 +33,7 @@ fn bounded<T>(work: impl Future<Output = T>) -> T {
 
 /// The shipped fixtures, listed as every command lists a fixture folder.
 fn shipped_fixtures() -> Vec<PathBuf> {
-    let files = keyless_runner::fixture_files(&fixtures_dir()).expect("fixtures/");
+    let files = keyless_runner::suite::fixture_files(&fixtures_dir()).expect("fixtures/");
     assert!(!files.is_empty(), "no shipped fixtures");
     files
 }
@@ -335,6 +335,45 @@ fn read(wire: Wire, stream: bool, body: impl AsRef<[u8]>) -> Result<Assembled, S
     }
 }
 
+/// The deltas a streamed body carries, as the wire's own stream reader reads them, piece by
+/// piece: so two streams of the same answer compare by where their chunks were cut.
+fn streamed_deltas(wire: Wire, body: &[u8]) -> Vec<model_wire::Event> {
+    let codec = match wire {
+        Wire::ChatCompletions => model_wire::Wire::ChatCompletions,
+        Wire::Anthropic => model_wire::Wire::AnthropicMessages,
+        Wire::Responses => model_wire::Wire::Responses,
+        Wire::Gemini => model_wire::Wire::Gemini,
+        Wire::Converse => model_wire::Wire::BedrockConverse,
+    };
+    let mut reader = codec.reader();
+    let pieces: Vec<(String, String)> = if wire == Wire::Converse {
+        event_stream_messages(body)
+            .expect("an event stream")
+            .into_iter()
+            .map(|(name, payload)| (name, payload.to_string()))
+            .collect()
+    } else {
+        String::from_utf8_lossy(body)
+            .replace("\r\n", "\n")
+            .split("\n\n")
+            .filter_map(|frame| {
+                let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
+                let name = frame
+                    .lines()
+                    .find_map(|line| line.strip_prefix("event: "))
+                    .unwrap_or("message");
+                Some((name.to_owned(), data.to_owned()))
+            })
+            .collect()
+    };
+    let mut deltas = Vec::new();
+    for (name, data) in pieces {
+        deltas.extend(reader.push(&name, &data).expect("a good stream"));
+    }
+    deltas.extend(reader.finish().expect("a good answer").0);
+    deltas
+}
+
 /// Text, reasoning and calls (name, parsed arguments): what a client makes of an answer.
 fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     let calls: Vec<Value> = calls
@@ -346,14 +385,17 @@ fn seen(text: &str, reasoning: &str, calls: &[(String, String)]) -> Value {
     json!({"text": text, "reasoning": reasoning, "calls": calls})
 }
 
-/// `POST /_harness/reset` with the server's reset token; its status.
+/// `POST /_keyless/reset` with the server's reset token; its status.
 async fn reset(server: &ModelServer) -> u16 {
     reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client")
-        .post(format!("{}/_harness/reset", server.url()))
-        .header(keyless_runner::RESET_TOKEN_HEADER, server.reset_token())
+        .post(format!("{}/_keyless/reset", server.url()))
+        .header(
+            keyless_runner::server::RESET_TOKEN_HEADER,
+            server.reset_token(),
+        )
         .json(&json!({}))
         .send()
         .await
@@ -727,7 +769,7 @@ fn langchain_chat_models_drive_a_tool_loop_to_the_recorded_answers_at_each_wire(
         ] {
             let recording = folder.path().join(format!("{families}.jsonl"));
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream,
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -953,8 +995,8 @@ fn gemini_s_routes_and_framings_and_converse_s_error_header() {
 }
 
 /// Credentials the proxy signs Bedrock calls with (the model server checks no signature).
-fn dummy_aws() -> keyless_runner::AwsCredentials {
-    keyless_runner::AwsCredentials {
+fn dummy_aws() -> keyless_runner::server::AwsCredentials {
+    keyless_runner::server::AwsCredentials {
         access_key_id: "AKIDEXAMPLE".into(),
         secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
         session_token: Some("session-token-SECRET-123".into()),
@@ -1162,6 +1204,40 @@ async fn assert_answers_as_scripted(base: &str, wire: Wire, script: &[ScriptedCa
             expected_answer(call),
             "{how}"
         );
+        // While recording, the stream's opening says what the upstream's opening said: its
+        // model, and at the Messages wire its input tokens.
+        if call.request["stream"] == json!(true) && served == "through the proxy" {
+            let opening: Value =
+                serde_json::from_str(data_lines(&body)[0]).expect("the opening event");
+            let (model, input_tokens) = match wire {
+                Wire::Anthropic => (
+                    &opening["message"]["model"],
+                    &opening["message"]["usage"]["input_tokens"],
+                ),
+                _ => (&opening["response"]["model"], &json!(12)),
+            };
+            let upstream: Value = serde_json::from_str(data_lines(&call.upstream)[0]).unwrap();
+            let said = &upstream["message"]["model"];
+            let said = if said.is_null() {
+                &upstream["response"]["model"]
+            } else {
+                said
+            };
+            assert_eq!(
+                (model, input_tokens),
+                (said, &json!(12)),
+                "{how}: the opening"
+            );
+        }
+        // Issue 38, item 3: a recorded stream keeps the upstream's chunk boundaries at every
+        // wire (a fixture's turn holds the message, not its chunks).
+        if call.request["stream"] == json!(true) && served != "from the built fixture" {
+            assert_eq!(
+                streamed_deltas(wire, body.as_bytes()),
+                streamed_deltas(wire, call.upstream.as_bytes()),
+                "{how}: the upstream's deltas"
+            );
+        }
     }
 }
 
@@ -1219,7 +1295,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_each_wire_replays_strictly_and_drif
             let scenario =
                 replay_core::Scenario::new("loop", replay_core::UiMode::Flash, "Write hi");
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream: format!("{}/v1", upstream.uri()),
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -1582,6 +1658,13 @@ async fn assert_path_calls_as_scripted(base: &str, wire: Wire, script: &[PathCal
             json!({"text": call.text, "calls": want}),
             "{how}"
         );
+        if call.stream && served != "from the built fixture" {
+            assert_eq!(
+                streamed_deltas(wire, body.as_ref()),
+                streamed_deltas(wire, &call.upstream),
+                "{how}: the upstream's deltas"
+            );
+        }
     }
 }
 
@@ -1629,7 +1712,7 @@ fn a_tool_loop_recorded_through_the_proxy_at_gemini_and_converse_replays_strictl
             }
             let recording = folder.path().join("loop.jsonl");
             let proxy = ModelServer::start(
-                Mode::Record(Box::new(keyless_runner::RecordConfig {
+                Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                     upstream: format!("{}{prefix}", upstream.uri()),
                     api_key: UPSTREAM_KEY.into(),
                     recording: recording.clone(),
@@ -1784,7 +1867,7 @@ fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() 
             .await;
         let recording = folder.path().join("corrupt.jsonl");
         let proxy = ModelServer::start(
-            Mode::Record(Box::new(keyless_runner::RecordConfig {
+            Mode::Record(Box::new(keyless_runner::server::RecordConfig {
                 upstream: upstream.uri(),
                 api_key: UPSTREAM_KEY.into(),
                 recording: recording.clone(),
@@ -1818,4 +1901,242 @@ fn a_corrupt_event_stream_frame_from_the_upstream_is_refused_naming_the_frame() 
         );
         assert!(text.contains("\"outcome\": \"error\""), "{text}");
     });
+}
+
+/// Issue 42, item 3: each wire's official client meets a fault scenario's fault as its
+/// provider's own failure. A 429 raises `openai.RateLimitError`, `anthropic.RateLimitError`,
+/// google-genai's `ClientError` (`RESOURCE_EXHAUSTED`) and botocore's `ThrottlingException`; a
+/// 5xx the client's server error (Anthropic's 529 its `OverloadedError`); a `stream_error`
+/// after two chunks the wire's in-stream error (`openai.APIError` from Chat Completions' error
+/// chunk, Responses' `response.failed`, Messages' `event: error` with `overloaded_error`,
+/// Gemini's error chunk as `ServerError`, Converse's `modelStreamErrorException`); a cut stream
+/// a broken read; and through a 429 with `retry-after: 1` each client's own retries reach the
+/// recorded answer, the `openai` and `anthropic` clients after the second it asks for.
+#[test]
+fn the_official_clients_raise_each_providers_own_fault() {
+    use keyless_runner::faults::{Fault, FaultKind, FaultPlan, Select};
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let fixture_path = fixtures_dir().join("write_read_file.flash.json");
+    let fixture = Fixture::load(&fixture_path).expect("fixture");
+    let turn = &fixture.turns[0];
+    let canonical = turn.canonical.as_deref().expect("canonical");
+    let body = |wire: Wire| {
+        let mut body = request(wire, canonical, false);
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("stream");
+        }
+        body
+    };
+    let wires = [
+        ("chat", Wire::ChatCompletions),
+        ("responses", Wire::Responses),
+        ("anthropic", Wire::Anthropic),
+        ("gemini", Wire::Gemini),
+        ("converse", Wire::Converse),
+    ];
+    let status = |status: u16, retry_after: Option<u32>| FaultKind::Status {
+        status,
+        retry_after,
+    };
+    // (the fault, its times, the client's retries, per wire what the client did: raised,
+    // status, detail, answered)
+    type Expected = [(&'static str, Value, Value, bool); 5];
+    let cases: Vec<(FaultKind, u32, u32, Expected)> = vec![
+        (
+            status(429, None),
+            100,
+            0,
+            [
+                ("RateLimitError", json!(429), json!("requests"), false),
+                ("RateLimitError", json!(429), json!("requests"), false),
+                (
+                    "RateLimitError",
+                    json!(429),
+                    json!("rate_limit_error"),
+                    false,
+                ),
+                (
+                    "ClientError",
+                    json!(429),
+                    json!("RESOURCE_EXHAUSTED"),
+                    false,
+                ),
+                (
+                    "ThrottlingException",
+                    json!(429),
+                    json!("ThrottlingException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            status(500, None),
+            100,
+            0,
+            [
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(500),
+                    json!("server_error"),
+                    false,
+                ),
+                ("InternalServerError", json!(500), json!("api_error"), false),
+                ("ServerError", json!(500), json!("INTERNAL"), false),
+                (
+                    "InternalServerException",
+                    json!(500),
+                    json!("InternalServerException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            status(529, None),
+            100,
+            0,
+            [
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "InternalServerError",
+                    json!(529),
+                    json!("server_error"),
+                    false,
+                ),
+                (
+                    "OverloadedError",
+                    json!(529),
+                    json!("overloaded_error"),
+                    false,
+                ),
+                ("ServerError", json!(529), json!("INTERNAL"), false),
+                (
+                    "ServiceUnavailableException",
+                    json!(529),
+                    json!("ServiceUnavailableException"),
+                    false,
+                ),
+            ],
+        ),
+        (
+            FaultKind::StreamError { after_chunks: 2 },
+            100,
+            0,
+            [
+                ("APIError", Value::Null, json!("server_error"), false),
+                (
+                    "",
+                    Value::Null,
+                    json!("response.failed:server_error"),
+                    false,
+                ),
+                (
+                    "APIStatusError",
+                    json!(200),
+                    json!("overloaded_error"),
+                    false,
+                ),
+                ("ServerError", json!(500), json!("INTERNAL"), false),
+                (
+                    "EventStreamError",
+                    Value::Null,
+                    json!("modelStreamErrorException"),
+                    false,
+                ),
+            ],
+        ),
+    ];
+    let folder = tempfile::tempdir().expect("tempdir");
+    let jobs: Vec<Value> = (wires.iter())
+        .map(|(name, wire)| json!({"wire": name, "caller": turn.caller, "body": body(*wire)}))
+        .collect();
+    let jobs_path = folder.path().join("jobs.json");
+    std::fs::write(&jobs_path, Value::Array(jobs).to_string()).expect("write the jobs");
+    let serve = |kind: FaultKind, times: u32, jobs: &std::path::Path| {
+        let plan = FaultPlan {
+            fixture: "write_read_file.flash".to_owned(),
+            faults: vec![Fault {
+                select: Select::Call(1),
+                caller: None,
+                kind,
+                times,
+            }],
+        };
+        let options = ServerOptions {
+            faults: vec![("write_read_file.flash".to_owned(), plan)],
+            ..ServerOptions::default()
+        };
+        let (python, fixture_path, jobs) = (python.clone(), fixture_path.clone(), jobs.to_owned());
+        async move {
+            let server = ModelServer::start(Mode::Fixtures(vec![fixture_path]), options)
+                .await
+                .expect("model server");
+            let got = run_sdk_script(
+                python,
+                "check_wire_faults.py",
+                vec![server.url(), jobs.display().to_string()],
+                server.reset_token(),
+            )
+            .await;
+            server.stop().await.expect("stop");
+            got
+        }
+    };
+    for (kind, times, retries, expected) in cases {
+        assert_eq!(retries, 0);
+        let got = bounded(serve(kind, times, &jobs_path));
+        for ((name, _), (got, (raised, status, detail, answered))) in wires
+            .iter()
+            .zip(got.as_array().expect("results").iter().zip(expected))
+        {
+            let raised = if raised.is_empty() {
+                Value::Null
+            } else {
+                json!(raised)
+            };
+            assert_eq!(
+                (
+                    &got["raised"],
+                    &got["status"],
+                    &got["detail"],
+                    got["answered"].as_bool()
+                ),
+                (&raised, &status, &detail, Some(answered)),
+                "{kind:?} at {name}: {got}"
+            );
+        }
+    }
+    // A cut stream: every client's read breaks (none completes the call).
+    let got = bounded(serve(FaultKind::Cut { after_chunks: 2 }, 100, &jobs_path));
+    for ((name, _), got) in wires.iter().zip(got.as_array().expect("results")) {
+        assert_eq!(got["answered"], json!(false), "cut at {name}: {got}");
+    }
+    // A 429 with retry-after 1 once: every client's own retries reach the recording (the turn
+    // the refused call was served goes back to the replay), and the `openai` and `anthropic`
+    // clients wait the second `retry-after` asks for.
+    let retry_jobs = folder.path().join("retry.json");
+    let jobs: Vec<Value> = (wires.iter())
+        .map(|(name, wire)| json!({"wire": name, "caller": turn.caller, "body": body(*wire), "retries": 2}))
+        .collect();
+    std::fs::write(&retry_jobs, Value::Array(jobs).to_string()).expect("write the jobs");
+    let got = bounded(serve(status(429, Some(1)), 1, &retry_jobs));
+    for ((name, _), got) in wires.iter().zip(got.as_array().expect("results")) {
+        assert_eq!(got["answered"], json!(true), "retried at {name}: {got}");
+        let seconds = got["seconds"].as_f64().unwrap_or_default();
+        if ["chat", "responses", "anthropic"].contains(name) {
+            assert!(seconds >= 0.9, "{name} waited retry-after's second: {got}");
+        }
+    }
 }

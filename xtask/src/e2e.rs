@@ -9,6 +9,19 @@
 //! `stamps/` (what the last `npm ci` and client build saw), `gateways.json` and `gateways/` (the
 //! manifest and the replay logs), `report/` (Playwright's HTML report), `results/` (traces of
 //! failures), `screenshots/` and `results.json`.
+//!
+//! Layer 2 is the same replay, seen through a browser:
+//!
+//! ```text
+//! fixtures/*.json
+//!   → cargo xtask replay-gateway --manifest   one harness::replay_gateway per fixture + named extras,
+//!                                             each an in-process gateway on 127.0.0.1:0 replaying
+//!                                             through its own ReplayEngine, its ReplayObserver
+//!                                             appending gateways/<name>.replay.jsonl as calls hit or miss
+//!   → gateway-under-test  server.web_dir      the built client (web/dist) at /, the API under /api
+//!   → Playwright + Debian's Chromium          web/tests/e2e specs, looked up by gateway name in the
+//!                                             manifest; each test fails on a dirty page or a miss
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};

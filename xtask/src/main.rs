@@ -44,7 +44,7 @@ enum Command {
     /// For a gateway in any language: point its OpenAI base URL at the printed address, then run
     /// `cargo xtask replay --gateway-url`. Replays fixtures (default: all of fixtures/), a
     /// recording strictly (--recording), or records through a proxy (--record --upstream).
-    /// Misses are printed as they happen and served at GET /_harness/misses.
+    /// Misses are printed as they happen and served at GET /_keyless/misses.
     ModelServer(Box<model_server::Args>),
     /// Print the replay key of a message list: caller, conversation_hash, input_hash, canonical.
     ///
@@ -89,7 +89,7 @@ enum Command {
     ///
     /// status, record, replay and off edit `record_replay` in `<state>/config.json`; list, show,
     /// delete and prune manage `<state>/recordings/`. The state directory is
-    /// `$HARNESS_STATE_DIR`, else `.harness-state/` at the repository root.
+    /// `$KEYLESS_STATE_DIR`, else `.harness-state/` at the repository root.
     #[command(subcommand, arg_required_else_help = true)]
     Recordings(recordings::Command),
     /// Build what a release publishes for one platform into target/dist/: the wheel, the npm

@@ -75,10 +75,10 @@ fn required(name: &str) -> Option<String> {
 /// One line per recorded call, then each of the builder's warnings about the fixture on stderr
 /// (turns that share a key but answer differently, which a replay reports as ambiguous).
 pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
-    for line in keyless_runner::summary_lines(summary) {
+    for line in keyless_runner::recordings::summary_lines(summary) {
         println!("{line}");
     }
-    for warning in keyless_runner::warning_lines(fixture) {
+    for warning in keyless_runner::recordings::warning_lines(fixture) {
         eprintln!("{warning}");
     }
 }
@@ -86,7 +86,7 @@ pub fn print_summary(summary: &[TurnSummary], fixture: &Fixture) {
 /// Writes `fixture` to `path` (creating its folder) atomically, so a failure leaves no
 /// half-written fixture.
 pub fn write_fixture(path: &Path, fixture: &Fixture) -> anyhow::Result<()> {
-    Ok(keyless_runner::write_fixture(path, fixture)?)
+    Ok(keyless_runner::recordings::write_fixture(path, fixture)?)
 }
 
 pub fn record(args: RecordArgs) -> anyhow::Result<ExitCode> {
@@ -180,5 +180,5 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 /// Creates the folder a `--recording-out` file goes into when it does not exist yet (the
 /// recording writer would otherwise fail on its lock file) and returns it, so the caller says so.
 pub(crate) fn create_parent(path: &std::path::Path) -> anyhow::Result<Option<PathBuf>> {
-    Ok(keyless_runner::create_parent(path)?)
+    Ok(keyless_runner::recordings::create_parent(path)?)
 }

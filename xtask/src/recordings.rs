@@ -1,14 +1,14 @@
 //! `cargo xtask recordings`: manage provider-boundary recordings and the `record_replay`
-//! configuration (`docs/recording-format.md` §12). A thin layer over `keyless_runner::RecordingsHome`; it
+//! configuration (`docs/recording-format.md` §12). A thin layer over `keyless_runner::recordings::RecordingsHome`; it
 //! never starts a gateway, so `status` and `off` work even when the configured file is broken.
 //!
-//! The state directory is `$HARNESS_STATE_DIR`, else `<repository root>/.harness-state`.
+//! The state directory is `$KEYLESS_STATE_DIR`, else `<repository root>/.harness-state`.
 //! Exit codes: 0 success; 1 an error, printed as `error: <message>`; 2 a refused confirmation
 //! (or no verb, which prints help).
 
 use std::process::ExitCode;
 
-use keyless_runner::{RecordingsError, RecordingsHome, terminal_confirmation};
+use keyless_runner::recordings::{RecordingsError, RecordingsHome, terminal_confirmation};
 use serde_json::Value;
 
 /// Recordings verbs. Every change takes effect at the next start.

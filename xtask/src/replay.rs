@@ -10,11 +10,11 @@ use anyhow::Context;
 use futures::StreamExt;
 use harness::in_process::{InProcess, options, web_options};
 use harness::workspace::fixtures_dir;
-use keyless_runner::{AtUrl, FIXTURE_TIME_LIMIT, RunOptions, ScenarioRun};
-use keyless_runner::{
+use keyless_runner::suite::{
     error_chain, fixture_files, gateway_config_note, json_line, problem_lines, table_header,
     table_line,
 };
+use keyless_runner::{AtUrl, FIXTURE_TIME_LIMIT, RunOptions, ScenarioRun};
 use replay_core::{GoldenStatus, MissingGolden, Verdict};
 use serde_json::json;
 

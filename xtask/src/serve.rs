@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use gateway_under_test::{AppBuilder, Config};
 use harness::adapter::activation::{Installed, apply};
-use keyless_runner::RecordingsHome;
+use keyless_runner::recordings::RecordingsHome;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]

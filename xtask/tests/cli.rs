@@ -208,7 +208,7 @@ fn the_replay_gateway_serves_a_fixture_with_health_runs_and_suggestions() {
             replay_core::Fixture::load(&repo().join("fixtures/write_read_file.ultra.json"))
                 .unwrap();
         // DeerFlow's chat page: the run, then the suggestions it asks for after it.
-        let runs = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+        let runs = keyless_runner::session::WebClient::new(Some(SCENARIO_MODEL))
             .drive(&base, &fixture.scenario)
             .await
             .unwrap();
@@ -310,7 +310,7 @@ fn the_suite_gateways_write_their_manifest_and_a_miss_makes_the_launcher_exit_1(
             reqwest_get(&format!("{base}/health")).await["status"],
             "healthy"
         );
-        let mut page = keyless_runner::WebClient::new(Some(SCENARIO_MODEL))
+        let mut page = keyless_runner::session::WebClient::new(Some(SCENARIO_MODEL))
             .open(&base)
             .await
             .unwrap();

@@ -209,7 +209,7 @@ fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_close
             "--port",
             &port.to_string(),
         ])
-        .env("HARNESS_STATE_DIR", state.path())
+        .env("KEYLESS_STATE_DIR", state.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -249,7 +249,7 @@ fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_close
 
     let off = Command::new(XTASK)
         .args(["recordings", "off"])
-        .env("HARNESS_STATE_DIR", state.path())
+        .env("KEYLESS_STATE_DIR", state.path())
         .output()
         .unwrap();
     assert!(
@@ -259,7 +259,7 @@ fn serve_with_a_broken_replay_configuration_stays_up_and_fails_model_calls_close
     );
     let status = Command::new(XTASK)
         .args(["recordings", "status", "--json"])
-        .env("HARNESS_STATE_DIR", state.path())
+        .env("KEYLESS_STATE_DIR", state.path())
         .output()
         .unwrap();
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();

@@ -1,5 +1,5 @@
 //! `cargo xtask recordings` as a user runs it (`docs/recording-format.md` §12, §13 "CLI"): the real
-//! binary in a temporary state directory (`HARNESS_STATE_DIR`), stdin not a terminal.
+//! binary in a temporary state directory (`KEYLESS_STATE_DIR`), stdin not a terminal.
 
 // Shared with the store's unit tests, which this package cannot import (see the file's own doc).
 #[path = "../../harness/tests/support/recording_files.rs"]
@@ -10,7 +10,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use keyless_runner::{Activation, RecordingsHome};
+use keyless_runner::recordings::{Activation, RecordingsHome};
 use recording_files::{DAY, HEADER, NO_HEADER, RECORDING_INFO_KEYS, age, mode_of, write_file};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -51,7 +51,7 @@ impl State {
         Command::new(env!("CARGO_BIN_EXE_xtask"))
             .arg("recordings")
             .args(args)
-            .env("HARNESS_STATE_DIR", self.state())
+            .env("KEYLESS_STATE_DIR", self.state())
             .stdin(Stdio::null())
             .output()
             .expect("failed to run xtask")
@@ -515,7 +515,7 @@ fn prune_skips_a_locked_old_recording() {
     assert!(path.exists());
 }
 
-/// Issue 28's regression: with no `HARNESS_STATE_DIR`, the state folder is the repository root's
+/// Issue 28's regression: with no `KEYLESS_STATE_DIR`, the state folder is the repository root's
 /// `.harness-state/` wherever the command runs, never one under the runner crate's folder. The
 /// repository's own `config.json` is put back as it was, so a developer's mode survives the test.
 #[test]
@@ -527,6 +527,7 @@ fn off_from_another_folder_writes_the_repository_root_state() {
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["recordings", "off"])
         .current_dir(elsewhere.path())
+        .env_remove("KEYLESS_STATE_DIR")
         .env_remove("HARNESS_STATE_DIR")
         .env_remove("CARGO_MANIFEST_DIR")
         .stdin(Stdio::null())

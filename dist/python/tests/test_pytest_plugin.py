@@ -122,8 +122,8 @@ def test_model_server_mode_serves_a_gateway_the_test_starts(example):
         def test_own_gateway(keyless):
             assert keyless.gateway_url is None
             port = {free_port()}
-            env = dict(os.environ, HARNESS_MODEL_BASE_URL=keyless.model_base_url,
-                       HARNESS_GATEWAY_PORT=str(port))
+            env = dict(os.environ, KEYLESS_MODEL_BASE_URL=keyless.model_base_url,
+                       KEYLESS_GATEWAY_PORT=str(port))
             gateway = subprocess.Popen([sys.executable, "gateway.py"], env=env)
             try:
                 for _ in range(100):

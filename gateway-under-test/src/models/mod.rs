@@ -3,6 +3,32 @@
 //!
 //! The gateway knows nothing of record or replay. Other crates (the harness) register their own
 //! providers by name before the app starts, and the configuration selects them with `use`.
+//!
+//! What lives here: the `ChatModel` trait, `StreamEvent` (start, `model_wire::Event` deltas, done,
+//! error; its `Done` carries the assembled `Message`, typed, so nothing re-parses it; a plain type
+//! with no serde form: the gateway writes it nowhere), `StreamFold` (an answer folded as its
+//! events arrive), `ModelError` and its classification (and `in_stream`: a failure the provider
+//! reported inside a 200 answer), the `ProviderRegistry`, and the four built-in providers
+//! (`docs/gateway-contract.md` §15): `openai.rs` (`use = "openai"`: which of OpenAI's two wires an
+//! entry chose), `anthropic.rs` (`use = "anthropic"`), `gemini.rs` (`use = "gemini"`) and
+//! `bedrock.rs` (`use = "bedrock"`). Each provider only turns its entry into a `WireChatModel`
+//! (`wire_model/`), one HTTP transport for the five wires (`Api`, which is `model_wire::Wire`:
+//! Chat Completions, the OpenAI provider's `api = "responses"`, Anthropic's Messages, Gemini,
+//! Bedrock Converse); providers import `wire_model/`, never each other, and `wire_model/` imports
+//! no provider. It holds the wire's endpoint (Gemini's and Converse's name the model and the
+//! mode), credentials header, request body (`wire_model/wire.rs` for Chat Completions;
+//! `wire_model/responses.rs`, `anthropic_messages.rs`, `gemini.rs` and `bedrock_converse.rs` hand
+//! `wire_model/conversation.rs`'s wire-neutral conversation to the `model-wire` request builders)
+//! and error mapping (the wire's client class, `Wire::http_error_class`; the text as the Python
+//! clients word it, `model_wire::edge::client_error_text`). The answers themselves are read by the
+//! wire's `model_wire::StreamReader` (`stream.rs`), the one the model server's recorder reads
+//! with. Its reads are bounded on every wire (a whole answer at 32 MiB, an error body at 64 KiB,
+//! an SSE line at 8 MiB) and linear: `stream.rs::whole_lines` re-cuts the bytes at line ends
+//! before eventsource-stream parses them, which would otherwise re-parse a long incomplete line on
+//! every piece. Converse's binary stream is read frame by frame (`stream.rs::event_stream_events`,
+//! `aws-smithy-eventstream`, CRCs checked) into the same reader. `wire_model/tests.rs` holds Chat
+//! Completions' own cases, `wire_model/wire_tests.rs` the cases every SSE wire must pass, and
+//! `wire_model/path_wire_tests.rs` Gemini's and Converse's.
 
 pub mod anthropic;
 pub mod bedrock;

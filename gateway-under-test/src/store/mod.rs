@@ -9,6 +9,20 @@
 //!
 //! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered
 //! migrations, `sql` the shared query helpers, and one module per table holds its SQL.
+//!
+//! Each message is stored once per thread (`checkpoint_messages`); a checkpoint names its list by
+//! ids (`message_refs`: a full list, or a delta over its parent's until the deltas outgrow the
+//! last full list, so a step writes what it changed), its `writes` by ids (`write_refs`), and a
+//! journal row of a message by id (`run_events.message_ref`). A fresh database is initialised
+//! (incremental vacuum, WAL) without syncs, as it holds nothing yet; every commit after is
+//! `synchronous=NORMAL` in WAL (or never synced with `database.synchronous = "off"`, which only
+//! the harness's hermetic configuration sets, for a database thrown away with its gateway). The
+//! database folder is created `0700` and the file `0600`; incremental vacuum returns a deleted
+//! thread's pages, in chunks, each followed by a `wal_checkpoint(TRUNCATE)`, so the WAL does not
+//! grow by what a delete frees; `reserve.rs` keeps 4 MiB of disk (allocated, not written) that a
+//! delete gives up on a full disk. `owner_lock.rs`: the open store holds an exclusive lock on the
+//! folder, so a second gateway on the same database refuses to start (its crash recovery would
+//! finish the first one's live runs).
 
 mod checkpoints;
 mod events;

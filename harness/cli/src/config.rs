@@ -4,8 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use keyless_runner::mcp::McpUpstream;
+use keyless_runner::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
 use serde::Deserialize;
 
 /// The configuration file's name, looked up in the current folder.
@@ -51,10 +54,10 @@ pub enum StreamModes {
 
 impl StreamModes {
     /// The driver's stream modes.
-    pub fn driver(self) -> keyless_runner::StreamModes {
+    pub fn driver(self) -> keyless_runner::session::StreamModes {
         match self {
-            StreamModes::Values => keyless_runner::StreamModes::Values,
-            StreamModes::Web => keyless_runner::StreamModes::Web,
+            StreamModes::Values => keyless_runner::session::StreamModes::Values,
+            StreamModes::Web => keyless_runner::session::StreamModes::Web,
         }
     }
 }
@@ -118,6 +121,100 @@ pub struct FileConfig {
     pub ignore_events: Option<Vec<String>>,
     /// Settings of single fixtures, by fixture name (`[fixture."chat.chat"]`).
     pub fixture: Option<BTreeMap<String, FixtureConfig>>,
+    /// HTTP APIs the gateway's tools call, recorded and replayed at `{http_url:<name>}`
+    /// (`[http.tavily]`).
+    pub http: Option<BTreeMap<String, HttpConfig>>,
+    /// MCP servers the gateway uses, recorded and replayed at `{mcp_url:<name>}` and
+    /// `{mcp_cmd:<name>}` (`[mcp.time]`).
+    pub mcp: Option<BTreeMap<String, McpConfig>>,
+}
+
+/// An `[mcp.<name>]` table: an MCP server, by its Streamable HTTP `url` or its stdio
+/// `command`, which recording talks to (replay never does).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The server's Streamable HTTP endpoint (`https://…/mcp`).
+    pub url: Option<String>,
+    /// The program and its arguments of a stdio server (`["uvx", "mcp-server-time"]`).
+    pub command: Option<Vec<String>>,
+    /// Variables added to a stdio server's environment (their values are secrets of the run:
+    /// none may be left in the recording).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A stdio server's working folder, relative to the file's folder.
+    pub cwd: Option<PathBuf>,
+}
+
+impl McpConfig {
+    /// The server recording talks to, or what is wrong with the table.
+    fn upstream(&self, base: &Path) -> Result<McpUpstream, String> {
+        match (&self.url, &self.command) {
+            (Some(url), None) => {
+                if !self.env.is_empty() || self.cwd.is_some() {
+                    return Err("`env` and `cwd` are for a `command` server, not a `url`".into());
+                }
+                let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+                if !matches!(scheme, Some("http" | "https")) {
+                    return Err(format!(
+                        "url {url:?} is not an absolute http:// or https:// URL"
+                    ));
+                }
+                Ok(McpUpstream::Url(url.clone()))
+            }
+            (None, Some(command)) if !command.is_empty() => Ok(McpUpstream::Command {
+                argv: command.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.as_ref().map(|cwd| base.join(cwd)),
+            }),
+            (None, Some(_)) => Err("`command` is empty: give the program and its arguments".into()),
+            (Some(_), Some(_)) => Err("give `url` or `command`, not both".into()),
+            (None, None) => Err("give `url` (Streamable HTTP) or `command` (stdio)".into()),
+        }
+    }
+}
+
+/// An `[http.<name>]` table: an HTTP API recorded and replayed by base URL.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// The API's real base URL (`https://api.tavily.com`), which recording forwards to.
+    pub upstream: String,
+    /// Parts of a request the replay key leaves out (`body.request_id`, `query.ts`).
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    /// More secret field names, redacted before anything is written.
+    #[serde(default)]
+    pub secret_fields: Vec<String>,
+}
+
+/// The file's boundary tables, typed and checked; an error names the file and the table's key.
+pub fn boundaries(path: Option<&Path>, file: &FileConfig) -> Result<Boundaries, ConfigError> {
+    let describe = path.map_or_else(|| CONFIG_FILE.to_owned(), |path| path.display().to_string());
+    let mut boundaries = Boundaries {
+        configured_in: describe.clone(),
+        ..Boundaries::default()
+    };
+    for (name, table) in file.http.iter().flatten() {
+        let at =
+            |err: BoundaryConfigError| ConfigError(format!("{describe}: [http.{name}]: {err}"));
+        let upstream =
+            HttpUpstream::new(&table.upstream, &table.ignore, &table.secret_fields).map_err(at)?;
+        boundaries
+            .http
+            .insert(BoundaryName::parse(name).map_err(at)?, upstream);
+    }
+    let base = path.and_then(Path::parent).unwrap_or(Path::new("."));
+    for (name, table) in file.mcp.iter().flatten() {
+        let at = |err: String| ConfigError(format!("{describe}: [mcp.{name}]: {err}"));
+        let upstream = table.upstream(base).map_err(at)?;
+        let name = BoundaryName::parse(name).map_err(|err| at(err.to_string()))?;
+        boundaries.mcp.insert(name, upstream);
+    }
+    // `{mcp_cmd:<name>}` runs this very binary by its absolute path: a stdio server gets
+    // almost no environment, so `PATH` may not find it.
+    boundaries.stand_in = (std::env::current_exe().ok()).map(|exe| exe.display().to_string());
+    Ok(boundaries)
 }
 
 /// A `[fixture."NAME"]` table: settings of one fixture, over the file's.
@@ -145,6 +242,8 @@ pub struct Loaded {
     pub path: Option<PathBuf>,
     /// What it says.
     pub file: FileConfig,
+    /// Its boundary tables (`[http.<name>]`), typed once.
+    pub boundaries: Arc<Boundaries>,
     /// The folder its relative paths are relative to (the current folder without a file).
     pub base: PathBuf,
 }
@@ -163,6 +262,7 @@ impl Loaded {
             return Ok(Loaded {
                 path: None,
                 file: FileConfig::default(),
+                boundaries: Arc::default(),
                 base: cwd,
             });
         };
@@ -171,6 +271,7 @@ impl Loaded {
         let file = parse(&path, &text)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or(cwd);
         Ok(Loaded {
+            boundaries: Arc::new(boundaries(Some(&path), &file)?),
             path: Some(path),
             file,
             base,
@@ -265,11 +366,112 @@ mod tests {
         }
     }
 
+    /// `[http.<name>]` tables become typed upstreams; a bad one is named with the file, the
+    /// table and what is wrong.
+    #[test]
+    fn http_tables_are_typed_once_and_a_bad_one_names_the_file_and_the_table() {
+        let path = Path::new("/repo/keyless.toml");
+        let good = "[http.tavily]\nupstream = \"https://api.tavily.com/\"\nignore = [\"body.request_id\", \"query.ts\"]\nsecret_fields = [\"X-Token\"]\n";
+        let file = parse(path, good).expect("parses");
+        let typed = boundaries(Some(path), &file).expect("valid");
+        let (name, tavily) = typed.http.iter().next().expect("one");
+        assert_eq!(name.as_str(), "tavily");
+        assert_eq!(tavily.upstream, "https://api.tavily.com");
+        assert_eq!(tavily.ignore.len(), 2);
+        assert_eq!(tavily.secret_fields, ["x-token"]);
+        let cases = [
+            (
+                "[http.Tavily]\nupstream = \"https://x\"\n",
+                "/repo/keyless.toml: [http.Tavily]: \"Tavily\" is not a boundary name",
+            ),
+            (
+                "[http.t]\nupstream = \"x\"\n",
+                "/repo/keyless.toml: [http.t]: upstream \"x\"",
+            ),
+            (
+                "[http.t]\nupstream = \"https://x\"\nignore = [\"ts\"]\n",
+                "/repo/keyless.toml: [http.t]: ignore entry \"ts\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(text).to_string();
+            assert!(err.starts_with(expected), "{err}\nexpected: {expected}");
+        }
+        let err = parse(path, "[http.t]\nupstrem = \"https://x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("upstrem"), "{err}");
+    }
+
+    /// `[mcp.<name>]` tables become typed servers (a stdio `cwd` relative to the file's
+    /// folder); a bad one is named with the file, the table and what is wrong.
+    #[test]
+    fn mcp_tables_are_typed_once_and_a_bad_one_names_the_file_and_the_table() {
+        let path = Path::new("/repo/keyless.toml");
+        let good = "[mcp.time]\ncommand = [\"uvx\", \"mcp-server-time\"]\nenv = { TOKEN = \"t\" }\ncwd = \"tools\"\n[mcp.search]\nurl = \"https://mcp.example.com/mcp\"\n";
+        let typed = boundaries(Some(path), &parse(path, good).expect("parses")).expect("valid");
+        let servers: Vec<(&str, &McpUpstream)> = typed
+            .mcp
+            .iter()
+            .map(|(name, up)| (name.as_str(), up))
+            .collect();
+        assert_eq!(
+            servers,
+            [
+                (
+                    "search",
+                    &McpUpstream::Url("https://mcp.example.com/mcp".into())
+                ),
+                (
+                    "time",
+                    &McpUpstream::Command {
+                        argv: vec!["uvx".into(), "mcp-server-time".into()],
+                        env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+                        cwd: Some(PathBuf::from("/repo/tools")),
+                    }
+                ),
+            ]
+        );
+        let cases = [
+            (
+                "[mcp.t]\n",
+                "[mcp.t]: give `url` (Streamable HTTP) or `command` (stdio)",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncommand = [\"x\"]\n",
+                "[mcp.t]: give `url` or `command`, not both",
+            ),
+            ("[mcp.t]\ncommand = []\n", "[mcp.t]: `command` is empty"),
+            (
+                "[mcp.t]\nurl = \"x\"\n",
+                "[mcp.t]: url \"x\" is not an absolute",
+            ),
+            (
+                "[mcp.t]\nurl = \"https://x\"\ncwd = \"a\"\n",
+                "[mcp.t]: `env` and `cwd` are for a `command` server",
+            ),
+            (
+                "[mcp.T]\nurl = \"https://x\"\n",
+                "[mcp.T]: \"T\" is not a boundary name",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(text).to_string();
+            assert!(
+                err.starts_with(&format!("/repo/keyless.toml: {expected}")),
+                "{err}\nexpected: {expected}"
+            );
+        }
+    }
+
     #[test]
     fn a_folder_is_the_flag_else_the_key_beside_the_file_else_the_default_beside_it() {
         let loaded = Loaded {
             path: Some(PathBuf::from("/repo/ci/keyless.toml")),
             file: FileConfig::default(),
+            boundaries: Arc::default(),
             base: PathBuf::from("/repo/ci"),
         };
         let cwd = std::env::current_dir().unwrap();
@@ -326,7 +528,13 @@ mod tests {
             .replace("# jobs = 2", "jobs = 2")
             .replace("# reuse_gateway = false", "reuse_gateway = false")
             .replace("# max_age = \"30d\"", "max_age = \"30d\"")
-            .replace("# max_age_fail = false", "max_age_fail = false");
+            .replace("# max_age_fail = false", "max_age_fail = false")
+            .replace("# [http.tavily]", "[http.tavily]")
+            .replace(
+                "# upstream = \"https://api.tavily.com\"",
+                "upstream = \"https://api.tavily.com\"",
+            )
+            .replace("# ignore = [", "ignore = [");
         let file = parse(Path::new("keyless.toml"), &text).unwrap();
         assert_eq!(
             (
@@ -340,6 +548,8 @@ mod tests {
             (Some("30d".to_owned()), Some(false))
         );
         // A bad age names the key and the form.
+        let typed = boundaries(None, &file).expect("its [http] example is valid");
+        assert_eq!(typed.http.len(), 1);
         let err = parse(Path::new("keyless.toml"), "max_age = \"30 days\"\n").unwrap_err();
         assert!(err.to_string().contains("e.g. 30d"), "{err}");
     }

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
 
 use anyhow::Context;
-use keyless_runner::{fixture_files, stem_of};
+use keyless_runner::goldens::stem_of;
+use keyless_runner::suite::fixture_files;
 use replay_core::{
     Drift, DriftChange, DriftClass, Fixture, SHARED_FILE_MODE, compare_fixtures, write_atomically,
 };

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use keyless_runner::GatewayCommand;
-use keyless_runner::{AuthHeader, DriveOptions};
+use keyless_runner::{DriveOptions, session::AuthHeader};
 
 use crate::Resolved;
 use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};
@@ -14,7 +14,7 @@ use crate::config::{Api, ConfigError, StreamModes, api_parser, ready_timeout};
 pub struct GatewayArgs {
     /// The command that starts the gateway for each fixture (`sh -c`, in the configuration
     /// file's folder), with `{model_base_url}` and `{port}` placeholders (also set as
-    /// HARNESS_MODEL_BASE_URL and HARNESS_GATEWAY_PORT).
+    /// KEYLESS_MODEL_BASE_URL and KEYLESS_GATEWAY_PORT).
     #[arg(long, value_name = "CMD", conflicts_with = "gateway_url")]
     pub gateway_cmd: Option<String>,
     /// A gateway already running, whose model points at the model server.
@@ -72,21 +72,31 @@ impl GatewayArgs {
             (None, None) => (file.gateway_cmd.clone(), file.gateway_url.clone()),
         };
         match (command, url) {
-            (Some(command), None) => Ok(Gateway::Command(GatewayCommand {
-                command,
-                working_dir: resolved.loaded.base.clone(),
-                ready_path: self
-                    .ready
-                    .clone()
-                    .or_else(|| file.ready.clone())
-                    .unwrap_or_else(|| api.default_ready_path().to_owned()),
-                ready_timeout: ready_timeout(self.ready_timeout_secs.or(file.ready_timeout_secs)),
-                log_dir: resolved.loaded.folder(
-                    self.logs.as_deref(),
-                    file.logs.as_ref(),
-                    ".keyless/logs",
-                ),
-            })),
+            (Some(command), None) => {
+                // A placeholder naming no configured boundary is a usage error, before anything
+                // starts (the URL here is a stand-in; each launch substitutes its own).
+                (resolved.loaded.boundaries)
+                    .substitute(&command, "http://127.0.0.1:0")
+                    .map_err(|err| ConfigError(format!("gateway_cmd: {err}")))?;
+                Ok(Gateway::Command(GatewayCommand {
+                    command,
+                    working_dir: resolved.loaded.base.clone(),
+                    ready_path: self
+                        .ready
+                        .clone()
+                        .or_else(|| file.ready.clone())
+                        .unwrap_or_else(|| api.default_ready_path().to_owned()),
+                    ready_timeout: ready_timeout(
+                        self.ready_timeout_secs.or(file.ready_timeout_secs),
+                    ),
+                    log_dir: resolved.loaded.folder(
+                        self.logs.as_deref(),
+                        file.logs.as_ref(),
+                        ".keyless/logs",
+                    ),
+                    boundaries: resolved.loaded.boundaries.clone(),
+                }))
+            }
             (None, Some(url)) => Ok(Gateway::Url(url)),
             (Some(_), Some(_)) => Err(ConfigError(format!(
                 "{}: set one of gateway_cmd and gateway_url, not both",

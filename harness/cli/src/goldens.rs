@@ -5,8 +5,10 @@
 use std::io::BufRead;
 use std::process::ExitCode;
 
-use keyless_runner::exists_regular;
-use keyless_runner::{Pending, accept_pending, find_pending, pending_diff, reject_pending};
+use keyless_runner::goldens::exists_regular;
+use keyless_runner::goldens::{
+    Pending, accept_pending, find_pending, pending_diff, reject_pending,
+};
 
 use crate::Folders;
 use crate::output::{out, prompt};
@@ -38,7 +40,7 @@ pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
     let golden = args.folders.resolve()?.golden;
     let chosen: Vec<Pending> = match &args.name {
         Some(name) => vec![find_pending(&golden, name)?],
-        None => keyless_runner::pending(&golden)?,
+        None => keyless_runner::goldens::pending(&golden)?,
     };
     if chosen.is_empty() {
         out(format!("no pending goldens in {}", golden.display()))?;
@@ -53,7 +55,7 @@ pub fn accept(args: AcceptArgs) -> anyhow::Result<ExitCode> {
 /// Runs `review`: reads one answer per pending golden from standard input.
 pub fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let golden = args.folders.resolve()?.golden;
-    let all = keyless_runner::pending(&golden)?;
+    let all = keyless_runner::goldens::pending(&golden)?;
     if all.is_empty() {
         out(format!("no pending goldens in {}", golden.display()))?;
         return Ok(ExitCode::SUCCESS);

@@ -28,8 +28,8 @@ golden = "golden"
 # How your gateway is started for each fixture (and stopped after it, so no state leaks between
 # fixtures). It runs through `sh -c` in this folder. `{model_base_url}` is the model server's
 # OpenAI base URL (`http://127.0.0.1:<port>/v1`) and `{port}` the port the gateway must listen on
-# (127.0.0.1); both are also in the environment as HARNESS_MODEL_BASE_URL and
-# HARNESS_GATEWAY_PORT. Its output goes to a log file named in any failure.
+# (127.0.0.1); both are also in the environment as KEYLESS_MODEL_BASE_URL and
+# KEYLESS_GATEWAY_PORT. Its output goes to a log file named in any failure.
 gateway_cmd = "python -m my_gateway --port {port} --openai-base-url {model_base_url}"
 
 # Or a gateway that already runs (its model must point at `keyless model-server`, or at the model
@@ -73,7 +73,7 @@ logs = ".keyless/logs"
 # max_age_fail = false
 # How many fixtures run at once (default: the number of cores), each with its own model server
 # and gateway on their own ports: a gateway_cmd that writes files must name them after the port
-# ($HARNESS_GATEWAY_PORT). `reuse_gateway = true` starts the gateway once per job and runs the
+# ($KEYLESS_GATEWAY_PORT). `reuse_gateway = true` starts the gateway once per job and runs the
 # fixtures through it (faster when it is slow to start; state it keeps across users and threads
 # leaks between fixtures, and a fixture with gateway_config of its own still gets a fresh one).
 # jobs = 2
@@ -95,6 +95,13 @@ logs = ".keyless/logs"
 [record]
 upstream = "https://api.openai.com/v1"
 key_env = "OPENAI_API_KEY"
+
+# HTTP APIs your tools call (a search API, a crawler), recorded with the model and replayed from
+# the fixture: give the tool's client the base URL `{http_url:tavily}` in gateway_cmd (or
+# $KEYLESS_HTTP_URL_TAVILY). Its key comes from your gateway's request and is never written.
+# [http.tavily]
+# upstream = "https://api.tavily.com"
+# ignore = ["body.request_id"]
 "#;
 
 /// Writes `keyless.toml` into `folder`; refuses to overwrite one.

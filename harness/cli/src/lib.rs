@@ -96,6 +96,35 @@ enum Command {
     /// Internal: become the gateway command, killed by the kernel when keyless dies (Linux).
     #[command(name = LAUNCH_COMMAND, hide = true)]
     Launch(LaunchArgs),
+    /// Internal: the stdio stand-in for a recorded MCP server (what `{mcp_cmd:<name>}` runs):
+    /// one JSON-RPC message per line on stdin, POSTed to the model server's MCP route.
+    #[command(
+        name = "mcp-stdio",
+        hide = true,
+        after_help = "Example:\n  keyless mcp-stdio --url http://127.0.0.1:8123/_keyless/mcp/time"
+    )]
+    McpStdio(McpStdioArgs),
+}
+
+/// Arguments of the stdio stand-in.
+#[derive(Debug, clap::Args)]
+struct McpStdioArgs {
+    /// The model server's `/_keyless/mcp/<name>` URL.
+    #[arg(long)]
+    url: String,
+}
+
+/// Bridges stdin and stdout to the MCP route until stdin closes.
+fn mcp_stdio(args: McpStdioArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(keyless_runner::mcp::bridge_stdio(
+        &args.url,
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The hidden subcommand `keyless` starts a gateway command through ([`launcher`]).
@@ -114,7 +143,7 @@ struct LaunchArgs {
 
 /// The launcher `keyless test` and `keyless record` start gateway commands through: this same
 /// binary's hidden subcommand, which ties the command's life to this process and then becomes
-/// it (`keyless_runner::exec_tied_to_parent`). None when the binary cannot be found.
+/// it (`keyless_runner::process::exec_tied_to_parent`). None when the binary cannot be found.
 pub(crate) fn launcher() -> Option<(PathBuf, Vec<String>)> {
     let program = std::env::current_exe().ok()?;
     let parent = std::process::id().to_string();
@@ -212,8 +241,8 @@ impl Signals {
             }
             eprintln!("keyless: a second signal: exiting now");
             let me = std::process::id() as i32;
-            let started = keyless_runner::descendants_of(me);
-            keyless_runner::signal_all(&started, keyless_runner::Signal::KILL);
+            let started = keyless_runner::process::descendants_of(me);
+            keyless_runner::process::signal_all(&started, keyless_runner::process::Signal::KILL);
             std::process::exit(130);
         });
         Ok(Signals { first })
@@ -243,9 +272,12 @@ impl Signals {
 /// error exits 2.
 pub fn run(cli: Cli) -> ExitCode {
     // Processes a gateway command leaves behind are re-parented here, not to init, so they
-    // can be found and stopped (Linux; `keyless_runner::descendants_of`).
-    if !matches!(cli.command, Command::Init | Command::Launch(_)) {
-        keyless_runner::become_subreaper();
+    // can be found and stopped (Linux; `keyless_runner::process::descendants_of`).
+    if !matches!(
+        cli.command,
+        Command::Init | Command::Launch(_) | Command::McpStdio(_)
+    ) {
+        keyless_runner::process::become_subreaper();
     }
     let result = match cli.command {
         Command::Init => std::env::current_dir()
@@ -258,9 +290,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Drift(args) => drift::run(args),
         Command::Serve(args) => serve::run(args),
         Command::ModelServer(args) => model_server::run(args),
+        Command::McpStdio(args) => mcp_stdio(args),
         Command::Launch(args) => match args.command.split_first() {
             Some((program, rest)) => {
-                let err = keyless_runner::exec_tied_to_parent(args.parent, program, rest);
+                let err = keyless_runner::process::exec_tied_to_parent(args.parent, program, rest);
                 Err(anyhow::Error::new(err).context(format!("cannot start {program}")))
             }
             None => Err(ConfigError("no command to launch".into()).into()),
@@ -276,7 +309,7 @@ pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
         // Nobody reads on (`keyless test --json | head -1`): a quiet end, as ripgrep's.
         Err(err) if err.downcast_ref::<output::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            let message = keyless_runner::error_chain(err.as_ref());
+            let message = keyless_runner::suite::error_chain(err.as_ref());
             output::err(format!("keyless: error: {message}"));
             if err.downcast_ref::<ConfigError>().is_some() {
                 ExitCode::from(2)

@@ -9,12 +9,15 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::builder::TypedValueParser;
-use keyless_runner::fixture_files;
-use keyless_runner::redacted_scenario;
-use keyless_runner::stem_of;
+use keyless_runner::goldens::stem_of;
+use keyless_runner::recordings::redacted_scenario;
+use keyless_runner::suite::fixture_files;
 use keyless_runner::{
-    AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES, Mode,
-    ModelServer, Problem, RESET_TOKEN_HEADER, RecordConfig, RecordLimits, ServerOptions,
+    Mode, ModelServer, Problem, ServerOptions,
+    server::{
+        AwsCredentials, CALLER_HEADER, DEFAULT_CALL_TIME_LIMIT, DEFAULT_RECORDING_MAX_BYTES,
+        RESET_TOKEN_HEADER, RecordConfig, RecordLimits,
+    },
 };
 use replay_core::Scenario;
 
@@ -41,6 +44,11 @@ Record mode refuses an existing fixture without --force, and builds none when a 
 HTTP answer from the upstream (exit 1, the raw recording kept; --keep-transport-errors records
 such failures anyway).")]
 pub struct Args {
+    /// Serve the fault scenario FILE (`<scenario>.<mode>@<fault>.faults.toml`, issue 42): its
+    /// base fixture, active first, with its faults applied (`keyless model-server --faults
+    /// fixtures/write_read_file.flash@rate-limit.faults.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub faults: Option<PathBuf>,
     #[command(flatten)]
     pub folders: Folders,
     /// The port on 127.0.0.1 (0 picks a free one; the address is printed).
@@ -48,7 +56,7 @@ pub struct Args {
     pub port: u16,
     /// Fixture replay: a fixture to serve (repeatable; default: every fixture in the fixture
     /// folder). The first is active; a driver selects another with
-    /// `POST /_harness/reset {"fixture": "<name>"}`. Two fixtures with one name are an error.
+    /// `POST /_keyless/reset {"fixture": "<name>"}`. Two fixtures with one name are an error.
     #[arg(long = "fixture", value_name = "FILE", conflicts_with_all = ["recording", "record"])]
     pub fixture_files: Vec<PathBuf>,
     /// Strict replay of a recording made with --record: call by call, each request compared
@@ -80,7 +88,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub keeping: Keeping,
-    /// Also write the reset token (printed at start; `POST /_harness/reset` needs it in the
+    /// Also write the reset token (printed at start; `POST /_keyless/reset` needs it in the
     /// `x-keyless-reset-token` header) to this file, mode 0600, replacing what is there. Give
     /// it to `keyless test --reset-token-file`, never to the gateway.
     #[arg(long, value_name = "FILE")]
@@ -297,7 +305,7 @@ pub fn read_reset_token(file: Option<&std::path::Path>) -> Result<Option<String>
 
 /// `KEYLESS_RESET_TOKEN`, trimmed, when set and not empty.
 fn reset_token_from_env() -> Option<String> {
-    std::env::var(keyless_runner::RESET_TOKEN_VAR)
+    std::env::var(keyless_runner::process::RESET_TOKEN_VAR)
         .ok()
         .map(|token| token.trim().to_owned())
         .filter(|token| !token.is_empty())
@@ -312,9 +320,28 @@ pub fn aws_credentials_from_env() -> Option<AwsCredentials> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let resolved = args.folders.resolve()?;
     let (mode, described, plan) = mode(&args, &resolved)?;
+    let mut faults = Vec::new();
+    let mode = match (&args.faults, mode) {
+        (None, mode) => mode,
+        (Some(file), Mode::Fixtures(mut paths)) => {
+            let fault_plan = keyless_runner::faults::FaultPlan::load(file)
+                .map_err(|err| ConfigError(keyless_runner::suite::error_chain(&err)))?;
+            faults.push((keyless_runner::goldens::stem_of(file), fault_plan));
+            paths.insert(0, file.clone());
+            Mode::Fixtures(paths)
+        }
+        (Some(_), _) => {
+            return Err(ConfigError(
+                "--faults applies to fixture replay only (not --recording or --record)".into(),
+            )
+            .into());
+        }
+    };
     let options = ServerOptions {
         port: args.port,
         on_problem: Some(Arc::new(print_problem)),
+        faults,
+        boundaries: resolved.loaded.boundaries.clone(),
         ..ServerOptions::default()
     };
     crate::runtime()?.block_on(async {
@@ -323,7 +350,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if let Some(plan) = &plan {
                 plan.abandon();
             }
-            ConfigError(keyless_runner::error_chain(&err))
+            ConfigError(keyless_runner::suite::error_chain(&err))
         })?;
         // A closed stdout after the address (`| head -1`) leaves the server serving.
         // The token is written before it is printed, so a script that read the line finds the
@@ -335,17 +362,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .and_then(|()| out(format!("OpenAI base URL for the gateway: {}", server.base_url())))
             .and_then(|()| {
                 out(format!(
-                    "misses: GET {}/_harness/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
+                    "misses: GET {}/_keyless/misses; the caller may be named in the {CALLER_HEADER} header; Ctrl-C stops",
                     server.url()
                 ))
             })
-            // The driver's alone: POST /_harness/reset needs it, so the gateway cannot clear the
+            // The driver's alone: POST /_keyless/reset needs it, so the gateway cannot clear the
             // ledger of a run in progress.
             .and_then(|()| {
                 out(format!(
-                    "reset token ({RESET_TOKEN_HEADER} header of POST /_harness/reset; keyless test \
+                    "reset token ({RESET_TOKEN_HEADER} header of POST /_keyless/reset; keyless test \
                      --reset-token-file or {}): {}",
-                    keyless_runner::RESET_TOKEN_VAR,
+                    keyless_runner::process::RESET_TOKEN_VAR,
                     server.reset_token()
                 ))
             });

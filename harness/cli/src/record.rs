@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keyless_runner::Launched;
 use keyless_runner::Session;
-use keyless_runner::error_chain;
-use keyless_runner::{Mode, ModelServer, RecordConfig, ServerOptions};
+use keyless_runner::suite::error_chain;
+use keyless_runner::{Mode, ModelServer, ServerOptions, server::RecordConfig};
 use replay_core::prompts_in;
 use replay_core::recording::{Access, read_recording};
 
@@ -134,6 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let options = ServerOptions {
             port,
             on_problem: None,
+            boundaries: resolved.loaded.boundaries.clone(),
             ..ServerOptions::default()
         };
         let server = ModelServer::start(Mode::Record(Box::new(config)), options)

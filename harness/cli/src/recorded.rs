@@ -8,7 +8,7 @@
 //!   [`crate::init::private_folder`]) and that folder is removed once the fixture is built; a
 //!   session that builds nothing keeps it there and prints its path.
 //! - **A call that never reached the upstream builds no fixture**: no connection, DNS, TLS, a
-//!   reset before any answer (`keyless_runner::UpstreamReach`). The session fails naming the
+//!   reset before any answer (`keyless_runner::server::UpstreamReach`). The session fails naming the
 //!   upstream, the transport's error and what to check, the existing fixture stays as it was,
 //!   and the raw recording is kept; `--keep-transport-errors` builds the fixture anyway. A
 //!   provider's own error answer (a 400, a 429) is an answer and builds its fixture.
@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use keyless_runner::{
-    RecordedFixture, create_parent, summary_lines, warning_lines, write_fixture, write_meta,
+    recordings::{create_parent, summary_lines, warning_lines, write_fixture, write_meta},
+    server::RecordedFixture,
 };
 use replay_core::recording::redact_text;
 

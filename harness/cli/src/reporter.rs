@@ -13,7 +13,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keyless_runner::schedule::{Event, FixtureOutcome, Judged, OutcomeKind, Reporter};
 use keyless_runner::{
-    find_pending, json_line, pending_diff, problem_lines, table_header, table_line,
+    goldens::{find_pending, pending_diff},
+    suite::{json_line, problem_lines, table_header, table_line},
 };
 use replay_core::{MissingGolden, Voice};
 use serde_json::{Value, json};
@@ -319,7 +320,7 @@ impl JunitCases {
         JunitCases {
             names: fixtures
                 .iter()
-                .map(|path| keyless_runner::stem_of(path))
+                .map(|path| keyless_runner::goldens::stem_of(path))
                 .collect(),
             folders: (fixtures.iter())
                 .map(|path| {

@@ -7,7 +7,7 @@
 //!
 //! Drives nothing, so it works with every API dialect: the browser is the driver. The problems it
 //! counts are every problem the model server reported since the start, whichever fixture was
-//! active (a browser suite switches fixtures with `POST /_harness/reset`), collected as they
+//! active (a browser suite switches fixtures with `POST /_keyless/reset`), collected as they
 //! happen, so a reset cannot hide an earlier miss from the exit status.
 
 use std::path::{Path, PathBuf};
@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use keyless_runner::Launched;
-use keyless_runner::ReplayLog;
-use keyless_runner::stem_of;
+use keyless_runner::goldens::stem_of;
+use keyless_runner::server::ReplayLog;
+use keyless_runner::suite::{error_chain, fixture_files};
 use keyless_runner::{Mode, ModelServer, Problem, ServerOptions};
-use keyless_runner::{error_chain, fixture_files};
 use parking_lot::Mutex;
 use replay_core::{Ambiguity, Miss, ReplayObserver, Served};
 use serde_json::json;
@@ -42,12 +42,16 @@ const EXIT_POLL: Duration = Duration::from_millis(200);
 #[command(after_help = "Examples:
   keyless serve --port 3000                        # every fixture; the first is active
   keyless serve --fixture chat.chat --port 3000 --replay-log .keyless/replay.jsonl
+  keyless serve --faults chat.chat@overloaded --port 3000   # a fault scenario, active first
+
+Every fault scenario of the fixture folder (<scenario>.<mode>@<fault-name>.faults.toml) is served
+too, selected by its name like a fixture; --faults NAME makes one active first.
   # playwright.config.ts:
   #   webServer: { command: 'keyless serve --port 3000', url: 'http://127.0.0.1:3000/health' }
 
 Prints one JSON line on stdout once the gateway is ready:
   {\"gateway_url\": …, \"model_base_url\": …, \"model_server_url\": …, \"fixture\": …, …}
-A suite selects another fixture with POST <model_server_url>/_harness/reset {\"fixture\": NAME}
+A suite selects another fixture with POST <model_server_url>/_keyless/reset {\"fixture\": NAME}
 and the header x-keyless-reset-token: <reset_token>.
 
 Exit status (after SIGTERM or SIGINT): 0 every model call was answered as recorded; 1 a miss or
@@ -72,16 +76,23 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub replay_log: Option<PathBuf>,
     /// Also write the model server's reset token (in the JSON line too; `POST
-    /// /_harness/reset` needs it in the `x-keyless-reset-token` header) to this file, mode
+    /// /_keyless/reset` needs it in the `x-keyless-reset-token` header) to this file, mode
     /// 0600, for the browser suite. The gateway never gets it.
     #[arg(long, value_name = "FILE")]
     pub reset_token_file: Option<PathBuf>,
+    /// Also serve this fault scenario (its name, `<scenario>.<mode>@<fault-name>`, or its
+    /// `.faults.toml` file), active first: its fixture replayed with its faults (a browser
+    /// suite selects it by name like any fixture).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub faults: Option<String>,
 }
 
 /// What `serve` needs, settled before anything starts.
 struct Settings {
     fixtures: Vec<PathBuf>,
     gateway: keyless_runner::GatewayCommand,
+    /// The fault scenario asked for, by its name.
+    faults: Vec<(String, keyless_runner::faults::FaultPlan)>,
 }
 
 fn settings(args: &Args) -> Result<Settings, ConfigError> {
@@ -127,7 +138,48 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         )));
     }
-    Ok(Settings { fixtures, gateway })
+    let mut fixtures = fixtures;
+    let mut faults = Vec::new();
+    if args.fixture.is_none() {
+        // Every fault scenario of the folder too, after the fixtures: a browser suite selects one
+        // by its name (`<scenario>.<mode>@<fault-name>`) like any fixture.
+        let scenarios =
+            keyless_runner::faults::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+                ConfigError(format!(
+                    "cannot list the fixture folder {}: {err}",
+                    resolved.fixtures.display()
+                ))
+            })?;
+        for path in scenarios {
+            let plan = keyless_runner::faults::FaultPlan::load(&path)
+                .map_err(|err| ConfigError(error_chain(&err)))?;
+            faults.push((stem_of(&path), plan));
+            fixtures.push(path);
+        }
+    }
+    if let Some(given) = &args.faults {
+        let path = if given.ends_with(keyless_runner::faults::FAULTS_SUFFIX) || given.contains('/')
+        {
+            PathBuf::from(given)
+        } else {
+            resolved
+                .fixtures
+                .join(format!("{given}{}", keyless_runner::faults::FAULTS_SUFFIX))
+        };
+        let plan = keyless_runner::faults::FaultPlan::load(&path)
+            .map_err(|err| ConfigError(error_chain(&err)))?;
+        let name = stem_of(&path);
+        // Listed with the folder's scenarios already: made active first, served once.
+        fixtures.retain(|listed| stem_of(listed) != name);
+        faults.retain(|(listed, _)| *listed != name);
+        faults.push((name, plan));
+        fixtures.insert(0, path);
+    }
+    Ok(Settings {
+        fixtures,
+        gateway,
+        faults,
+    })
 }
 
 /// What the model side did while serving: turns served, and every problem in order.
@@ -197,6 +249,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         port: args.model_port,
         on_problem: Some(on_problem),
         observer: Some(tally.clone()),
+        faults: settings.faults.clone(),
+        boundaries: settings.gateway.boundaries.clone(),
     };
     crate::runtime()?
         .block_on(async {

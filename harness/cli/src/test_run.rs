@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use keyless_runner::schedule::{self, Plan, RunEnd, RunningModelServer, ScheduleError};
-use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, fixture_files};
+use keyless_runner::{FIXTURE_TIME_LIMIT, IgnoredEvents, Transcripts, suite::fixture_files};
 use replay_core::UnusedTurns;
 
 use crate::Folders;
@@ -45,6 +45,10 @@ leaves a framework's own event types out of the goldens (no longer guarded), cou
 --max-age 30d warns about each fixture recorded (by its provenance) more than 30 days ago, and
 --max-age-fail fails the run for it; the table's age column and --json's recorded_at/age_days say
 each fixture's age (unknown/null for a fixture without provenance).
+
+Fault scenarios (<scenario>.<mode>@<fault-name>.faults.toml beside the fixtures) run as fixtures
+of their own, each with its golden; the row's note (and --json's faults) says which fault fired
+how many times, and a fault that never fired fails the fixture (docs/replay-and-fixtures.md §13).
 
 Exit status: 0 every fixture passed; 1 a fixture missed, broke its framing, left the turns it
 must use unused, has a changed or missing golden (written as <name>.snap.new: see keyless
@@ -128,6 +132,16 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
             resolved.fixtures.display()
         ))
     })?;
+    // Fault scenarios (`<scenario>.<mode>@<fault>.faults.toml`) run as fixtures of their own.
+    fixtures.extend(
+        keyless_runner::faults::fault_scenario_files(&resolved.fixtures).map_err(|err| {
+            ConfigError(format!(
+                "cannot list the fixture folder {}: {err}",
+                resolved.fixtures.display()
+            ))
+        })?,
+    );
+    fixtures.sort();
     if fixtures.is_empty() {
         return Err(ConfigError(format!(
             "no fixtures (*.json) in {} (keyless record makes one)",
@@ -207,6 +221,7 @@ fn settings(args: &Args) -> Result<Settings, ConfigError> {
         ignore_events: IgnoredEvents::new(file.ignore_events.clone().unwrap_or_default()),
         fixture_ignore_events,
         launcher: crate::launcher(),
+        boundaries: resolved.loaded.boundaries.clone(),
     };
     Ok(Settings {
         plan,
@@ -246,7 +261,7 @@ fn jobs(
 }
 
 fn stem(path: &Path) -> String {
-    keyless_runner::stem_of(path)
+    keyless_runner::goldens::stem_of(path)
 }
 
 /// The JUnit report's suite name: `keyless test`, with the shard when there is one.
@@ -338,6 +353,7 @@ mod tests {
             ready_path: "/health".into(),
             ready_timeout: Duration::from_secs(1),
             log_dir: PathBuf::from("."),
+            boundaries: Default::default(),
         });
         let url = Gateway::Url("http://127.0.0.1:9".into());
         let running = Some("http://127.0.0.1:8090".to_owned());

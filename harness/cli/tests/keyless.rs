@@ -14,6 +14,10 @@ use serde_json::Value;
 mod age;
 #[path = "keyless/drift.rs"]
 mod drift;
+#[path = "keyless/http.rs"]
+mod http;
+#[path = "keyless/mcp.rs"]
+mod mcp;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]
@@ -32,7 +36,7 @@ enum BaseUrl {
 }
 
 /// A user's repository: a temporary folder with `fixtures/<FIXTURE>.json`, a gateway
-/// configuration template whose model is `$HARNESS_MODEL_BASE_URL`, and `keyless.toml`.
+/// configuration template whose model is `$KEYLESS_MODEL_BASE_URL`, and `keyless.toml`.
 struct UserRepo {
     dir: tempfile::TempDir,
     gateway: PathBuf,
@@ -78,7 +82,7 @@ impl UserRepo {
     /// Writes a gateway configuration into `<name>/` and returns the command that starts the
     /// gateway with it on `{port}`. The model's base URL reaches the gateway the two ways
     /// `keyless` offers: `Placeholder` substitutes `{model_base_url}` in the command (which fills
-    /// in a configuration template), `Env` leaves `$HARNESS_MODEL_BASE_URL` in the configuration
+    /// in a configuration template), `Env` leaves `$KEYLESS_MODEL_BASE_URL` in the configuration
     /// for the gateway to expand.
     fn gateway_cmd(&self, name: &str, send_message_names: bool, base_url: BaseUrl) -> String {
         let folder = self.path().join(name);
@@ -86,7 +90,7 @@ impl UserRepo {
         let fixture = Fixture::load(&self.path().join(format!("fixtures/{FIXTURE}.json"))).unwrap();
         let written = match base_url {
             BaseUrl::Placeholder => "@MODEL_BASE_URL@",
-            BaseUrl::Env => "$HARNESS_MODEL_BASE_URL",
+            BaseUrl::Env => "$KEYLESS_MODEL_BASE_URL",
         };
         let config = write_wire_config(
             &folder,
@@ -168,7 +172,7 @@ fn a_user_repository_goes_from_a_missing_golden_to_a_passing_test_and_a_drift_fa
     assert_eq!(accepted.status.code(), Some(0), "{}", said(&accepted));
     // Over the wire the gateway streams what it streams in-process: the same golden.
     assert_eq!(
-        keyless_runner::read_golden(&golden, FIXTURE).unwrap(),
+        keyless_runner::goldens::read_golden(&golden, FIXTURE).unwrap(),
         read_golden(FIXTURE).unwrap()
     );
 
@@ -303,7 +307,8 @@ fn review_accepts_rejects_or_skips_each_pending_golden_as_answered() {
         ("maybe\ny\n", true, false),
     ];
     for (answers, accepted, left) in cases {
-        keyless_runner::write_pending(&golden, FIXTURE, "fixtures/x.json", &document).unwrap();
+        keyless_runner::goldens::write_pending(&golden, FIXTURE, "fixtures/x.json", &document)
+            .unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless"))
             .arg("review")
             .current_dir(repo.path())
@@ -892,7 +897,7 @@ impl UserRepo {
 
     /// Accepts the shipped golden into the user's folder, so `keyless test` passes.
     fn with_golden(self) -> UserRepo {
-        keyless_runner::write_pending(
+        keyless_runner::goldens::write_pending(
             &self.path().join("golden"),
             FIXTURE,
             "fixtures/x.json",
@@ -1012,7 +1017,7 @@ fn links_fifos_and_binary_snapshots_in_the_golden_and_log_folders_are_refused() 
         std::fs::create_dir_all(repo.path().join(".keyless/logs")).unwrap();
         std::fs::write(&secret, secret_text).unwrap();
         if real_pending {
-            keyless_runner::write_pending(
+            keyless_runner::goldens::write_pending(
                 &repo.path().join("golden"),
                 FIXTURE,
                 "fixtures/x.json",
@@ -1312,7 +1317,7 @@ fn finding_3_and_4_a_standalone_model_server_resets_only_with_its_token_and_stop
         status_of(
             &address,
             &format!(
-                "POST /_harness/reset HTTP/1.1\r\nhost: {address}\r\n{header}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                "POST /_keyless/reset HTTP/1.1\r\nhost: {address}\r\n{header}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
             ),
         )
     };

@@ -13,11 +13,11 @@ use serde_json::{Map, Value, json};
 
 use crate::exchange::Exchange;
 use crate::fixture::{Answer, Fixture, RecordedError, SharedKey, Turn};
+use crate::protocol::CALLER_HEADER;
 use crate::pyjson::python_repr;
 use crate::recording::{Outcome, RecordedCall, RecordedEvent, Recording};
 use crate::scenario::Scenario;
 use crate::text::first_chars;
-use crate::wire::CALLER_HEADER;
 
 /// Why a fixture could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -411,7 +411,7 @@ mod tests {
                 let text = warning.to_string();
                 assert!(
                     text.starts_with("turns 0, 1 share the input hash k… (caller 'lead_agent')")
-                        && text.contains("X-Harness-Caller"),
+                        && text.contains(CALLER_HEADER),
                     "{name}: {text}"
                 );
             }

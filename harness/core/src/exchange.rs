@@ -362,6 +362,16 @@ impl fmt::Display for ExchangeMiss {
 
 impl std::error::Error for ExchangeMiss {}
 
+impl ExchangeMiss {
+    /// The miss with each side of its first difference cut to `max` bytes of JSON (a ledger
+    /// that keeps misses stays bounded whatever the requests held).
+    pub fn cut_to(&mut self, max: usize) {
+        if let Some(difference) = self.nearest.as_mut().and_then(|n| n.difference.as_mut()) {
+            difference.cut_to(max);
+        }
+    }
+}
+
 fn short_value(value: Option<&Value>) -> String {
     match value {
         None => "<missing>".to_owned(),

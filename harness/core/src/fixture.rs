@@ -351,6 +351,15 @@ impl LoadedFixture {
         })
     }
 
+    /// The same fixture, shared, named by another file: a fault scenario
+    /// (`<scenario>.<mode>@<fault>.faults.toml`) replays its base fixture under its own name.
+    pub fn renamed(&self, path: &Path) -> LoadedFixture {
+        LoadedFixture {
+            fixture: Arc::clone(&self.fixture),
+            path: path.to_path_buf(),
+        }
+    }
+
     /// The file it was read from.
     pub fn path(&self) -> &Path {
         &self.path

@@ -26,18 +26,18 @@
 //!   from the calls a writer holds in memory, [`build_fixture_from_calls`]);
 //! - `verdict`: the Layer 1 verdict on one replay: framing, misses, golden status, unused turns
 //!   ([`Verdict`]);
-//! - `wire`: keys computed at the model's wire, from an OpenAI Chat Completions request
-//!   ([`messages_from_chat_completions`], [`name_free_key`]); the engine looks them up
-//!   ([`ReplayEngine::lookup_at_wire`]), `wire` knows nothing of it;
-//! - `wire_formats`: the same conversation from an Anthropic Messages, OpenAI Responses, Gemini,
-//!   Bedrock Converse or Ollama request ([`messages_from_anthropic`], [`messages_from_responses`],
-//!   [`messages_from_gemini`], [`messages_from_converse`], [`messages_from_ollama`],
-//!   [`messages_from_ollama_prompt`]), looked up with the name-free key
-//!   ([`ReplayEngine::lookup_at_wire_without_names`]);
+//! - `wire`: keys computed at the model's wire from the conversation a request's wire reads
+//!   (`model_wire::Wire::conversation`, one reader per wire in its own module): the key of
+//!   [`replay_key`] over those messages, and the name-free key ([`name_free_key`]) at the wires
+//!   that carry no names; the engine looks them up ([`ReplayEngine::lookup_at_wire`],
+//!   [`ReplayEngine::lookup_at_wire_without_names`]), `wire` knows nothing of it;
 //! - `provenance`: when, where and by which keyless a fixture was recorded ([`Provenance`]),
 //!   with the event names and fields its provider's stream used (`vocabulary`,
 //!   [`StreamVocabulary`]); `drift`: a fresh recording compared with the committed fixture
 //!   ([`compare_fixtures`]);
+//! - [`protocol`]: keyless's protocol names, one table per kind (headers, the model server's
+//!   routes, environment variables), each `keyless` spelling with the older aliases it accepts
+//!   ([`CALLER_HEADER`]);
 //! - `atomic_file`, `text`, `unique_json`: replacing files atomically, cutting text for
 //!   messages, JSON with no duplicate key (fixtures).
 //!
@@ -52,6 +52,7 @@ mod drift;
 mod exchange;
 mod fixture;
 mod normalize;
+pub mod protocol;
 mod provenance;
 mod pyjson;
 pub mod recording;
@@ -63,7 +64,6 @@ mod unique_json;
 mod verdict;
 mod vocabulary;
 mod wire;
-mod wire_formats;
 
 pub use atomic_file::{SHARED_FILE_MODE, write_atomically};
 pub use build_fixture::{
@@ -81,6 +81,7 @@ pub use exchange::{
 };
 pub use fixture::{Answer, Fixture, FixtureError, LoadedFixture, RecordedError, SharedKey, Turn};
 pub use normalize::normalize;
+pub use protocol::{CALLER_HEADER, RESET_TOKEN_HEADER};
 pub use provenance::{PROVENANCE_VERSION, Provenance};
 pub use pyjson::to_python_json;
 pub use replay::{Ambiguity, LookupError, Miss, NearestTurn, ReplayEngine, ReplayObserver, Served};
@@ -99,8 +100,4 @@ pub use verdict::{
     ModelProblemKind, UnusedFailure, UnusedTurns, Verdict, Voice,
 };
 pub use vocabulary::StreamVocabulary;
-pub use wire::{CALLER_HEADER, messages_from_chat_completions, name_free_key};
-pub use wire_formats::{
-    messages_from_anthropic, messages_from_converse, messages_from_gemini, messages_from_ollama,
-    messages_from_ollama_prompt, messages_from_responses,
-};
+pub use wire::name_free_key;

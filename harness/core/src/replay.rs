@@ -25,9 +25,10 @@ use super::canonical::{
 };
 use super::diff::{Difference, first_difference};
 use super::fixture::{Answer, Fixture, FixtureError, LoadedFixture};
+use super::protocol::CALLER_HEADER;
 use super::pyjson::{python_repr, to_python_json};
 use super::text::{cut_text, first_chars, shorten};
-use super::wire::{CALLER_HEADER, name_free_entries};
+use super::wire::name_free_entries;
 
 /// How many characters of the canonical text DeerFlow's miss message shows.
 const MISS_CANONICAL_CHARS: usize = 800;
@@ -441,6 +442,21 @@ impl ReplayEngine {
         std::mem::take(&mut *self.misses.lock())
     }
 
+    /// Puts a served turn back at the front of its key's queue, unserved: the call it was
+    /// served to failed on purpose (a fault scenario's refused or cut call), so the call's
+    /// retry is served it again, as the provider would have answered the retry.
+    pub fn give_back(&self, turn_index: usize) {
+        let Some(turn) = self.fixture.turns.get(turn_index) else {
+            return;
+        };
+        let mut state = self.state.lock();
+        let queue = state.queues.entry(turn.input_hash.clone()).or_default();
+        if !queue.contains(&turn_index) {
+            queue.push_front(turn_index);
+        }
+        state.served[turn_index] = false;
+    }
+
     /// Indexes of the turns never served, in file order. Unused turns are not an error (§5.5).
     pub fn unused_turns(&self) -> Vec<usize> {
         let state = self.state.lock();
@@ -552,7 +568,7 @@ impl ReplayEngine {
 /// carry it.
 impl ReplayEngine {
     /// Serves a call that arrived at the wire: `messages` as
-    /// [`messages_from_chat_completions`](crate::messages_from_chat_completions) returns them,
+    /// the request's wire reads them (`model_wire::Wire::conversation`),
     /// `caller` when the request named one.
     ///
     /// With a caller this is [`ReplayEngine::lookup`]. Without one, the key is computed for each
@@ -1077,6 +1093,28 @@ mod tests {
         assert_eq!(engine.misses().len(), 1);
     }
 
+    #[test]
+    fn a_turn_given_back_is_served_again_before_the_next_of_its_key() {
+        // A fault scenario refused the call turn 0 was served to; its retry gets turn 0 again.
+        let hi = [human("hi")];
+        let engine = engine(vec![
+            turn("lead_agent", &hi, "first", false),
+            turn("lead_agent", &hi, "second", false),
+        ]);
+        let refused = engine.lookup("lead_agent", &hi).expect("first");
+        engine.give_back(refused.turn_index);
+        assert_eq!(engine.unused_turns(), vec![0, 1]);
+        let served: Vec<usize> = (0..2)
+            .map(|_| engine.lookup("lead_agent", &hi).expect("served").turn_index)
+            .collect();
+        assert_eq!(served, [0, 1]);
+        engine.give_back(99);
+        assert!(
+            engine.unused_turns().is_empty(),
+            "an unknown turn is ignored"
+        );
+    }
+
     /// A turn like [`turn`] with its answer given as JSON (`data` of the output).
     fn turn_saying(caller: &str, messages: &[Value], data: Value) -> Turn {
         Turn {
@@ -1147,7 +1185,7 @@ mod tests {
                     assert!(
                         message.contains("turn 0: ")
                             && message.contains("; turn 1: ")
-                            && message.contains("X-Harness-Caller"),
+                            && message.contains(CALLER_HEADER),
                         "{name}: {message}"
                     );
                     assert_eq!(engine.ambiguities(), [(**ambiguity).clone()], "{name}");
@@ -1267,7 +1305,7 @@ mod tests {
         let words = missed.in_plain_words();
         for says in [
             "no recorded output in fixtures/s.flash.json",
-            "the gateway's request (it sent no X-Harness-Caller header",
+            "the gateway's request (it sent no x-keyless-caller header",
             "first differing field: [0].role (against the nearest recorded turn 0",
             "recorded \"user\", incoming \"assistant\"",
             "record the fixture again (keyless record)",
@@ -1281,7 +1319,7 @@ mod tests {
         assert!(
             named
                 .in_plain_words()
-                .contains("'critic' (its X-Harness-Caller header)")
+                .contains("'critic' (its x-keyless-caller header)")
         );
 
         let follow_up = [
@@ -1491,7 +1529,7 @@ mod wire_tests {
     use super::*;
     use crate::fixture::Turn;
     use crate::scenario::{Scenario, UiMode};
-    use crate::wire::messages_from_chat_completions;
+    use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
     use serde_json::json;
 
     fn human(text: &str) -> Value {

@@ -271,7 +271,7 @@ impl std::fmt::Display for UnusedFailure {
                 f,
                 "no recorded turn was used (turns {turns:?}): the gateway never asked the model \
                  server, so this run proves nothing; point the gateway's model base URL at the \
-                 model server keyless started ({{model_base_url}} or $HARNESS_MODEL_BASE_URL)"
+                 model server keyless started ({{model_base_url}} or $KEYLESS_MODEL_BASE_URL)"
             ),
             UnusedFailure::LeadUnused { caller, turns } => write!(
                 f,
@@ -328,7 +328,7 @@ pub enum ModelProblem {
     },
 }
 
-/// The kinds of problem a model server reports (its `/_harness/state` `kind` field): the model
+/// The kinds of problem a model server reports (its `/_keyless/state` `kind` field): the model
 /// server's problem names its kind with this type, so the name ([`ModelProblemKind::as_str`],
 /// the Display) is its serde form, the `kind` tag of the problem's JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -359,6 +359,11 @@ pub enum ModelProblemKind {
     /// A model call arrived between two runs of a reused gateway (after one run's end, before
     /// the next run's start): refused, never answered from either fixture.
     CallBetweenRuns,
+    /// A fault scenario's fault matched no call: the gateway took another path than the one
+    /// under test (issue 42).
+    FaultNotFired,
+    /// A call at another boundary (an HTTP API, an MCP server) no recorded exchange answered.
+    ExchangeMiss,
 }
 
 impl ModelProblemKind {
@@ -377,6 +382,8 @@ impl ModelProblemKind {
             ModelProblemKind::RecordingLimit => "recording_limit",
             ModelProblemKind::Overflow => "overflow",
             ModelProblemKind::CallBetweenRuns => "call_between_runs",
+            ModelProblemKind::FaultNotFired => "fault_not_fired",
+            ModelProblemKind::ExchangeMiss => "exchange_miss",
         }
     }
 }
@@ -603,7 +610,7 @@ impl Verdict {
                     UnusedFailure::LeadUnused { caller, turns } if caller == DEFAULT_CALLER => {
                         format!(
                             "none of the turns recorded for the gateway's own requests (those \
-                             without an X-Harness-Caller header) was used (turns {turns:?}): the \
+                             without an x-keyless-caller header) was used (turns {turns:?}): the \
                              gateway's main model calls did not reach the model server"
                         )
                     }
@@ -800,7 +807,7 @@ mod tests {
                  for 2 turns of 'f.json' that answer differently (turn 0: text \"a\"; turn 1: \
                  text \"b\"), and the call names no caller, so which answer it should get \
                  cannot be told. Nodes that call the model with the same conversation must name \
-                 themselves: send the X-Harness-Caller header (one value per node) on each model \
+                 themselves: send the x-keyless-caller header (one value per node) on each model \
                  call, or a caller tag or run name in process, and record again",
                 "the model server reported 1 problem(s): [\"ambiguous_caller: name the caller\"]",
                 "the SSE shape differs from the golden (review it with `keyless review`; in this \

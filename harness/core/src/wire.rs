@@ -2,152 +2,20 @@
 //! runs in another process, in any language, sends its model calls as OpenAI Chat Completions
 //! requests, and the key is rebuilt from the request body alone.
 //!
-//! Two pieces, both pure JSON:
-//!
-//! - [`messages_from_chat_completions`] turns the body's `messages` back into the LangChain-style
-//!   message dicts the canonical projection reads, so the key is computed by the same
-//!   [`replay_key`](crate::replay_key) as in-process replay;
-//! - [`name_free_key`] and the name-free entries, the key at a wire that carries no message names.
+//! The conversation itself is read by the request's wire (`model_wire::Wire::conversation`,
+//! each wire's `read_conversation` in its own module: a wire is one module) into the
+//! LangChain-style message dicts the canonical projection reads, so the key is computed by the
+//! same [`replay_key`](crate::replay_key) as in-process replay; this module adds
+//! [`name_free_key`] and the name-free entries, the key at a wire that carries no message names.
 //!
 //! It builds keys only: the lookups that use them (`ReplayEngine::lookup_at_wire`, which finds the
 //! caller nothing on the wire names) live with the engine, in `replay`, so the engine depends on
 //! this module and not the other way round.
-//!
-//! The conversion, message by message:
-//!
-//! - `system` and `developer` messages are dropped, as the projection drops system messages (a
-//!   gateway that merges the hidden date reminder into the system prompt loses it with the
-//!   prompt; one that sends it as its own message gets a message that is empty once the reminder
-//!   is removed, which the projection drops too);
-//! - `user` → `human`, with its content (a string or content parts) and its `name`;
-//! - `assistant` → `ai`, with `content or ""`, its `name`, and each tool call as its function name
-//!   and its parsed JSON arguments. Arguments that do not parse to a JSON object leave the call
-//!   out, as LangChain files it under `invalid_tool_calls`, which the key ignores; blank arguments
-//!   mean `{}`;
-//! - `tool` → `tool`, with its content and **the name of the tool call it answers**, recovered
-//!   from the earlier assistant tool call with the same `tool_call_id`: the wire carries no tool
-//!   name on tool messages, while the key includes it (a `name` the message does carry is the
-//!   fallback);
-//! - any other role is kept as it is (the projection reads `role` when there is no `type`).
 
-use std::collections::HashMap;
-
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::canonical::{canonical_conversation, conversation_hash};
 use crate::pyjson::to_python_json;
-
-/// The HTTP header a gateway sends to name the caller of a model call at the wire
-/// (`docs/replay-and-fixtures.md` §11, §5.6): one value per graph node that calls the model, so
-/// nodes that send the same conversation get their own recorded answers.
-pub const CALLER_HEADER: &str = "X-Harness-Caller";
-
-/// The message dicts of a Chat Completions request's `messages`, ready for
-/// [`replay_key`](crate::replay_key). See the module documentation for the rules.
-pub fn messages_from_chat_completions(messages: &[Value]) -> Vec<Value> {
-    let mut tool_names: HashMap<String, String> = HashMap::new();
-    let mut converted = Vec::with_capacity(messages.len());
-    for message in messages {
-        let Some(fields) = message.as_object() else {
-            continue;
-        };
-        let role = fields.get("role").and_then(Value::as_str).unwrap_or("");
-        let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
-        let mut out = Map::new();
-        match role {
-            "system" | "developer" => continue,
-            "user" => {
-                out.insert("type".into(), "human".into());
-                out.insert("content".into(), field("content"));
-                copy_name(fields, &mut out);
-            }
-            "assistant" => {
-                let calls = tool_calls(fields.get("tool_calls"), &mut tool_names);
-                out.insert("type".into(), "ai".into());
-                out.insert(
-                    "content".into(),
-                    match field("content") {
-                        Value::Null => Value::String(String::new()),
-                        content => content,
-                    },
-                );
-                copy_name(fields, &mut out);
-                out.insert("tool_calls".into(), Value::Array(calls));
-            }
-            "tool" => {
-                let call_id = fields.get("tool_call_id").and_then(Value::as_str);
-                out.insert("type".into(), "tool".into());
-                out.insert("content".into(), field("content"));
-                let recovered = call_id.and_then(|id| tool_names.get(id)).cloned();
-                match recovered {
-                    Some(name) => {
-                        out.insert("name".into(), Value::String(name));
-                    }
-                    None => copy_name(fields, &mut out),
-                }
-                if let Some(id) = call_id {
-                    out.insert("tool_call_id".into(), Value::String(id.to_owned()));
-                }
-            }
-            _ => {
-                converted.push(message.clone());
-                continue;
-            }
-        }
-        converted.push(Value::Object(out));
-    }
-    converted
-}
-
-fn copy_name(fields: &Map<String, Value>, out: &mut Map<String, Value>) {
-    if let Some(name) = fields.get("name").filter(|name| !name.is_null()) {
-        out.insert("name".into(), name.clone());
-    }
-}
-
-/// `[{"name", "args", "id"}]` from an assistant message's wire tool calls, remembering each id's
-/// function name for the tool messages that answer it.
-fn tool_calls(calls: Option<&Value>, tool_names: &mut HashMap<String, String>) -> Vec<Value> {
-    let Some(Value::Array(calls)) = calls else {
-        return Vec::new();
-    };
-    let mut projected = Vec::with_capacity(calls.len());
-    for call in calls {
-        let function = call.get("function");
-        let name = function
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-        if !id.is_empty() {
-            tool_names.insert(id.to_owned(), name.to_owned());
-        }
-        let Some(args) = parsed_arguments(function.and_then(|f| f.get("arguments"))) else {
-            continue;
-        };
-        let mut entry = Map::new();
-        entry.insert("name".into(), Value::String(name.to_owned()));
-        entry.insert("args".into(), args);
-        entry.insert("id".into(), Value::String(id.to_owned()));
-        projected.push(Value::Object(entry));
-    }
-    projected
-}
-
-/// A call's arguments as LangChain parses them: a JSON string holding an object (blank means
-/// `{}`), or an object some servers send as it is. `None` for anything else (an invalid call).
-fn parsed_arguments(arguments: Option<&Value>) -> Option<Value> {
-    match arguments {
-        None | Some(Value::Null) => Some(Value::Object(Map::new())),
-        Some(object @ Value::Object(_)) => Some(object.clone()),
-        Some(Value::String(text)) if text.trim().is_empty() => Some(Value::Object(Map::new())),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(object @ Value::Object(_)) => Some(object),
-            _ => None,
-        },
-        Some(_) => None,
-    }
-}
 
 /// The entries of a canonical conversation text with the messages' names left out (a `tool`
 /// entry keeps its name: it is the tool's, which every wire carries); `None` when the text is
@@ -177,6 +45,7 @@ pub fn name_free_key(messages: &[Value]) -> String {
 mod tests {
     use super::*;
     use crate::canonical::replay_key;
+    use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
     use serde_json::json;
 
     /// The prompt of `docs/replay-and-fixtures.md` §2.2.
@@ -271,6 +140,260 @@ mod tests {
                 expected,
                 "{name}"
             );
+        }
+    }
+}
+
+/// The conversation of each wire besides Chat Completions, read by its own module, keyed as
+/// Chat Completions' is.
+#[cfg(test)]
+mod wire_format_tests {
+
+    use model_wire::anthropic_messages::read_conversation as messages_from_anthropic;
+    use model_wire::bedrock_converse::read_conversation as messages_from_converse;
+    use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
+    use model_wire::gemini::read_conversation as messages_from_gemini;
+    use model_wire::ollama::read_conversation as messages_from_ollama;
+    use model_wire::ollama::read_prompt as messages_from_ollama_prompt;
+    use model_wire::responses::read_conversation as messages_from_responses;
+    use serde_json::{Value, json};
+
+    use crate::canonical::replay_key;
+    use crate::fixture::{Answer, Fixture, Turn};
+    use crate::scenario::{Scenario, UiMode};
+    use crate::{LookupError, ReplayEngine, name_free_key};
+
+    const ARGS: &str = r#"{"path": "/mnt/user-data/outputs/note.txt", "content": "hi"}"#;
+
+    /// One conversation (system prompt, named user input, a tool call, its result, the answer)
+    /// as each wire carries it.
+    fn chat_completions(named: bool) -> Vec<Value> {
+        let mut user = json!({"role": "user", "content": "write it"});
+        if named {
+            user["name"] = json!("user-input");
+        }
+        vec![
+            json!({"role": "system", "content": "You are DeerFlow."}),
+            user,
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                "type": "function", "function": {"name": "write_file", "arguments": ARGS}}]}),
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "OK"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
+    fn anthropic() -> Vec<Value> {
+        let input: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "content": [{"type": "text", "text": "write it"}]}),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Hm.", "signature": "x"},
+                {"type": "tool_use", "id": "call_1", "name": "write_file", "input": input}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "OK"}]}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
+    fn responses() -> Value {
+        json!([
+            {"role": "developer", "content": "You are DeerFlow."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "write it"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "call_id": "call_1", "name": "write_file", "arguments": ARGS},
+            {"type": "function_call_output", "call_id": "call_1", "output": "OK"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+            {"role": "user", "content": "thanks"},
+        ])
+    }
+
+    fn gemini() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "parts": [{"text": "write it"}]}),
+            json!({"role": "model", "parts": [{"text": "Hm.", "thought": true},
+                {"functionCall": {"name": "write_file", "args": args}, "thoughtSignature": "x"}]}),
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "write_file",
+                "response": {"result": "OK"}}}]}),
+            json!({"role": "model", "parts": [{"text": "Done."}]}),
+            json!({"role": "user", "parts": [{"text": "thanks"}]}),
+        ]
+    }
+
+    fn converse() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "user", "content": [{"text": "write it"}]}),
+            json!({"role": "assistant", "content": [
+                {"reasoningContent": {"reasoningText": {"text": "Hm.", "signature": "x"}}},
+                {"toolUse": {"toolUseId": "call_1", "name": "write_file", "input": args}}]}),
+            json!({"role": "user", "content": [{"toolResult": {"toolUseId": "call_1",
+                "content": [{"text": "OK"}]}}]}),
+            json!({"role": "assistant", "content": [{"text": "Done."}]}),
+            json!({"role": "user", "content": [{"text": "thanks"}]}),
+        ]
+    }
+
+    /// As the `ollama` client sends it (no call ids, the result named by `tool_name`); LangChain's
+    /// `ChatOllama` sends ids and `tool_call_id` instead, which the key does not read.
+    fn ollama() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "system", "content": "You are DeerFlow."}),
+            json!({"role": "user", "content": "write it", "images": []}),
+            json!({"role": "assistant", "content": "", "thinking": "Hm.",
+                "tool_calls": [{"function": {"name": "write_file", "arguments": args}}]}),
+            json!({"role": "tool", "content": "OK", "tool_name": "write_file"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
+    #[test]
+    fn each_wire_gives_the_chat_completions_key_of_the_same_conversation() {
+        let want = replay_key(
+            "",
+            &messages_from_chat_completions(&chat_completions(false)),
+        );
+        for (wire, messages) in [
+            ("anthropic", messages_from_anthropic(&anthropic())),
+            ("responses", messages_from_responses(&responses())),
+            ("gemini", messages_from_gemini(&gemini())),
+            ("converse", messages_from_converse(&converse())),
+            ("ollama", messages_from_ollama(&ollama())),
+        ] {
+            let got = replay_key("", &messages);
+            assert_eq!(got.canonical, want.canonical, "{wire}");
+            assert_eq!(got.input_hash, want.input_hash, "{wire}");
+        }
+    }
+
+    /// A tool result as each wire may carry it, and the tool message content it is.
+    #[test]
+    fn tool_results_are_their_text_or_their_canonical_json() {
+        let gemini_cases = [
+            (json!({"result": "OK"}), json!("OK")),
+            (
+                json!({"output": {"b": 1, "a": [true]}}),
+                json!(r#"{"a": [true], "b": 1}"#),
+            ),
+            (
+                json!({"status": "done", "n": 2}),
+                json!(r#"{"n": 2, "status": "done"}"#),
+            ),
+            (json!({"result": 3}), json!("3")),
+        ];
+        for (response, want) in gemini_cases {
+            let contents = [
+                json!({"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}},
+                    {"functionCall": {"id": "c2", "name": "ls", "args": {}}}]}),
+                json!({"role": "user", "parts": [
+                    {"functionResponse": {"name": "ls", "response": response.clone()}},
+                    {"function_response": {"id": "c2", "name": "ls", "response": response}}]}),
+            ];
+            let messages = messages_from_gemini(&contents);
+            let ids: Vec<&Value> = messages[1..].iter().map(|m| &m["tool_call_id"]).collect();
+            assert_eq!(ids, [&json!("gemini_call_1"), &json!("c2")]);
+            assert_eq!(messages[1]["content"], want, "{contents:?}");
+            assert_eq!(messages[2]["content"], want, "{contents:?}");
+            assert_eq!(messages[1]["name"], "ls");
+        }
+        let converse_cases = [
+            (json!([{"text": "a"}, {"text": "b"}]), json!("ab")),
+            (
+                json!([{"json": {"z": 1, "a": null}}]),
+                json!(r#"{"a": null, "z": 1}"#),
+            ),
+        ];
+        for (content, want) in converse_cases {
+            let messages = messages_from_converse(&[
+                json!({"role": "assistant", "content": [{"toolUse": {"toolUseId": "t", "name": "ls", "input": {}}}]}),
+                json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t", "content": content}}]}),
+            ]);
+            assert_eq!(messages[1]["content"], want);
+            assert_eq!(messages[1]["name"], "ls");
+        }
+    }
+
+    #[test]
+    fn a_string_input_is_one_user_message() {
+        let one = replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash;
+        assert_eq!(
+            replay_key("", &messages_from_responses(&json!("hi"))).input_hash,
+            one
+        );
+        assert_eq!(
+            replay_key("", &messages_from_ollama_prompt("hi")).input_hash,
+            one
+        );
+    }
+
+    fn engine_recorded_with_names() -> ReplayEngine {
+        let key = replay_key(
+            "lead_agent",
+            &messages_from_chat_completions(&chat_completions(true)),
+        );
+        let turn = Turn {
+            caller: Some(key.caller),
+            conversation_hash: Some(key.conversation_hash),
+            input_hash: key.input_hash,
+            answer: Answer::Output(json!({"type": "ai", "data": {"content": "ok", "type": "ai"}})),
+            canonical: Some(key.canonical),
+        };
+        let fixture = Fixture {
+            scenario: Scenario::new("s", UiMode::Flash, "p"),
+            turns: vec![turn],
+            provenance: None,
+            exchanges: Vec::new(),
+        };
+        ReplayEngine::new(fixture, "fixtures/s.flash.json").expect("valid fixture")
+    }
+
+    #[test]
+    fn a_turn_recorded_with_names_is_served_by_its_name_free_key_only_where_asked() {
+        let engine = engine_recorded_with_names();
+        let messages = messages_from_anthropic(&anthropic());
+        // The named lookup misses: the recorded key has the input's name.
+        assert!(matches!(
+            engine.lookup_at_wire(None, &messages),
+            Err(LookupError::Miss(_))
+        ));
+        for caller in [None, Some("lead_agent")] {
+            let engine = engine_recorded_with_names();
+            let served = engine.lookup_at_wire_without_names(caller, &messages);
+            assert_eq!(served.map(|s| s.turn_index).ok(), Some(0), "{caller:?}");
+        }
+        // A different conversation still misses, and its name-free key is not the turn's.
+        let mut other = anthropic();
+        other[4] = json!({"role": "user", "content": "no thanks"});
+        let other = messages_from_anthropic(&other);
+        assert!(engine.lookup_at_wire_without_names(None, &other).is_err());
+        assert_ne!(name_free_key(&other), name_free_key(&messages));
+        assert_eq!(
+            name_free_key(&messages),
+            name_free_key(&messages_from_chat_completions(&chat_completions(true)))
+        );
+    }
+
+    /// A miss at a wire without names is reported against the recorded turn as that wire sees
+    /// it: the first difference is the drifted message, not the recorded input's `name` (which
+    /// no such wire carries), and the nearest turn shares the messages before it.
+    #[test]
+    fn a_miss_without_names_reports_the_drift_not_the_missing_name() {
+        let engine = engine_recorded_with_names();
+        let mut drifted = anthropic();
+        drifted[4] = json!({"role": "user", "content": "no thanks"});
+        for caller in [None, Some("lead_agent")] {
+            let Err(LookupError::Miss(miss)) =
+                engine.lookup_at_wire_without_names(caller, &messages_from_anthropic(&drifted))
+            else {
+                panic!("{caller:?}: the drifted conversation must miss");
+            };
+            let nearest = miss.nearest.as_ref().expect("a nearest turn");
+            let path = nearest.difference.as_ref().map(|d| d.path.as_str());
+            assert_eq!(path, Some("[4].content"), "{caller:?}: {miss}");
+            assert_eq!(nearest.common_prefix, Some(4), "{caller:?}");
         }
     }
 }

@@ -2,12 +2,14 @@
 //! and functions, with no HTTP, no async runtime and no knowledge of who uses them.
 //!
 //! [`Wire`] names the wires and is how every user reaches one: its [`StreamReader`] (one end
-//! rule per wire), its whole-answer reader, its renderer ([`Wire::render_answer`],
-//! [`Wire::render_stream`]), its client's name for an HTTP failure. One module
+//! rule per wire), its whole-answer reader, its renderer ([`Wire::render_answer`], and the
+//! streaming form [`Wire::stream_renderer`], a [`RenderStream`] that renders a recording's
+//! deltas one by one), its client's name for an HTTP failure. One module
 //! per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
 //! Anthropic's Messages API, [`gemini`] Google's Gemini API, [`bedrock_converse`] AWS
-//! Bedrock's Converse API and [`ollama`] Ollama's native API (`/api/chat`, `/api/generate`), each with the same parts: the assembler that folds a streamed answer
+//! Bedrock's Converse API and [`ollama`] Ollama's native API (`/api/chat`, `/api/generate`),
+//! each with the same parts: the assembler that folds a streamed answer
 //! into events and one answer, and the renderer that turns an answer back into a whole answer or
 //! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
 //! what a call sends ([`conversation`]), which the Responses, Messages, Gemini and Converse request
@@ -35,14 +37,21 @@ pub mod conversation;
 pub mod edge;
 pub mod embeddings;
 mod event;
+mod fault;
+mod fault_render;
 pub mod gemini;
 pub mod ollama;
+pub mod pyjson;
 pub mod pyrepr;
+mod reading;
 pub mod responses;
+mod stream;
 mod wire;
 
 pub use event::Event;
+pub use fault::{InStreamError, StatusError};
+pub use reading::NoConversation;
+pub use stream::{RenderStream, StreamEvent, StreamException, StreamPiece};
 pub use wire::{
-    EVENT_STREAM_CONTENT_TYPE, KeyHeader, NDJSON_CONTENT_TYPE, RenderedStream, StreamException,
-    StreamReader, Wire, model_segment,
+    EVENT_STREAM_CONTENT_TYPE, KeyHeader, NDJSON_CONTENT_TYPE, StreamReader, Wire, model_segment,
 };

@@ -11,11 +11,11 @@
 //! (its codec, beside the others) and one variant here: every `match` below then names what the
 //! new wire must say.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::chat_completions::{
-    Answer, Assembled, ChunkAssembler, ChunkRenderer, Event, Identity, WireError,
-};
+use crate::chat_completions::{Answer, Assembled, ChunkAssembler, Event, Identity, WireError};
+use crate::reading::NoConversation;
+use crate::stream::{RenderStream, StreamPiece};
 use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, ollama, responses};
 
 /// The content type of AWS's binary event stream, which Converse streams in.
@@ -213,6 +213,28 @@ impl Wire {
         self == Wire::ChatCompletions
     }
 
+    /// True when the wire's error body is OpenAI's (`{"error": {"message", "type", "param",
+    /// "code"}}`: Chat Completions and Responses), so a failure recorded in that form (an
+    /// OpenAI client's message quoting the body) goes back as the very body it was.
+    pub fn speaks_openai_errors(self) -> bool {
+        matches!(self, Wire::ChatCompletions | Wire::Responses)
+    }
+
+    /// The id of the `number`th answer a replay gives at this wire, shaped as the wire's own
+    /// ids where its renderer does not add their prefix (`chatcmpl-replay-1`, `msg_replay_1`;
+    /// `replay_1`, to which the Responses renderer adds `resp_`, `msg_`, `fc_`).
+    pub fn replay_answer_id(self, number: u64) -> String {
+        match self {
+            Wire::ChatCompletions => format!("chatcmpl-replay-{number}"),
+            Wire::AnthropicMessages => format!("msg_replay_{number}"),
+            Wire::Responses
+            | Wire::Gemini
+            | Wire::BedrockConverse
+            | Wire::OllamaChat
+            | Wire::OllamaGenerate => format!("replay_{number}"),
+        }
+    }
+
     /// The request body's key holding the conversation as sent.
     pub fn conversation_key(self) -> &'static str {
         match self {
@@ -220,9 +242,47 @@ impl Wire {
             | Wire::AnthropicMessages
             | Wire::BedrockConverse
             | Wire::OllamaChat => "messages",
-            Wire::Responses => "input",
             Wire::OllamaGenerate => "prompt",
+            Wire::Responses => "input",
             Wire::Gemini => "contents",
+        }
+    }
+
+    /// The conversation a request body at this wire sends, read by the wire's own module
+    /// (`read_conversation`) into the LangChain message dicts the replay key reads
+    /// (`docs/replay-and-fixtures.md` §11.1; only Chat Completions keeps message names); the
+    /// error names the key that holds no conversation.
+    pub fn conversation(self, body: &Map<String, Value>) -> Result<Vec<Value>, NoConversation> {
+        match (self, body.get(self.conversation_key())) {
+            (Wire::ChatCompletions, Some(Value::Array(messages))) => {
+                Ok(chat_completions::read_conversation(messages))
+            }
+            (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
+                Ok(anthropic_messages::read_conversation(messages))
+            }
+            (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
+                Ok(responses::read_conversation(input))
+            }
+            (Wire::Gemini, Some(Value::Array(contents))) => Ok(gemini::read_conversation(contents)),
+            (Wire::BedrockConverse, Some(Value::Array(messages))) => {
+                Ok(bedrock_converse::read_conversation(messages))
+            }
+            (Wire::OllamaChat, Some(Value::Array(messages))) => {
+                Ok(ollama::read_conversation(messages))
+            }
+            (Wire::OllamaGenerate, Some(Value::String(prompt))) => Ok(ollama::read_prompt(prompt)),
+            (Wire::OllamaGenerate, _) => Err(NoConversation {
+                what: "\"prompt\" string",
+            }),
+            (Wire::Responses, _) => Err(NoConversation {
+                what: "\"input\" (a string or a list of items)",
+            }),
+            (Wire::Gemini, _) => Err(NoConversation {
+                what: "\"contents\" array",
+            }),
+            _ => Err(NoConversation {
+                what: "\"messages\" array",
+            }),
         }
     }
 
@@ -319,62 +379,56 @@ impl Wire {
         }
     }
 
-    /// An answer as this wire streams it, before the transport frames it. `events` are the
-    /// answer's events as a recording streamed them (their boundaries kept where the wire's
-    /// renderer can), or none to stream the answer in one piece per block.
+    /// The wire's streaming renderer ([`RenderStream`]), which turns one answer's recorded
+    /// steps (start, each delta, the end with the whole answer, or an in-stream failure) into the
+    /// wire's stream as they come. `known` is the answer when it is known before its stream is
+    /// rendered (a replay), `None` for a live relay.
+    pub fn stream_renderer(
+        self,
+        identity: &Identity,
+        known: Option<&Answer>,
+    ) -> Box<dyn RenderStream> {
+        match self {
+            Wire::ChatCompletions => {
+                Box::new(chat_completions::StreamRenderer::new(identity, known))
+            }
+            Wire::Responses => Box::new(responses::StreamRenderer::new(identity, known)),
+            Wire::AnthropicMessages => {
+                Box::new(anthropic_messages::StreamRenderer::new(identity, known))
+            }
+            Wire::Gemini => Box::new(gemini::StreamRenderer::new(identity, known)),
+            Wire::BedrockConverse => {
+                Box::new(bedrock_converse::StreamRenderer::new(identity, known))
+            }
+            Wire::OllamaChat => Box::new(ollama::StreamRenderer::chat(identity, known)),
+            Wire::OllamaGenerate => Box::new(ollama::StreamRenderer::generate(identity, known)),
+        }
+    }
+
+    /// An answer as this wire streams it, whole, before the transport frames it: its
+    /// [`Wire::stream_renderer`] over `events` (the answer's events as a recording streamed
+    /// them, or none to stream the answer in one piece per block), then the answer's end.
     pub fn render_stream(
         self,
         identity: &Identity,
         answer: &Answer,
         events: &[Event],
-    ) -> RenderedStream {
-        match self {
-            Wire::ChatCompletions => {
-                let mut renderer = ChunkRenderer::new(identity.clone());
-                let own;
-                let events = if events.is_empty() {
-                    own = answer.events();
-                    &own
-                } else {
-                    events
-                };
-                let mut chunks = vec![renderer.start()];
-                chunks.extend(events.iter().filter_map(|event| renderer.event(event)));
-                chunks.extend(renderer.finish(answer));
-                let mut body: String = chunks
-                    .iter()
-                    .map(|chunk| format!("data: {}\n\n", chunk.to_value()))
-                    .collect();
-                body.push_str("data: [DONE]\n\n");
-                RenderedStream::Sse(body)
-            }
-            Wire::Responses => RenderedStream::Sse(
-                responses::stream_events(identity, answer, events)
-                    .iter()
-                    .map(responses::SseEvent::frame)
-                    .collect(),
-            ),
-            Wire::AnthropicMessages => RenderedStream::Sse(
-                anthropic_messages::stream_events(identity, answer, events)
-                    .iter()
-                    .map(anthropic_messages::SseEvent::frame)
-                    .collect(),
-            ),
-            Wire::Gemini => RenderedStream::Chunks(gemini::stream_chunks(identity, answer, events)),
-            Wire::BedrockConverse => RenderedStream::Events {
-                events: bedrock_converse::stream_events(identity, answer, events),
-                exception: None,
-            },
-            Wire::OllamaChat => {
-                RenderedStream::Lines(ollama::stream_lines(identity, answer, events))
-            }
-            Wire::OllamaGenerate => RenderedStream::Lines(
-                ollama::stream_lines(identity, answer, events)
-                    .iter()
-                    .map(ollama::generate_line)
-                    .collect(),
-            ),
+    ) -> Vec<StreamPiece> {
+        let own;
+        let events = if events.is_empty() {
+            own = answer.events();
+            &own
+        } else {
+            events
+        };
+        let mut renderer = self.stream_renderer(identity, Some(answer));
+        let mut pieces = renderer.start();
+        for event in events {
+            pieces.extend(renderer.event(event));
         }
+        pieces.extend(renderer.finish(answer));
+        pieces.extend(renderer.end());
+        pieces
     }
 
     /// A failure the provider reported inside a streamed answer (a 200 whose stream carries
@@ -387,83 +441,13 @@ impl Wire {
         identity: &Identity,
         status: u16,
         message: &str,
-    ) -> RenderedStream {
-        let nothing = Answer::from_ai_message(&serde_json::json!({"content": ""}));
-        match self {
-            Wire::ChatCompletions => {
-                let start = ChunkRenderer::new(identity.clone()).start().to_value();
-                let error = chat_completions::ErrorBody::new(message, "api_error", None).to_value();
-                RenderedStream::Sse(format!("data: {start}\n\ndata: {error}\n\n"))
-            }
-            Wire::Responses => {
-                let first = responses::stream_events(identity, &nothing, &[])
-                    .into_iter()
-                    .next()
-                    .map(|event| event.frame())
-                    .unwrap_or_default();
-                let mut error = responses::error_event(message, Some("server_error"));
-                error["sequence_number"] = serde_json::json!(1);
-                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
-            }
-            Wire::AnthropicMessages => {
-                let first = anthropic_messages::stream_events(identity, &nothing, &[])
-                    .into_iter()
-                    .next()
-                    .map(|event| event.frame())
-                    .unwrap_or_default();
-                let error = anthropic_messages::error_body("api_error", message);
-                RenderedStream::Sse(format!("{first}event: error\ndata: {error}\n\n"))
-            }
-            Wire::Gemini => RenderedStream::Chunks(vec![gemini::error_body(status, message)]),
-            Wire::BedrockConverse => RenderedStream::Events {
-                events: bedrock_converse::stream_events(identity, &nothing, &[])
-                    .into_iter()
-                    .take(1)
-                    .collect(),
-                exception: Some(StreamException {
-                    exception_type: "modelStreamErrorException",
-                    message: message.to_owned(),
-                }),
-            },
-            // Ollama ends a failed stream with one `{"error"}` line.
-            Wire::OllamaChat | Wire::OllamaGenerate => {
-                RenderedStream::Lines(vec![ollama::error_body(message)])
-            }
-        }
+    ) -> Vec<StreamPiece> {
+        let body = chat_completions::ErrorBody::new(message, "api_error", None).to_value();
+        let mut renderer = self.stream_renderer(identity, None);
+        let mut pieces = renderer.start();
+        pieces.extend(renderer.fail(status, message, &body));
+        pieces
     }
-}
-
-/// A streamed answer as its wire's renderer writes it ([`Wire::render_stream`]), before the
-/// transport frames it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RenderedStream {
-    /// Server-sent events, framed (`event: <name>\ndata: <json>\n\n`, or Chat Completions'
-    /// unnamed `data:` frames and `data: [DONE]`).
-    Sse(String),
-    /// Gemini's chunks, each a whole response: SSE `data:` frames (`?alt=sse`) or the elements
-    /// of one streamed JSON array, as the client asked.
-    Chunks(Vec<Value>),
-    /// Ollama's NDJSON lines, each a whole JSON object followed by `\n`.
-    Lines(Vec<Value>),
-    /// Converse's event-stream messages (`:event-type` and JSON payload), framed and
-    /// checksummed by the transport (`aws-smithy-eventstream`), and the exception message that
-    /// ends a failed stream.
-    Events {
-        /// The event messages, in order.
-        events: Vec<bedrock_converse::StreamEvent>,
-        /// The exception message after them, when the stream failed.
-        exception: Option<StreamException>,
-    },
-}
-
-/// An exception message of an event stream (`:message-type: exception`): its
-/// `:exception-type` and the `{"message"}` payload's text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamException {
-    /// The exception's type, e.g. `modelStreamErrorException`.
-    pub exception_type: &'static str,
-    /// Its message.
-    pub message: String,
 }
 
 /// The wire's assembler.
@@ -569,6 +553,26 @@ impl StreamReader {
         }
     }
 
+    /// What the stream has said of its answer so far, as an answer with no content: the model
+    /// and the usage its opening carried (Messages' `message_start`, Responses'
+    /// `response.created`, Gemini's latest chunk), which a live relay's renderer opens the
+    /// stream with ([`Wire::stream_renderer`]); nothing at Chat Completions and Converse, whose
+    /// openings say neither.
+    pub fn so_far(&self) -> Answer {
+        let (model, usage) = match &self.codec {
+            Codec::AnthropicMessages(codec) => codec.so_far(),
+            Codec::Responses(codec) => codec.so_far(),
+            Codec::Gemini(codec) => codec.so_far(),
+            Codec::Ollama(_, codec) => codec.so_far(),
+            Codec::ChatCompletions(_) | Codec::BedrockConverse(_) => (None, None),
+        };
+        Answer {
+            model,
+            usage,
+            ..Answer::empty()
+        }
+    }
+
     /// The stream is over: the closing events and the answer, or why the stream is no good
     /// answer (cut off before its last event, or without a choice).
     pub fn finish(self) -> Result<(Vec<Event>, Assembled), WireError> {
@@ -588,6 +592,33 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// A rendered piece as the reader takes it: each SSE event's name and `data`, a Gemini
+    /// chunk or an Ollama line as an unnamed event, a Converse message by its `:event-type`.
+    fn named(piece: StreamPiece) -> Vec<(String, String)> {
+        match piece {
+            StreamPiece::Sse(body) => body
+                .split("\n\n")
+                .filter(|frame| !frame.is_empty())
+                .map(|frame| {
+                    let name = frame
+                        .lines()
+                        .find_map(|line| line.strip_prefix("event: "))
+                        .unwrap_or("message");
+                    let data = frame
+                        .lines()
+                        .find_map(|line| line.strip_prefix("data: "))
+                        .unwrap_or("");
+                    (name.to_owned(), data.to_owned())
+                })
+                .collect(),
+            StreamPiece::Chunk(chunk) | StreamPiece::Line(chunk) => {
+                vec![("message".to_owned(), chunk.to_string())]
+            }
+            StreamPiece::Event(event) => vec![(event.name.to_owned(), event.payload.to_string())],
+            StreamPiece::Exception(_) => Vec::new(),
+        }
+    }
 
     #[test]
     fn every_wire_names_itself_once_and_is_found_by_that_name() {
@@ -722,31 +753,11 @@ mod tests {
                 .parse_answer(&wire.render_answer(&identity, &answer))
                 .unwrap();
             let mut reader = wire.reader();
-            let pieces: Vec<(String, String)> = match wire.render_stream(&identity, &answer, &[]) {
-                RenderedStream::Sse(body) => body
-                    .split("\n\n")
-                    .filter(|frame| !frame.is_empty())
-                    .map(|frame| {
-                        let name = frame
-                            .lines()
-                            .find_map(|line| line.strip_prefix("event: "))
-                            .unwrap_or("message");
-                        let data = frame
-                            .lines()
-                            .find_map(|line| line.strip_prefix("data: "))
-                            .unwrap_or("");
-                        (name.to_owned(), data.to_owned())
-                    })
-                    .collect(),
-                RenderedStream::Chunks(chunks) | RenderedStream::Lines(chunks) => chunks
-                    .iter()
-                    .map(|chunk| ("message".to_owned(), chunk.to_string()))
-                    .collect(),
-                RenderedStream::Events { events, .. } => events
-                    .iter()
-                    .map(|event| (event.name.to_owned(), event.payload.to_string()))
-                    .collect(),
-            };
+            let pieces: Vec<(String, String)> = wire
+                .render_stream(&identity, &answer, &[])
+                .into_iter()
+                .flat_map(named)
+                .collect();
             for (name, data) in &pieces {
                 reader.push(name, data).unwrap();
             }
@@ -778,31 +789,18 @@ mod tests {
         };
         for wire in Wire::ALL {
             let mut reader = wire.reader();
-            let failed = match wire.render_stream_failure(&identity, 429, "Overloaded") {
-                RenderedStream::Sse(body) => body
-                    .split("\n\n")
-                    .filter(|frame| !frame.is_empty())
-                    .find_map(|frame| {
-                        let name = frame
-                            .lines()
-                            .find_map(|line| line.strip_prefix("event: "))
-                            .unwrap_or("message");
-                        let data = frame.lines().find_map(|line| line.strip_prefix("data: "))?;
-                        reader.push(name, data).err()
-                    }),
-                RenderedStream::Chunks(chunks) | RenderedStream::Lines(chunks) => chunks
-                    .iter()
-                    .find_map(|chunk| reader.push("message", &chunk.to_string()).err()),
-                RenderedStream::Events { events, exception } => {
-                    for event in &events {
-                        reader.push(event.name, &event.payload.to_string()).unwrap();
-                    }
-                    exception.map(|exception| {
+            let failed = wire
+                .render_stream_failure(&identity, 429, "Overloaded")
+                .into_iter()
+                .find_map(|piece| match piece {
+                    StreamPiece::Exception(exception) => {
                         let payload = serde_json::json!({"message": exception.message});
-                        reader.push_exception(exception.exception_type, &payload.to_string())
-                    })
-                }
-            };
+                        Some(reader.push_exception(exception.exception_type, &payload.to_string()))
+                    }
+                    piece => named(piece)
+                        .into_iter()
+                        .find_map(|(name, data)| reader.push(&name, &data).err()),
+                });
             let failed = failed.unwrap_or_else(|| panic!("{wire:?}: no failure read"));
             assert_eq!(failed.exception_name(), "APIError", "{wire:?}");
             assert!(

@@ -72,18 +72,26 @@ pub enum GoldenError {
 /// page ([`crate::driver::deerflow::WebClient`]).
 pub const WEB_GOLDEN_SUFFIX: &str = ".web";
 
+/// The suffix of the MCP servers' contract golden: `<fixture stem>.mcp.snap` holds the shape of
+/// what the fixture's recorded `tools/list` (and prompts, resources) returned
+/// (`crate::mcp::contract_shape`).
+pub const MCP_GOLDEN_SUFFIX: &str = ".mcp";
+
 /// The snapshot name of a fixture: its file name without `.json`
 /// (`write_read_file.ultra.json` → `write_read_file.ultra`), each byte of it that is not UTF-8
 /// written `%XX` ([`escaped_name`]), so two such names keep two stems.
 pub fn stem_of(fixture: &Path) -> String {
     let name = fixture.file_name().map(escaped_name).unwrap_or_default();
-    name.strip_suffix(".json").unwrap_or(&name).to_string()
+    (name.strip_suffix(crate::faults::FAULTS_SUFFIX))
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(&name)
+        .to_string()
 }
 
 /// A file name as text: its UTF-8 as it is, each byte that is not UTF-8 as `%` and two
 /// uppercase hex digits (`caf\xE9` → `caf%E9`). A lossy copy would make every such byte
 /// U+FFFD, and `\xFF.flash.json` and `\xFE.flash.json` one name; a UTF-8 name that already
-/// reads `%FF` is told apart by [`crate::fixture_files`], which refuses the pair.
+/// reads `%FF` is told apart by [`crate::suite::fixture_files`], which refuses the pair.
 pub fn escaped_name(name: &std::ffi::OsStr) -> String {
     let mut text = String::new();
     for chunk in name.as_encoded_bytes().utf8_chunks() {

@@ -3,7 +3,7 @@
 //!
 //! The command runs through `sh -c` in its own process group, with the model server's OpenAI
 //! base URL and a free port both substituted for `{model_base_url}` and `{port}` and set as
-//! `HARNESS_MODEL_BASE_URL` and `HARNESS_GATEWAY_PORT`. Its output goes to a log file that every
+//! `KEYLESS_MODEL_BASE_URL` and `KEYLESS_GATEWAY_PORT`. Its output goes to a log file that every
 //! failure names. The gateway is ready when its readiness path answers 2xx; it is stopped by
 //! SIGTERM to its process group and to every process that left the group (SIGKILL after a grace
 //! period), so a shell and its children go together and nothing is left running.
@@ -19,14 +19,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use replay_core::LoadedFixture;
 
+use crate::boundary::{Boundaries, PlaceholderError};
 use crate::golden::stem_of;
 
 use crate::model_server::{ClientError, ModelServerClient};
+use replay_core::protocol;
+
 use crate::processes;
 use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 
@@ -34,14 +38,9 @@ use crate::target::{GatewayTarget, HarnessError, ModelLedger};
 pub const MODEL_BASE_URL_PLACEHOLDER: &str = "{model_base_url}";
 /// The placeholder for the gateway's port in a gateway command.
 pub const PORT_PLACEHOLDER: &str = "{port}";
-/// The variable holding the model server's OpenAI base URL (`http://127.0.0.1:<port>/v1`).
-pub const MODEL_BASE_URL_VAR: &str = "HARNESS_MODEL_BASE_URL";
-/// The variable holding the port the gateway must listen on (127.0.0.1).
-pub const GATEWAY_PORT_VAR: &str = "HARNESS_GATEWAY_PORT";
-
 /// The variable `keyless test --model-server` reads the reset token from; removed from the
 /// gateway's environment.
-pub const RESET_TOKEN_VAR: &str = "KEYLESS_RESET_TOKEN";
+pub const RESET_TOKEN_VAR: &str = protocol::RESET_TOKEN_VAR.name;
 
 /// How long a stopped gateway may take to exit after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -61,6 +60,9 @@ pub struct GatewayCommand {
     pub ready_timeout: Duration,
     /// Where the gateway's logs go (`<stem>.gateway.log`).
     pub log_dir: PathBuf,
+    /// The other boundaries the model server serves: each one's placeholder in the command
+    /// (`{http_url:<name>}`) and variable (`KEYLESS_HTTP_URL_<NAME>`) stand for its URL there.
+    pub boundaries: Arc<Boundaries>,
 }
 
 /// Why the gateway command could not be started, became not ready, or could not be stopped.
@@ -80,6 +82,9 @@ pub enum LaunchError {
     /// No free port could be found.
     #[error("cannot find a free port on 127.0.0.1: {0}")]
     Port(std::io::Error),
+    /// The command names a boundary that is not configured.
+    #[error(transparent)]
+    Placeholder(#[from] PlaceholderError),
     /// `sh` could not be started.
     #[error("cannot start the gateway command `{command}`: {source}")]
     Spawn {
@@ -285,6 +290,7 @@ impl Launched {
             .command
             .replace(MODEL_BASE_URL_PLACEHOLDER, &self.model_base_url)
             .replace(PORT_PLACEHOLDER, &port.to_string());
+        let line = (self.command.boundaries).substitute(&line, &self.model_base_url)?;
         let mut command = match &self.launcher {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -300,8 +306,19 @@ impl Launched {
             .arg(&line)
             .current_dir(&self.command.working_dir)
             .env(processes::LAUNCH_MARK_VAR, &mark)
-            .env(MODEL_BASE_URL_VAR, &self.model_base_url)
-            .env(GATEWAY_PORT_VAR, port.to_string())
+            .envs(
+                // The model server's URL (`http://127.0.0.1:<port>/v1`) and the port the gateway
+                // must listen on (127.0.0.1), under each name and the aliases older gateways read.
+                protocol::MODEL_BASE_URL_VAR
+                    .spellings()
+                    .map(|name| (name, self.model_base_url.clone()))
+                    .chain(
+                        protocol::GATEWAY_PORT_VAR
+                            .spellings()
+                            .map(|name| (name, port.to_string())),
+                    ),
+            )
+            .envs(self.command.boundaries.env(&self.model_base_url))
             // The reset token is the driver's alone.
             .env_remove(RESET_TOKEN_VAR)
             .stdin(Stdio::null())
@@ -520,7 +537,7 @@ impl GatewayTarget for Launched {
                     fixture: self.fixture.clone(),
                     source,
                 })?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         ledger
             .other_problems
@@ -574,6 +591,53 @@ mod tests {
     use super::*;
     use crate::model_server::{Mode, ModelServer, ServerOptions};
 
+    /// The gateway's environment names the model server's URL and its port under each
+    /// spelling (`replay_core::protocol`): a gateway reading `KEYLESS_GATEWAY_PORT` or its alias
+    /// `HARNESS_GATEWAY_PORT` gets ready on the port keyless picked, and sees the same URL under
+    /// both base URL names.
+    #[tokio::test]
+    async fn a_gateway_reads_its_port_and_model_url_under_each_protocol_spelling() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/write_read_file.flash.json");
+        let server = ModelServer::start(
+            Mode::Fixtures(vec![fixture.clone()]),
+            ServerOptions::default(),
+        )
+        .await
+        .expect("model server");
+        let logs = tempfile::tempdir().expect("tempdir");
+        let loaded = LoadedFixture::load(&fixture).expect("fixture");
+        let urls: Vec<String> = protocol::MODEL_BASE_URL_VAR
+            .spellings()
+            .map(|name| format!("${name}"))
+            .collect();
+        for port_var in protocol::GATEWAY_PORT_VAR.spellings() {
+            let command = format!(
+                "echo \"{}\" > urls.txt; exec python3 -m http.server ${port_var} --bind 127.0.0.1",
+                urls.join(" ")
+            );
+            let mut launched = Launched::new(
+                GatewayCommand {
+                    command,
+                    working_dir: logs.path().to_path_buf(),
+                    ready_path: "/".into(),
+                    ready_timeout: Duration::from_secs(20),
+                    log_dir: logs.path().to_path_buf(),
+                    boundaries: Default::default(),
+                },
+                &server.base_url(),
+            )
+            .expect("launched")
+            .with_reset_token(server.reset_token());
+            let ready = launched.start(&loaded).await;
+            launched.finish().await.expect("ledger");
+            assert!(ready.is_ok(), "{port_var}: {ready:?}");
+            let written = std::fs::read_to_string(logs.path().join("urls.txt")).expect("urls");
+            let expected = vec![server.base_url(); urls.len()].join(" ");
+            assert_eq!(written.trim(), expected, "{port_var}");
+        }
+    }
+
     #[tokio::test]
     async fn finding_12_a_gateway_that_exits_before_it_is_stopped_is_a_problem_of_the_run() {
         let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -602,6 +666,7 @@ mod tests {
                     ready_path: "/".into(),
                     ready_timeout: Duration::from_secs(20),
                     log_dir: logs.path().to_path_buf(),
+                    boundaries: Default::default(),
                 },
                 &server.base_url(),
             )
@@ -628,5 +693,58 @@ mod tests {
                 None => assert!(exited.is_empty(), "{command}: {exited:?}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::*;
+    use crate::boundary::{BoundaryName, HttpUpstream};
+
+    fn command(line: &str, folder: &Path) -> GatewayCommand {
+        let tavily = HttpUpstream::new("https://api.tavily.com", &[], &[]).expect("upstream");
+        GatewayCommand {
+            command: line.to_owned(),
+            working_dir: folder.to_path_buf(),
+            ready_path: "/".into(),
+            ready_timeout: Duration::from_secs(20),
+            log_dir: folder.to_path_buf(),
+            boundaries: Arc::new(Boundaries {
+                http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
+                configured_in: "/repo/keyless.toml".into(),
+                ..Boundaries::default()
+            }),
+        }
+    }
+
+    /// The gateway command gets each boundary's URL on the model server in its placeholder and
+    /// its variable; a placeholder naming no configured boundary stops the launch, naming it and
+    /// the file.
+    #[tokio::test]
+    async fn a_boundary_s_placeholder_and_variable_hold_its_url_and_an_unknown_one_is_refused() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let line = "echo \"{http_url:tavily} $KEYLESS_HTTP_URL_TAVILY\" > seen; \
+                    exec python3 -m http.server {port} --bind 127.0.0.1";
+        let mut launched = Launched::new(command(line, folder.path()), "http://127.0.0.1:8090/v1")
+            .expect("launched");
+        launched.launch("boundary").await.expect("ready");
+        let seen = std::fs::read_to_string(folder.path().join("seen")).expect("seen");
+        launched.stop().await;
+        let url = "http://127.0.0.1:8090/_keyless/http/tavily";
+        assert_eq!(seen.trim(), format!("{url} {url}"));
+        let mut launched = Launched::new(
+            command("exec serve {http_url:brave}", folder.path()),
+            "http://127.0.0.1:8090/v1",
+        )
+        .expect("launched");
+        let err = launched
+            .launch("unknown")
+            .await
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.starts_with("{http_url:brave} names no boundary configured in /repo/keyless.toml"),
+            "{err}"
+        );
     }
 }

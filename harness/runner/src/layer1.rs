@@ -5,12 +5,25 @@
 //! [`WebClient`]), finishes the target also after a failed drive, and returns one
 //! [`ScenarioRun`] whose [`Verdict`] is the one verdict, judged by the drive's policy, with a
 //! report that explains it.
+//!
+//! Its options have `Default` (golden folder, `Drive`, time limit, `Transcripts` cut or full,
+//! `Transcripts::from_env` reading `KEYLESS_FULL_TRANSCRIPT` for the caller) and the target is
+//! started, driven and finished once, for both drives (`RunOptions::voice`: the workspace's words,
+//! or the installed command's, `replay_core::Voice::Keyless`: no workspace commands, a miss in
+//! plain words, `Miss::in_plain_words`, and a later miss that carries on from an earlier one's
+//! conversation marked as its consequence; `RunOptions::ignore_events`: `ignored.rs`'s
+//! `IgnoredEvents`, event types left out of the golden before the reduction and counted). It
+//! returns one `ScenarioRun` whose `verdict()` is the one `replay_core::Verdict`, judged by the
+//! drive's policy (a page's run: `<stem>.web.snap`, every request 2xx, each run framed, every turn
+//! reached), `check()` (green, or `RunFailed` with the report) and `runtime()` for running
+//! fixtures from synchronous code.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay_core::protocol::FULL_TRANSCRIPT_VAR;
 use replay_core::{
     Ambiguity, FailedRequest, Fixture, GoldenStatus, LoadedFixture, Miss, MissingGolden,
     ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
@@ -18,9 +31,11 @@ use replay_core::{
 
 use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
-use crate::golden::{WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of};
+use crate::golden::{
+    MCP_GOLDEN_SUFFIX, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of,
+};
 use crate::ignored::{Dropped, IgnoredEvents};
-use crate::target::{GatewayTarget, HarnessError};
+use crate::target::{BoundaryLedger, GatewayTarget, HarnessError};
 
 /// How long one fixture's drive may take by default: far above any shipped fixture (a few
 /// seconds on a debug build), far below "unbounded".
@@ -55,9 +70,10 @@ pub enum Transcripts {
 }
 
 impl Transcripts {
-    /// [`Transcripts::Full`] when `HARNESS_FULL_TRANSCRIPT` is set, else [`Transcripts::Cut`].
+    /// [`Transcripts::Full`] when `KEYLESS_FULL_TRANSCRIPT` (or its alias
+    /// `HARNESS_FULL_TRANSCRIPT`) is set, else [`Transcripts::Cut`].
     pub fn from_env() -> Transcripts {
-        match std::env::var_os("HARNESS_FULL_TRANSCRIPT") {
+        match FULL_TRANSCRIPT_VAR.find(|name| std::env::var_os(name)) {
             Some(_) => Transcripts::Full,
             None => Transcripts::Cut,
         }
@@ -194,6 +210,11 @@ pub struct ScenarioRun {
     pub model_errors: Vec<ModelProblem>,
     /// Turns nobody asked for (information, not failure, unless the drive's policy says so).
     pub unused_turns: Vec<usize>,
+    /// A fault scenario's faults and how often each fired (none outside one; one that never
+    /// fired is a model error too).
+    pub faults_fired: Vec<crate::model_server::FaultFired>,
+    /// The other boundaries' (HTTP, MCP) misses and unused exchanges: each fails the run.
+    pub boundaries: BoundaryLedger,
     /// Wall time from boot to shutdown.
     pub elapsed: Duration,
     /// The golden folder the run is judged against (its golden is [`ScenarioRun::golden_stem`]
@@ -219,6 +240,18 @@ impl ScenarioRun {
             Drive::Session(_) => self.stem(),
             Drive::Page(_) => format!("{}{WEB_GOLDEN_SUFFIX}", self.stem()),
         }
+    }
+
+    /// The MCP contract golden's stem: `<fixture stem>.mcp`.
+    pub fn mcp_golden_stem(&self) -> String {
+        format!("{}{MCP_GOLDEN_SUFFIX}", self.stem())
+    }
+
+    /// The MCP servers' contract document (pretty JSON of `crate::mcp::contract_shape`), when
+    /// the fixture recorded a server's list.
+    pub fn mcp_golden_document(&self) -> Option<String> {
+        let shape = crate::mcp::contract_shape(&self.fixture.exchanges)?;
+        Some(serde_json::to_string_pretty(&shape).unwrap_or_default() + "\n")
     }
 
     /// The shape sequence of every run, in order (each run reduced as its stream modes' golden
@@ -301,13 +334,25 @@ impl ScenarioRun {
             Ok(status) => (status, None),
             Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
         };
+        // The MCP servers' contract is golden too: the worse of the two statuses is the run's.
+        let (golden, refusal) = match self.mcp_golden_document() {
+            None => (golden, refusal),
+            Some(document) => {
+                match golden_check(&self.golden_dir, &self.mcp_golden_stem(), &document) {
+                    Ok(status) => (worse(golden, status), refusal),
+                    Err(err) => (GoldenStatus::Refused, Some(err.to_string())),
+                }
+            }
+        };
         let callers: Vec<Option<&str>> = (self.fixture.turns.iter())
             .map(|turn| turn.caller.as_deref())
             .collect();
         // Every run is held to its dialect's framing rule, a page's as a session's.
         let api = self.transcripts.first().map_or(Api::default(), |t| t.api);
+        // A fault scenario's fault that fired is a model error on purpose.
         let model_error_recorded = (self.fixture.turns.iter())
-            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)));
+            .any(|turn| matches!(turn.answer, replay_core::Answer::Error(_)))
+            || self.faults_fired.iter().any(|fault| fault.fired > 0);
         let mut verdict = Verdict::new(
             api.framing(&self.transcripts, model_error_recorded),
             self.misses.clone(),
@@ -317,7 +362,11 @@ impl ScenarioRun {
             self.unused_turns.clone(),
             self.fixture.turns.len(),
         )
-        .judge_unused(&callers, rule);
+        .judge_unused(&callers, rule)
+        .with_exchanges(
+            self.boundaries.misses.clone(),
+            self.boundaries.unused.clone(),
+        );
         verdict.golden_refusal = refusal;
         verdict.failed_requests = (self.exchanges.iter())
             .filter(|exchange| !exchange.succeeded())
@@ -389,7 +438,7 @@ impl ScenarioRun {
             }
             let _ = writeln!(
                 out,
-                "--- run {index} SSE transcript (data cut at 160 characters; HARNESS_FULL_TRANSCRIPT=1 shows it all) ---"
+                "--- run {index} SSE transcript (data cut at 160 characters; KEYLESS_FULL_TRANSCRIPT=1 shows it all) ---"
             );
             let shapes = transcript.frame_shapes();
             for (position, (event, shape)) in transcript.events.iter().zip(shapes).enumerate() {
@@ -413,6 +462,13 @@ impl ScenarioRun {
         }
         if !self.unused_turns.is_empty() {
             let _ = writeln!(out, "unused turns: {:?}", self.unused_turns);
+        }
+        for fault in &self.faults_fired {
+            let _ = writeln!(
+                out,
+                "fault {}: fired {} of {} time(s)",
+                fault.fault, fault.fired, fault.times
+            );
         }
         out
     }
@@ -502,6 +558,8 @@ pub async fn run(
         ambiguities: ledger.ambiguities,
         model_errors: ledger.other_problems,
         unused_turns: ledger.unused_turns,
+        faults_fired: ledger.faults_fired,
+        boundaries: ledger.boundaries,
         fixture,
         transcripts,
         exchanges,
@@ -540,6 +598,17 @@ async fn drive(
             Ok((transcripts, exchanges))
         }
     }
+}
+
+/// The worse of two golden statuses (refused, then changed, then missing, then ok).
+fn worse(a: GoldenStatus, b: GoldenStatus) -> GoldenStatus {
+    let rank = |status| match status {
+        GoldenStatus::Ok => 0,
+        GoldenStatus::Missing => 1,
+        GoldenStatus::Changed => 2,
+        GoldenStatus::Refused => 3,
+    };
+    if rank(b) > rank(a) { b } else { a }
 }
 
 #[cfg(test)]
@@ -587,6 +656,8 @@ mod tests {
             ambiguities: Vec::new(),
             model_errors: Vec::new(),
             unused_turns: Vec::new(),
+            faults_fired: Vec::new(),
+            boundaries: BoundaryLedger::default(),
             elapsed: Duration::ZERO,
             golden_dir: PathBuf::from("/nonexistent-golden-folder"),
             transcripts_shown: Transcripts::Cut,
@@ -602,7 +673,34 @@ mod tests {
     /// one problem line of the one verdict.
     #[test]
     fn a_page_run_is_judged_by_the_pages_policy_one_problem_per_failed_check() {
-        let cases: [Case; 5] = [
+        let cases: [Case; 7] = [
+            (
+                "an HTTP API call no recording answered",
+                |run| {
+                    let call = replay_core::ExchangeCall::new(
+                        replay_core::BoundaryKind::Http,
+                        "tavily",
+                        "POST /search",
+                        json!({"path": "/search"}),
+                    );
+                    let replay = replay_core::ExchangeReplay::new(Path::new("f.json"), Vec::new());
+                    let miss = replay.lookup(&call).expect_err("nothing recorded");
+                    run.boundaries.misses.push(*miss);
+                },
+                "http miss: `POST /search` from `tavily` has no recorded answer in f.json",
+            ),
+            (
+                "a recorded HTTP exchange never asked for",
+                |run| {
+                    run.boundaries.unused.push(replay_core::UnusedExchange {
+                        index: 0,
+                        boundary: replay_core::BoundaryKind::Http,
+                        caller: "tavily".into(),
+                        label: "POST /search".into(),
+                    })
+                },
+                "recorded http exchange 0 `POST /search` from `tavily` was never asked for",
+            ),
             (
                 "a 404",
                 |run| run.exchanges[0].status = 404,
@@ -719,6 +817,57 @@ mod tests {
         let moved = ag_ui_run(dir.path(), 1, &[]);
         assert_eq!(moved.golden_status(), GoldenStatus::Changed);
         assert_eq!(moved.dropped(), None);
+    }
+
+    /// Issue 39, item 4: the MCP servers' contract is golden beside the stream's
+    /// (`<stem>.mcp.snap`): missing until accepted, then a renamed tool parameter turns the run's
+    /// golden status to changed while the stream's own golden is untouched.
+    #[test]
+    fn a_renamed_mcp_tool_parameter_changes_the_runs_golden_status() {
+        use crate::mcp::{AnswerForm, McpAnswer, McpBoundary, McpCall, Outcome};
+        let dir = tempfile::tempdir().unwrap();
+        let run_with = |parameter: &str| {
+            let call = McpCall {
+                id: json!(1),
+                method: "tools/list".into(),
+                params: None,
+            };
+            let tools = json!({"tools": [{"name": "get_time", "inputSchema": {"type": "object",
+                "properties": {parameter: {"type": "string"}}, "required": [parameter]}}]});
+            let answer = McpAnswer {
+                form: AnswerForm::Json,
+                before: Vec::new(),
+                response: Outcome::Result(tools),
+            };
+            let boundary = McpBoundary {
+                server: "time".into(),
+            };
+            let mut run = clean_page_run();
+            let mut fixture = (*run.fixture).clone();
+            fixture.exchanges = vec![boundary.call(&call).answered(answer.to_value())];
+            run.fixture = Arc::new(fixture);
+            run.golden_dir = dir.path().to_path_buf();
+            run
+        };
+        let stream_accepted = |run: &ScenarioRun| {
+            let stem = run.golden_stem();
+            crate::pending::write_pending(dir.path(), &stem, "f.json", &run.golden_document())
+                .unwrap();
+            crate::pending::accept(&crate::pending::find(dir.path(), &stem).unwrap()).unwrap();
+        };
+        let recorded = run_with("city");
+        stream_accepted(&recorded);
+        assert_eq!(recorded.golden_status(), GoldenStatus::Ok);
+        assert_eq!(recorded.verdict().golden, GoldenStatus::Missing);
+        let stem = recorded.mcp_golden_stem();
+        let document = recorded.mcp_golden_document().expect("a contract");
+        crate::pending::write_pending(dir.path(), &stem, "f.json", &document).unwrap();
+        crate::pending::accept(&crate::pending::find(dir.path(), &stem).unwrap()).unwrap();
+        assert!(dir.path().join("two_run_thread.pro.mcp.snap").is_file());
+        assert_eq!(recorded.verdict().golden, GoldenStatus::Ok);
+        let renamed = run_with("town");
+        assert_eq!(renamed.golden_status(), GoldenStatus::Ok);
+        assert_eq!(renamed.verdict().golden, GoldenStatus::Changed);
     }
 
     /// Issue 47: in keyless's voice a miss whose conversation carries on from an earlier miss's

@@ -21,7 +21,7 @@ use rustix::process::Pid;
 pub use rustix::process::Signal;
 
 /// The variable that marks a gateway command's processes with their launch's id.
-pub const LAUNCH_MARK_VAR: &str = "KEYLESS_LAUNCH_ID";
+pub const LAUNCH_MARK_VAR: &str = replay_core::protocol::LAUNCH_ID_VAR.name;
 
 /// Makes this process a child subreaper (Linux): orphaned descendants are re-parented to it.
 /// Returns whether it is one (false where the system has no such thing).

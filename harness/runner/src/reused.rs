@@ -1,7 +1,7 @@
 //! A gateway started once and kept for several fixtures (`keyless test --reuse-gateway`):
 //! [`Reused`], a [`GatewayTarget`] over [`Launched`] that starts the gateway command for the
 //! first fixture and leaves it running, switching only the model server's fixture
-//! (`POST /_harness/reset`) between runs. Every fixture still opens its own session and thread
+//! (`POST /_keyless/reset`) between runs. Every fixture still opens its own session and thread
 //! (the driver registers a new user and creates a new thread per fixture), so what the runs share
 //! is the process and whatever it keeps across sessions.
 //!
@@ -155,7 +155,7 @@ impl Reused {
                     kind: replay_core::ModelProblemKind::CallBetweenRuns,
                     message: format!(
                         "the model server could not say whether a call came after the run: {}",
-                        crate::error_chain(&err)
+                        crate::suite::error_chain(&err)
                     ),
                 }),
             }
@@ -177,7 +177,7 @@ impl Reused {
         }
     }
 
-    /// Opens `stem`'s replay (`POST /_harness/reset`). What it discarded is the fixture that
+    /// Opens `stem`'s replay (`POST /_keyless/reset`). What it discarded is the fixture that
     /// ran last's when no run was open (calls between the runs), else the starting run's.
     async fn open(&mut self, stem: &str) -> Result<(), ClientError> {
         let reply = self.model_server.reset(Some(stem)).await?;
@@ -285,7 +285,7 @@ impl GatewayTarget for Reused {
             .state()
             .await
             .map_err(|source| self.model_server_error(source))?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         ledger.other_problems.extend(exited.map(|status| {
             ModelProblem::GatewayExited {

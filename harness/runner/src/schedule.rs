@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,8 +26,10 @@ use replay_core::{
     Voice,
 };
 
+use crate::boundary::Boundaries;
 use crate::driver::DriveOptions;
-use crate::golden::stem_of;
+use crate::faults::{FaultPlan, load_fixture_or_scenario};
+use crate::golden::{golden_check, stem_of};
 use crate::ignored::IgnoredEvents;
 use crate::launched::{GatewayCommand, Launched};
 use crate::layer1::{Drive, RunOptions, ScenarioRun, Transcripts};
@@ -83,6 +86,8 @@ pub struct Plan {
     pub fixture_ignore_events: BTreeMap<String, IgnoredEvents>,
     /// The program and arguments a started gateway is launched through, tied to this process.
     pub launcher: Option<(PathBuf, Vec<String>)>,
+    /// The other boundaries every job's model server records and replays (`[http.<name>]`).
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl Plan {
@@ -202,8 +207,13 @@ pub async fn run(
     reporter: &mut dyn Reporter,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<RunEnd, ScheduleError> {
+    let mut faults = Vec::new();
     let fixtures: Vec<Result<LoadedFixture, FixtureError>> = (plan.fixtures.iter())
-        .map(|path| LoadedFixture::load(path))
+        .map(|path| {
+            let (loaded, plan) = load_fixture_or_scenario(path)?;
+            faults.extend(plan.map(|plan| (stem_of(path), plan)));
+            Ok(loaded)
+        })
         .collect();
     let loaded = Event::FixturesLoaded {
         paths: &plan.fixtures,
@@ -214,7 +224,7 @@ pub async fn run(
     }
     let mut slots = Vec::with_capacity(plan.jobs);
     for index in 0..plan.jobs {
-        let slot = slot(index, plan, &fixtures).await?;
+        let slot = slot(index, plan, &fixtures, &faults).await?;
         if let Target::AtUrl(_, url, base_url) = &slot.target
             && reporter
                 .report(&Event::GatewayAtUrl {
@@ -364,6 +374,7 @@ async fn slot(
     index: usize,
     plan: &Plan,
     fixtures: &[Result<LoadedFixture, FixtureError>],
+    faults: &[(String, FaultPlan)],
 ) -> Result<Slot, ScheduleError> {
     let (server, model_root, token) = match &plan.model_server {
         Some(running) => (
@@ -375,6 +386,8 @@ async fn slot(
             let options = ServerOptions {
                 port: plan.model_port,
                 on_problem: None,
+                faults: faults.to_vec(),
+                boundaries: plan.boundaries.clone(),
                 ..ServerOptions::default()
             };
             let loaded = (fixtures.iter())
@@ -501,16 +514,32 @@ fn judged(ran: Ran, after: Vec<ModelProblem>, plan: &Plan) -> FixtureOutcome {
     match ran.run {
         Ok(mut run) => {
             run.model_errors.extend(after);
+            let note = faults_note(ran.note, &run.faults_fired);
             let judged = judge(run, plan);
             FixtureOutcome {
                 path: ran.path,
-                note: ran.note,
+                note,
                 log: ran.log,
                 kind: OutcomeKind::Judged(Box::new(judged)),
             }
         }
         Err(err) => broken(&ran.path, &err, ran.log, after, ran.note),
     }
+}
+
+/// `note` with a line saying which of a fault scenario's faults fired, and how often.
+fn faults_note(note: Option<String>, fired: &[crate::model_server::FaultFired]) -> Option<String> {
+    if fired.is_empty() {
+        return note;
+    }
+    let faults: Vec<String> = (fired.iter())
+        .map(|fault| format!("{} fired {}/{}", fault.fault, fault.fired, fault.times))
+        .collect();
+    let line = format!("faults: {}", faults.join("; "));
+    Some(match note {
+        Some(note) => format!("{note}\n{line}"),
+        None => line,
+    })
 }
 
 /// Judges a finished run, writing the pending golden when the golden is missing or changed.
@@ -521,15 +550,17 @@ fn judge(run: ScenarioRun, plan: &Plan) -> Judged {
     // A run that missed or broke its framing is no golden to accept: only a clean replay
     // leaves a pending golden, and a passing one removes a stale pending file.
     let mut pending = None;
-    match verdict.golden {
+    // Named from the folder that holds the golden folder (the configuration's), as the
+    // workspace's goldens name `fixtures/…`, so a committed golden holds no machine's path.
+    let base = golden.parent().unwrap_or(golden);
+    let fixture = (run.fixture_path.strip_prefix(base))
+        .unwrap_or(&run.fixture_path)
+        .display()
+        .to_string();
+    // The stream's golden alone (the verdict's status also counts the MCP contract's).
+    let stream_golden = run.golden_status();
+    match stream_golden {
         GoldenStatus::Missing | GoldenStatus::Changed if verdict.replayed_cleanly() => {
-            // Named from the folder that holds the golden folder (the configuration's), as the
-            // workspace's goldens name `fixtures/…`, so a committed golden holds no machine's path.
-            let base = golden.parent().unwrap_or(golden);
-            let fixture = (run.fixture_path.strip_prefix(base))
-                .unwrap_or(&run.fixture_path)
-                .display()
-                .to_string();
             match write_pending(golden, &run.stem(), &fixture, &run.golden_document()) {
                 Ok(path) => pending = Some(path),
                 Err(err) => errors.push(err.to_string()),
@@ -541,8 +572,25 @@ fn judge(run: ScenarioRun, plan: &Plan) -> Judged {
         }
         GoldenStatus::Missing | GoldenStatus::Changed | GoldenStatus::Refused => {}
     }
+    // The MCP servers' contract (`<stem>.mcp.snap`), pending beside it the same way.
+    if let Some(document) = run.mcp_golden_document() {
+        let stem = run.mcp_golden_stem();
+        match golden_check(golden, &stem, &document) {
+            Ok(GoldenStatus::Missing | GoldenStatus::Changed) if verdict.replayed_cleanly() => {
+                match write_pending(golden, &stem, &fixture, &document) {
+                    Ok(path) => pending = pending.or(Some(path)),
+                    Err(err) => errors.push(err.to_string()),
+                }
+            }
+            Ok(GoldenStatus::Ok) => {
+                let _ = std::fs::remove_file(pending_path(golden, &stem));
+            }
+            Ok(_) => {}
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
     // A changed golden's diff, bounded, for the log under the row and for --json (issue 47).
-    let diff = match (&pending, verdict.golden) {
+    let diff = match (&pending, stream_golden) {
         (Some(_), GoldenStatus::Changed) => find_pending(golden, &run.stem())
             .and_then(|found| diff_within(&found, LOG_DIFF_LINES))
             .map_err(|err| errors.push(err.to_string()))

@@ -13,7 +13,7 @@ use crate::golden::stem_of;
 use crate::layer1::ScenarioRun;
 
 /// The `*.json` files of `dir`, sorted by name. A name that is not UTF-8 keeps its bytes
-/// escaped in its stem ([`crate::escaped_name`]: `%FF`), which names its golden; two files
+/// escaped in its stem ([`crate::goldens::escaped_name`]: `%FF`), which names its golden; two files
 /// whose stems are the same (`\xFF.flash.json` beside a `%FF.flash.json`) are an error naming
 /// both, as neither's golden could be told from the other's.
 pub fn fixture_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -133,6 +133,10 @@ pub fn json_line(run: &ScenarioRun, verdict: &Verdict) -> Value {
     if let Some(dropped) = run.dropped() {
         line["ignored_events"] = json!(dropped.0);
     }
+    // Issue 42: a fault scenario's faults, each with how often it fired.
+    if !run.faults_fired.is_empty() {
+        line["faults"] = json!(run.faults_fired);
+    }
     line
 }
 
@@ -197,9 +201,9 @@ mod tests {
         let cases = [
             (
                 "a parent that already says its source",
-                "model server POST http://x/_harness/reset: error sending request",
+                "model server POST http://x/_keyless/reset: error sending request",
                 "error sending request",
-                "model server POST http://x/_harness/reset: error sending request",
+                "model server POST http://x/_keyless/reset: error sending request",
             ),
             (
                 "a parent that does not",

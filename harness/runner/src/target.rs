@@ -15,11 +15,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ModelProblem};
+use replay_core::{
+    Ambiguity, ExchangeMiss, FixtureError, LoadedFixture, Miss, ModelProblem, UnusedExchange,
+};
 
 use crate::driver::DriverError;
 use crate::golden::stem_of;
-use crate::model_server::{ClientError, ModelServerClient, Problem};
+use crate::model_server::{ClientError, FaultFired, ModelServerClient, Problem, ServerState};
 
 /// Why a scenario could not run at all (as opposed to running and drifting).
 #[derive(Debug, thiserror::Error)]
@@ -79,9 +81,34 @@ pub struct ModelLedger {
     pub other_problems: Vec<ModelProblem>,
     /// Recorded turns nobody asked for (information, not failure).
     pub unused_turns: Vec<usize>,
+    /// A fault scenario's faults and how often each fired (none outside one).
+    pub faults_fired: Vec<FaultFired>,
+    /// What the other boundaries (HTTP, MCP) saw: their misses and unused exchanges fail the run.
+    pub boundaries: BoundaryLedger,
+}
+
+/// The ledger of the boundaries besides the model's chat wire, as a model server's
+/// `GET /_keyless/state` reports it for the active fixture (the misses among its problems, as a
+/// model miss is, the unused exchanges beside its unused turns): every boundary's, on one path
+/// to [`Verdict::with_exchanges`](replay_core::Verdict::with_exchanges).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoundaryLedger {
+    /// Calls no recorded exchange answered, oldest first.
+    pub misses: Vec<ExchangeMiss>,
+    /// Recorded exchanges nobody asked for.
+    pub unused: Vec<UnusedExchange>,
 }
 
 impl ModelLedger {
+    /// What a model server's state says the model side and the other boundaries saw, and the
+    /// faults that fired.
+    pub fn from_state(state: ServerState) -> ModelLedger {
+        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        ledger.boundaries.unused = state.unused_exchanges;
+        ledger.faults_fired = state.faults;
+        ledger
+    }
+
     /// Sorts a model server's problems into misses and the rest.
     pub fn from_problems(problems: Vec<Problem>, unused_turns: Vec<usize>) -> ModelLedger {
         let mut ledger = ModelLedger {
@@ -92,6 +119,7 @@ impl ModelLedger {
             match problem {
                 Problem::Miss { miss, .. } => ledger.misses.push(*miss),
                 Problem::AmbiguousAnswer { ambiguity, .. } => ledger.ambiguities.push(*ambiguity),
+                Problem::ExchangeMiss { miss, .. } => ledger.boundaries.misses.push(*miss),
                 other => ledger.other_problems.push(ModelProblem::Reported {
                     kind: other.kind(),
                     message: other.message().to_owned(),
@@ -181,7 +209,7 @@ impl GatewayTarget for AtUrl {
             .state()
             .await
             .map_err(|source| self.model_server_error(source))?;
-        let mut ledger = ModelLedger::from_problems(state.problems, state.unused_turns);
+        let mut ledger = ModelLedger::from_state(state);
         ledger.other_problems.append(&mut self.discarded);
         Ok(ledger)
     }

@@ -12,7 +12,7 @@ use gateway_under_test::AppBuilder;
 use crate::adapter::recording_model::{
     blocked_provider, recording_provider, strict_replay_provider,
 };
-use keyless_runner::{Activation, BLOCKED_MESSAGE};
+use keyless_runner::recordings::{Activation, BLOCKED_MESSAGE};
 use replay_core::recording::{Access, RecordingSink, StrictReplayer};
 
 /// What was installed, for the launcher to report.

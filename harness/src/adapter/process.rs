@@ -174,7 +174,7 @@ impl Drop for GatewayProcess {
 
 /// Writes the hermetic configuration of a gateway process into `folder` (its home beside it) and
 /// returns the file: its one model block at `model_base_url` (a model server's `/v1`, or a
-/// `$VAR` the gateway expands at load, as `keyless test` sets `HARNESS_MODEL_BASE_URL`), its key
+/// `$VAR` the gateway expands at load, as `keyless test` sets `KEYLESS_MODEL_BASE_URL`), its key
 /// `$OPENAI_API_KEY`, the fixture's `gateway_config` `overrides` applied, and message names sent
 /// (`send_message_names`) or not.
 pub fn write_wire_config(

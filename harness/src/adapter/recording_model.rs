@@ -16,7 +16,7 @@ use gateway_under_test::models::{
 use serde_json::{Map, Value, json};
 
 use crate::adapter::replay_model::{request_caller, request_messages};
-use keyless_runner::normalized;
+use keyless_runner::server::normalized;
 use replay_core::recording::{
     CallWriter, Outcome, RecordedEvent, RecordedRequest, RecordingSink, StrictReplayError,
     StrictReplayer, redact,

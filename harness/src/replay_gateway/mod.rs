@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::adapter::boot::{BootError, BootedGateway, Extensions, ModelWiring, boot_at};
 use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ReplayEngine};
 
-pub(crate) use keyless_runner::ReplayLog;
+pub(crate) use keyless_runner::server::ReplayLog;
 
 /// Whether a gateway asks for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,13 +47,13 @@ def read_file(description: str, path: str) -> str:
 
 
 TOOLS = {"write_file": write_file, "read_file": read_file}
-HEADERS = {"X-Harness-Caller": "lead_agent"}
+HEADERS = {"x-keyless-caller": "lead_agent"}
 
 
 def reset(url):
     if url == "none":
         return
-    request = urllib.request.Request(url + "/_harness/reset", data=b"{}", method="POST",
+    request = urllib.request.Request(url + "/_keyless/reset", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json",
                                               # The driver's alone (issue 34, finding 3).
                                               "x-keyless-reset-token":

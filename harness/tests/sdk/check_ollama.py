@@ -47,7 +47,7 @@ HEADERS = {"X-Harness-Caller": "lead_agent"}
 def reset(url):
     if url == "none":
         return
-    request = urllib.request.Request(url + "/_harness/reset", data=b"{}", method="POST",
+    request = urllib.request.Request(url + "/_keyless/reset", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json",
                                               "x-keyless-reset-token":
                                                   os.environ["KEYLESS_RESET_TOKEN"]})

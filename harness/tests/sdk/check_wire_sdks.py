@@ -95,7 +95,7 @@ def run_gemini(client, body, caller, streamed):
         system_instruction=body.get("systemInstruction"),
         tools=[types.Tool(function_declarations=DECLARATIONS)],
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-        http_options=types.HttpOptions(headers={"X-Harness-Caller": caller} if caller else {}),
+        http_options=types.HttpOptions(headers={"x-keyless-caller": caller} if caller else {}),
     )
     arguments = {"model": "gemini-replay", "contents": body["contents"], "config": config}
     if streamed:
@@ -117,7 +117,7 @@ def run_gemini(client, body, caller, streamed):
 
 
 def run_converse(client, body, caller, streamed):
-    client.harness_caller = caller
+    client.keyless_caller = caller
     arguments = {"modelId": "us.anthropic.claude-replay-v1:0", "messages": body["messages"],
                  "system": body["system"], "inferenceConfig": body["inferenceConfig"],
                  "toolConfig": TOOL_SPECS}
@@ -163,16 +163,16 @@ def run_converse(client, body, caller, streamed):
 
 def bedrock_client(url):
     """boto3's bedrock-runtime client at the model server, with dummy credentials; the caller
-    of each call goes in the X-Harness-Caller header, added before the request is signed."""
+    of each call goes in the x-keyless-caller header, added before the request is signed."""
     client = boto3.client(
         "bedrock-runtime", endpoint_url=url, region_name="us-east-1",
         aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="not-a-secret",
         config=Config(retries={"max_attempts": 1}))
-    client.harness_caller = None
+    client.keyless_caller = None
 
     def add_caller(request, **_):
-        if client.harness_caller:
-            request.headers["X-Harness-Caller"] = client.harness_caller
+        if client.keyless_caller:
+            request.headers["x-keyless-caller"] = client.keyless_caller
 
     client.meta.events.register("before-sign.bedrock-runtime.*", add_caller)
     return client
@@ -189,9 +189,9 @@ def main():
     bedrock = bedrock_client(url)
     results = []
     for job in jobs:
-        headers = {"X-Harness-Caller": job["caller"]} if job.get("caller") else {}
+        headers = {"x-keyless-caller": job["caller"]} if job.get("caller") else {}
         if job["wire"] == "reset":
-            reset = urllib.request.Request(url + "/_harness/reset", data=b"{}", method="POST",
+            reset = urllib.request.Request(url + "/_keyless/reset", data=b"{}", method="POST",
                                            headers={"Content-Type": "application/json",
                                                     # The driver's alone (issue 34, finding 3).
                                                     "x-keyless-reset-token":

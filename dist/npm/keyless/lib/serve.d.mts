@@ -22,13 +22,13 @@ export interface KeylessUrls {
   gatewayUrl: string;
   /** The model's base URL the gateway was given (`…/v1`). */
   modelBaseUrl: string;
-  /** The model server's root (its `/_harness/…` routes). */
+  /** The model server's root (its `/_keyless/…` routes). */
   modelServerUrl: string;
   /** The active fixture's name at start. */
   fixture: string;
   /** Every served fixture's name. */
   fixtures: string[];
-  /** The token `POST /_harness/reset` needs. */
+  /** The token `POST /_keyless/reset` needs. */
   resetToken: string;
 }
 
@@ -39,7 +39,7 @@ export interface Problem {
   message: string;
 }
 
-/** `GET /_harness/state`. */
+/** `GET /_keyless/state`. */
 export interface ServerState {
   mode: string;
   fixture: string | null;

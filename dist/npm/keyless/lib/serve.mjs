@@ -1,12 +1,12 @@
 // The test-runner helpers' shared part (keyless/playwright, keyless/vitest): starts `keyless
 // serve` on free ports, reads the one JSON line it prints once the gateway is ready, switches
-// and checks the model server through its `/_harness/reset` and `/_harness/state` routes, and
+// and checks the model server through its `/_keyless/reset` and `/_keyless/state` routes, and
 // stops it with SIGTERM, so keyless prints its summary and exits 0 only if every model call was
 // answered as recorded. Plain JavaScript with types beside it (serve.d.mts): no build step.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-/** The header `POST /_harness/reset` needs, with the token of the JSON line. */
+/** The header `POST /_keyless/reset` needs, with the token of the JSON line. */
 const RESET_TOKEN_HEADER = "x-keyless-reset-token";
 
 /** How long keyless may take to print its summary after SIGTERM before it is killed. */
@@ -106,9 +106,9 @@ export async function startServe(options = {}) {
  */
 export function connect(urls) {
   const state = async () => {
-    const response = await fetch(`${urls.modelServerUrl}/_harness/state`);
+    const response = await fetch(`${urls.modelServerUrl}/_keyless/state`);
     if (!response.ok) {
-      throw new Error(`keyless: GET /_harness/state: ${response.status}: ${await response.text()}`);
+      throw new Error(`keyless: GET /_keyless/state: ${response.status}: ${await response.text()}`);
     }
     return /** @type {import("./serve.d.mts").ServerState} */ (await response.json());
   };
@@ -116,13 +116,13 @@ export function connect(urls) {
     ...urls,
     state,
     async reset(fixture) {
-      const response = await fetch(`${urls.modelServerUrl}/_harness/reset`, {
+      const response = await fetch(`${urls.modelServerUrl}/_keyless/reset`, {
         method: "POST",
         headers: { "content-type": "application/json", [RESET_TOKEN_HEADER]: urls.resetToken },
         body: JSON.stringify(fixture === undefined ? {} : { fixture }),
       });
       if (!response.ok) {
-        throw new Error(`keyless: POST /_harness/reset ${JSON.stringify({ fixture })}: ${response.status}: ${await response.text()}`);
+        throw new Error(`keyless: POST /_keyless/reset ${JSON.stringify({ fixture })}: ${response.status}: ${await response.text()}`);
       }
     },
     async check(options = {}) {

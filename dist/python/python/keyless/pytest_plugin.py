@@ -15,7 +15,7 @@ pytest loads it through the wheel's `pytest11` entry point. It gives:
   test ends.
 
 The JSON line `keyless serve` prints once its gateway is ready, the lines `keyless model-server`
-prints, the reset token and the `/_harness/reset` and `/_harness/state` routes are described in
+prints, the reset token and the `/_keyless/reset` and `/_keyless/state` routes are described in
 docs/testing-your-own-gateway.md; this module uses only those.
 """
 
@@ -318,7 +318,7 @@ class _Server:
         name = fixture or self.info.get("fixture")
         body = {"fixture": name} if name else {}
         try:
-            reply = _http("POST", f"{self.info['model_server_url']}/_harness/reset", self.token, body)
+            reply = _http("POST", f"{self.info['model_server_url']}/_keyless/reset", self.token, body)
         except KeylessError as error:
             raise KeylessError(f"keyless: cannot select the fixture {name!r}: {error}") from None
         discarded = [p.get("message", json.dumps(p)) for p in (reply or {}).get("discarded") or []]
@@ -327,7 +327,7 @@ class _Server:
         return name, discarded
 
     def state(self) -> Dict[str, Any]:
-        return _http("GET", f"{self.info['model_server_url']}/_harness/state", self.token)
+        return _http("GET", f"{self.info['model_server_url']}/_keyless/state", self.token)
 
 
 def _served_summary(label: str, status: int, stderr: str) -> str:

@@ -98,3 +98,22 @@ test.describe("paris.chat", () => {
     expect(await conversation(page)).toEqual([...PARIS_TURN, ...LISBON_TURN]);
   });
 });
+
+test.describe("paris.chat@stream-error", () => {
+  // The fault scenario: the follow-up's answer fails mid-stream (keyless's fault, at the model's
+  // wire); the refused turn goes back unasked.
+  replays("paris.chat@stream-error", { allowUnusedTurns: true });
+
+  test("a provider's error in the answer's stream reaches the page as an error", async ({ page }) => {
+    await page.goto("/");
+    await send(page, PARIS);
+    expect(await conversation(page)).toEqual(PARIS_TURN);
+    await page.getByLabel("Message").fill(LISBON);
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect(page.getByTestId("status")).toHaveText("error");
+    await expect(page.getByRole("alert")).toHaveText("An error occurred.");
+    // The tool step of the follow-up came before the failure, and stays on the page.
+    const last = (await conversation(page)).at(-1);
+    expect(last?.parts.slice(0, 2)).toEqual(["step 1", "tool-weather output-available: weather Lisbon: sunny, 21 °C"]);
+  });
+});

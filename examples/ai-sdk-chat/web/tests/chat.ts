@@ -23,7 +23,7 @@ export function replays(fixture: string, options: { allowUnusedTurns?: boolean }
     return;
   }
   test.afterEach(async ({ request }) => {
-    const state = (await (await request.get(`${MODEL_URL}/_harness/state`)).json()) as {
+    const state = (await (await request.get(`${MODEL_URL}/_keyless/state`)).json()) as {
       problems: unknown[];
     };
     expect(state.problems, JSON.stringify(state.problems, null, 2)).toEqual([]);

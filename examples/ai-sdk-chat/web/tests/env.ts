@@ -18,7 +18,7 @@ export const MODEL_PORT = Number(process.env.AISDK_MODEL_PORT ?? 4318);
 /** The page's and the route's origin. */
 export const BASE_URL = `http://127.0.0.1:${WEB_PORT}`;
 
-/** The model server's root (its `/_harness/…` routes). */
+/** The model server's root (its `/_keyless/…` routes). */
 export const MODEL_URL = `http://127.0.0.1:${MODEL_PORT}`;
 
 /** While recording: the webServer's exit status (tests/webserver.sh, tests/serve-status.ts). */

@@ -119,7 +119,7 @@ fn fixtures_at_once_are_each_answered_from_their_own_and_a_miss_is_the_one_that_
     let barrier = repo.path().join("started");
     std::fs::create_dir(&barrier).unwrap();
     let command = repo.gateway_cmd_after(&format!(
-        "touch '{dir}'/$HARNESS_GATEWAY_PORT; while [ $(ls '{dir}' | wc -l) -lt 2 ]; do sleep 0.05; done",
+        "touch '{dir}'/$KEYLESS_GATEWAY_PORT; while [ $(ls '{dir}' | wc -l) -lt 2 ]; do sleep 0.05; done",
         dir = barrier.display()
     ));
     let output = repo.keyless(&[

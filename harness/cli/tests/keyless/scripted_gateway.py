@@ -10,6 +10,9 @@ misbehaves after a run's response is closed:
                      calling the model (a cache): the late call is the only one a later run
                      could be credited with
     GW_SLOW_THREAD=<secs>   every thread but the first takes that long to create
+    GW_SEARCH=<base URL>    before the model call, search the prompt there (a Tavily-like
+                     `POST /search` with the key in the JSON body) and add the first result's
+                     title to the streamed answer
 """
 
 import json
@@ -19,10 +22,11 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODEL = os.environ["HARNESS_MODEL_BASE_URL"].rstrip("/") + "/chat/completions"
+MODEL = os.environ["KEYLESS_MODEL_BASE_URL"].rstrip("/") + "/chat/completions"
 EXIT = os.environ.get("GW_EXIT")
 LATE = os.environ.get("GW_LATE")
 SLOW_THREAD = float(os.environ.get("GW_SLOW_THREAD", "0"))
+SEARCH = os.environ.get("GW_SEARCH")
 lock = threading.Lock()
 state = {"threads": 0, "answer": None}
 
@@ -39,6 +43,20 @@ def ask(prompt):
             return json.load(response)["choices"][0]["message"]["content"]
     except Exception as err:  # a refused call answers the run with its error
         return f"model error: {err}"
+
+
+def search(prompt):
+    body = json.dumps(
+        {"api_key": os.environ.get("TAVILY_API_KEY", "tvly-not-set"), "query": prompt}
+    ).encode()
+    request = urllib.request.Request(
+        SEARCH.rstrip("/") + "/search", data=body, headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)["results"][0]["title"]
+    except Exception as err:  # a miss answers the run with its error
+        return f"search error: {err}"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -68,6 +86,8 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             cached = state["answer"] if LATE else None
         answer = cached if cached is not None else ask(prompt)
+        if SEARCH:
+            answer = f"{answer} ({search(prompt)})"
         with lock:
             state["answer"] = answer
         self.send_response(200)
@@ -98,4 +118,4 @@ class Handler(BaseHTTPRequestHandler):
         print(format % args, flush=True)
 
 
-ThreadingHTTPServer(("127.0.0.1", int(os.environ["HARNESS_GATEWAY_PORT"])), Handler).serve_forever()
+ThreadingHTTPServer(("127.0.0.1", int(os.environ["KEYLESS_GATEWAY_PORT"])), Handler).serve_forever()

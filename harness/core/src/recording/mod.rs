@@ -33,7 +33,9 @@ mod tests;
 
 pub use event::{EventError, FieldKind, FieldProblem, RecordedEvent};
 pub use reader::{Access, parse_recording, read_recording};
-pub use redact::{KnownSecrets, MIN_KNOWN_SECRET_LEN, redact, redact_text};
+pub use redact::{
+    KnownSecrets, MIN_KNOWN_SECRET_LEN, PLACEHOLDER as SECRET_PLACEHOLDER, redact, redact_text,
+};
 pub use rows::{Outcome, RecordedCall, RecordedRequest, Recording, RecordingFileError};
 pub use split_secrets::{DeltaHold, SecretFound};
 pub use strict_replay::{ReplayMismatch, StrictReplayError, StrictReplayer};

@@ -19,7 +19,7 @@ use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
 /// What a redacted secret is replaced with.
-pub(crate) const PLACEHOLDER: &str = "[secret removed]";
+pub const PLACEHOLDER: &str = "[secret removed]";
 
 /// The 17 secret key names of §6.3, in normalised form.
 const SECRET_KEYS: [&str; 17] = [

@@ -202,6 +202,15 @@ impl StreamAssembler {
         }
     }
 
+    /// What the stream has said of its answer so far: the model and the usage `message_start`
+    /// carried (a live relay's opening says them before the answer is over).
+    pub fn so_far(&self) -> (Option<String>, Option<Value>) {
+        (
+            self.assembled.model.clone(),
+            openai_usage(self.input_tokens, self.output_tokens),
+        )
+    }
+
     /// The answer, once the stream has ended.
     pub fn finish(mut self) -> Result<Assembled, WireError> {
         if !self.stopped {

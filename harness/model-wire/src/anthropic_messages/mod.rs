@@ -17,6 +17,7 @@
 //! `stop`, `tool_use` is `tool_calls`, `max_tokens` is `length`).
 
 mod assemble;
+mod fault;
 mod render;
 mod request;
 
@@ -24,8 +25,13 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_message};
-pub use render::{SseEvent, error_body, error_kind_for_status, message, stream_events};
-pub use request::{Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam};
+pub use fault::{status_error, stream_error};
+pub use render::{
+    SseEvent, StreamRenderer, error_body, error_kind_for_status, message, stream_events,
+};
+pub use request::{
+    Block, BlockParam, Content, MessageParam, MessagesRequest, Role, ToolParam, read_conversation,
+};
 
 /// Anthropic's `stop_reason` for an OpenAI finish reason.
 pub fn stop_reason(finish_reason: &str) -> &str {

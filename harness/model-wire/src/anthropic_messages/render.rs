@@ -1,12 +1,14 @@
 //! Writing an answer at the Messages wire: one `message` ([`message`]), the stream's named
 //! events ([`stream_events`]: `message_start`, per block `content_block_start`, its deltas and
 //! `content_block_stop`, `message_delta` with the stop reason and output tokens, `message_stop`)
-//! and Anthropic's error body ([`error_body`]), as the API reference shows them, so that
+//! and Anthropic's error body ([`error_body`]), as the API reference shows them, whole or one
+//! recorded step at a time ([`StreamRenderer`]), so that
 //! [`StreamAssembler`](super::StreamAssembler) and the `anthropic` SDK read back the same answer.
 
 use serde_json::{Value, json};
 
 use crate::chat_completions::{Answer, Event, Identity};
+use crate::stream::{RenderStream, StreamPiece};
 
 use super::stop_reason;
 
@@ -86,8 +88,7 @@ pub fn message(identity: &Identity, answer: &Answer) -> Value {
 }
 
 /// The stream of an answer streamed with `events` (the shared events, in order; when they are
-/// empty the answer's own [`Answer::events`]): every block its start, deltas and stop, with the
-/// blocks numbered in the order they open, then `message_delta` and `message_stop`.
+/// empty the answer's own [`Answer::events`]), whole: [`StreamRenderer`] over every step.
 pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> Vec<SseEvent> {
     let own;
     let events = if events.is_empty() {
@@ -96,49 +97,94 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
     } else {
         events
     };
-    let input_tokens = usage(answer)["input_tokens"].clone();
-    let mut out = vec![SseEvent::new(
-        "message_start",
-        json!({"message": {"id": identity.id, "type": "message", "role": "assistant",
-            "model": model(identity, answer), "content": [], "stop_reason": null,
-            "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 0}}}),
-    )];
-    let mut next_block = 0u64;
-    // The Anthropic index of each call's block, by the call's position.
-    let mut call_blocks: Vec<(u32, u64)> = Vec::new();
-    let mut open: Option<u64> = None;
-    let mut start = |out: &mut Vec<SseEvent>, block: Value| {
-        let index = next_block;
-        next_block += 1;
-        out.push(SseEvent::new(
+    let mut renderer = StreamRenderer::new(identity, Some(answer));
+    let mut out = vec![renderer.opening()];
+    for event in events {
+        out.extend(renderer.events_of(event));
+    }
+    out.extend(closing(answer));
+    out
+}
+
+/// The Messages wire's streaming renderer ([`RenderStream`]): `message_start`, every block its
+/// start, deltas and stop as the deltas come (blocks numbered in the order they open), then
+/// `message_delta` with the stop reason and output tokens and `message_stop`.
+#[derive(Debug)]
+pub struct StreamRenderer {
+    identity: Identity,
+    /// What `message_start` says: the answer when known, else an empty one.
+    opening: Answer,
+    next_block: u64,
+    /// The Anthropic index of each call's block, by the call's position.
+    call_blocks: Vec<(u32, u64)>,
+    /// The text or thinking block open.
+    open: Option<u64>,
+}
+
+impl StreamRenderer {
+    /// A renderer for one answer; `known` is the answer when it is known before its stream (its
+    /// model and input tokens go in `message_start`).
+    pub fn new(identity: &Identity, known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            identity: identity.clone(),
+            opening: known.cloned().unwrap_or_else(Answer::empty),
+            next_block: 0,
+            call_blocks: Vec::new(),
+            open: None,
+        }
+    }
+
+    /// `message_start`.
+    fn opening(&self) -> SseEvent {
+        let answer = &self.opening;
+        let input_tokens = usage(answer)["input_tokens"].clone();
+        SseEvent::new(
+            "message_start",
+            json!({"message": {"id": self.identity.id, "type": "message", "role": "assistant",
+                "model": model(&self.identity, answer), "content": [], "stop_reason": null,
+                "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 0}}}),
+        )
+    }
+
+    fn start_block(&mut self, block: Value) -> (u64, SseEvent) {
+        let index = self.next_block;
+        self.next_block += 1;
+        let event = SseEvent::new(
             "content_block_start",
             json!({"index": index, "content_block": block}),
-        ));
-        index
-    };
-    let delta = |index: u64, delta: Value| {
-        SseEvent::new(
-            "content_block_delta",
-            json!({"index": index, "delta": delta}),
-        )
-    };
-    let stop = |index: u64| SseEvent::new("content_block_stop", json!({"index": index}));
-    for event in events {
+        );
+        (index, event)
+    }
+
+    /// The events of one delta.
+    fn events_of(&mut self, event: &Event) -> Vec<SseEvent> {
+        let delta = |index: u64, delta: Value| {
+            SseEvent::new(
+                "content_block_delta",
+                json!({"index": index, "delta": delta}),
+            )
+        };
+        let stop = |index: u64| SseEvent::new("content_block_stop", json!({"index": index}));
+        let mut out = Vec::new();
         match event {
-            Event::TextStart => open = Some(start(&mut out, json!({"type": "text", "text": ""}))),
+            Event::TextStart => {
+                let (index, start) = self.start_block(json!({"type": "text", "text": ""}));
+                self.open = Some(index);
+                out.push(start);
+            }
             Event::ThinkingStart => {
-                open = Some(start(
-                    &mut out,
-                    json!({"type": "thinking", "thinking": "", "signature": ""}),
-                ))
+                let (index, start) =
+                    self.start_block(json!({"type": "thinking", "thinking": "", "signature": ""}));
+                self.open = Some(index);
+                out.push(start);
             }
             Event::TextDelta { delta: text } => {
-                if let Some(index) = open {
+                if let Some(index) = self.open {
                     out.push(delta(index, json!({"type": "text_delta", "text": text})));
                 }
             }
             Event::ThinkingDelta { delta: text } => {
-                if let Some(index) = open {
+                if let Some(index) = self.open {
                     out.push(delta(
                         index,
                         json!({"type": "thinking_delta", "thinking": text}),
@@ -146,19 +192,18 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 }
             }
             Event::TextEnd | Event::ThinkingEnd => {
-                if let Some(index) = open.take() {
+                if let Some(index) = self.open.take() {
                     out.push(stop(index));
                 }
             }
             Event::ToolcallStart { index, id, name } => {
-                let block = start(
-                    &mut out,
-                    json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                );
-                call_blocks.push((*index, block));
+                let (block, start) = self
+                    .start_block(json!({"type": "tool_use", "id": id, "name": name, "input": {}}));
+                self.call_blocks.push((*index, block));
+                out.push(start);
             }
             Event::ToolcallDelta { index, delta: text } => {
-                if let Some((_, block)) = call_blocks.iter().find(|(call, _)| call == index) {
+                if let Some((_, block)) = self.call_blocks.iter().find(|(call, _)| call == index) {
                     out.push(delta(
                         *block,
                         json!({"type": "input_json_delta", "partial_json": text}),
@@ -166,19 +211,52 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 }
             }
             Event::ToolcallEnd { index } => {
-                if let Some((_, block)) = call_blocks.iter().find(|(call, _)| call == index) {
+                if let Some((_, block)) = self.call_blocks.iter().find(|(call, _)| call == index) {
                     out.push(stop(*block));
                 }
             }
         }
+        out
     }
-    out.push(SseEvent::new(
-        "message_delta",
-        json!({"delta": {"stop_reason": stop_reason(&answer.finish_reason), "stop_sequence": null},
-               "usage": {"output_tokens": usage(answer)["output_tokens"]}}),
-    ));
-    out.push(SseEvent::new("message_stop", json!({})));
-    out
+}
+
+/// `message_delta` with the stop reason and output tokens, and `message_stop`.
+fn closing(answer: &Answer) -> Vec<SseEvent> {
+    vec![
+        SseEvent::new(
+            "message_delta",
+            json!({"delta": {"stop_reason": stop_reason(&answer.finish_reason), "stop_sequence": null},
+                   "usage": {"output_tokens": usage(answer)["output_tokens"]}}),
+        ),
+        SseEvent::new("message_stop", json!({})),
+    ]
+}
+
+fn sse(events: Vec<SseEvent>) -> Vec<StreamPiece> {
+    events
+        .iter()
+        .map(|event| StreamPiece::Sse(event.frame()))
+        .collect()
+}
+
+impl RenderStream for StreamRenderer {
+    fn start(&mut self) -> Vec<StreamPiece> {
+        sse(vec![self.opening()])
+    }
+
+    fn event(&mut self, event: &Event) -> Vec<StreamPiece> {
+        sse(self.events_of(event))
+    }
+
+    fn finish(&mut self, answer: &Answer) -> Vec<StreamPiece> {
+        sse(closing(answer))
+    }
+
+    /// The stream's `error` event (an `api_error`).
+    fn fail(&mut self, _status: u16, message: &str, _body: &Value) -> Vec<StreamPiece> {
+        let error = error_body("api_error", message);
+        vec![StreamPiece::Sse(format!("event: error\ndata: {error}\n\n"))]
+    }
 }
 
 /// Anthropic's error `type` for an HTTP status.

@@ -16,10 +16,13 @@
 //!
 //! Settings the caller passes (`temperature`, `thinking`, …) go into [`MessagesRequest::extra`].
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::conversation::{self, Message, Tool, data_url, image_url};
+use crate::reading::{arguments, text_of, tool_message};
 
 /// The role of a message at this wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -280,4 +283,72 @@ fn blocks_of(content: Content) -> Vec<BlockParam> {
         Content::Text(text) => vec![BlockParam::Known(Block::Text { text })],
         Content::Blocks(blocks) => blocks,
     }
+}
+
+/// Reads Anthropic's Messages API `messages` (the top-level `system` is
+/// not a message and is left out, as `system` messages are at Chat Completions). A `user`
+/// message's `tool_result` blocks are `tool` messages (in order, before the rest of its
+/// content), with the tool name recovered from the earlier `tool_use` block of the same id; its
+/// other blocks (text, images) are the human message's content. An `assistant` message's
+/// `tool_use` blocks are its tool calls (`input` is the arguments), its `text` blocks its
+/// content; `thinking` blocks are left out, as the AI message keeps reasoning outside its
+/// content.
+pub fn read_conversation(messages: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = message.get("content").cloned().unwrap_or(Value::Null);
+        let blocks = match &content {
+            Value::Array(blocks) => Some(blocks.clone()),
+            _ => None,
+        };
+        let kind = |block: &Value| text_of(block.get("type"));
+        match role {
+            "user" => {
+                let Some(blocks) = blocks else {
+                    converted.push(json!({"type": "human", "content": content}));
+                    continue;
+                };
+                let mut rest = Vec::new();
+                for block in blocks {
+                    if kind(&block) == "tool_result" {
+                        let id = text_of(block.get("tool_use_id"));
+                        let result = block.get("content").cloned().unwrap_or(json!(""));
+                        converted.push(tool_message(result, &id, &names));
+                    } else {
+                        rest.push(block);
+                    }
+                }
+                if !rest.is_empty() {
+                    converted.push(json!({"type": "human", "content": rest}));
+                }
+            }
+            "assistant" => {
+                let Some(blocks) = blocks else {
+                    converted.push(json!({"type": "ai", "content": content, "tool_calls": []}));
+                    continue;
+                };
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for block in blocks {
+                    match kind(&block).as_str() {
+                        "text" => text.push_str(&text_of(block.get("text"))),
+                        "tool_use" => {
+                            let id = text_of(block.get("id"));
+                            let name = text_of(block.get("name"));
+                            names.insert(id.clone(), name.clone());
+                            if let Some(args) = arguments(block.get("input")) {
+                                calls.push(json!({"name": name, "args": args, "id": id}));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            }
+            _ => converted.push(message.clone()),
+        }
+    }
+    converted
 }

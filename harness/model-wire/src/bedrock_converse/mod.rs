@@ -21,6 +21,7 @@
 //! `length`, `guardrail_intervened` and `content_filtered` are `content_filter`).
 
 mod assemble;
+mod fault;
 mod render;
 mod request;
 
@@ -28,10 +29,11 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
-pub use render::{StreamEvent, error_body, exception_for_status, response, stream_events};
+pub use fault::{status_error, stream_error};
+pub use render::{StreamRenderer, error_body, exception_for_status, response, stream_events};
 pub use request::{
     ContentBlock, ConverseRequest, InputSchema, Message, ReasoningContent, ReasoningText,
-    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse,
+    SystemBlock, ToolConfig, ToolResult, ToolResultContent, ToolSpec, ToolUse, read_conversation,
 };
 
 /// Bedrock's `stopReason` for an OpenAI finish reason.
@@ -62,3 +64,5 @@ pub fn finish_reason(stop_reason: &str) -> &str {
 pub fn status_exception_name(status: u16) -> &'static str {
     exception_for_status(status)
 }
+/// One message of the stream: its `:event-type` and JSON payload.
+pub use crate::stream::StreamEvent;

@@ -9,10 +9,14 @@
 //!
 //! The model id is in the path, not the body, and so is the choice to stream.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::conversation::{self, data_url, image_url};
+use crate::pyjson::to_python_json;
+use crate::reading::{arguments, as_content, text_of, tool_message};
 
 /// A call the assistant made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -353,4 +357,83 @@ fn messages(conversation: &[conversation::Message]) -> Vec<Message> {
         }
     }
     out
+}
+
+/// A Converse `toolResult`'s `content` as the tool message's content (see [`read_conversation`]).
+fn converse_result(content: Option<&Value>) -> Value {
+    match content {
+        Some(Value::Array(blocks)) => json!(
+            blocks
+                .iter()
+                .map(|block| match (block.get("text"), block.get("json")) {
+                    (Some(Value::String(text)), _) => text.clone(),
+                    (_, Some(value)) => to_python_json(value),
+                    _ => to_python_json(block),
+                })
+                .collect::<String>()
+        ),
+        Some(other) => as_content(other),
+        None => json!(""),
+    }
+}
+
+/// Reads Bedrock Converse's `messages` (`system` is not a message). An
+/// `assistant` message's `text` blocks are its content, its `toolUse` blocks its tool calls
+/// (`input` the arguments), `reasoningContent` left out; a `user` message's `toolResult`
+/// blocks are `tool` messages, in order before the rest: the content is the text of its `text`
+/// blocks, a `json` block's canonical JSON, the name recovered from the `toolUse` of the same
+/// id.
+pub fn read_conversation(messages: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let blocks = message
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        match role {
+            "assistant" => {
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for block in &blocks {
+                    if let Some(call) = block.get("toolUse") {
+                        let id = text_of(call.get("toolUseId"));
+                        let name = text_of(call.get("name"));
+                        names.insert(id.clone(), name.clone());
+                        if let Some(args) = arguments(call.get("input")) {
+                            calls.push(json!({"name": name, "args": args, "id": id}));
+                        }
+                    } else if let Some(Value::String(piece)) = block.get("text") {
+                        text.push_str(piece);
+                    }
+                }
+                converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            }
+            _ => {
+                let mut rest = Vec::new();
+                for block in blocks {
+                    match block.get("toolResult") {
+                        Some(result) => {
+                            let id = text_of(result.get("toolUseId"));
+                            converted.push(tool_message(
+                                converse_result(result.get("content")),
+                                &id,
+                                &names,
+                            ));
+                        }
+                        None => rest.push(match block.get("text") {
+                            Some(text) => json!({"type": "text", "text": text}),
+                            None => block.clone(),
+                        }),
+                    }
+                }
+                if !rest.is_empty() {
+                    converted.push(json!({"type": "human", "content": rest}));
+                }
+            }
+        }
+    }
+    converted
 }

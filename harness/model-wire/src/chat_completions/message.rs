@@ -235,6 +235,12 @@ impl Answer {
         }
     }
 
+    /// The answer of an empty message (no text, no call, `stop`, no usage): what a stream's
+    /// opening says when the answer is not known yet.
+    pub fn empty() -> Answer {
+        Answer::from_ai_message(&serde_json::json!({"content": ""}))
+    }
+
     /// The events of this answer streamed in one piece per block: reasoning, text, then each
     /// call with its arguments as one delta.
     pub fn events(&self) -> Vec<Event> {

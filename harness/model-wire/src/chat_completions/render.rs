@@ -1,9 +1,11 @@
 //! Writing an answer: an [`Answer`] (and, for a stream, the [`Event`]s it was streamed with)
 //! as one `chat.completion` ([`completion`]) or as `chat.completion.chunk`s
-//! ([`ChunkRenderer`]), in the form OpenAI writes them, so that the assembler reads back the
-//! same answer.
+//! ([`ChunkRenderer`]; its streaming form, one recorded step at a time, is [`StreamRenderer`]),
+//! in the form OpenAI writes them, so that the assembler reads back the same answer.
 
 use serde_json::Value;
+
+use crate::stream::{RenderStream, StreamPiece};
 
 use super::assemble::Event;
 use super::message::Answer;
@@ -213,5 +215,57 @@ impl Completion {
     /// As JSON.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// Chat Completions' streaming renderer ([`RenderStream`]): each piece an unnamed `data:` event
+/// holding a `chat.completion.chunk` ([`ChunkRenderer`]), a failure the provider reported inside
+/// the stream its error body as one more `data:` event, and `data: [DONE]` at the end.
+#[derive(Debug)]
+pub struct StreamRenderer {
+    chunks: ChunkRenderer,
+}
+
+impl StreamRenderer {
+    /// A renderer for one answer; the chunks name the requested model, so the answer known
+    /// before its stream changes nothing.
+    pub fn new(identity: &Identity, _known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            chunks: ChunkRenderer::new(identity.clone()),
+        }
+    }
+}
+
+fn data(payload: &Value) -> StreamPiece {
+    StreamPiece::Sse(format!("data: {payload}\n\n"))
+}
+
+impl RenderStream for StreamRenderer {
+    fn start(&mut self) -> Vec<StreamPiece> {
+        vec![data(&self.chunks.start().to_value())]
+    }
+
+    fn event(&mut self, event: &Event) -> Vec<StreamPiece> {
+        self.chunks
+            .event(event)
+            .map(|chunk| data(&chunk.to_value()))
+            .into_iter()
+            .collect()
+    }
+
+    fn finish(&mut self, answer: &Answer) -> Vec<StreamPiece> {
+        self.chunks
+            .finish(answer)
+            .iter()
+            .map(|chunk| data(&chunk.to_value()))
+            .collect()
+    }
+
+    fn fail(&mut self, _status: u16, _message: &str, body: &Value) -> Vec<StreamPiece> {
+        vec![data(body)]
+    }
+
+    fn end(&mut self) -> Vec<StreamPiece> {
+        vec![StreamPiece::Sse("data: [DONE]\n\n".to_owned())]
     }
 }

@@ -183,6 +183,15 @@ impl StreamAssembler {
         Ok(events)
     }
 
+    /// What the stream has said of its answer so far: the model version and the usage its
+    /// latest chunk carried (a live relay's chunks say them before the answer is over).
+    pub fn so_far(&self) -> (Option<String>, Option<Value>) {
+        (
+            self.assembled.model.clone(),
+            self.usage.as_ref().and_then(openai_usage),
+        )
+    }
+
     /// The answer, once the stream has ended: the closing events of a block still open, and the
     /// answer.
     pub fn finish(mut self) -> Result<(Vec<Event>, Assembled), WireError> {

@@ -21,6 +21,7 @@
 //! called tools; `MAX_TOKENS` is `length`; the safety reasons are `content_filter`).
 
 mod assemble;
+mod fault;
 mod render;
 mod request;
 
@@ -28,10 +29,11 @@ mod request;
 mod tests;
 
 pub use assemble::{JsonArraySplitter, SplitError, StreamAssembler, parse_response};
-pub use render::{error_body, response, status_for_code, stream_chunks};
+pub use fault::{status_error, stream_error};
+pub use render::{StreamRenderer, error_body, response, status_for_code, stream_chunks};
 pub use request::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateContentRequest, Part,
-    Tool,
+    Tool, read_conversation,
 };
 
 /// Gemini's `finishReason` for an OpenAI finish reason.

@@ -1,12 +1,14 @@
 //! Writing an answer at the Gemini wire: one `GenerateContentResponse` ([`response`]), the
 //! stream's chunks ([`stream_chunks`]: a chunk per reasoning or text fragment and per call, the
 //! last carrying `finishReason` and every one the `usageMetadata`, as Gemini sends them) and
-//! Gemini's error body ([`error_body`]), so that [`StreamAssembler`](super::StreamAssembler) and
+//! Gemini's error body ([`error_body`]), whole or one recorded step at a time
+//! ([`StreamRenderer`]), so that [`StreamAssembler`](super::StreamAssembler) and
 //! the `google-genai` SDK read back the same answer.
 
 use serde_json::{Value, json};
 
 use crate::chat_completions::{Answer, Event, Identity};
+use crate::stream::{RenderStream, StreamPiece};
 
 use super::gemini_finish_reason;
 
@@ -86,8 +88,7 @@ pub fn response(identity: &Identity, answer: &Answer) -> Value {
 }
 
 /// The chunks of an answer streamed with `events` (the shared events, in order; when they are
-/// empty the answer's own [`Answer::events`]): a chunk per reasoning or text fragment, a chunk
-/// per call once its arguments are complete, the finish reason on the last chunk.
+/// empty the answer's own [`Answer::events`]), whole: [`StreamRenderer`] over every step.
 pub fn stream_chunks(identity: &Identity, answer: &Answer, events: &[Event]) -> Vec<Value> {
     let own;
     let events = if events.is_empty() {
@@ -96,41 +97,118 @@ pub fn stream_chunks(identity: &Identity, answer: &Answer, events: &[Event]) -> 
     } else {
         events
     };
-    let mut parts: Vec<Value> = Vec::new();
-    let mut calls: Vec<(u32, String, String, String)> = Vec::new();
+    let mut renderer = StreamRenderer::new(identity, Some(answer));
+    let mut out = Vec::new();
     for event in events {
-        match event {
-            Event::TextDelta { delta } if !delta.is_empty() => {
-                parts.push(json!({"text": delta}));
-            }
-            Event::ThinkingDelta { delta } if !delta.is_empty() => {
-                parts.push(json!({"text": delta, "thought": true}));
-            }
-            Event::ToolcallStart { index, id, name } => {
-                calls.push((*index, id.clone(), name.clone(), String::new()));
-            }
-            Event::ToolcallDelta { index, delta } => {
-                if let Some(call) = calls.iter_mut().find(|call| call.0 == *index) {
-                    call.3.push_str(delta);
-                }
-            }
-            Event::ToolcallEnd { index } => {
-                if let Some(call) = calls.iter().find(|call| call.0 == *index) {
-                    parts.push(call_part(&call.1, &call.2, &call.3));
-                }
-            }
-            _ => {}
+        out.extend(renderer.chunks_of(event));
+    }
+    out.extend(renderer.closing(answer));
+    out
+}
+
+/// The Gemini wire's streaming renderer ([`RenderStream`]): a chunk per reasoning or text
+/// fragment, a chunk per call once its arguments are complete, the finish reason on the last
+/// chunk. Since only the end says which chunk is last, each part is sent when the next one
+/// comes (or the end does). Every chunk carries the answer's `usageMetadata` and model when
+/// they are known before the stream; the last one always does.
+#[derive(Debug)]
+pub struct StreamRenderer {
+    identity: Identity,
+    /// What the chunks before the last say: the answer when known, else an empty one.
+    opening: Answer,
+    /// The part not sent yet (it may be the last).
+    pending: Option<Value>,
+    /// Each call being streamed: its position, id, name and arguments so far.
+    calls: Vec<(u32, String, String, String)>,
+}
+
+impl StreamRenderer {
+    /// A renderer for one answer; `known` is the answer when it is known before its stream.
+    pub fn new(identity: &Identity, known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            identity: identity.clone(),
+            opening: known.cloned().unwrap_or_else(Answer::empty),
+            pending: None,
+            calls: Vec::new(),
         }
     }
-    if parts.is_empty() {
-        parts.push(json!({"text": ""}));
+
+    /// The part this delta completes, if any.
+    fn part_of(&mut self, event: &Event) -> Option<Value> {
+        match event {
+            Event::TextDelta { delta } if !delta.is_empty() => Some(json!({"text": delta})),
+            Event::ThinkingDelta { delta } if !delta.is_empty() => {
+                Some(json!({"text": delta, "thought": true}))
+            }
+            Event::ToolcallStart { index, id, name } => {
+                self.calls
+                    .push((*index, id.clone(), name.clone(), String::new()));
+                None
+            }
+            Event::ToolcallDelta { index, delta } => {
+                if let Some(call) = self.calls.iter_mut().find(|call| call.0 == *index) {
+                    call.3.push_str(delta);
+                }
+                None
+            }
+            Event::ToolcallEnd { index } => self
+                .calls
+                .iter()
+                .find(|call| call.0 == *index)
+                .map(|call| call_part(&call.1, &call.2, &call.3)),
+            _ => None,
+        }
     }
-    let count = parts.len();
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(position, part)| chunk(identity, answer, vec![part], position + 1 == count))
-        .collect()
+
+    /// The chunk one delta lets go: the part before it, now known not to be the last.
+    fn chunks_of(&mut self, event: &Event) -> Vec<Value> {
+        let Some(part) = self.part_of(event) else {
+            return Vec::new();
+        };
+        let before = self.pending.replace(part);
+        before
+            .map(|part| chunk(&self.identity, &self.opening, vec![part], false))
+            .into_iter()
+            .collect()
+    }
+
+    /// The last chunk, with the finish reason (an empty text part when nothing came).
+    fn closing(&mut self, answer: &Answer) -> Vec<Value> {
+        let part = self.pending.take().unwrap_or_else(|| json!({"text": ""}));
+        vec![chunk(&self.identity, answer, vec![part], true)]
+    }
+}
+
+impl RenderStream for StreamRenderer {
+    fn start(&mut self) -> Vec<StreamPiece> {
+        Vec::new()
+    }
+
+    fn event(&mut self, event: &Event) -> Vec<StreamPiece> {
+        self.chunks_of(event)
+            .into_iter()
+            .map(StreamPiece::Chunk)
+            .collect()
+    }
+
+    fn finish(&mut self, answer: &Answer) -> Vec<StreamPiece> {
+        self.closing(answer)
+            .into_iter()
+            .map(StreamPiece::Chunk)
+            .collect()
+    }
+
+    /// The part held back, then Gemini's error body as the stream's last chunk.
+    fn fail(&mut self, status: u16, message: &str, _body: &Value) -> Vec<StreamPiece> {
+        let held = self
+            .pending
+            .take()
+            .map(|part| chunk(&self.identity, &self.opening, vec![part], false));
+        held.into_iter()
+            .chain([error_body(status, message)])
+            .map(StreamPiece::Chunk)
+            .collect()
+    }
 }
 
 /// Gemini's `status` for an HTTP status code (google.rpc.Code's names).

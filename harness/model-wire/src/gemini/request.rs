@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::conversation::{self, Message, data_url, image_url};
+use crate::reading::{arguments, as_content, text_of, tool_message};
 
 /// A function call part's payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,4 +329,107 @@ fn contents(conversation: &[Message]) -> Vec<Content> {
         }
     }
     out
+}
+
+/// A field in either of the spellings the Gemini API accepts (`functionCall`, `function_call`).
+fn either<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    value.get(camel).or_else(|| value.get(snake))
+}
+
+/// A Gemini `functionResponse`'s `response` as the tool message's content (see [`read_conversation`]).
+fn gemini_result(response: Option<&Value>) -> Value {
+    match response {
+        Some(Value::Object(fields)) if fields.len() == 1 => {
+            match fields.get("result").or_else(|| fields.get("output")) {
+                Some(inner) => as_content(inner),
+                None => as_content(&Value::Object(fields.clone())),
+            }
+        }
+        Some(other) => as_content(other),
+        None => json!(""),
+    }
+}
+
+/// Reads the Gemini API's `contents` (`systemInstruction` is not a
+/// content, and is left out). A `model` content's `text` parts are the AI message's content
+/// (`thought` parts left out), its `functionCall` parts its tool calls (`args` the arguments,
+/// the `id` when sent, else one numbered in order); a `user` content's `functionResponse`
+/// parts are `tool` messages, in order before the rest of its parts: the content is `X` when
+/// the `response` is `{"result": X}` or `{"output": X}` (what `google-genai`'s automatic
+/// function calling and LangChain send; a string as it is, any other value its canonical JSON),
+/// else the canonical JSON of the whole `response`; the name is the part's, and the call id
+/// its `id`, else that of the earliest unanswered call of that name. Either spelling of the
+/// fields (camelCase, snake_case) is read, as the API accepts both.
+pub fn read_conversation(contents: &[Value]) -> Vec<Value> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    // Calls not answered yet, oldest first: (id, name).
+    let mut open_calls: Vec<(String, String)> = Vec::new();
+    let mut next_id = 0usize;
+    let mut converted = Vec::with_capacity(contents.len());
+    for content in contents {
+        let role = content
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("user");
+        let parts = content
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if role == "model" {
+            let mut text = String::new();
+            let mut calls = Vec::new();
+            for part in &parts {
+                if let Some(call) = either(part, "functionCall", "function_call") {
+                    let name = text_of(call.get("name"));
+                    let id = match call.get("id").and_then(Value::as_str) {
+                        Some(id) if !id.is_empty() => id.to_owned(),
+                        _ => {
+                            next_id += 1;
+                            format!("gemini_call_{next_id}")
+                        }
+                    };
+                    names.insert(id.clone(), name.clone());
+                    open_calls.push((id.clone(), name.clone()));
+                    if let Some(args) = arguments(call.get("args")) {
+                        calls.push(json!({"name": name, "args": args, "id": id}));
+                    }
+                } else if part.get("thought").and_then(Value::as_bool) != Some(true) {
+                    text.push_str(&text_of(part.get("text")));
+                }
+            }
+            converted.push(json!({"type": "ai", "content": text, "tool_calls": calls}));
+            continue;
+        }
+        let mut rest = Vec::new();
+        for part in parts {
+            let Some(response) = either(&part, "functionResponse", "function_response") else {
+                rest.push(match part.get("text") {
+                    Some(text) => json!({"type": "text", "text": text}),
+                    None => part.clone(),
+                });
+                continue;
+            };
+            let name = text_of(response.get("name"));
+            let id = match response.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => id.to_owned(),
+                _ => open_calls
+                    .iter()
+                    .find(|(_, called)| *called == name)
+                    .map(|(id, _)| id.clone())
+                    .unwrap_or_default(),
+            };
+            open_calls.retain(|(open, _)| *open != id);
+            names.entry(id.clone()).or_insert(name);
+            converted.push(tool_message(
+                gemini_result(response.get("response")),
+                &id,
+                &names,
+            ));
+        }
+        if !rest.is_empty() {
+            converted.push(json!({"type": "human", "content": rest}));
+        }
+    }
+    converted
 }

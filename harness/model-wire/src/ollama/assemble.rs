@@ -46,6 +46,12 @@ impl StreamAssembler {
         self.done_reason.is_some()
     }
 
+    /// What the stream has said of its answer so far: the model every line names, and the usage
+    /// (only the last line carries counts), which a live relay's renderer opens with.
+    pub fn so_far(&self) -> (Option<String>, Option<Value>) {
+        (self.assembled.model.clone(), self.usage.clone())
+    }
+
     /// One NDJSON line.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<Event>, WireError> {
         let line: Value = serde_json::from_str(data).map_err(|err| WireError::ChunkNotJson {

@@ -11,7 +11,13 @@
 //! - `render.rs`: the renderer: an [`Answer`](crate::chat_completions::Answer) as one chat
 //!   answer ([`response`]) or as the stream's lines, from the recorded deltas ([`stream_lines`]:
 //!   a line per text or reasoning fragment and per call, as Ollama sends them), either as
-//!   `/api/generate` writes it ([`generate_line`]), and Ollama's error body (`{"error"}`).
+//!   `/api/generate` writes it ([`generate_line`]), and Ollama's error body (`{"error"}`);
+//!   [`StreamRenderer`] is the wire's streaming renderer
+//!   ([`Wire::stream_renderer`](crate::Wire::stream_renderer)).
+//! - `request.rs`: a request's conversation as the replay key reads it ([`read_conversation`],
+//!   [`read_prompt`] for `/api/generate`).
+//! - `fault.rs`: Ollama's faults (`{"error": "..."}` with the status, and the same object as a
+//!   stream's last line).
 //!
 //! Ollama sends each tool call whole (its `arguments` an object, no call id), so a call gets
 //! [`fill_call_id`](crate::chat_completions::fill_call_id)'s deterministic id. The finish reason
@@ -20,13 +26,17 @@
 //! `prompt_eval_count` and `eval_count`.
 
 mod assemble;
+mod fault;
 mod render;
+mod request;
 
 #[cfg(test)]
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
-pub use render::{error_body, generate_line, response, stream_lines};
+pub use fault::{status_error, stream_error};
+pub use render::{StreamRenderer, error_body, generate_line, response, stream_lines};
+pub use request::{read_conversation, read_prompt};
 
 /// The `ollama` Python client's exception class for any HTTP failure (`ResponseError`, which
 /// carries the status).

@@ -1,7 +1,8 @@
 //! The Ollama renderer: an answer as one `/api/chat` answer ([`response`]), as the stream's
 //! NDJSON lines rendered from the recorded deltas ([`stream_lines`]: a line per text or
 //! reasoning fragment, a line per call once its arguments are complete, then the `done` line
-//! with the reason and the counts, as Ollama sends them), any of them as `/api/generate`
+//! with the reason and the counts, as Ollama sends them; [`StreamRenderer`], one step at a time,
+//! is what every stream at the wire goes through), any of them as `/api/generate`
 //! writes it ([`generate_line`]), and Ollama's error body ([`error_body`]), so that
 //! [`StreamAssembler`](super::StreamAssembler), the `ollama` client and LangChain's
 //! `ChatOllama` read back the same answer.
@@ -10,6 +11,7 @@ use chrono::{DateTime, SecondsFormat};
 use serde_json::{Map, Value, json};
 
 use crate::chat_completions::{Answer, Event, Identity};
+use crate::stream::{RenderStream, StreamPiece};
 
 use super::done_reason;
 
@@ -90,8 +92,8 @@ pub fn response(identity: &Identity, answer: &Answer) -> Value {
 }
 
 /// The lines of an answer streamed with `events` (the recorded deltas, in order; when they are
-/// empty the answer's own [`Answer::events`]): a line per reasoning or text fragment, a line
-/// per call once its arguments are complete, then the `done` line.
+/// empty the answer's own [`Answer::events`]), whole, as `/api/chat` streams them:
+/// [`StreamRenderer`] over every step.
 pub fn stream_lines(identity: &Identity, answer: &Answer, events: &[Event]) -> Vec<Value> {
     let own;
     let events = if events.is_empty() {
@@ -100,40 +102,120 @@ pub fn stream_lines(identity: &Identity, answer: &Answer, events: &[Event]) -> V
     } else {
         events
     };
-    let mut lines = Vec::new();
-    let mut calls: Vec<(u32, String, String)> = Vec::new();
-    let mut ended = 0;
+    let mut renderer = StreamRenderer::chat(identity, Some(answer));
+    let mut pieces = renderer.start();
     for event in events {
+        pieces.extend(renderer.event(event));
+    }
+    pieces.extend(renderer.finish(answer));
+    pieces
+        .into_iter()
+        .filter_map(|piece| match piece {
+            StreamPiece::Line(line) => Some(line),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Ollama's streaming renderer ([`RenderStream`]), at `/api/chat` or `/api/generate`: a line
+/// per reasoning or text fragment, a line per call once its arguments are complete (Ollama
+/// sends each call whole), then the `done` line with the reason and the counts; a failure is
+/// one `{"error"}` line. No opening and no end marker: the `done` line is the end.
+pub struct StreamRenderer {
+    identity: Identity,
+    /// What the lines before the last say (their model): the answer when known, else an empty
+    /// one (the requested model).
+    opening: Answer,
+    /// `/api/generate`'s lines (`response`, no calls) rather than `/api/chat`'s.
+    generate: bool,
+    /// Each call being streamed: its index, name and arguments so far.
+    calls: Vec<(u32, String, String)>,
+    /// How many calls have been sent (Ollama's `function.index`).
+    ended: usize,
+}
+
+impl StreamRenderer {
+    /// The renderer of `/api/chat`'s stream; `known` is the answer when known before its stream.
+    pub fn chat(identity: &Identity, known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            identity: identity.clone(),
+            opening: known.cloned().unwrap_or_else(Answer::empty),
+            generate: false,
+            calls: Vec::new(),
+            ended: 0,
+        }
+    }
+
+    /// The renderer of `/api/generate`'s stream: the chat lines as generate writes them
+    /// ([`generate_line`]).
+    pub fn generate(identity: &Identity, known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            generate: true,
+            ..StreamRenderer::chat(identity, known)
+        }
+    }
+
+    fn piece(&self, chat: Value) -> StreamPiece {
+        StreamPiece::Line(if self.generate {
+            generate_line(&chat)
+        } else {
+            chat
+        })
+    }
+
+    fn fragment(&self, message: Map<String, Value>) -> Vec<StreamPiece> {
+        vec![self.piece(line(&self.identity, &self.opening, message, false))]
+    }
+}
+
+impl RenderStream for StreamRenderer {
+    fn start(&mut self) -> Vec<StreamPiece> {
+        Vec::new()
+    }
+
+    fn event(&mut self, event: &Event) -> Vec<StreamPiece> {
         match event {
-            Event::TextDelta { delta } if !delta.is_empty() => {
-                lines.push(line(identity, answer, message(delta), false));
-            }
+            Event::TextDelta { delta } if !delta.is_empty() => self.fragment(message(delta)),
             Event::ThinkingDelta { delta } if !delta.is_empty() => {
                 let mut fragment = message("");
                 fragment.insert("thinking".into(), json!(delta));
-                lines.push(line(identity, answer, fragment, false));
+                self.fragment(fragment)
             }
             Event::ToolcallStart { index, name, .. } => {
-                calls.push((*index, name.clone(), String::new()));
+                self.calls.push((*index, name.clone(), String::new()));
+                Vec::new()
             }
             Event::ToolcallDelta { index, delta } => {
-                if let Some(call) = calls.iter_mut().find(|call| call.0 == *index) {
+                if let Some(call) = self.calls.iter_mut().find(|call| call.0 == *index) {
                     call.2.push_str(delta);
                 }
+                Vec::new()
             }
             Event::ToolcallEnd { index } => {
-                if let Some((_, name, arguments)) = calls.iter().find(|call| call.0 == *index) {
-                    let mut fragment = message("");
-                    fragment.insert("tool_calls".into(), json!([call(ended, name, arguments)]));
-                    lines.push(line(identity, answer, fragment, false));
-                    ended += 1;
-                }
+                let Some((_, name, arguments)) = self.calls.iter().find(|call| call.0 == *index)
+                else {
+                    return Vec::new();
+                };
+                let mut fragment = message("");
+                fragment.insert(
+                    "tool_calls".into(),
+                    json!([call(self.ended, name, arguments)]),
+                );
+                self.ended += 1;
+                self.fragment(fragment)
             }
-            _ => {}
+            _ => Vec::new(),
         }
     }
-    lines.push(line(identity, answer, message(""), true));
-    lines
+
+    fn finish(&mut self, answer: &Answer) -> Vec<StreamPiece> {
+        vec![self.piece(line(&self.identity, answer, message(""), true))]
+    }
+
+    /// Ollama's error line, `{"error": message}`, ends the stream.
+    fn fail(&mut self, _status: u16, message: &str, _body: &Value) -> Vec<StreamPiece> {
+        vec![StreamPiece::Line(error_body(message))]
+    }
 }
 
 /// A `/api/chat` line (or whole answer) as `/api/generate` writes it: the message's `content`

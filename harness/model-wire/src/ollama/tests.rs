@@ -152,3 +152,62 @@ fn the_renderer_keeps_the_recorded_deltas_and_reads_back() {
         ("Hello", "Hm.")
     );
 }
+
+/// An Ollama tool result names its call by `tool_call_id` (LangChain), by `tool_name` (the
+/// `ollama` client), or by neither (the earliest unanswered call).
+#[test]
+fn an_ollama_tool_result_answers_the_call_it_names() {
+    let calls = json!({"role": "assistant", "tool_calls": [
+        {"function": {"name": "ls", "arguments": {}}},
+        {"id": "c2", "function": {"name": "cat", "arguments": {"path": "a"}}}]});
+    let cases = [
+        (
+            json!({"role": "tool", "content": "x", "tool_call_id": "c2"}),
+            "c2",
+            "cat",
+        ),
+        (
+            json!({"role": "tool", "content": "x", "tool_name": "cat"}),
+            "c2",
+            "cat",
+        ),
+        (
+            json!({"role": "tool", "content": "x"}),
+            "ollama_call_1",
+            "ls",
+        ),
+    ];
+    for (result, id, name) in cases {
+        let messages = read_conversation(&[calls.clone(), result.clone()]);
+        assert_eq!(messages[1]["tool_call_id"], id, "{result}");
+        assert_eq!(messages[1]["name"], name, "{result}");
+    }
+}
+
+/// Ollama's faults: a refusal is `{"error": "..."}` with the status (and `retry-after` when a
+/// wait is given), a failure inside a stream is one `{"error"}` line, which the reader takes
+/// as the provider's failure.
+#[test]
+fn a_fault_is_ollama_s_error_object_as_a_body_or_a_last_line() {
+    for (status, retry_after) in [(429, Some(2)), (503, None), (500, None)] {
+        let refused = status_error(status, retry_after);
+        assert_eq!(refused.status, status);
+        let message = refused.body["error"].as_str().expect("an error string");
+        assert!(message.contains("replayed by keyless"), "{message}");
+        assert_eq!(refused.body.as_object().map(|body| body.len()), Some(1));
+        let header = retry_after.map(|secs| ("retry-after", secs.to_string()));
+        assert_eq!(refused.headers, header.into_iter().collect::<Vec<_>>());
+    }
+    let crate::InStreamError::Line(line) = stream_error() else {
+        panic!("an NDJSON line");
+    };
+    let mut assembler = StreamAssembler::new();
+    assembler
+        .push_data(&json!({"message": {"content": "Hi"}, "done": false}).to_string())
+        .expect("a good line");
+    let failed = assembler.push_data(&line.to_string()).unwrap_err();
+    assert!(
+        failed.to_string().contains("replayed by keyless"),
+        "{failed}"
+    );
+}

@@ -215,6 +215,13 @@ impl StreamAssembler {
         Ok(events)
     }
 
+    /// What the stream has said of its answer so far: the model `response.created` named, and
+    /// the usage once a response carried it (a live relay's opening says them before the answer
+    /// is over).
+    pub fn so_far(&self) -> (Option<String>, Option<Value>) {
+        (self.assembled.model.clone(), self.assembled.usage.clone())
+    }
+
     /// The answer, once the stream has ended.
     pub fn finish(self) -> Result<Assembled, WireError> {
         if !self.ended {

@@ -19,6 +19,7 @@
 //! stream.
 
 mod assemble;
+mod fault;
 mod render;
 mod request;
 
@@ -26,5 +27,8 @@ mod request;
 mod tests;
 
 pub use assemble::{StreamAssembler, parse_response};
-pub use render::{SseEvent, error_event, response, stream_events};
-pub use request::{Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role};
+pub use fault::stream_error;
+pub use render::{SseEvent, StreamRenderer, error_event, response, stream_events};
+pub use request::{
+    Content, FunctionTool, InputItem, Part, PartParam, ResponsesRequest, Role, read_conversation,
+};

@@ -1,12 +1,14 @@
 //! Writing an answer at the Responses wire: one response object ([`response`]) and the stream's
 //! events ([`stream_events`]: `response.created`, `response.in_progress`, per output item
 //! `response.output_item.added`, its part and delta events and `response.output_item.done`,
-//! then `response.completed` with the whole response), numbered by `sequence_number`, so that
+//! then `response.completed` with the whole response), numbered by `sequence_number`, whole or
+//! one recorded step at a time ([`StreamRenderer`]), so that
 //! [`StreamAssembler`](super::StreamAssembler) and the `openai` SDK read back the same answer.
 
 use serde_json::{Value, json};
 
 use crate::chat_completions::{Answer, Event, Identity};
+use crate::stream::{RenderStream, StreamPiece};
 
 /// One server-sent event: its `event:` name and its `data:` payload.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +141,7 @@ pub fn response(identity: &Identity, answer: &Answer) -> Value {
 }
 
 /// The stream of an answer streamed with `events` (the shared events in order; when they are
-/// empty, the answer's own [`Answer::events`]).
+/// empty, the answer's own [`Answer::events`]), whole: [`StreamRenderer`] over every step.
 pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> Vec<SseEvent> {
     let own;
     let events = if events.is_empty() {
@@ -148,38 +150,102 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
     } else {
         events
     };
-    let mut out: Vec<SseEvent> = Vec::new();
-    let push = |out: &mut Vec<SseEvent>, name: &'static str, mut data: Value| {
-        data["type"] = json!(name);
-        data["sequence_number"] = json!(out.len());
-        out.push(SseEvent { name, data });
-    };
-    let created = envelope(identity, answer, "in_progress", Vec::new());
-    push(&mut out, "response.created", json!({"response": created}));
-    push(
-        &mut out,
-        "response.in_progress",
-        json!({"response": created}),
-    );
-    let mut output_index = 0usize;
-    let mut done_items: Vec<Value> = Vec::new();
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    // Each call's output index and arguments so far, by its position.
-    let mut calls: Vec<(usize, String, String, String)> = Vec::new();
-    let message_id = format!("msg_{}", identity.id);
-    let reasoning_id = format!("rs_{}", identity.id);
+    let mut renderer = StreamRenderer::new(identity, Some(answer));
+    let mut out = renderer.opening();
     for event in events {
+        out.extend(renderer.events_of(event));
+    }
+    out.extend(renderer.closing(answer));
+    out
+}
+
+/// One call being streamed: its output index, id, name and arguments so far.
+#[derive(Debug, Clone, Default)]
+struct StreamedCall {
+    output_index: usize,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The Responses wire's streaming renderer ([`RenderStream`]): `response.created`, then
+/// `response.in_progress` before the first item, each item's events as its deltas come, and
+/// `response.completed` (or `response.incomplete`) with the whole response; every event
+/// numbered by `sequence_number`.
+#[derive(Debug)]
+pub struct StreamRenderer {
+    identity: Identity,
+    /// What the opening envelope says: the answer when known, else an empty one.
+    opening: Answer,
+    sequence: usize,
+    in_progress: bool,
+    output_index: usize,
+    done_items: Vec<Value>,
+    text: String,
+    reasoning: String,
+    /// Each call, by its position.
+    calls: Vec<StreamedCall>,
+}
+
+impl StreamRenderer {
+    /// A renderer for one answer; `known` is the answer when it is known before its stream
+    /// (its model and `incomplete_details` go in the opening envelope).
+    pub fn new(identity: &Identity, known: Option<&Answer>) -> StreamRenderer {
+        StreamRenderer {
+            identity: identity.clone(),
+            opening: known.cloned().unwrap_or_else(Answer::empty),
+            sequence: 0,
+            in_progress: false,
+            output_index: 0,
+            done_items: Vec::new(),
+            text: String::new(),
+            reasoning: String::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, out: &mut Vec<SseEvent>, name: &'static str, mut data: Value) {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        out.push(SseEvent { name, data });
+    }
+
+    /// `response.created`.
+    fn opening(&mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        let created = envelope(&self.identity, &self.opening, "in_progress", Vec::new());
+        self.push(&mut out, "response.created", json!({"response": created}));
+        out
+    }
+
+    /// `response.in_progress`, once, before anything the answer holds.
+    fn in_progress(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.in_progress {
+            self.in_progress = true;
+            let created = envelope(&self.identity, &self.opening, "in_progress", Vec::new());
+            self.push(out, "response.in_progress", json!({"response": created}));
+        }
+    }
+
+    /// The events of one delta.
+    fn events_of(&mut self, event: &Event) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        self.in_progress(&mut out);
+        let identity = self.identity.clone();
+        let message_id = format!("msg_{}", identity.id);
+        let reasoning_id = format!("rs_{}", identity.id);
+        let output_index = self.output_index;
         match event {
             Event::ThinkingStart => {
-                reasoning.clear();
-                push(
+                self.reasoning.clear();
+                self.push(
                     &mut out,
                     "response.output_item.added",
                     json!({"output_index": output_index,
                     "item": {"id": reasoning_id, "type": "reasoning", "summary": []}}),
                 );
-                push(
+                self.push(
                     &mut out,
                     "response.reasoning_summary_part.added",
                     json!({"item_id": reasoning_id,
@@ -188,8 +254,8 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 );
             }
             Event::ThinkingDelta { delta } => {
-                reasoning.push_str(delta);
-                push(
+                self.reasoning.push_str(delta);
+                self.push(
                     &mut out,
                     "response.reasoning_summary_text.delta",
                     json!({"item_id": reasoning_id,
@@ -197,37 +263,38 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 );
             }
             Event::ThinkingEnd => {
+                let reasoning = self.reasoning.clone();
                 let part = json!({"type": "summary_text", "text": reasoning});
-                push(
+                self.push(
                     &mut out,
                     "response.reasoning_summary_text.done",
                     json!({"item_id": reasoning_id,
                     "output_index": output_index, "summary_index": 0, "text": reasoning}),
                 );
-                push(
+                self.push(
                     &mut out,
                     "response.reasoning_summary_part.done",
                     json!({"item_id": reasoning_id,
                     "output_index": output_index, "summary_index": 0, "part": part}),
                 );
                 let item = json!({"id": reasoning_id, "type": "reasoning", "summary": [part]});
-                push(
+                self.push(
                     &mut out,
                     "response.output_item.done",
                     json!({"output_index": output_index, "item": item}),
                 );
-                done_items.push(item);
-                output_index += 1;
+                self.done_items.push(item);
+                self.output_index += 1;
             }
             Event::TextStart => {
-                text.clear();
-                push(
+                self.text.clear();
+                self.push(
                     &mut out,
                     "response.output_item.added",
                     json!({"output_index": output_index,
-                    "item": message_item(identity, "", "in_progress")}),
+                    "item": message_item(&identity, "", "in_progress")}),
                 );
-                push(
+                self.push(
                     &mut out,
                     "response.content_part.added",
                     json!({"item_id": message_id,
@@ -236,8 +303,8 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 );
             }
             Event::TextDelta { delta } => {
-                text.push_str(delta);
-                push(
+                self.text.push_str(delta);
+                self.push(
                     &mut out,
                     "response.output_text.delta",
                     json!({"item_id": message_id,
@@ -246,52 +313,55 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 );
             }
             Event::TextEnd => {
-                push(
+                let text = self.text.clone();
+                self.push(
                     &mut out,
                     "response.output_text.done",
                     json!({"item_id": message_id,
                     "output_index": output_index, "content_index": 0, "text": text,
                     "logprobs": []}),
                 );
-                push(
+                self.push(
                     &mut out,
                     "response.content_part.done",
                     json!({"item_id": message_id,
                     "output_index": output_index, "content_index": 0,
                     "part": {"type": "output_text", "text": text, "annotations": []}}),
                 );
-                let item = message_item(identity, &text, "completed");
-                push(
+                let item = message_item(&identity, &text, "completed");
+                self.push(
                     &mut out,
                     "response.output_item.done",
                     json!({"output_index": output_index, "item": item}),
                 );
-                done_items.push(item);
-                output_index += 1;
+                self.done_items.push(item);
+                self.output_index += 1;
             }
             Event::ToolcallStart { index, id, name } => {
                 let position = *index as usize;
-                if calls.len() <= position {
-                    calls.resize(
-                        position + 1,
-                        (0, String::new(), String::new(), String::new()),
-                    );
+                if self.calls.len() <= position {
+                    self.calls.resize(position + 1, StreamedCall::default());
                 }
-                calls[position] = (output_index, id.clone(), name.clone(), String::new());
-                output_index += 1;
-                push(
+                self.calls[position] = StreamedCall {
+                    output_index,
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                };
+                self.output_index += 1;
+                self.push(
                     &mut out,
                     "response.output_item.added",
-                    json!({"output_index": calls[position].0,
-                    "item": call_item(identity, position, id, name, "", "in_progress")}),
+                    json!({"output_index": output_index,
+                    "item": call_item(&identity, position, id, name, "", "in_progress")}),
                 );
             }
             Event::ToolcallDelta { index, delta } => {
-                if let Some(call) = calls.get_mut(*index as usize) {
-                    call.3.push_str(delta);
+                if let Some(call) = self.calls.get_mut(*index as usize) {
+                    call.arguments.push_str(delta);
                     let item_id = format!("fc_{}_{index}", identity.id);
-                    let at = call.0;
-                    push(
+                    let at = call.output_index;
+                    self.push(
                         &mut out,
                         "response.function_call_arguments.delta",
                         json!({"item_id": item_id, "output_index": at, "delta": delta}),
@@ -299,37 +369,79 @@ pub fn stream_events(identity: &Identity, answer: &Answer, events: &[Event]) -> 
                 }
             }
             Event::ToolcallEnd { index } => {
-                if let Some((at, id, name, arguments)) = calls.get(*index as usize).cloned() {
+                if let Some(call) = self.calls.get(*index as usize).cloned() {
                     let position = *index as usize;
                     let item_id = format!("fc_{}_{position}", identity.id);
-                    push(
+                    let at = call.output_index;
+                    self.push(
                         &mut out,
                         "response.function_call_arguments.done",
-                        json!({"item_id": item_id, "output_index": at, "arguments": arguments}),
+                        json!({"item_id": item_id, "output_index": at, "arguments": call.arguments}),
                     );
-                    let item = call_item(identity, position, &id, &name, &arguments, "completed");
-                    push(
+                    let item = call_item(
+                        &identity,
+                        position,
+                        &call.id,
+                        &call.name,
+                        &call.arguments,
+                        "completed",
+                    );
+                    self.push(
                         &mut out,
                         "response.output_item.done",
                         json!({"output_index": at, "item": item}),
                     );
-                    done_items.push(item);
+                    self.done_items.push(item);
                 }
             }
         }
+        out
     }
-    let status = final_status(answer);
-    let name = if status == "incomplete" {
-        "response.incomplete"
-    } else {
-        "response.completed"
-    };
-    push(
-        &mut out,
-        name,
-        json!({"response": envelope(identity, answer, status, done_items)}),
-    );
-    out
+
+    /// `response.completed` (or `response.incomplete`) with the whole response.
+    fn closing(&mut self, answer: &Answer) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        self.in_progress(&mut out);
+        let status = final_status(answer);
+        let name = if status == "incomplete" {
+            "response.incomplete"
+        } else {
+            "response.completed"
+        };
+        let done_items = std::mem::take(&mut self.done_items);
+        let response = envelope(&self.identity, answer, status, done_items);
+        self.push(&mut out, name, json!({"response": response}));
+        out
+    }
+}
+
+fn sse(events: Vec<SseEvent>) -> Vec<StreamPiece> {
+    events
+        .iter()
+        .map(|event| StreamPiece::Sse(event.frame()))
+        .collect()
+}
+
+impl RenderStream for StreamRenderer {
+    fn start(&mut self) -> Vec<StreamPiece> {
+        sse(self.opening())
+    }
+
+    fn event(&mut self, event: &Event) -> Vec<StreamPiece> {
+        sse(self.events_of(event))
+    }
+
+    fn finish(&mut self, answer: &Answer) -> Vec<StreamPiece> {
+        sse(self.closing(answer))
+    }
+
+    /// The stream's `error` event, numbered after what came before it.
+    fn fail(&mut self, _status: u16, message: &str, _body: &Value) -> Vec<StreamPiece> {
+        let mut error = error_event(message, Some("server_error"));
+        error["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        vec![StreamPiece::Sse(format!("event: error\ndata: {error}\n\n"))]
+    }
 }
 
 /// A stream's `error` event payload (without its `sequence_number`, which the caller knows).

@@ -15,10 +15,13 @@
 //! Settings the caller passes (`temperature`, `max_output_tokens`, `reasoning`, …) go into
 //! [`ResponsesRequest::extra`].
 
+use std::collections::HashMap;
+
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::conversation::{Message, Tool, image_url};
+use crate::reading::{arguments, text_of, tool_message};
 
 /// The role of a `message` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -233,4 +236,84 @@ fn items(message: &Message) -> Vec<InputItem> {
             items
         }
     }
+}
+
+/// The text of a Responses message item's `content`: a string, or its parts' `text`
+/// concatenated.
+fn responses_text(content: Option<&Value>) -> Value {
+    match content {
+        Some(Value::Array(parts)) => json!(
+            parts
+                .iter()
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect::<String>()
+        ),
+        Some(Value::String(text)) => json!(text),
+        _ => json!(""),
+    }
+}
+
+/// Reads the Responses API's `input` (a string is one user message;
+/// `instructions` is not an input item). Message items by role (`system`/`developer` left out),
+/// their `input_text`/`output_text` parts the content; `function_call` items are tool calls of
+/// the assistant message they follow (a new, empty one when none does), `call_id` the id and
+/// `arguments` JSON text; `function_call_output` items are `tool` messages, the name recovered
+/// by `call_id`; `reasoning` items are left out.
+pub fn read_conversation(input: &Value) -> Vec<Value> {
+    let items = match input {
+        Value::String(text) => return vec![json!({"type": "human", "content": text})],
+        Value::Array(items) => items,
+        _ => return Vec::new(),
+    };
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut converted: Vec<Value> = Vec::with_capacity(items.len());
+    // Whether the last converted message is an assistant message that calls may join.
+    let mut open_ai = false;
+    for item in items {
+        let kind = item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
+        match kind {
+            "message" => {
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+                let content = responses_text(item.get("content"));
+                open_ai = false;
+                match role {
+                    "system" | "developer" => {}
+                    "user" => converted.push(json!({"type": "human", "content": content})),
+                    "assistant" => {
+                        converted.push(json!({"type": "ai", "content": content, "tool_calls": []}));
+                        open_ai = true;
+                    }
+                    _ => converted.push(item.clone()),
+                }
+            }
+            "function_call" => {
+                let id = text_of(item.get("call_id"));
+                let name = text_of(item.get("name"));
+                names.insert(id.clone(), name.clone());
+                if !open_ai {
+                    converted.push(json!({"type": "ai", "content": "", "tool_calls": []}));
+                    open_ai = true;
+                }
+                if let Some(args) = arguments(item.get("arguments"))
+                    && let Some(Value::Array(calls)) = converted
+                        .last_mut()
+                        .and_then(|message| message.get_mut("tool_calls"))
+                {
+                    calls.push(json!({"name": name, "args": args, "id": id}));
+                }
+            }
+            "function_call_output" => {
+                open_ai = false;
+                let id = text_of(item.get("call_id"));
+                let output = item.get("output").cloned().unwrap_or(json!(""));
+                converted.push(tool_message(output, &id, &names));
+            }
+            // `reasoning` items, and built-in tools' items.
+            _ => {}
+        }
+    }
+    converted
 }

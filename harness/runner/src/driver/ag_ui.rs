@@ -15,9 +15,10 @@ use replay_core::{
     DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
-use super::{
-    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
-};
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::RunRequest;
+use super::transcript::RunTranscript;
 
 /// AG-UI: one agent endpoint at the root, LF line ends only (as `@ag-ui/client` reads), its framing rule in `run_problem`.
 pub const PROTOCOL: Protocol = Protocol {
@@ -210,7 +211,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::driver::SseEvent;
+    use crate::driver::transcript::SseEvent;
 
     use replay_core::Framing;
 

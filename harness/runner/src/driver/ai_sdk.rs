@@ -33,10 +33,11 @@ use replay_core::{
     named_frame_shape,
 };
 
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::RunRequest;
 use super::schema_enums::{EnumViolation, SchemaEnums};
-use super::{
-    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
-};
+use super::transcript::RunTranscript;
 
 /// The AI SDK's UI message stream: routes at the root, a chat route (`/api/chat`), its header
 /// kept for the framing rule ([`run_problem`]).

@@ -10,10 +10,11 @@ use serde_json::{Map, Value, json};
 
 use replay_core::{Framing, FramingProblem, Scenario, UiMode};
 
-use super::{
-    Api, Begin, Dialect, DriverError, Exchange, HttpClient, Protocol, RunContext, RunRequest,
-    RunTranscript, StreamModes, create_thread, first_violation,
-};
+use super::api::{Api, StreamModes};
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::{Exchange, HttpClient, RunRequest, create_thread};
+use super::transcript::{RunTranscript, SseEvent};
 
 /// The prefix of DeerFlow's routes, as its frontend calls them.
 pub const BASE: &str = "/api";
@@ -40,7 +41,7 @@ const LAST: &str = "end";
 /// run that breaks it is named.
 fn framing(runs: &[RunTranscript], _model_error_recorded: bool) -> Framing {
     first_violation(runs, |transcript| {
-        let name = |event: Option<&super::SseEvent>| event.map(|event| event.event.clone());
+        let name = |event: Option<&SseEvent>| event.map(|event| event.event.clone());
         let first = name(transcript.events.first());
         let last = name(transcript.events.last());
         if first.as_deref() != Some(FIRST) {

@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 
 use replay_core::{Framing, FramingProblem, Scenario, Turn, first_chars};
 
-use super::{
-    Begin, Dialect, DriverError, HttpClient, Protocol, RunContext, RunRequest, RunTranscript,
-    StreamModes, create_thread, first_violation,
-};
+use super::api::StreamModes;
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::{HttpClient, RunRequest, create_thread};
+use super::transcript::RunTranscript;
 
 /// LangGraph's protocol: routes at the root, ready at `/ok`, runs below a thread, each run
 /// opened by `metadata` and closed by the body's end ([`framing`]).

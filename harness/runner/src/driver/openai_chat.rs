@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 use model_wire::chat_completions::{ChunkAssembler, Event, WireError};
 use replay_core::{DONE_MARKER, FrameData, FramingProblem, Scenario, Shape, first_chars};
 
-use super::{
-    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
-};
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::RunRequest;
+use super::transcript::RunTranscript;
 
 /// An OpenAI Chat Completions endpoint (`/v1/chat/completions`), its framing rule in `run_problem`.
 pub const PROTOCOL: Protocol = Protocol {
@@ -268,7 +269,7 @@ fn frame_name(data: &FrameData) -> String {
 mod tests {
     use super::super::{Api, StreamModes};
     use super::*;
-    use crate::driver::SseEvent;
+    use crate::driver::transcript::SseEvent;
 
     use replay_core::Framing;
 

@@ -19,10 +19,11 @@ use replay_core::{
     DeltaRule, FrameName, FramingProblem, Shape, delta_id, first_chars, named_frame_shape,
 };
 
+use super::dialect::{Begin, Dialect, Protocol, RunContext, first_violation};
+use super::error::DriverError;
+use super::http::RunRequest;
 use super::openai_chat::Resent;
-use super::{
-    Begin, Dialect, DriverError, Protocol, RunContext, RunRequest, RunTranscript, first_violation,
-};
+use super::transcript::RunTranscript;
 
 /// An OpenAI Responses endpoint (`/v1/responses`), its framing rule in `run_problem`.
 pub const PROTOCOL: Protocol = Protocol {
@@ -187,7 +188,7 @@ pub(super) fn run_problem(
 mod tests {
     use super::super::{Api, StreamModes};
     use super::*;
-    use crate::driver::SseEvent;
+    use crate::driver::transcript::SseEvent;
     use replay_core::Scenario;
 
     use replay_core::Framing;

@@ -13,7 +13,7 @@ use replay_core::{FrameData, Shape, frame_shape, web_frame_shapes};
 
 use crate::ignored::IgnoredEvents;
 
-use super::{Api, StreamModes};
+use super::api::{Api, StreamModes};
 
 /// One SSE event as the client parsed it, its data parsed once.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,17 +1,15 @@
-//! Answers in OpenAI's Chat Completions format, from what a fixture or a recording holds, through
-//! the shared codec (`model_wire::chat_completions`, the one the gateway's provider reads with).
+//! A recorded answer as the model server reads it, whichever wire serves it.
 //!
 //! The common currency is the recording's own event list, the core's `RecordedEvent`: `start`,
 //! the codec's deltas (`model_wire::Event`), `done` with the AI message (read into the codec's
 //! [`Answer`] by [`done_answer`] where it is rendered), `error` with the recorded failure (typed
 //! by [`failure`]). A recorded call's events are served as strict replay returns them and the
 //! recorder writes them, and a fixture's recorded AI message becomes such a list with
-//! [`events_from_message`] (its text as one delta, each tool call's arguments as one
-//! delta). [`ChunkRenderer`] turns events into `chat.completion.chunk`
-//! objects one by one, so a recording is streamed with the chunk boundaries it was recorded
-//! with; [`completion`] turns them into one `chat.completion`, with each tool call's arguments as
-//! the recording streamed them (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error
-//! object.
+//! [`events_from_message`] (its text as one delta, each tool call's arguments as one delta).
+//! A stream of them is rendered by the wire's streaming renderer (`render.rs`), so a recording
+//! is streamed with the chunk boundaries it was recorded with; [`whole_answer`] is the one
+//! answer they spell, with each tool call's arguments as the recording streamed them
+//! (`docs/recording-format.md` §8.2). [`error_body`] is OpenAI's error object.
 
 use model_wire::Event;
 use model_wire::chat_completions::{self, Answer, ErrorBody};
@@ -143,107 +141,17 @@ pub(crate) fn error_body(message: &str, error_type: &str, code: Option<&str>) ->
     ErrorBody::new(message, error_type, code).to_value()
 }
 
-/// Turns recording events into `chat.completion.chunk` objects, one event at a time.
-#[derive(Debug)]
-pub(crate) struct ChunkRenderer {
-    codec: chat_completions::ChunkRenderer,
-}
-
-/// What one event became on the stream.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Rendered {
-    /// `data:` payloads to send, in order.
-    Chunks(Vec<Value>),
-    /// The answer failed: for a failure the provider reported inside the stream, this error
-    /// payload is sent; the stream then ends (without `[DONE]`).
-    Failed(Option<Value>),
-}
-
-impl ChunkRenderer {
-    /// A renderer for one answer.
-    pub(crate) fn new(identity: AnswerId) -> ChunkRenderer {
-        ChunkRenderer {
-            codec: chat_completions::ChunkRenderer::new(identity),
-        }
-    }
-
-    /// The chunks of one event. `done` closes the answer with the finish reason and, when the
-    /// message has usage, a usage chunk; the caller then sends `[DONE]`.
-    pub(crate) fn render(&mut self, event: &RecordedEvent) -> Rendered {
-        let chunks = match event {
-            RecordedEvent::Start => vec![self.codec.start()],
-            RecordedEvent::Done { message } => {
-                let message = Value::Object(message.clone());
-                self.codec.finish(&Answer::from_ai_message(&message))
-            }
-            RecordedEvent::Error { .. } => {
-                let error = failure(event).filter(|error| error.in_stream);
-                return Rendered::Failed(error.map(|error| error.body()));
-            }
-            RecordedEvent::Delta(event) => self.codec.event(event).into_iter().collect(),
-        };
-        Rendered::Chunks(
-            chunks
-                .iter()
-                .map(chat_completions::Chunk::to_value)
-                .collect(),
-        )
-    }
-}
-
-/// A whole SSE body for a complete event list: every chunk as a `data:` line, then
-/// `data: [DONE]`; a failure ends it without the marker (after its error payload when the
-/// provider reported it inside the stream).
-pub(crate) fn sse_body(identity: AnswerId, events: &[RecordedEvent]) -> String {
-    let mut renderer = ChunkRenderer::new(identity);
-    let mut body = String::new();
-    for event in events {
-        match renderer.render(event) {
-            Rendered::Chunks(chunks) => {
-                for chunk in chunks {
-                    push_data(&mut body, &chunk);
-                }
-            }
-            Rendered::Failed(error) => {
-                if let Some(error) = error {
-                    push_data(&mut body, &error);
-                }
-                return body;
-            }
-        }
-    }
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// Appends one `data: <json>` frame.
-pub(crate) fn push_data(body: &mut String, payload: &Value) {
-    body.push_str("data: ");
-    body.push_str(&payload.to_string());
-    body.push_str("\n\n");
-}
-
-/// What a non-streaming call answers for an event list.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Completion {
-    /// A `chat.completion` body.
-    Message(Value),
-    /// The recorded failure.
-    Failed(WireError),
-}
-
-/// One `chat.completion` from an event list: the `done` message when there is one, else the
-/// message the deltas spell, with each tool call's arguments as the events streamed them; the
-/// first `error` event fails it.
-pub(crate) fn completion(identity: &AnswerId, events: &[RecordedEvent]) -> Completion {
+/// The one answer an event list spells: the `done` message when there is one, else the message
+/// the deltas spell, with each tool call's arguments as the events streamed them; the first
+/// `error` event is the answer's failure.
+pub(crate) fn whole_answer(events: &[RecordedEvent]) -> Result<Answer, WireError> {
     if let Some(error) = events.iter().find_map(failure) {
-        return Completion::Failed(error);
+        return Err(error);
     }
     let done = events.iter().find_map(done_answer);
-    let answer = done
+    Ok(done
         .unwrap_or_else(|| Answer::from_ai_message(&message_from_deltas(events)))
-        .with_streamed_arguments(&wire_events(events));
-    Completion::Message(chat_completions::completion(identity, &answer).to_value())
+        .with_streamed_arguments(&wire_events(events)))
 }
 
 /// The message the deltas of an unfinished event list spell (a call that ended without `done`).
@@ -286,6 +194,23 @@ mod tests {
             .collect()
     }
 
+    /// The `chat.completion` of an event list, or its failure.
+    fn completion(identity: &AnswerId, events: &[RecordedEvent]) -> Result<Value, WireError> {
+        whole_answer(events)
+            .map(|answer| model_wire::Wire::ChatCompletions.render_answer(identity, &answer))
+    }
+
+    /// The SSE body a Chat Completions replay streams for an event list.
+    fn sse_body(identity: AnswerId, events: &[RecordedEvent]) -> String {
+        use super::super::render::StreamOut;
+        use super::super::request::Framing;
+        let wire = model_wire::Wire::ChatCompletions;
+        let mut out = StreamOut::new(wire, &identity, None, Framing::Sse);
+        let mut body: Vec<u8> = events.iter().flat_map(|event| out.push(event)).collect();
+        body.extend(out.end(true));
+        String::from_utf8(body).expect("UTF-8")
+    }
+
     fn identity() -> AnswerId {
         AnswerId {
             id: "chatcmpl-replay-1".into(),
@@ -308,8 +233,7 @@ mod tests {
 
     #[test]
     fn a_recorded_message_becomes_one_completion() {
-        let Completion::Message(body) = completion(&identity(), &events_from_message(&recorded()))
-        else {
+        let Ok(body) = completion(&identity(), &events_from_message(&recorded())) else {
             panic!("a message")
         };
         assert_eq!(
@@ -344,7 +268,7 @@ mod tests {
             json!({"type": "done", "message": {"content": "", "type": "ai", "tool_calls": [
                 {"name": "ls", "args": {"a": 2, "b": 1}, "id": "c1", "type": "tool_call"}]}}),
         ];
-        let Completion::Message(body) = completion(&identity(), &typed(&events)) else {
+        let Ok(body) = completion(&identity(), &typed(&events)) else {
             panic!("a message")
         };
         let arguments = &body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
@@ -418,7 +342,7 @@ mod tests {
             ),
         ];
         for (event, (status, message, kind)) in cases {
-            let Completion::Failed(error) = completion(
+            let Err(error) = completion(
                 &identity(),
                 &typed(&[json!({"type": "start"}), event.clone()]),
             ) else {
@@ -460,7 +384,7 @@ mod tests {
             json!({"type": "text_delta", "delta": "par"}),
             json!({"type": "text_delta", "delta": "tial"}),
         ];
-        let Completion::Message(body) = completion(&identity(), &typed(&events)) else {
+        let Ok(body) = completion(&identity(), &typed(&events)) else {
             panic!("message")
         };
         assert_eq!(body["choices"][0]["message"]["content"], "partial");

@@ -13,7 +13,7 @@
 //! provider raises for it, never a good turn.
 
 use model_wire::StreamReader;
-use model_wire::chat_completions::{Assembled, Ending, Event, WireError, new_run_id};
+use model_wire::chat_completions::{Answer, Assembled, Ending, Event, WireError, new_run_id};
 use replay_core::recording::{DeltaHold, KnownSecrets, RecordedEvent};
 use serde_json::{Map, Value};
 
@@ -111,6 +111,13 @@ impl StreamRecorder {
             &self.reader.push_exception(exception_type, data),
         ));
         self.held(out)
+    }
+
+    /// What the upstream's stream has said of its answer so far (its model and usage), for the
+    /// opening of the stream the gateway gets while the answer is not over
+    /// ([`StreamReader::so_far`]).
+    pub(crate) fn so_far(&self) -> Answer {
+        self.reader.so_far()
     }
 
     /// True once the answer's last event (`data: [DONE]`, `message_stop`, `response.completed`,

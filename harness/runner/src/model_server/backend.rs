@@ -18,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{AnswerId, WireError};
 use super::client::ServerState;
+use super::exchanges::Exchanges;
 use super::problems::{Ledger, Problem};
 use super::reach::UpstreamReach;
-use super::request::WireRequest;
+use super::request::{Wire, WireRequest};
 use super::shared::{ModelServerError, ProblemHook, RESET_TOKEN_HEADER};
+use crate::boundary::Boundaries;
 use replay_core::recording::RecordedEvent;
 
 /// State shared by the handlers.
@@ -34,11 +36,18 @@ pub(super) struct Shared {
     /// No run is open (`{"between_runs": true}` until the next reset): every model call is
     /// refused and reported.
     pub(super) closed: AtomicBool,
-    /// The per-run secret `POST /_harness/reset` must carry ([`RESET_TOKEN_HEADER`]).
+    /// The per-run secret `POST /_keyless/reset` must carry ([`RESET_TOKEN_HEADER`]).
     pub(super) reset_token: String,
     /// Cancelled once a stop's grace has run out: work outside a connection (the recording
     /// proxy's pump) ends then too.
     pub(super) aborted: CancellationToken,
+    /// The fault scenarios, and the active one's counts (`faulted`).
+    pub(super) faults: super::faulted::Faults,
+    /// The other boundaries served on this server's routes (`[http.<name>]`, …).
+    pub(super) boundaries: Arc<Boundaries>,
+    /// The configured MCP servers and what serving them keeps between calls (sessions, the
+    /// stdio processes a recording started).
+    pub(super) mcp: Arc<crate::mcp::McpServers>,
 }
 
 impl Shared {
@@ -49,10 +58,11 @@ impl Shared {
         self.problems.lock().push(problem);
     }
 
-    pub(super) fn answer_id(&self, model: &str) -> AnswerId {
+    /// The identity of the next answer at `wire`, numbered across the server's answers.
+    pub(super) fn answer_id(&self, wire: Wire, model: &str) -> AnswerId {
         let number = self.answers.fetch_add(1, Ordering::Relaxed) + 1;
         AnswerId {
-            id: format!("chatcmpl-replay-{number}"),
+            id: wire.replay_answer_id(number),
             model: model.to_owned(),
             created: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -88,6 +98,14 @@ pub(super) struct Call<'a> {
 pub(super) enum Answered {
     /// A complete answer: a fixture's turn or a recorded call, as events.
     Events(Vec<RecordedEvent>),
+    /// A fixture's recorded turn (its index), as events: a fault scenario counts it and may
+    /// give it back.
+    Served {
+        /// The turn's index in the fixture.
+        turn: usize,
+        /// Its answer as events.
+        events: Vec<RecordedEvent>,
+    },
     /// A failure recorded for this call, answered as the provider answered it.
     Failure(WireError),
     /// The call could not be answered (a miss, an ambiguity, a mismatch, a recording that
@@ -116,7 +134,7 @@ pub struct RecordedFixture {
     pub reach: UpstreamReach,
 }
 
-/// Why a backend refused `POST /_harness/reset`.
+/// Why a backend refused `POST /_keyless/reset`.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ResetRefused {
     /// The body named a fixture that is not loaded.
@@ -161,7 +179,7 @@ pub(super) struct ResetDone {
 /// One thing the model server can serve.
 #[async_trait::async_trait]
 pub(super) trait Backend: Send + Sync + std::fmt::Debug {
-    /// Its name in `GET /_harness/state`: `fixture`, `recording` or `record`.
+    /// Its name in `GET /_keyless/state`: `fixture`, `recording` or `record`.
     fn mode(&self) -> &'static str;
 
     /// Answers one call.
@@ -179,6 +197,18 @@ pub(super) trait Backend: Send + Sync + std::fmt::Debug {
     /// Fixture replay: the active fixture's name and its turns nobody has asked for yet.
     fn active_fixture(&self) -> Option<(String, Vec<usize>)> {
         None
+    }
+
+    /// Fixture replay: turn `turn` was served to a call a fault refused or broke; the next
+    /// call with its key is served it again.
+    fn give_back(&self, turn: usize) {
+        let _ = turn;
+    }
+
+    /// What the other boundaries' routes (HTTP, MCP) reach in this mode: the active fixture's
+    /// exchanges, or the recorder.
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Unserved(self.mode())
     }
 
     /// Ends it once the server has stopped: the recording proxy builds its fixture.

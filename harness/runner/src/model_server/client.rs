@@ -1,4 +1,4 @@
-//! The driver's side of a model server's `/_harness/*` routes: start a fresh replay of a named
+//! The driver's side of a model server's `/_keyless/*` routes: start a fresh replay of a named
 //! fixture, then read what the model side saw.
 
 use serde::{Deserialize, Serialize};
@@ -6,9 +6,9 @@ use serde_json::json;
 
 use super::problems::Problem;
 use super::shared::RESET_TOKEN_HEADER;
-use replay_core::ModelProblem;
+use replay_core::{ModelProblem, UnusedExchange, protocol};
 
-/// A model server's state, as `GET /_harness/state` reports it.
+/// A model server's state, as `GET /_keyless/state` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerState {
     /// `fixture`, `recording` or `record`.
@@ -25,6 +25,12 @@ pub struct ServerState {
     pub recorded_calls: Option<usize>,
     /// Every problem since the start or the last reset.
     pub(crate) problems: Vec<Problem>,
+    /// The active fault scenario's faults and how often each fired (none outside one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<super::faulted::FaultFired>,
+    /// Fixture replay: the active fixture's recorded exchanges nobody asked for yet.
+    #[serde(default)]
+    pub(crate) unused_exchanges: Vec<UnusedExchange>,
 }
 
 /// Why a model server could not be reached or refused a request.
@@ -50,7 +56,7 @@ pub enum ClientError {
     },
 }
 
-/// What `POST /_harness/reset` answered.
+/// What `POST /_keyless/reset` answered.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct ResetReply {
     /// How many problems the reset cleared that no driver had read: they happened since the
@@ -162,32 +168,32 @@ impl ModelServerClient {
         response.json().await.map_err(http)
     }
 
-    /// Starts a fresh replay (`POST /_harness/reset`): of the fixture named `fixture` (its file
+    /// Starts a fresh replay (`POST /_keyless/reset`): of the fixture named `fixture` (its file
     /// name without `.json`) in fixture mode, of the recording from its first call in recording
     /// mode. Clears the problem ledger, and returns what it cleared that nobody had read (the
     /// caller counts those as problems of the run it starts). Needs the reset token
     /// ([`ModelServerClient::with_reset_token`]); without it the server refuses (403).
     pub async fn reset(&self, fixture: Option<&str>) -> Result<ResetReply, ClientError> {
-        let url = format!("{}/_harness/reset", self.root);
+        let url = format!("{}{}", self.root, protocol::RESET_ROUTE.name);
         let route = format!("POST {url}");
         let request = self.owned(self.http.post(&url).json(&json!({"fixture": fixture})));
         self.send(request, route).await
     }
 
-    /// Ends the run (`POST /_harness/reset` with `{"between_runs": true}`): until the next
+    /// Ends the run (`POST /_keyless/reset` with `{"between_runs": true}`): until the next
     /// [`ModelServerClient::reset`], every model call is refused and kept as a
     /// `call_between_runs` problem, which that reset hands back. Returns what it cleared that
     /// nobody had read.
     pub async fn end_run(&self) -> Result<ResetReply, ClientError> {
-        let url = format!("{}/_harness/reset", self.root);
+        let url = format!("{}{}", self.root, protocol::RESET_ROUTE.name);
         let route = format!("POST {url}");
         let request = self.owned(self.http.post(&url).json(&json!({"between_runs": true})));
         self.send(request, route).await
     }
 
-    /// `GET /_harness/state`.
+    /// `GET /_keyless/state`.
     pub async fn state(&self) -> Result<ServerState, ClientError> {
-        let url = format!("{}/_harness/state", self.root);
+        let url = format!("{}{}", self.root, protocol::STATE_ROUTE.name);
         self.send(self.owned(self.http.get(&url)), format!("GET {url}"))
             .await
     }
@@ -201,9 +207,9 @@ impl ModelServerClient {
         }
     }
 
-    /// `GET /_harness/misses`: every problem since the start or the last reset.
+    /// `GET /_keyless/misses`: every problem since the start or the last reset.
     pub async fn problems(&self) -> Result<Vec<Problem>, ClientError> {
-        let url = format!("{}/_harness/misses", self.root);
+        let url = format!("{}{}", self.root, protocol::MISSES_ROUTE.name);
         self.send(self.owned(self.http.get(&url)), format!("GET {url}"))
             .await
     }

@@ -13,11 +13,12 @@ use axum::http::StatusCode;
 use parking_lot::Mutex;
 
 use replay_core::{Answer, LoadedFixture, LookupError, ReplayEngine, ReplayObserver};
-use replay_core::{FixtureError, Miss, name_free_key};
+use replay_core::{ExchangeReplay, FixtureError, Miss, name_free_key};
 
 use super::answer::{events_from_error, events_from_message};
 use super::backend::{Answered, Backend, Call, ResetDone, ResetRefused};
 use super::client::ServerState;
+use super::exchanges::Exchanges;
 use super::problems::Problem;
 use super::request::WireRequest;
 use super::shared::{CALLER_HEADER, ModelServerError};
@@ -30,11 +31,31 @@ struct Named {
     loaded: LoadedFixture,
 }
 
-/// The active fixture and the engine replaying it.
+/// The active fixture, the engine replaying its turns and the replay of its other boundaries'
+/// exchanges (both made afresh at every reset, so their ledgers are the run's).
 #[derive(Debug)]
 struct Active {
     index: usize,
     engine: Arc<ReplayEngine>,
+    exchanges: Arc<ExchangeReplay>,
+}
+
+impl Active {
+    /// The replay of `loaded`, the fixture at `index`, from its start.
+    fn of(
+        index: usize,
+        loaded: &LoadedFixture,
+        observer: Option<&Arc<dyn ReplayObserver>>,
+    ) -> Active {
+        Active {
+            index,
+            engine: engine_for(loaded, observer),
+            exchanges: Arc::new(ExchangeReplay::new(
+                loaded.path(),
+                loaded.fixture().exchanges.clone(),
+            )),
+        }
+    }
 }
 
 /// Fixture replay.
@@ -61,7 +82,8 @@ impl FixtureReplay {
         paths: Vec<PathBuf>,
         observer: Option<Arc<dyn ReplayObserver>>,
     ) -> Result<FixtureReplay, ModelServerError> {
-        let loading = paths.into_iter().map(|path| LoadedFixture::load(&path));
+        let loading = (paths.into_iter())
+            .map(|path| crate::faults::load_fixture_or_scenario(&path).map(|(loaded, _)| loaded));
         FixtureReplay::from_loading(loading, observer)
     }
 
@@ -87,10 +109,10 @@ impl FixtureReplay {
         let Some(first) = named.first() else {
             return Err(ModelServerError::NoFixture);
         };
-        let engine = engine_for(&first.loaded, observer.as_ref());
+        let active = Active::of(0, &first.loaded, observer.as_ref());
         Ok(FixtureReplay {
             fixtures: named,
-            active: Mutex::new(Active { index: 0, engine }),
+            active: Mutex::new(active),
             observer,
         })
     }
@@ -155,10 +177,13 @@ impl Backend for FixtureReplay {
             engine.lookup_at_wire_without_names(caller, &request.messages)
         };
         match looked_up {
-            Ok(served) => Answered::Events(match &served.answer {
-                Answer::Output(output) => events_from_message(output),
-                Answer::Error(recorded) => events_from_error(recorded),
-            }),
+            Ok(served) => Answered::Served {
+                turn: served.turn_index,
+                events: match &served.answer {
+                    Answer::Output(output) => events_from_message(output),
+                    Answer::Error(recorded) => events_from_error(recorded),
+                },
+            },
             Err(error) => {
                 // The server's bounded ledger is the one record of what went wrong: the engine's
                 // own ledgers (unbounded, for an in-process run) would keep every miss of a
@@ -192,6 +217,8 @@ impl Backend for FixtureReplay {
             unused_turns: active.engine.unused_turns(),
             recorded_calls: None,
             problems,
+            faults: Vec::new(),
+            unused_exchanges: active.exchanges.unused(),
         }
     }
 
@@ -208,14 +235,21 @@ impl Backend for FixtureReplay {
                 })?,
         };
         let selected = &self.fixtures[index];
-        let engine = engine_for(&selected.loaded, self.observer.as_ref());
-        *self.active.lock() = Active { index, engine };
+        *self.active.lock() = Active::of(index, &selected.loaded, self.observer.as_ref());
         Ok(ResetDone {
             mode: self.mode(),
             fixture: Some(selected.stem.clone()),
             turns: Some(selected.loaded.fixture().turns.len()),
             calls: None,
         })
+    }
+
+    fn give_back(&self, turn: usize) {
+        self.active.lock().engine.give_back(turn);
+    }
+
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Replay(self.active.lock().exchanges.clone())
     }
 
     fn active_fixture(&self) -> Option<(String, Vec<usize>)> {

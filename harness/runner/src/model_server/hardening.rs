@@ -60,7 +60,7 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
     .await;
     assert!(miss.starts_with("HTTP/1.1 400"), "{miss}");
     // Read by someone without the token (the gateway), the miss is still unread for the owner.
-    for path in ["/_harness/misses", "/_harness/state"] {
+    for path in ["/_keyless/misses", "/_keyless/state"] {
         let request =
             format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\n\r\n");
         let read = raw(&server, request.as_bytes(), Duration::from_secs(5)).await;
@@ -72,7 +72,7 @@ async fn finding_3_only_the_token_holder_resets_and_what_it_discards_fails_the_r
     for extra in ["", wrong.as_str(), almost.as_str()] {
         let answer = raw(
             &server,
-            &post(port, "/_harness/reset", extra, "{}"),
+            &post(port, "/_keyless/reset", extra, "{}"),
             Duration::from_secs(5),
         )
         .await;
@@ -199,7 +199,7 @@ async fn finding_8_a_web_page_neither_replays_nor_resets() {
         ),
         // Even with the token, a page's reset is refused.
         (
-            "/_harness/reset",
+            "/_keyless/reset",
             format!("host: 127.0.0.1:{port}\r\norigin: http://evil.example\r\n{token}"),
             "{}",
             false,
@@ -946,7 +946,7 @@ async fn finding_9_a_call_between_runs_is_refused_and_handed_back_by_the_next_re
     let both = r#"{"between_runs": true, "fixture": "write_read_file.flash"}"#;
     let refused = raw(
         &server,
-        &post(port, "/_harness/reset", &token, both),
+        &post(port, "/_keyless/reset", &token, both),
         Duration::from_secs(5),
     )
     .await;

@@ -15,7 +15,7 @@
 //!   tool-call deltas; a miss answers an OpenAI error whose message is the miss diagnostic, and
 //!   so does a request without the header whose key holds several different answers (an
 //!   ambiguity, never a pick). Several fixtures may be loaded (each once, shared with the runner:
-//!   [`Mode::LoadedFixtures`]); one is active at a time, chosen with `POST /_harness/reset`;
+//!   [`Mode::LoadedFixtures`]); one is active at a time, chosen with `POST /_keyless/reset`;
 //! - **strict recording replay** (`strict`): a recording made by this server in record mode,
 //!   served call by call with the existing strict replay (each request compared field by field
 //!   in its wire's own terms; Chat Completions chunks as recorded);
@@ -25,8 +25,8 @@
 //!
 //! Routes (`Route`, the one list of what is served): `POST /v1/chat/completions` (also
 //! `/chat/completions`), `POST /v1/messages` and `POST /v1/responses` (Anthropic's Messages and
-//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_harness/misses`
-//! (every [`Problem`] so far, as JSON), `GET /_harness/state` and `POST /_harness/reset`
+//! OpenAI's Responses API: `wires`), `GET /v1/models`, `GET /health`, and the driver's `GET /_keyless/misses`
+//! (every [`Problem`] so far, as JSON), `GET /_keyless/state` and `POST /_keyless/reset`
 //! (`{"fixture": "<stem>"}` selects a fixture; either way the replay starts afresh and the problem
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many;
 //! `{"between_runs": true}` ends the run instead: until the next reset every model call is
@@ -43,10 +43,15 @@ mod assemble;
 mod backend;
 mod client;
 mod discovery;
+mod exchanges;
+mod faulted;
 mod fixtures;
+mod http;
+mod mcp_route;
 mod problems;
 mod reach;
 mod record;
+mod render;
 mod request;
 mod routes;
 mod serve;
@@ -65,7 +70,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -74,6 +79,7 @@ use tokio_util::sync::CancellationToken;
 
 use replay_core::{LoadedFixture, ReplayObserver};
 
+use crate::boundary::Boundaries;
 use backend::{Backend, ResetDone, Shared, holds_reset_token};
 use request::Wire;
 use routes::Route;
@@ -83,6 +89,7 @@ use wires::{serve, unserved_response};
 
 pub use backend::RecordedFixture;
 pub use client::{ClientError, ModelServerClient, ResetReply, ServerState};
+pub use faulted::FaultFired;
 use problems::Ledger;
 pub use problems::Problem;
 pub use reach::{Unreached, UpstreamReach};
@@ -114,6 +121,8 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::Misses => get(misses),
         Route::State => get(state),
         Route::Reset => post(reset),
+        Route::HttpBoundary | Route::HttpBoundaryRoot => any(http::serve),
+        Route::McpBoundary => any(mcp_route::serve),
     }
 }
 
@@ -142,6 +151,12 @@ pub struct ServerOptions {
     /// Fixture replay: told of every turn served, every miss and every ambiguity the moment the
     /// engine decides it, whichever fixture is active (`keyless serve --replay-log`).
     pub observer: Option<Arc<dyn ReplayObserver>>,
+    /// Fault scenarios (issue 42), each under its name (`<scenario>.<mode>@<fault-name>`, the
+    /// name a driver selects it by): while it is the active fixture, its faults apply.
+    pub faults: Vec<(String, crate::faults::FaultPlan)>,
+    /// The other boundaries this server records and replays on its own port
+    /// (`/_keyless/http/<name>`, …), as `keyless.toml` configures them.
+    pub boundaries: Arc<Boundaries>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -150,6 +165,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("port", &self.port)
             .field("on_problem", &self.on_problem.is_some())
             .field("observer", &self.observer.is_some())
+            .field("faults", &self.faults)
+            .field("boundaries", &self.boundaries)
             .finish()
     }
 }
@@ -216,7 +233,12 @@ impl ModelServer {
             closed: AtomicBool::new(false),
             reset_token: new_reset_token(),
             aborted: CancellationToken::new(),
+            faults: faulted::Faults::new(options.faults),
+            mcp: Arc::new(mcp_route::servers(&options.boundaries)),
+            boundaries: options.boundaries,
         });
+        let first = shared.backend.active_fixture().map(|(name, _)| name);
+        shared.faults.select(first.as_deref());
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .map_err(|source| ModelServerError::Listen {
@@ -232,6 +254,9 @@ impl ModelServer {
         let mut router = Router::new();
         for route in Route::ALL {
             router = router.route(route.method_and_path().1, handler(route));
+            for alias in route.aliases() {
+                router = router.route(alias, handler(route));
+            }
         }
         let router = router
             .fallback(unserved)
@@ -266,7 +291,7 @@ impl ModelServer {
         format!("{}/v1", self.url())
     }
 
-    /// The secret `POST /_harness/reset` must carry in [`RESET_TOKEN_HEADER`], made at random
+    /// The secret `POST /_keyless/reset` must carry in [`RESET_TOKEN_HEADER`], made at random
     /// when the server started. Hand it only to the driver, never to the gateway.
     pub fn reset_token(&self) -> &str {
         &self.shared.reset_token
@@ -293,6 +318,7 @@ impl ModelServer {
     /// recorded.
     pub async fn stop(mut self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.stop.cancel();
+        self.shared.faults.stop();
         if let Some(task) = self.task.take()
             && let Err(err) = task.await
         {
@@ -366,12 +392,15 @@ async fn misses(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
 }
 
 async fn state(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let problems = problems_for(&shared, &headers);
-    let state = shared.backend.state(problems);
+    let mut problems = problems_for(&shared, &headers);
+    let (faults, never_fired) = shared.faults.report();
+    problems.extend(never_fired);
+    let mut state = shared.backend.state(problems);
+    state.faults = faults;
     Json(state).into_response()
 }
 
-/// The body of `POST /_harness/reset`: empty, `{"fixture": "<name>"}` or `{"between_runs":
+/// The body of `POST /_keyless/reset`: empty, `{"fixture": "<name>"}` or `{"between_runs":
 /// true}` (other keys ignored).
 #[derive(Debug, Default, Deserialize)]
 struct ResetRequest {
@@ -401,7 +430,7 @@ impl ResetRequest {
     }
 }
 
-/// What `POST /_harness/reset` answers (the driver reads it as [`ResetReply`]): what the backend
+/// What `POST /_keyless/reset` answers (the driver reads it as [`ResetReply`]): what the backend
 /// selected, and the problems the reset discarded that no driver had read, when there were any.
 #[derive(Debug, Serialize)]
 struct ResetReplyBody {
@@ -420,7 +449,7 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         return (
             StatusCode::FORBIDDEN,
             Json(json!({"error": format!(
-                "POST /_harness/reset needs the server's reset token in the {RESET_TOKEN_HEADER} \
+                "POST /_keyless/reset needs the server's reset token in the {RESET_TOKEN_HEADER} \
                  header: only the process that owns the run may start a fresh replay (keyless \
                  model-server prints the token at start and writes it to --reset-token-file)"
             )})),
@@ -448,6 +477,10 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     if between_runs {
         shared.closed.store(true, Ordering::SeqCst);
     }
+    // Between runs no fault scenario is active: its counts were the run's that just ended.
+    shared
+        .faults
+        .select(selected.fixture.as_deref().filter(|_| !between_runs));
     let discarded = shared.problems.lock().clear();
     if !between_runs {
         shared.closed.store(false, Ordering::SeqCst);
@@ -460,7 +493,7 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     };
     if discarded.count > 0 {
         let warning = format!(
-            "the reset discarded {} problem(s) no driver had read (GET /_harness/misses \
+            "the reset discarded {} problem(s) no driver had read (GET /_keyless/misses \
              reads them)",
             discarded.count
         );
@@ -474,3 +507,5 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
 
 #[cfg(test)]
 mod hardening;
+#[cfg(test)]
+mod http_served;

@@ -1,5 +1,5 @@
 //! What went wrong on the model side of a replay, as the model server reports it: printed the
-//! moment it happens, kept in a ledger, and served as JSON on `GET /_harness/misses` so a driver
+//! moment it happens, kept in a ledger, and served as JSON on `GET /_keyless/misses` so a driver
 //! in any language can assert there was none.
 //!
 //! Every problem serialises as an object with a `kind` and a `message` (the full, human-readable
@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use replay_core::{Ambiguity, Miss, ModelProblemKind};
+use replay_core::{Ambiguity, ExchangeMiss, Miss, ModelProblemKind};
 use serde::{Deserialize, Serialize};
 
 /// How many problems the ledger keeps in full; later ones are counted by kind only.
@@ -132,13 +132,22 @@ pub enum Problem {
         /// The limit, in bytes.
         limit: usize,
     },
-    /// A model call that arrived while no run was open (`POST /_harness/reset` with
+    /// A model call that arrived while no run was open (`POST /_keyless/reset` with
     /// `{"between_runs": true}`, until the next reset): under `--reuse-gateway`, a call the last
     /// run's gateway made after that run ended. It was refused, so it is neither answered from
     /// the fixture that ran last nor credited to the next.
     CallBetweenRuns {
         /// The call and why it was refused.
         message: String,
+    },
+    /// Fixture replay: a call at another boundary (an HTTP API, an MCP server) that no recorded
+    /// exchange answered (`docs/replay-and-fixtures.md` §12.1).
+    ExchangeMiss {
+        /// The miss's diagnostic: the boundary, the call, the nearest exchange, the first
+        /// differing field.
+        message: String,
+        /// The miss itself.
+        miss: Box<ExchangeMiss>,
     },
     /// The ledger's bound was reached: these problems happened but are not kept in full.
     Overflow {
@@ -149,6 +158,12 @@ pub enum Problem {
         /// Those problems, counted by kind.
         by_kind: BTreeMap<String, usize>,
     },
+    /// A fault scenario's fault matched no call of the run: the gateway took another path than
+    /// the one under test.
+    FaultNotFired {
+        /// Which fault, and what the run did instead.
+        message: String,
+    },
 }
 
 impl Problem {
@@ -157,6 +172,10 @@ impl Problem {
         let max = MAX_PROBLEM_BYTES;
         match &mut self {
             Problem::Miss { message, miss } => {
+                *message = cut_middle(message, max);
+                miss.cut_to(max);
+            }
+            Problem::ExchangeMiss { message, miss } => {
                 *message = cut_middle(message, max);
                 miss.cut_to(max);
             }
@@ -175,6 +194,7 @@ impl Problem {
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
             | Problem::CallBetweenRuns { message }
+            | Problem::FaultNotFired { message }
             | Problem::Overflow { message, .. } => *message = cut_middle(message, max),
         }
         self
@@ -183,6 +203,14 @@ impl Problem {
     /// A miss.
     pub(crate) fn miss(miss: Miss) -> Problem {
         Problem::Miss {
+            message: miss.to_string(),
+            miss: Box::new(miss),
+        }
+    }
+
+    /// A call at another boundary no recorded exchange answered.
+    pub(crate) fn exchange_miss(miss: ExchangeMiss) -> Problem {
+        Problem::ExchangeMiss {
             message: miss.to_string(),
             miss: Box::new(miss),
         }
@@ -210,6 +238,8 @@ impl Problem {
             Problem::BodyTooLarge { .. } => ModelProblemKind::BodyTooLarge,
             Problem::RecordingLimit { .. } => ModelProblemKind::RecordingLimit,
             Problem::CallBetweenRuns { .. } => ModelProblemKind::CallBetweenRuns,
+            Problem::FaultNotFired { .. } => ModelProblemKind::FaultNotFired,
+            Problem::ExchangeMiss { .. } => ModelProblemKind::ExchangeMiss,
             Problem::Overflow { .. } => ModelProblemKind::Overflow,
         }
     }
@@ -228,6 +258,8 @@ impl Problem {
             | Problem::BodyTooLarge { message, .. }
             | Problem::RecordingLimit { message }
             | Problem::CallBetweenRuns { message }
+            | Problem::FaultNotFired { message }
+            | Problem::ExchangeMiss { message, .. }
             | Problem::Overflow { message, .. } => message,
         }
     }

@@ -32,11 +32,11 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
-use axum::response::Response;
+
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use model_wire::KeyHeader;
-use model_wire::chat_completions::error_message;
+use model_wire::chat_completions::{Answer, Identity};
 use parking_lot::Mutex;
 use replay_core::recording::{
     CallWriter, EventError, KnownSecrets, Outcome, RecordedCall, RecordedEvent, RecordingSink,
@@ -50,17 +50,19 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use transport::LineTooLong;
 
-use super::answer::{self, ChunkRenderer, Rendered, WireError, push_data};
+use super::answer::{self, WireError};
 use super::assemble::{StreamRecorder, events_from_completion};
 use super::backend::Shared;
 use super::backend::{Answered, Backend, Call, RecordedFixture, ResetDone, ResetRefused};
 use super::client::ServerState;
+use super::exchanges::{ExchangeRecorder, Exchanges};
 use super::problems::Problem;
 use super::reach::{ReachTally, with_causes};
+use super::render::{StreamOut, stream_response};
 use super::request::{Framing, Wire, WireRequest};
 use super::shared::ModelServerError;
-use super::wires::{sse_response, wire_error};
-use transport::eventstream::{CorruptFrame, Frame, FrameReader, event_frame, exception_frame};
+use super::wires::wire_error;
+use transport::eventstream::{CorruptFrame, Frame, FrameReader};
 
 /// What record mode needs.
 pub struct RecordConfig {
@@ -161,6 +163,8 @@ pub(super) struct Recorder {
     reach: ReachTally,
     /// The event names and fields the upstream's answers used (issue 43: `keyless drift`).
     stream: Arc<Mutex<StreamVocabulary>>,
+    /// Where the other boundaries' exchanges are written, through the same sink.
+    exchanges: Arc<ExchangeRecorder>,
 }
 
 /// What each written event goes through: the patterns and the proxy's own key in every
@@ -307,6 +311,12 @@ impl Recorder {
             .build()
             .map_err(|err| ModelServerError::Upstream(err.to_string()))?;
         let secrets = KnownSecrets::new([config.api_key.expose_secret()]);
+        // It remembers what it writes, so the fixture is built without reading it back.
+        let sink = RecordingSink::open_remembering(&config.recording)?;
+        let exchanges = Arc::new(ExchangeRecorder::new(
+            sink.clone(),
+            vec![config.api_key.clone()],
+        ));
         // A key typed into the prompt reaches no file either.
         let mut scenario = config.scenario;
         scenario.prompt = secrets.redact_text(&scenario.prompt);
@@ -317,8 +327,6 @@ impl Recorder {
             base: base.to_owned(),
             api_key: config.api_key,
             http,
-            // It remembers what it writes, so the fixture is built without reading it back.
-            sink: RecordingSink::open_remembering(&config.recording)?,
             scenario,
             aws: config.aws,
             calls: AtomicUsize::new(0),
@@ -331,6 +339,8 @@ impl Recorder {
             call_time_limit: config.limits.call_time_limit,
             reach: ReachTally::default(),
             stream: Arc::default(),
+            exchanges,
+            sink,
         })
     }
 
@@ -368,7 +378,9 @@ impl Recorder {
             ..self.scenario.clone()
         };
         let exchanges = self.sink.remembered_exchanges();
-        if let Some(exchange) = self.writing.secrets.first_in_exchanges(&exchanges) {
+        // The model's key and every key a boundary's request carried.
+        let secrets = self.exchanges.known_secrets();
+        if let Some(exchange) = secrets.first_in_exchanges(&exchanges) {
             let path = self.sink.path().to_path_buf();
             let removed = std::fs::remove_file(&path).is_ok();
             return Err(ModelServerError::SecretInExchange {
@@ -489,6 +501,8 @@ impl Backend for Recorder {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.calls()),
             problems,
+            faults: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
     }
 
@@ -498,6 +512,10 @@ impl Backend for Recorder {
 
     fn finish(&self) -> Result<Option<RecordedFixture>, ModelServerError> {
         self.build().map(Some)
+    }
+
+    fn exchanges(&self) -> Exchanges {
+        Exchanges::Record(self.exchanges.clone())
     }
 }
 
@@ -721,22 +739,14 @@ async fn proxy(
         return Answered::Events(written);
     }
     let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
-    let relay = match request.wire {
-        Wire::ChatCompletions => {
-            Relay::Chunks(ChunkRenderer::new(shared.answer_id(&request.model)))
-        }
-        Wire::AnthropicMessages | Wire::Responses => Relay::Frames,
-        Wire::Gemini => Relay::GeminiChunks {
-            framing: request.framing,
-            sent: false,
-        },
-        Wire::BedrockConverse => Relay::EventStream,
-        Wire::OllamaChat | Wire::OllamaGenerate => Relay::Lines,
-    };
+    // One relay rule at every wire: each written event through the wire's streaming renderer,
+    // as a replay of the recording will stream it, opened with what the upstream's opening said.
     let target = PumpTarget {
         sender: request.stream.then_some(sender),
-        relay,
-        secrets: recorder.writing.secrets.clone(),
+        wire: request.wire,
+        identity: shared.answer_id(request.wire, &request.model),
+        framing: request.framing,
+        out: None,
     };
     let source: Source = match request.wire {
         Wire::BedrockConverse => Box::pin(event_stream_source(upstream)),
@@ -769,20 +779,6 @@ async fn proxy(
             "recording_task",
         )),
     }
-}
-
-/// A streamed answer to the gateway, with its framing's content type.
-fn stream_response(framing: Framing, body: Body) -> Response {
-    let content_type = match framing {
-        Framing::Sse => return sse_response(body),
-        Framing::JsonArray => "application/json; charset=UTF-8",
-        Framing::AwsEventStream => model_wire::EVENT_STREAM_CONTENT_TYPE,
-        Framing::Ndjson => model_wire::NDJSON_CONTENT_TYPE,
-    };
-    Response::builder()
-        .header(axum::http::header::CONTENT_TYPE, content_type)
-        .body(body)
-        .unwrap_or_default()
 }
 
 /// One piece of an upstream's stream.
@@ -916,142 +912,57 @@ fn event_stream_source(
     })
 }
 
-/// How a pumped stream reaches the gateway.
-enum Relay {
-    /// Chat Completions: the written events rendered as chunks, so the recording's chunk
-    /// boundaries are the gateway's.
-    Chunks(ChunkRenderer),
-    /// Messages and Responses: each upstream SSE event as it came, its `data` redacted as the
-    /// recording is (these wires' renderers need the whole answer, so a live stream is passed
-    /// on, not rendered again).
-    Frames,
-    /// Gemini: each upstream chunk as it came (redacted), as an SSE `data:` frame or an element
-    /// of the JSON array, as the gateway asked; `sent` once the array has its first element.
-    GeminiChunks { framing: Framing, sent: bool },
-    /// Converse: each upstream message as it came (its payload redacted), framed again.
-    EventStream,
-    /// Ollama: each upstream NDJSON line as it came (redacted).
-    Lines,
-}
-
-/// Where a pumped stream's chunks go: the gateway's stream, or nowhere when it asked for one
-/// answer.
+/// Where a pumped stream's chunks go: the gateway's stream, rendered from the written events,
+/// or nowhere when it asked for one answer.
 struct PumpTarget {
     sender: Option<mpsc::Sender<Result<Bytes, std::io::Error>>>,
-    relay: Relay,
-    /// What the pieces passed on go through: the patterns and the proxy's own key in every
-    /// encoding (finding 6), as the recording's events do.
-    secrets: KnownSecrets,
-}
-
-/// A payload redacted as the recording is (text that is not JSON as text), the proxy's own key
-/// included.
-fn redacted(secrets: &KnownSecrets, data: &str) -> String {
-    serde_json::from_str::<Value>(data)
-        .map(|data| secrets.redact(&data).to_string())
-        .unwrap_or_else(|_| secrets.redact_text(data))
+    wire: Wire,
+    identity: Identity,
+    framing: Framing,
+    /// The written (redacted) events as the wire streams them, once the stream has opened.
+    out: Option<StreamOut>,
 }
 
 impl PumpTarget {
-    /// Sends what the gateway gets for one upstream piece (`frame`, at every wire but Chat
-    /// Completions) or one written event (at Chat Completions); false once the gateway has
-    /// gone. A failure the upstream reported inside its stream is passed on as its error chunk
-    /// (or exception message); any other failure (a cut-off or broken stream) ends the
-    /// gateway's stream with nothing more.
-    async fn deliver(&mut self, frame: Option<&Piece>, event: Option<&RecordedEvent>) -> bool {
-        let Some(sender) = &self.sender else {
-            return true;
-        };
-        let mut body: Vec<u8> = Vec::new();
-        match (&mut self.relay, frame, event) {
-            (Relay::Chunks(renderer), _, Some(event)) => {
-                let mut text = String::new();
-                match renderer.render(event) {
-                    Rendered::Chunks(chunks) => {
-                        for chunk in chunks {
-                            push_data(&mut text, &chunk);
-                        }
-                    }
-                    Rendered::Failed(Some(error)) => push_data(&mut text, &error),
-                    Rendered::Failed(None) => {}
-                }
-                body = text.into_bytes();
-            }
-            (Relay::Frames, Some(Piece::Sse(frame)), _) => {
-                body = format!(
-                    "event: {}\ndata: {}\n\n",
-                    self.secrets.redact_text(&frame.event),
-                    redacted(&self.secrets, &frame.data)
-                )
-                .into_bytes();
-            }
-            (Relay::GeminiChunks { framing, sent }, Some(Piece::Sse(frame)), _) => {
-                let data = redacted(&self.secrets, &frame.data);
-                body = match framing {
-                    Framing::JsonArray => {
-                        let separator = if *sent { ",\r\n" } else { "[" };
-                        *sent = true;
-                        format!("{separator}{data}")
-                    }
-                    Framing::Sse | Framing::AwsEventStream | Framing::Ndjson => {
-                        format!("data: {data}\r\n\r\n")
-                    }
-                }
-                .into_bytes();
-            }
-            (Relay::Lines, Some(Piece::Line(line)), _) => {
-                body = format!("{}\n", redacted(&self.secrets, line)).into_bytes();
-            }
-            (Relay::EventStream, Some(Piece::Frame(frame)), _) => {
-                body = match frame {
-                    Frame::Event {
-                        event_type,
-                        payload,
-                    } => {
-                        let payload =
-                            serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
-                                .unwrap_or(Value::Null);
-                        event_frame(event_type, &payload).to_vec()
-                    }
-                    Frame::Exception {
-                        exception_type,
-                        payload,
-                    } => {
-                        let payload =
-                            serde_json::from_str::<Value>(&redacted(&self.secrets, payload))
-                                .unwrap_or(Value::Null);
-                        let message = error_message(&payload).unwrap_or_default();
-                        exception_frame(exception_type, &message).to_vec()
-                    }
-                };
-            }
-            _ => {}
-        }
-        body.is_empty() || sender.send(Ok(Bytes::from(body))).await.is_ok()
+    /// Opens the gateway's stream, once, with what the upstream has said of its answer so far
+    /// (its model and usage: the opening of a Messages, Responses or Gemini stream carries them).
+    fn open(&mut self, so_far: impl FnOnce() -> Answer) -> &mut StreamOut {
+        let (wire, framing) = (self.wire, self.framing);
+        let identity = &self.identity;
+        self.out
+            .get_or_insert_with(|| StreamOut::new(wire, identity, Some(&so_far()), framing))
     }
 
-    /// Ends the gateway's stream: Chat Completions' with `[DONE]`, sent only when the upstream
-    /// sent it (`done_marker`); Gemini's JSON array with its `]`. The other wires' last event
-    /// came with the frames.
-    async fn close(&self, done_marker: bool) {
-        let Some(sender) = &self.sender else {
+    /// Sends what the gateway gets for one written event; false once the gateway has gone. A
+    /// failure the upstream reported inside its stream is passed on as the wire's error event;
+    /// any other failure (a cut-off or broken stream) ends the gateway's stream with nothing
+    /// more.
+    async fn deliver(&mut self, event: &RecordedEvent) -> bool {
+        if self.sender.is_none() {
+            return true;
+        }
+        // Opened before by what the upstream said; else (a failure before it said anything)
+        // with nothing known.
+        let body = self.open(Answer::empty).push(event);
+        self.send(body).await
+    }
+
+    /// Sends bytes to the gateway (nothing for none); false once the gateway has gone.
+    async fn send(&self, body: Vec<u8>) -> bool {
+        match &self.sender {
+            Some(sender) if !body.is_empty() => sender.send(Ok(Bytes::from(body))).await.is_ok(),
+            _ => true,
+        }
+    }
+
+    /// Ends the gateway's stream: the wire's end marker only when the upstream `ended` with its
+    /// own (Chat Completions' `[DONE]`), and what closes the framing (Gemini's JSON array).
+    async fn close(&mut self, ended: bool) {
+        if self.sender.is_none() {
             return;
-        };
-        let end: &'static [u8] = match &self.relay {
-            Relay::Chunks(_) if done_marker => b"data: [DONE]\n\n",
-            Relay::GeminiChunks {
-                framing: Framing::JsonArray,
-                sent,
-            } => {
-                if *sent {
-                    b"]"
-                } else {
-                    b"[]"
-                }
-            }
-            _ => return,
-        };
-        let _ = sender.send(Ok(Bytes::from_static(end))).await;
+        }
+        let end = self.open(Answer::empty).end(ended);
+        let _ = self.send(end).await;
     }
 
     /// Resolves when the gateway has stopped reading its stream (never when it asked for one
@@ -1096,50 +1007,49 @@ async fn pump(
         let Some(next) = next else {
             let event = time_limit_event(&shared, limit);
             if let Some(event) = write(&shared, writing, &mut call, &event) {
-                let _ = target.deliver(None, Some(&event)).await;
+                target.open(|| recorder.so_far());
+                let _ = target.deliver(&event).await;
                 written.push(event);
             }
             failed = true;
             break;
         };
-        let (piece, events) = match next {
+        let events = match next {
             None => break,
-            Some(Ok(piece)) => {
+            Some(Ok(piece)) => match &piece {
                 // Noted as the upstream sent it, before parsing keeps only what keyless knows.
-                let events = match &piece {
-                    Piece::Sse(frame) => {
-                        stream.lock().note(call_index, &frame.event, &frame.data);
-                        recorder.on_event(&frame.event, &frame.data)
-                    }
-                    Piece::Frame(Frame::Event {
-                        event_type,
-                        payload,
-                    }) => {
-                        stream.lock().note(call_index, event_type, payload);
-                        recorder.on_event(event_type, payload)
-                    }
-                    Piece::Frame(Frame::Exception {
-                        exception_type,
-                        payload,
-                    }) => {
-                        stream.lock().note(call_index, exception_type, payload);
-                        recorder.on_exception(exception_type, payload)
-                    }
-                    Piece::Line(line) => {
-                        stream.lock().note(call_index, "message", line);
-                        recorder.on_event("message", line)
-                    }
-                };
-                (Some(piece), events)
-            }
-            Some(Err(error)) => (None, vec![error]),
+                Piece::Sse(frame) => {
+                    stream.lock().note(call_index, &frame.event, &frame.data);
+                    recorder.on_event(&frame.event, &frame.data)
+                }
+                Piece::Frame(Frame::Event {
+                    event_type,
+                    payload,
+                }) => {
+                    stream.lock().note(call_index, event_type, payload);
+                    recorder.on_event(event_type, payload)
+                }
+                Piece::Frame(Frame::Exception {
+                    exception_type,
+                    payload,
+                }) => {
+                    stream.lock().note(call_index, exception_type, payload);
+                    recorder.on_exception(exception_type, payload)
+                }
+                Piece::Line(line) => {
+                    stream.lock().note(call_index, "message", line);
+                    recorder.on_event("message", line)
+                }
+            },
+            Some(Err(error)) => vec![error],
         };
+        target.open(|| recorder.so_far());
         for event in &events {
             let Some(event) = write(&shared, writing, &mut call, event) else {
                 continue;
             };
             failed = is_error(&event);
-            let delivered = target.deliver(None, Some(&event)).await;
+            let delivered = target.deliver(&event).await;
             written.push(event);
             if !delivered {
                 return written;
@@ -1148,21 +1058,17 @@ async fn pump(
                 break;
             }
         }
-        if let Some(piece) = &piece
-            && !target.deliver(Some(piece), None).await
-        {
-            return written;
-        }
     }
     let mut done_marker = false;
     if !failed {
         done_marker = recorder.done();
+        target.open(|| recorder.so_far());
         for event in recorder.finish() {
             let Some(event) = write(&shared, writing, &mut call, &event) else {
                 continue;
             };
             failed = is_error(&event);
-            let delivered = target.deliver(None, Some(&event)).await;
+            let delivered = target.deliver(&event).await;
             written.push(event);
             if !delivered {
                 return written;

@@ -1,18 +1,12 @@
-//! One request at one of the model server's wires ([`Wire`]) as the model server reads
+//! One request at one of the model server's five wires ([`Wire`]) as the model server reads
 //! it: the body, whether it streams and how ([`Framing`]; the Gemini and Converse wires name the
-//! model and the mode in the path, [`Target`]; Ollama streams unless `stream` is false), the
-//! conversation converted for the replay key (`replay_core::messages_from_chat_completions`,
-//! `messages_from_anthropic`, `messages_from_responses`, `messages_from_gemini`,
-//! `messages_from_converse`, `messages_from_ollama`, `messages_from_ollama_prompt`), and the view a
+//! model and the mode in the path, [`Target`]; Ollama streams unless `stream` is false), the conversation the replay key reads, as the
+//! wire reads it (`model_wire::Wire::conversation`), and the view a
 //! recording stores and strict replay compares, in the wire's own terms
 //! (`docs/recording-format.md` §17).
 
 use replay_core::recording::RecordedRequest;
-use replay_core::{
-    messages_from_anthropic, messages_from_chat_completions, messages_from_converse,
-    messages_from_gemini, messages_from_ollama, messages_from_ollama_prompt,
-    messages_from_responses, replay_key,
-};
+use replay_core::replay_key;
 use serde_json::{Map, Value, json};
 
 use replay_core::normalize;
@@ -33,12 +27,9 @@ pub(crate) enum BadBody {
     /// JSON, but not an object.
     #[error("the request body must be a JSON object")]
     NotAnObject,
-    /// No conversation under the wire's key; `what` names the key and what it must hold.
-    #[error("the request body has no {what}")]
-    NoConversation {
-        /// The key and its kind, e.g. `"messages" array`.
-        what: &'static str,
-    },
+    /// No conversation under the wire's key (the error names the key and what it must hold).
+    #[error(transparent)]
+    NoConversation(#[from] model_wire::NoConversation),
 }
 
 /// How a streamed answer is framed on the wire.
@@ -81,41 +72,6 @@ fn without_server_ids(wire: Wire, mut conversation: Value) -> Value {
     conversation
 }
 
-/// The conversation the replay key reads, at `wire`; the error names what is missing.
-fn conversation(wire: Wire, body: &Map<String, Value>) -> Result<Vec<Value>, BadBody> {
-    match (wire, body.get(wire.conversation_key())) {
-        (Wire::ChatCompletions, Some(Value::Array(messages))) => {
-            Ok(messages_from_chat_completions(messages))
-        }
-        (Wire::AnthropicMessages, Some(Value::Array(messages))) => {
-            Ok(messages_from_anthropic(messages))
-        }
-        (Wire::Responses, Some(input @ (Value::Array(_) | Value::String(_)))) => {
-            Ok(messages_from_responses(input))
-        }
-        (Wire::Gemini, Some(Value::Array(contents))) => Ok(messages_from_gemini(contents)),
-        (Wire::BedrockConverse, Some(Value::Array(messages))) => {
-            Ok(messages_from_converse(messages))
-        }
-        (Wire::OllamaChat, Some(Value::Array(messages))) => Ok(messages_from_ollama(messages)),
-        (Wire::OllamaGenerate, Some(Value::String(prompt))) => {
-            Ok(messages_from_ollama_prompt(prompt))
-        }
-        (Wire::OllamaGenerate, _) => Err(BadBody::NoConversation {
-            what: "\"prompt\" string",
-        }),
-        (Wire::Responses, _) => Err(BadBody::NoConversation {
-            what: "\"input\" (a string or a list of items)",
-        }),
-        (Wire::Gemini, _) => Err(BadBody::NoConversation {
-            what: "\"contents\" array",
-        }),
-        _ => Err(BadBody::NoConversation {
-            what: "\"messages\" array",
-        }),
-    }
-}
-
 /// A parsed request.
 #[derive(Debug, Clone)]
 pub(crate) struct WireRequest {
@@ -140,7 +96,7 @@ impl WireRequest {
         let Value::Object(body) = body else {
             return Err(BadBody::NotAnObject);
         };
-        let messages = conversation(wire, &body)?;
+        let messages = wire.conversation(&body)?;
         // Ollama streams unless told not to; the other wires answer whole unless told to stream.
         let ollama = matches!(wire, Wire::OllamaChat | Wire::OllamaGenerate);
         Ok(WireRequest {
@@ -323,6 +279,22 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_responses_request_is_recorded_without_the_item_ids_a_server_assigned() {
+        let call =
+            json!({"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"});
+        let mut sent = call.clone();
+        sent["id"] = json!("fc_from_the_provider_123");
+        let body = json!({"model": "gpt", "input": [
+            {"role": "user", "content": "hi"}, sent,
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"}]});
+        let request =
+            WireRequest::parse(Wire::Responses, body.to_string().as_bytes()).expect("parses");
+        let recorded = request.recorded("");
+        assert_eq!(recorded.context["input"][1], call);
+        assert_eq!(recorded.context["input"][2]["call_id"], "call_1");
+    }
+
     /// Ollama streams when `stream` is absent (the server's default), in NDJSON.
     #[test]
     fn an_ollama_request_streams_unless_told_not_to() {
@@ -362,21 +334,5 @@ mod tests {
             error.to_string(),
             "the request body has no \"prompt\" string"
         );
-    }
-
-    #[test]
-    fn a_responses_request_is_recorded_without_the_item_ids_a_server_assigned() {
-        let call =
-            json!({"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{}"});
-        let mut sent = call.clone();
-        sent["id"] = json!("fc_from_the_provider_123");
-        let body = json!({"model": "gpt", "input": [
-            {"role": "user", "content": "hi"}, sent,
-            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"}]});
-        let request =
-            WireRequest::parse(Wire::Responses, body.to_string().as_bytes()).expect("parses");
-        let recorded = request.recorded("");
-        assert_eq!(recorded.context["input"][1], call);
-        assert_eq!(recorded.context["input"][2]["call_id"], "call_1");
     }
 }

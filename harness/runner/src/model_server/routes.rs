@@ -3,6 +3,9 @@
 //! `mod.rs`'s (the router), so this file imports nothing from its parent.
 
 use axum::http::Method;
+use replay_core::protocol;
+
+use super::request::Wire;
 
 /// Every route the model server serves; any other request is an `unserved_route` problem. A new
 /// wire becomes served by a variant here.
@@ -41,17 +44,24 @@ pub(crate) enum Route {
     ModelsUnversioned,
     /// `GET /health`.
     Health,
-    /// `GET /_harness/misses`.
+    /// `GET /_keyless/misses` (alias `/_harness/misses`).
     Misses,
-    /// `GET /_harness/state`.
+    /// `GET /_keyless/state` (alias `/_harness/state`).
     State,
-    /// `POST /_harness/reset`.
+    /// `POST /_keyless/reset` (alias `/_harness/reset`).
     Reset,
+    /// Any method at `/_keyless/http/{name}/{*rest}`: a recorded HTTP API (`http.rs`).
+    HttpBoundary,
+    /// Any method at `/_keyless/http/{name}`, the API's base URL itself.
+    HttpBoundaryRoot,
+    /// `POST`, `DELETE` (and `GET`, answered 405) at `/_keyless/mcp/{name}`: a recorded MCP
+    /// server over Streamable HTTP (`mcp_route.rs`).
+    McpBoundary,
 }
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 19] = [
+    pub(crate) const ALL: [Route; 22] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -71,9 +81,20 @@ impl Route {
         Route::Misses,
         Route::State,
         Route::Reset,
+        Route::HttpBoundary,
+        Route::HttpBoundaryRoot,
+        Route::McpBoundary,
     ];
 
-    /// Its method and path.
+    /// Whether it answers every method (a boundary's route), not only its own.
+    fn any_method(self) -> bool {
+        matches!(
+            self,
+            Route::HttpBoundary | Route::HttpBoundaryRoot | Route::McpBoundary
+        )
+    }
+
+    /// Its method (the one listed; a boundary's route takes any) and path.
     pub(crate) fn method_and_path(self) -> (Method, &'static str) {
         match self {
             Route::ChatCompletions => (Method::POST, "/v1/chat/completions"),
@@ -92,9 +113,22 @@ impl Route {
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),
-            Route::Misses => (Method::GET, "/_harness/misses"),
-            Route::State => (Method::GET, "/_harness/state"),
-            Route::Reset => (Method::POST, "/_harness/reset"),
+            Route::Misses => (Method::GET, protocol::MISSES_ROUTE.name),
+            Route::State => (Method::GET, protocol::STATE_ROUTE.name),
+            Route::Reset => (Method::POST, protocol::RESET_ROUTE.name),
+            Route::HttpBoundary => (Method::GET, "/_keyless/http/{name}/{*rest}"),
+            Route::HttpBoundaryRoot => (Method::GET, "/_keyless/http/{name}"),
+            Route::McpBoundary => (Method::POST, "/_keyless/mcp/{name}"),
+        }
+    }
+
+    /// The older spellings of its path, served by the same handler (`replay_core::protocol`).
+    pub(crate) fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Route::Misses => protocol::MISSES_ROUTE.aliases,
+            Route::State => protocol::STATE_ROUTE.aliases,
+            Route::Reset => protocol::RESET_ROUTE.aliases,
+            _ => &[],
         }
     }
 
@@ -104,9 +138,23 @@ impl Route {
             .iter()
             .map(|route| {
                 let (method, path) = route.method_and_path();
-                format!("{method} {path}")
+                match route.any_method() {
+                    true => format!("ANY {path}"),
+                    false => format!("{method} {path}"),
+                }
             })
             .collect();
         routes.join(", ")
+    }
+}
+
+/// The wire a path belongs to, so a refusal before routing (a foreign request, a body too large
+/// or too slow) is worded in the shape its client reads; any path no other wire's is Chat
+/// Completions'.
+pub(crate) fn wire_of(path: &str) -> Wire {
+    match path {
+        "/v1/messages" => Wire::AnthropicMessages,
+        "/v1/responses" => Wire::Responses,
+        _ => Wire::ChatCompletions,
     }
 }

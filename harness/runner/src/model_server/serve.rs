@@ -40,6 +40,7 @@ use tower::ServiceExt;
 use super::backend::Shared;
 use super::problems::Problem;
 use super::request::Wire;
+use super::routes::wire_of;
 use super::wires::wire_error;
 
 /// How long a request's headers may take to arrive.
@@ -77,15 +78,6 @@ impl Default for ServeLimits {
             max_body_bytes: MAX_BODY_BYTES,
             stop_grace: STOP_GRACE,
         }
-    }
-}
-
-/// The wire a path belongs to, so a refusal is worded in the shape its client reads.
-fn wire_of(path: &str) -> Wire {
-    match path {
-        "/v1/messages" => Wire::AnthropicMessages,
-        "/v1/responses" => Wire::Responses,
-        _ => Wire::ChatCompletions,
     }
 }
 

@@ -12,15 +12,12 @@ use replay_core::{BuildError, FixtureError};
 
 use super::problems::Problem;
 
-/// The request header that carries the reset token on `POST /_harness/reset`: only the process
-/// that started the server (and whoever it hands [`ModelServer::reset_token`](super::ModelServer::reset_token)(super::ModelServer::reset_token) to) may clear the
-/// problem ledger, never the gateway under test.
-pub const RESET_TOKEN_HEADER: &str = "x-keyless-reset-token";
-
-/// The request header a gateway may send to name the caller of a model call (`lead_agent`,
-/// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
-/// `docs/replay-and-fixtures.md` normalise). Without it the server infers the caller.
-pub const CALLER_HEADER: &str = "x-harness-caller";
+// The two request headers are keyless's protocol names, defined once in replay-core with the
+// older spellings still accepted: the reset token only the process that started the server may
+// send (never the gateway under test), and the caller a gateway may name (`lead_agent`,
+// `middleware:title`, `suggest_agent`, `subagent:<name>`, or a run name the caller rules of
+// `docs/replay-and-fixtures.md` normalise; without it the server infers the caller).
+pub use replay_core::protocol::{CALLER_HEADER, RESET_TOKEN_HEADER};
 
 /// Called with every problem the moment it happens (the CLI prints it).
 pub(crate) type ProblemHook = Arc<dyn Fn(&Problem) + Send + Sync>;

@@ -120,6 +120,8 @@ impl Backend for StrictReplay {
             unused_turns: Vec::new(),
             recorded_calls: Some(self.recording.calls.len()),
             problems,
+            faults: Vec::new(),
+            unused_exchanges: Vec::new(),
         }
     }
 

@@ -11,7 +11,7 @@
 //!
 //! - **State directory.** OpenProgram uses `~/.openprogram` (or `~/.openprogram-<profile>`).
 //!   Here it is [`RecordingsHome::new`]'s argument, and [`RecordingsHome::from_env`] takes
-//!   `$HARNESS_STATE_DIR`, else `<repository root>/.harness-state` (gitignored). Nothing else is
+//!   `$KEYLESS_STATE_DIR`, else `<repository root>/.harness-state` (gitignored). Nothing else is
 //!   read from the environment: no variable enables recording or replay.
 //! - **Configuration.** `<state>/config.json` holds `{"record_replay": {"mode", "file"}}`. This
 //!   module owns only that subtree and keeps other keys. It is written atomically (a fsynced
@@ -54,6 +54,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+use replay_core::protocol::STATE_DIR_VAR;
 use replay_core::recording::{Access, RecordingFileError, read_recording};
 use replay_core::shorten;
 
@@ -214,9 +215,6 @@ pub struct RecordingsHome {
 }
 
 impl RecordingsHome {
-    /// The variable naming the state directory for [`Self::from_env`].
-    pub(crate) const STATE_DIR_VAR: &'static str = "HARNESS_STATE_DIR";
-
     /// A home rooted at `state_dir` (made absolute and lexically normalised; nothing is created
     /// until a verb needs it).
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
@@ -235,14 +233,14 @@ impl RecordingsHome {
         self
     }
 
-    /// `$HARNESS_STATE_DIR` when set and not empty, else `default_state_dir` (the caller's
+    /// `$KEYLESS_STATE_DIR` (or its alias `$HARNESS_STATE_DIR`) when set and not empty, else `default_state_dir` (the caller's
     /// `<repository root>/.harness-state`: this crate cannot know where a repository is, and a
     /// folder derived from its own manifest would be `harness/runner/`), with `$HOME` as the
     /// `~` of selectors. The one place this module reads the environment.
     pub fn from_env(default_state_dir: impl Into<PathBuf>) -> Self {
-        let home = match std::env::var_os(Self::STATE_DIR_VAR) {
-            Some(dir) if !dir.is_empty() => Self::new(dir),
-            _ => Self::new(default_state_dir),
+        let home = match STATE_DIR_VAR.env_value(|name| std::env::var_os(name)) {
+            Some(dir) => Self::new(dir),
+            None => Self::new(default_state_dir),
         };
         match std::env::var_os("HOME") {
             Some(user_home) => home.with_user_home(user_home),

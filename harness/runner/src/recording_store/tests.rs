@@ -876,7 +876,10 @@ fn recordings_prune_skips_a_locked_old_recording() {
 #[test]
 fn recordings_from_env_defaults_to_the_folder_it_is_given() {
     // Only the default is checked: tests never set process environment variables.
-    if std::env::var_os(RecordingsHome::STATE_DIR_VAR).is_none() {
+    if STATE_DIR_VAR
+        .env_value(|name| std::env::var_os(name))
+        .is_none()
+    {
         let given = Path::new("/somewhere/repo/.harness-state");
         assert_eq!(RecordingsHome::from_env(given).state_dir(), given);
     }

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use replay_core::{Framing, FramingProblem};
 
 use super::*;
-use crate::driver::{Api, RunTranscript, SseEvent, StreamModes};
+use crate::driver::api::{Api, StreamModes};
+use crate::driver::transcript::{RunTranscript, SseEvent};
 
 /// The dialect's framing rule, as the runner applies it.
 fn framing(runs: &[RunTranscript], model_error_recorded: bool) -> Framing {
@@ -397,8 +398,8 @@ async fn a_stream_is_read_with_u_fffd_for_invalid_bytes_and_any_sse_line_end() {
             *byte = 0xff;
         }
         let url = serve_stream(body).await;
-        let client = crate::driver::HttpClient::new(&url).unwrap();
-        let request = crate::driver::RunRequest {
+        let client = crate::driver::http::HttpClient::new(&url).unwrap();
+        let request = crate::driver::http::RunRequest {
             path: "/api/chat".into(),
             body: json!({"messages": []}),
             headers: Vec::new(),

@@ -1,0 +1,25 @@
+//! The MCP boundary (`docs/replay-and-fixtures.md` §12): the MCP servers a gateway uses
+//! (`[mcp.<name>]`), recorded and replayed over the one exchange engine
+//! (`replay_core::exchange`) like every boundary besides the chat wire.
+//!
+//! - `message`: the protocol core: the `Boundary` impl (key, label), the recorded answer and
+//!   its rendering with the client's ids;
+//! - `serve`: the Streamable HTTP route `/_keyless/mcp/<name>` (replay or record);
+//! - `record`: the relay to the real server (HTTP, or a process per stdio session);
+//! - `bridge`: the stdio stand-in (`keyless mcp-stdio`), one line per message to the route;
+//! - `contract`: the servers' listed tools, prompts and resources as a golden shape.
+
+mod bridge;
+mod contract;
+mod message;
+mod record;
+mod serve;
+
+pub use bridge::{BridgeError, bridge_stdio};
+pub use contract::contract_shape;
+pub use message::{
+    AnswerForm, Incoming, MISS_ERROR_CODE, McpAnswer, McpBoundary, McpCall, MessageError, Outcome,
+    SESSION_HEADER,
+};
+pub use record::{McpRecordError, McpRecorder, McpUpstream, RELAY_TIME_LIMIT, WriteExchange};
+pub use serve::{ActiveExchanges, MCP_ROUTE, McpExchanges, McpServers, McpSource, mcp_router};

@@ -1,0 +1,444 @@
+//! Recording an MCP server: keyless relays each JSON-RPC message between the gateway and the
+//! real server ([`McpUpstream`]: a Streamable HTTP `url`, or a `command` started per session
+//! whose stdin and stdout carry one message per line) and writes every request with what came
+//! back through [`RecordingSink::write_exchange`] (redacted there). The client is answered with
+//! the exchange as written, so a live run goes on with what its replay will serve.
+//!
+//! An answer is relayed once the response arrived (the messages before it are held until
+//! then): a server that sends the client a request (sampling, elicitation) in the middle of a
+//! call and waits for its answer cannot be recorded this way, and its call fails after
+//! [`RELAY_TIME_LIMIT`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use replay_core::Exchange;
+use replay_core::recording::{RecordingFileError, RecordingSink};
+
+use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall, SESSION_HEADER};
+
+/// How long a relayed call may take before it fails.
+pub const RELAY_TIME_LIMIT: Duration = Duration::from_secs(120);
+
+/// The headers relayed to a Streamable HTTP server as the client sent them.
+const RELAYED_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "authorization",
+    SESSION_HEADER,
+    "mcp-protocol-version",
+];
+
+/// The real server a recording talks to (`[mcp.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpUpstream {
+    /// A Streamable HTTP endpoint.
+    Url(String),
+    /// A program and its arguments, started once per session with `env` added to keyless's
+    /// environment, in `cwd` when given.
+    Command {
+        /// The program and its arguments.
+        argv: Vec<String>,
+        /// Variables added to its environment (secrets: known to the run's redaction check).
+        env: BTreeMap<String, String>,
+        /// Its working folder.
+        cwd: Option<PathBuf>,
+    },
+}
+
+/// Why a message could not be relayed.
+#[derive(Debug, thiserror::Error)]
+pub enum McpRecordError {
+    /// The HTTP server could not be reached or its answer read.
+    #[error("MCP server at {url}: {source}")]
+    Http {
+        /// Its URL.
+        url: String,
+        /// What failed.
+        source: reqwest::Error,
+    },
+    /// The command could not be started or talked to.
+    #[error("MCP server command `{command}`: {source}")]
+    Process {
+        /// The program.
+        command: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The server ended or answered something else before answering the call.
+    #[error("MCP server `{server}` sent no response to `{label}`{detail}")]
+    NoResponse {
+        /// The server's name.
+        server: String,
+        /// The call.
+        label: String,
+        /// What happened instead.
+        detail: String,
+    },
+    /// A stdio call in a session this recorder did not start.
+    #[error("MCP session `{0}` is unknown: send `initialize` first")]
+    UnknownSession(String),
+    /// The recording file could not be written.
+    #[error(transparent)]
+    Recording(#[from] replay_core::recording::RecordingFileError),
+}
+
+/// What relaying a request gave.
+#[derive(Debug)]
+pub enum Relayed {
+    /// The server answered; the answer as recorded, and the session header to hand the client.
+    Answered {
+        /// The answer, as written to the recording.
+        answer: McpAnswer,
+        /// The `Mcp-Session-Id` to answer with.
+        session: Option<String>,
+    },
+    /// The HTTP server refused the request (a status other than 2xx): relayed as it is, not
+    /// recorded.
+    Refused(Response),
+}
+
+/// One started stdio server: one session.
+#[derive(Debug)]
+struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+/// Where a recorder writes exchanges: the model server's recorder (which also keeps the secrets
+/// requests carried, so none is left in any form) or a recording sink.
+pub trait WriteExchange: Send + Sync + std::fmt::Debug {
+    /// Writes `exchange` redacted and returns it as written.
+    fn write_exchange(&self, exchange: Exchange) -> Result<Exchange, RecordingFileError>;
+    /// Remembers a secret the run uses (an `Authorization` header, a stdio server's `env`
+    /// value): no form of it may be written.
+    fn learn_secret(&self, secret: &str);
+}
+
+impl WriteExchange for RecordingSink {
+    fn write_exchange(&self, exchange: Exchange) -> Result<Exchange, RecordingFileError> {
+        RecordingSink::write_exchange(self, &exchange)
+    }
+
+    /// A bare sink redacts by its rules only.
+    fn learn_secret(&self, _secret: &str) {}
+}
+
+/// Relays a server's messages to the real server and records its exchanges.
+#[derive(Debug)]
+pub struct McpRecorder {
+    upstream: McpUpstream,
+    client: reqwest::Client,
+    /// Each stdio session's process, by the session id this recorder issued.
+    stdio: Mutex<HashMap<String, Arc<tokio::sync::Mutex<StdioServer>>>>,
+}
+
+impl McpRecorder {
+    /// A recorder relaying to `upstream`.
+    pub fn new(upstream: McpUpstream) -> McpRecorder {
+        McpRecorder {
+            upstream,
+            client: reqwest::Client::new(),
+            stdio: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Relays a notification or a client's response (not recorded): the status to answer.
+    pub async fn forward(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<StatusCode, McpRecordError> {
+        match &self.upstream {
+            McpUpstream::Url(url) => {
+                let response = self.post(url, headers, body).await?;
+                Ok(StatusCode::from_u16(response.status().as_u16())
+                    .unwrap_or(StatusCode::BAD_GATEWAY))
+            }
+            McpUpstream::Command { argv, .. } => {
+                let server = self.stdio_session(headers)?;
+                let mut server = server.lock().await;
+                write_line(&mut server.stdin, &body)
+                    .await
+                    .map_err(|source| process_error(argv, source))?;
+                Ok(StatusCode::ACCEPTED)
+            }
+        }
+    }
+
+    /// Relays `call` (its raw `body`), records the exchange and returns the answer as written.
+    pub async fn relay(
+        &self,
+        writer: &dyn WriteExchange,
+        boundary: &McpBoundary,
+        call: &McpCall,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Relayed, McpRecordError> {
+        let no_response = |detail: String| McpRecordError::NoResponse {
+            server: boundary.server.clone(),
+            label: boundary.call(call).label().to_owned(),
+            detail,
+        };
+        let relayed = tokio::time::timeout(RELAY_TIME_LIMIT, async {
+            match &self.upstream {
+                McpUpstream::Url(url) => self.relay_http(url, call, headers, body).await,
+                McpUpstream::Command { argv, .. } => self
+                    .relay_stdio(argv, call, headers, body)
+                    .await
+                    .map(|(form, messages, session)| Ok((form, messages, session))),
+            }
+        })
+        .await
+        .map_err(|_| no_response(format!(" within {}s", RELAY_TIME_LIMIT.as_secs())))??;
+        let (form, messages, session) = match relayed {
+            Ok(parts) => parts,
+            Err(refused) => return Ok(Relayed::Refused(*refused)),
+        };
+        let count = messages.len();
+        let answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
+            no_response(format!(
+                " (it sent {count} other message(s) and ended the answer)"
+            ))
+        })?;
+        if let McpUpstream::Command { env, .. } = &self.upstream {
+            env.values().for_each(|value| writer.learn_secret(value));
+        }
+        if let Some(auth) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            writer.learn_secret(auth);
+            if let Some((_, token)) = auth.split_once(' ') {
+                writer.learn_secret(token);
+            }
+        }
+        let written = writer.write_exchange(boundary.call(call).answered(answer.to_value()))?;
+        let answer = McpAnswer::from_value(&written.answer).map_err(|err| {
+            no_response(format!(": the recorded answer cannot be read back: {err}"))
+        })?;
+        Ok(Relayed::Answered { answer, session })
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<reqwest::Response, McpRecordError> {
+        let mut request = self.client.post(url).body(body);
+        for name in RELAYED_HEADERS {
+            if let Some(value) = headers.get(name) {
+                request = request.header(name, value.as_bytes());
+            }
+        }
+        request.send().await.map_err(|source| McpRecordError::Http {
+            url: url.to_owned(),
+            source,
+        })
+    }
+
+    /// The server's messages for `call` (`Err`: a refusal to relay as it is).
+    async fn relay_http(
+        &self,
+        url: &str,
+        call: &McpCall,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Result<(AnswerForm, Vec<Value>, Option<String>), Box<Response>>, McpRecordError>
+    {
+        let http = |source| McpRecordError::Http {
+            url: url.to_owned(),
+            source,
+        };
+        let response = self.post(url, headers, body).await?;
+        let status = response.status();
+        let session = (response.headers().get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let content_type = (response.headers().get(header::CONTENT_TYPE.as_str()))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if !status.is_success() {
+            let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let body = response.bytes().await.map_err(http)?;
+            let mut refused = (status, body).into_response();
+            if let Ok(value) = content_type.parse() {
+                refused.headers_mut().insert(header::CONTENT_TYPE, value);
+            }
+            return Ok(Err(Box::new(refused)));
+        }
+        if !content_type.starts_with("text/event-stream") {
+            let message: Value = response.json().await.map_err(http)?;
+            return Ok(Ok((AnswerForm::Json, vec![message], session)));
+        }
+        let mut events = response.bytes_stream().eventsource();
+        let mut messages = Vec::new();
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { break };
+            // A priming event (2025-11-25) carries an id and no data.
+            let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+                continue;
+            };
+            let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
+            messages.push(message);
+            if done {
+                break;
+            }
+        }
+        Ok(Ok((AnswerForm::Sse, messages, session)))
+    }
+
+    /// The stdio server's messages for `call`, up to its response; `initialize` starts a new
+    /// process and session.
+    async fn relay_stdio(
+        &self,
+        argv: &[String],
+        call: &McpCall,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<(AnswerForm, Vec<Value>, Option<String>), McpRecordError> {
+        let (server, session) = if call.method == "initialize" {
+            let server = Arc::new(tokio::sync::Mutex::new(self.start()?));
+            let session = uuid::Uuid::new_v4().simple().to_string();
+            self.stdio
+                .lock()
+                .insert(session.clone(), Arc::clone(&server));
+            (server, Some(session))
+        } else {
+            (self.stdio_session(headers)?, None)
+        };
+        let mut server = server.lock().await;
+        let io = |source| process_error(argv, source);
+        write_line(&mut server.stdin, &body).await.map_err(io)?;
+        let mut messages = Vec::new();
+        while let Some(line) = server.lines.next_line().await.map_err(io)? {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
+            messages.push(message);
+            if done {
+                break;
+            }
+        }
+        let form = if messages.len() > 1 {
+            AnswerForm::Sse
+        } else {
+            AnswerForm::Json
+        };
+        Ok((form, messages, session))
+    }
+
+    fn start(&self) -> Result<StdioServer, McpRecordError> {
+        let McpUpstream::Command { argv, env, cwd } = &self.upstream else {
+            unreachable!("only a command server is started");
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return Err(process_error(
+                argv,
+                std::io::Error::other("`command` is empty"),
+            ));
+        };
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|source| process_error(argv, source))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(process_error(argv, std::io::Error::other("no pipes")));
+        };
+        Ok(StdioServer {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+        })
+    }
+
+    fn stdio_session(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Arc<tokio::sync::Mutex<StdioServer>>, McpRecordError> {
+        let session = (headers.get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        (self.stdio.lock().get(session).cloned())
+            .ok_or_else(|| McpRecordError::UnknownSession(session.to_owned()))
+    }
+
+    /// Ends a session: relays `DELETE` to an HTTP server, stops a stdio server's process.
+    pub async fn end_session(&self, headers: &HeaderMap) -> StatusCode {
+        match &self.upstream {
+            McpUpstream::Url(url) => {
+                let mut request = self.client.delete(url);
+                for name in RELAYED_HEADERS {
+                    if let Some(value) = headers.get(name) {
+                        request = request.header(name, value.as_bytes());
+                    }
+                }
+                match request.send().await {
+                    Ok(response) => StatusCode::from_u16(response.status().as_u16())
+                        .unwrap_or(StatusCode::BAD_GATEWAY),
+                    Err(_) => StatusCode::BAD_GATEWAY,
+                }
+            }
+            McpUpstream::Command { .. } => {
+                let session = (headers.get(SESSION_HEADER)).and_then(|v| v.to_str().ok());
+                let removed = session.and_then(|session| self.stdio.lock().remove(session));
+                match removed {
+                    Some(server) => {
+                        let mut server = server.lock().await;
+                        // Closing stdin is the stdio transport's shutdown; the kill is for a
+                        // server that ignores it.
+                        let _ = server.stdin.shutdown().await;
+                        let _ = server.child.start_kill();
+                        StatusCode::OK
+                    }
+                    None => StatusCode::NOT_FOUND,
+                }
+            }
+        }
+    }
+}
+
+async fn write_line(stdin: &mut ChildStdin, body: &[u8]) -> std::io::Result<()> {
+    // One message per line: a pretty-printed body is made compact first.
+    let compact = match serde_json::from_slice::<Value>(body) {
+        Ok(value) => value.to_string().into_bytes(),
+        Err(_) => body.to_vec(),
+    };
+    stdin.write_all(&compact).await?;
+    stdin.write_all(b"\n").await?;
+    stdin.flush().await
+}
+
+fn process_error(argv: &[String], source: std::io::Error) -> McpRecordError {
+    McpRecordError::Process {
+        command: argv.first().cloned().unwrap_or_default(),
+        source,
+    }
+}
