@@ -22,13 +22,12 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use model_wire::InStreamError;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use transport::eventstream::exception_frame;
 
 use super::problems::Problem;
+use super::render::in_stream_error;
 use super::request::{Framing, WireRequest};
 use crate::faults::{FaultKind, FaultPlan, Select};
 
@@ -294,19 +293,6 @@ fn pieces(framing: Framing, body: &Bytes) -> Pieces {
     }
 }
 
-/// The in-stream error framed as the request's stream is.
-fn framed_error(error: InStreamError, framing: Framing) -> String {
-    match error {
-        InStreamError::Sse(frame) => frame,
-        InStreamError::Chunk(chunk) => match framing {
-            Framing::JsonArray => chunk.to_string(),
-            _ => format!("data: {chunk}\r\n\r\n"),
-        },
-        InStreamError::Line(line) => format!("{line}\n"),
-        InStreamError::Exception { .. } => String::new(),
-    }
-}
-
 /// The steps of a streamed answer under `kind`: its first pieces, then the fault.
 fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDeque<Step> {
     let pieces = pieces(request.framing, body);
@@ -351,26 +337,11 @@ fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDequ
     match kind {
         FaultKind::StreamError { .. } => {
             let error = request.wire.stream_error("resp_keyless_fault", sent);
-            match error {
-                InStreamError::Exception {
-                    exception_type,
-                    message,
-                } => steps.push_back(Step::Send(exception_frame(exception_type, &message))),
-                other => {
-                    let lead = match (request.framing, sent) {
-                        (Framing::JsonArray, 0) => "",
-                        (Framing::JsonArray, _) => ",\r\n",
-                        _ => "",
-                    };
-                    let tail = if request.framing == Framing::JsonArray {
-                        "]"
-                    } else {
-                        ""
-                    };
-                    let text = framed_error(other, request.framing);
-                    steps.push_back(Step::Send(Bytes::from(format!("{lead}{text}{tail}"))));
-                }
-            }
+            steps.push_back(Step::Send(Bytes::from(in_stream_error(
+                error,
+                request.framing,
+                sent,
+            ))));
         }
         FaultKind::Cut { .. } => {
             // The chunks go out before the break: hyper flushes what it holds only when the
@@ -675,6 +646,45 @@ mod served {
             );
             assert!(started.elapsed() < Duration::from_secs(3), "{kind:?}");
         }
+    }
+
+    /// At Ollama's native wire a fault is Ollama's: a refusal is `{"error": "..."}` with the
+    /// status, and an in-stream error the NDJSON stream's last line, `{"error": "..."}`, after
+    /// the chunks it let out.
+    #[tokio::test]
+    async fn an_ollama_fault_is_an_error_object_as_the_body_or_the_last_line() {
+        let client = reqwest::Client::new();
+        let body = first_call();
+        let refused_server = server_with(FaultKind::Status {
+            status: 503,
+            retry_after: None,
+        })
+        .await;
+        let refused = (client.post(format!("{}/api/chat", refused_server.url())))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(refused.status(), 503);
+        let error: serde_json::Value = refused.json().await.expect("json");
+        assert!(error["error"].is_string(), "{error}");
+        refused_server.stop().await.expect("stop");
+
+        let server = server_with(FaultKind::StreamError { after_chunks: 1 }).await;
+        let streamed = (client.post(format!("{}/api/chat", server.url())))
+            .body(body)
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(streamed.status(), 200);
+        let text = streamed.text().await.expect("body");
+        let lines: Vec<serde_json::Value> = (text.lines())
+            .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["done"], false, "{text}");
+        assert!(lines[1]["error"].is_string(), "{text}");
+        server.stop().await.expect("stop");
     }
 
     #[tokio::test]

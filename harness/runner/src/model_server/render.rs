@@ -13,7 +13,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use model_wire::chat_completions::{Answer, Identity, error_message};
-use model_wire::{RenderStream, StreamPiece};
+use model_wire::{InStreamError, RenderStream, StreamPiece};
 use replay_core::recording::RecordedEvent;
 use serde_json::Value;
 use transport::eventstream::{event_frame, exception_frame};
@@ -115,6 +115,25 @@ impl StreamOut {
             }
         }
         out
+    }
+}
+
+/// The error a provider sends inside a stream it had begun (`Wire::stream_error`, a fault
+/// scenario's `stream_error`), framed as the request's stream is after `sent` pieces: in a JSON
+/// array, after its separator and closing it.
+pub(super) fn in_stream_error(error: InStreamError, framing: Framing, sent: usize) -> Vec<u8> {
+    match error {
+        InStreamError::Sse(frame) => frame.into_bytes(),
+        InStreamError::Chunk(chunk) if framing == Framing::JsonArray => {
+            let lead = if sent == 0 { "" } else { ",\r\n" };
+            format!("{lead}{chunk}]").into_bytes()
+        }
+        InStreamError::Chunk(chunk) => format!("data: {chunk}\r\n\r\n").into_bytes(),
+        InStreamError::Line(line) => format!("{line}\n").into_bytes(),
+        InStreamError::Exception {
+            exception_type,
+            message,
+        } => exception_frame(exception_type, &message).to_vec(),
     }
 }
 
