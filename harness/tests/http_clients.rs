@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness::workspace::fixtures_dir;
+use keyless_runner::boundary::{Boundaries, BoundaryName, HttpUpstream};
 use keyless_runner::server::{RecordConfig, RecordLimits};
-use keyless_runner::{
-    Boundaries, BoundaryName, HttpUpstream, Mode, ModelLedger, ModelServer, ServerOptions, runtime,
-};
+use keyless_runner::{Mode, ModelLedger, ModelServer, ServerOptions, runtime};
 use replay_core::{Fixture, Scenario, UiMode};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};

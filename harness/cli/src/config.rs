@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use keyless_runner::boundary::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
 use keyless_runner::mcp::McpUpstream;
-use keyless_runner::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
 use serde::Deserialize;
 
 /// The configuration file's name, looked up in the current folder.

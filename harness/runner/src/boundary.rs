@@ -6,6 +6,8 @@
 //! variable). One small typed mechanism, so a new boundary kind adds an [`EndpointKind`] and a
 //! table, not a second substitution pass.
 
+pub use crate::target::BoundaryLedger;
+
 use std::collections::BTreeMap;
 use std::fmt;
 

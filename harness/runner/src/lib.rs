@@ -30,13 +30,16 @@
 //! - [`process`]: what a launched gateway left behind and how it is stopped (Linux);
 //! - [`suite`]: what a suite of fixtures prints (the table, JSON lines, problem lines);
 //! - [`schedule`]: a suite run in jobs, told as events to reporters (`keyless test`).
+//! - [`boundary`]: the boundaries besides the model's chat wire as `keyless.toml` configures
+//!   them (`[http.<name>]`, `[mcp.<name>]`), where a gateway reaches them (placeholders, variables)
+//!   and the ledger of their exchanges; [`mcp`]: the MCP boundary.
 //! - [`faults`]: fault scenarios (`<scenario>.<mode>@<fault>.faults.toml`), a fixture with
 //!   faults the model server applies.
 //!
 //! The binding to this workspace's own gateway (`gateway-under-test` booted in-process) is the
 //! `harness` package's, which depends on this crate; this crate never depends on it.
 
-mod boundary;
+pub mod boundary;
 mod driver;
 pub mod faults;
 mod golden;
@@ -66,13 +69,7 @@ pub use layer1::{
 };
 pub use model_server::{Mode, ModelServer, Problem, ServerOptions};
 pub use reused::Reused;
-pub use target::{AtUrl, BoundaryLedger, GatewayTarget, HarnessError, ModelLedger};
-
-// The boundaries besides the model's chat wire, as configured, and where the gateway reaches them.
-pub use boundary::{
-    BOUNDARY_ROUTE_PREFIX, Boundaries, BoundaryConfigError, BoundaryEndpoint, BoundaryName,
-    EndpointKind, HttpUpstream, IgnoredField, PlaceholderError,
-};
+pub use target::{AtUrl, GatewayTarget, HarnessError, ModelLedger};
 
 /// A dialect's details: its authentication header, the SSE frames and exchanges of a run, the
 /// stream modes, and DeerFlow's chat page.

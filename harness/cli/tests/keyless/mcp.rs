@@ -15,11 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::workspace::fixtures_dir;
+use keyless_runner::boundary::{Boundaries, BoundaryLedger, BoundaryName};
 use keyless_runner::mcp::{McpUpstream, contract_shape};
 use keyless_runner::server::{RecordConfig, RecordLimits};
-use keyless_runner::{
-    Boundaries, BoundaryLedger, BoundaryName, Mode, ModelLedger, ModelServer, ServerOptions,
-};
+use keyless_runner::{Mode, ModelLedger, ModelServer, ServerOptions};
 use replay_core::{Fixture, Scenario, UiMode};
 use serde_json::{Value, json};
 

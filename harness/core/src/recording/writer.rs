@@ -396,38 +396,25 @@ impl SinkInner {
     /// and the 1-based line the next row goes on. Lines that are not request rows, or not JSON,
     /// are ignored here; the strict reader judges them.
     fn next_call_index(&self) -> Result<(usize, usize), RecordingFileError> {
-        let mut file = open_nofollow(&self.path, OpenOptions::new().read(true), libc::O_NONBLOCK)
-            .map_err(|err| self.error(io_reason("cannot open", &err)))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|err| self.error(io_reason("cannot read", &err)))?;
-        let highest = bytes
-            .split(|&b| b == b'\n')
-            .filter(|line| line.windows(9).any(|w| w == b"\"request\""))
-            .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
-            .filter(|row| row.get("type").and_then(Value::as_str) == Some("request"))
-            .filter_map(|row| index_value(row.get("call_index")))
-            .max();
+        let bytes = self.read_all()?;
         let line = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
-        Ok((highest.map_or(0, |i| i + 1), line))
+        Ok((next_index(&bytes, "request", "call_index"), line))
     }
 
     /// One more than the highest `exchange_index` in the file, or 0 (the O(n) scan of
     /// [`SinkInner::next_call_index`], for the same reason: several processes append).
     fn next_exchange_index(&self) -> Result<usize, RecordingFileError> {
+        Ok(next_index(&self.read_all()?, "exchange", "exchange_index"))
+    }
+
+    /// The whole file, read without following a link.
+    fn read_all(&self) -> Result<Vec<u8>, RecordingFileError> {
         let mut file = open_nofollow(&self.path, OpenOptions::new().read(true), libc::O_NONBLOCK)
             .map_err(|err| self.error(io_reason("cannot open", &err)))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|err| self.error(io_reason("cannot read", &err)))?;
-        let highest = bytes
-            .split(|&b| b == b'\n')
-            .filter(|line| line.windows(16).any(|w| w == b"\"exchange_index\""))
-            .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
-            .filter(|row| row.get("type").and_then(Value::as_str) == Some("exchange"))
-            .filter_map(|row| index_value(row.get("exchange_index")))
-            .max();
-        Ok(highest.map_or(0, |i| i + 1))
+        Ok(bytes)
     }
 
     /// Runs `change` on a remembering sink's record of call `call_index`.
@@ -559,4 +546,18 @@ impl Drop for CallWriter {
             tracing::warn!(error = %err, "could not finish a recorded call");
         }
     }
+}
+
+/// One more than the highest `index_field` among the rows of `row_type` in `bytes`, or 0. Lines
+/// that are not such rows, or not JSON, are skipped here; the strict reader judges them.
+fn next_index(bytes: &[u8], row_type: &str, index_field: &str) -> usize {
+    let quoted = format!("\"{row_type}\"");
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|line| line.windows(quoted.len()).any(|w| w == quoted.as_bytes()))
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|row| row.get("type").and_then(Value::as_str) == Some(row_type))
+        .filter_map(|row| index_value(row.get(index_field)))
+        .max()
+        .map_or(0, |highest| highest + 1)
 }

@@ -27,7 +27,6 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::problems::Problem;
-use super::render::in_stream_error;
 use super::request::{Framing, WireRequest};
 use crate::faults::{FaultKind, FaultPlan, Select};
 
@@ -337,11 +336,8 @@ fn stream_steps(request: &WireRequest, body: &Bytes, kind: FaultKind) -> VecDequ
     match kind {
         FaultKind::StreamError { .. } => {
             let error = request.wire.stream_error("resp_keyless_fault", sent);
-            steps.push_back(Step::Send(Bytes::from(in_stream_error(
-                error,
-                request.framing,
-                sent,
-            ))));
+            let framed = super::render::in_stream_error(error, request.framing, sent);
+            steps.push_back(Step::Send(framed));
         }
         FaultKind::Cut { .. } => {
             // The chunks go out before the break: hyper flushes what it holds only when the

@@ -13,7 +13,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use model_wire::chat_completions::{Answer, Identity, error_message};
-use model_wire::{InStreamError, RenderStream, StreamPiece};
+use model_wire::{RenderStream, StreamPiece};
 use replay_core::recording::RecordedEvent;
 use serde_json::Value;
 use transport::eventstream::{event_frame, exception_frame};
@@ -118,25 +118,6 @@ impl StreamOut {
     }
 }
 
-/// The error a provider sends inside a stream it had begun (`Wire::stream_error`, a fault
-/// scenario's `stream_error`), framed as the request's stream is after `sent` pieces: in a JSON
-/// array, after its separator and closing it.
-pub(super) fn in_stream_error(error: InStreamError, framing: Framing, sent: usize) -> Vec<u8> {
-    match error {
-        InStreamError::Sse(frame) => frame.into_bytes(),
-        InStreamError::Chunk(chunk) if framing == Framing::JsonArray => {
-            let lead = if sent == 0 { "" } else { ",\r\n" };
-            format!("{lead}{chunk}]").into_bytes()
-        }
-        InStreamError::Chunk(chunk) => format!("data: {chunk}\r\n\r\n").into_bytes(),
-        InStreamError::Line(line) => format!("{line}\n").into_bytes(),
-        InStreamError::Exception {
-            exception_type,
-            message,
-        } => exception_frame(exception_type, &message).to_vec(),
-    }
-}
-
 /// A whole stream of recorded events, as a replay answers it.
 pub(super) fn replayed_stream(
     wire: Wire,
@@ -172,4 +153,30 @@ pub(super) fn sse_response(body: impl Into<axum::body::Body>) -> Response {
         body.into(),
     )
         .into_response()
+}
+
+/// A fault's in-stream error (`faulted.rs`) as the request's stream frames it after `sent`
+/// pieces went out: an event-stream exception frame, an SSE event as the wire wrote it, a chunk
+/// as an SSE `data:` line or, in a JSON array stream, its next element and the closing bracket,
+/// an NDJSON line (Ollama's `{"error"}`).
+pub(super) fn in_stream_error(
+    error: model_wire::InStreamError,
+    framing: Framing,
+    sent: usize,
+) -> axum::body::Bytes {
+    use model_wire::InStreamError;
+    let text = match error {
+        InStreamError::Exception {
+            exception_type,
+            message,
+        } => return exception_frame(exception_type, &message),
+        InStreamError::Sse(frame) => frame,
+        InStreamError::Chunk(chunk) => match (framing, sent) {
+            (Framing::JsonArray, 0) => format!("{chunk}]"),
+            (Framing::JsonArray, _) => format!(",\r\n{chunk}]"),
+            _ => format!("data: {chunk}\r\n\r\n"),
+        },
+        InStreamError::Line(line) => format!("{line}\n"),
+    };
+    axum::body::Bytes::from(text)
 }
