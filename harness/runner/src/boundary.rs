@@ -6,10 +6,10 @@
 //! variable). One small typed mechanism, so a new boundary kind adds an [`EndpointKind`] and a
 //! table, not a second substitution pass.
 
-pub use crate::target::BoundaryLedger;
-
 use std::collections::BTreeMap;
 use std::fmt;
+
+use replay_core::{ExchangeMiss, UnusedExchange};
 
 use crate::mcp::McpUpstream;
 
@@ -362,6 +362,18 @@ fn shell_quoted(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
     }
+}
+
+/// The ledger of the boundaries besides the model's chat wire, as a model server's
+/// `GET /_keyless/state` reports it for the active fixture (the misses among its problems, as a
+/// model miss is, the unused exchanges beside its unused turns): every boundary's, on one path
+/// to [`Verdict::with_exchanges`](replay_core::Verdict::with_exchanges).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoundaryLedger {
+    /// Calls no recorded exchange answered, oldest first.
+    pub misses: Vec<ExchangeMiss>,
+    /// Recorded exchanges nobody asked for.
+    pub unused: Vec<UnusedExchange>,
 }
 
 #[cfg(test)]

@@ -29,13 +29,14 @@ use replay_core::{
     ModelProblem, Shape, UnusedTurns, Verdict, Voice, golden_document, shorten,
 };
 
+use crate::boundary::BoundaryLedger;
 use crate::driver::deerflow::{PageRuns, WebClient};
 use crate::driver::{Api, DriveOptions, DriverError, Exchange, RunTranscript, Session};
 use crate::golden::{
     MCP_GOLDEN_SUFFIX, WEB_GOLDEN_SUFFIX, golden_check, golden_path, golden_status, stem_of,
 };
 use crate::ignored::{Dropped, IgnoredEvents};
-use crate::target::{BoundaryLedger, GatewayTarget, HarnessError};
+use crate::target::{GatewayTarget, HarnessError};
 
 /// How long one fixture's drive may take by default: far above any shipped fixture (a few
 /// seconds on a debug build), far below "unbounded".

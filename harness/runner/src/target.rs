@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use replay_core::{
-    Ambiguity, ExchangeMiss, FixtureError, LoadedFixture, Miss, ModelProblem, UnusedExchange,
-};
+use replay_core::{Ambiguity, FixtureError, LoadedFixture, Miss, ModelProblem};
 
+use crate::boundary::BoundaryLedger;
 use crate::driver::DriverError;
 use crate::golden::stem_of;
 use crate::model_server::{ClientError, FaultFired, ModelServerClient, Problem, ServerState};
@@ -85,18 +84,6 @@ pub struct ModelLedger {
     pub faults_fired: Vec<FaultFired>,
     /// What the other boundaries (HTTP, MCP) saw: their misses and unused exchanges fail the run.
     pub boundaries: BoundaryLedger,
-}
-
-/// The ledger of the boundaries besides the model's chat wire, as a model server's
-/// `GET /_keyless/state` reports it for the active fixture (the misses among its problems, as a
-/// model miss is, the unused exchanges beside its unused turns): every boundary's, on one path
-/// to [`Verdict::with_exchanges`](replay_core::Verdict::with_exchanges).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BoundaryLedger {
-    /// Calls no recorded exchange answered, oldest first.
-    pub misses: Vec<ExchangeMiss>,
-    /// Recorded exchanges nobody asked for.
-    pub unused: Vec<UnusedExchange>,
 }
 
 impl ModelLedger {
