@@ -4,7 +4,11 @@
 //!
 //! - one full scenario in-process (boot, register, thread, stream, verdict with the golden);
 //! - canonicalising and hashing a 1,000-message conversation of about 1 MB (throughput);
-//! - 32 scenarios replayed concurrently in one process (scenarios per second).
+//! - 32 scenarios replayed concurrently in one process (scenarios per second);
+//! - one embeddings replay (issue 41): an OpenAI `/v1/embeddings` body of one input read into its
+//!   canonical call, keyed, looked up in the `embeddings` boundary's exchanges, its recorded
+//!   1536-dimension vector decoded from its compact form and rendered as the float answer
+//!   (in-process: the model server's routes for it are not wired yet).
 //!
 //! `cargo bench -p harness --bench replay -- --quick` gives a rough figure in seconds.
 
@@ -101,5 +105,46 @@ fn concurrent(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, scenario, hashing, concurrent);
+fn embeddings(c: &mut Criterion) {
+    use model_wire::embeddings::{
+        Embedded, EmbeddingsRequest, EmbeddingsRoute, answer_from_recorded, recorded_answer,
+        render_answer,
+    };
+    use replay_core::{BoundaryKind, ExchangeCall, ExchangeReplay};
+    let body =
+        json!({"model": "text-embedding-3-small", "input": "What is the capital of France?"});
+    let call = |body: &Value| {
+        let request = EmbeddingsRequest::parse(EmbeddingsRoute::OpenAi, None, body).unwrap();
+        let call = ExchangeCall::new(
+            BoundaryKind::Embeddings,
+            "lead_agent",
+            "POST /v1/embeddings",
+            request.canonical(),
+        );
+        (request, call)
+    };
+    let vector: Vec<f32> = (0..1536).map(|i| (i as f32 * 0.37).sin() / 7.0).collect();
+    let recorded = recorded_answer(&Embedded {
+        vectors: vec![vector],
+        prompt_tokens: Some(7),
+    });
+    // Enough copies of the exchange for every iteration (replay is sequential per key).
+    let exchanges: Vec<_> = (0..200_000)
+        .map(|_| call(&body).1.answered(recorded.clone()))
+        .collect();
+    let replay = ExchangeReplay::new(Path::new("bench.json"), exchanges);
+    c.bench_function(
+        "one embeddings replay (1536 dims, OpenAI float answer)",
+        |b| {
+            b.iter(|| {
+                let (request, call) = call(black_box(&body));
+                let served = replay.lookup(&call).expect("recorded");
+                let answer = answer_from_recorded(&served.exchange.answer).unwrap();
+                black_box(render_answer(&request, &answer).to_string())
+            })
+        },
+    );
+}
+
+criterion_group!(benches, scenario, hashing, concurrent, embeddings);
 criterion_main!(benches);

@@ -15,6 +15,8 @@
 mod drift;
 #[path = "http_clients.rs"]
 mod http_clients;
+#[path = "ollama.rs"]
+mod ollama;
 #[path = "record.rs"]
 mod record;
 #[path = "recording_round_trip.rs"]

@@ -153,6 +153,8 @@ mod wire_format_tests {
     use model_wire::bedrock_converse::read_conversation as messages_from_converse;
     use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
     use model_wire::gemini::read_conversation as messages_from_gemini;
+    use model_wire::ollama::read_conversation as messages_from_ollama;
+    use model_wire::ollama::read_prompt as messages_from_ollama_prompt;
     use model_wire::responses::read_conversation as messages_from_responses;
     use serde_json::{Value, json};
 
@@ -233,6 +235,21 @@ mod wire_format_tests {
         ]
     }
 
+    /// As the `ollama` client sends it (no call ids, the result named by `tool_name`); LangChain's
+    /// `ChatOllama` sends ids and `tool_call_id` instead, which the key does not read.
+    fn ollama() -> Vec<Value> {
+        let args: Value = serde_json::from_str(ARGS).unwrap_or_default();
+        vec![
+            json!({"role": "system", "content": "You are DeerFlow."}),
+            json!({"role": "user", "content": "write it", "images": []}),
+            json!({"role": "assistant", "content": "", "thinking": "Hm.",
+                "tool_calls": [{"function": {"name": "write_file", "arguments": args}}]}),
+            json!({"role": "tool", "content": "OK", "tool_name": "write_file"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "thanks"}),
+        ]
+    }
+
     #[test]
     fn each_wire_gives_the_chat_completions_key_of_the_same_conversation() {
         let want = replay_key(
@@ -244,6 +261,7 @@ mod wire_format_tests {
             ("responses", messages_from_responses(&responses())),
             ("gemini", messages_from_gemini(&gemini())),
             ("converse", messages_from_converse(&converse())),
+            ("ollama", messages_from_ollama(&ollama())),
         ] {
             let got = replay_key("", &messages);
             assert_eq!(got.canonical, want.canonical, "{wire}");
@@ -300,9 +318,14 @@ mod wire_format_tests {
 
     #[test]
     fn a_string_input_is_one_user_message() {
+        let one = replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash;
         assert_eq!(
             replay_key("", &messages_from_responses(&json!("hi"))).input_hash,
-            replay_key("", &[json!({"type": "human", "content": "hi"})]).input_hash
+            one
+        );
+        assert_eq!(
+            replay_key("", &messages_from_ollama_prompt("hi")).input_hash,
+            one
         );
     }
 

@@ -25,6 +25,8 @@ pub enum InStreamError {
     Sse(String),
     /// Gemini: one more chunk of the stream, the error object in place of a response.
     Chunk(Value),
+    /// Ollama: one more NDJSON line of the stream, `{"error": "..."}`.
+    Line(Value),
     /// Converse: the exception message that ends the event stream (`:exception-type` and the
     /// `{"message"}` payload's text).
     Exception {

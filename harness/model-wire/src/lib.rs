@@ -7,14 +7,19 @@
 //! deltas one by one), its client's name for an HTTP failure. One module
 //! per wire: [`chat_completions`] is OpenAI's Chat Completions API (and every
 //! OpenAI-compatible server's), [`responses`] OpenAI's Responses API, [`anthropic_messages`]
-//! Anthropic's Messages API, [`gemini`] Google's Gemini API and [`bedrock_converse`] AWS
-//! Bedrock's Converse API, each with the same parts: the assembler that folds a streamed answer
+//! Anthropic's Messages API, [`gemini`] Google's Gemini API, [`bedrock_converse`] AWS
+//! Bedrock's Converse API and [`ollama`] Ollama's native API (`/api/chat`, `/api/generate`),
+//! each with the same parts: the assembler that folds a streamed answer
 //! into events and one answer, and the renderer that turns an answer back into a whole answer or
 //! into a stream (`docs/recording-format.md` §15, §16). The answer types are shared, and so is
 //! what a call sends ([`conversation`]), which the Responses, Messages, Gemini and Converse request
 //! builders write in their wire's terms. [`pyrepr`] is Python's `repr()` of JSON both ways (the
 //! Python clients' error text and its parser), and [`edge`] how a failed answer is worded, as the
 //! client says it and as the recording proxy records it.
+//!
+//! [`embeddings`] is the embeddings routes of the same providers (OpenAI, Gemini, Bedrock's Titan
+//! and Cohere models, Ollama): their requests read into one canonical input, their answers read
+//! and rendered, and the compact form a fixture stores a vector in.
 //!
 //! Adding a wire is one module here (its `assemble.rs`, `render.rs`, `request.rs`) and one
 //! [`Wire`] variant; the compiler then lists every `match` that must learn it.
@@ -30,10 +35,12 @@ pub mod bedrock_converse;
 pub mod chat_completions;
 pub mod conversation;
 pub mod edge;
+pub mod embeddings;
 mod event;
 mod fault;
 mod fault_render;
 pub mod gemini;
+pub mod ollama;
 pub mod pyjson;
 pub mod pyrepr;
 mod reading;
@@ -45,4 +52,6 @@ pub use event::Event;
 pub use fault::{InStreamError, StatusError};
 pub use reading::NoConversation;
 pub use stream::{RenderStream, StreamEvent, StreamException, StreamPiece};
-pub use wire::{EVENT_STREAM_CONTENT_TYPE, KeyHeader, StreamReader, Wire, model_segment};
+pub use wire::{
+    EVENT_STREAM_CONTENT_TYPE, KeyHeader, NDJSON_CONTENT_TYPE, StreamReader, Wire, model_segment,
+};

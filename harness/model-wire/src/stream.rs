@@ -8,7 +8,7 @@
 //!
 //! What comes out is [`StreamPiece`]s, before the transport frames them: an SSE event already in
 //! its text form, a Gemini chunk (an SSE `data:` frame or an element of one JSON array, as the
-//! client asked), or a Converse event-stream message (framed and checksummed by the transport).
+//! client asked), an Ollama NDJSON line, or a Converse event-stream message (framed and checksummed by the transport).
 
 use serde_json::Value;
 
@@ -26,6 +26,8 @@ pub enum StreamPiece {
     /// One Gemini chunk, a whole response: an SSE `data:` frame (`?alt=sse`) or an element of
     /// one streamed JSON array, as the client asked.
     Chunk(Value),
+    /// One Ollama NDJSON line, a whole JSON object (the transport adds the `\n`).
+    Line(Value),
     /// One Converse event-stream message (`:event-type` and JSON payload).
     Event(StreamEvent),
     /// The exception message that ends a failed Converse stream.

@@ -16,10 +16,13 @@ use serde_json::{Map, Value};
 use crate::chat_completions::{Answer, Assembled, ChunkAssembler, Event, Identity, WireError};
 use crate::reading::NoConversation;
 use crate::stream::{RenderStream, StreamPiece};
-use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, responses};
+use crate::{anthropic_messages, bedrock_converse, chat_completions, gemini, ollama, responses};
 
 /// The content type of AWS's binary event stream, which Converse streams in.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+
+/// The content type of newline-delimited JSON, which Ollama streams in.
+pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";
 
 /// Where a wire's client puts its API key ([`Wire::key_header`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,16 +62,23 @@ pub enum Wire {
     /// AWS Bedrock's Converse API (`POST {base}/model/{modelId}/converse`, or
     /// `/converse-stream`: AWS's binary event stream).
     BedrockConverse,
+    /// Ollama's native chat (`POST {root}/api/chat`; NDJSON when `stream` is true or absent).
+    OllamaChat,
+    /// Ollama's native completion (`POST {root}/api/generate`): one `prompt`, no tools; its
+    /// answer is the chat answer's, the text as `response`.
+    OllamaGenerate,
 }
 
 impl Wire {
     /// Every wire, Chat Completions first.
-    pub const ALL: [Wire; 5] = [
+    pub const ALL: [Wire; 7] = [
         Wire::ChatCompletions,
         Wire::Responses,
         Wire::AnthropicMessages,
         Wire::Gemini,
         Wire::BedrockConverse,
+        Wire::OllamaChat,
+        Wire::OllamaGenerate,
     ];
 
     /// The wire's identifier: the `model.api` of every request a model server records at it
@@ -81,6 +91,8 @@ impl Wire {
             Wire::Responses => "openai.responses",
             Wire::Gemini => "google.gemini",
             Wire::BedrockConverse => "aws.bedrock.converse",
+            Wire::OllamaChat => "ollama.chat",
+            Wire::OllamaGenerate => "ollama.generate",
         }
     }
 
@@ -97,6 +109,8 @@ impl Wire {
             Wire::Responses => "OpenAI Responses",
             Wire::Gemini => "Google Gemini",
             Wire::BedrockConverse => "AWS Bedrock Converse",
+            Wire::OllamaChat => "Ollama chat",
+            Wire::OllamaGenerate => "Ollama generate",
         }
     }
 
@@ -108,6 +122,7 @@ impl Wire {
             Wire::AnthropicMessages => "anthropic",
             Wire::Gemini => "google_genai",
             Wire::BedrockConverse => "bedrock_converse",
+            Wire::OllamaChat | Wire::OllamaGenerate => "ollama",
         }
     }
 
@@ -124,6 +139,7 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::status_exception_name(status),
             Wire::Gemini => gemini::status_exception_name(status),
             Wire::BedrockConverse => bedrock_converse::status_exception_name(status),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::status_exception_name(status),
         }
     }
 
@@ -158,6 +174,8 @@ impl Wire {
             (Wire::BedrockConverse, true) => {
                 format!("/model/{}/converse-stream", model_segment(model))
             }
+            (Wire::OllamaChat, _) => "/api/chat".to_owned(),
+            (Wire::OllamaGenerate, _) => "/api/generate".to_owned(),
         }
     }
 
@@ -166,6 +184,7 @@ impl Wire {
     pub fn accept(self, stream: bool) -> &'static str {
         match (self, stream) {
             (Wire::BedrockConverse, true) => EVENT_STREAM_CONTENT_TYPE,
+            (Wire::OllamaChat | Wire::OllamaGenerate, true) => NDJSON_CONTENT_TYPE,
             (_, true) => "text/event-stream",
             (_, false) => "application/json",
         }
@@ -176,7 +195,13 @@ impl Wire {
     /// instead, which is the transport's business.
     pub fn key_header(self) -> KeyHeader {
         match self {
-            Wire::ChatCompletions | Wire::Responses | Wire::BedrockConverse => KeyHeader::Bearer,
+            // A local Ollama wants none; Ollama's cloud and proxies in front of it take a bearer
+            // token, as the `ollama` client sends `OLLAMA_API_KEY`.
+            Wire::ChatCompletions
+            | Wire::Responses
+            | Wire::BedrockConverse
+            | Wire::OllamaChat
+            | Wire::OllamaGenerate => KeyHeader::Bearer,
             Wire::AnthropicMessages => KeyHeader::Named("x-api-key"),
             Wire::Gemini => KeyHeader::Named("x-goog-api-key"),
         }
@@ -202,14 +227,22 @@ impl Wire {
         match self {
             Wire::ChatCompletions => format!("chatcmpl-replay-{number}"),
             Wire::AnthropicMessages => format!("msg_replay_{number}"),
-            Wire::Responses | Wire::Gemini | Wire::BedrockConverse => format!("replay_{number}"),
+            Wire::Responses
+            | Wire::Gemini
+            | Wire::BedrockConverse
+            | Wire::OllamaChat
+            | Wire::OllamaGenerate => format!("replay_{number}"),
         }
     }
 
     /// The request body's key holding the conversation as sent.
     pub fn conversation_key(self) -> &'static str {
         match self {
-            Wire::ChatCompletions | Wire::AnthropicMessages | Wire::BedrockConverse => "messages",
+            Wire::ChatCompletions
+            | Wire::AnthropicMessages
+            | Wire::BedrockConverse
+            | Wire::OllamaChat => "messages",
+            Wire::OllamaGenerate => "prompt",
             Wire::Responses => "input",
             Wire::Gemini => "contents",
         }
@@ -234,6 +267,13 @@ impl Wire {
             (Wire::BedrockConverse, Some(Value::Array(messages))) => {
                 Ok(bedrock_converse::read_conversation(messages))
             }
+            (Wire::OllamaChat, Some(Value::Array(messages))) => {
+                Ok(ollama::read_conversation(messages))
+            }
+            (Wire::OllamaGenerate, Some(Value::String(prompt))) => Ok(ollama::read_prompt(prompt)),
+            (Wire::OllamaGenerate, _) => Err(NoConversation {
+                what: "\"prompt\" string",
+            }),
             (Wire::Responses, _) => Err(NoConversation {
                 what: "\"input\" (a string or a list of items)",
             }),
@@ -262,7 +302,9 @@ impl Wire {
             Wire::ChatCompletions | Wire::Responses => {
                 &["model", "tools", "stream", "stream_options"]
             }
-            Wire::AnthropicMessages => &["model", "tools", "stream"],
+            Wire::AnthropicMessages | Wire::OllamaChat | Wire::OllamaGenerate => {
+                &["model", "tools", "stream"]
+            }
             // The model and the mode are in the path.
             Wire::Gemini => &["tools"],
             Wire::BedrockConverse => &["toolConfig"],
@@ -279,6 +321,7 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::parse_message(body),
             Wire::Gemini => gemini::parse_response(body),
             Wire::BedrockConverse => bedrock_converse::parse_response(body),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::parse_response(body),
         }
     }
 
@@ -306,6 +349,7 @@ impl Wire {
             ),
             Wire::Gemini => gemini::error_body(status, message),
             Wire::BedrockConverse => bedrock_converse::error_body(message),
+            Wire::OllamaChat | Wire::OllamaGenerate => ollama::error_body(message),
         }
     }
 
@@ -330,6 +374,8 @@ impl Wire {
             Wire::AnthropicMessages => anthropic_messages::message(identity, answer),
             Wire::Gemini => gemini::response(identity, answer),
             Wire::BedrockConverse => bedrock_converse::response(identity, answer),
+            Wire::OllamaChat => ollama::response(identity, answer),
+            Wire::OllamaGenerate => ollama::generate_line(&ollama::response(identity, answer)),
         }
     }
 
@@ -354,6 +400,8 @@ impl Wire {
             Wire::BedrockConverse => {
                 Box::new(bedrock_converse::StreamRenderer::new(identity, known))
             }
+            Wire::OllamaChat => Box::new(ollama::StreamRenderer::chat(identity, known)),
+            Wire::OllamaGenerate => Box::new(ollama::StreamRenderer::generate(identity, known)),
         }
     }
 
@@ -410,6 +458,7 @@ enum Codec {
     AnthropicMessages(anthropic_messages::StreamAssembler),
     Gemini(gemini::StreamAssembler),
     BedrockConverse(bedrock_converse::StreamAssembler),
+    Ollama(Wire, ollama::StreamAssembler),
 }
 
 /// Reads one streamed answer at one wire: each SSE event (its name and `data`; at Converse each
@@ -437,6 +486,9 @@ impl StreamReader {
             Wire::BedrockConverse => {
                 Codec::BedrockConverse(bedrock_converse::StreamAssembler::new())
             }
+            Wire::OllamaChat | Wire::OllamaGenerate => {
+                Codec::Ollama(wire, ollama::StreamAssembler::new())
+            }
         };
         StreamReader { codec }
     }
@@ -449,6 +501,7 @@ impl StreamReader {
             Codec::AnthropicMessages(_) => Wire::AnthropicMessages,
             Codec::Gemini(_) => Wire::Gemini,
             Codec::BedrockConverse(_) => Wire::BedrockConverse,
+            Codec::Ollama(wire, _) => wire,
         }
     }
 
@@ -469,6 +522,7 @@ impl StreamReader {
             Codec::AnthropicMessages(codec) => codec.push_data(data),
             Codec::Gemini(codec) => codec.push_data(data),
             Codec::BedrockConverse(codec) => codec.push_data(name, data),
+            Codec::Ollama(_, codec) => codec.push_data(data),
         }
     }
 
@@ -494,6 +548,7 @@ impl StreamReader {
             Codec::ChatCompletions(codec) => codec.done(),
             Codec::Responses(codec) => codec.ended(),
             Codec::AnthropicMessages(codec) => codec.ended(),
+            Codec::Ollama(_, codec) => codec.finished(),
             Codec::Gemini(_) | Codec::BedrockConverse(_) => false,
         }
     }
@@ -508,6 +563,7 @@ impl StreamReader {
             Codec::AnthropicMessages(codec) => codec.so_far(),
             Codec::Responses(codec) => codec.so_far(),
             Codec::Gemini(codec) => codec.so_far(),
+            Codec::Ollama(_, codec) => codec.so_far(),
             Codec::ChatCompletions(_) | Codec::BedrockConverse(_) => (None, None),
         };
         Answer {
@@ -526,6 +582,7 @@ impl StreamReader {
             Codec::AnthropicMessages(codec) => Ok((Vec::new(), codec.finish()?)),
             Codec::Gemini(codec) => codec.finish(),
             Codec::BedrockConverse(codec) => Ok((Vec::new(), codec.finish()?)),
+            Codec::Ollama(_, codec) => codec.finish(),
         }
     }
 }
@@ -537,7 +594,7 @@ mod tests {
     use super::*;
 
     /// A rendered piece as the reader takes it: each SSE event's name and `data`, a Gemini
-    /// chunk as an unnamed event, a Converse message by its `:event-type`.
+    /// chunk or an Ollama line as an unnamed event, a Converse message by its `:event-type`.
     fn named(piece: StreamPiece) -> Vec<(String, String)> {
         match piece {
             StreamPiece::Sse(body) => body
@@ -555,7 +612,9 @@ mod tests {
                     (name.to_owned(), data.to_owned())
                 })
                 .collect(),
-            StreamPiece::Chunk(chunk) => vec![("message".to_owned(), chunk.to_string())],
+            StreamPiece::Chunk(chunk) | StreamPiece::Line(chunk) => {
+                vec![("message".to_owned(), chunk.to_string())]
+            }
             StreamPiece::Event(event) => vec![(event.name.to_owned(), event.payload.to_string())],
             StreamPiece::Exception(_) => Vec::new(),
         }
@@ -609,7 +668,7 @@ mod tests {
     fn each_wire_s_reader_ends_at_its_last_event() {
         let chunk =
             json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]});
-        let cases: [(Wire, Vec<(&str, String)>); 5] = [
+        let cases: [(Wire, Vec<(&str, String)>); 6] = [
             (
                 Wire::ChatCompletions,
                 vec![("message", chunk.to_string()), ("message", "[DONE]".into())],
@@ -638,6 +697,13 @@ mod tests {
                     "messageStop",
                     json!({"stopReason": "end_turn"}).to_string(),
                 )],
+            ),
+            (
+                Wire::OllamaChat,
+                vec![
+                    ("message", json!({"message": {"content": "Hi"}, "done": false}).to_string()),
+                    ("message", json!({"message": {"content": ""}, "done": true}).to_string()),
+                ],
             ),
         ];
         for (wire, events) in cases {
@@ -696,15 +762,18 @@ mod tests {
                 reader.push(name, data).unwrap();
             }
             let (_, streamed) = reader.finish().unwrap();
+            // Ollama's generate has no tools: its answer carries the text alone.
+            let (calls, finish) = match wire {
+                Wire::OllamaGenerate => (0, "stop"),
+                _ => (1, "tool_calls"),
+            };
             for assembled in [whole, streamed] {
                 assert_eq!(assembled.text, "Hi", "{wire:?}");
-                assert_eq!(assembled.calls.len(), 1, "{wire:?}");
-                assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
-                assert_eq!(
-                    assembled.finish_reason.as_deref(),
-                    Some("tool_calls"),
-                    "{wire:?}"
-                );
+                assert_eq!(assembled.calls.len(), calls, "{wire:?}");
+                if calls > 0 {
+                    assert_eq!(assembled.calls[0].name, "ls", "{wire:?}");
+                }
+                assert_eq!(assembled.finish_reason.as_deref(), Some(finish), "{wire:?}");
             }
         }
     }

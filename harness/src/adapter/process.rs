@@ -200,6 +200,8 @@ pub fn base_url_at_wire(server_url: &str, api: Api) -> String {
         Api::ChatCompletions | Api::Responses => format!("{server_url}/v1"),
         Api::AnthropicMessages | Api::BedrockConverse => server_url.to_owned(),
         Api::Gemini => format!("{server_url}/v1beta"),
+        // Ollama's clients take the root (`/api/chat`).
+        Api::OllamaChat | Api::OllamaGenerate => server_url.to_owned(),
     }
 }
 
@@ -216,6 +218,9 @@ pub fn model_block_at(model: &mut ModelConfig, api: Api) {
         Api::AnthropicMessages => model.use_ = ANTHROPIC_PROVIDER.into(),
         Api::Gemini => model.use_ = GEMINI_PROVIDER.into(),
         Api::BedrockConverse => model.use_ = BEDROCK_PROVIDER.into(),
+        // No gateway provider speaks Ollama's native wire (`PROVIDER_APIS`): the gateway
+        // refuses the block loudly rather than call another wire.
+        Api::OllamaChat | Api::OllamaGenerate => model.use_ = "ollama".into(),
     }
 }
 

@@ -74,6 +74,17 @@ pub const RESPONSES_FLAG: &str = "use_responses_api";
 /// The wire a model's calls cross: `model_wire`'s, the one the harness's model server serves.
 pub use model_wire::Wire as Api;
 
+/// The wires the gateway's providers speak: every [`Api`] but Ollama's native two, which only
+/// the harness's model server serves (an Ollama model is reached at its OpenAI-compatible
+/// `/v1`). The tests that drive the gateway at each wire iterate this list.
+pub const PROVIDER_APIS: [Api; 5] = [
+    Api::ChatCompletions,
+    Api::Responses,
+    Api::AnthropicMessages,
+    Api::Gemini,
+    Api::BedrockConverse,
+];
+
 /// The endpoint root of an entry at `api` without `base_url`.
 fn default_base_url(api: Api) -> &'static str {
     match api {
@@ -81,6 +92,8 @@ fn default_base_url(api: Api) -> &'static str {
         Api::AnthropicMessages => anthropic_messages::DEFAULT_BASE_URL,
         Api::Gemini => gemini::DEFAULT_BASE_URL,
         Api::BedrockConverse => bedrock_converse::DEFAULT_BASE_URL,
+        // A local Ollama's root (no gateway provider speaks it: `WireChatModel::new` refuses).
+        Api::OllamaChat | Api::OllamaGenerate => "http://127.0.0.1:11434",
     }
 }
 
@@ -229,6 +242,14 @@ impl WireChatModel {
             ))
         };
 
+        // The model server serves Ollama's native wire; the gateway's providers do not call it
+        // (an Ollama model is reached at its OpenAI-compatible `/v1`).
+        if matches!(api, Api::OllamaChat | Api::OllamaGenerate) {
+            return Err(configuration_error(format!(
+                "no gateway provider speaks {} (use the openai provider with Ollama's /v1)",
+                api.name()
+            )));
+        }
         let base = config
             .base_url
             .as_deref()
@@ -392,6 +413,8 @@ impl WireChatModel {
             }
             Api::Gemini => gemini::request_body(request, settings),
             Api::BedrockConverse => bedrock_converse::request_body(request, settings),
+            // Never built: `WireChatModel::new` refuses Ollama's wires.
+            Api::OllamaChat | Api::OllamaGenerate => Value::Null,
         }
     }
 

@@ -972,3 +972,17 @@ async fn dropping_a_streamed_answer_stops_reading_the_provider() {
     drop(events);
     assert!(sender.is_closed(), "the read stopped with the stream");
 }
+
+/// Ollama's native wire is the model server's alone: a gateway model at it is refused by name,
+/// never sent to another wire.
+#[test]
+fn a_model_at_ollama_s_native_wire_is_refused() {
+    for api in [Api::OllamaChat, Api::OllamaGenerate] {
+        let Err(refused) = WireChatModel::new(&config("http://127.0.0.1:11434"), api) else {
+            panic!("{api:?} was accepted");
+        };
+        assert_eq!(refused.error_type, "ConfigurationError");
+        assert!(refused.message.contains(api.name()), "{}", refused.message);
+    }
+    assert!(!PROVIDER_APIS.contains(&Api::OllamaChat));
+}

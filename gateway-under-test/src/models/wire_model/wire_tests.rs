@@ -29,7 +29,8 @@ pub(super) const KEY: &str = "sk-test-SECRET123456789";
 /// The wires whose route is fixed and whose stream is SSE text.
 const SSE_WIRES: [Api; 3] = [Api::ChatCompletions, Api::Responses, Api::AnthropicMessages];
 
-/// The helpers below serve [`SSE_WIRES`]; the other wires' tests build their own.
+/// The helpers below serve [`SSE_WIRES`]; the other wires' tests build their own (Ollama's,
+/// which no gateway provider speaks, none).
 fn not_here(api: Api) -> ! {
     panic!("{api:?} is tested in path_wire_tests.rs")
 }
@@ -43,6 +44,7 @@ pub(super) fn config(api: Api, server: &str) -> ModelConfig {
         Api::ChatCompletions | Api::Responses => format!("{server}/v1/"),
         Api::AnthropicMessages | Api::BedrockConverse => format!("{server}/"),
         Api::Gemini => format!("{server}/v1beta"),
+        Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     });
     match api {
         Api::ChatCompletions => {}
@@ -54,6 +56,7 @@ pub(super) fn config(api: Api, server: &str) -> ModelConfig {
         Api::AnthropicMessages => config.use_ = "anthropic".into(),
         Api::Gemini => config.use_ = "gemini".into(),
         Api::BedrockConverse => config.use_ = "bedrock".into(),
+        Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
     config
 }
@@ -81,7 +84,7 @@ fn endpoint(api: Api) -> &'static str {
         Api::ChatCompletions => "/v1/chat/completions",
         Api::Responses => "/v1/responses",
         Api::AnthropicMessages => "/v1/messages",
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
 }
 
@@ -148,7 +151,7 @@ fn stream_body(api: Api, answer: &Answer) -> String {
             .iter()
             .map(anthropic_messages::SseEvent::frame)
             .collect(),
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
 }
 
@@ -161,7 +164,7 @@ fn whole_body(api: Api, answer: &Answer) -> Value {
         }
         Api::Responses => responses::response(&identity(), answer),
         Api::AnthropicMessages => anthropic_messages::message(&identity(), answer),
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
 }
 
@@ -182,7 +185,7 @@ fn in_stream_error(api: Api, message: &str) -> String {
             "event: error\ndata: {}\n\n",
             anthropic_messages::error_body("overloaded_error", message)
         ),
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     };
     first + &error
 }
@@ -411,7 +414,7 @@ fn expected_body(api: Api) -> Value {
             "stream": true,
             "temperature": 0.5
         }),
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
 }
 
@@ -447,7 +450,9 @@ async fn each_wire_sends_the_conversation_in_its_own_terms_with_its_own_credenti
                 Some(KEY),
                 Some(super::anthropic_messages::API_VERSION),
             ],
-            Api::Gemini | Api::BedrockConverse => not_here(api),
+            Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => {
+                not_here(api)
+            }
         };
         assert_eq!(
             [
@@ -471,7 +476,7 @@ fn error_body(api: Api, status: u16, message: &str) -> Value {
             anthropic_messages::error_kind_for_status(status),
             message,
         ),
-        Api::Gemini | Api::BedrockConverse => not_here(api),
+        Api::Gemini | Api::BedrockConverse | Api::OllamaChat | Api::OllamaGenerate => not_here(api),
     }
 }
 

@@ -215,7 +215,7 @@ fn broken_response() -> Response {
 }
 
 /// A stream's body split into what went out as one piece: SSE events, event-stream messages,
-/// or a JSON array's elements.
+/// NDJSON lines, or a JSON array's elements.
 enum Pieces {
     Framed(Vec<Bytes>),
     JsonArray(Vec<String>),
@@ -263,6 +263,21 @@ fn pieces(framing: Framing, body: &Bytes) -> Pieces {
                 let end = (start + length.max(4)).min(body.len());
                 pieces.push(body.slice(start..end));
                 start = end;
+            }
+            Pieces::Framed(pieces)
+        }
+        // One piece per line, its `\n` kept.
+        Framing::Ndjson => {
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for (at, byte) in body.iter().enumerate() {
+                if *byte == b'\n' {
+                    pieces.push(body.slice(start..=at));
+                    start = at + 1;
+                }
+            }
+            if start < body.len() {
+                pieces.push(body.slice(start..));
             }
             Pieces::Framed(pieces)
         }
@@ -538,6 +553,11 @@ mod tests {
             panic!("array");
         };
         assert_eq!(elements, ["{\"a\":1}", "{\"b\":2}"]);
+        let ndjson = Bytes::from_static(b"{\"a\":1}\n{\"done\":true}\n");
+        let Pieces::Framed(lines) = pieces(Framing::Ndjson, &ndjson) else {
+            panic!("lines");
+        };
+        assert_eq!(lines, ["{\"a\":1}\n", "{\"done\":true}\n"]);
     }
 }
 
@@ -622,6 +642,45 @@ mod served {
             );
             assert!(started.elapsed() < Duration::from_secs(3), "{kind:?}");
         }
+    }
+
+    /// At Ollama's native wire a fault is Ollama's: a refusal is `{"error": "..."}` with the
+    /// status, and an in-stream error the NDJSON stream's last line, `{"error": "..."}`, after
+    /// the chunks it let out.
+    #[tokio::test]
+    async fn an_ollama_fault_is_an_error_object_as_the_body_or_the_last_line() {
+        let client = reqwest::Client::new();
+        let body = first_call();
+        let refused_server = server_with(FaultKind::Status {
+            status: 503,
+            retry_after: None,
+        })
+        .await;
+        let refused = (client.post(format!("{}/api/chat", refused_server.url())))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(refused.status(), 503);
+        let error: serde_json::Value = refused.json().await.expect("json");
+        assert!(error["error"].is_string(), "{error}");
+        refused_server.stop().await.expect("stop");
+
+        let server = server_with(FaultKind::StreamError { after_chunks: 1 }).await;
+        let streamed = (client.post(format!("{}/api/chat", server.url())))
+            .body(body)
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(streamed.status(), 200);
+        let text = streamed.text().await.expect("body");
+        let lines: Vec<serde_json::Value> = (text.lines())
+            .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["done"], false, "{text}");
+        assert!(lines[1]["error"].is_string(), "{text}");
+        server.stop().await.expect("stop");
     }
 
     #[tokio::test]

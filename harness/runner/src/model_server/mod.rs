@@ -42,6 +42,7 @@ mod answer;
 mod assemble;
 mod backend;
 mod client;
+mod discovery;
 mod exchanges;
 mod faulted;
 mod fixtures;
@@ -108,6 +109,13 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::Gemini | Route::GeminiV1 => post(wires::gemini),
         Route::BedrockConverse => post(wires::converse),
         Route::BedrockConverseStream => post(wires::converse_stream),
+        Route::OllamaChat => post(wires::ollama_chat),
+        Route::OllamaGenerate => post(wires::ollama_generate),
+        Route::OllamaTags => get(ollama_tags),
+        Route::OllamaShow => post(ollama_show),
+        Route::OllamaVersion => {
+            get(|| async { Json(json!({"version": discovery::OLLAMA_VERSION})) })
+        }
         Route::Models | Route::ModelsUnversioned => get(models),
         Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
         Route::Misses => get(misses),
@@ -324,13 +332,34 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     serve(Wire::ChatCompletions, &shared, &headers, &body, None).await
 }
 
-async fn models(State(shared): State<Arc<Shared>>) -> Response {
+/// The models the server replays, each once (`replay` when none is named).
+fn replayed_models(shared: &Shared) -> Vec<String> {
     let mut ids = shared.backend.models();
     ids.retain(|id| !id.is_empty());
-    ids.dedup();
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(id.clone()));
     if ids.is_empty() {
         ids.push("replay".to_owned());
     }
+    ids
+}
+
+/// `GET /api/tags`.
+async fn ollama_tags(State(shared): State<Arc<Shared>>) -> Response {
+    Json(discovery::tags(&replayed_models(&shared))).into_response()
+}
+
+/// `POST /api/show`: a replayed model's facts, else Ollama's 404.
+async fn ollama_show(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let model = discovery::shown_model(&body).unwrap_or_default();
+    match discovery::show(&replayed_models(&shared), &model) {
+        Some(shown) => Json(shown).into_response(),
+        None => (StatusCode::NOT_FOUND, Json(discovery::not_found(&model))).into_response(),
+    }
+}
+
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    let ids = replayed_models(&shared);
     let data: Vec<Value> = ids
         .iter()
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "model-server"}))

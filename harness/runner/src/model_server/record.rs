@@ -750,6 +750,7 @@ async fn proxy(
     };
     let source: Source = match request.wire {
         Wire::BedrockConverse => Box::pin(event_stream_source(upstream)),
+        Wire::OllamaChat | Wire::OllamaGenerate => Box::pin(ndjson_source(upstream)),
         _ => Box::pin(sse_source(upstream)),
     };
     let pumped = tokio::spawn(pump(
@@ -787,6 +788,8 @@ enum Piece {
     Sse(eventsource_stream::Event),
     /// An event-stream message (Converse).
     Frame(Frame),
+    /// One line of an NDJSON stream (Ollama), without its line end.
+    Line(String),
 }
 
 /// The upstream's stream: its pieces, or the `error` event that ends it (a transport failure, a
@@ -816,6 +819,35 @@ fn sse_source(
             "RemoteProtocolError",
             format!("malformed event stream: {err}"),
         )),
+    })
+}
+
+/// An NDJSON upstream (Ollama's stream), cut at line ends with the SSE line cap, one piece per
+/// line; blank lines are nothing.
+fn ndjson_source(
+    upstream: reqwest::Response,
+) -> impl futures::Stream<Item = Result<Piece, RecordedEvent>> {
+    transport::whole_lines(
+        upstream
+            .bytes_stream()
+            .map(|item| item.map_err(UpstreamRead::from)),
+        MAX_SSE_LINE_BYTES,
+    )
+    // Each item holds whole lines (one or more).
+    .flat_map(|item| {
+        let pieces: Vec<Result<Piece, RecordedEvent>> = match item {
+            Ok(lines) => String::from_utf8_lossy(&lines)
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(|line| Ok(Piece::Line(line.to_owned())))
+                .collect(),
+            Err(UpstreamRead::Transport(err)) => vec![Err(transport_error_event(&err, true))],
+            Err(UpstreamRead::LineTooLong(err)) => {
+                vec![Err(failure_event("RemoteProtocolError", err.to_string()))]
+            }
+        };
+        futures::stream::iter(pieces)
     })
 }
 
@@ -1003,6 +1035,10 @@ async fn pump(
                 }) => {
                     stream.lock().note(call_index, exception_type, payload);
                     recorder.on_exception(exception_type, payload)
+                }
+                Piece::Line(line) => {
+                    stream.lock().note(call_index, "message", line);
+                    recorder.on_event("message", line)
                 }
             },
             Some(Err(error)) => vec![error],

@@ -1,7 +1,7 @@
 //! A recorded answer's stream at any wire, the one way for every wire and every mode:
 //! [`StreamOut`] feeds the recording's events one by one (`start`, each delta, `done` or
 //! `error`) to the wire's streaming renderer (`model_wire::Wire::stream_renderer`) and frames
-//! its pieces as the client asked (SSE, one streamed JSON array, AWS's event stream), whether the
+//! its pieces as the client asked (SSE, one streamed JSON array, AWS's event stream, NDJSON), whether the
 //! events come from a fixture or a recording (a replay, which knows the answer before its
 //! stream) or from an upstream as it answers (the recording proxy, which passes each written
 //! event on as it is written). So every wire keeps the chunk boundaries the recording holds,
@@ -102,6 +102,9 @@ impl StreamOut {
                 StreamPiece::Chunk(chunk) => {
                     out.extend_from_slice(format!("data: {chunk}\r\n\r\n").as_bytes());
                 }
+                StreamPiece::Line(line) => {
+                    out.extend_from_slice(format!("{line}\n").as_bytes());
+                }
                 StreamPiece::Event(event) => {
                     out.extend_from_slice(&event_frame(event.name, &event.payload));
                 }
@@ -135,6 +138,7 @@ pub(super) fn stream_response(framing: Framing, body: impl Into<axum::body::Body
         Framing::Sse => return sse_response(body),
         Framing::JsonArray => "application/json; charset=UTF-8",
         Framing::AwsEventStream => model_wire::EVENT_STREAM_CONTENT_TYPE,
+        Framing::Ndjson => model_wire::NDJSON_CONTENT_TYPE,
     };
     ([(header::CONTENT_TYPE, content_type)], body.into()).into_response()
 }
@@ -153,7 +157,8 @@ pub(super) fn sse_response(body: impl Into<axum::body::Body>) -> Response {
 
 /// A fault's in-stream error (`faulted.rs`) as the request's stream frames it after `sent`
 /// pieces went out: an event-stream exception frame, an SSE event as the wire wrote it, a chunk
-/// as an SSE `data:` line or, in a JSON array stream, its next element and the closing bracket.
+/// as an SSE `data:` line or, in a JSON array stream, its next element and the closing bracket,
+/// an NDJSON line (Ollama's `{"error"}`).
 pub(super) fn in_stream_error(
     error: model_wire::InStreamError,
     framing: Framing,
@@ -171,6 +176,7 @@ pub(super) fn in_stream_error(
             (Framing::JsonArray, _) => format!(",\r\n{chunk}]"),
             _ => format!("data: {chunk}\r\n\r\n"),
         },
+        InStreamError::Line(line) => format!("{line}\n"),
     };
     axum::body::Bytes::from(text)
 }

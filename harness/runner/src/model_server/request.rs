@@ -1,6 +1,6 @@
 //! One request at one of the model server's five wires ([`Wire`]) as the model server reads
 //! it: the body, whether it streams and how ([`Framing`]; the Gemini and Converse wires name the
-//! model and the mode in the path, [`Target`]), the conversation the replay key reads, as the
+//! model and the mode in the path, [`Target`]; Ollama streams unless `stream` is false), the conversation the replay key reads, as the
 //! wire reads it (`model_wire::Wire::conversation`), and the view a
 //! recording stores and strict replay compares, in the wire's own terms
 //! (`docs/recording-format.md` §17).
@@ -42,6 +42,8 @@ pub(crate) enum Framing {
     JsonArray,
     /// AWS's binary event stream (Converse's `converse-stream`).
     AwsEventStream,
+    /// Newline-delimited JSON (Ollama's `/api/chat` and `/api/generate`).
+    Ndjson,
 }
 
 /// What the path of a Gemini or Converse call says: the model, and whether and how the answer
@@ -95,6 +97,8 @@ impl WireRequest {
             return Err(BadBody::NotAnObject);
         };
         let messages = wire.conversation(&body)?;
+        // Ollama streams unless told not to; the other wires answer whole unless told to stream.
+        let ollama = matches!(wire, Wire::OllamaChat | Wire::OllamaGenerate);
         Ok(WireRequest {
             wire,
             model: body
@@ -102,8 +106,15 @@ impl WireRequest {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-            framing: Framing::Sse,
+            stream: body
+                .get("stream")
+                .and_then(Value::as_bool)
+                .unwrap_or(ollama),
+            framing: if ollama {
+                Framing::Ndjson
+            } else {
+                Framing::Sse
+            },
             messages,
             body,
         })
@@ -282,5 +293,46 @@ mod tests {
         let recorded = request.recorded("");
         assert_eq!(recorded.context["input"][1], call);
         assert_eq!(recorded.context["input"][2]["call_id"], "call_1");
+    }
+
+    /// Ollama streams when `stream` is absent (the server's default), in NDJSON.
+    #[test]
+    fn an_ollama_request_streams_unless_told_not_to() {
+        let cases = [
+            (
+                Wire::OllamaChat,
+                json!({"model": "m", "messages": []}),
+                true,
+            ),
+            (
+                Wire::OllamaChat,
+                json!({"model": "m", "messages": [], "stream": false}),
+                false,
+            ),
+            (
+                Wire::OllamaGenerate,
+                json!({"model": "m", "prompt": "hi"}),
+                true,
+            ),
+            (
+                Wire::ChatCompletions,
+                json!({"model": "m", "messages": []}),
+                false,
+            ),
+        ];
+        for (wire, body, stream) in cases {
+            let request = WireRequest::parse(wire, body.to_string().as_bytes()).expect("parses");
+            assert_eq!(request.stream, stream, "{wire:?} {body}");
+        }
+        let generate =
+            WireRequest::parse(Wire::OllamaGenerate, br#"{"model": "m", "prompt": "hi"}"#)
+                .expect("parses");
+        assert_eq!(generate.framing, Framing::Ndjson);
+        assert_eq!(generate.recorded("").context["prompt"], "hi");
+        let error = WireRequest::parse(Wire::OllamaGenerate, br#"{"model": "m"}"#).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the request body has no \"prompt\" string"
+        );
     }
 }

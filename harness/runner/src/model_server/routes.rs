@@ -28,6 +28,16 @@ pub(crate) enum Route {
     BedrockConverse,
     /// `POST /model/{modelId}/converse-stream`.
     BedrockConverseStream,
+    /// `POST /api/chat`, Ollama's native chat (`wires.rs`).
+    OllamaChat,
+    /// `POST /api/generate`, Ollama's native completion (`wires.rs`).
+    OllamaGenerate,
+    /// `GET /api/tags`, Ollama's model list (`mod.rs`).
+    OllamaTags,
+    /// `POST /api/show`, one Ollama model's facts (`mod.rs`).
+    OllamaShow,
+    /// `GET /api/version`, the Ollama API's version (`mod.rs`).
+    OllamaVersion,
     /// `GET /v1/models`.
     Models,
     /// `GET /models`.
@@ -51,7 +61,7 @@ pub(crate) enum Route {
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 17] = [
+    pub(crate) const ALL: [Route; 22] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -60,6 +70,11 @@ impl Route {
         Route::GeminiV1,
         Route::BedrockConverse,
         Route::BedrockConverseStream,
+        Route::OllamaChat,
+        Route::OllamaGenerate,
+        Route::OllamaTags,
+        Route::OllamaShow,
+        Route::OllamaVersion,
         Route::Models,
         Route::ModelsUnversioned,
         Route::Health,
@@ -90,6 +105,11 @@ impl Route {
             Route::GeminiV1 => (Method::POST, "/v1/models/{model_action}"),
             Route::BedrockConverse => (Method::POST, "/model/{model_id}/converse"),
             Route::BedrockConverseStream => (Method::POST, "/model/{model_id}/converse-stream"),
+            Route::OllamaChat => (Method::POST, "/api/chat"),
+            Route::OllamaGenerate => (Method::POST, "/api/generate"),
+            Route::OllamaTags => (Method::GET, "/api/tags"),
+            Route::OllamaShow => (Method::POST, "/api/show"),
+            Route::OllamaVersion => (Method::GET, "/api/version"),
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),

@@ -1,15 +1,16 @@
 //! One model call answered at any wire ([`serve`]: parse, ask the backend, answer in the wire's
-//! shape, the same way at all five), and the handlers of the wires whose path says more than the
+//! shape, the same way at every one), and the handlers of the wires whose path says more than the
 //! wire: Anthropic's Messages API (`POST /v1/messages`), OpenAI's Responses API
 //! (`POST /v1/responses`), Google's Gemini API (`POST /v1beta/models/{model}:generateContent` and
 //! `:streamGenerateContent`, SSE with `?alt=sse`, else one JSON array; also at `/v1/`) and AWS
 //! Bedrock's Converse API (`POST /model/{modelId}/converse` and `/converse-stream`, AWS's binary
 //! event stream, `transport::eventstream`), in every mode (`docs/testing-your-own-gateway.md`,
-//! "The five wires"). No key or signature is checked (any is accepted) and none is ever written.
+//! "The wires"); Ollama's native API (`POST /api/chat` and `/api/generate`, NDJSON unless
+//! `"stream": false`) is served here too. No key or signature is checked (any is accepted) and none is ever written.
 //!
 //! A request's conversation is read by its wire (`request.rs`) and looked up with the key its
 //! wire allows (names only at Chat Completions; `docs/replay-and-fixtures.md` §11.1): one
-//! fixture serves all five wires. The recorded answer goes back through that wire's renderer
+//! fixture serves every wire. The recorded answer goes back through that wire's renderer
 //! ([`respond`]): streamed, the recorded events one by one through `model_wire`'s streaming
 //! renderer (`render.rs`), keeping the recording's chunk boundaries; whole, through
 //! `Wire::render_answer`; a recorded failure and every problem answer in the wire's own error
@@ -134,6 +135,24 @@ pub(crate) async fn converse_stream(
         Some(target),
     )
     .await
+}
+
+/// `POST /api/chat`, Ollama's native chat.
+pub(crate) async fn ollama_chat(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(Wire::OllamaChat, &shared, &headers, &body, None).await
+}
+
+/// `POST /api/generate`, Ollama's native completion.
+pub(crate) async fn ollama_generate(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(Wire::OllamaGenerate, &shared, &headers, &body, None).await
 }
 
 /// The answer of a complete event list (a fixture's turn as events, or a recorded call) at the
