@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What .ci/run runs after `cargo xtask dist`: the packages in <dist folder> install and work the
 # way a user installs them, with no Rust toolchain on PATH (every PATH folder holding cargo or
-# rustc is dropped). Each install runs examples/python-gateway/check.sh (`keyless test` on a copy
-# of the example: green as recorded, exit 1 with the miss diagnostic when the gateway drifts):
+# rustc is dropped). Each install runs examples/python-gateway/check.sh with CHECK=installed
+# (`keyless test` on a copy of the example: green as recorded, exit 1 with the miss diagnostic
+# when the gateway drifts; .ci/run ran the whole script on the build the packages hold):
 #
 #   1. the wheel, `pip install`ed into a fresh venv; then, with pytest and pytest-xdist beside it
 #      (examples/python-gateway/requirements-test.txt, from PyPI), the example's pytest suite
@@ -59,7 +60,7 @@ echo "installs: [1/3] pip install $(basename "$wheel") into a fresh venv"
 python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index "$wheel"
 "$work/venv/bin/keyless" --version
-KEYLESS="$work/venv/bin/keyless" PYTHON="$python" "$example/check.sh"
+CHECK=installed KEYLESS="$work/venv/bin/keyless" PYTHON="$python" "$example/check.sh"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   -r "$example/requirements.txt" -r "$example/requirements-test.txt"
 PYTHON="$work/venv/bin/python" "$example/check-pytest.sh"
@@ -80,7 +81,7 @@ mkdir "$work/npm"
     const { keylessGlobalSetup } = await import("keyless/vitest/setup");
     if (typeof keylessGlobalSetup !== "function") throw new Error("keyless/vitest/setup exports no keylessGlobalSetup");'
 )
-KEYLESS="$work/npm/node_modules/.bin/keyless" PYTHON="$python" "$example/check.sh"
+CHECK=installed KEYLESS="$work/npm/node_modules/.bin/keyless" PYTHON="$python" "$example/check.sh"
 # Without its platform package (npm install --omit=optional), the launcher says which is missing.
 platform_package="$(tar -xzOf "$platform_tgz" package/package.json | node -p 'JSON.parse(require("fs").readFileSync(0)).name')"
 rm -rf "$work/npm/node_modules/$platform_package"
