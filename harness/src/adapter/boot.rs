@@ -2,6 +2,7 @@
 //! hermetic home and config, the replay (or recording) provider registered by name, and the
 //! server on 127.0.0.1:0.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use gateway_under_test::config::Config;
@@ -107,10 +108,7 @@ pub(crate) async fn boot_at(
     overrides: Option<&Value>,
     extensions: Extensions,
 ) -> Result<BootedGateway, BootError> {
-    let folder = tempfile::Builder::new()
-        .prefix("replay-gw-")
-        .tempdir()
-        .map_err(BootError::TempDir)?;
+    let folder = scratch_folder().map_err(BootError::TempDir)?;
     let home = prepare_home(folder.path())?;
     let block = match &wiring {
         ModelWiring::Replay(_) => ModelBlock::Replay,
@@ -138,4 +136,67 @@ pub(crate) async fn boot_at(
         gateway,
         _folder: folder,
     })
+}
+
+/// The memory file system, where a booted gateway's home goes when it has room.
+const MEMORY_FS: &str = "/dev/shm";
+
+/// The room the memory file system must have left for a home to go there: a home holds a few
+/// SQLite files of a few hundred KiB and the store's 4 MiB disk-space reserve.
+const MEMORY_FS_ROOM: u64 = 256 * 1024 * 1024;
+
+/// A fresh temporary folder for one booted gateway: in the memory file system when there is one
+/// with room ([`MEMORY_FS_ROOM`]), else in the system's temporary folder. Every Layer 1 test
+/// makes a home, writes the store's files into it and removes it; on a disk file system that
+/// journal work was about half of one fixture's wall time (issue 46), and nothing in a home
+/// needs to outlive its test.
+fn scratch_folder() -> std::io::Result<TempDir> {
+    let builder = || {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("replay-gw-");
+        builder
+    };
+    if has_room(Path::new(MEMORY_FS), MEMORY_FS_ROOM)
+        && let Ok(folder) = builder().tempdir_in(MEMORY_FS)
+    {
+        return Ok(folder);
+    }
+    builder().tempdir()
+}
+
+/// Whether the file system holding `folder` has `room` bytes free for an unprivileged user (false
+/// when `folder` is missing or cannot be asked).
+fn has_room(folder: &Path, room: u64) -> bool {
+    rustix::fs::statvfs(folder)
+        .is_ok_and(|stats| stats.f_bavail.saturating_mul(stats.f_frsize) >= room)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A home goes to the memory file system only with room there; a missing folder has none.
+    #[test]
+    fn a_home_goes_to_the_memory_file_system_only_when_it_has_room() {
+        let here = tempfile::tempdir().unwrap();
+        assert!(
+            has_room(here.path(), 1),
+            "a folder with a byte free has room for a byte"
+        );
+        assert!(
+            !has_room(here.path(), u64::MAX),
+            "no file system has u64::MAX bytes free"
+        );
+        assert!(
+            !has_room(&here.path().join("missing"), 1),
+            "a missing folder has no room"
+        );
+        let folder = scratch_folder().unwrap();
+        let expected = if has_room(Path::new(MEMORY_FS), MEMORY_FS_ROOM) {
+            Path::new(MEMORY_FS).to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        assert_eq!(folder.path().parent(), Some(expected.as_path()));
+    }
 }
