@@ -143,7 +143,7 @@ impl AppBuilder {
             what: format!("home folder {}", config.home.display()),
             source,
         })?;
-        let store = Store::open_with(&config.database_dir(), config.database.synchronous)?;
+        let store = Store::open_with(&config.database_dir(), &config.database)?;
         crate::runtime::runs::finish_orphaned_runs(&store)?;
         let context = ProviderContext {
             home: config.home.clone(),

@@ -196,6 +196,10 @@ pub struct DatabaseConfig {
     pub sqlite_dir: PathBuf,
     /// `database.synchronous`: when SQLite syncs the database to the disk. Default `normal`.
     pub synchronous: Synchronous,
+    /// `database.space_reserve`: keep a disk-space reserve of 4 MiB beside the database, given up
+    /// so that a thread delete still gets through on a full disk. Default `true`; a database
+    /// thrown away with its gateway (the replay harness's hermetic configuration) goes without.
+    pub space_reserve: bool,
 }
 
 impl Default for DatabaseConfig {
@@ -204,6 +208,7 @@ impl Default for DatabaseConfig {
             backend: "sqlite".into(),
             sqlite_dir: PathBuf::from("db"),
             synchronous: Synchronous::Normal,
+            space_reserve: true,
         }
     }
 }

@@ -51,7 +51,7 @@ use reserve::Reserve;
 use sql::write_transaction;
 use worker::DbThread;
 
-use crate::config::Synchronous;
+use crate::config::DatabaseConfig;
 use crate::run_status::{MultitaskStrategy, RunStatus};
 
 /// The database file inside the folder given to [`Store::open`].
@@ -330,11 +330,12 @@ impl Store {
     /// SQLite gives its WAL and shared-memory files the database file's mode. A folder another
     /// open store holds is [`StoreError::InUse`].
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        Store::open_with(dir, Synchronous::Normal)
+        Store::open_with(dir, &DatabaseConfig::default())
     }
 
-    /// [`Store::open`] syncing as `synchronous` says (`database.synchronous`).
-    pub fn open_with(dir: &Path, synchronous: Synchronous) -> Result<Store, StoreError> {
+    /// [`Store::open`] syncing as `database.synchronous` says, with the disk-space reserve when
+    /// `database.space_reserve` asks for one.
+    pub fn open_with(dir: &Path, settings: &DatabaseConfig) -> Result<Store, StoreError> {
         let io_error = |source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
@@ -347,13 +348,17 @@ impl Store {
         let fresh = std::fs::metadata(&file).map_err(io_error)?.len() == 0;
         // Migrating before the thread starts means no query can ever see an old schema.
         let mut conn = Connection::open(&file)?;
-        schema::configure(&conn, fresh, synchronous)?;
+        schema::configure(&conn, fresh, settings.synchronous)?;
         schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
             db: DbThread::spawn(conn, dir)?,
             _owner: Arc::new(owner),
-            reserve: Arc::new(Reserve::new(dir)),
+            reserve: Arc::new(if settings.space_reserve {
+                Reserve::new(dir)
+            } else {
+                Reserve::none()
+            }),
         })
     }
 

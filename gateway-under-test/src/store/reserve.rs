@@ -22,41 +22,53 @@ pub(super) const RESERVE_FILE: &str = "deerflow.db-reserve";
 /// How much space the reserve holds: room for the WAL of a thread delete and a few run records.
 pub(super) const RESERVE_BYTES: usize = 4 * 1024 * 1024;
 
-/// The reserve file of one store folder.
+/// The reserve file of one store folder, or none (`database.space_reserve = false`).
 #[derive(Debug)]
 pub(super) struct Reserve {
-    path: PathBuf,
+    /// The reserve file; `None` for a store configured without one.
+    path: Option<PathBuf>,
 }
 
 impl Reserve {
     /// The reserve of the store in `dir`, created now when it is missing and there is room.
     pub(super) fn new(dir: &Path) -> Reserve {
         let reserve = Reserve {
-            path: dir.join(RESERVE_FILE),
+            path: Some(dir.join(RESERVE_FILE)),
         };
         reserve.restore();
         reserve
     }
 
+    /// No reserve: nothing is written, and nothing is given up on a full disk.
+    pub(super) fn none() -> Reserve {
+        Reserve { path: None }
+    }
+
     /// Puts the reserve back if it is missing. A disk with no room for it stays without one (a
     /// partial file is removed again); this never fails.
     pub(super) fn restore(&self) {
-        if self.path.exists() {
+        let Some(path) = &self.path else {
+            return;
+        };
+        if path.exists() {
             return;
         }
-        let written = super::private_files::create_file(&self.path).and_then(|()| {
-            let file = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+        let written = super::private_files::create_file(path).and_then(|()| {
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
             allocate(file, RESERVE_BYTES)
         });
         if let Err(err) = written {
-            tracing::warn!("no disk-space reserve at {}: {err}", self.path.display());
-            let _ = std::fs::remove_file(&self.path);
+            tracing::warn!("no disk-space reserve at {}: {err}", path.display());
+            let _ = std::fs::remove_file(path);
         }
     }
 
     /// Gives the reserve up; true when there was one to give.
     pub(super) fn release(&self) -> bool {
-        let released = std::fs::remove_file(&self.path).is_ok();
+        let Some(path) = &self.path else {
+            return false;
+        };
+        let released = std::fs::remove_file(path).is_ok();
         if released {
             tracing::warn!("the disk is full: released the store's disk-space reserve");
         }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::*;
+use crate::config::Synchronous;
 
 fn open_temp() -> (TempDir, Store) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -203,7 +204,11 @@ fn the_configured_synchronous_setting_holds_on_fresh_and_reopened_databases() {
     for (setting, expected) in cases {
         let dir = tempfile::tempdir().expect("temp dir");
         for opening in ["fresh", "reopened"] {
-            let store = Store::open_with(dir.path(), setting).expect("open store");
+            let settings = crate::config::DatabaseConfig {
+                synchronous: setting,
+                ..Default::default()
+            };
+            let store = Store::open_with(dir.path(), &settings).expect("open store");
             let level: i64 = (store.db)
                 .call_blocking(|conn| {
                     Ok(conn.pragma_query_value(None, "synchronous", |row| row.get(0))?)
@@ -578,6 +583,38 @@ async fn a_full_disk_gives_up_the_reserve_and_the_write_is_tried_again() {
     assert_eq!(size(), 0, "given up");
     assert!(!store.delete_thread("none").await.expect("delete"));
     assert_eq!(size(), reserve::RESERVE_BYTES, "put back after a delete");
+}
+
+/// `database.space_reserve = false` (the replay harness's throw-away databases): no reserve is
+/// written at open or put back after a delete, and a full disk fails the write once, untried.
+#[tokio::test]
+async fn a_store_without_a_space_reserve_writes_none_and_gives_none_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = crate::config::DatabaseConfig {
+        space_reserve: false,
+        ..Default::default()
+    };
+    let store = Store::open_with(dir.path(), &settings).expect("open store");
+    let reserve = dir.path().join(reserve::RESERVE_FILE);
+    assert!(!reserve.exists(), "no reserve at open");
+    let attempts = std::sync::atomic::AtomicUsize::new(0);
+    let written: Result<(), StoreError> = store
+        .with_reserve(|| async {
+            attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+            Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                full, None,
+            )))
+        })
+        .await;
+    assert!(reserve::is_disk_full(&written.expect_err("a full disk")));
+    assert_eq!(
+        attempts.into_inner(),
+        1,
+        "no reserve to give up, so no second attempt"
+    );
+    assert!(!store.delete_thread("none").await.expect("delete"));
+    assert!(!reserve.exists(), "none put back after a delete");
 }
 
 #[tokio::test]

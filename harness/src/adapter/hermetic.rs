@@ -192,6 +192,7 @@ pub fn hermetic_config(
     // were half of a Layer 1 test's time (docs/replay-and-fixtures.md §7.3). Never the
     // product's default.
     config.database.synchronous = Synchronous::Off;
+    config.database.space_reserve = false;
     config.skills.path = PathBuf::from("skills");
     config.skills.container_path = "/mnt/skills".into();
     config.memory.enabled = false;
@@ -299,6 +300,7 @@ mod tests {
         assert_eq!(config.log_level, "warning");
         // A throw-away database: never synced (the product's default syncs).
         assert_eq!(config.database.synchronous, Synchronous::Off);
+        assert!(!config.database.space_reserve);
         assert_eq!(config.auth.password_hash, PasswordHashConfig::cheap());
     }
 
