@@ -11,7 +11,7 @@
 #   KEYLESS=target/debug/keyless PYTHON=target/mcp-venv/bin/python examples/ai-sdk-chat/record.sh
 set -euo pipefail
 keyless="$(realpath "${KEYLESS:?set KEYLESS to the keyless binary}")"
-python="${PYTHON:?set PYTHON to a Python with mcp==1.26.0 (the clock route's MCP server)}"
+python="${PYTHON:?set PYTHON to a Python with mcp==1.26.0 for the clock route MCP server}"
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
@@ -20,6 +20,11 @@ upstream_pid=$!
 "$python" "$here/mcp_server.py" http 8932 >"$work/mcp_server.log" 2>&1 &
 mcp_pid=$!
 trap 'kill "$upstream_pid" "$mcp_pid" 2>/dev/null; rm -rf "$work"' EXIT
+# Bounded wait for the MCP server's port.
+node -e 'const net = require("net"); let left = 80;
+  const again = () => net.connect(8932, "127.0.0.1").on("connect", () => process.exit(0))
+    .on("error", () => (--left ? setTimeout(again, 250) : process.exit(1)));
+  again()' || { cat "$work/mcp_server.log" >&2; exit 1; }
 cd "$here"
 # --force: recording again replaces the committed fixtures, on purpose.
 OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force \
