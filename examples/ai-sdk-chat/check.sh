@@ -15,6 +15,11 @@
 #   where the AI SDK's client stops reading;
 # - the system prompt rewritten: green (the system prompt is not part of the replay key).
 #
+# The clock route (server.mjs's /api/clock, clock.keyless.toml) calls an MCP server's tool through
+# the AI SDK's MCP client (@ai-sdk/mcp, Streamable HTTP): its fixture replays with the server
+# absent (mcp_server.py removed from the copy, its port proven closed), and a changed tool
+# argument fails naming the server, the tool and the differing field.
+#
 # The same agent answers as an OpenAI-style endpoint too (server.mjs's /v1/chat/completions and
 # /v1/responses): its fixtures replay with `--api openai-chat` and `--api openai-responses`, and
 # the changed tool result misses there as well.
@@ -238,6 +243,30 @@ grep -q 'cheerful forecaster' "$work/system/server.mjs" || fail "the system prom
 run system
 [ "$status" -eq 0 ] || { cat "$work/system.out" >&2; fail "a rewritten system prompt exited $status, not 0"; }
 
+echo "ai-sdk example: the clock route's MCP tool replays with its server absent; a changed argument must miss"
+port_closed() {
+  node -e 'const s = require("net").connect(Number(process.argv[1]), "127.0.0.1");
+           s.on("connect", () => process.exit(1)); s.on("error", () => process.exit(0))' "$1"
+}
+copy clock
+rm "$work/clock/mcp_server.py"
+port_closed 8932 || fail "something listens on 127.0.0.1:8932, the clock MCP server's port: replay must run without it"
+run clock --config clock.keyless.toml
+[ "$status" -eq 0 ] || { cat "$work/clock.out" >&2; fail "the clock fixture failed (exit $status)"; }
+[ "$(field clock 'line.golden + ":" + line.misses.length + ":" + line.framing')" = '"ok:0:ok"' ] \
+  || fail "the clock fixture: unexpected outcome: $(cat "$work/clock.json")"
+# The route sends its MCP tool another argument than the model asked for.
+sed -i 's/    tools: await client.tools(),/    tools: Object.fromEntries(Object.entries(await client.tools()).map(([name, t]) =>\n      [name, { ...t, execute: (input, options) => t.execute({ city: input.city.toUpperCase() }, options) }])),/' \
+  "$work/clock/server.mjs"
+grep -q 'toUpperCase' "$work/clock/server.mjs" || fail "the clock argument patch did not apply"
+run clock --config clock.keyless.toml
+[ "$status" -eq 1 ] || { cat "$work/clock.out" >&2; fail "a changed MCP tool argument exited $status, not 1"; }
+for said in 'mcp miss: `tools/call get_time` from `clock` has no recorded answer' \
+  'first differing field: params.arguments.city: recorded "Paris", now "PARIS"'; do
+  grep -qF "$said" "$work/clock.out" || { cat "$work/clock.out" >&2; fail "the changed MCP argument does not say: $said"; }
+done
+grep -m1 'mcp miss' "$work/clock.out" | sed 's/^ */  /' | cut -c1-240
+
 for api in openai-chat openai-responses; do
   echo "ai-sdk example: the same agent as an OpenAI-style endpoint: keyless test --api $api"
   run app --api "$api" --fixtures "fixtures-$api" --golden "golden-$api"
@@ -249,4 +278,4 @@ for api in openai-chat openai-responses; do
   grep -q 'first differing field' "$work/tool_result.json" || fail "--api $api: no miss diagnostic"
 done
 
-echo "ai-sdk example: ok (the fixtures replay in the three dialects; both clients agree; the drifts fail and pass as they must)"
+echo "ai-sdk example: ok (the fixtures replay in the three dialects, the MCP tool with its server absent; both clients agree; the drifts fail and pass as they must)"

@@ -7,7 +7,9 @@
 //
 // - a user message naming a city ("… in Paris …") gets a `weather` tool call for that city;
 // - after the tool's result, the answer quotes it;
-// - a user message with no city gets a one-sentence answer and no tool call.
+// - a user message with no city gets a one-sentence answer and no tool call;
+// - the clock route's "What time is it in <city>?" gets a `get_time` call (its MCP tool), and
+//   the tool's result an answer quoting its text.
 //
 //   node scripted_upstream.mjs --port 8099    # then --upstream http://127.0.0.1:8099/v1
 import http from "node:http";
@@ -17,6 +19,9 @@ const port = Number(process.argv[process.argv.indexOf("--port") + 1] || 8099);
 /** The scripted answer for a conversation: `{ text }` or `{ call: { name, arguments } }`. */
 function reply(messages) {
   const last = messages[messages.length - 1];
+  if (last.role === "tool" && /"get_time"/.test(JSON.stringify(messages.at(-2)))) {
+    return { text: `The clock says: ${JSON.stringify(last.content)}` };
+  }
   if (last.role === "tool") {
     const result = JSON.parse(last.content);
     return { text: `In ${result.city} it is ${result.forecast} and ${result.temperatureC} °C.` };
@@ -24,6 +29,10 @@ function reply(messages) {
   const text = typeof last.content === "string"
     ? last.content
     : last.content.map((part) => part.text ?? "").join("");
+  const time = text.match(/What time is it in ([A-Z][a-z]+)/);
+  if (time) {
+    return { call: { name: "get_time", arguments: JSON.stringify({ city: time[1] }) } };
+  }
   const city = text.match(/\bin ([A-Z][a-z]+)/);
   if (city) {
     return { call: { name: "weather", arguments: JSON.stringify({ city: city[1] }) } };

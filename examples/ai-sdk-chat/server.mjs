@@ -4,6 +4,11 @@
 // Completions model at OPENAI_BASE_URL, and answers with `toUIMessageStreamResponse()`.
 // `GET /health` answers 200 once the server listens.
 //
+// `POST /api/clock` is a second chat route whose one tool comes from an MCP server, through the
+// AI SDK's own MCP client (`createMCPClient` of `@ai-sdk/mcp`, over Streamable HTTP) at
+// CLOCK_MCP_URL: under keyless that is the route `{mcp_url:clock}` names (clock.keyless.toml),
+// which relays to the real server when recording and answers from the fixture in replay.
+//
 // The same agent (the same model, system prompt and tool loop) also answers as an OpenAI-style
 // agent endpoint, the way agent servers expose themselves to OpenAI clients: `POST
 // /v1/chat/completions` streams its answer as `chat.completion.chunk`s, `POST /v1/responses` as a
@@ -16,6 +21,7 @@ import http from "node:http";
 import { extname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
 
+import { createMCPClient } from "@ai-sdk/mcp";
 import { createOpenAI } from "@ai-sdk/openai";
 import { convertToModelMessages, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
@@ -53,6 +59,26 @@ export async function POST(request) {
     messages: await convertToModelMessages(messages),
     tools,
     stopWhen: stepCountIs(5),
+  });
+  return result.toUIMessageStreamResponse();
+}
+
+export const CLOCK_SYSTEM = "You tell the time with the get_time tool; answer briefly.";
+
+/** The clock route: the MCP server's tools for this request, its client closed once answered. */
+export async function POST_CLOCK(request) {
+  const { messages } = await request.json();
+  const client = await createMCPClient({
+    transport: { type: "http", url: process.env.CLOCK_MCP_URL },
+  });
+  const result = streamText({
+    model: openai.chat(MODEL),
+    system: CLOCK_SYSTEM,
+    messages: await convertToModelMessages(messages),
+    tools: await client.tools(),
+    stopWhen: stepCountIs(5),
+    onFinish: () => client.close(),
+    onError: () => client.close(),
   });
   return result.toUIMessageStreamResponse();
 }
@@ -152,7 +178,8 @@ async function serve(req, res) {
       return;
     }
   }
-  if (req.method !== "POST" || url.pathname !== "/api/chat") {
+  const routes = { "/api/chat": POST, "/api/clock": POST_CLOCK };
+  if (req.method !== "POST" || !routes[url.pathname]) {
     res.writeHead(404, { "content-type": "text/plain" }).end("not found");
     return;
   }
@@ -162,7 +189,7 @@ async function serve(req, res) {
     body: Readable.toWeb(req),
     duplex: "half",
   });
-  const response = await POST(request);
+  const response = await routes[url.pathname](request);
   res.writeHead(response.status, Object.fromEntries(response.headers));
   for await (const chunk of response.body) {
     res.write(chunk);

@@ -13,18 +13,24 @@ if [ -z "${KEYLESS_NETNS:-}" ] && command -v ip >/dev/null 2>&1 && unshare -n tr
   KEYLESS_NETNS=1 exec unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
 fi
 keyless="$(realpath "${KEYLESS:?set KEYLESS to the keyless binary}")"
+export KEYLESS="$keyless"
 python="${PYTHON:?set PYTHON to a Python with requirements.txt installed}"
 export PYTHON="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/serve.sh"
 work="$(mktemp -d)"
 upstream_pid=""
-trap 'stop_langgraph; [ -z "$upstream_pid" ] || kill "$upstream_pid" 2>/dev/null; rm -rf "$work"' EXIT
+mcp_pid=""
+trap 'stop_langgraph; for pid in $upstream_pid $mcp_pid; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 
 upstream_port="$(free_port)"
 model_port="$(free_port)"
 "$PYTHON" "$here/scripted_upstream.py" --port "$upstream_port" &
 upstream_pid=$!
+# The real MCP server behind keyless.toml's [mcp.clock-http] (its url names this port); the stdio
+# one, [mcp.clock], `keyless record` starts per session.
+"$PYTHON" "$here/mcp_server.py" http 8931 >"$work/mcp_server.log" 2>&1 &
+mcp_pid=$!
 serve_langgraph "$here" "$(free_port)" "http://127.0.0.1:$model_port/v1" "$work/langgraph.log"
 echo "langgraph dev at $LANGGRAPH_URL"
 
@@ -41,6 +47,10 @@ record review --prompt "Should we ship on Friday?"
 # The provider refuses this one: the fixture records the model error, and the server's `error`
 # frame is then what the golden expects.
 record model_error --prompt "Summarise the whole archive in one line."
+# The clock graphs call their MCP server through keyless, over stdio and over Streamable HTTP:
+# each fixture records the JSON-RPC exchanges too (and `<fixture>.mcp.snap` the server's tools).
+record clock_stdio --prompt "What time is it in Paris?"
+record clock_http --prompt "What time is it in Paris?"
 for modes in "--stream-modes values" "--stream-modes web --golden golden-web"; do
   # shellcheck disable=SC2086 # two flags (and their values) per set
   "$keyless" test --gateway-url "$LANGGRAPH_URL" --model-port "$model_port" $modes || true

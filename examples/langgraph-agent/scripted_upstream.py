@@ -7,6 +7,8 @@ answers Chat Completions, streamed or not, as OpenAI does:
 - the agent (`agent.py`): a user message naming a file gets a `write_file` call when it says
   "write '<text>' to <file>", else a `read_file` call; after a `write_file` result, a `read_file`
   call on the same file; after a `read_file` result, an answer quoting it;
+- the clock graphs (`clock.py`): "what time is it in <city>" gets a `get_time` call, and its
+  result an answer quoting it;
 - the review graph (`review.py`): the writer's system prompt gets a sentence, the critic's a risk;
 - a user message asking for "the whole archive" gets a 400 (the context is too long), as a
   provider answers a request it refuses.
@@ -37,6 +39,8 @@ def reply(messages: list[dict]) -> dict:
     last = messages[-1]
     if last["role"] == "tool":
         call = messages[-2]["tool_calls"][0]["function"]
+        if call["name"] == "get_time":
+            return {"content": f"The clock says: {last['content']}"}
         path = json.loads(call["arguments"])["path"]
         if call["name"] == "write_file":
             return tool_call(messages, "read_file", {"path": path})
@@ -44,6 +48,9 @@ def reply(messages: list[dict]) -> dict:
     text = last.get("content") or ""
     if isinstance(text, list):
         text = "".join(block.get("text", "") for block in text)
+    time = re.search(r"[Ww]hat time is it in (\w+)", text)
+    if time:
+        return tool_call(messages, "get_time", {"city": time.group(1)})
     write = re.search(r"[Ww]rite '([^']*)' to (\S+?)[,.]?(\s|$)", text)
     if write:
         return tool_call(messages, "write_file", {"path": write.group(2), "content": write.group(1)})

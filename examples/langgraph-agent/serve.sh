@@ -3,6 +3,10 @@
 # asked one is taken).
 #
 #   serve_langgraph FOLDER PORT MODEL_BASE_URL LOG   # sets LANGGRAPH_URL and LANGGRAPH_PID
+#
+# The server is started once, before keyless's model server, so it gets the MCP stand-ins that
+# `keyless test` would give a gateway it starts itself (keyless.toml's [mcp.*]): the route of each
+# server on the model server, and `$KEYLESS mcp-stdio --url <route>` for the stdio one.
 
 # A free port on 127.0.0.1 (any port is free in a fresh network namespace).
 free_port() {
@@ -15,7 +19,10 @@ serve_langgraph() {
   langgraph="$(dirname "$PYTHON")/langgraph"
   [ -x "$langgraph" ] || { echo "no langgraph beside $PYTHON (pip install -r requirements.txt)" >&2; return 1; }
   # Telemetry and the version check off: replay must not touch the network.
-  (cd "$folder" && LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
+  local root="${model%/v1}"
+  (cd "$folder" && KEYLESS_MCP_URL_CLOCK_HTTP="$root/_keyless/mcp/clock-http" \
+    KEYLESS_MCP_CMD_CLOCK="'${KEYLESS:-keyless}' mcp-stdio --url $root/_keyless/mcp/clock" \
+    LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
     OPENAI_BASE_URL="$model" OPENAI_API_KEY=unused AGENT_WORKSPACE="$folder/workspace" \
     exec "$langgraph" dev --no-browser --no-reload --host 127.0.0.1 --port "$port" >"$log" 2>&1) &
   LANGGRAPH_PID=$!
