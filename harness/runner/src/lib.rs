@@ -54,6 +54,7 @@ mod recorded;
 mod recording_store;
 mod regular_file;
 mod replay_log;
+pub mod run_ca;
 mod reused;
 pub mod schedule;
 pub mod suite;
