@@ -183,8 +183,16 @@ async fn bench_http_boundary() {
         .build()
         .expect("client");
     let modes = [
-        ("base URL mode", &base_url, format!("{}/_keyless/http/tavily/search", server.url())),
-        ("forward-proxy mode", &proxied, "https://api.tavily.com/search".to_owned()),
+        (
+            "base URL mode",
+            &base_url,
+            format!("{}/_keyless/http/tavily/search", server.url()),
+        ),
+        (
+            "forward-proxy mode",
+            &proxied,
+            "https://api.tavily.com/search".to_owned(),
+        ),
     ];
     for (mode, client, url) in modes {
         for _ in 0..100 {

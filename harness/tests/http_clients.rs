@@ -78,13 +78,16 @@ async fn clients(python: &str, root: &str) -> Value {
 /// a client that fails fails the test with its output.
 async fn run_clients(runs: &[(String, PathBuf)], base: &str, env: Vec<(String, String)>) -> Value {
     let mut got = serde_json::Map::new();
-    for (program, script) in runs.iter().cloned() {
+    for (program, script) in runs {
+        let (program, script) = (program.clone(), script.clone());
         let (base, env) = (base.to_owned(), env.clone());
         let output = tokio::task::spawn_blocking(move || {
             let mut command = std::process::Command::new(&program);
             // Only what the run gives: no proxy or trust variable of the machine's own.
             for name in PROXY_VARIABLES {
-                command.env_remove(name).env_remove(name.to_ascii_lowercase());
+                command
+                    .env_remove(name)
+                    .env_remove(name.to_ascii_lowercase());
             }
             command
                 .arg(&script)

@@ -10,8 +10,8 @@ use std::time::Duration;
 use keyless_runner::boundary::{
     Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream, ProxyMode,
 };
-use keyless_runner::run_ca::RunCa;
 use keyless_runner::mcp::McpUpstream;
+use keyless_runner::run_ca::RunCa;
 use serde::Deserialize;
 
 /// The configuration file's name, looked up in the current folder.
@@ -436,10 +436,14 @@ mod tests {
         let good = format!("{http}[proxy]\nhosts = [\"api.tavily.com\", \"R.jina.ai\"]\n");
         let typed = boundaries(Some(path), &parse(path, &good).expect("parses")).expect("valid");
         let proxy = typed.proxy.as_ref().expect("proxy mode");
-        assert_eq!(proxy.api_of("api.tavily.com:443").map(|n| n.as_str()), Some("tavily"));
+        assert_eq!(
+            proxy.api_of("api.tavily.com:443").map(|n| n.as_str()),
+            Some("tavily")
+        );
         assert_eq!(proxy.api_of("r.jina.ai").map(|n| n.as_str()), Some("jina"));
         assert_eq!(proxy.api_of("example.com:443"), None);
-        let env: BTreeMap<String, String> = typed.env("http://127.0.0.1:4000").into_iter().collect();
+        let env: BTreeMap<String, String> =
+            typed.env("http://127.0.0.1:4000").into_iter().collect();
         assert_eq!(env["HTTPS_PROXY"], "http://127.0.0.1:4000");
         assert_eq!(env["http_proxy"], "http://127.0.0.1:4000");
         assert_eq!(env["NO_PROXY"], "127.0.0.1,localhost,::1");
@@ -457,7 +461,9 @@ mod tests {
                 "/repo/keyless.toml: [proxy] hosts: \"https://api.tavily.com\" is not a host name",
             ),
             (
-                format!("{http}[http.tavily2]\nupstream = \"https://api.tavily.com/v2\"\n[proxy]\nhosts = [\"api.tavily.com\"]\n"),
+                format!(
+                    "{http}[http.tavily2]\nupstream = \"https://api.tavily.com/v2\"\n[proxy]\nhosts = [\"api.tavily.com\"]\n"
+                ),
                 "/repo/keyless.toml: [proxy] hosts: \"api.tavily.com\" is the host of several [http.<name>] upstreams (tavily, tavily2)",
             ),
         ];
@@ -466,7 +472,9 @@ mod tests {
             let err = boundaries(Some(path), &file).expect_err(&text).to_string();
             assert!(err.starts_with(expected), "{err}\nexpected: {expected}");
         }
-        let err = parse(path, "[proxy]\nhost = [\"x\"]\n").unwrap_err().to_string();
+        let err = parse(path, "[proxy]\nhost = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("host"), "{err}");
     }
 

@@ -80,9 +80,7 @@ pub enum BoundaryConfigError {
         configured: String,
     },
     /// A `[proxy] hosts` entry several `[http.<name>]` upstreams have as their host.
-    #[error(
-        "{host:?} is the host of several [http.<name>] upstreams ({names}); keep one per host"
-    )]
+    #[error("{host:?} is the host of several [http.<name>] upstreams ({names}); keep one per host")]
     ProxyHostAmbiguous {
         /// The host.
         host: String,

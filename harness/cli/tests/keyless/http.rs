@@ -136,7 +136,12 @@ fn a_search_through_the_forward_proxy_replays_and_an_unlisted_host_fails_named()
     };
     proxied("https://api.tavily.com");
     let first = repo.keyless(&["test"]);
-    assert_eq!(first.status.code(), Some(1), "no golden yet: {}", said(&first));
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "no golden yet: {}",
+        said(&first)
+    );
     let accepted = repo.keyless(&["accept"]);
     assert!(accepted.status.success(), "{}", said(&accepted));
     for run in 0..2 {

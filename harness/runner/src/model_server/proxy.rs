@@ -137,7 +137,9 @@ fn rewritten(request: Request<Incoming>, api: &BoundaryName, port: u16) -> Reque
         .unwrap_or("/");
     let local = format!("{BOUNDARY_ROUTE_PREFIX}/http/{api}{path_and_query}");
     // The path came from a parsed URI, so it parses again; the base path is the fallback.
-    parts.uri = local.parse::<Uri>().unwrap_or_else(|_| Uri::from_static("/"));
+    parts.uri = local
+        .parse::<Uri>()
+        .unwrap_or_else(|_| Uri::from_static("/"));
     if let Ok(value) = HeaderValue::from_str(&format!("127.0.0.1:{port}")) {
         parts.headers.insert(header::HOST, value);
     }

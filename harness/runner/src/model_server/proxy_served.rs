@@ -87,17 +87,19 @@ async fn https_upstream(answer: Value) -> (u16, String, tokio::task::JoinHandle<
                 let Ok(tls) = acceptor.accept(stream).await else {
                     return;
                 };
-                let service = hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
-                    let body = body.clone();
-                    async move {
-                        assert_eq!(request.uri().path(), "/search");
-                        let response = axum::http::Response::builder()
-                            .header("content-type", "application/json")
-                            .body(axum::body::Body::from(body))
-                            .expect("response");
-                        Ok::<_, std::convert::Infallible>(response)
-                    }
-                });
+                let service = hyper::service::service_fn(
+                    move |request: axum::http::Request<hyper::body::Incoming>| {
+                        let body = body.clone();
+                        async move {
+                            assert_eq!(request.uri().path(), "/search");
+                            let response = axum::http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(axum::body::Body::from(body))
+                                .expect("response");
+                            Ok::<_, std::convert::Infallible>(response)
+                        }
+                    },
+                );
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                     .await;
@@ -128,7 +130,12 @@ async fn record(folder: &Path, answer: &Value) -> (PathBuf, String, u16) {
     let server = ModelServer::start(Mode::Record(Box::new(config)), options)
         .await
         .expect("record");
-    let (status, _, got) = call(&client(&server, &boundaries), port, &search("weather in Paris")).await;
+    let (status, _, got) = call(
+        &client(&server, &boundaries),
+        port,
+        &search("weather in Paris"),
+    )
+    .await;
     assert_eq!(status, 200, "{got}");
     let recorded = server.stop().await.expect("built").expect("a fixture");
     upstream.abort();
@@ -146,7 +153,9 @@ async fn record(folder: &Path, answer: &Value) -> (PathBuf, String, u16) {
 /// which a client library only reports as a failed tunnel).
 async fn raw(server: &ModelServer, head: &str) -> String {
     let address = server.url().trim_start_matches("http://").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
     stream.write_all(head.as_bytes()).await.expect("write");
     let mut answer = vec![0u8; 4096];
     let read = stream.read(&mut answer).await.expect("read");
@@ -188,25 +197,42 @@ async fn a_search_through_the_proxy_records_replays_and_an_unlisted_host_is_refu
         let (status, miss, text) = call(&client, port, &search("weather in Rome")).await;
         assert_eq!(status, 502, "{text}");
         let miss = miss.expect("a miss header");
-        assert!(miss.starts_with("http miss: `POST /search` from `tavily`"), "{miss}");
         assert!(
-            text.contains("body.json.query: recorded \\\"weather in Paris\\\", now \\\"weather in Rome\\\""),
+            miss.starts_with("http miss: `POST /search` from `tavily`"),
+            "{miss}"
+        );
+        assert!(
+            text.contains(
+                "body.json.query: recorded \\\"weather in Paris\\\", now \\\"weather in Rome\\\""
+            ),
             "{text}"
         );
-        let connect = raw(&server, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n").await;
+        let connect = raw(
+            &server,
+            "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+        )
+        .await;
         assert!(connect.starts_with("HTTP/1.1 403"), "{connect}");
         assert!(
             connect.contains("the host \\\"example.com\\\" is not listed in [proxy] hosts in keyless.toml (listed: localhost)"),
             "{connect}"
         );
-        let plain = raw(&server, "GET http://example.org/x HTTP/1.1\r\nHost: example.org\r\n\r\n").await;
+        let plain = raw(
+            &server,
+            "GET http://example.org/x HTTP/1.1\r\nHost: example.org\r\n\r\n",
+        )
+        .await;
         assert!(plain.starts_with("HTTP/1.1 403"), "{plain}");
         assert!(plain.contains("example.org"), "{plain}");
         let problems: Vec<(String, String)> = (server.problems().iter())
             .map(|problem| (problem.kind().to_string(), problem.message().to_owned()))
             .collect();
         let kinds: Vec<&str> = problems.iter().map(|(kind, _)| kind.as_str()).collect();
-        assert_eq!(kinds, ["exchange_miss", "unserved_route", "unserved_route"], "{problems:?}");
+        assert_eq!(
+            kinds,
+            ["exchange_miss", "unserved_route", "unserved_route"],
+            "{problems:?}"
+        );
         assert!(problems[1].1.contains("example.com"), "{problems:?}");
         server.stop().await.expect("stopped");
         // Base-URL mode: the same fixture, the same engine, the same bytes.
@@ -241,7 +267,11 @@ async fn a_search_through_the_proxy_records_replays_and_an_unlisted_host_is_refu
     for file in files {
         let text = String::from_utf8_lossy(&std::fs::read(&file).expect("read")).into_owned();
         for form in &encodings {
-            assert!(!text.contains(form.as_str()), "{form} in {}", file.display());
+            assert!(
+                !text.contains(form.as_str()),
+                "{form} in {}",
+                file.display()
+            );
         }
     }
 }

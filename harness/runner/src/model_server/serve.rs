@@ -286,7 +286,14 @@ pub(super) async fn serve(
         let router = router.clone();
         let shared = shared.clone();
         if shared.boundaries.proxy.is_some() {
-            connections.spawn(serve_proxying(stream, router, shared, limits, port, stop.clone()));
+            connections.spawn(serve_proxying(
+                stream,
+                router,
+                shared,
+                limits,
+                port,
+                stop.clone(),
+            ));
             continue;
         }
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
