@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keyless_runner::boundary::{
-    Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream, ProxyMode,
+    Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream, ProxyMode, bare_host,
 };
 use keyless_runner::mcp::McpUpstream;
 use keyless_runner::run_ca::RunCa;
@@ -192,6 +192,8 @@ pub struct HttpConfig {
     /// More secret field names, redacted before anything is written.
     #[serde(default)]
     pub secret_fields: Vec<String>,
+    /// The host `[proxy] hosts` answers as this API, when it is not `upstream`'s.
+    pub proxy_host: Option<String>,
 }
 
 /// The `[proxy]` table: the forward-proxy mode.
@@ -213,8 +215,12 @@ pub fn boundaries(path: Option<&Path>, file: &FileConfig) -> Result<Boundaries, 
     for (name, table) in file.http.iter().flatten() {
         let at =
             |err: BoundaryConfigError| ConfigError(format!("{describe}: [http.{name}]: {err}"));
-        let upstream =
+        let mut upstream =
             HttpUpstream::new(&table.upstream, &table.ignore, &table.secret_fields).map_err(at)?;
+        upstream.proxy_host = (table.proxy_host.as_deref())
+            .map(bare_host)
+            .transpose()
+            .map_err(at)?;
         boundaries
             .http
             .insert(BoundaryName::parse(name).map_err(at)?, upstream);
@@ -454,7 +460,7 @@ mod tests {
         let cases = [
             (
                 format!("{http}[proxy]\nhosts = [\"api.brave.com\"]\n"),
-                "/repo/keyless.toml: [proxy] hosts: \"api.brave.com\" is the host of no [http.<name>] upstream (configured: jina = https://r.jina.ai, tavily = https://api.tavily.com)",
+                "/repo/keyless.toml: [proxy] hosts: \"api.brave.com\" is the host of no [http.<name>] upstream (configured: jina = r.jina.ai, tavily = api.tavily.com)",
             ),
             (
                 format!("{http}[proxy]\nhosts = [\"https://api.tavily.com\"]\n"),
@@ -472,6 +478,21 @@ mod tests {
             let err = boundaries(Some(path), &file).expect_err(&text).to_string();
             assert!(err.starts_with(expected), "{err}\nexpected: {expected}");
         }
+        let scripted = "[http.tavily]\nupstream = \"http://127.0.0.1:8098\"\nproxy_host = \"api.tavily.com\"\n[proxy]\nhosts = [\"api.tavily.com\"]\n";
+        let typed = boundaries(Some(path), &parse(path, scripted).expect("parses")).expect("valid");
+        let proxy = typed.proxy.as_ref().expect("proxy mode");
+        assert_eq!(
+            proxy.api_of("api.tavily.com").map(|n| n.as_str()),
+            Some("tavily")
+        );
+        let bad =
+            "[http.tavily]\nupstream = \"http://127.0.0.1:8098\"\nproxy_host = \"https://x\"\n";
+        let err = boundaries(Some(path), &parse(path, bad).expect("parses")).expect_err("bad");
+        assert!(
+            err.to_string()
+                .starts_with("/repo/keyless.toml: [http.tavily]: \"https://x\" is not a host name"),
+            "{err}"
+        );
         let err = parse(path, "[proxy]\nhost = [\"x\"]\n")
             .unwrap_err()
             .to_string();

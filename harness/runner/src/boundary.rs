@@ -71,7 +71,7 @@ pub enum BoundaryConfigError {
     /// A `[proxy] hosts` entry no `[http.<name>]` upstream has as its host.
     #[error(
         "{host:?} is the host of no [http.<name>] upstream (configured: {configured}); add one \
-         with upstream = \"https://{host}\""
+         with upstream = \"https://{host}\" (or proxy_host = \"{host}\")"
     )]
     ProxyHostUnmapped {
         /// The host.
@@ -140,6 +140,10 @@ pub struct HttpUpstream {
     /// More names of secret fields (JSON body keys, query parameters, headers), redacted before
     /// anything is written, besides the ones every upstream has (`api_key`, `key`, …).
     pub secret_fields: Vec<String>,
+    /// The host the forward-proxy mode answers as this API (`[proxy] hosts`), when it is not
+    /// the upstream's own: recording against a staging or scripted server while the gateway's
+    /// client calls the real host.
+    pub proxy_host: Option<String>,
     /// Test-only: a CA (PEM) recording also trusts for this upstream, the proxy mode's local
     /// HTTPS upstream's; there is no such knob in a real build.
     #[cfg(test)]
@@ -147,6 +151,11 @@ pub struct HttpUpstream {
 }
 
 impl HttpUpstream {
+    /// The host the forward-proxy mode answers as this API: `proxy_host`, else the upstream's.
+    pub fn proxied_host(&self) -> Option<String> {
+        self.proxy_host.clone().or_else(|| self.host())
+    }
+
     /// The upstream's host, lowercase.
     pub fn host(&self) -> Option<String> {
         (reqwest::Url::parse(&self.upstream).ok())
@@ -173,6 +182,7 @@ impl HttpUpstream {
             secret_fields: (secret_fields.iter())
                 .map(|field| field.to_ascii_lowercase())
                 .collect(),
+            proxy_host: None,
             #[cfg(test)]
             trusted_test_ca: None,
         })
@@ -207,6 +217,18 @@ pub struct ProxyMode {
     pub ca: Arc<RunCa>,
 }
 
+/// `host` lowercase, if it is a bare host name (no scheme, port or path).
+pub fn bare_host(host: &str) -> Result<String, BoundaryConfigError> {
+    let lower = host.to_ascii_lowercase();
+    let bare = !lower.is_empty()
+        && (lower.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    if bare {
+        Ok(lower)
+    } else {
+        Err(BoundaryConfigError::ProxyHost(host.to_owned()))
+    }
+}
+
 impl PartialEq for ProxyMode {
     fn eq(&self, other: &ProxyMode) -> bool {
         self.hosts == other.hosts && Arc::ptr_eq(&self.ca, &other.ca)
@@ -225,14 +247,9 @@ impl ProxyMode {
     ) -> Result<ProxyMode, BoundaryConfigError> {
         let mut mapped = BTreeMap::new();
         for host in hosts {
-            let lower = host.to_ascii_lowercase();
-            let bare = !lower.is_empty()
-                && (lower.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
-            if !bare {
-                return Err(BoundaryConfigError::ProxyHost(host.clone()));
-            }
+            let lower = bare_host(host)?;
             let names: Vec<&BoundaryName> = (http.iter())
-                .filter(|(_, upstream)| upstream.host().as_deref() == Some(lower.as_str()))
+                .filter(|(_, upstream)| upstream.proxied_host().as_deref() == Some(lower.as_str()))
                 .map(|(name, _)| name)
                 .collect();
             match names.as_slice() {
@@ -241,7 +258,10 @@ impl ProxyMode {
                 }
                 [] => {
                     let configured: Vec<String> = (http.iter())
-                        .map(|(name, upstream)| format!("{name} = {}", upstream.upstream))
+                        .map(|(name, upstream)| {
+                            let host = upstream.proxied_host().unwrap_or_default();
+                            format!("{name} = {host}")
+                        })
                         .collect();
                     return Err(BoundaryConfigError::ProxyHostUnmapped {
                         host: host.clone(),
