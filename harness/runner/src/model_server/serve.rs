@@ -309,7 +309,13 @@ pub(super) async fn serve(
         });
     }
     drop(listener);
-    if tokio::time::timeout(limits.stop_grace, graceful.shutdown())
+    // The forward-proxy mode's connections are not watched by `graceful` (they stop themselves
+    // at `stop`): the grace waits for them as well.
+    let drained = async {
+        graceful.shutdown().await;
+        while connections.join_next().await.is_some() {}
+    };
+    if tokio::time::timeout(limits.stop_grace, drained)
         .await
         .is_err()
     {
