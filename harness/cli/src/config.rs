@@ -451,6 +451,10 @@ mod tests {
         let env: BTreeMap<String, String> =
             typed.env("http://127.0.0.1:4000").into_iter().collect();
         assert_eq!(env["HTTPS_PROXY"], "http://127.0.0.1:4000");
+        // The gateway command is given the OpenAI base URL: the proxy is the server's root.
+        let from_base: BTreeMap<String, String> =
+            typed.env("http://127.0.0.1:4000/v1").into_iter().collect();
+        assert_eq!(from_base["https_proxy"], "http://127.0.0.1:4000");
         assert_eq!(env["http_proxy"], "http://127.0.0.1:4000");
         assert_eq!(env["NO_PROXY"], "127.0.0.1,localhost,::1");
         let bundle = proxy.ca.bundle().display().to_string();

@@ -298,6 +298,7 @@ impl ProxyMode {
     /// model server and MCP URLs (on 127.0.0.1) never proxied, and the run's CA as the only
     /// authority trusted (nothing else is reachable through the proxy).
     pub fn env(&self, model_server_root: &str) -> Vec<(String, String)> {
+        let model_server_root = server_root(model_server_root);
         let bundle = self.ca.bundle().display().to_string();
         let no_proxy = "127.0.0.1,localhost,::1".to_owned();
         let mut env = Vec::new();
@@ -500,8 +501,7 @@ impl BoundaryEndpoint {
     /// Its value on the model server at `model_server_root` (`http://127.0.0.1:<port>`):
     /// `<root>/_keyless/http/<name>`.
     pub fn value(&self, model_server_root: &str) -> String {
-        let root = model_server_root.trim_end_matches('/');
-        let root = root.strip_suffix("/v1").unwrap_or(root);
+        let root = server_root(model_server_root);
         match self.kind {
             EndpointKind::HttpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/http/{}", self.name),
             EndpointKind::McpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/mcp/{}", self.name),
@@ -512,6 +512,13 @@ impl BoundaryEndpoint {
             ),
         }
     }
+}
+
+/// The model server's root (`http://127.0.0.1:<port>`) from its root or its OpenAI base URL
+/// (`…/v1`, what the gateway command is given).
+fn server_root(url: &str) -> &str {
+    let root = url.trim_end_matches('/');
+    root.strip_suffix("/v1").unwrap_or(root)
 }
 
 /// `word` as one word of a POSIX shell line: as it is when it holds only safe characters, else
