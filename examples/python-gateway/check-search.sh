@@ -38,6 +38,7 @@ wait_port() { # <port>: until something listens there
 # stopped), driven by tests/client.py; its last `values` frame's messages (type, content) in
 # <file>, as JSON. Ids are left out: the gateway makes them up at every run.
 replayed() {
+  rm -f serve.out # not the last replay's: the new one may not have truncated it yet
   "$keyless" serve > serve.out 2> serve.err & serve=$!
   for _ in $(seq 600); do [ -s serve.out ] && break; sleep 0.1; done
   url=$("$PYTHON" -c 'import json; print(json.loads(open("serve.out").readline())["gateway_url"])') ||
