@@ -1,8 +1,9 @@
 //! The forward-proxy mode end to end: a client that knows nothing of keyless (`reqwest` with
 //! the run's proxy and CA, as the gateway's environment gives them) records a search through
 //! `CONNECT` against a local HTTPS upstream signed by a second, test-only CA, then replays it
-//! with the upstream stopped; the same fixture replays through base-URL mode (one engine); a
-//! changed query is a named miss; an unlisted host is refused naming it; no file holds the key.
+//! with the upstream stopped; the same fixture replays through base-URL mode (one engine) and as
+//! a plain `http://` request through the proxy; a changed query is a named miss; an unlisted host
+//! is refused naming it; no file holds the key.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -190,11 +191,11 @@ async fn a_search_through_the_proxy_records_replays_and_an_unlisted_host_is_refu
         let server = ModelServer::start(Mode::Fixtures(vec![fixture]), options)
             .await
             .expect("replay");
-        let client = client(&server, &boundaries);
-        let replayed = call(&client, port, &search("weather in Paris")).await;
+        let proxied = client(&server, &boundaries);
+        let replayed = call(&proxied, port, &search("weather in Paris")).await;
         assert_eq!(replayed, (200, None, recorded.clone()), "run {index}");
         replays.push(replayed.2);
-        let (status, miss, text) = call(&client, port, &search("weather in Rome")).await;
+        let (status, miss, text) = call(&proxied, port, &search("weather in Rome")).await;
         assert_eq!(status, 502, "{text}");
         let miss = miss.expect("a miss header");
         assert!(
@@ -253,6 +254,26 @@ async fn a_search_through_the_proxy_records_replays_and_an_unlisted_host_is_refu
             .expect("answered");
         assert_eq!(by_base_url.status().as_u16(), 200);
         assert_eq!(by_base_url.text().await.expect("body"), recorded);
+        server.stop().await.expect("stopped");
+        // A plain `http://` request to the listed host (absolute form through the proxy).
+        let server = ModelServer::start(
+            Mode::Fixtures(vec![run.join("search.flash.json")]),
+            ServerOptions {
+                boundaries: boundaries.clone(),
+                ..ServerOptions::default()
+            },
+        )
+        .await
+        .expect("replay");
+        let plain = client(&server, &boundaries)
+            .post(format!("http://localhost:{port}/search"))
+            .json(&search("weather in Paris"))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(plain.status().as_u16(), 200);
+        assert_eq!(plain.text().await.expect("body"), recorded);
+        assert!(server.problems().is_empty(), "{:?}", server.problems());
         server.stop().await.expect("stopped");
     }
     assert_ne!(replays[0], replays[1], "the two recordings differ");
