@@ -21,6 +21,11 @@ Environment (the harness's names win, so `keyless test --gateway-cmd` needs no f
     GATEWAY_SEND_NAMES=0                        leave message names off the model's requests
     GATEWAY_MAX_RETRIES                         the openai client's retries (default 2; 0: none)
     GATEWAY_MODEL_TIMEOUT                       the openai client's timeout in seconds (default 60)
+    GATEWAY_SEARCH=1                            add a `web_search` tool: tavily-python's TavilyClient,
+                                                its key from TAVILY_API_KEY
+    TAVILY_BASE_URL                             that client's base URL (default Tavily's own,
+                                                https://api.tavily.com, reached through HTTPS_PROXY
+                                                when it is set)
 """
 
 from __future__ import annotations
@@ -63,12 +68,37 @@ TOOLS = [
 # plays this part there).
 MAX_MODEL_CALLS = 8
 
+SEARCH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "web_search",
+        "description": "Search the web; answers with the best result's title and content.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "The query."}},
+            "required": ["query"],
+        },
+    },
+}
+
 THREAD_PATH = re.compile(r"^/api/threads/([0-9A-Za-z-]{1,64})/runs/stream$")
 
 
 def word_count(text: str) -> str:
     """The one tool: the number of white-space separated words, as text."""
     return str(len(text.split()))
+
+
+def web_search(query: str) -> str:
+    """The search tool: Tavily's own client, which knows nothing of keyless (by base URL when
+    TAVILY_BASE_URL is set, else through the HTTPS proxy the environment names)."""
+    from tavily import TavilyClient  # only a searching gateway needs tavily-python
+
+    base = os.environ.get("TAVILY_BASE_URL")
+    client = TavilyClient(api_key=os.environ["TAVILY_API_KEY"],
+                          **({"api_base_url": base} if base else {}))
+    results = client.search(query, max_results=1)["results"]
+    return f"{results[0]['title']}: {results[0]['content']}" if results else "no result"
 
 
 def dump(kind: str, content, **fields) -> dict:
@@ -98,10 +128,11 @@ class Store:
 class Agent:
     """The tool loop: the model answers, its tool calls run, until it answers with text."""
 
-    def __init__(self, client: OpenAI, model: str, send_names: bool) -> None:
+    def __init__(self, client: OpenAI, model: str, send_names: bool, search: bool = False) -> None:
         self.client = client
         self.model = model
         self.send_names = send_names
+        self.tools = TOOLS + [SEARCH_TOOL] if search else TOOLS
 
     def wire_messages(self, messages: list[dict]) -> list[dict]:
         """The thread's messages as Chat Completions messages, the system prompt first."""
@@ -136,7 +167,7 @@ class Agent:
         stream = self.client.chat.completions.create(
             model=self.model,
             messages=self.wire_messages(messages),
-            tools=TOOLS,
+            tools=self.tools,
             stream=True,
         )
         text, message_id, calls = [], None, {}
@@ -190,6 +221,12 @@ class Agent:
             for call in answer["tool_calls"]:
                 if call["name"] == "word_count" and isinstance(call["args"].get("text"), str):
                     result, status = word_count(call["args"]["text"]), "success"
+                elif (call["name"] == "web_search" and self.tools is not TOOLS
+                      and isinstance(call["args"].get("query"), str)):
+                    try:
+                        result, status = web_search(call["args"]["query"]), "success"
+                    except Exception as error:  # the tool's failure is the model's to read
+                        result, status = f"Error: the search failed: {error}", "error"
                 else:
                     result, status = f"Error: unknown tool or arguments: {call['name']}", "error"
                 messages.append(dump("tool", result, name=call["name"], tool_call_id=call["id"],
@@ -354,7 +391,8 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.store = Store()
     server.agent = Agent(client, os.environ.get("GATEWAY_MODEL", "gpt-4o-mini"),
-                         os.environ.get("GATEWAY_SEND_NAMES", "1") != "0")
+                         os.environ.get("GATEWAY_SEND_NAMES", "1") != "0",
+                         os.environ.get("GATEWAY_SEARCH") == "1")
     server.daemon_threads = True
     print(f"gateway: listening on http://127.0.0.1:{args.port}, model at {base_url}", flush=True)
     try:

@@ -3,7 +3,8 @@
 With a key you record against your real provider instead (`--upstream https://api.openai.com/v1`);
 this script stands in for it so the example's fixture can be rebuilt on any machine. It streams
 `chat.completion.chunk`s as OpenAI does: a user question with a quoted text gets a `word_count`
-tool call on that text, a tool result gets the answer "It has N words.".
+tool call on that text, a tool result gets the answer "It has N words."; a question starting
+"Search" gets a `web_search` tool call on the quoted text, and its result "The search says: …".
 
     python scripted_upstream.py --port 8099    # then --upstream http://127.0.0.1:8099/v1
 """
@@ -20,14 +21,20 @@ def reply(messages: list[dict]) -> dict:
     """The scripted delta for a conversation: a tool call, or the answer."""
     last = messages[-1]
     if last["role"] == "tool":
-        return {"content": f"It has {last['content']} words."}
+        if last["content"].isdigit():
+            return {"content": f"It has {last['content']} words."}
+        return {"content": f"The search says: {last['content']}"}
     quoted = re.search(r"'([^']*)'", last.get("content") or "")
     text = quoted.group(1) if quoted else ""
-    arguments = json.dumps({"text": text})
+    # "Search the web for '…'" calls web_search (the gateway's GATEWAY_SEARCH=1 tool).
+    if (last.get("content") or "").lower().startswith("search"):
+        name, arguments = "web_search", json.dumps({"query": text})
+    else:
+        name, arguments = "word_count", json.dumps({"text": text})
     return {
         "tool_calls": [
             {"index": 0, "id": f"call_{len(messages)}", "type": "function",
-             "function": {"name": "word_count", "arguments": arguments}}
+             "function": {"name": name, "arguments": arguments}}
         ]
     }
 

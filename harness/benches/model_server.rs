@@ -12,9 +12,10 @@
 //!   Chat Completions, Messages, Responses, Gemini and Converse carry them): p50 and p99 per
 //!   answer, read whole, one request at a time, the replay started afresh (untimed) before each. `cargo bench -p harness --bench model_server --
 //!   wires` runs only this part;
-//! - one replayed call of a recorded HTTP API (`{http_url:tavily}`, a Tavily search with its
-//!   JSON body and a 1 KB answer): p50 and p99, one request at a time (`-- http` runs only
-//!   this part).
+//! - one replayed call of a recorded HTTP API (a Tavily search with its JSON body and a 1 KB
+//!   answer): p50 and p99, one request at a time, in base-URL mode (`{http_url:tavily}`) and in
+//!   the forward-proxy mode (`https://api.tavily.com` through `CONNECT` and the run's CA, one
+//!   kept-alive tunnel) (`-- http` runs only this part).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +27,8 @@ use harness::in_process::{options, run as run_fixture};
 use harness::workspace::fixtures_dir;
 use keyless_runner::AtUrl;
 use keyless_runner::ModelLedger;
-use keyless_runner::boundary::{Boundaries, BoundaryName, HttpUpstream};
+use keyless_runner::boundary::{Boundaries, BoundaryName, HttpUpstream, ProxyMode};
+use keyless_runner::run_ca::RunCa;
 use keyless_runner::{Mode, ModelServer, ServerOptions};
 use keyless_runner::{ScenarioRun, runtime};
 use model_wire::chat_completions::read_conversation as messages_from_chat_completions;
@@ -151,13 +153,18 @@ async fn bench_http_boundary() {
         ExchangeCall::new(BoundaryKind::Http, "tavily", "POST /search", canonical).answered(answer);
     let mut fixture = Fixture::load(&fixtures_dir().join("write_read_file.flash.json"))
         .expect("a shipped fixture");
-    fixture.exchanges = vec![exchange; LATENCY_REQUESTS + 100];
+    // Both modes' calls, warm-up included.
+    fixture.exchanges = vec![exchange; 2 * (LATENCY_REQUESTS + 100)];
     let path = folder.path().join("http.flash.json");
     std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");
     let tavily = HttpUpstream::new("https://api.tavily.com", &[], &[]).expect("upstream");
+    let http = [(BoundaryName::parse("tavily").expect("name"), tavily)].into();
+    let ca = Arc::new(RunCa::generate().expect("run CA"));
+    let proxy = ProxyMode::new(&["api.tavily.com".to_owned()], &http, ca.clone()).expect("proxy");
     let options = ServerOptions {
         boundaries: Arc::new(Boundaries {
-            http: [(BoundaryName::parse("tavily").expect("name"), tavily)].into(),
+            http,
+            proxy: Some(proxy),
             configured_in: "bench".into(),
             ..Boundaries::default()
         }),
@@ -166,21 +173,44 @@ async fn bench_http_boundary() {
     let server = ModelServer::start(Mode::Fixtures(vec![path]), options)
         .await
         .expect("model server");
-    let url = format!("{}/_keyless/http/tavily/search", server.url());
-    let client = reqwest::Client::builder()
+    let base_url = reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client");
-    for _ in 0..100 {
-        one_request(&client, &url, &search).await;
+    let proxied = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(server.url()).expect("proxy"))
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("pem")])
+        .build()
+        .expect("client");
+    let modes = [
+        (
+            "base URL mode",
+            &base_url,
+            format!("{}/_keyless/http/tavily/search", server.url()),
+        ),
+        (
+            "forward-proxy mode",
+            &proxied,
+            "https://api.tavily.com/search".to_owned(),
+        ),
+    ];
+    for (mode, client, url) in modes {
+        for _ in 0..100 {
+            one_request(client, &url, &search).await;
+        }
+        let mut samples = Vec::with_capacity(LATENCY_REQUESTS);
+        for _ in 0..LATENCY_REQUESTS {
+            let started = Instant::now();
+            one_request(client, &url, &search).await;
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        println!(
+            "replayed HTTP call ({mode}): p50 {:.3} ms, p99 {:.3} ms (n={LATENCY_REQUESTS}, one at a time)",
+            percentile(&samples, 0.5).as_secs_f64() * 1e3,
+            percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        );
     }
-    let mut samples = Vec::with_capacity(LATENCY_REQUESTS);
-    for _ in 0..LATENCY_REQUESTS {
-        let started = Instant::now();
-        one_request(&client, &url, &search).await;
-        samples.push(started.elapsed());
-    }
-    samples.sort();
     let state = server
         .client()
         .expect("client")
@@ -190,11 +220,6 @@ async fn bench_http_boundary() {
     assert!(
         ModelLedger::from_state(state).boundaries.misses.is_empty(),
         "every call replayed"
-    );
-    println!(
-        "replayed HTTP call (base URL mode): p50 {:.3} ms, p99 {:.3} ms (n={LATENCY_REQUESTS}, one at a time)",
-        percentile(&samples, 0.5).as_secs_f64() * 1e3,
-        percentile(&samples, 0.99).as_secs_f64() * 1e3,
     );
 }
 

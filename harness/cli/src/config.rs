@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use keyless_runner::boundary::{Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream};
+use keyless_runner::boundary::{
+    Boundaries, BoundaryConfigError, BoundaryName, HttpUpstream, ProxyMode, bare_host,
+};
 use keyless_runner::mcp::McpUpstream;
+use keyless_runner::run_ca::RunCa;
 use serde::Deserialize;
 
 /// The configuration file's name, looked up in the current folder.
@@ -127,6 +130,9 @@ pub struct FileConfig {
     /// MCP servers the gateway uses, recorded and replayed at `{mcp_url:<name>}` and
     /// `{mcp_cmd:<name>}` (`[mcp.time]`).
     pub mcp: Option<BTreeMap<String, McpConfig>>,
+    /// The forward-proxy mode: hosts whose calls the model server records and replays as the
+    /// gateway's HTTP(S) proxy (`[proxy] hosts = ["api.tavily.com"]`).
+    pub proxy: Option<ProxyConfig>,
 }
 
 /// An `[mcp.<name>]` table: an MCP server, by its Streamable HTTP `url` or its stdio
@@ -186,6 +192,17 @@ pub struct HttpConfig {
     /// More secret field names, redacted before anything is written.
     #[serde(default)]
     pub secret_fields: Vec<String>,
+    /// The host `[proxy] hosts` answers as this API, when it is not `upstream`'s.
+    pub proxy_host: Option<String>,
+}
+
+/// The `[proxy]` table: the forward-proxy mode.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// The hosts recorded and replayed through the proxy; each is the host of one
+    /// `[http.<name>]` upstream, whose rules its calls follow.
+    pub hosts: Vec<String>,
 }
 
 /// The file's boundary tables, typed and checked; an error names the file and the table's key.
@@ -198,11 +215,22 @@ pub fn boundaries(path: Option<&Path>, file: &FileConfig) -> Result<Boundaries, 
     for (name, table) in file.http.iter().flatten() {
         let at =
             |err: BoundaryConfigError| ConfigError(format!("{describe}: [http.{name}]: {err}"));
-        let upstream =
+        let mut upstream =
             HttpUpstream::new(&table.upstream, &table.ignore, &table.secret_fields).map_err(at)?;
+        upstream.proxy_host = (table.proxy_host.as_deref())
+            .map(bare_host)
+            .transpose()
+            .map_err(at)?;
         boundaries
             .http
             .insert(BoundaryName::parse(name).map_err(at)?, upstream);
+    }
+    if let Some(proxy) = file.proxy.as_ref().filter(|proxy| !proxy.hosts.is_empty()) {
+        let at = |err: String| ConfigError(format!("{describe}: [proxy] hosts: {err}"));
+        let ca = RunCa::generate().map_err(|err| at(err.to_string()))?;
+        let mode = ProxyMode::new(&proxy.hosts, &boundaries.http, Arc::new(ca))
+            .map_err(|err| at(err.to_string()))?;
+        boundaries.proxy = Some(mode);
     }
     let base = path.and_then(Path::parent).unwrap_or(Path::new("."));
     for (name, table) in file.mcp.iter().flatten() {
@@ -402,6 +430,77 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("upstrem"), "{err}");
+    }
+
+    /// `[proxy] hosts` maps each host to the `[http.<name>]` upstream with that host, and the
+    /// gateway gets the proxy and trust variables; a host no upstream (or several) has, or one
+    /// that is not a bare host, is refused naming the file, the field and the host.
+    #[test]
+    fn proxy_hosts_map_to_the_http_upstream_with_that_host_and_a_bad_one_is_named() {
+        let path = Path::new("/repo/keyless.toml");
+        let http = "[http.tavily]\nupstream = \"https://api.tavily.com\"\n[http.jina]\nupstream = \"https://r.jina.ai/\"\n";
+        let good = format!("{http}[proxy]\nhosts = [\"api.tavily.com\", \"R.jina.ai\"]\n");
+        let typed = boundaries(Some(path), &parse(path, &good).expect("parses")).expect("valid");
+        let proxy = typed.proxy.as_ref().expect("proxy mode");
+        assert_eq!(
+            proxy.api_of("api.tavily.com:443").map(|n| n.as_str()),
+            Some("tavily")
+        );
+        assert_eq!(proxy.api_of("r.jina.ai").map(|n| n.as_str()), Some("jina"));
+        assert_eq!(proxy.api_of("example.com:443"), None);
+        let env: BTreeMap<String, String> =
+            typed.env("http://127.0.0.1:4000").into_iter().collect();
+        assert_eq!(env["HTTPS_PROXY"], "http://127.0.0.1:4000");
+        // The gateway command is given the OpenAI base URL: the proxy is the server's root.
+        let from_base: BTreeMap<String, String> =
+            typed.env("http://127.0.0.1:4000/v1").into_iter().collect();
+        assert_eq!(from_base["https_proxy"], "http://127.0.0.1:4000");
+        assert_eq!(env["http_proxy"], "http://127.0.0.1:4000");
+        assert_eq!(env["NO_PROXY"], "127.0.0.1,localhost,::1");
+        let bundle = proxy.ca.bundle().display().to_string();
+        for name in ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"] {
+            assert_eq!(env[name], bundle, "{name}");
+        }
+        let cases = [
+            (
+                format!("{http}[proxy]\nhosts = [\"api.brave.com\"]\n"),
+                "/repo/keyless.toml: [proxy] hosts: \"api.brave.com\" is the host of no [http.<name>] upstream (configured: jina = r.jina.ai, tavily = api.tavily.com)",
+            ),
+            (
+                format!("{http}[proxy]\nhosts = [\"https://api.tavily.com\"]\n"),
+                "/repo/keyless.toml: [proxy] hosts: \"https://api.tavily.com\" is not a host name",
+            ),
+            (
+                format!(
+                    "{http}[http.tavily2]\nupstream = \"https://api.tavily.com/v2\"\n[proxy]\nhosts = [\"api.tavily.com\"]\n"
+                ),
+                "/repo/keyless.toml: [proxy] hosts: \"api.tavily.com\" is the host of several [http.<name>] upstreams (tavily, tavily2)",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = parse(path, &text).expect("parses");
+            let err = boundaries(Some(path), &file).expect_err(&text).to_string();
+            assert!(err.starts_with(expected), "{err}\nexpected: {expected}");
+        }
+        let scripted = "[http.tavily]\nupstream = \"http://127.0.0.1:8098\"\nproxy_host = \"api.tavily.com\"\n[proxy]\nhosts = [\"api.tavily.com\"]\n";
+        let typed = boundaries(Some(path), &parse(path, scripted).expect("parses")).expect("valid");
+        let proxy = typed.proxy.as_ref().expect("proxy mode");
+        assert_eq!(
+            proxy.api_of("api.tavily.com").map(|n| n.as_str()),
+            Some("tavily")
+        );
+        let bad =
+            "[http.tavily]\nupstream = \"http://127.0.0.1:8098\"\nproxy_host = \"https://x\"\n";
+        let err = boundaries(Some(path), &parse(path, bad).expect("parses")).expect_err("bad");
+        assert!(
+            err.to_string()
+                .starts_with("/repo/keyless.toml: [http.tavily]: \"https://x\" is not a host name"),
+            "{err}"
+        );
+        let err = parse(path, "[proxy]\nhost = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("host"), "{err}");
     }
 
     /// `[mcp.<name>]` tables become typed servers (a stdio `cwd` relative to the file's

@@ -102,6 +102,10 @@ key_env = "OPENAI_API_KEY"
 # [http.tavily]
 # upstream = "https://api.tavily.com"
 # ignore = ["body.request_id"]
+# A client you cannot give a base URL: list its host, and keyless is the gateway's HTTPS proxy
+# for it (HTTPS_PROXY and a per-run CA in SSL_CERT_FILE); other hosts are refused.
+# [proxy]
+# hosts = ["api.tavily.com"]
 "#;
 
 /// Writes `keyless.toml` into `folder`; refuses to overwrite one.

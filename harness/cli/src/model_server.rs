@@ -375,6 +375,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     keyless_runner::process::RESET_TOKEN_VAR,
                     server.reset_token()
                 ))
+            })
+            .and_then(|()| match &resolved.loaded.boundaries.proxy {
+                // The gateway is started by hand here: it needs these to use the proxy mode.
+                Some(proxy) => out(format!(
+                    "forward proxy for [proxy] hosts ({}); the gateway's environment: {}",
+                    proxy.hosts.keys().cloned().collect::<Vec<_>>().join(", "),
+                    (proxy.env(&server.url()).iter())
+                        .map(|(name, value)| format!("{name}={value}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )),
+                None => Ok(()),
             });
         signals.stopped().await;
         let recorded = server.stop().await?;

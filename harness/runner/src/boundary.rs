@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use replay_core::{ExchangeMiss, UnusedExchange};
 
 use crate::mcp::McpUpstream;
+use crate::run_ca::RunCa;
 
 /// The path prefix every boundary is served under on the model server.
 pub const BOUNDARY_ROUTE_PREFIX: &str = "/_keyless";
@@ -63,6 +65,28 @@ pub enum BoundaryConfigError {
     /// An upstream that is not an absolute http(s) URL.
     #[error("upstream {0:?} is not an absolute http:// or https:// URL")]
     Upstream(String),
+    /// A `[proxy] hosts` entry that is not a bare host name.
+    #[error("{0:?} is not a host name (give it as `api.tavily.com`: no scheme, port or path)")]
+    ProxyHost(String),
+    /// A `[proxy] hosts` entry no `[http.<name>]` upstream has as its host.
+    #[error(
+        "{host:?} is the host of no [http.<name>] upstream (configured: {configured}); add one \
+         with upstream = \"https://{host}\" (or proxy_host = \"{host}\")"
+    )]
+    ProxyHostUnmapped {
+        /// The host.
+        host: String,
+        /// The configured upstreams, `name = upstream`.
+        configured: String,
+    },
+    /// A `[proxy] hosts` entry several `[http.<name>]` upstreams have as their host.
+    #[error("{host:?} is the host of several [http.<name>] upstreams ({names}); keep one per host")]
+    ProxyHostAmbiguous {
+        /// The host.
+        host: String,
+        /// Their names.
+        names: String,
+    },
     /// An `ignore` entry that names no part of a request.
     #[error("ignore entry {0:?} must start with `body.`, `query.` or `header.` and name a field")]
     Ignore(String),
@@ -116,9 +140,28 @@ pub struct HttpUpstream {
     /// More names of secret fields (JSON body keys, query parameters, headers), redacted before
     /// anything is written, besides the ones every upstream has (`api_key`, `key`, …).
     pub secret_fields: Vec<String>,
+    /// The host the forward-proxy mode answers as this API (`[proxy] hosts`), when it is not
+    /// the upstream's own: recording against a staging or scripted server while the gateway's
+    /// client calls the real host.
+    pub proxy_host: Option<String>,
+    /// Test-only: a CA (PEM) recording also trusts for this upstream, the proxy mode's local
+    /// HTTPS upstream's; there is no such knob in a real build.
+    #[cfg(test)]
+    pub(crate) trusted_test_ca: Option<String>,
 }
 
 impl HttpUpstream {
+    /// The host the forward-proxy mode answers as this API: `proxy_host`, else the upstream's.
+    pub fn proxied_host(&self) -> Option<String> {
+        self.proxy_host.clone().or_else(|| self.host())
+    }
+
+    /// The upstream's host, lowercase.
+    pub fn host(&self) -> Option<String> {
+        (reqwest::Url::parse(&self.upstream).ok())
+            .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+    }
+
     /// An upstream from its table's values, checked.
     pub fn new(
         upstream: &str,
@@ -139,6 +182,9 @@ impl HttpUpstream {
             secret_fields: (secret_fields.iter())
                 .map(|field| field.to_ascii_lowercase())
                 .collect(),
+            proxy_host: None,
+            #[cfg(test)]
+            trusted_test_ca: None,
         })
     }
 }
@@ -156,6 +202,117 @@ pub struct Boundaries {
     pub stand_in: Option<String>,
     /// The file they were configured in, for messages (`keyless.toml` at …).
     pub configured_in: String,
+    /// `[proxy]`: the forward-proxy mode, when some hosts are listed.
+    pub proxy: Option<ProxyMode>,
+}
+
+/// The forward-proxy mode (`[proxy] hosts = [...]`): the model server is the gateway's HTTP(S)
+/// proxy; a call to a listed host is the call to the `[http.<name>]` whose upstream has that
+/// host, served by the same HTTP boundary as `{http_url:<name>}`; any other host is refused.
+#[derive(Debug, Clone)]
+pub struct ProxyMode {
+    /// Each listed host (lowercase) and the HTTP API it is.
+    pub hosts: BTreeMap<String, BoundaryName>,
+    /// The run's certificate authority.
+    pub ca: Arc<RunCa>,
+}
+
+/// `host` lowercase, if it is a bare host name (no scheme, port or path).
+pub fn bare_host(host: &str) -> Result<String, BoundaryConfigError> {
+    let lower = host.to_ascii_lowercase();
+    let bare = !lower.is_empty()
+        && (lower.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    if bare {
+        Ok(lower)
+    } else {
+        Err(BoundaryConfigError::ProxyHost(host.to_owned()))
+    }
+}
+
+impl PartialEq for ProxyMode {
+    fn eq(&self, other: &ProxyMode) -> bool {
+        self.hosts == other.hosts && Arc::ptr_eq(&self.ca, &other.ca)
+    }
+}
+
+impl Eq for ProxyMode {}
+
+impl ProxyMode {
+    /// The mode for `hosts`, each mapped to the one `http` upstream with that host; `ca` signs
+    /// the certificates the gateway is shown.
+    pub fn new(
+        hosts: &[String],
+        http: &BTreeMap<BoundaryName, HttpUpstream>,
+        ca: Arc<RunCa>,
+    ) -> Result<ProxyMode, BoundaryConfigError> {
+        let mut mapped = BTreeMap::new();
+        for host in hosts {
+            let lower = bare_host(host)?;
+            let names: Vec<&BoundaryName> = (http.iter())
+                .filter(|(_, upstream)| upstream.proxied_host().as_deref() == Some(lower.as_str()))
+                .map(|(name, _)| name)
+                .collect();
+            match names.as_slice() {
+                [name] => {
+                    mapped.insert(lower, (*name).clone());
+                }
+                [] => {
+                    let configured: Vec<String> = (http.iter())
+                        .map(|(name, upstream)| {
+                            let host = upstream.proxied_host().unwrap_or_default();
+                            format!("{name} = {host}")
+                        })
+                        .collect();
+                    return Err(BoundaryConfigError::ProxyHostUnmapped {
+                        host: host.clone(),
+                        configured: if configured.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            configured.join(", ")
+                        },
+                    });
+                }
+                several => {
+                    let names: Vec<&str> = several.iter().map(|name| name.as_str()).collect();
+                    return Err(BoundaryConfigError::ProxyHostAmbiguous {
+                        host: host.clone(),
+                        names: names.join(", "),
+                    });
+                }
+            }
+        }
+        Ok(ProxyMode { hosts: mapped, ca })
+    }
+
+    /// The HTTP API a request to `host` (any case, a port after it allowed) is, if listed.
+    pub fn api_of(&self, host: &str) -> Option<&BoundaryName> {
+        let bare = match host.rsplit_once(':') {
+            Some((bare, port)) if port.bytes().all(|b| b.is_ascii_digit()) => bare,
+            _ => host,
+        };
+        self.hosts.get(&bare.to_ascii_lowercase())
+    }
+
+    /// The gateway's proxy and trust variables, the proxy being the model server at
+    /// `model_server_root`: both spellings of each proxy variable (clients read either), the
+    /// model server and MCP URLs (on 127.0.0.1) never proxied, and the run's CA as the only
+    /// authority trusted (nothing else is reachable through the proxy).
+    pub fn env(&self, model_server_root: &str) -> Vec<(String, String)> {
+        let model_server_root = server_root(model_server_root);
+        let bundle = self.ca.bundle().display().to_string();
+        let no_proxy = "127.0.0.1,localhost,::1".to_owned();
+        let mut env = Vec::new();
+        for name in ["HTTPS_PROXY", "HTTP_PROXY"] {
+            env.push((name.to_owned(), model_server_root.to_owned()));
+            env.push((name.to_ascii_lowercase(), model_server_root.to_owned()));
+        }
+        env.push(("NO_PROXY".to_owned(), no_proxy.clone()));
+        env.push(("no_proxy".to_owned(), no_proxy));
+        for name in ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"] {
+            env.push((name.to_owned(), bundle.clone()));
+        }
+        env
+    }
 }
 
 impl Boundaries {
@@ -241,11 +398,16 @@ impl Boundaries {
         Ok(out)
     }
 
-    /// Every endpoint's variable and value on the model server at `model_server_root`.
+    /// Every endpoint's variable and value on the model server at `model_server_root`, and
+    /// the forward-proxy mode's variables when it is on.
     pub fn env(&self, model_server_root: &str) -> Vec<(String, String)> {
-        (self.endpoints().iter())
+        let mut env: Vec<(String, String)> = (self.endpoints().iter())
             .map(|endpoint| (endpoint.env_var(), endpoint.value(model_server_root)))
-            .collect()
+            .collect();
+        if let Some(proxy) = &self.proxy {
+            env.extend(proxy.env(model_server_root));
+        }
+        env
     }
 }
 
@@ -339,8 +501,7 @@ impl BoundaryEndpoint {
     /// Its value on the model server at `model_server_root` (`http://127.0.0.1:<port>`):
     /// `<root>/_keyless/http/<name>`.
     pub fn value(&self, model_server_root: &str) -> String {
-        let root = model_server_root.trim_end_matches('/');
-        let root = root.strip_suffix("/v1").unwrap_or(root);
+        let root = server_root(model_server_root);
         match self.kind {
             EndpointKind::HttpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/http/{}", self.name),
             EndpointKind::McpUrl => format!("{root}{BOUNDARY_ROUTE_PREFIX}/mcp/{}", self.name),
@@ -351,6 +512,13 @@ impl BoundaryEndpoint {
             ),
         }
     }
+}
+
+/// The model server's root (`http://127.0.0.1:<port>`) from its root or its OpenAI base URL
+/// (`…/v1`, what the gateway command is given).
+fn server_root(url: &str) -> &str {
+    let root = url.trim_end_matches('/');
+    root.strip_suffix("/v1").unwrap_or(root)
 }
 
 /// `word` as one word of a POSIX shell line: as it is when it holds only safe characters, else

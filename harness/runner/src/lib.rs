@@ -55,6 +55,7 @@ mod recording_store;
 mod regular_file;
 mod replay_log;
 mod reused;
+pub mod run_ca;
 pub mod schedule;
 pub mod suite;
 mod target;

@@ -111,3 +111,51 @@ fn a_recorded_search_replays_through_keyless_test_and_a_changed_or_unasked_one_f
         said(&output)
     );
 }
+
+/// The forward-proxy mode through `keyless test`: the scripted gateway searches
+/// `https://api.tavily.com` itself (Python's `urllib`, no base URL changed), reaching it only
+/// through the `HTTPS_PROXY` and the run's CA keyless gives it; the recorded exchange answers
+/// (the upstream is never reachable here), and a search of a host not in `[proxy] hosts` fails
+/// the run naming the host.
+#[test]
+fn a_search_through_the_forward_proxy_replays_and_an_unlisted_host_fails_named() {
+    let repo = UserRepo::new();
+    repo.searching("Hello!", true);
+    let proxied = |search: &str| {
+        let gateway = workspace_root().join("harness/cli/tests/keyless/scripted_gateway.py");
+        let command = format!("GW_SEARCH={search} exec python3 '{}'", gateway.display());
+        std::fs::write(
+            repo.path().join("keyless.toml"),
+            format!(
+                "gateway_cmd = {}\nready = \"/\"\napi = \"langgraph\"\n\n[http.tavily]\n\
+                 upstream = \"https://api.tavily.com\"\n\n[proxy]\nhosts = [\"api.tavily.com\"]\n",
+                toml_string(&command)
+            ),
+        )
+        .unwrap();
+    };
+    proxied("https://api.tavily.com");
+    let first = repo.keyless(&["test"]);
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "no golden yet: {}",
+        said(&first)
+    );
+    let accepted = repo.keyless(&["accept"]);
+    assert!(accepted.status.success(), "{}", said(&accepted));
+    for run in 0..2 {
+        let clean = repo.keyless(&["test"]);
+        assert!(clean.status.success(), "run {run}: {}", said(&clean));
+    }
+    proxied("https://api.search.brave.com");
+    let output = repo.keyless(&["test"]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains(
+            "CONNECT api.search.brave.com:443: the host \"api.search.brave.com\" is not listed in [proxy] hosts"
+        ),
+        "{}",
+        said(&output)
+    );
+}

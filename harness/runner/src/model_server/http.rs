@@ -550,6 +550,14 @@ async fn try_forward(
     if transport::upstream::is_loopback(&parsed) {
         builder = builder.no_proxy();
     }
+    // Test-only: the local HTTPS upstream of the proxy mode's recording test is signed by a
+    // test CA; no build but the tests' can trust anything besides the system's roots.
+    #[cfg(test)]
+    if let Some(pem) = &boundary.upstream.trusted_test_ca {
+        let root = reqwest::Certificate::from_pem(pem.as_bytes())
+            .map_err(|err| format!("the test CA: {err}"))?;
+        builder = builder.add_root_certificate(root);
+    }
     let client = builder
         .build()
         .map_err(|err| format!("HTTP client: {err}"))?;

@@ -202,7 +202,7 @@ async fn a_search_records_then_replays_byte_identically_and_a_changed_query_is_a
 }
 
 /// `text` URL-encoded as a query or form value carries it (every byte but a letter or digit).
-fn percent_encoded(text: &str) -> String {
+pub(super) fn percent_encoded(text: &str) -> String {
     (text.bytes())
         .map(|b| match b.is_ascii_alphanumeric() {
             true => char::from(b).to_string(),
@@ -211,7 +211,7 @@ fn percent_encoded(text: &str) -> String {
         .collect()
 }
 
-fn files_under(folder: &Path) -> Vec<PathBuf> {
+pub(super) fn files_under(folder: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(folder).expect("folder").flatten() {
         let path = entry.path();

@@ -49,6 +49,7 @@ mod fixtures;
 mod http;
 mod mcp_route;
 mod problems;
+mod proxy;
 mod reach;
 mod record;
 mod render;
@@ -509,3 +510,5 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
 mod hardening;
 #[cfg(test)]
 mod http_served;
+#[cfg(test)]
+mod proxy_served;

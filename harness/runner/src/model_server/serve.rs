@@ -39,6 +39,7 @@ use tower::ServiceExt;
 
 use super::backend::Shared;
 use super::problems::Problem;
+use super::proxy;
 use super::request::Wire;
 use super::routes::wire_of;
 use super::wires::wire_error;
@@ -199,6 +200,57 @@ async fn admit(
     }
 }
 
+/// One connection of a server in the forward-proxy mode ([`proxy`]): served with upgrades (a
+/// `CONNECT` becomes a tunnel), a proxy request handed to [`proxy::serve`], any other admitted
+/// as usual; at `stop` it is shut down gracefully by hand (hyper-util's `GracefulShutdown`
+/// cannot watch an upgradeable connection), and the loop's grace and abort still bound it.
+async fn serve_proxying(
+    stream: tokio::net::TcpStream,
+    router: Router,
+    shared: Arc<Shared>,
+    limits: ServeLimits,
+    port: u16,
+    stop: CancellationToken,
+) {
+    let admit_one: proxy::Admit = {
+        let shared = shared.clone();
+        Arc::new(move |request: Request<Incoming>| {
+            let (router, shared) = (router.clone(), shared.clone());
+            Box::pin(async move { admit(request, router, &shared, limits, port).await })
+        })
+    };
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (admit_one, shared) = (admit_one.clone(), shared.clone());
+        async move {
+            let response = if proxy::is_proxied(&request) {
+                let timeout = limits.header_read_timeout;
+                proxy::serve(request, admit_one, shared, timeout, port).await
+            } else {
+                admit_one(request).await
+            };
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let connection = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    let served = tokio::select! {
+        served = connection.as_mut() => served,
+        () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(err) = served {
+        tracing::trace!("model server connection ended: {err}");
+    }
+}
+
 /// Serves `router` on `listener` until `stop` is cancelled; then stops accepting, lets open
 /// requests finish for the grace period and drops the connections still open.
 pub(super) async fn serve(
@@ -233,6 +285,17 @@ pub(super) async fn serve(
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let shared = shared.clone();
+        if shared.boundaries.proxy.is_some() {
+            connections.spawn(serve_proxying(
+                stream,
+                router,
+                shared,
+                limits,
+                port,
+                stop.clone(),
+            ));
+            continue;
+        }
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let router = router.clone();
             let shared = shared.clone();
@@ -246,7 +309,13 @@ pub(super) async fn serve(
         });
     }
     drop(listener);
-    if tokio::time::timeout(limits.stop_grace, graceful.shutdown())
+    // The forward-proxy mode's connections are not watched by `graceful` (they stop themselves
+    // at `stop`): the grace waits for them as well.
+    let drained = async {
+        graceful.shutdown().await;
+        while connections.join_next().await.is_some() {}
+    };
+    if tokio::time::timeout(limits.stop_grace, drained)
         .await
         .is_err()
     {
