@@ -212,11 +212,9 @@ async fn bench_embeddings() {
         CompactVector, Embedded, EmbeddingsRequest, EmbeddingsRoute, recorded_answer,
     };
     let folder = tempfile::tempdir().expect("tempdir");
-    let document = "Keyless records a model run once and replays it through the real gateway. "
-        .repeat(3);
-    let body = |encoding: &str| {
-        json!({"model": "text-embedding-3-small", "input": [document], "encoding_format": encoding})
-    };
+    let document =
+        "Keyless records a model run once and replays it through the real gateway. ".repeat(3);
+    let body = |encoding: &str| json!({"model": "text-embedding-3-small", "input": [document], "encoding_format": encoding});
     let request =
         EmbeddingsRequest::parse(EmbeddingsRoute::OpenAi, None, &body("float")).expect("parsed");
     // Gaussian-like values of a real embedding's spread, no short decimal among them.
