@@ -12,8 +12,9 @@
 //!   the answer's encoding is not part of it.
 //! - **Answer**: the recorded vectors (stored as `CompactVector`s) rendered in the form the
 //!   request asked for (float lists, or OpenAI's base64), bit for bit the recorded f32s. A
-//!   failure the upstream answered while recording is stored as its status and body and
-//!   replayed so.
+//!   failure the upstream answered while recording is stored as its status and body, and one it
+//!   never answered (unreachable, no vectors) as a 502 in the wire's shape; either is replayed
+//!   so.
 //! - **Miss**: the wire's own error (the status and body a chat miss at that wire gets, code
 //!   `replay_miss`) whose message is the engine's diagnostic (the call, the nearest recorded
 //!   call, the first differing input), reported to the run's ledger as an `exchange_miss`.
@@ -284,10 +285,14 @@ async fn record(
     let wire = request.route.wire();
     let recorded = match forward(recorder, request, headers, body).await {
         Ok(recorded) => recorded,
+        // As the HTTP boundary's: a failure to get an answer is an answer too (502 in the
+        // wire's shape), recorded and replayed as the upstream's, so the replay fails the way
+        // the live run did.
         Err(reason) => {
             let message = format!("{} upstream: {reason}", request.route.name());
-            let message = recorder.known_secrets().redact_text(&message);
-            return wire_error(wire, StatusCode::BAD_GATEWAY, &message, "upstream_error");
+            let status = StatusCode::BAD_GATEWAY.as_u16();
+            let body = wire.error_body(status, &message, Some("upstream_error"));
+            json!({"status": status, "body": body})
         }
     };
     match recorder.write(call.answered(recorded)) {
@@ -303,8 +308,8 @@ async fn record(
 }
 
 /// The upstream's answer as the exchange records it: `{"vectors", "prompt_tokens"}`, or
-/// `{"status", "body"}` for a failure status; `Err` when it could not be had at all (not
-/// recorded: nothing came back to replay).
+/// `{"status", "body"}` for a failure status; `Err` when no answer could be had (unreachable,
+/// too large, no vectors where the route carries them).
 async fn forward(
     recorder: &ExchangeRecorder,
     request: &EmbeddingsRequest,

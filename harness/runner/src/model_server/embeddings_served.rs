@@ -277,3 +277,50 @@ async fn an_embeddings_route_never_recorded_is_an_unserved_route_naming_it() {
     }
     server.stop().await.expect("stopped");
 }
+
+/// An upstream that cannot be reached while recording is recorded as a 502 in the wire's shape,
+/// and replayed so: the replay fails the way the live run did.
+#[tokio::test]
+async fn an_unreachable_upstream_is_recorded_as_a_502_and_replayed_so() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let config = RecordConfig {
+        upstream: "http://127.0.0.1:9/v1".into(),
+        api_key: MODEL_KEY.into(),
+        recording: folder.path().join("recording.jsonl"),
+        scenario: Scenario::new("s", UiMode::Flash, "p"),
+        allow_insecure_upstream: false,
+        limits: RecordLimits::default(),
+        aws: None,
+    };
+    let server = ModelServer::start(Mode::Record(Box::new(config)), ServerOptions::default())
+        .await
+        .expect("record");
+    let case = &cases()[0];
+    let url = format!("{}{}", server.url(), case.path);
+    let (status, recorded) = post(&url, &case.request, None).await;
+    assert_eq!(status, 502, "{recorded}");
+    assert!(
+        recorded.contains("OpenAI embeddings upstream: "),
+        "{recorded}"
+    );
+    let exchanges = server
+        .stop()
+        .await
+        .expect("built")
+        .expect("fixture")
+        .fixture
+        .exchanges;
+    assert_eq!(exchanges[0].answer["status"], 502, "{exchanges:?}");
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/write_read_file.flash.json");
+    let mut fixture = Fixture::load(&shipped).expect("shipped");
+    fixture.exchanges = exchanges;
+    let written = folder.path().join("down.flash.json");
+    std::fs::write(&written, fixture.to_pretty_json()).expect("fixture written");
+    let server = ModelServer::start(Mode::Fixtures(vec![written]), ServerOptions::default())
+        .await
+        .expect("replay");
+    let url = format!("{}{}", server.url(), case.path);
+    assert_eq!(post(&url, &case.request, None).await, (502, recorded));
+    server.stop().await.expect("stopped");
+}
