@@ -89,3 +89,98 @@ fn a_recorded_embedding_replays_through_keyless_test_and_a_changed_or_unrecorded
         );
     }
 }
+
+/// A scripted OpenAI upstream: `/embeddings` answers `[0.5, -0.25]`, any other path one chat
+/// completion. Its thread ends with the test process.
+fn scripted_upstream() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let (mut length, mut first) = (0, String::new());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if first.is_empty() {
+                    first = line.clone();
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let answer = if first.contains("/embeddings ") {
+                json!({"object": "list", "model": "text-embedding-3-small",
+                    "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]}],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+            } else {
+                json!({"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "Hi there"}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+            }
+            .to_string();
+            let _ = write!(
+                reader.get_mut(),
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+/// `keyless record` through the OpenAI upstream records the gateway's `/v1/embeddings` call
+/// into the fixture's exchanges (the vector compact), and `keyless test` replays it green.
+#[test]
+fn keyless_record_records_an_embeddings_call_into_the_fixture_and_keyless_test_replays_it() {
+    let repo = UserRepo::new();
+    repo.embedding(None);
+    let upstream = scripted_upstream();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_keyless"))
+        .args([
+            "record",
+            "--scenario",
+            "rag",
+            "--mode",
+            "chat",
+            "--prompt",
+            "Hello!",
+        ])
+        .args(["--upstream", &upstream, "--force"])
+        .current_dir(repo.path())
+        .env(
+            "OPENAI_API_KEY",
+            harness::adapter::process::placeholder_key(),
+        )
+        .env_remove("CARGO_MANIFEST_DIR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path().join("fixtures/rag.chat.json")).unwrap(),
+    )
+    .unwrap();
+    let recorded = &fixture["exchanges"]["recorded"];
+    assert_eq!(recorded, &json!([exchange("Hello!")]), "{}", said(&output));
+    let first = repo.keyless(&["test"]);
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "no golden yet: {}",
+        said(&first)
+    );
+    let accepted = repo.keyless(&["accept"]);
+    assert!(accepted.status.success(), "{}", said(&accepted));
+    let clean = repo.keyless(&["test"]);
+    assert!(clean.status.success(), "{}", said(&clean));
+}
