@@ -15,7 +15,11 @@
 //! - one replayed call of a recorded HTTP API (a Tavily search with its JSON body and a 1 KB
 //!   answer): p50 and p99, one request at a time, in base-URL mode (`{http_url:tavily}`) and in
 //!   the forward-proxy mode (`https://api.tavily.com` through `CONNECT` and the run's CA, one
-//!   kept-alive tunnel) (`-- http` runs only this part).
+//!   kept-alive tunnel) (`-- http` runs only this part);
+//! - one replayed embeddings call (`POST /v1/embeddings`, one document, a 1536-dimension vector
+//!   recorded as a compact vector) answered as floats and as base64: p50 and p99, one request at
+//!   a time, and the bytes one such vector takes in a fixture (`-- embeddings` runs only this
+//!   part).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -223,6 +227,84 @@ async fn bench_http_boundary() {
     );
 }
 
+/// How many embeddings calls are timed per answer form.
+const EMBEDDINGS_REQUESTS: usize = 500;
+
+/// One replayed embeddings call of a 1536-dimension vector over HTTP, floats and base64, and
+/// the bytes that vector takes in the fixture.
+async fn bench_embeddings() {
+    use model_wire::embeddings::{
+        CompactVector, Embedded, EmbeddingsRequest, EmbeddingsRoute, recorded_answer,
+    };
+    let folder = tempfile::tempdir().expect("tempdir");
+    let document =
+        "Keyless records a model run once and replays it through the real gateway. ".repeat(3);
+    let body = |encoding: &str| json!({"model": "text-embedding-3-small", "input": [document], "encoding_format": encoding});
+    let request =
+        EmbeddingsRequest::parse(EmbeddingsRoute::OpenAi, None, &body("float")).expect("parsed");
+    // Gaussian-like values of a real embedding's spread, no short decimal among them.
+    let vector: Vec<f32> = (0..1536u32)
+        .map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1u32 << 24) as f32 - 0.5) * 0.08)
+        .collect();
+    let stored = serde_json::to_string(&CompactVector::new(&vector)).expect("json");
+    let answer = recorded_answer(&Embedded {
+        vectors: vec![vector],
+        prompt_tokens: Some(40),
+    });
+    let exchange = ExchangeCall::new(
+        BoundaryKind::Embeddings,
+        "lead_agent",
+        "OpenAI embeddings text-embedding-3-small",
+        request.canonical(),
+    )
+    .answered(answer);
+    let mut fixture = Fixture::load(&fixtures_dir().join("write_read_file.flash.json"))
+        .expect("a shipped fixture");
+    fixture.exchanges = vec![exchange; 2 * EMBEDDINGS_REQUESTS + 40];
+    let path = folder.path().join("embeddings.flash.json");
+    std::fs::write(&path, fixture.to_pretty_json()).expect("write the fixture");
+    let server = ModelServer::start(Mode::Fixtures(vec![path]), ServerOptions::default())
+        .await
+        .expect("model server");
+    let url = format!("{}/v1/embeddings", server.url());
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    println!(
+        "one 1536-dimension vector in a fixture: {} bytes ({{\"dims\", \"f32le\"}})",
+        stored.len()
+    );
+    for encoding in ["float", "base64"] {
+        let body = body(encoding);
+        for _ in 0..20 {
+            one_request(&client, &url, &body).await;
+        }
+        let mut samples = Vec::with_capacity(EMBEDDINGS_REQUESTS);
+        for _ in 0..EMBEDDINGS_REQUESTS {
+            let started = Instant::now();
+            one_request(&client, &url, &body).await;
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        println!(
+            "replayed embeddings call ({encoding}, 1536 dims): p50 {:.3} ms, p99 {:.3} ms (n={EMBEDDINGS_REQUESTS}, one at a time)",
+            percentile(&samples, 0.5).as_secs_f64() * 1e3,
+            percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        );
+    }
+    let state = server
+        .client()
+        .expect("client")
+        .state()
+        .await
+        .expect("state");
+    assert!(
+        ModelLedger::from_state(state).boundaries.misses.is_empty(),
+        "every call replayed"
+    );
+}
+
 /// Every measured run must be green: timing a broken replay would measure the wrong thing.
 fn assert_green(run: &ScenarioRun) {
     if let Err(report) = run.check() {
@@ -390,6 +472,10 @@ async fn bench_streamed_answer_per_wire() {
 
 fn main() {
     let runtime = runtime().expect("runtime");
+    runtime.block_on(bench_embeddings());
+    if std::env::args().any(|arg| arg == "embeddings") {
+        return;
+    }
     runtime.block_on(bench_http_boundary());
     if std::env::args().any(|arg| arg == "http") {
         return;

@@ -13,6 +13,8 @@
 
 #[path = "drift.rs"]
 mod drift;
+#[path = "embeddings.rs"]
+mod embeddings;
 #[path = "http_clients.rs"]
 mod http_clients;
 #[path = "ollama.rs"]

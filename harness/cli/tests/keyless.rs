@@ -14,6 +14,8 @@ use serde_json::Value;
 mod age;
 #[path = "keyless/drift.rs"]
 mod drift;
+#[path = "keyless/embeddings.rs"]
+mod embeddings;
 #[path = "keyless/http.rs"]
 mod http;
 #[path = "keyless/mcp.rs"]

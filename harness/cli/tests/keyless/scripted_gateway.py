@@ -13,6 +13,9 @@ misbehaves after a run's response is closed:
     GW_SEARCH=<base URL>    before the model call, search the prompt there (a Tavily-like
                      `POST /search` with the key in the JSON body) and add the first result's
                      title to the streamed answer
+    GW_EMBED=1       before the model call, embed the prompt at the model server's
+                     `POST /embeddings` (OpenAI's, one input) and add the vector's dimensions
+                     to the streamed answer
 """
 
 import json
@@ -27,6 +30,8 @@ EXIT = os.environ.get("GW_EXIT")
 LATE = os.environ.get("GW_LATE")
 SLOW_THREAD = float(os.environ.get("GW_SLOW_THREAD", "0"))
 SEARCH = os.environ.get("GW_SEARCH")
+EMBED = os.environ.get("GW_EMBED")
+EMBEDDINGS = os.environ["KEYLESS_MODEL_BASE_URL"].rstrip("/") + "/embeddings"
 lock = threading.Lock()
 state = {"threads": 0, "answer": None}
 
@@ -59,6 +64,18 @@ def search(prompt):
         return f"search error: {err}"
 
 
+def embed(prompt):
+    body = json.dumps({"model": "text-embedding-3-small", "input": [prompt]}).encode()
+    request = urllib.request.Request(
+        EMBEDDINGS, data=body, headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return f"{len(json.load(response)['data'][0]['embedding'])} dims"
+    except Exception as err:  # a miss answers the run with its error
+        return f"embeddings error: {err}"
+
+
 class Handler(BaseHTTPRequestHandler):
     def reply(self, value):
         data = json.dumps(value).encode()
@@ -85,7 +102,10 @@ class Handler(BaseHTTPRequestHandler):
         prompt = body["input"]["messages"][-1]["content"]
         with lock:
             cached = state["answer"] if LATE else None
+        embedded = embed(prompt) if EMBED else None
         answer = cached if cached is not None else ask(prompt)
+        if embedded:
+            answer = f"{answer} [{embedded}]"
         if SEARCH:
             answer = f"{answer} ({search(prompt)})"
         with lock:

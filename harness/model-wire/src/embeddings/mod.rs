@@ -102,6 +102,38 @@ impl EmbeddingsRoute {
         }
     }
 
+    /// The chat wire of the same provider: its key header, its error body and its client's
+    /// error classes are the embeddings route's too.
+    pub fn wire(self) -> crate::Wire {
+        match self {
+            EmbeddingsRoute::OpenAi => crate::Wire::ChatCompletions,
+            EmbeddingsRoute::GeminiEmbed | EmbeddingsRoute::GeminiBatch => crate::Wire::Gemini,
+            EmbeddingsRoute::BedrockTitan | EmbeddingsRoute::BedrockCohere => {
+                crate::Wire::BedrockConverse
+            }
+            EmbeddingsRoute::OllamaEmbed | EmbeddingsRoute::OllamaEmbeddings => {
+                crate::Wire::OllamaChat
+            }
+        }
+    }
+
+    /// The path of a call for `model` under the provider's base URL (the one its chat wire's
+    /// [`Wire::call_path`](crate::Wire::call_path) follows): `/embeddings`,
+    /// `/models/{model}:embedContent`, `/model/{id}/invoke`, `/api/embed`.
+    pub fn call_path(self, model: &str) -> String {
+        let segment = crate::model_segment(model);
+        match self {
+            EmbeddingsRoute::OpenAi => "/embeddings".to_owned(),
+            EmbeddingsRoute::GeminiEmbed => format!("/models/{segment}:embedContent"),
+            EmbeddingsRoute::GeminiBatch => format!("/models/{segment}:batchEmbedContents"),
+            EmbeddingsRoute::BedrockTitan | EmbeddingsRoute::BedrockCohere => {
+                format!("/model/{segment}/invoke")
+            }
+            EmbeddingsRoute::OllamaEmbed => "/api/embed".to_owned(),
+            EmbeddingsRoute::OllamaEmbeddings => "/api/embeddings".to_owned(),
+        }
+    }
+
     /// The Bedrock route a model id names (`amazon.titan-embed-…`, `cohere.embed-…`, with or
     /// without a region prefix such as `us.`), or `None` for any other model.
     pub fn bedrock(model_id: &str) -> Option<EmbeddingsRoute> {

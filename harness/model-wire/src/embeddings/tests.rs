@@ -197,3 +197,60 @@ fn a_request_without_input_or_an_answer_without_vectors_is_named() {
     );
     assert_eq!(EmbeddingsRoute::bedrock("anthropic.claude"), None);
 }
+
+/// Each route is forwarded to its provider's path under the chat wire's base URL, with that
+/// wire's key header and error shape.
+#[test]
+fn each_route_is_called_at_its_provider_s_path_beside_its_chat_wire() {
+    let cases = [
+        (
+            EmbeddingsRoute::OpenAi,
+            "m",
+            "/embeddings",
+            crate::Wire::ChatCompletions,
+        ),
+        (
+            EmbeddingsRoute::GeminiEmbed,
+            "text-embedding-004",
+            "/models/text-embedding-004:embedContent",
+            crate::Wire::Gemini,
+        ),
+        (
+            EmbeddingsRoute::GeminiBatch,
+            "text-embedding-004",
+            "/models/text-embedding-004:batchEmbedContents",
+            crate::Wire::Gemini,
+        ),
+        (
+            EmbeddingsRoute::BedrockTitan,
+            "amazon.titan-embed-text-v2:0",
+            "/model/amazon.titan-embed-text-v2%3A0/invoke",
+            crate::Wire::BedrockConverse,
+        ),
+        (
+            EmbeddingsRoute::BedrockCohere,
+            "cohere.embed-english-v3",
+            "/model/cohere.embed-english-v3/invoke",
+            crate::Wire::BedrockConverse,
+        ),
+        (
+            EmbeddingsRoute::OllamaEmbed,
+            "m",
+            "/api/embed",
+            crate::Wire::OllamaChat,
+        ),
+        (
+            EmbeddingsRoute::OllamaEmbeddings,
+            "m",
+            "/api/embeddings",
+            crate::Wire::OllamaChat,
+        ),
+    ];
+    for (route, model, path, wire) in cases {
+        assert_eq!(
+            (route.call_path(model), route.wire()),
+            (path.to_owned(), wire),
+            "{route:?}"
+        );
+    }
+}

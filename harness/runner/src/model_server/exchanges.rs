@@ -14,6 +14,8 @@ use replay_core::recording::{KnownSecrets, RecordingFileError, RecordingSink};
 use replay_core::{Exchange, ExchangeReplay};
 use secrecy::{ExposeSecret, SecretString};
 
+use super::upstream::ModelUpstream;
+
 /// What a boundary's route reaches in the server's mode.
 #[derive(Debug, Clone)]
 pub(super) enum Exchanges {
@@ -29,6 +31,8 @@ pub(super) enum Exchanges {
 /// requests carried (in memory only; `Debug` shows how many).
 pub(crate) struct ExchangeRecorder {
     sink: RecordingSink,
+    /// The model upstream, where an embeddings call is forwarded (`None`: no model proxy).
+    upstream: Option<Arc<ModelUpstream>>,
     /// The model upstream's key and every secret a boundary's request carried.
     secrets: Mutex<Vec<SecretString>>,
 }
@@ -43,10 +47,16 @@ impl std::fmt::Debug for ExchangeRecorder {
 }
 
 impl ExchangeRecorder {
-    /// A recorder writing through `sink` that already knows `secrets` (the model's key).
-    pub(super) fn new(sink: RecordingSink, secrets: Vec<SecretString>) -> ExchangeRecorder {
+    /// A recorder writing through `sink` that already knows `secrets` (the model's key);
+    /// `upstream` is the model proxy's, where embeddings calls go.
+    pub(super) fn new(
+        sink: RecordingSink,
+        secrets: Vec<SecretString>,
+        upstream: Option<Arc<ModelUpstream>>,
+    ) -> ExchangeRecorder {
         ExchangeRecorder {
             sink,
+            upstream,
             secrets: Mutex::new(secrets),
         }
     }
@@ -63,6 +73,11 @@ impl ExchangeRecorder {
         if !secrets.iter().any(|known| known.expose_secret() == secret) {
             secrets.push(SecretString::from(secret.to_owned()));
         }
+    }
+
+    /// The model upstream an embeddings call is forwarded to.
+    pub(super) fn upstream(&self) -> Option<&ModelUpstream> {
+        self.upstream.as_deref()
     }
 
     /// Every secret known so far, in every encoding.
@@ -99,7 +114,7 @@ mod tests {
         let path = dir.path().join("r.jsonl");
         let sink = RecordingSink::open_remembering(&path).expect("sink");
         let recorder =
-            ExchangeRecorder::new(sink, vec![SecretString::from("model-key-0123456789")]);
+            ExchangeRecorder::new(sink, vec![SecretString::from("model-key-0123456789")], None);
         let key = "tvly-9f8e7d6c5b4a3210";
         recorder.learn_secret(key);
         let percent = "tvly%2D9f8e7d6c5b4a3210";

@@ -31,8 +31,9 @@
 //! ledger is cleared, and a reply that discarded problems no driver had read says how many;
 //! `{"between_runs": true}` ends the run instead: until the next reset every model call is
 //! refused as a `call_between_runs` problem, so a call a reused gateway makes after its run is
-//! credited to no fixture). Any
-//! other request (`POST /v1/embeddings`, a wrong method) answers an OpenAI error
+//! credited to no fixture). The
+//! providers' embeddings routes are the `embeddings` boundary's (`embeddings.rs`). Any
+//! other request (`POST /v1/audio/speech`, a wrong method) answers an OpenAI error
 //! naming the route and is an `unserved_route` problem: a gateway that calls something no
 //! recording answers is not a clean run. Problems are also handed to [`ServerOptions::on_problem`]
 //! the moment they happen; the ledger is bounded (`problems::Ledger`). [`ModelServerClient`] is
@@ -43,6 +44,7 @@ mod assemble;
 mod backend;
 mod client;
 mod discovery;
+mod embeddings;
 mod exchanges;
 mod faulted;
 mod fixtures;
@@ -58,6 +60,7 @@ mod routes;
 mod serve;
 mod shared;
 mod strict;
+mod upstream;
 mod wires;
 
 use std::net::SocketAddr;
@@ -117,6 +120,10 @@ fn handler(route: Route) -> MethodRouter<Arc<Shared>> {
         Route::OllamaVersion => {
             get(|| async { Json(json!({"version": discovery::OLLAMA_VERSION})) })
         }
+        Route::Embeddings | Route::EmbeddingsUnversioned => post(embeddings::openai),
+        Route::OllamaEmbed => post(embeddings::ollama_embed),
+        Route::OllamaEmbeddings => post(embeddings::ollama_embeddings),
+        Route::BedrockInvoke => post(embeddings::bedrock_invoke),
         Route::Models | Route::ModelsUnversioned => get(models),
         Route::Health => get(|| async { Json(json!({"status": "ok"})) }),
         Route::Misses => get(misses),
@@ -506,6 +513,8 @@ async fn reset(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     Json(reply).into_response()
 }
 
+#[cfg(test)]
+mod embeddings_served;
 #[cfg(test)]
 mod hardening;
 #[cfg(test)]

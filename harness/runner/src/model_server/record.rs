@@ -35,7 +35,6 @@ use axum::http::HeaderMap;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
-use model_wire::KeyHeader;
 use model_wire::chat_completions::{Answer, Identity};
 use parking_lot::Mutex;
 use replay_core::recording::{
@@ -61,6 +60,7 @@ use super::reach::{ReachTally, with_causes};
 use super::render::{StreamOut, stream_response};
 use super::request::{Framing, Wire, WireRequest};
 use super::shared::ModelServerError;
+use super::upstream::{ModelUpstream, UpstreamSetup};
 use super::wires::wire_error;
 use transport::eventstream::{CorruptFrame, Frame, FrameReader};
 
@@ -87,22 +87,6 @@ pub struct RecordConfig {
 }
 
 pub use aws_sign::AwsCredentials;
-
-/// Why an upstream request could not be made.
-#[derive(Debug, thiserror::Error)]
-enum UpstreamSetup {
-    /// A Bedrock call without credentials.
-    #[error(
-        "no AWS credentials to sign the Bedrock request with (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and AWS_SESSION_TOKEN for temporary ones)"
-    )]
-    NoAwsCredentials,
-    /// SigV4 refused the request.
-    #[error("the Bedrock request: {0}")]
-    Signing(#[from] aws_sign::SigningError),
-    /// A signature header no HTTP header can carry.
-    #[error("the Bedrock request's signature is not a header value")]
-    BadHeader,
-}
 
 /// How much one recording may hold and how long one call may take (finding 16): an endless
 /// upstream once wrote 29 MB in 60 s. Past either, the call ends as an error, recorded, and the
@@ -148,11 +132,10 @@ impl std::fmt::Debug for RecordConfig {
 pub(super) struct Recorder {
     /// The upstream's base URL, without a trailing `/`; each wire's path follows it.
     base: String,
-    api_key: SecretString,
-    http: reqwest::Client,
+    /// The upstream every wire's call (and every embeddings call) is sent to.
+    upstream: Arc<ModelUpstream>,
     sink: RecordingSink,
     scenario: Scenario,
-    aws: Option<AwsCredentials>,
     calls: AtomicUsize,
     first_model: Mutex<Option<String>>,
     /// What every written event goes through.
@@ -235,17 +218,6 @@ pub(super) const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// line fails the call (`RemoteProtocolError`) instead of growing without bound.
 pub(super) const MAX_SSE_LINE_BYTES: usize = 8 * 1024 * 1024;
 
-/// Request headers passed on to the upstream when the gateway sends them: the API version and
-/// beta features a Messages or Responses client asks for are part of the call. The gateway's
-/// own credentials (`Authorization`, `x-api-key`) never are: the upstream gets the proxy's key.
-const PASSED_HEADERS: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
-
-/// The SigV4 service name of Bedrock's runtime API.
-const BEDROCK_SERVICE: &str = "bedrock";
-
-/// The `anthropic-version` sent when the gateway sends none (the API requires one).
-const ANTHROPIC_VERSION: &str = "2023-06-01";
-
 /// A reqwest failure as the gateway's provider classifies it
 /// (`transport::upstream::TransportFailure`: the Python client's names): a timeout is
 /// `APITimeoutError`; a failure once the answer has started (`in_body`) is
@@ -313,9 +285,16 @@ impl Recorder {
         let secrets = KnownSecrets::new([config.api_key.expose_secret()]);
         // It remembers what it writes, so the fixture is built without reading it back.
         let sink = RecordingSink::open_remembering(&config.recording)?;
+        let upstream = Arc::new(ModelUpstream {
+            base: base.to_owned(),
+            api_key: config.api_key.clone(),
+            http,
+            aws: config.aws,
+        });
         let exchanges = Arc::new(ExchangeRecorder::new(
             sink.clone(),
             vec![config.api_key.clone()],
+            Some(upstream.clone()),
         ));
         // A key typed into the prompt reaches no file either.
         let mut scenario = config.scenario;
@@ -325,10 +304,8 @@ impl Recorder {
         }
         Ok(Recorder {
             base: base.to_owned(),
-            api_key: config.api_key,
-            http,
+            upstream,
             scenario,
-            aws: config.aws,
             calls: AtomicUsize::new(0),
             first_model: Mutex::new(None),
             writing: Arc::new(Writing {
@@ -423,58 +400,21 @@ impl Recorder {
         }
     }
 
-    /// The upstream request for one call at `wire`: its path under the base URL, the proxy's
-    /// key in the wire's header (`Authorization: Bearer` for OpenAI's wires, `x-api-key` for
-    /// Anthropic's, `x-goog-api-key` for Gemini's) or, for Bedrock, a SigV4 signature of the
-    /// [`AwsCredentials`], and the [`PASSED_HEADERS`] the gateway sent.
+    /// The upstream request for one call at its wire ([`ModelUpstream::post`]).
     fn upstream_request(
         &self,
         request: &WireRequest,
         headers: &HeaderMap,
     ) -> Result<reqwest::RequestBuilder, UpstreamSetup> {
-        let wire = request.wire;
-        let accept = wire.accept(request.stream);
-        let url = format!("{}{}", self.base, request.upstream_path());
         let body = serde_json::to_vec(&request.body).unwrap_or_default();
-        let mut builder = self
-            .http
-            .post(&url)
-            .header(reqwest::header::ACCEPT, accept)
-            .header(reqwest::header::CONTENT_TYPE, "application/json");
-        // `Recorder::new` checked that the key is a header value.
-        let key = || {
-            let mut key = reqwest::header::HeaderValue::from_str(self.api_key.expose_secret())
-                .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-            key.set_sensitive(true);
-            key
-        };
-        builder = match (wire, wire.key_header()) {
-            // The proxy signs every Converse call: its key is the AWS credentials.
-            (Wire::BedrockConverse, _) => {
-                let aws = self.aws.as_ref().ok_or(UpstreamSetup::NoAwsCredentials)?;
-                let signed = [("content-type", "application/json"), ("accept", accept)];
-                for (name, value) in
-                    aws_sign::sigv4_headers(aws, BEDROCK_SERVICE, &url, &signed, &body)?
-                {
-                    let mut value = reqwest::header::HeaderValue::from_str(&value)
-                        .map_err(|_| UpstreamSetup::BadHeader)?;
-                    value.set_sensitive(true);
-                    builder = builder.header(name, value);
-                }
-                builder
-            }
-            (_, KeyHeader::Named(name)) => builder.header(name, key()),
-            (_, KeyHeader::Bearer) => builder.bearer_auth(self.api_key.expose_secret()),
-        };
-        for name in PASSED_HEADERS {
-            if let Some(value) = headers.get(name) {
-                builder = builder.header(name, value.as_bytes());
-            }
-        }
-        if wire == Wire::AnthropicMessages && !headers.contains_key("anthropic-version") {
-            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
-        }
-        Ok(builder.body(body))
+        let accept = request.wire.accept(request.stream);
+        (self.upstream).post(
+            request.wire,
+            &request.upstream_path(),
+            accept,
+            body,
+            headers,
+        )
     }
 }
 

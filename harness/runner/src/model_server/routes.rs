@@ -38,6 +38,17 @@ pub(crate) enum Route {
     OllamaShow,
     /// `GET /api/version`, the Ollama API's version (`mod.rs`).
     OllamaVersion,
+    /// `POST /v1/embeddings`, OpenAI's embeddings (`embeddings.rs`).
+    Embeddings,
+    /// `POST /embeddings`, for clients whose base URL has no `/v1`.
+    EmbeddingsUnversioned,
+    /// `POST /api/embed`, Ollama's embeddings (`embeddings.rs`).
+    OllamaEmbed,
+    /// `POST /api/embeddings`, Ollama's older embeddings route.
+    OllamaEmbeddings,
+    /// `POST /model/{modelId}/invoke`, Bedrock's InvokeModel on a Titan or Cohere embeddings
+    /// model (`embeddings.rs`).
+    BedrockInvoke,
     /// `GET /v1/models`.
     Models,
     /// `GET /models`.
@@ -61,7 +72,7 @@ pub(crate) enum Route {
 
 impl Route {
     /// Every served route.
-    pub(crate) const ALL: [Route; 22] = [
+    pub(crate) const ALL: [Route; 27] = [
         Route::ChatCompletions,
         Route::ChatCompletionsUnversioned,
         Route::AnthropicMessages,
@@ -75,6 +86,11 @@ impl Route {
         Route::OllamaTags,
         Route::OllamaShow,
         Route::OllamaVersion,
+        Route::Embeddings,
+        Route::EmbeddingsUnversioned,
+        Route::OllamaEmbed,
+        Route::OllamaEmbeddings,
+        Route::BedrockInvoke,
         Route::Models,
         Route::ModelsUnversioned,
         Route::Health,
@@ -110,6 +126,11 @@ impl Route {
             Route::OllamaTags => (Method::GET, "/api/tags"),
             Route::OllamaShow => (Method::POST, "/api/show"),
             Route::OllamaVersion => (Method::GET, "/api/version"),
+            Route::Embeddings => (Method::POST, "/v1/embeddings"),
+            Route::EmbeddingsUnversioned => (Method::POST, "/embeddings"),
+            Route::OllamaEmbed => (Method::POST, "/api/embed"),
+            Route::OllamaEmbeddings => (Method::POST, "/api/embeddings"),
+            Route::BedrockInvoke => (Method::POST, "/model/{model_id}/invoke"),
             Route::Models => (Method::GET, "/v1/models"),
             Route::ModelsUnversioned => (Method::GET, "/models"),
             Route::Health => (Method::GET, "/health"),

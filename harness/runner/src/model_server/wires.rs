@@ -25,6 +25,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use model_wire::chat_completions::error_message;
+use model_wire::embeddings::EmbeddingsRoute;
 
 use super::answer::{self, WireError, error_body, whole_answer};
 use super::backend::{Answered, Call, Shared};
@@ -65,8 +66,9 @@ pub(crate) async fn responses(
 }
 
 /// `POST /v1beta/models/{model}:generateContent` or `:streamGenerateContent` (`?alt=sse` for
-/// SSE, else one JSON array), and the same at `/v1/`; any other method of a model (`:countTokens`,
-/// `:embedContent`) is an unserved route.
+/// SSE, else one JSON array), and the same at `/v1/`; `:embedContent` and `:batchEmbedContents`
+/// are the embeddings boundary's (`embeddings.rs`); any other method of a model (`:countTokens`)
+/// is an unserved route.
 pub(crate) async fn gemini(
     State(shared): State<Arc<Shared>>,
     Path(model_action): Path<String>,
@@ -85,6 +87,14 @@ pub(crate) async fn gemini(
         Some((_, "generateContent")) => None,
         Some((_, "streamGenerateContent")) if sse => Some(Framing::Sse),
         Some((_, "streamGenerateContent")) => Some(Framing::JsonArray),
+        Some((model, action @ ("embedContent" | "batchEmbedContents"))) => {
+            let route = match action {
+                "embedContent" => EmbeddingsRoute::GeminiEmbed,
+                _ => EmbeddingsRoute::GeminiBatch,
+            };
+            let model = Some(model);
+            return super::embeddings::serve(&shared, route, model, &uri, &headers, &body).await;
+        }
         _ => return unserved_response(&shared, StatusCode::NOT_FOUND, &method, &uri),
     };
     let model = model_action
