@@ -4,7 +4,7 @@
 # one over the question, then a chat call with the two nearest documents) passes against its
 # golden with every embeddings call answered from the fixture; one document's text changed turns
 # it red with a miss on the embeddings call (not only on the chat call after it), naming the
-# route and the differing input; another embeddings model is a miss too.
+# call and the differing input; another embeddings model is a miss too.
 #
 #   KEYLESS=target/debug/keyless PYTHON=target/ci-venv/bin/python examples/rag-gateway/check.sh
 set -euo pipefail
@@ -40,8 +40,11 @@ set +e
 status=$?
 set -e
 [ "$status" -eq 1 ] || fail "a changed document exited $status, not 1: $(cat changed.out)"
-grep -q '/v1/embeddings' changed.out || fail "the miss does not name the embeddings route: $(cat changed.out)"
-grep -q 'three year warranty' changed.out || fail "the miss does not show the changed text: $(cat changed.out)"
+grep -q 'embeddings miss: `OpenAI embeddings text-embedding-3-small` from `lead_agent`' changed.out ||
+  fail "the miss does not name the embeddings call: $(cat changed.out)"
+grep -q 'first differing field: inputs\[0\]: recorded "The Keyless grinder carries a two year' changed.out &&
+  grep -q 'now "The Keyless grinder carries a three year' changed.out ||
+  fail "the miss does not show the changed text: $(cat changed.out)"
 mv documents.recorded.json documents.json
 
 echo "rag example: another embeddings model must miss too"
