@@ -18,6 +18,10 @@ use replay_core::{Boundary, BoundaryKind, ExchangeCall};
 /// range): the message is the miss diagnostic.
 pub const MISS_ERROR_CODE: i64 = -32000;
 
+/// The `_meta` key a request of the stateless revision (2026-07-28) names its protocol version
+/// under.
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// The session header of Streamable HTTP.
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -54,6 +58,16 @@ impl McpCall {
     /// (`params._meta.progressToken`).
     pub fn progress_token(&self) -> Option<&Value> {
         self.params.as_ref()?.get("_meta")?.get("progressToken")
+    }
+
+    /// The protocol version a request of the stateless revision names in its `_meta`.
+    pub fn meta_version(&self) -> Option<&str> {
+        (self
+            .params
+            .as_ref()?
+            .get("_meta")?
+            .get(PROTOCOL_VERSION_META))?
+        .as_str()
     }
 }
 
@@ -156,10 +170,15 @@ impl Boundary for McpBoundary {
     }
 
     /// `{"method", "params"}`, the params without their `_meta` (the progress token, tracing
-    /// ids: the client's, per run); absent params are left out.
+    /// ids, client info: the client's, per run); absent params are left out. A request of the
+    /// stateless revision adds the protocol version its `_meta` names (`protocolVersion`): a
+    /// result's shape depends on it, as a sessionful `initialize`'s does on what it announced.
     fn canonical(&self, request: &McpCall) -> Value {
         let mut canonical = Map::new();
         canonical.insert("method".to_owned(), json!(request.method));
+        if let Some(version) = request.meta_version() {
+            canonical.insert("protocolVersion".to_owned(), json!(version));
+        }
         match &request.params {
             Some(Value::Object(params)) => {
                 let kept: Map<String, Value> = (params.iter())

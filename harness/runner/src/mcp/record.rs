@@ -34,13 +34,20 @@ use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall, SESSION_HEADER
 pub const RELAY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// The headers relayed to a Streamable HTTP server as the client sent them.
-const RELAYED_HEADERS: [&str; 5] = [
+/// The stateless revision's `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` go too: the server
+/// checks them against the body.
+const RELAYED_HEADERS: [&str; 7] = [
     "accept",
     "content-type",
     "authorization",
     SESSION_HEADER,
     "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
 ];
+
+/// The stateless revision's headers mirroring tool arguments (`x-mcp-header`).
+const RELAYED_PARAM_PREFIX: &str = "mcp-param-";
 
 /// The real server a recording talks to (`[mcp.<name>]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +251,11 @@ impl McpRecorder {
         for name in RELAYED_HEADERS {
             if let Some(value) = headers.get(name) {
                 request = request.header(name, value.as_bytes());
+            }
+        }
+        for (name, value) in headers {
+            if name.as_str().starts_with(RELAYED_PARAM_PREFIX) {
+                request = request.header(name.as_str(), value.as_bytes());
             }
         }
         request.send().await.map_err(|source| McpRecordError::Http {

@@ -33,6 +33,7 @@ use super::message::{
     AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, SESSION_HEADER, error_response,
 };
 use super::record::{McpRecorder, McpUpstream, Relayed, WriteExchange};
+use super::stateless::{HEADER_MISMATCH_CODE, check_headers, is_modern};
 
 /// The route every configured MCP server is served at.
 pub const MCP_ROUTE: &str = "/_keyless/mcp/{name}";
@@ -301,6 +302,18 @@ async fn post_message(
             );
         }
     };
+    if let Incoming::Request(call) = &incoming
+        && is_modern(call, headers)
+        && let Err(mismatch) = check_headers(call, headers)
+    {
+        let error = json!({"code": HEADER_MISMATCH_CODE, "message": format!("MCP server `{name}`: {mismatch}")});
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"jsonrpc": "2.0", "id": call.id, "error": error}).to_string(),
+        )
+            .into_response();
+    }
     match exchanges {
         McpExchanges::Record(writer) => {
             let recorder = &served.recorder;
@@ -345,7 +358,10 @@ fn replay_message(
         }
     };
     let server = &served.boundary.server;
-    let issued = if call.method == "initialize" {
+    let issued = if is_modern(&call, headers) {
+        // The stateless revision: no session is issued, and one sent is ignored.
+        None
+    } else if call.method == "initialize" {
         let session = uuid::Uuid::new_v4().simple().to_string();
         served.sessions.lock().insert(session.clone());
         Some(session)
