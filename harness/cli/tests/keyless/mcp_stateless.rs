@@ -232,10 +232,7 @@ fn the_stateless_revision_and_the_sessionful_one_replay_the_recorded_answers_on_
         if mode == "auto" {
             assert!(text.contains("Paris (UTC+2): 20"), "{case}: {text}");
             // The stateless key holds the protocol version; the retry its input responses.
-            assert_eq!(
-                exchanges[2].request["protocolVersion"], "2026-07-28",
-                "{case}"
-            );
+            assert_eq!(exchanges[2].request["protocolVersion"], 20260728, "{case}");
             assert_eq!(
                 exchanges[3].answer["response"]["result"]["resultType"],
                 "input_required"

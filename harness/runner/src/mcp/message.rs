@@ -171,13 +171,20 @@ impl Boundary for McpBoundary {
 
     /// `{"method", "params"}`, the params without their `_meta` (the progress token, tracing
     /// ids, client info: the client's, per run); absent params are left out. A request of the
-    /// stateless revision adds the protocol version its `_meta` names (`protocolVersion`): a
-    /// result's shape depends on it, as a sessionful `initialize`'s does on what it announced.
+    /// stateless revision adds the protocol version its `_meta` names (`protocolVersion`, as a
+    /// number): a result's shape depends on it, as a sessionful `initialize`'s does on what it
+    /// announced.
     fn canonical(&self, request: &McpCall) -> Value {
         let mut canonical = Map::new();
         canonical.insert("method".to_owned(), json!(request.method));
         if let Some(version) = request.meta_version() {
-            canonical.insert("protocolVersion".to_owned(), json!(version));
+            // A number (`2026-07-28` → 20260728) when the version is a date: the engine
+            // normalises every date string in a key alike, which would make versions one key.
+            let digits: String = version.chars().filter(|c| *c != '-').collect();
+            let keyed = digits
+                .parse::<u64>()
+                .map_or_else(|_| json!(version), |n| json!(n));
+            canonical.insert("protocolVersion".to_owned(), keyed);
         }
         match &request.params {
             Some(Value::Object(params)) => {
@@ -360,6 +367,30 @@ mod tests {
         for (message, expected) in cases {
             assert_eq!(Incoming::from_value(message.clone()), expected, "{message}");
         }
+    }
+
+    /// A stateless request's key holds the protocol version its `_meta` names (a result's
+    /// shape depends on it) and nothing else of the `_meta` (client info, capabilities).
+    #[test]
+    fn a_stateless_key_holds_the_protocol_version_and_no_other_meta() {
+        let boundary = McpBoundary {
+            server: "time".to_owned(),
+        };
+        let stateless = |version: &str, client: &str| {
+            let meta = json!({PROTOCOL_VERSION_META: version,
+                "io.modelcontextprotocol/clientInfo": {"name": client}});
+            boundary.call(&call("tools/list", json!({"_meta": meta})))
+        };
+        let sessionful = boundary.call(&call("tools/list", json!({})));
+        assert_eq!(
+            stateless("2026-07-28", "a").key(),
+            stateless("2026-07-28", "b").key()
+        );
+        assert_ne!(stateless("2026-07-28", "a").key(), sessionful.key());
+        assert_ne!(
+            stateless("2026-07-28", "a").key(),
+            stateless("2027-01-01", "a").key()
+        );
     }
 
     #[test]

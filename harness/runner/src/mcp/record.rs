@@ -187,6 +187,47 @@ impl McpRecorder {
         }
     }
 
+    /// Opens the server's standalone stream (`GET`, sessionful dialect) for the client and
+    /// relays it as it comes, for as long as either side keeps it: what a server pushes outside
+    /// a call (`notifications/tools/list_changed`, …) reaches the gateway while recording. It is
+    /// not recorded (no request keys it), so a replay answers `GET` with `405`. A `command`
+    /// server's stream is not relayed (`405`).
+    pub async fn open_stream(&self, headers: &HeaderMap) -> Result<Response, McpRecordError> {
+        let McpUpstream::Url(url) = &self.upstream else {
+            return Ok((
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "POST, DELETE")],
+                "keyless relays no standalone stream of a stdio server",
+            )
+                .into_response());
+        };
+        let mut request = self.client.get(url);
+        for name in RELAYED_HEADERS.iter().chain(&["last-event-id"]) {
+            if let Some(value) = headers.get(*name) {
+                request = request.header(*name, value.as_bytes());
+            }
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|source| McpRecordError::Http {
+                url: url.to_owned(),
+                source,
+            })?;
+        let status =
+            StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let mut relayed = Response::builder().status(status);
+        for name in [header::CONTENT_TYPE, header::CACHE_CONTROL, header::ALLOW] {
+            if let Some(value) = response.headers().get(name.as_str()) {
+                relayed = relayed.header(name, value.as_bytes());
+            }
+        }
+        let body = axum::body::Body::from_stream(response.bytes_stream());
+        Ok(relayed
+            .body(body)
+            .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()))
+    }
+
     /// Relays `call` (its raw `body`), records the exchange and returns the answer as written.
     pub async fn relay(
         &self,
