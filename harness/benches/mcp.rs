@@ -39,6 +39,7 @@ fn recorded(method: &str, params: Value, result: Value) -> Exchange {
         form: AnswerForm::Sse,
         before: Vec::new(),
         response: Outcome::Result(result),
+        status: None,
     };
     boundary.call(&call).answered(answer.to_value())
 }

@@ -61,7 +61,16 @@ fn boundaries(url: String) -> Arc<Boundaries> {
     Arc::new(boundaries)
 }
 
-/// The real `MCPServer` over HTTP; killed on drop.
+/// Which real server a recording talks to.
+#[derive(Debug, Clone, Copy)]
+enum Upstream {
+    /// `stateless_server.py` (SDK 2.x): both eras on one endpoint.
+    DualEra { json_answers: bool },
+    /// `time_server.py` (SDK 1.x): sessions only.
+    Sessionful,
+}
+
+/// The real server over HTTP; killed on drop.
 struct RealServer {
     child: Child,
     port: u16,
@@ -74,21 +83,31 @@ impl Drop for RealServer {
     }
 }
 
-fn start_server(python: &str, json_answers: bool) -> RealServer {
+/// The real server on a free port: the dual-era `MCPServer`, or with `Upstream::Sessionful`
+/// the sessionful-only FastMCP server of `mcp.rs` (SDK 1.x, `MCP_SDK_PYTHON`).
+fn start_server(python: &str, upstream: Upstream) -> RealServer {
     let port = StdListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let mut command = Command::new(python);
-    command
-        .arg(script("stateless_server.py"))
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if json_answers {
-        command.arg("--json");
+    match upstream {
+        Upstream::DualEra { json_answers } => {
+            command
+                .arg(script("stateless_server.py"))
+                .arg(port.to_string());
+            if json_answers {
+                command.arg("--json");
+            }
+        }
+        Upstream::Sessionful => {
+            command
+                .arg(script("time_server.py"))
+                .args(["http", &port.to_string()]);
+        }
     }
+    command.stdout(Stdio::null()).stderr(Stdio::null());
     let server = RealServer {
         child: command.spawn().unwrap(),
         port,
@@ -123,13 +142,13 @@ fn run_client(python: &str, mode: &str, server: &ModelServer, calls: &Value) -> 
 /// then stops the server (its port proven closed); the client's output and the fixture.
 fn record(
     python: &str,
+    (server_python, upstream): (&str, Upstream),
     mode: &str,
-    json_answers: bool,
     calls: &Value,
     folder: &Path,
 ) -> (Value, PathBuf) {
-    let real = start_server(python, json_answers);
-    let folder = folder.join(format!("{mode}-json-{json_answers}"));
+    let real = start_server(server_python, upstream);
+    let folder = folder.join(format!("{mode}-{upstream:?}"));
     std::fs::create_dir_all(&folder).unwrap();
     let runtime = runtime();
     let config = RecordConfig {
@@ -223,7 +242,8 @@ fn the_stateless_revision_and_the_sessionful_one_replay_the_recorded_answers_on_
     let folder = tempfile::tempdir().unwrap();
     for (mode, json_answers, calls, protocol, expected) in cases {
         let case = format!("{mode} (json answers: {json_answers})");
-        let (recorded, fixture) = record(&python, mode, json_answers, calls, folder.path());
+        let upstream = (python.as_str(), Upstream::DualEra { json_answers });
+        let (recorded, fixture) = record(&python, upstream, mode, calls, folder.path());
         let text = recorded.to_string();
         assert_eq!(recorded["protocol"], protocol, "{case}: {text}");
         assert!(text.contains("Paris: 20"), "{case}: {text}");
@@ -257,8 +277,13 @@ fn a_changed_stateless_argument_is_a_miss_naming_server_tool_and_field() {
     let folder = tempfile::tempdir().unwrap();
     let (_, fixture) = record(
         &python,
+        (
+            &python,
+            Upstream::DualEra {
+                json_answers: false,
+            },
+        ),
         "auto",
-        false,
         &json!([["get_time", {"city": "Paris"}]]),
         folder.path(),
     );
@@ -276,4 +301,43 @@ fn a_changed_stateless_argument_is_a_miss_naming_server_tool_and_field() {
         assert!(raised.contains(text), "{replayed}\nexpected: {text}");
     }
     assert_eq!(ledger.misses.len(), 1, "the run fails with it");
+}
+
+/// A stateless client against a sessionful-only server: its `server/discover` probe is refused
+/// (`400`, a JSON-RPC error) and it falls back to `initialize`. The refusal is recorded as the
+/// probe's answer, so the replay refuses alike, the client falls back alike, and nothing misses.
+#[test]
+fn a_refused_discover_probe_is_recorded_so_the_replay_falls_back_alike() {
+    let Some(python) = sdk2_python() else { return };
+    let Ok(sessionful_python) = std::env::var("MCP_SDK_PYTHON") else {
+        eprintln!("skipped: set MCP_SDK_PYTHON for the sessionful server (.ci/run does)");
+        return;
+    };
+    let calls = json!([["get_time", {"city": "Paris"}]]);
+    let folder = tempfile::tempdir().unwrap();
+    let upstream = (sessionful_python.as_str(), Upstream::Sessionful);
+    let (recorded, fixture) = record(&python, upstream, "auto", &calls, folder.path());
+    let text = recorded.to_string();
+    assert_eq!(recorded["protocol"], "2025-11-25", "{text}");
+    let exchanges = Fixture::load(&fixture).unwrap().exchanges;
+    assert_eq!(
+        labels(&exchanges),
+        [
+            "server/discover",
+            "initialize",
+            "tools/list",
+            "tools/call get_time"
+        ]
+    );
+    assert_eq!(
+        exchanges[0].answer["status"], 400,
+        "{}",
+        exchanges[0].answer
+    );
+    for _ in 0..2 {
+        let (replayed, ledger) = replay(&python, "auto", &calls, &fixture);
+        assert_eq!(replayed.to_string(), text);
+        assert_eq!(ledger.misses, []);
+        assert_eq!(ledger.unused, []);
+    }
 }

@@ -237,6 +237,11 @@ pub struct McpAnswer {
     pub before: Vec<Value>,
     /// The response.
     pub response: Outcome,
+    /// The HTTP status the server refused the request with, its body a JSON-RPC error (a
+    /// sessionful server's `400` to a stateless client's `server/discover` probe, which makes
+    /// the client fall back to `initialize`); absent: answered (`200`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 /// Why a recorded answer cannot be read.
@@ -278,6 +283,7 @@ impl McpAnswer {
                 form,
                 before,
                 response,
+                status: None,
             });
         }
         None

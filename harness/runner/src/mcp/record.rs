@@ -103,6 +103,10 @@ pub enum McpRecordError {
     Recording(#[from] replay_core::recording::RecordingFileError),
 }
 
+/// What a Streamable HTTP server answered a call: the form, its messages, the session header,
+/// and the status of a refusal carrying a JSON-RPC error (`None`: answered).
+type HttpAnswer = (AnswerForm, Vec<Value>, Option<String>, Option<StatusCode>);
+
 /// What relaying a request gave.
 #[derive(Debug)]
 pub enum Relayed {
@@ -248,21 +252,22 @@ impl McpRecorder {
                 McpUpstream::Command { argv, .. } => self
                     .relay_stdio(argv, call, headers, body)
                     .await
-                    .map(|(form, messages, session)| Ok((form, messages, session))),
+                    .map(|(form, messages, session)| Ok((form, messages, session, None))),
             }
         })
         .await
         .map_err(|_| no_response(format!(" within {}s", RELAY_TIME_LIMIT.as_secs())))??;
-        let (form, messages, session) = match relayed {
+        let (form, messages, session, refused_with) = match relayed {
             Ok(parts) => parts,
             Err(refused) => return Ok(Relayed::Refused(*refused)),
         };
         let count = messages.len();
-        let answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
+        let mut answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
             no_response(format!(
                 " (it sent {count} other message(s) and ended the answer)"
             ))
         })?;
+        answer.status = refused_with.map(|status| status.as_u16());
         if let McpUpstream::Command { env, .. } = &self.upstream {
             env.values().for_each(|value| writer.learn_secret(value));
         }
@@ -312,8 +317,7 @@ impl McpRecorder {
         call: &McpCall,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<Result<(AnswerForm, Vec<Value>, Option<String>), Box<Response>>, McpRecordError>
-    {
+    ) -> Result<Result<HttpAnswer, Box<Response>>, McpRecordError> {
         let http = |source| McpRecordError::Http {
             url: url.to_owned(),
             source,
@@ -330,6 +334,17 @@ impl McpRecorder {
         if !status.is_success() {
             let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
             let body = response.bytes().await.map_err(http)?;
+            // A refusal carrying a JSON-RPC error is the server's answer to this call (a
+            // sessionful server refusing a stateless `server/discover`, after which the client
+            // falls back to `initialize`): recorded, under the call's id, so a replay refuses
+            // alike.
+            if let Ok(mut message) = serde_json::from_slice::<Value>(&body)
+                && message.get("error").is_some_and(Value::is_object)
+                && let Some(fields) = message.as_object_mut()
+            {
+                fields.insert("id".to_owned(), call.id.clone());
+                return Ok(Ok((AnswerForm::Json, vec![message], session, Some(status))));
+            }
             let mut refused = (status, body).into_response();
             if let Ok(value) = content_type.parse() {
                 refused.headers_mut().insert(header::CONTENT_TYPE, value);
@@ -338,7 +353,7 @@ impl McpRecorder {
         }
         if !content_type.starts_with("text/event-stream") {
             let message: Value = response.json().await.map_err(http)?;
-            return Ok(Ok((AnswerForm::Json, vec![message], session)));
+            return Ok(Ok((AnswerForm::Json, vec![message], session, None)));
         }
         let mut events = response.bytes_stream().eventsource();
         let mut messages = Vec::new();
@@ -354,7 +369,7 @@ impl McpRecorder {
                 break;
             }
         }
-        Ok(Ok((AnswerForm::Sse, messages, session)))
+        Ok(Ok((AnswerForm::Sse, messages, session, None)))
     }
 
     /// The stdio server's messages for `call`, up to its response; `initialize` starts a new

@@ -264,6 +264,14 @@ pub(crate) fn rendered(form: AnswerForm, messages: &[Value], session: Option<&st
     response
 }
 
+/// `response` with the status a recorded refusal came with (`None`: as it is).
+fn with_status(mut response: Response, status: Option<u16>) -> Response {
+    if let Some(status) = status.and_then(|s| StatusCode::from_u16(s).ok()) {
+        *response.status_mut() = status;
+    }
+    response
+}
+
 /// A JSON-RPC error answered with `status`.
 fn refused(status: StatusCode, id: &Value, message: &str) -> Response {
     (
@@ -339,10 +347,13 @@ async fn post_message(
                 }
             };
             match (recorder.relay(writer, &served.boundary, &call, headers, body)).await {
-                Ok(Relayed::Answered { answer, session }) => rendered(
-                    Accepts::of(headers).pick(answer.form),
-                    &answer.messages_for(&call),
-                    session.as_deref(),
+                Ok(Relayed::Answered { answer, session }) => with_status(
+                    rendered(
+                        Accepts::of(headers).pick(answer.form),
+                        &answer.messages_for(&call),
+                        session.as_deref(),
+                    ),
+                    answer.status,
                 ),
                 Ok(Relayed::Refused(response)) => response,
                 Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
@@ -408,10 +419,13 @@ fn replay_message(
     let engine_call = served.boundary.call(&call);
     match replay.lookup(&engine_call) {
         Ok(hit) => match McpAnswer::from_value(&hit.exchange.answer) {
-            Ok(answer) => rendered(
-                Accepts::of(headers).pick(answer.form),
-                &answer.messages_for(&call),
-                issued.as_deref(),
+            Ok(answer) => with_status(
+                rendered(
+                    Accepts::of(headers).pick(answer.form),
+                    &answer.messages_for(&call),
+                    issued.as_deref(),
+                ),
+                answer.status,
             ),
             Err(err) => refused(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -483,6 +497,7 @@ mod tests {
                 form,
                 before: Vec::new(),
                 response: Outcome::Result(json!({"method": method})),
+                status: None,
             };
             boundary.call(&call).answered(answer.to_value())
         };
@@ -594,6 +609,7 @@ mod tests {
                 form: AnswerForm::Json,
                 before: Vec::new(),
                 response: Outcome::Result(json!({"resultType": "complete"})),
+                status: None,
             };
             boundary.call(call).answered(answer.to_value())
         };
