@@ -145,6 +145,8 @@ mod tests {
         }
     }
 
+    type Case<'a> = (&'a McpCall, Vec<(&'static str, &'a str)>, Option<&'a str>);
+
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
@@ -163,7 +165,8 @@ mod tests {
             json!({"name": "get_time", "arguments": {}, "_meta": meta}),
         );
         let version = ("mcp-protocol-version", "2026-07-28");
-        let cases: [(&McpCall, Vec<(&'static str, &str)>, Option<&str>); 5] = [
+        // (call, headers sent, the refusal expected: `None` when accepted)
+        let cases: [Case; 5] = [
             (
                 &get_time,
                 vec![
