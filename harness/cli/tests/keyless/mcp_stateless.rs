@@ -232,11 +232,16 @@ fn the_stateless_revision_and_the_sessionful_one_replay_the_recorded_answers_on_
         (
             "legacy",
             false,
-            // A sessionful server asks for the offset mid-call, which a recording cannot relay
-            // yet (docs/replay-and-fixtures.md §12.5): the plain call only.
-            &json!([["get_time", {"city": "Paris"}]]),
+            // A sessionful server asks for the offset mid-call (`elicitation/create` on the
+            // call's SSE stream) and waits for the client's answer: relayed as it comes.
+            &both,
             "2025-11-25",
-            &["initialize", "tools/list", "tools/call get_time"],
+            &[
+                "initialize",
+                "tools/list",
+                "tools/call get_time",
+                "tools/call get_local_time",
+            ],
         ),
     ];
     let folder = tempfile::tempdir().unwrap();
@@ -247,10 +252,14 @@ fn the_stateless_revision_and_the_sessionful_one_replay_the_recorded_answers_on_
         let text = recorded.to_string();
         assert_eq!(recorded["protocol"], protocol, "{case}: {text}");
         assert!(text.contains("Paris: 20"), "{case}: {text}");
+        assert!(text.contains("Paris (UTC+2): 20"), "{case}: {text}");
         let exchanges = Fixture::load(&fixture).unwrap().exchanges;
         assert_eq!(labels(&exchanges), expected, "{case}");
+        if mode == "legacy" {
+            let before = &exchanges[3].answer["before"][0];
+            assert_eq!(before["method"], "elicitation/create", "{case}: {before}");
+        }
         if mode == "auto" {
-            assert!(text.contains("Paris (UTC+2): 20"), "{case}: {text}");
             // The stateless key holds the protocol version; the retry its input responses.
             assert_eq!(exchanges[2].request["protocolVersion"], 20260728, "{case}");
             assert_eq!(

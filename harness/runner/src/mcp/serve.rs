@@ -69,8 +69,9 @@ pub enum McpSource {
 pub enum McpExchanges<'a> {
     /// Replay these exchanges (`None`: no fixture is active).
     Replay(Option<&'a Arc<ExchangeReplay>>),
-    /// Relay to the real server and write each exchange here.
-    Record(&'a dyn WriteExchange),
+    /// Relay to the real server and write each exchange here (owned by the relay of a streamed
+    /// answer, which outlives the request's handler).
+    Record(&'a Arc<dyn WriteExchange>),
     /// A mode that serves no boundary; its name.
     Unserved(&'static str),
 }
@@ -188,7 +189,7 @@ async fn standalone(
                 .await
         }
         McpSource::Record(writer) => {
-            let exchanges = McpExchanges::Record(writer.as_ref());
+            let exchanges = McpExchanges::Record(writer);
             servers
                 .handle(&name, &method, &headers, body, exchanges, &logged)
                 .await
@@ -346,7 +347,12 @@ async fn post_message(
                     };
                 }
             };
-            match (recorder.relay(writer, &served.boundary, &call, headers, body)).await {
+            let relayed = if Accepts::of(headers).sse {
+                (recorder.relay_live(writer, &served.boundary, &call, headers, body)).await
+            } else {
+                (recorder.relay(writer.as_ref(), &served.boundary, &call, headers, body)).await
+            };
+            match relayed {
                 Ok(Relayed::Answered { answer, session }) => with_status(
                     rendered(
                         Accepts::of(headers).pick(answer.form),
@@ -355,7 +361,7 @@ async fn post_message(
                     ),
                     answer.status,
                 ),
-                Ok(Relayed::Refused(response)) => response,
+                Ok(Relayed::Refused(response) | Relayed::Streamed(response)) => response,
                 Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
             }
         }
