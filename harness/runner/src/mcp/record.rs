@@ -4,10 +4,12 @@
 //! back through [`RecordingSink::write_exchange`] (redacted there). The client is answered with
 //! the exchange as written, so a live run goes on with what its replay will serve.
 //!
-//! An answer is relayed once the response arrived (the messages before it are held until
-//! then): a server that sends the client a request (sampling, elicitation) in the middle of a
-//! call and waits for its answer cannot be recorded this way, and its call fails after
-//! [`RELAY_TIME_LIMIT`].
+//! A `url` server's SSE answer to a client that accepts SSE is streamed
+//! ([`McpRecorder::relay_live`]): the messages before the response reach the client as they
+//! come, so a server that sends the client a request (sampling, elicitation) in the middle of a
+//! call and waits for its answer is recorded; the response follows as written. Otherwise (JSON,
+//! stdio) an answer is relayed once the response arrived, and a server waiting on the client
+//! fails the call after [`RELAY_TIME_LIMIT`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
