@@ -2,7 +2,8 @@
 //! `tools/call` POSTed over loopback to the MCP route (`/_keyless/mcp/<name>`), keyed, looked up
 //! in the exchange replay and answered as an SSE stream, read whole by the client. The replay
 //! is started afresh (untimed) before each call, so every call is a hit. Printed, never
-//! asserted: these machines are noisy.
+//! asserted: these machines are noisy. The same for a call of the stateless revision
+//! (2026-07-28: no session, `Mcp-Method`/`Mcp-Name` headers checked against the body).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ fn recorded(method: &str, params: Value, result: Value) -> Exchange {
         form: AnswerForm::Sse,
         before: Vec::new(),
         response: Outcome::Result(result),
+        status: None,
     };
     boundary.call(&call).answered(answer.to_value())
 }
@@ -129,6 +131,45 @@ fn one_call(c: &mut Criterion) {
             BatchSize::PerIteration,
         );
     });
+    // The stateless revision (2026-07-28): no session, the headers checked against the body.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut stateless_params = arguments.clone();
+    stateless_params["_meta"] = meta;
+    let stateless_call = recorded(
+        "tools/call",
+        stateless_params.clone(),
+        json!({"content": [{"type": "text", "text": "Paris: 2026-12-06T10:00:00Z"}],
+            "isError": false, "resultType": "complete"}),
+    );
+    let stateless_body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": stateless_params});
+    c.bench_function(
+        "mcp: one replayed stateless tools/call over loopback (SSE)",
+        |b| {
+            b.iter_batched(
+                || *active.0.lock() = replay_of(std::slice::from_ref(&stateless_call)),
+                |()| {
+                    runtime.block_on(async {
+                        let text = (client.post(&url))
+                            .header("accept", "application/json, text/event-stream")
+                            .header("mcp-protocol-version", "2026-07-28")
+                            .header("mcp-method", "tools/call")
+                            .header("mcp-name", "get_time")
+                            .json(&stateless_body)
+                            .send()
+                            .await
+                            .expect("answered")
+                            .text()
+                            .await
+                            .expect("read");
+                        assert!(text.contains("Paris: 2026"), "{text}");
+                    })
+                },
+                BatchSize::PerIteration,
+            );
+        },
+    );
 }
 
 criterion_group!(benches, one_call);

@@ -20,6 +20,8 @@ mod embeddings;
 mod http;
 #[path = "keyless/mcp.rs"]
 mod mcp;
+#[path = "keyless/mcp_stateless.rs"]
+mod mcp_stateless;
 #[path = "keyless/record.rs"]
 mod record;
 #[path = "keyless/report.rs"]

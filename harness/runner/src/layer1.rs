@@ -839,6 +839,7 @@ mod tests {
                 form: AnswerForm::Json,
                 before: Vec::new(),
                 response: Outcome::Result(tools),
+                status: None,
             };
             let boundary = McpBoundary {
                 server: "time".into(),

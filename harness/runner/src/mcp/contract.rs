@@ -143,6 +143,7 @@ mod tests {
             form: AnswerForm::Json,
             before: Vec::new(),
             response: Outcome::Result(json!({"tools": tools})),
+            status: None,
         };
         boundary.call(&call).answered(answer.to_value())
     }

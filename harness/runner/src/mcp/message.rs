@@ -18,6 +18,10 @@ use replay_core::{Boundary, BoundaryKind, ExchangeCall};
 /// range): the message is the miss diagnostic.
 pub const MISS_ERROR_CODE: i64 = -32000;
 
+/// The `_meta` key a request of the stateless revision (2026-07-28) names its protocol version
+/// under.
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// The session header of Streamable HTTP.
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -54,6 +58,16 @@ impl McpCall {
     /// (`params._meta.progressToken`).
     pub fn progress_token(&self) -> Option<&Value> {
         self.params.as_ref()?.get("_meta")?.get("progressToken")
+    }
+
+    /// The protocol version a request of the stateless revision names in its `_meta`.
+    pub fn meta_version(&self) -> Option<&str> {
+        (self
+            .params
+            .as_ref()?
+            .get("_meta")?
+            .get(PROTOCOL_VERSION_META))?
+        .as_str()
     }
 }
 
@@ -156,10 +170,22 @@ impl Boundary for McpBoundary {
     }
 
     /// `{"method", "params"}`, the params without their `_meta` (the progress token, tracing
-    /// ids: the client's, per run); absent params are left out.
+    /// ids, client info: the client's, per run); absent params are left out. A request of the
+    /// stateless revision adds the protocol version its `_meta` names (`protocolVersion`, as a
+    /// number): a result's shape depends on it, as a sessionful `initialize`'s does on what it
+    /// announced.
     fn canonical(&self, request: &McpCall) -> Value {
         let mut canonical = Map::new();
         canonical.insert("method".to_owned(), json!(request.method));
+        if let Some(version) = request.meta_version() {
+            // A number (`2026-07-28` → 20260728) when the version is a date: the engine
+            // normalises every date string in a key alike, which would make versions one key.
+            let digits: String = version.chars().filter(|c| *c != '-').collect();
+            let keyed = digits
+                .parse::<u64>()
+                .map_or_else(|_| json!(version), |n| json!(n));
+            canonical.insert("protocolVersion".to_owned(), keyed);
+        }
         match &request.params {
             Some(Value::Object(params)) => {
                 let kept: Map<String, Value> = (params.iter())
@@ -211,6 +237,11 @@ pub struct McpAnswer {
     pub before: Vec<Value>,
     /// The response.
     pub response: Outcome,
+    /// The HTTP status the server refused the request with, its body a JSON-RPC error (a
+    /// sessionful server's `400` to a stateless client's `server/discover` probe, which makes
+    /// the client fall back to `initialize`); absent: answered (`200`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 /// Why a recorded answer cannot be read.
@@ -252,6 +283,7 @@ impl McpAnswer {
                 form,
                 before,
                 response,
+                status: None,
             });
         }
         None
@@ -341,6 +373,30 @@ mod tests {
         for (message, expected) in cases {
             assert_eq!(Incoming::from_value(message.clone()), expected, "{message}");
         }
+    }
+
+    /// A stateless request's key holds the protocol version its `_meta` names (a result's
+    /// shape depends on it) and nothing else of the `_meta` (client info, capabilities).
+    #[test]
+    fn a_stateless_key_holds_the_protocol_version_and_no_other_meta() {
+        let boundary = McpBoundary {
+            server: "time".to_owned(),
+        };
+        let stateless = |version: &str, client: &str| {
+            let meta = json!({PROTOCOL_VERSION_META: version,
+                "io.modelcontextprotocol/clientInfo": {"name": client}});
+            boundary.call(&call("tools/list", json!({"_meta": meta})))
+        };
+        let sessionful = boundary.call(&call("tools/list", json!({})));
+        assert_eq!(
+            stateless("2026-07-28", "a").key(),
+            stateless("2026-07-28", "b").key()
+        );
+        assert_ne!(stateless("2026-07-28", "a").key(), sessionful.key());
+        assert_ne!(
+            stateless("2026-07-28", "a").key(),
+            stateless("2027-01-01", "a").key()
+        );
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! - `message`: the protocol core: the `Boundary` impl (key, label), the recorded answer and
 //!   its rendering with the client's ids;
 //! - `serve`: the Streamable HTTP route `/_keyless/mcp/<name>` (replay or record);
+//! - `stateless`: the stateless revision (2026-07-28): which requests speak it, and its
+//!   `Mcp-Method`/`Mcp-Name` headers checked against the body;
 //! - `record`: the relay to the real server (HTTP, or a process per stdio session);
 //! - `bridge`: the stdio stand-in (`keyless mcp-stdio`), one line per message to the route;
 //! - `contract`: the servers' listed tools, prompts and resources as a golden shape.
@@ -14,12 +16,16 @@ mod contract;
 mod message;
 mod record;
 mod serve;
+mod stateless;
 
 pub use bridge::{BridgeError, bridge_stdio};
 pub use contract::contract_shape;
 pub use message::{
     AnswerForm, Incoming, MISS_ERROR_CODE, McpAnswer, McpBoundary, McpCall, MessageError, Outcome,
-    SESSION_HEADER,
+    PROTOCOL_VERSION_META, SESSION_HEADER,
 };
 pub use record::{McpRecordError, McpRecorder, McpUpstream, RELAY_TIME_LIMIT, WriteExchange};
 pub use serve::{ActiveExchanges, MCP_ROUTE, McpExchanges, McpServers, McpSource, mcp_router};
+pub use stateless::{
+    FIRST_MODERN_VERSION, HEADER_MISMATCH_CODE, HeaderMismatch, check_headers, is_modern,
+};

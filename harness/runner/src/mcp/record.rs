@@ -4,10 +4,12 @@
 //! back through [`RecordingSink::write_exchange`] (redacted there). The client is answered with
 //! the exchange as written, so a live run goes on with what its replay will serve.
 //!
-//! An answer is relayed once the response arrived (the messages before it are held until
-//! then): a server that sends the client a request (sampling, elicitation) in the middle of a
-//! call and waits for its answer cannot be recorded this way, and its call fails after
-//! [`RELAY_TIME_LIMIT`].
+//! A `url` server's SSE answer to a client that accepts SSE is streamed
+//! ([`McpRecorder::relay_live`]): the messages before the response reach the client as they
+//! come, so a server that sends the client a request (sampling, elicitation) in the middle of a
+//! call and waits for its answer is recorded; the response follows as written. Otherwise (JSON,
+//! stdio) an answer is relayed once the response arrived, and a server waiting on the client
+//! fails the call after [`RELAY_TIME_LIMIT`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -28,19 +30,28 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use replay_core::Exchange;
 use replay_core::recording::{RecordingFileError, RecordingSink};
 
-use super::message::{AnswerForm, McpAnswer, McpBoundary, McpCall, SESSION_HEADER};
+use super::message::{
+    AnswerForm, McpAnswer, McpBoundary, McpCall, SESSION_HEADER, error_response, response_message,
+};
 
 /// How long a relayed call may take before it fails.
 pub const RELAY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// The headers relayed to a Streamable HTTP server as the client sent them.
-const RELAYED_HEADERS: [&str; 5] = [
+/// The stateless revision's `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` go too: the server
+/// checks them against the body.
+const RELAYED_HEADERS: [&str; 7] = [
     "accept",
     "content-type",
     "authorization",
     SESSION_HEADER,
     "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
 ];
+
+/// The stateless revision's headers mirroring tool arguments (`x-mcp-header`).
+const RELAYED_PARAM_PREFIX: &str = "mcp-param-";
 
 /// The real server a recording talks to (`[mcp.<name>]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +107,10 @@ pub enum McpRecordError {
     Recording(#[from] replay_core::recording::RecordingFileError),
 }
 
+/// What a Streamable HTTP server answered a call: the form, its messages, the session header,
+/// and the status of a refusal carrying a JSON-RPC error (`None`: answered).
+type HttpAnswer = (AnswerForm, Vec<Value>, Option<String>, Option<StatusCode>);
+
 /// What relaying a request gave.
 #[derive(Debug)]
 pub enum Relayed {
@@ -109,6 +124,9 @@ pub enum Relayed {
     /// The HTTP server refused the request (a status other than 2xx): relayed as it is, not
     /// recorded.
     Refused(Response),
+    /// The server's SSE answer, streamed to the client as it comes; the exchange is recorded
+    /// when the response arrives, and the response sent as written ([`McpRecorder::relay_live`]).
+    Streamed(Response),
 }
 
 /// One started stdio server: one session.
@@ -180,6 +198,47 @@ impl McpRecorder {
         }
     }
 
+    /// Opens the server's standalone stream (`GET`, sessionful dialect) for the client and
+    /// relays it as it comes, for as long as either side keeps it: what a server pushes outside
+    /// a call (`notifications/tools/list_changed`, …) reaches the gateway while recording. It is
+    /// not recorded (no request keys it), so a replay answers `GET` with `405`. A `command`
+    /// server's stream is not relayed (`405`).
+    pub async fn open_stream(&self, headers: &HeaderMap) -> Result<Response, McpRecordError> {
+        let McpUpstream::Url(url) = &self.upstream else {
+            return Ok((
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "POST, DELETE")],
+                "keyless relays no standalone stream of a stdio server",
+            )
+                .into_response());
+        };
+        let mut request = self.client.get(url);
+        for name in RELAYED_HEADERS.iter().chain(&["last-event-id"]) {
+            if let Some(value) = headers.get(*name) {
+                request = request.header(*name, value.as_bytes());
+            }
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|source| McpRecordError::Http {
+                url: url.to_owned(),
+                source,
+            })?;
+        let status =
+            StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let mut relayed = Response::builder().status(status);
+        for name in [header::CONTENT_TYPE, header::CACHE_CONTROL, header::ALLOW] {
+            if let Some(value) = response.headers().get(name.as_str()) {
+                relayed = relayed.header(name, value.as_bytes());
+            }
+        }
+        let body = axum::body::Body::from_stream(response.bytes_stream());
+        Ok(relayed
+            .body(body)
+            .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()))
+    }
+
     /// Relays `call` (its raw `body`), records the exchange and returns the answer as written.
     pub async fn relay(
         &self,
@@ -200,38 +259,132 @@ impl McpRecorder {
                 McpUpstream::Command { argv, .. } => self
                     .relay_stdio(argv, call, headers, body)
                     .await
-                    .map(|(form, messages, session)| Ok((form, messages, session))),
+                    .map(|(form, messages, session)| Ok((form, messages, session, None))),
             }
         })
         .await
         .map_err(|_| no_response(format!(" within {}s", RELAY_TIME_LIMIT.as_secs())))??;
-        let (form, messages, session) = match relayed {
+        let parts = match relayed {
             Ok(parts) => parts,
             Err(refused) => return Ok(Relayed::Refused(*refused)),
         };
-        let count = messages.len();
-        let answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
-            no_response(format!(
-                " (it sent {count} other message(s) and ended the answer)"
-            ))
-        })?;
+        let session = parts.2.clone();
+        let answer = written(writer, boundary, call, &self.secrets(headers), parts)?;
+        Ok(Relayed::Answered { answer, session })
+    }
+
+    /// The secrets a relayed call carries: the `Authorization` value (and its token), a stdio
+    /// server's configured `env` values.
+    fn secrets(&self, headers: &HeaderMap) -> Vec<String> {
+        let mut secrets = Vec::new();
         if let McpUpstream::Command { env, .. } = &self.upstream {
-            env.values().for_each(|value| writer.learn_secret(value));
+            secrets.extend(env.values().cloned());
         }
-        if let Some(auth) = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-        {
-            writer.learn_secret(auth);
+        if let Some(auth) = (headers.get(header::AUTHORIZATION)).and_then(|v| v.to_str().ok()) {
+            secrets.push(auth.to_owned());
             if let Some((_, token)) = auth.split_once(' ') {
-                writer.learn_secret(token);
+                secrets.push(token.to_owned());
             }
         }
-        let written = writer.write_exchange(boundary.call(call).answered(answer.to_value()))?;
-        let answer = McpAnswer::from_value(&written.answer).map_err(|err| {
-            no_response(format!(": the recorded answer cannot be read back: {err}"))
-        })?;
-        Ok(Relayed::Answered { answer, session })
+        secrets
+    }
+
+    /// [`McpRecorder::relay`] for a client that takes an SSE answer, from a `url` server: when
+    /// the server answers with an SSE stream, each message before the response reaches the
+    /// client as it comes (a server request mid-call, sampling or elicitation, is answered by the
+    /// client before the server sends the response), and the response follows as written once
+    /// the exchange is recorded. Messages streamed this way are the server's own (the client
+    /// would get them from the server); the recording has them redacted.
+    pub async fn relay_live(
+        &self,
+        writer: &Arc<dyn WriteExchange>,
+        boundary: &McpBoundary,
+        call: &McpCall,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Relayed, McpRecordError> {
+        let McpUpstream::Url(url) = &self.upstream else {
+            return self
+                .relay(writer.as_ref(), boundary, call, headers, body)
+                .await;
+        };
+        let response = self.post(url, headers, body).await?;
+        let streamed = response.status().is_success()
+            && (response.headers().get(header::CONTENT_TYPE.as_str()))
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !streamed {
+            let parts = match read_http(url, response, call, None).await? {
+                Ok(parts) => parts,
+                Err(refused) => return Ok(Relayed::Refused(*refused)),
+            };
+            let session = parts.2.clone();
+            let answer = written(
+                writer.as_ref(),
+                boundary,
+                call,
+                &self.secrets(headers),
+                parts,
+            )?;
+            return Ok(Relayed::Answered { answer, session });
+        }
+        let session = (response.headers().get(SESSION_HEADER)).cloned();
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        let (url, writer, boundary, call) = (
+            url.clone(),
+            Arc::clone(writer),
+            boundary.clone(),
+            call.clone(),
+        );
+        let secrets = self.secrets(headers);
+        tokio::spawn(async move {
+            let read = tokio::time::timeout(
+                RELAY_TIME_LIMIT,
+                read_http(&url, response, &call, Some(&sender)),
+            )
+            .await;
+            let outcome = match read {
+                Ok(Ok(Ok(parts))) => written(writer.as_ref(), &boundary, &call, &secrets, parts)
+                    .map(|answer| response_message(&call.id, &answer.response))
+                    .map_err(|err| err.to_string()),
+                Ok(Ok(Err(_))) => Err(format!(
+                    "MCP server `{}` refused `{}`",
+                    boundary.server, call.method
+                )),
+                Ok(Err(err)) => Err(err.to_string()),
+                Err(_) => Err(format!(
+                    "MCP server `{}` sent no response to `{}` within {}s",
+                    boundary.server,
+                    call.method,
+                    RELAY_TIME_LIMIT.as_secs()
+                )),
+            };
+            let last = match outcome {
+                Ok(message) => message,
+                Err(message) => {
+                    tracing::warn!("{message}");
+                    error_response(&call.id, &message)
+                }
+            };
+            let _ = sender.send(last);
+        });
+        let events = futures::stream::unfold(receiver, |mut receiver| async move {
+            let message = receiver.recv().await?;
+            let event = format!("event: message\ndata: {message}\n\n");
+            Some((Ok::<_, std::convert::Infallible>(event), receiver))
+        });
+        let mut relayed = (
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            axum::body::Body::from_stream(events),
+        )
+            .into_response();
+        if let Some(session) = session {
+            relayed.headers_mut().insert(SESSION_HEADER, session);
+        }
+        Ok(Relayed::Streamed(relayed))
     }
 
     async fn post(
@@ -244,6 +397,11 @@ impl McpRecorder {
         for name in RELAYED_HEADERS {
             if let Some(value) = headers.get(name) {
                 request = request.header(name, value.as_bytes());
+            }
+        }
+        for (name, value) in headers {
+            if name.as_str().starts_with(RELAYED_PARAM_PREFIX) {
+                request = request.header(name.as_str(), value.as_bytes());
             }
         }
         request.send().await.map_err(|source| McpRecordError::Http {
@@ -259,49 +417,9 @@ impl McpRecorder {
         call: &McpCall,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<Result<(AnswerForm, Vec<Value>, Option<String>), Box<Response>>, McpRecordError>
-    {
-        let http = |source| McpRecordError::Http {
-            url: url.to_owned(),
-            source,
-        };
+    ) -> Result<Result<HttpAnswer, Box<Response>>, McpRecordError> {
         let response = self.post(url, headers, body).await?;
-        let status = response.status();
-        let session = (response.headers().get(SESSION_HEADER))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let content_type = (response.headers().get(header::CONTENT_TYPE.as_str()))
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        if !status.is_success() {
-            let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-            let body = response.bytes().await.map_err(http)?;
-            let mut refused = (status, body).into_response();
-            if let Ok(value) = content_type.parse() {
-                refused.headers_mut().insert(header::CONTENT_TYPE, value);
-            }
-            return Ok(Err(Box::new(refused)));
-        }
-        if !content_type.starts_with("text/event-stream") {
-            let message: Value = response.json().await.map_err(http)?;
-            return Ok(Ok((AnswerForm::Json, vec![message], session)));
-        }
-        let mut events = response.bytes_stream().eventsource();
-        let mut messages = Vec::new();
-        while let Some(event) = events.next().await {
-            let Ok(event) = event else { break };
-            // A priming event (2025-11-25) carries an id and no data.
-            let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
-                continue;
-            };
-            let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
-            messages.push(message);
-            if done {
-                break;
-            }
-        }
-        Ok(Ok((AnswerForm::Sse, messages, session)))
+        read_http(url, response, call, None).await
     }
 
     /// The stdio server's messages for `call`, up to its response; `initialize` starts a new
@@ -441,4 +559,99 @@ fn process_error(argv: &[String], source: std::io::Error) -> McpRecordError {
         command: argv.first().cloned().unwrap_or_default(),
         source,
     }
+}
+
+/// The server's messages for `call` from its HTTP `response` (`Err`: a refusal to relay as it
+/// is); with `live`, each message before the response is also sent there as it arrives.
+async fn read_http(
+    url: &str,
+    response: reqwest::Response,
+    call: &McpCall,
+    live: Option<&tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Result<Result<HttpAnswer, Box<Response>>, McpRecordError> {
+    let http = |source| McpRecordError::Http {
+        url: url.to_owned(),
+        source,
+    };
+    let status = response.status();
+    let session = (response.headers().get(SESSION_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let content_type = (response.headers().get(header::CONTENT_TYPE.as_str()))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if !status.is_success() {
+        let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let body = response.bytes().await.map_err(http)?;
+        // A refusal carrying a JSON-RPC error is the server's answer to this call (a
+        // sessionful server refusing a stateless `server/discover`, after which the client
+        // falls back to `initialize`): recorded, under the call's id, so a replay refuses
+        // alike.
+        if let Ok(mut message) = serde_json::from_slice::<Value>(&body)
+            && message.get("error").is_some_and(Value::is_object)
+            && let Some(fields) = message.as_object_mut()
+        {
+            fields.insert("id".to_owned(), call.id.clone());
+            return Ok(Ok((AnswerForm::Json, vec![message], session, Some(status))));
+        }
+        let mut refused = (status, body).into_response();
+        if let Ok(value) = content_type.parse() {
+            refused.headers_mut().insert(header::CONTENT_TYPE, value);
+        }
+        return Ok(Err(Box::new(refused)));
+    }
+    if !content_type.starts_with("text/event-stream") {
+        let message: Value = response.json().await.map_err(http)?;
+        return Ok(Ok((AnswerForm::Json, vec![message], session, None)));
+    }
+    let mut events = response.bytes_stream().eventsource();
+    let mut messages = Vec::new();
+    while let Some(event) = events.next().await {
+        let Ok(event) = event else { break };
+        // A priming event (2025-11-25) carries an id and no data.
+        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
+        if let (false, Some(live)) = (done, live) {
+            // The client may have to answer it (sampling, elicitation) before the server
+            // sends the response: it cannot wait for the whole answer.
+            let _ = live.send(message.clone());
+        }
+        messages.push(message);
+        if done {
+            break;
+        }
+    }
+    Ok(Ok((AnswerForm::Sse, messages, session, None)))
+}
+
+/// Records the answer the server sent (`parts`) for `call`, its `secrets` learnt first; the
+/// answer as written (redacted).
+fn written(
+    writer: &dyn WriteExchange,
+    boundary: &McpBoundary,
+    call: &McpCall,
+    secrets: &[String],
+    (form, messages, _, refused_with): HttpAnswer,
+) -> Result<McpAnswer, McpRecordError> {
+    let no_response = |detail: String| McpRecordError::NoResponse {
+        server: boundary.server.clone(),
+        label: boundary.call(call).label().to_owned(),
+        detail,
+    };
+    let count = messages.len();
+    let mut answer = McpAnswer::from_messages(form, &call.id, messages).ok_or_else(|| {
+        no_response(format!(
+            " (it sent {count} other message(s) and ended the answer)"
+        ))
+    })?;
+    answer.status = refused_with.map(|status| status.as_u16());
+    secrets
+        .iter()
+        .for_each(|secret| writer.learn_secret(secret));
+    let written = writer.write_exchange(boundary.call(call).answered(answer.to_value()))?;
+    McpAnswer::from_value(&written.answer)
+        .map_err(|err| no_response(format!(": the recorded answer cannot be read back: {err}")))
 }

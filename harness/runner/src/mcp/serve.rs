@@ -7,8 +7,11 @@
 //!   or a client's response to a server request is accepted with `202` and not keyed.
 //! - `initialize` issues an `Mcp-Session-Id`; every later request must carry a session this
 //!   route issued (`400` without one, `404` for an unknown one, as the specification says).
-//! - `DELETE` ends the session; `GET` (the server's own stream) answers `405`: a replay has no
-//!   messages the server sends outside a call.
+//! - `DELETE` ends the session; `GET` (the server's own stream) answers `405` in replay: a
+//!   replay has no messages the server sends outside a call; while recording it is relayed to
+//!   the real server as it comes, not recorded.
+//! - The stateless revision (2026-07-28, `super::stateless`) on the same route: no session,
+//!   headers checked against the body.
 //!
 //! `initialize` is recorded and replayed like any call: its result carries the server's
 //! capabilities and protocol version, which depend on what the client announced, so a client
@@ -33,6 +36,7 @@ use super::message::{
     AnswerForm, Incoming, McpAnswer, McpBoundary, McpCall, SESSION_HEADER, error_response,
 };
 use super::record::{McpRecorder, McpUpstream, Relayed, WriteExchange};
+use super::stateless::{HEADER_MISMATCH_CODE, check_headers, is_modern};
 
 /// The route every configured MCP server is served at.
 pub const MCP_ROUTE: &str = "/_keyless/mcp/{name}";
@@ -65,8 +69,9 @@ pub enum McpSource {
 pub enum McpExchanges<'a> {
     /// Replay these exchanges (`None`: no fixture is active).
     Replay(Option<&'a Arc<ExchangeReplay>>),
-    /// Relay to the real server and write each exchange here.
-    Record(&'a dyn WriteExchange),
+    /// Relay to the real server and write each exchange here (owned by the relay of a streamed
+    /// answer, which outlives the request's handler).
+    Record(&'a Arc<dyn WriteExchange>),
     /// A mode that serves no boundary; its name.
     Unserved(&'static str),
 }
@@ -140,6 +145,13 @@ impl McpServers {
         match *method {
             Method::POST => post_message(served, headers, body, exchanges, on_miss).await,
             Method::DELETE => end_session(served, headers, exchanges).await,
+            Method::GET => match exchanges {
+                McpExchanges::Record(_) => match served.recorder.open_stream(headers).await {
+                    Ok(response) => response,
+                    Err(err) => refused(StatusCode::BAD_GATEWAY, &Value::Null, &err.to_string()),
+                },
+                _ => server_stream(),
+            },
             _ => server_stream(),
         }
     }
@@ -177,7 +189,7 @@ async fn standalone(
                 .await
         }
         McpSource::Record(writer) => {
-            let exchanges = McpExchanges::Record(writer.as_ref());
+            let exchanges = McpExchanges::Record(writer);
             servers
                 .handle(&name, &method, &headers, body, exchanges, &logged)
                 .await
@@ -253,6 +265,14 @@ pub(crate) fn rendered(form: AnswerForm, messages: &[Value], session: Option<&st
     response
 }
 
+/// `response` with the status a recorded refusal came with (`None`: as it is).
+fn with_status(mut response: Response, status: Option<u16>) -> Response {
+    if let Some(status) = status.and_then(|s| StatusCode::from_u16(s).ok()) {
+        *response.status_mut() = status;
+    }
+    response
+}
+
 /// A JSON-RPC error answered with `status`.
 fn refused(status: StatusCode, id: &Value, message: &str) -> Response {
     (
@@ -301,6 +321,18 @@ async fn post_message(
             );
         }
     };
+    if let Incoming::Request(call) = &incoming
+        && is_modern(call, headers)
+        && let Err(mismatch) = check_headers(call, headers)
+    {
+        let error = json!({"code": HEADER_MISMATCH_CODE, "message": format!("MCP server `{name}`: {mismatch}")});
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"jsonrpc": "2.0", "id": call.id, "error": error}).to_string(),
+        )
+            .into_response();
+    }
     match exchanges {
         McpExchanges::Record(writer) => {
             let recorder = &served.recorder;
@@ -315,13 +347,21 @@ async fn post_message(
                     };
                 }
             };
-            match (recorder.relay(writer, &served.boundary, &call, headers, body)).await {
-                Ok(Relayed::Answered { answer, session }) => rendered(
-                    Accepts::of(headers).pick(answer.form),
-                    &answer.messages_for(&call),
-                    session.as_deref(),
+            let relayed = if Accepts::of(headers).sse {
+                (recorder.relay_live(writer, &served.boundary, &call, headers, body)).await
+            } else {
+                (recorder.relay(writer.as_ref(), &served.boundary, &call, headers, body)).await
+            };
+            match relayed {
+                Ok(Relayed::Answered { answer, session }) => with_status(
+                    rendered(
+                        Accepts::of(headers).pick(answer.form),
+                        &answer.messages_for(&call),
+                        session.as_deref(),
+                    ),
+                    answer.status,
                 ),
-                Ok(Relayed::Refused(response)) => response,
+                Ok(Relayed::Refused(response) | Relayed::Streamed(response)) => response,
                 Err(err) => refused(StatusCode::BAD_GATEWAY, &call.id, &err.to_string()),
             }
         }
@@ -345,7 +385,10 @@ fn replay_message(
         }
     };
     let server = &served.boundary.server;
-    let issued = if call.method == "initialize" {
+    let issued = if is_modern(&call, headers) {
+        // The stateless revision: no session is issued, and one sent is ignored.
+        None
+    } else if call.method == "initialize" {
         let session = uuid::Uuid::new_v4().simple().to_string();
         served.sessions.lock().insert(session.clone());
         Some(session)
@@ -382,10 +425,13 @@ fn replay_message(
     let engine_call = served.boundary.call(&call);
     match replay.lookup(&engine_call) {
         Ok(hit) => match McpAnswer::from_value(&hit.exchange.answer) {
-            Ok(answer) => rendered(
-                Accepts::of(headers).pick(answer.form),
-                &answer.messages_for(&call),
-                issued.as_deref(),
+            Ok(answer) => with_status(
+                rendered(
+                    Accepts::of(headers).pick(answer.form),
+                    &answer.messages_for(&call),
+                    issued.as_deref(),
+                ),
+                answer.status,
             ),
             Err(err) => refused(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -457,6 +503,7 @@ mod tests {
                 form,
                 before: Vec::new(),
                 response: Outcome::Result(json!({"method": method})),
+                status: None,
             };
             boundary.call(&call).answered(answer.to_value())
         };
@@ -537,5 +584,158 @@ mod tests {
         let delete = || client.delete(&url).header(SESSION_HEADER, &session).send();
         assert_eq!(delete().await.unwrap().status(), 200);
         assert_eq!(delete().await.unwrap().status(), 404);
+    }
+
+    /// The stateless revision on the same route: `server/discover` and a call answered without
+    /// a session (none issued), and a call whose `Mcp-Name` disagrees with its body refused with
+    /// `400` and `HeaderMismatch`, naming the header's value and the body's.
+    #[tokio::test]
+    async fn a_stateless_request_needs_no_session_and_its_headers_must_match_its_body() {
+        let boundary = McpBoundary {
+            server: "time".into(),
+        };
+        let meta = json!({crate::mcp::PROTOCOL_VERSION_META: "2026-07-28"});
+        let message = |id: u64, method: &str, params: Value| {
+            let mut params = params;
+            params["_meta"] = meta.clone();
+            McpCall {
+                id: json!(id),
+                method: method.into(),
+                params: Some(params),
+            }
+        };
+        let discover = message(1, "server/discover", json!({}));
+        let call = message(
+            2,
+            "tools/call",
+            json!({"name": "get_time", "arguments": {}}),
+        );
+        let recorded = |call: &McpCall| {
+            let answer = McpAnswer {
+                form: AnswerForm::Json,
+                before: Vec::new(),
+                response: Outcome::Result(json!({"resultType": "complete"})),
+                status: None,
+            };
+            boundary.call(call).answered(answer.to_value())
+        };
+        let replay = Arc::new(ExchangeReplay::new(
+            Path::new("f.json"),
+            vec![recorded(&discover), recorded(&call)],
+        ));
+        let servers =
+            Arc::new(McpServers::new().with("time", McpUpstream::Url("http://127.0.0.1:9".into())));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/_keyless/mcp/time",
+            listener.local_addr().unwrap()
+        );
+        let router = mcp_router::<()>(servers, McpSource::Replay(Arc::new(replay)));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let client = reqwest::Client::new();
+        let post = |call: &McpCall, name: Option<&str>| {
+            let body = json!({"jsonrpc": "2.0", "id": call.id, "method": call.method,
+                "params": call.params});
+            let mut request = (client.post(&url))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", call.method.as_str())
+                .json(&body);
+            if let Some(name) = name {
+                request = request.header("mcp-name", name);
+            }
+            request.send()
+        };
+        let steps = [
+            (post(&discover, None), 200, r#""id":1,"result""#),
+            (post(&call, Some("get_time")), 200, r#""id":2,"result""#),
+            (
+                post(&call, Some("get_date")),
+                400,
+                r#""code":-32020,"message":"MCP server `time`: header mismatch: Mcp-Name header `get_date` but the body's params.name is `get_time`""#,
+            ),
+        ];
+        for (index, (request, status, text)) in steps.into_iter().enumerate() {
+            let response = request.await.unwrap();
+            assert_eq!(response.status().as_u16(), status, "step {index}");
+            assert!(
+                response.headers().get(SESSION_HEADER).is_none(),
+                "step {index}"
+            );
+            let body = response.text().await.unwrap();
+            assert!(body.contains(text), "step {index}: {body}");
+        }
+    }
+
+    /// Writes nothing: a recording route whose calls are not under test.
+    #[derive(Debug)]
+    struct NoWriter;
+
+    impl WriteExchange for NoWriter {
+        fn write_exchange(
+            &self,
+            exchange: replay_core::Exchange,
+        ) -> Result<replay_core::Exchange, replay_core::recording::RecordingFileError> {
+            Ok(exchange)
+        }
+
+        fn learn_secret(&self, _secret: &str) {}
+    }
+
+    /// While recording, `GET` opens the real server's standalone stream with the client's
+    /// session and relays each event as it comes: the first event reaches the client while the
+    /// server keeps the stream open.
+    #[tokio::test]
+    async fn recording_relays_the_servers_standalone_stream_as_it_comes() {
+        use axum::routing::get;
+        use futures::StreamExt;
+
+        let upstream = Router::new().route(
+            "/mcp",
+            get(|headers: HeaderMap| async move {
+                let session = headers.get(SESSION_HEADER).cloned();
+                let event = format!(
+                    "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{{\"session\":{:?}}}}}\n\n",
+                    session.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("")
+                );
+                let events = futures::stream::once(async move { Ok::<_, std::io::Error>(event) })
+                    .chain(futures::stream::pending());
+                (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    axum::body::Body::from_stream(events),
+                )
+            }),
+        );
+        let upstream_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream_url = format!("http://{}/mcp", upstream_listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(upstream_listener, upstream).await });
+        let servers = Arc::new(McpServers::new().with("time", McpUpstream::Url(upstream_url)));
+        let router = mcp_router::<()>(servers, McpSource::Record(Arc::new(NoWriter)));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/_keyless/mcp/time",
+            listener.local_addr().unwrap()
+        );
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let mut response = (reqwest::Client::new().get(&url))
+            .header("accept", "text/event-stream")
+            .header(SESSION_HEADER, "s-1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let first = tokio::time::timeout(std::time::Duration::from_secs(10), response.chunk())
+            .await
+            .expect("the first event arrives while the stream stays open")
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8_lossy(&first);
+        assert!(
+            text.contains(
+                r#""method":"notifications/tools/list_changed","params":{"session":"s-1"}"#
+            ),
+            "{text}"
+        );
     }
 }

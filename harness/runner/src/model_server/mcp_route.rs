@@ -60,9 +60,13 @@ pub(super) async fn serve(
             .into_response();
     }
     let exchanges = shared.backend.exchanges();
+    let writer: Arc<dyn WriteExchange>;
     let exchanges = match &exchanges {
         Exchanges::Replay(replay) => McpExchanges::Replay(Some(replay)),
-        Exchanges::Record(recorder) => McpExchanges::Record(recorder.as_ref()),
+        Exchanges::Record(recorder) => {
+            writer = Arc::clone(recorder) as Arc<dyn WriteExchange>;
+            McpExchanges::Record(&writer)
+        }
         Exchanges::Unserved(mode) => McpExchanges::Unserved(mode),
     };
     shared
