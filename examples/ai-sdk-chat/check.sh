@@ -17,8 +17,9 @@
 #
 # The clock route (server.mjs's /api/clock, clock.keyless.toml) calls an MCP server's tool through
 # the AI SDK's MCP client (@ai-sdk/mcp, Streamable HTTP): its fixture replays with the server
-# absent (mcp_server.py removed from the copy, its port proven closed), and a changed tool
-# argument fails naming the server, the tool and the differing field.
+# absent (mcp_server.py removed from the copy, its port proven closed); a changed tool argument
+# fails naming the server, the tool and the differing field, an extra tool call fails naming the
+# call, and a tool renamed in the server leaves a pending `clock.chat.mcp.snap.new`.
 #
 # The same agent answers as an OpenAI-style endpoint too (server.mjs's /v1/chat/completions and
 # /v1/responses): its fixtures replay with `--api openai-chat` and `--api openai-responses`, and
@@ -33,13 +34,17 @@
 #
 # Runs in a fresh network namespace with only loopback when the machine allows it (`unshare -n`).
 #
-#   KEYLESS=target/debug/keyless examples/ai-sdk-chat/check.sh    # after `npm ci` here
+#   KEYLESS=target/debug/keyless PYTHON=target/mcp-venv/bin/python examples/ai-sdk-chat/check.sh
+#
+# after `npm ci` here; PYTHON has `mcp==1.26.0`, for the clock route's MCP server (recorded again
+# with a tool renamed).
 set -euo pipefail
 if [ -z "${KEYLESS_NETNS:-}" ] && command -v ip >/dev/null 2>&1 && unshare -n true 2>/dev/null; then
   KEYLESS_NETNS=1 exec unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
 fi
 keyless="$(realpath "${KEYLESS:?set KEYLESS to the keyless binary}")"
 here="$(cd "$(dirname "$0")" && pwd)"
+python="${PYTHON:?set PYTHON to a Python with mcp==1.26.0, to run the clock MCP server}"
 [ -d "$here/node_modules/ai" ] || { echo "ai-sdk example: run npm ci in $here first" >&2; exit 1; }
 work="$(mktemp -d)"
 pids=()
@@ -266,6 +271,54 @@ for said in 'mcp miss: `tools/call get_time` from `clock` has no recorded answer
   grep -qF "$said" "$work/clock.out" || { cat "$work/clock.out" >&2; fail "the changed MCP argument does not say: $said"; }
 done
 grep -m1 'mcp miss' "$work/clock.out" | sed 's/^ */  /' | cut -c1-240
+
+echo "ai-sdk example: an extra MCP tool call must miss, naming the call"
+copy clock_extra
+rm "$work/clock_extra/mcp_server.py"
+# The route calls the MCP tool twice for the model's one call: the second has no recorded answer.
+sed -i 's/    tools: await client.tools(),/    tools: Object.fromEntries(Object.entries(await client.tools()).map(([name, t]) =>\n      [name, { ...t, execute: async (input, options) => { await t.execute(input, options); return t.execute(input, options); } }])),/' \
+  "$work/clock_extra/server.mjs"
+grep -q 'await t.execute(input, options); return t.execute' "$work/clock_extra/server.mjs" \
+  || fail "the extra call patch did not apply"
+run clock_extra --config clock.keyless.toml
+[ "$status" -eq 1 ] || { cat "$work/clock_extra.out" >&2; fail "an extra MCP tool call exited $status, not 1"; }
+for said in 'mcp miss: `tools/call get_time` from `clock` has no recorded answer' \
+  'recorded 1 time(s) and each answer was already served'; do
+  grep -qF "$said" "$work/clock_extra.out" || { cat "$work/clock_extra.out" >&2; fail "the extra MCP call does not say: $said"; }
+done
+
+echo "ai-sdk example: a tool renamed in the server, recorded again, must change the server's contract golden"
+# Recorded against the real server with its tool renamed (PYTHON runs it; the scripted upstream
+# stands in for the model, whose `get_time` call the AI SDK now answers as an unavailable tool),
+# then replayed with the server stopped: the replay is clean, the server's contract is not.
+copy clock_renamed
+sed -i 's/@server.tool(name="get_time")/@server.tool(name="get_clock")/' "$work/clock_renamed/mcp_server.py"
+grep -q 'name="get_clock"' "$work/clock_renamed/mcp_server.py" || fail "the tool rename patch did not apply"
+upstream_port="$(free_port)"
+node "$here/scripted_upstream.mjs" --port "$upstream_port" > "$work/clock_upstream.log" 2>&1 &
+renamed_upstream=$!
+pids+=("$renamed_upstream")
+"$python" "$work/clock_renamed/mcp_server.py" http 8932 > "$work/clock_mcp.log" 2>&1 &
+renamed_server=$!
+pids+=("$renamed_server")
+node -e 'const net = require("net"); let left = 80;
+  const again = () => net.connect(8932, "127.0.0.1").on("connect", () => process.exit(0))
+    .on("error", () => (--left ? setTimeout(again, 250) : process.exit(1)));
+  again()' || { cat "$work/clock_mcp.log" >&2; fail "the renamed MCP server did not start"; }
+(cd "$work/clock_renamed" && OPENAI_API_KEY=scripted-upstream-needs-none "$keyless" record --force \
+  --config clock.keyless.toml --upstream "http://127.0.0.1:$upstream_port/v1" \
+  --scenario clock --mode chat --prompt "What time is it in Paris?" > "$work/clock_record.out" 2>&1) ||
+  { cat "$work/clock_record.out" >&2; fail "recording against the renamed server failed"; }
+kill "$renamed_server" "$renamed_upstream" 2>/dev/null || true
+wait "$renamed_server" "$renamed_upstream" 2>/dev/null || true
+rm "$work/clock_renamed/mcp_server.py"
+port_closed 8932 || fail "the renamed MCP server still listens on 8932"
+run clock_renamed --config clock.keyless.toml
+[ "$status" -eq 1 ] || { cat "$work/clock_renamed.out" >&2; fail "a renamed MCP tool exited $status, not 1"; }
+[ "$(field clock_renamed 'line.misses.length')" = 0 ] || fail "the renamed tool's replay missed: $(cat "$work/clock_renamed.json")"
+pending="$work/clock_renamed/golden-clock/clock.chat.mcp.snap.new"
+[ -e "$pending" ] && grep -q '"get_clock"' "$pending" ||
+  { cat "$work/clock_renamed.out" >&2; fail "the renamed tool left no pending clock.chat.mcp.snap.new naming get_clock"; }
 
 for api in openai-chat openai-responses; do
   echo "ai-sdk example: the same agent as an OpenAI-style endpoint: keyless test --api $api"
