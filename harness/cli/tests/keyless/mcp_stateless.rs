@@ -52,13 +52,22 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn boundaries(url: String) -> Arc<Boundaries> {
+fn boundaries(upstream: McpUpstream) -> Arc<Boundaries> {
     let mut boundaries = Boundaries {
         configured_in: "keyless.toml".into(),
         ..Boundaries::default()
     };
-    (boundaries.mcp).insert(BoundaryName::parse("time").unwrap(), McpUpstream::Url(url));
+    (boundaries.mcp).insert(BoundaryName::parse("time").unwrap(), upstream);
     Arc::new(boundaries)
+}
+
+/// How the client reaches the model server's route.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Over {
+    /// Streamable HTTP, at the route's URL.
+    Http,
+    /// stdio, through `keyless mcp-stdio --url <route>` (what `{mcp_cmd:<name>}` runs).
+    Stdio,
 }
 
 /// Which real server a recording talks to.
@@ -68,6 +77,8 @@ enum Upstream {
     DualEra { json_answers: bool },
     /// `time_server.py` (SDK 1.x): sessions only.
     Sessionful,
+    /// `stateless_server.py` over stdio: a `command` keyless starts per session.
+    DualEraStdio,
 }
 
 /// The real server over HTTP; killed on drop.
@@ -106,6 +117,7 @@ fn start_server(python: &str, upstream: Upstream) -> RealServer {
                 .arg(script("time_server.py"))
                 .args(["http", &port.to_string()]);
         }
+        Upstream::DualEraStdio => unreachable!("keyless starts a stdio server itself"),
     }
     command.stdout(Stdio::null()).stderr(Stdio::null());
     let server = RealServer {
@@ -121,13 +133,21 @@ fn start_server(python: &str, upstream: Upstream) -> RealServer {
 }
 
 /// Runs `stateless_client.py` in `mode` against the model server's route; its one JSON line.
-fn run_client(python: &str, mode: &str, server: &ModelServer, calls: &Value) -> Value {
+fn run_client(
+    python: &str,
+    (mode, over): (&str, Over),
+    server: &ModelServer,
+    calls: &Value,
+) -> Value {
     let url = format!("{}/_keyless/mcp/time", server.url().trim_end_matches('/'));
-    let output = Command::new(python)
+    let mut client = Command::new(python);
+    client
         .arg(script("stateless_client.py"))
-        .args([mode, &url, &calls.to_string()])
-        .output()
-        .unwrap();
+        .args([mode, &url, &calls.to_string()]);
+    if over == Over::Stdio {
+        client.arg(env!("CARGO_BIN_EXE_keyless"));
+    }
+    let output = client.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -147,7 +167,27 @@ fn record(
     calls: &Value,
     folder: &Path,
 ) -> (Value, PathBuf) {
-    let real = start_server(server_python, upstream);
+    let (real, mcp, over) = match upstream {
+        Upstream::DualEraStdio => {
+            let argv = [
+                server_python,
+                &script("stateless_server.py").display().to_string(),
+                "stdio",
+            ];
+            let argv = argv.map(str::to_owned).to_vec();
+            let command = McpUpstream::Command {
+                argv,
+                env: Default::default(),
+                cwd: None,
+            };
+            (None, command, Over::Stdio)
+        }
+        _ => {
+            let real = start_server(server_python, upstream);
+            let url = format!("http://127.0.0.1:{}/mcp", real.port);
+            (Some(real), McpUpstream::Url(url), Over::Http)
+        }
+    };
     let folder = folder.join(format!("{mode}-{upstream:?}"));
     std::fs::create_dir_all(&folder).unwrap();
     let runtime = runtime();
@@ -162,20 +202,22 @@ fn record(
         aws: None,
     };
     let options = ServerOptions {
-        boundaries: boundaries(format!("http://127.0.0.1:{}/mcp", real.port)),
+        boundaries: boundaries(mcp),
         ..ServerOptions::default()
     };
     let server = runtime
         .block_on(ModelServer::start(Mode::Record(Box::new(config)), options))
         .unwrap();
-    let output = run_client(python, mode, &server, calls);
+    let output = run_client(python, (mode, over), &server, calls);
     let recorded = runtime.block_on(server.stop()).unwrap().expect("a fixture");
-    let port = real.port;
-    drop(real);
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "the real server must be unreachable during the replay"
-    );
+    if let Some(real) = real {
+        let port = real.port;
+        drop(real);
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "the real server must be unreachable during the replay"
+        );
+    }
     let mut fixture = Fixture::load(&fixtures_dir().join("write_read_file.flash.json")).unwrap();
     fixture.exchanges = recorded.fixture.exchanges;
     let written = folder.join("fixture.flash.json");
@@ -185,10 +227,24 @@ fn record(
 
 /// Replays `fixture` to the client in `mode` (the configured server a closed port); its output
 /// and the model server's boundary ledger.
-fn replay(python: &str, mode: &str, calls: &Value, fixture: &Path) -> (Value, BoundaryLedger) {
+fn replay(
+    python: &str,
+    (mode, over): (&str, Over),
+    calls: &Value,
+    fixture: &Path,
+) -> (Value, BoundaryLedger) {
     let runtime = runtime();
+    // The configured server cannot be reached or started: a replay never touches it.
+    let absent = match over {
+        Over::Http => McpUpstream::Url("http://127.0.0.1:9/mcp".into()),
+        Over::Stdio => McpUpstream::Command {
+            argv: vec!["/nonexistent/mcp-server".into()],
+            env: Default::default(),
+            cwd: None,
+        },
+    };
     let options = ServerOptions {
-        boundaries: boundaries("http://127.0.0.1:9/mcp".into()),
+        boundaries: boundaries(absent),
         ..ServerOptions::default()
     };
     let server = runtime
@@ -197,7 +253,7 @@ fn replay(python: &str, mode: &str, calls: &Value, fixture: &Path) -> (Value, Bo
             options,
         ))
         .unwrap();
-    let output = run_client(python, mode, &server, calls);
+    let output = run_client(python, (mode, over), &server, calls);
     let state = runtime
         .block_on(async { server.client().unwrap().state().await })
         .unwrap();
@@ -270,11 +326,45 @@ fn the_stateless_revision_and_the_sessionful_one_replay_the_recorded_answers_on_
             assert!(retry["inputResponses"].is_object(), "{case}: {retry}");
         }
         for _ in 0..2 {
-            let (replayed, ledger) = replay(&python, mode, calls, &fixture);
+            let (replayed, ledger) = replay(&python, (mode, Over::Http), calls, &fixture);
             assert_eq!(replayed.to_string(), text, "{case}");
             assert_eq!(ledger.misses, [], "{case}");
             assert_eq!(ledger.unused, [], "{case}");
         }
+    }
+}
+
+/// A stdio server (`[mcp.<name>] command`) that asks the client mid-call (`elicitation/create`)
+/// and waits for its answer, driven by a client over stdio through `keyless mcp-stdio` (what
+/// `{mcp_cmd:<name>}` runs): the request reaches the client as it comes and its answer reaches
+/// the server, so the call is recorded; replayed twice with the server's command absent, the
+/// same output, no miss, nothing unused.
+#[test]
+fn a_stdio_server_asking_the_client_mid_call_is_recorded_through_the_stdio_stand_in() {
+    let Some(python) = sdk2_python() else { return };
+    let calls = json!([["get_time", {"city": "Paris"}], ["get_local_time", {"city": "Paris"}]]);
+    let folder = tempfile::tempdir().unwrap();
+    let upstream = (python.as_str(), Upstream::DualEraStdio);
+    let (recorded, fixture) = record(&python, upstream, "legacy", &calls, folder.path());
+    let text = recorded.to_string();
+    assert!(text.contains("Paris (UTC+2): 20"), "{text}");
+    let exchanges = Fixture::load(&fixture).unwrap().exchanges;
+    assert_eq!(
+        labels(&exchanges),
+        [
+            "initialize",
+            "tools/list",
+            "tools/call get_time",
+            "tools/call get_local_time"
+        ]
+    );
+    let before = &exchanges[3].answer["before"][0];
+    assert_eq!(before["method"], "elicitation/create", "{before}");
+    for _ in 0..2 {
+        let (replayed, ledger) = replay(&python, ("legacy", Over::Stdio), &calls, &fixture);
+        assert_eq!(replayed.to_string(), text);
+        assert_eq!(ledger.misses, []);
+        assert_eq!(ledger.unused, []);
     }
 }
 
@@ -298,7 +388,7 @@ fn a_changed_stateless_argument_is_a_miss_naming_server_tool_and_field() {
     );
     let (replayed, ledger) = replay(
         &python,
-        "auto",
+        ("auto", Over::Http),
         &json!([["get_time", {"city": "Rome"}]]),
         &fixture,
     );
@@ -344,7 +434,7 @@ fn a_refused_discover_probe_is_recorded_so_the_replay_falls_back_alike() {
         exchanges[0].answer
     );
     for _ in 0..2 {
-        let (replayed, ledger) = replay(&python, "auto", &calls, &fixture);
+        let (replayed, ledger) = replay(&python, ("auto", Over::Http), &calls, &fixture);
         assert_eq!(replayed.to_string(), text);
         assert_eq!(ledger.misses, []);
         assert_eq!(ledger.unused, []);

@@ -8,11 +8,21 @@
 //! the session is ended (`DELETE`) when stdin closes. A message the route cannot answer (it is
 //! down, it refused) is answered here with a JSON-RPC error naming the URL, so the client fails
 //! loudly instead of waiting.
+//!
+//! Requests are sent one at a time, in the order the client wrote them, and each answer's
+//! messages reach stdout as they arrive; notifications and the client's answers to what the
+//! server asked (sampling, elicitation) are sent at once, even while a call waits, because the
+//! call may be waiting for exactly that answer (the server asks mid-call, as the route relays it
+//! while recording).
+
+use std::sync::Arc;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::message::{Incoming, SESSION_HEADER, error_response};
 
@@ -24,46 +34,71 @@ pub enum BridgeError {
     Io(#[from] std::io::Error),
 }
 
+/// The session the route issued on `initialize`, shared by every message sent after it.
+type Session = Arc<Mutex<Option<String>>>;
+
 /// Bridges `input` (one message per line) to `url` and the answers to `output` until `input`
-/// ends.
-pub async fn bridge_stdio<R, W>(url: &str, input: R, mut output: W) -> Result<(), BridgeError>
+/// ends (and the last call is answered).
+pub async fn bridge_stdio<R, W>(url: &str, input: R, output: W) -> Result<(), BridgeError>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let (sender, receiver) = unbounded_channel();
+    let (relayed, written) = tokio::join!(
+        relay_lines(url, input, sender),
+        write_lines(receiver, output)
+    );
+    relayed?;
+    written
+}
+
+/// Sends each line of `input` to `url`, the answers' messages to `sender`.
+async fn relay_lines<R>(
+    url: &str,
+    input: R,
+    sender: UnboundedSender<Value>,
+) -> Result<(), BridgeError>
+where
+    R: AsyncBufRead + Unpin,
+{
     let client = reqwest::Client::new();
-    let mut session: Option<String> = None;
+    let session: Session = Arc::default();
+    let mut call_in_flight: Option<tokio::task::JoinHandle<()>> = None;
     let mut lines = input.lines();
     while let Some(line) = lines.next_line().await? {
         if line.trim().is_empty() {
             continue;
         }
-        let id = match Incoming::read(line.as_bytes()) {
-            Ok(Incoming::Request(call)) => Some(call.id),
-            _ => None,
-        };
-        let answer = post(&client, url, session.as_deref(), line).await;
-        let messages = match answer {
-            Ok((issued, messages)) => {
-                if issued.is_some() {
-                    session = issued;
+        match Incoming::read(line.as_bytes()) {
+            Ok(Incoming::Request(call)) => {
+                // One call at a time, in the client's order: the one before is answered first.
+                if let Some(previous) = call_in_flight.take() {
+                    let _ = previous.await;
                 }
-                messages
+                let (client, url, session, sender) = (
+                    client.clone(),
+                    url.to_owned(),
+                    Arc::clone(&session),
+                    sender.clone(),
+                );
+                call_in_flight = Some(tokio::spawn(async move {
+                    if let Err(message) = post(&client, &url, &session, line, &sender).await {
+                        let _ = sender.send(error_response(&call.id, &message));
+                    }
+                }));
             }
-            Err(message) => match id {
-                Some(id) => vec![error_response(&id, &message)],
-                None => {
+            _ => {
+                if let Err(message) = post(&client, url, &session, line, &sender).await {
                     eprintln!("keyless mcp-stdio: {message}");
-                    Vec::new()
                 }
-            },
-        };
-        for message in messages {
-            output.write_all(message.to_string().as_bytes()).await?;
-            output.write_all(b"\n").await?;
+            }
         }
-        output.flush().await?;
     }
+    if let Some(last) = call_in_flight.take() {
+        let _ = last.await;
+    }
+    let session = session.lock().take();
     if let Some(session) = session {
         // The session's end is a courtesy to the server: nothing waits on it.
         let _ = client
@@ -75,30 +110,48 @@ where
     Ok(())
 }
 
-/// POSTs one message; the session issued (if any) and the answer's messages, or why there are
-/// none.
+/// Writes each message to `output` as one line, until every sender is gone.
+async fn write_lines<W>(
+    mut receiver: UnboundedReceiver<Value>,
+    mut output: W,
+) -> Result<(), BridgeError>
+where
+    W: AsyncWrite + Unpin,
+{
+    while let Some(message) = receiver.recv().await {
+        output.write_all(message.to_string().as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        output.flush().await?;
+    }
+    Ok(())
+}
+
+/// POSTs one message, the session carried (and kept when the route issues one); each message
+/// of the answer goes to `sender` as it arrives. `Err`: why there is no answer.
 async fn post(
     client: &reqwest::Client,
     url: &str,
-    session: Option<&str>,
+    session: &Session,
     line: String,
-) -> Result<(Option<String>, Vec<Value>), String> {
+    sender: &UnboundedSender<Value>,
+) -> Result<(), String> {
     let mut request = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(line);
-    if let Some(session) = session {
-        request = request.header(SESSION_HEADER, session);
+    let carried = session.lock().clone();
+    if let Some(carried) = carried {
+        request = request.header(SESSION_HEADER, carried);
     }
     let response = (request.send().await)
         .map_err(|err| format!("keyless mcp-stdio cannot reach {url}: {err}"))?;
-    let issued = (response.headers().get(SESSION_HEADER))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    if let Some(issued) = (response.headers().get(SESSION_HEADER)).and_then(|v| v.to_str().ok()) {
+        *session.lock() = Some(issued.to_owned());
+    }
     let status = response.status();
     if status == reqwest::StatusCode::ACCEPTED {
-        return Ok((issued, Vec::new()));
+        return Ok(());
     }
     let is_sse = (response.headers().get("content-type"))
         .and_then(|v| v.to_str().ok())
@@ -107,20 +160,22 @@ async fn post(
         let body = (response.bytes().await).map_err(|err| format!("{url}: {err}"))?;
         return match serde_json::from_slice::<Value>(&body) {
             // A refusal's body is a JSON-RPC error too: the client reads it as the answer.
-            Ok(message) if message.get("jsonrpc").is_some() => Ok((issued, vec![message])),
+            Ok(message) if message.get("jsonrpc").is_some() => {
+                let _ = sender.send(message);
+                Ok(())
+            }
             _ => Err(format!(
                 "{url} answered {status}: {}",
                 String::from_utf8_lossy(&body)
             )),
         };
     }
-    let mut messages = Vec::new();
     let mut events = response.bytes_stream().eventsource();
     while let Some(event) = events.next().await {
         let event = event.map_err(|err| format!("{url}: {err}"))?;
         if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
-            messages.push(message);
+            let _ = sender.send(message);
         }
     }
-    Ok((issued, messages))
+    Ok(())
 }

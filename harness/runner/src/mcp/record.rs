@@ -4,12 +4,12 @@
 //! back through [`RecordingSink::write_exchange`] (redacted there). The client is answered with
 //! the exchange as written, so a live run goes on with what its replay will serve.
 //!
-//! A `url` server's SSE answer to a client that accepts SSE is streamed
-//! ([`McpRecorder::relay_live`]): the messages before the response reach the client as they
-//! come, so a server that sends the client a request (sampling, elicitation) in the middle of a
-//! call and waits for its answer is recorded; the response follows as written. Otherwise (JSON,
-//! stdio) an answer is relayed once the response arrived, and a server waiting on the client
-//! fails the call after [`RELAY_TIME_LIMIT`].
+//! To a client that accepts SSE, a `url` server's SSE answer and a `command` server's messages
+//! are streamed ([`McpRecorder::relay_live`]): the messages before the response reach the
+//! client as they come, so a server that sends the client a request (sampling, elicitation) in
+//! the middle of a call and waits for its answer is recorded; the response follows as written.
+//! To a client that takes only JSON, an answer is relayed once the response arrived, and a
+//! server waiting on that client fails the call after [`RELAY_TIME_LIMIT`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -111,6 +111,15 @@ pub enum McpRecordError {
 /// and the status of a refusal carrying a JSON-RPC error (`None`: answered).
 type HttpAnswer = (AnswerForm, Vec<Value>, Option<String>, Option<StatusCode>);
 
+/// A server's messages for one call being read, in a task of their own while the client gets
+/// them live ([`McpRecorder::relay_live`]); `Err` inside: a refusal relayed as it is.
+type Reading = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<Result<HttpAnswer, Box<Response>>, McpRecordError>>
+            + Send,
+    >,
+>;
+
 /// What relaying a request gave.
 #[derive(Debug)]
 pub enum Relayed {
@@ -132,9 +141,14 @@ pub enum Relayed {
 /// One started stdio server: one session.
 #[derive(Debug)]
 struct StdioServer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    child: tokio::sync::Mutex<Child>,
+    /// Taken briefly for each line written: a call's request, and the client's answers to what
+    /// the server asked mid-call ([`McpRecorder::forward`]), which must get through while the
+    /// call waits for its response.
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    /// Held for a whole call (its request written, its messages read up to its response): the
+    /// calls of one session are relayed one at a time, so each reads only its own messages.
+    lines: tokio::sync::Mutex<Lines<BufReader<ChildStdout>>>,
 }
 
 /// Where a recorder writes exchanges: the model server's recorder (which also keeps the secrets
@@ -162,7 +176,7 @@ pub struct McpRecorder {
     upstream: McpUpstream,
     client: reqwest::Client,
     /// Each stdio session's process, by the session id this recorder issued.
-    stdio: Mutex<HashMap<String, Arc<tokio::sync::Mutex<StdioServer>>>>,
+    stdio: Mutex<HashMap<String, Arc<StdioServer>>>,
 }
 
 impl McpRecorder {
@@ -189,8 +203,7 @@ impl McpRecorder {
             }
             McpUpstream::Command { argv, .. } => {
                 let server = self.stdio_session(headers)?;
-                let mut server = server.lock().await;
-                write_line(&mut server.stdin, &body)
+                write_line(&mut *server.stdin.lock().await, &body)
                     .await
                     .map_err(|source| process_error(argv, source))?;
                 Ok(StatusCode::ACCEPTED)
@@ -256,10 +269,11 @@ impl McpRecorder {
         let relayed = tokio::time::timeout(RELAY_TIME_LIMIT, async {
             match &self.upstream {
                 McpUpstream::Url(url) => self.relay_http(url, call, headers, body).await,
-                McpUpstream::Command { argv, .. } => self
-                    .relay_stdio(argv, call, headers, body)
-                    .await
-                    .map(|(form, messages, session)| Ok((form, messages, session, None))),
+                McpUpstream::Command { argv, .. } => {
+                    let (server, session) = self.stdio_server(call, headers)?;
+                    (read_stdio(argv, &server, call, &body, None).await)
+                        .map(|(form, messages)| Ok((form, messages, session, None)))
+                }
             }
         })
         .await
@@ -289,12 +303,13 @@ impl McpRecorder {
         secrets
     }
 
-    /// [`McpRecorder::relay`] for a client that takes an SSE answer, from a `url` server: when
-    /// the server answers with an SSE stream, each message before the response reaches the
-    /// client as it comes (a server request mid-call, sampling or elicitation, is answered by the
-    /// client before the server sends the response), and the response follows as written once
-    /// the exchange is recorded. Messages streamed this way are the server's own (the client
-    /// would get them from the server); the recording has them redacted.
+    /// [`McpRecorder::relay`] for a client that takes an SSE answer: each message the server
+    /// sends before its response reaches the client as it comes (a server request mid-call,
+    /// sampling or elicitation, is answered by the client before the server sends the
+    /// response), and the response follows as written once the exchange is recorded. So from a
+    /// `url` server answering with an SSE stream, and from a `command` server (stdio). Messages
+    /// streamed this way are the server's own (the client would get them from the server); the
+    /// recording has them redacted.
     pub async fn relay_live(
         &self,
         writer: &Arc<dyn WriteExchange>,
@@ -303,47 +318,51 @@ impl McpRecorder {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Relayed, McpRecordError> {
-        let McpUpstream::Url(url) = &self.upstream else {
-            return self
-                .relay(writer.as_ref(), boundary, call, headers, body)
-                .await;
-        };
-        let response = self.post(url, headers, body).await?;
-        let streamed = response.status().is_success()
-            && (response.headers().get(header::CONTENT_TYPE.as_str()))
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !streamed {
-            let parts = match read_http(url, response, call, None).await? {
-                Ok(parts) => parts,
-                Err(refused) => return Ok(Relayed::Refused(*refused)),
-            };
-            let session = parts.2.clone();
-            let answer = written(
-                writer.as_ref(),
-                boundary,
-                call,
-                &self.secrets(headers),
-                parts,
-            )?;
-            return Ok(Relayed::Answered { answer, session });
-        }
-        let session = (response.headers().get(SESSION_HEADER)).cloned();
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Value>();
-        let (url, writer, boundary, call) = (
-            url.clone(),
-            Arc::clone(writer),
-            boundary.clone(),
-            call.clone(),
-        );
+        let live = sender.clone();
+        let (session, reading): (Option<HeaderValue>, Reading) = match &self.upstream {
+            McpUpstream::Url(url) => {
+                let response = self.post(url, headers, body).await?;
+                let streamed = response.status().is_success()
+                    && (response.headers().get(header::CONTENT_TYPE.as_str()))
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.starts_with("text/event-stream"));
+                if !streamed {
+                    let parts = match read_http(url, response, call, None).await? {
+                        Ok(parts) => parts,
+                        Err(refused) => return Ok(Relayed::Refused(*refused)),
+                    };
+                    let session = parts.2.clone();
+                    let answer = written(
+                        writer.as_ref(),
+                        boundary,
+                        call,
+                        &self.secrets(headers),
+                        parts,
+                    )?;
+                    return Ok(Relayed::Answered { answer, session });
+                }
+                let session = (response.headers().get(SESSION_HEADER)).cloned();
+                let (url, call) = (url.clone(), call.clone());
+                let reading = async move { read_http(&url, response, &call, Some(&live)).await };
+                (session, Box::pin(reading))
+            }
+            McpUpstream::Command { argv, .. } => {
+                let (server, session) = self.stdio_server(call, headers)?;
+                let session = session.and_then(|session| HeaderValue::from_str(&session).ok());
+                let (argv, call) = (argv.clone(), call.clone());
+                let reading = async move {
+                    let (form, messages) =
+                        read_stdio(&argv, &server, &call, &body, Some(&live)).await?;
+                    Ok(Ok((form, messages, None, None)))
+                };
+                (session, Box::pin(reading))
+            }
+        };
+        let (writer, boundary, call) = (Arc::clone(writer), boundary.clone(), call.clone());
         let secrets = self.secrets(headers);
         tokio::spawn(async move {
-            let read = tokio::time::timeout(
-                RELAY_TIME_LIMIT,
-                read_http(&url, response, &call, Some(&sender)),
-            )
-            .await;
-            let outcome = match read {
+            let outcome = match tokio::time::timeout(RELAY_TIME_LIMIT, reading).await {
                 Ok(Ok(Ok(parts))) => written(writer.as_ref(), &boundary, &call, &secrets, parts)
                     .map(|answer| response_message(&call.id, &answer.response))
                     .map_err(|err| err.to_string()),
@@ -422,45 +441,22 @@ impl McpRecorder {
         read_http(url, response, call, None).await
     }
 
-    /// The stdio server's messages for `call`, up to its response; `initialize` starts a new
-    /// process and session.
-    async fn relay_stdio(
+    /// The stdio server a call goes to, and the session issued with it: `initialize` starts a
+    /// new process and session, any other call goes to its session's.
+    fn stdio_server(
         &self,
-        argv: &[String],
         call: &McpCall,
         headers: &HeaderMap,
-        body: Bytes,
-    ) -> Result<(AnswerForm, Vec<Value>, Option<String>), McpRecordError> {
-        let (server, session) = if call.method == "initialize" {
-            let server = Arc::new(tokio::sync::Mutex::new(self.start()?));
-            let session = uuid::Uuid::new_v4().simple().to_string();
-            self.stdio
-                .lock()
-                .insert(session.clone(), Arc::clone(&server));
-            (server, Some(session))
-        } else {
-            (self.stdio_session(headers)?, None)
-        };
-        let mut server = server.lock().await;
-        let io = |source| process_error(argv, source);
-        write_line(&mut server.stdin, &body).await.map_err(io)?;
-        let mut messages = Vec::new();
-        while let Some(line) = server.lines.next_line().await.map_err(io)? {
-            let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
-            messages.push(message);
-            if done {
-                break;
-            }
+    ) -> Result<(Arc<StdioServer>, Option<String>), McpRecordError> {
+        if call.method != "initialize" {
+            return Ok((self.stdio_session(headers)?, None));
         }
-        let form = if messages.len() > 1 {
-            AnswerForm::Sse
-        } else {
-            AnswerForm::Json
-        };
-        Ok((form, messages, session))
+        let server = Arc::new(self.start()?);
+        let session = uuid::Uuid::new_v4().simple().to_string();
+        self.stdio
+            .lock()
+            .insert(session.clone(), Arc::clone(&server));
+        Ok((server, Some(session)))
     }
 
     fn start(&self) -> Result<StdioServer, McpRecordError> {
@@ -491,16 +487,13 @@ impl McpRecorder {
             return Err(process_error(argv, std::io::Error::other("no pipes")));
         };
         Ok(StdioServer {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
+            child: tokio::sync::Mutex::new(child),
+            stdin: tokio::sync::Mutex::new(stdin),
+            lines: tokio::sync::Mutex::new(BufReader::new(stdout).lines()),
         })
     }
 
-    fn stdio_session(
-        &self,
-        headers: &HeaderMap,
-    ) -> Result<Arc<tokio::sync::Mutex<StdioServer>>, McpRecordError> {
+    fn stdio_session(&self, headers: &HeaderMap) -> Result<Arc<StdioServer>, McpRecordError> {
         let session = (headers.get(SESSION_HEADER))
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
@@ -529,11 +522,10 @@ impl McpRecorder {
                 let removed = session.and_then(|session| self.stdio.lock().remove(session));
                 match removed {
                     Some(server) => {
-                        let mut server = server.lock().await;
                         // Closing stdin is the stdio transport's shutdown; the kill is for a
                         // server that ignores it.
-                        let _ = server.stdin.shutdown().await;
-                        let _ = server.child.start_kill();
+                        let _ = server.stdin.lock().await.shutdown().await;
+                        let _ = server.child.lock().await.start_kill();
                         StatusCode::OK
                     }
                     None => StatusCode::NOT_FOUND,
@@ -541,6 +533,43 @@ impl McpRecorder {
             }
         }
     }
+}
+
+/// A stdio server's messages for `call` (its raw `body`), up to its response; with `live`, each
+/// message before the response is also sent there as it arrives (the client may have to answer
+/// it, through [`McpRecorder::forward`], before the server sends the response).
+async fn read_stdio(
+    argv: &[String],
+    server: &StdioServer,
+    call: &McpCall,
+    body: &[u8],
+    live: Option<&tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Result<(AnswerForm, Vec<Value>), McpRecordError> {
+    let io = |source| process_error(argv, source);
+    let mut lines = server.lines.lock().await;
+    write_line(&mut *server.stdin.lock().await, body)
+        .await
+        .map_err(io)?;
+    let mut messages = Vec::new();
+    while let Some(line) = lines.next_line().await.map_err(io)? {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
+        if let (false, Some(live)) = (done, live) {
+            let _ = live.send(message.clone());
+        }
+        messages.push(message);
+        if done {
+            break;
+        }
+    }
+    let form = if messages.len() > 1 {
+        AnswerForm::Sse
+    } else {
+        AnswerForm::Json
+    };
+    Ok((form, messages))
 }
 
 async fn write_line(stdin: &mut ChildStdin, body: &[u8]) -> std::io::Result<()> {

@@ -1,7 +1,7 @@
 """A real MCP server written with the official Python SDK 2.x (MCPServer), which serves the
 stateless revision (2026-07-28) and the sessionful one on one endpoint: what keyless records.
 
-Usage: stateless_server.py PORT [--json]. `get_time`'s answer holds the current time, so two
+Usage: stateless_server.py PORT [--json], or stateless_server.py stdio. `get_time`'s answer holds the current time, so two
 recordings differ and only a replay is byte-identical; `get_local_time` asks the client for the
 city's UTC offset (an elicitation: an `input_required` result and a retry at 2026-07-28).
 """
@@ -42,9 +42,12 @@ def get_local_time(city: str, zone: Annotated[Zone, Resolve(ask_zone)]) -> str:
     return f"{city} (UTC{zone.utc_offset:+d}): {now()}"
 
 
-server.run(
-    "streamable-http",
-    host="127.0.0.1",
-    port=int(sys.argv[1]),
-    json_response="--json" in sys.argv[2:],
-)
+if sys.argv[1] == "stdio":
+    server.run("stdio")
+else:
+    server.run(
+        "streamable-http",
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        json_response="--json" in sys.argv[2:],
+    )
