@@ -45,6 +45,9 @@ fi
 keyless="$(realpath "${KEYLESS:?set KEYLESS to the keyless binary}")"
 here="$(cd "$(dirname "$0")" && pwd)"
 python="${PYTHON:?set PYTHON to a Python with mcp==1.26.0, to run the clock MCP server}"
+# Absolute, but not resolved (a venv's python is a link whose target is not the venv): the
+# checks below run from other folders.
+python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"
 [ -d "$here/node_modules/ai" ] || { echo "ai-sdk example: run npm ci in $here first" >&2; exit 1; }
 work="$(mktemp -d)"
 pids=()
