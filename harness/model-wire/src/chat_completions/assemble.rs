@@ -546,6 +546,40 @@ impl Assembled {
     pub fn events(&self) -> Vec<Event> {
         block_events(&self.reasoning, &self.text, &self.calls)
     }
+
+    /// Adds a call the provider sent whole in one chunk (Gemini's `functionCall`, Ollama's
+    /// `tool_calls`): its `id`, or one filled in ([`fill_call_id`]) when it sent none or an
+    /// empty one, and its events to `events` (`toolcall_start`, the arguments as one delta,
+    /// `toolcall_end`).
+    pub(crate) fn push_whole_call(
+        &mut self,
+        id: Option<&str>,
+        name: String,
+        arguments: String,
+        events: &mut Vec<Event>,
+    ) {
+        let position = self.calls.len();
+        let id = match id {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => fill_call_id(position, &name, &arguments),
+        };
+        let index = position as u32;
+        events.push(Event::ToolcallStart {
+            index,
+            id: id.clone(),
+            name: name.clone(),
+        });
+        events.push(Event::ToolcallDelta {
+            index,
+            delta: arguments.clone(),
+        });
+        events.push(Event::ToolcallEnd { index });
+        self.calls.push(AssembledCall {
+            id,
+            name,
+            arguments,
+        });
+    }
 }
 
 /// The events of an answer streamed in one piece per block: its reasoning, its text, then each

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::chat_completions::{Assembled, AssembledCall, Event, WireError, cut, fill_call_id};
+use crate::chat_completions::{Assembled, Event, WireError, cut};
 
 use super::finish_reason;
 
@@ -122,7 +122,6 @@ impl StreamAssembler {
             }
             if let Some(call) = part.get("functionCall") {
                 self.close(&mut events);
-                let position = self.assembled.calls.len();
                 let name = call
                     .get("name")
                     .and_then(Value::as_str)
@@ -132,28 +131,8 @@ impl StreamAssembler {
                     Some(args @ Value::Object(_)) => args.to_string(),
                     _ => "{}".to_owned(),
                 };
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|id| !id.is_empty())
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| fill_call_id(position, &name, &arguments));
-                let index = position as u32;
-                events.push(Event::ToolcallStart {
-                    index,
-                    id: id.clone(),
-                    name: name.clone(),
-                });
-                events.push(Event::ToolcallDelta {
-                    index,
-                    delta: arguments.clone(),
-                });
-                events.push(Event::ToolcallEnd { index });
-                self.assembled.calls.push(AssembledCall {
-                    id,
-                    name,
-                    arguments,
-                });
+                let id = call.get("id").and_then(Value::as_str);
+                (self.assembled).push_whole_call(id, name, arguments, &mut events);
                 continue;
             }
             let Some(text) = part.get("text").and_then(Value::as_str) else {

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::chat_completions::{Assembled, AssembledCall, Event, WireError, cut, fill_call_id};
+use crate::chat_completions::{Assembled, Event, WireError, cut};
 
 use super::finish_reason;
 
@@ -138,27 +138,8 @@ impl StreamAssembler {
                 Some(Value::String(args)) if !args.trim().is_empty() => args.clone(),
                 _ => "{}".to_owned(),
             };
-            let position = self.assembled.calls.len();
-            let id = match call.get("id").and_then(Value::as_str) {
-                Some(id) if !id.is_empty() => id.to_owned(),
-                _ => fill_call_id(position, &name, &arguments),
-            };
-            let index = position as u32;
-            events.push(Event::ToolcallStart {
-                index,
-                id: id.clone(),
-                name: name.clone(),
-            });
-            events.push(Event::ToolcallDelta {
-                index,
-                delta: arguments.clone(),
-            });
-            events.push(Event::ToolcallEnd { index });
-            self.assembled.calls.push(AssembledCall {
-                id,
-                name,
-                arguments,
-            });
+            let id = call.get("id").and_then(Value::as_str);
+            (self.assembled).push_whole_call(id, name, arguments, &mut events);
         }
         if fields.get("done").and_then(Value::as_bool) == Some(true) {
             self.close(&mut events);
