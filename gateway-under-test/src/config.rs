@@ -190,8 +190,8 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// `database.backend`: only `sqlite` is supported.
-    pub backend: String,
+    /// `database.backend`: where the database lives. Default `sqlite`.
+    pub backend: DatabaseBackend,
     /// `database.sqlite_dir`: the folder of `deerflow.db`; relative to `home`. Default `db`.
     pub sqlite_dir: PathBuf,
     /// `database.synchronous`: when SQLite syncs the database to the disk. Default `normal`.
@@ -205,12 +205,29 @@ pub struct DatabaseConfig {
 impl Default for DatabaseConfig {
     fn default() -> Self {
         DatabaseConfig {
-            backend: "sqlite".into(),
+            backend: DatabaseBackend::Sqlite,
             sqlite_dir: PathBuf::from("db"),
             synchronous: Synchronous::Normal,
             space_reserve: true,
         }
     }
+}
+
+/// `database.backend`: DeerFlow's three values. This gateway has no PostgreSQL driver, so
+/// `postgres` parses (a DeerFlow configuration names it) and [`Config::validate`] refuses it by
+/// name.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DatabaseBackend {
+    /// One SQLite database in memory, gone when the gateway stops, as DeerFlow's `memory`
+    /// ("no persistence across restarts"): for a development run or a test's gateway. The
+    /// store is the same code and schema as `sqlite`'s; nothing is written to the disk, so
+    /// `sqlite_dir`, `synchronous` and `space_reserve` do not apply.
+    Memory,
+    /// `<home>/<sqlite_dir>/deerflow.db`, in WAL mode.
+    Sqlite,
+    /// PostgreSQL: not supported by this gateway.
+    Postgres,
 }
 
 /// `database.synchronous`: when SQLite syncs the database to the disk (its `PRAGMA synchronous`
@@ -832,13 +849,10 @@ impl Config {
 
     /// Checks values that parse but cannot be used, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.database.backend != "sqlite" {
+        if self.database.backend == DatabaseBackend::Postgres {
             return Err(invalid(
                 "database.backend",
-                format!(
-                    "unsupported backend '{}'; only 'sqlite' is supported",
-                    self.database.backend
-                ),
+                "'postgres' is not supported by this gateway; use 'sqlite' or 'memory'",
             ));
         }
         if self.sandbox.use_ != "local" {
@@ -1228,6 +1242,43 @@ mod tests {
                 .to_string();
         assert!(
             err.contains("c.toml") && err.contains("synchronous"),
+            "{err}"
+        );
+    }
+
+    /// `database.backend` reads DeerFlow's three values and defaults to `sqlite`; `postgres` is
+    /// refused by name, and an unknown value names the key and the file.
+    #[test]
+    fn database_backend_reads_deerflows_values_and_refuses_postgres_by_name() {
+        let cases = [
+            ("", DatabaseBackend::Sqlite),
+            (
+                "[database]\nbackend = \"sqlite\"\n",
+                DatabaseBackend::Sqlite,
+            ),
+            (
+                "[database]\nbackend = \"memory\"\n",
+                DatabaseBackend::Memory,
+            ),
+        ];
+        for (text, expected) in cases {
+            let config = Config::from_toml_str(text, Path::new("c.toml")).unwrap();
+            assert_eq!(config.database.backend, expected, "{text:?}");
+            config.validate().unwrap();
+        }
+        let postgres =
+            Config::from_toml_str("[database]\nbackend = \"postgres\"\n", Path::new("c.toml"))
+                .unwrap();
+        let err = postgres.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("database.backend") && err.contains("'postgres' is not supported"),
+            "{err}"
+        );
+        let err = Config::from_toml_str("[database]\nbackend = \"mysql\"\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("c.toml") && err.contains("backend") && err.contains("memory"),
             "{err}"
         );
     }

@@ -302,13 +302,13 @@ impl ParentList {
 /// The parent's list as a new checkpoint needs it, without resolving a delta; an unknown parent
 /// is an error (the step's list would silently lose its conversation).
 fn parent_list(conn: &Connection, thread_id: &str, parent: &str) -> Result<ParentList, StoreError> {
+    // Cached, as every statement of a step: a run prepares each once, not once per step.
     let row: Option<(Option<String>, String)> = conn
-        .query_row(
+        .prepare_cached(
             "SELECT message_refs, values_json FROM checkpoints
              WHERE thread_id = ?1 AND checkpoint_id = ?2",
-            [thread_id, parent],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+        )?
+        .query_row([thread_id, parent], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
     let Some((refs, values)) = row else {
         return Err(StoreError::Corrupt(format!(
@@ -469,23 +469,23 @@ fn insert_row(
     refs: Option<Value>,
     write_refs: Option<Value>,
 ) -> Result<(), StoreError> {
-    let inserted = conn.execute(
-        &format!("INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
-        params![
-            checkpoint.thread_id,
-            checkpoint.checkpoint_id,
-            checkpoint.parent_checkpoint_id,
-            checkpoint.step,
-            json_text(values, TABLE, "values_json")?,
-            json_text(&checkpoint.metadata, TABLE, "metadata_json")?,
-            checkpoint.created_at,
-            refs.map(|refs| json_text(&refs, TABLE, "message_refs"))
-                .transpose()?,
-            write_refs
-                .map(|refs| json_text(&refs, TABLE, "write_refs"))
-                .transpose()?,
-        ],
-    );
+    let mut insert = conn.prepare_cached(&format!(
+        "INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    ))?;
+    let inserted = insert.execute(params![
+        checkpoint.thread_id,
+        checkpoint.checkpoint_id,
+        checkpoint.parent_checkpoint_id,
+        checkpoint.step,
+        json_text(values, TABLE, "values_json")?,
+        json_text(&checkpoint.metadata, TABLE, "metadata_json")?,
+        checkpoint.created_at,
+        refs.map(|refs| json_text(&refs, TABLE, "message_refs"))
+            .transpose()?,
+        write_refs
+            .map(|refs| json_text(&refs, TABLE, "write_refs"))
+            .transpose()?,
+    ]);
     match inserted {
         Ok(_) => Ok(()),
         Err(err) if violates_unique(&err, "checkpoints.checkpoint_id") => {

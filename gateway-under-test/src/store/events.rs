@@ -32,11 +32,9 @@ pub(super) fn append(
         return Ok(Vec::new());
     }
     let tx = write_transaction(conn)?;
-    let last_seq: i64 = tx.query_row(
-        "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE thread_id = ?1",
-        [thread_id],
-        |row| row.get(0),
-    )?;
+    let last_seq: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE thread_id = ?1")?
+        .query_row([thread_id], |row| row.get(0))?;
     let mut stored = Vec::with_capacity(events.len());
     {
         let mut insert = tx.prepare_cached(&format!(

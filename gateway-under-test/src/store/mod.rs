@@ -7,7 +7,8 @@
 //! gateways with different homes never share a database, and a folder's owner lock
 //! (`owner_lock`) keeps a second gateway off a database that one has open.
 //!
-//! Layout: `worker` runs the database thread, `schema` holds the pragmas and numbered
+//! Layout: `worker` runs the statements (on the database thread of a file, on the caller's
+//! thread for a database in memory), `schema` holds the pragmas and numbered
 //! migrations, `sql` the shared query helpers, and one module per table holds its SQL.
 //!
 //! Each message is stored once per thread (`checkpoint_messages`); a checkpoint names its list by
@@ -49,9 +50,9 @@ use serde_json::{Value, json};
 use owner_lock::OwnerLock;
 use reserve::Reserve;
 use sql::write_transaction;
-use worker::DbThread;
+use worker::Db;
 
-use crate::config::DatabaseConfig;
+use crate::config::{DatabaseBackend, DatabaseConfig, Synchronous};
 use crate::run_status::{MultitaskStrategy, RunStatus};
 
 /// The database file inside the folder given to [`Store::open`].
@@ -306,11 +307,12 @@ pub struct EventQuery {
 }
 
 /// A cheap, cloneable handle to the database thread. The handles together hold the database
-/// folder's owner lock, so no second gateway opens the same database while one is open.
+/// folder's owner lock, so no second gateway opens the same database while one is open (a
+/// database in memory is one gateway's alone and has no folder).
 #[derive(Debug, Clone)]
 pub struct Store {
-    db: DbThread,
-    _owner: Arc<OwnerLock>,
+    db: Db,
+    _owner: Option<Arc<OwnerLock>>,
     /// Space given up when the disk is full (`reserve.rs`).
     reserve: Arc<Reserve>,
 }
@@ -333,9 +335,36 @@ impl Store {
         Store::open_with(dir, &DatabaseConfig::default())
     }
 
+    /// The store `database.backend` names: [`Store::open_in_memory`] for `memory`; for `sqlite`,
     /// [`Store::open`] syncing as `database.synchronous` says, with the disk-space reserve when
-    /// `database.space_reserve` asks for one.
+    /// `database.space_reserve` asks for one. `dir` is the `sqlite` database's folder.
+    /// (`postgres` never gets here: the configuration's validation refuses it.)
     pub fn open_with(dir: &Path, settings: &DatabaseConfig) -> Result<Store, StoreError> {
+        match settings.backend {
+            DatabaseBackend::Memory => Store::open_in_memory(),
+            DatabaseBackend::Sqlite | DatabaseBackend::Postgres => Store::open_file(dir, settings),
+        }
+    }
+
+    /// A database in memory (`database.backend = "memory"`): the same settings and migrations
+    /// as a file's, gone when the last handle is dropped. No folder, lock, reserve, file or
+    /// database thread (its statements wait on no disk, so they run on the caller's thread, see
+    /// `worker.rs`), so a test's gateway spends nothing on the file system or on thread hops
+    /// (issue 46).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let mut conn = Connection::open_in_memory()?;
+        schema::configure(&conn, true, Synchronous::Off)?;
+        schema::enable_incremental_vacuum(&conn)?;
+        schema::migrate(&mut conn)?;
+        Ok(Store {
+            db: Db::inline(conn),
+            _owner: None,
+            reserve: Arc::new(Reserve::none()),
+        })
+    }
+
+    /// `<dir>/deerflow.db`, see [`Store::open_with`].
+    fn open_file(dir: &Path, settings: &DatabaseConfig) -> Result<Store, StoreError> {
         let io_error = |source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
@@ -352,8 +381,8 @@ impl Store {
         schema::enable_incremental_vacuum(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Store {
-            db: DbThread::spawn(conn, dir)?,
-            _owner: Arc::new(owner),
+            db: Db::spawn(conn, dir)?,
+            _owner: Some(Arc::new(owner)),
             reserve: Arc::new(if settings.space_reserve {
                 Reserve::new(dir)
             } else {

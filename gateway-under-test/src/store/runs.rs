@@ -30,24 +30,21 @@ pub(super) fn upsert(conn: &Connection, run: &RunRecord) -> Result<(), StoreErro
              created_at = excluded.created_at,
              updated_at = excluded.updated_at"
     );
-    conn.execute(
-        &sql,
-        params![
-            run.run_id,
-            run.thread_id,
-            run.owner_id,
-            run.assistant_id,
-            run.status,
-            json_text(&run.metadata, TABLE, "metadata")?,
-            json_text(&run.kwargs, TABLE, "kwargs")?,
-            run.multitask_strategy,
-            run.error,
-            run.stop_reason,
-            json_text(&run.counters, TABLE, "counters")?,
-            run.created_at,
-            run.updated_at,
-        ],
-    )?;
+    conn.prepare_cached(&sql)?.execute(params![
+        run.run_id,
+        run.thread_id,
+        run.owner_id,
+        run.assistant_id,
+        run.status,
+        json_text(&run.metadata, TABLE, "metadata")?,
+        json_text(&run.kwargs, TABLE, "kwargs")?,
+        run.multitask_strategy,
+        run.error,
+        run.stop_reason,
+        json_text(&run.counters, TABLE, "counters")?,
+        run.created_at,
+        run.updated_at,
+    ])?;
     Ok(())
 }
 

@@ -165,6 +165,9 @@ pub(super) fn configure(
     }
     conn.busy_timeout(Duration::from_millis(5000))?;
     conn.pragma_update(None, "foreign_keys", true)?;
+    // Room for every statement a run repeats (rusqlite keeps 16 by default, fewer than the
+    // store's cached statements), so none is parsed again at each step.
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }
 

@@ -115,6 +115,40 @@ async fn fresh_database_is_at_the_latest_schema_version() {
     assert_eq!(store.schema_version().await.expect("version"), expected);
 }
 
+/// `database.backend = "memory"`: the latest schema, writes read back, nothing in the folder
+/// the `sqlite` backend would use, and two stores at once are two databases (no shared lock,
+/// no shared rows); a store opened again starts empty, as DeerFlow's `memory` does.
+#[tokio::test]
+async fn a_memory_store_is_its_own_database_and_writes_no_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = crate::config::DatabaseConfig {
+        backend: crate::config::DatabaseBackend::Memory,
+        ..Default::default()
+    };
+    let first = Store::open_with(&dir.path().join("db"), &settings).expect("open");
+    let second = Store::open_with(&dir.path().join("db"), &settings).expect("a second at once");
+    let expected = i64::try_from(schema::MIGRATIONS.len()).expect("few migrations");
+    assert_eq!(first.schema_version().await.expect("version"), expected);
+    first
+        .create_thread(
+            thread("t1", "u1", "2025-01-01T00:00:00Z"),
+            checkpoint("t1", "c0", -1),
+        )
+        .await
+        .expect("thread");
+    assert!(first.get_thread("t1").await.expect("read").is_some());
+    assert!(second.get_thread("t1").await.expect("read").is_none());
+    assert!(first.delete_thread("t1").await.expect("delete"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("list").count(),
+        0,
+        "nothing written to the disk"
+    );
+    drop(first);
+    let again = Store::open_with(&dir.path().join("db"), &settings).expect("again");
+    assert!(again.get_thread("t1").await.expect("read").is_none());
+}
+
 #[tokio::test]
 async fn reopening_keeps_data_and_does_not_rerun_migrations() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -252,8 +286,8 @@ async fn two_stores_do_not_share_data() {
 async fn a_stopped_database_thread_is_reported_as_closed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store {
-        db: DbThread::stopped(),
-        _owner: Arc::new(OwnerLock::take(dir.path()).expect("lock")),
+        db: Db::stopped(),
+        _owner: Some(Arc::new(OwnerLock::take(dir.path()).expect("lock"))),
         reserve: Arc::new(Reserve::new(dir.path())),
     };
     assert!(matches!(store.count_users().await, Err(StoreError::Closed)));
@@ -859,11 +893,17 @@ async fn append_events_returns_the_rows_with_their_seq() {
     assert_eq!(read[0].event.content, json!({"type": "run.start"}));
 }
 
+/// On a file (its database thread) and in memory (its callers' threads, behind a mutex) alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appends_keep_seq_dense_and_per_thread() {
+    let (_dir, file) = open_temp();
+    concurrent_appends_on(file).await;
+    concurrent_appends_on(Store::open_in_memory().expect("memory")).await;
+}
+
+async fn concurrent_appends_on(store: Store) {
     const TASKS: usize = 8;
     const APPENDS: usize = 25;
-    let (_dir, store) = open_temp();
 
     let mut handles = Vec::new();
     for task in 0..TASKS {
