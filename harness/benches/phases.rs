@@ -4,9 +4,11 @@
 //! - `layer1`: one Layer 1 fixture (`write_read_file.ultra`) as the golden test runs it. First
 //!   as a whole process: the golden test binary of the same build, filtered to that fixture,
 //!   against the same binary filtered to nothing (process start to `main`, datatest's listing,
-//!   exit). Then in this process, phase by phase: the Tokio runtime, the fixture's load, the
-//!   gateway's boot, register, thread, run, the gateway's shutdown, the shape reduction, the
-//!   verdict (which reads the golden) and insta's assertion.
+//!   exit). Then one round per fresh process (this benchmark started again as a child), phase
+//!   by phase from process start to `main`: what the whole process is made of, first page faults
+//!   and lazy statics included. Then in this process, phase by phase: the Tokio runtime, the
+//!   fixture's load, the gateway's boot, register, thread, run, the gateway's shutdown, the
+//!   shape reduction, the verdict (which reads the golden) and insta's assertion.
 //! - `keyless`: one `keyless test` fixture on `examples/python-gateway` under `--reuse-gateway`
 //!   (a gateway started once, the model server switched per fixture), phase by phase: the model
 //!   server's reset, the drive, the verdict (the model server's ledger and the golden) and the
@@ -25,7 +27,8 @@
 //! ```
 //!
 //! `keyless` needs `PYTHON`, a Python with `examples/python-gateway/requirements.txt`; without
-//! it that part is skipped with a notice. No argument runs both.
+//! it that part is skipped with a notice. No argument runs both. `layer1-warm` runs only the
+//! in-process Layer 1 rounds, for a profiler (`perf record -g`) to see them alone.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -55,14 +58,14 @@ const COPIES: usize = 17;
 /// Samples per phase, in the order the phases were first recorded.
 #[derive(Default)]
 struct Phases {
-    rows: Vec<(&'static str, Vec<Duration>)>,
+    rows: Vec<(String, Vec<Duration>)>,
 }
 
 impl Phases {
-    fn add(&mut self, phase: &'static str, took: Duration) {
-        match self.rows.iter_mut().find(|(name, _)| *name == phase) {
+    fn add(&mut self, phase: &str, took: Duration) {
+        match self.rows.iter_mut().find(|(name, _)| name == phase) {
             Some((_, samples)) => samples.push(took),
-            None => self.rows.push((phase, vec![took])),
+            None => self.rows.push((phase.to_owned(), vec![took])),
         }
     }
 
@@ -76,7 +79,7 @@ impl Phases {
 
     fn median(&self, phase: &str) -> Duration {
         let (_, samples) = (self.rows.iter())
-            .find(|(name, _)| *name == phase)
+            .find(|(name, _)| name == phase)
             .unwrap_or_else(|| panic!("no phase {phase}"));
         percentile(samples, 0.5)
     }
@@ -274,8 +277,70 @@ fn scenario_run(
     }
 }
 
-fn layer1() {
-    layer1_process();
+/// Set in a child process of [`layer1_cold`]: the parent's wall clock at the spawn, in
+/// nanoseconds since the epoch; the child runs one round and prints its phases.
+const COLD_ROUND: &str = "PHASES_COLD_ROUND_SPAWNED_AT";
+
+/// One Layer 1 fixture in a fresh process each time (this benchmark run as a child), phase by
+/// phase: what the whole-process figure is made of, cold caches, lazy statics and first page
+/// faults included, which the warm rounds in one process do not see.
+fn layer1_cold() {
+    let mut phases = Phases::default();
+    for round in 0..PROCESS_ROUNDS + WARMUP {
+        let spawned_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the clock is after 1970");
+        let started = Instant::now();
+        let output = Command::new(std::env::current_exe().expect("this benchmark's path"))
+            .env(COLD_ROUND, spawned_at.as_nanos().to_string())
+            .current_dir(workspace_root())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("the benchmark starts as a child");
+        let whole = started.elapsed();
+        assert!(output.status.success(), "the cold round failed");
+        if round < WARMUP {
+            continue;
+        }
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let (name, nanos) = line
+                .rsplit_once('\t')
+                .expect("a phase line: name, tab, nanos");
+            phases.add(name, Duration::from_nanos(nanos.parse().expect("nanos")));
+        }
+        phases.add("the child process, spawn to exit (whole)", whole);
+    }
+    phases.print(&format!(
+        "Layer 1, {LAYER1_FIXTURE}, one round per fresh process (n={PROCESS_ROUNDS}; the last row is the whole, not a phase)"
+    ));
+}
+
+/// The child's side of [`layer1_cold`]: one round, its phases printed as `name<TAB>nanos`.
+fn layer1_cold_child(spawned_at: &str) {
+    let spawned_at = Duration::from_nanos(spawned_at.parse().expect("nanos since the epoch"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970");
+    let mut phases = Phases::default();
+    phases.add(
+        "process start to main (exec, loader, std)",
+        now.saturating_sub(spawned_at),
+    );
+    let fixture = fixtures_dir().join(format!("{LAYER1_FIXTURE}.json"));
+    layer1_round(&fixture, &mut phases);
+    for (name, samples) in &phases.rows {
+        println!("{name}\t{}", samples[0].as_nanos());
+    }
+}
+
+/// `layer1`: the process rows, the fresh-process rounds, then the rounds in this process.
+/// `warm_only` (the `layer1-warm` argument) runs only the last, for a profiler to see the
+/// phases without process start-up.
+fn layer1(warm_only: bool) {
+    if !warm_only {
+        layer1_process();
+        layer1_cold();
+    }
     let fixture = fixtures_dir().join(format!("{LAYER1_FIXTURE}.json"));
     let mut phases = Phases::default();
     for _ in 0..WARMUP {
@@ -427,7 +492,7 @@ async fn keyless_rounds(python_fixture: &Path) {
         );
         if round >= WARMUP {
             for (name, samples) in phases.rows {
-                keyless.add(name, samples[0]);
+                keyless.add(&name, samples[0]);
             }
             alone.add("the gateway alone: the same requests, bare client", bare);
         }
@@ -545,12 +610,21 @@ fn keyless_part() {
 }
 
 fn main() {
+    if let Some(spawned_at) = std::env::var_os(COLD_ROUND) {
+        layer1_cold_child(&spawned_at.to_string_lossy());
+        return;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let picked = |part: &str| {
-        !args.iter().any(|a| a == "layer1" || a == "keyless") || args.iter().any(|a| a == part)
+        !args
+            .iter()
+            .any(|a| a.starts_with("layer1") || a == "keyless")
+            || args.iter().any(|a| a == part)
     };
     if picked("layer1") {
-        layer1();
+        layer1(false);
+    } else if picked("layer1-warm") {
+        layer1(true);
     }
     if picked("keyless") {
         keyless_part();

@@ -510,11 +510,13 @@ impl ScenarioRun {
 }
 
 /// The Tokio runtime to run fixtures on from synchronous code: a `datatest-stable` test, a
-/// benchmark, a command. It is multi-threaded with two workers, because an in-process gateway
-/// serves on the same runtime as the driver that streams from it; I/O and timers are on.
+/// benchmark, a command. I/O and timers are on. It has one thread, which the driver and an
+/// in-process gateway share: every wake-up between them stays on that thread, where a
+/// multi-threaded runtime woke another core for each SSE frame and each answer (a third of a
+/// Layer 1 test process's time on two virtual cores, issue 46). Blocking work (a gateway's
+/// file tools, its database file) still goes to threads of its own.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }

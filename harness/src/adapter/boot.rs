@@ -141,15 +141,16 @@ pub(crate) async fn boot_at(
 /// The memory file system, where a booted gateway's home goes when it has room.
 const MEMORY_FS: &str = "/dev/shm";
 
-/// The room the memory file system must have left for a home to go there: a home holds a few
-/// SQLite files of a few hundred KiB and the store's 4 MiB disk-space reserve.
+/// The room the memory file system must have left for a home to go there: a home holds the
+/// threads' folders (the files a run's tools write) and the JWT secret; its database is in
+/// memory, unless a fixture's `gateway_config` asks for a file.
 const MEMORY_FS_ROOM: u64 = 256 * 1024 * 1024;
 
 /// A fresh temporary folder for one booted gateway: in the memory file system when there is one
 /// with room ([`MEMORY_FS_ROOM`]), else in the system's temporary folder. Every Layer 1 test
-/// makes a home, writes the store's files into it and removes it; on a disk file system that
-/// journal work was about half of one fixture's wall time (issue 46), and nothing in a home
-/// needs to outlive its test.
+/// makes a home, writes into it and removes it; on a disk file system that journal work was
+/// about half of one fixture's wall time (issue 46, when the database was still a file there),
+/// and nothing in a home needs to outlive its test.
 fn scratch_folder() -> std::io::Result<TempDir> {
     let builder = || {
         let mut builder = tempfile::Builder::new();

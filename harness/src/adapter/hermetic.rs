@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use gateway_under_test::config::{Config, ModelConfig, PasswordHashConfig, Synchronous};
+use gateway_under_test::config::{
+    Config, DatabaseBackend, ModelConfig, PasswordHashConfig, Synchronous,
+};
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -186,11 +188,14 @@ pub fn hermetic_config(
         models: vec![block.entry()],
         ..Config::default()
     };
+    // The database is thrown away with the run, so it lives in memory (DeerFlow's own
+    // `memory` backend, its default): no file, lock, log or sync. On a disk, the syncs alone
+    // were half of a Layer 1 test's time (docs/replay-and-fixtures.md §7.3); in `/dev/shm` the
+    // file's writes and locks were still a fifth of its CPU time (issue 46). The `sqlite`
+    // settings below are pinned too, so that a fixture's `gateway_config` that asks for
+    // `sqlite` still gets a throw-away one.
+    config.database.backend = DatabaseBackend::Memory;
     config.database.sqlite_dir = PathBuf::from("db");
-    // The database is thrown away with the run: a sync would be a wait on the disk for nothing.
-    // There were four per fixture, two of them when the gateway stops, and on a busy disk they
-    // were half of a Layer 1 test's time (docs/replay-and-fixtures.md §7.3). Never the
-    // product's default.
     config.database.synchronous = Synchronous::Off;
     config.database.space_reserve = false;
     config.skills.path = PathBuf::from("skills");
@@ -298,7 +303,9 @@ mod tests {
         assert_eq!((config.title.max_chars, config.title.max_words), (60, 6));
         assert_eq!(config.sandbox.use_, "local");
         assert_eq!(config.log_level, "warning");
-        // A throw-away database: never synced (the product's default syncs).
+        // A throw-away database: in memory; were it a file, never synced (the product's
+        // default syncs).
+        assert_eq!(config.database.backend, DatabaseBackend::Memory);
         assert_eq!(config.database.synchronous, Synchronous::Off);
         assert!(!config.database.space_reserve);
         assert_eq!(config.auth.password_hash, PasswordHashConfig::cheap());
