@@ -115,6 +115,60 @@ async fn fresh_database_is_at_the_latest_schema_version() {
     assert_eq!(store.schema_version().await.expect("version"), expected);
 }
 
+/// Every object of `conn`'s schema as text: each table's columns (name, type, not-null,
+/// default, key), indexes (with their columns, order and collation) and foreign keys, and
+/// `user_version`. Not the stored `CREATE` text, which `ALTER TABLE` rewrites its own way.
+fn describe_schema(conn: &rusqlite::Connection) -> Vec<String> {
+    let rows = |sql: &str| -> Vec<String> {
+        let mut statement = conn.prepare(sql).expect(sql);
+        let columns = statement.column_count();
+        statement
+            .query_map([], |row| {
+                (0..columns)
+                    .map(|i| Ok(format!("{:?}", row.get_ref(i)?)))
+                    .collect::<Result<Vec<_>, rusqlite::Error>>()
+                    .map(|values| values.join(" "))
+            })
+            .expect(sql)
+            .collect::<Result<_, _>>()
+            .expect(sql)
+    };
+    let mut described = rows("SELECT type, name, tbl_name FROM sqlite_schema ORDER BY name");
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+        .expect("table names");
+    for table in tables {
+        for pragma in ["table_xinfo", "index_list", "foreign_key_list"] {
+            for row in rows(&format!("PRAGMA {pragma}('{table}')")) {
+                described.push(format!("{table} {pragma}: {row}"));
+            }
+        }
+    }
+    for index in rows("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name") {
+        described.push(format!("index {index}"));
+    }
+    described.extend(rows("PRAGMA user_version"));
+    described
+}
+
+/// The one-script schema of a fresh database is the schema every migration leaves, step by
+/// step: same tables, columns in the same order with the same types, defaults and keys, same
+/// indexes, same version. A migration added without its part in `FRESH_SCHEMA` fails here.
+#[test]
+fn a_fresh_schema_is_the_migrated_schema() {
+    let mut stepped = rusqlite::Connection::open_in_memory().expect("open");
+    schema::migrate_step_by_step(&mut stepped).expect("steps");
+    let mut fresh = rusqlite::Connection::open_in_memory().expect("open");
+    schema::migrate(&mut fresh).expect("fresh");
+    let (stepped, fresh) = (describe_schema(&stepped), describe_schema(&fresh));
+    assert!(
+        stepped.len() > 60,
+        "the description covers the schema: {stepped:#?}"
+    );
+    assert_eq!(fresh, stepped);
+}
+
 /// `database.backend = "memory"`: the latest schema, writes read back, nothing in the folder
 /// the `sqlite` backend would use, and two stores at once are two databases (no shared lock,
 /// no shared rows); a store opened again starts empty, as DeerFlow's `memory` does.
