@@ -442,22 +442,27 @@ async fn keyless_rounds(python_fixture: &Path) {
     for round in 0..KEYLESS_ROUNDS + WARMUP {
         let mut phases = Phases::default();
         // keyless test's work per fixture (`keyless_runner::run` over `Reused`, then `judge`).
+        // The model server's reset: the target's start (the shared gateway is kept) and the
+        // replay's opening when the run begins (`POST /_keyless/reset`).
         let started = Instant::now();
         let url = reused.start(&loaded).await.expect("reset");
-        phases.add("model server reset", started.elapsed());
+        let mut reset = started.elapsed();
         let started = Instant::now();
         let mut session = Session::open(&url, &DriveOptions::default())
             .await
             .expect("open");
-        let transcripts = (session
-            .run_scenario(&fixture.scenario, &fixture.turns)
-            .await)
-            .expect("drive");
+        // As `keyless_runner::run` drives: the thread, then the replay opens, then the runs.
+        session.begin(&fixture.scenario).await.expect("thread");
+        let mut drive = started.elapsed();
+        let started = Instant::now();
+        reused.run_begins().await;
+        reset += started.elapsed();
+        let started = Instant::now();
+        let transcripts = (session.runs(&fixture.scenario, &fixture.turns).await).expect("drive");
         drop(session);
-        phases.add(
-            "drive (register, thread, runs, SSE parsed)",
-            started.elapsed(),
-        );
+        drive += started.elapsed();
+        phases.add("model server reset", reset);
+        phases.add("drive (register, thread, runs, SSE parsed)", drive);
         let started = Instant::now();
         let ledger = reused.finish().await.expect("the model server's ledger");
         let mut run = scenario_run(&loaded, transcripts, ledger);
@@ -482,6 +487,7 @@ async fn keyless_rounds(python_fixture: &Path) {
         // The same drive with nothing of keyless in between (the reset and the ledger are
         // untimed: the gateway's model calls must hit, and that is checked).
         let url = reused.start(&loaded).await.expect("reset");
+        reused.run_begins().await;
         let started = Instant::now();
         bare_drive(&url, &bodies).await;
         let bare = started.elapsed();
