@@ -213,6 +213,19 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// The runtime `keyless test` runs `jobs` fixtures at once on: one thread for one job, so the
+/// model server's answers and the driver's reads wake no other core (each such wake cost about
+/// 0.1 ms on a small virtual machine, dozens per fixture: issue 46); [`runtime`]'s two workers
+/// for more, where jobs also compute in parallel.
+pub(crate) fn runtime_for_jobs(jobs: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if jobs > 1 {
+        return runtime();
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
 /// Ctrl-C and SIGTERM for the whole of a command (issue 34, finding 4): the first asks the work
 /// to stop ([`Signals::stopped`]), and the command stops what it started, within bounds; a second
 /// exits at once, after SIGKILL to every process this one started (its descendants, which

@@ -299,7 +299,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             plan.fixtures.len()
         ))?;
     }
-    let runtime = crate::runtime()?;
+    let runtime = crate::runtime_for_jobs(plan.jobs)?;
     let started = Instant::now();
     let mut reporters = Reporters::new(
         &plan.fixtures,

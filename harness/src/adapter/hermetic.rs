@@ -192,8 +192,8 @@ pub fn hermetic_config(
     // `memory` backend, its default): no file, lock, log or sync. On a disk, the syncs alone
     // were half of a Layer 1 test's time (docs/replay-and-fixtures.md §7.3); in `/dev/shm` the
     // file's writes and locks were still a fifth of its CPU time (issue 46). The `sqlite`
-    // settings below are pinned too, so that a fixture's `gateway_config` that asks for
-    // `sqlite` still gets a throw-away one.
+    // settings stay pinned as before (a fixture may not override `database`), so that a file
+    // database, were it ever chosen here again, is still a throw-away one.
     config.database.backend = DatabaseBackend::Memory;
     config.database.sqlite_dir = PathBuf::from("db");
     config.database.synchronous = Synchronous::Off;
