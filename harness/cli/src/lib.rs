@@ -116,10 +116,7 @@ struct McpStdioArgs {
 
 /// Bridges stdin and stdout to the MCP route until stdin closes.
 fn mcp_stdio(args: McpStdioArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(keyless_runner::mcp::bridge_stdio(
+    keyless_runner::runtime()?.block_on(keyless_runner::mcp::bridge_stdio(
         &args.url,
         tokio::io::BufReader::new(tokio::io::stdin()),
         tokio::io::stdout(),
@@ -221,9 +218,7 @@ pub(crate) fn runtime_for_jobs(jobs: usize) -> std::io::Result<tokio::runtime::R
     if jobs > 1 {
         return runtime();
     }
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    keyless_runner::runtime()
 }
 
 /// Ctrl-C and SIGTERM for the whole of a command (issue 34, finding 4): the first asks the work

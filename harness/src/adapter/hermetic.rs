@@ -161,11 +161,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HermeticError + '_ {
 /// extensions config, and returns the home folder.
 pub fn prepare_home(root: &Path) -> Result<PathBuf, HermeticError> {
     let home = root.join("home");
-    for folder in [
-        home.join("skills/public"),
-        home.join("skills/custom"),
-        home.join("db"),
-    ] {
+    // No database folder: the hermetic database is in memory.
+    for folder in [home.join("skills/public"), home.join("skills/custom")] {
         std::fs::create_dir_all(&folder).map_err(io(&folder))?;
     }
     let extensions = home.join("extensions_config.json");

@@ -555,12 +555,7 @@ async fn read_stdio(
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
-        if let (false, Some(live)) = (done, live) {
-            let _ = live.send(message.clone());
-        }
-        messages.push(message);
-        if done {
+        if take_message(message, call, live, &mut messages) {
             break;
         }
     }
@@ -642,18 +637,29 @@ async fn read_http(
         let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
             continue;
         };
-        let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
-        if let (false, Some(live)) = (done, live) {
-            // The client may have to answer it (sampling, elicitation) before the server
-            // sends the response: it cannot wait for the whole answer.
-            let _ = live.send(message.clone());
-        }
-        messages.push(message);
-        if done {
+        if take_message(message, call, live, &mut messages) {
             break;
         }
     }
     Ok(Ok((AnswerForm::Sse, messages, session, None)))
+}
+
+/// Keeps one message the server sent while answering `call` (over stdio or SSE alike) and says
+/// whether it was the response, the last one. Any other (a request or notification of the
+/// server's) is also relayed to `live` at once: the client may have to answer it (sampling,
+/// elicitation) before the server sends the response, so it cannot wait for the whole answer.
+fn take_message(
+    message: Value,
+    call: &McpCall,
+    live: Option<&tokio::sync::mpsc::UnboundedSender<Value>>,
+    messages: &mut Vec<Value>,
+) -> bool {
+    let done = message.get("method").is_none() && message.get("id") == Some(&call.id);
+    if let (false, Some(live)) = (done, live) {
+        let _ = live.send(message.clone());
+    }
+    messages.push(message);
+    done
 }
 
 /// Records the answer the server sent (`parts`) for `call`, its `secrets` learnt first; the
